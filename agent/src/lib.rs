@@ -1,0 +1,1 @@
+//! The sprig JVMTI agent.

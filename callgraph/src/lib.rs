@@ -1,0 +1,1 @@
+//! Revelation (Scheme A/B) and the calling context tree builder.

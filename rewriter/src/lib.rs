@@ -1,0 +1,1 @@
+//! Class-file analysis and probe injection. Bytes in, bytes out.

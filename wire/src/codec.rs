@@ -1,0 +1,1 @@
+//! Length-prefixed bincode frames. CONTRACT (implementation pending in issue 3).

@@ -1,0 +1,160 @@
+//! Control-channel messages between the CLI (listener) and the agent
+//! (connector). Encoded with bincode 2 by [`crate::codec`] as
+//! length-prefixed frames; never change a variant's meaning, add new ones at
+//! the end and bump [`PROTOCOL_VERSION`] when the layout changes.
+
+use bincode::{Decode, Encode};
+
+/// Version of the control protocol and of the ring layout together.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// How the agent is told where its session lives. Passed as the agent's
+/// option string on attach (`-agentpath:...=<options>` or the attach `load`
+/// command). Format: `dir=<abs path>,token=<32 hex>,cli=<pid>`; see
+/// [`AgentOptions::parse`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentOptions {
+    /// Private 0700 session directory holding `control.sock` and `ring`.
+    pub dir: std::path::PathBuf,
+    /// Per-session secret the agent must present in its `Hello`.
+    pub token: [u8; 16],
+    /// PID of the sprig process that started the session; the agent talks
+    /// only to a listener whose SO_PEERCRED pid is this one.
+    pub cli_pid: u32,
+}
+
+/// Which clock the probes read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub enum ClockKind {
+    /// Invariant TSC read with rdtsc; frequency measured at session start.
+    Tsc,
+    /// CLOCK_MONOTONIC in nanoseconds (fallback when the TSC is not invariant).
+    Monotonic,
+    /// CLOCK_THREAD_CPUTIME_ID in nanoseconds (`--clock cpu`).
+    ThreadCpu,
+}
+
+/// Which revelation scheme the agent runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub enum Scheme {
+    /// Scheme B: reveal callees at a method's first call.
+    Lazy,
+    /// Scheme A: instrument the whole reachable graph over loaded classes at once.
+    Eager,
+}
+
+/// What the CLI asks the agent to profile.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct SessionOptions {
+    /// Root patterns: `pkg.Class::method`, `pkg.Class::method(desc)ret`, `pkg.Class::*`.
+    pub roots: Vec<String>,
+    /// Package/class patterns to instrument even though filtered by default.
+    pub include: Vec<String>,
+    /// Package/class patterns never to instrument.
+    pub exclude: Vec<String>,
+    pub scheme: Scheme,
+    pub clock: ClockKind,
+    /// Instrument only the roots (no revelation).
+    pub roots_only: bool,
+    /// Run the in-target probe calibration before profiling.
+    pub calibrate: bool,
+    /// Longest time (ms) a producer waits for ring space before it records
+    /// adjust-time and, if the consumer is gone, switches profiling off.
+    pub wait_bound_ms: u32,
+}
+
+/// Facts about the target JVM, sent in the agent's hello.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct JvmInfo {
+    pub pid: u32,
+    /// `java.vm.version`, e.g. "17.0.15+6-Debian-1deb12u1".
+    pub version: String,
+    /// `java.vm.name`, e.g. "OpenJDK 64-Bit Server VM".
+    pub vm_name: String,
+    pub vendor: String,
+}
+
+/// Counters reported by the agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct AgentStats {
+    pub instrumented_methods: u64,
+    pub instrumented_classes: u64,
+    /// Methods whose entry probe fired at least once.
+    pub called_methods: u64,
+    /// Events the producers could not write (ring dead or bound exceeded).
+    pub lost_events: u64,
+    pub redefinition_batches: u64,
+    pub redefinition_ns: u64,
+    pub reveal_ns: u64,
+    pub failed_classes: u64,
+    pub threads: u64,
+}
+
+/// A class that could not be instrumented or restored.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct ClassFailure {
+    /// Binary name with dots, e.g. `com.acme.Service`.
+    pub class: String,
+    /// JVMTI error name and number, e.g. `JVMTI_ERROR_INVALID_CLASS_FORMAT (60)`,
+    /// or empty when the rewriter refused the class.
+    pub jvmti_error: String,
+    pub reason: String,
+}
+
+/// One frame on the control socket, either direction.
+#[derive(Clone, Debug, PartialEq, Encode, Decode)]
+pub enum Message {
+    // ---- agent -> CLI ----
+    /// First frame the agent sends after connecting.
+    AgentHello {
+        version: u32,
+        token: [u8; 16],
+        jvm: JvmInfo,
+    },
+    /// The ring is mapped and the session options are accepted; `clock` and
+    /// `ticks_per_sec` are also in the ring header.
+    Started {
+        clock: ClockKind,
+        ticks_per_sec: u64,
+    },
+    /// A method id was assigned. Sent before any event carrying the id is
+    /// published. `class` is the binary name with dots.
+    Method {
+        id: u32,
+        class: String,
+        name: String,
+        descriptor: String,
+    },
+    /// A root pattern's classes are loaded and instrumented: probes are live.
+    RootInstrumented { pattern: String, methods: u32 },
+    /// A root pattern matched nothing among loaded classes; it stays armed for
+    /// classes loaded later. `suggestions` are near matches (`pkg.Class::method`).
+    RootNotFound {
+        pattern: String,
+        suggestions: Vec<String>,
+    },
+    /// A thread index was assigned (first probe on that thread).
+    Thread { index: u32, java_id: u64, name: String },
+    /// Probe calibration measured in the target, in ticks of the session clock.
+    Calibration { inner_ticks: f64, outer_ticks: f64, samples: u32 },
+    /// Periodic or requested counters.
+    Status(AgentStats),
+    /// A class failed to instrument or restore; profiling goes on.
+    ClassFailed(ClassFailure),
+    /// A non-fatal problem worth showing the user.
+    Warning(String),
+    /// A fatal problem: the agent detaches after sending it.
+    Error(String),
+    /// Every class is restored, probes are silent, the ring is released.
+    Detached(AgentStats),
+
+    // ---- CLI -> agent ----
+    /// First frame the CLI sends, answering `AgentHello`.
+    CliHello { version: u32 },
+    /// Start profiling with these options.
+    Start(SessionOptions),
+    /// Ask for a `Status` now.
+    StatusRequest,
+    /// Restore every class and detach.
+    Detach,
+}

@@ -1,0 +1,104 @@
+//! Fixed-layout event records written by probes into the shared ring.
+//!
+//! Every record is 16 bytes: a raw clock reading (or, for adjust-time, a
+//! duration), a 32-bit payload (method id, thread index, ...) and a kind.
+//! Timestamps are raw ticks of the clock named in the region header; the
+//! consumer converts them with the header's `ticks_per_sec`.
+
+/// One record in the ring. `#[repr(C)]`, 16 bytes, no padding holes that
+/// could leak memory contents.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Event {
+    /// Clock ticks at the moment of the event; for [`EventKind::AdjustTime`]
+    /// the number of ticks the thread spent blocked on the profiler.
+    pub ts: u64,
+    /// Method id for entry/exit kinds; otherwise see the kind's documentation.
+    pub id: u32,
+    /// An [`EventKind`] as `u16`.
+    pub kind: u16,
+    /// Kind-specific extra bits; zero unless documented.
+    pub aux: u16,
+}
+
+const _: () = assert!(std::mem::size_of::<Event>() == 16);
+
+/// What a record means. Values are part of the wire layout: never renumber.
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Entry into an instrumented method inside the root context. `id` = method id.
+    MethodEntry = 1,
+    /// Normal or exceptional exit of an instrumented method. `id` = method id;
+    /// `aux` = 1 when the exit is exceptional (catch-all handler).
+    MethodExit = 2,
+    /// Entry into a root method; opens the root context on this thread. `id` = method id.
+    RootEntry = 3,
+    /// Exit from the outermost root frame; closes the root context. `id` = method id;
+    /// `aux` = 1 when exceptional.
+    RootExit = 4,
+    /// Time this thread spent blocked on the profiler (ring full, revelation,
+    /// class-load handling). `ts` = duration in ticks, `id` = 0. Placed in the
+    /// stream at the moment the wait ended; the CCT builder subtracts it from
+    /// every frame open on this thread.
+    AdjustTime = 5,
+    /// First record of a thread. `id` = the thread's sprig index (the same as
+    /// the segment's thread index); its name comes on the control channel.
+    ThreadStart = 6,
+    /// The thread ended (or profiling ended for it). `id` = thread index.
+    ThreadEnd = 7,
+    /// A calibration sample: `id` = sample number, `aux` = 0 for an entry-like
+    /// reading, 1 for an exit-like reading. Only written by the calibration run.
+    Calibration = 8,
+    /// Reserved for allocation events.
+    Alloc = 9,
+    /// Reserved for monitor contention events.
+    Monitor = 10,
+    /// A marker: `id` = marker number. Used by tests and benchmarks.
+    Marker = 11,
+}
+
+impl EventKind {
+    /// Decodes a raw kind, `None` for unknown values (a newer producer).
+    #[inline]
+    pub fn from_u16(v: u16) -> Option<EventKind> {
+        use EventKind::*;
+        Some(match v {
+            1 => MethodEntry,
+            2 => MethodExit,
+            3 => RootEntry,
+            4 => RootExit,
+            5 => AdjustTime,
+            6 => ThreadStart,
+            7 => ThreadEnd,
+            8 => Calibration,
+            9 => Alloc,
+            10 => Monitor,
+            11 => Marker,
+            _ => return None,
+        })
+    }
+}
+
+impl Event {
+    #[inline]
+    pub const fn new(kind: EventKind, id: u32, ts: u64) -> Event {
+        Event {
+            ts,
+            id,
+            kind: kind as u16,
+            aux: 0,
+        }
+    }
+
+    #[inline]
+    pub const fn with_aux(mut self, aux: u16) -> Event {
+        self.aux = aux;
+        self
+    }
+
+    #[inline]
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::from_u16(self.kind)
+    }
+}

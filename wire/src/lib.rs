@@ -1,0 +1,17 @@
+//! The only path between the sprig agent (inside the JVM) and the sprig CLI.
+//!
+//! - [`ring`]: a shared-memory region of per-thread segments that probes fill
+//!   with [`Event`]s and the CLI drains, with no lock or CAS per event.
+//! - [`control`] + [`codec`] + [`session`]: length-prefixed bincode messages over a
+//!   Unix-domain socket in a private session directory.
+//! - [`clock`]: the raw clocks probes read and how to convert their ticks.
+
+pub mod clock;
+pub mod codec;
+pub mod control;
+pub mod event;
+pub mod ring;
+pub mod session;
+
+pub use control::{AgentOptions, ClockKind, Message, PROTOCOL_VERSION};
+pub use event::{Event, EventKind};

@@ -1,0 +1,1 @@
+//! Shared-memory event ring. CONTRACT (implementation pending in issue 3).

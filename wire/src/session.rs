@@ -1,0 +1,1 @@
+//! Private session directory, listener and channel. CONTRACT (pending in issue 3).
