@@ -1,1 +1,131 @@
-//! Class-file analysis and probe injection. Bytes in, bytes out.
+//! Class-file analysis and probe injection for sprig. Bytes in, bytes out.
+//!
+//! - [`instrument`] injects `entry(id)` at method start, `exit(id)` before every
+//!   return, and a catch-all handler that calls `exit(id)` and rethrows.
+//! - [`class_info`] and [`callees`] tell revelation what a class declares and
+//!   what a method calls.
+//!
+//! Every byte that instrumentation does not mean to change is left as it was:
+//! constant-pool entries are appended and only the `Code` attributes of the
+//! instrumented methods are replaced.
+
+mod analyze;
+mod error;
+mod instrument;
+
+pub use analyze::{callees, class_info};
+pub use error::Error;
+pub use instrument::instrument;
+
+/// Where the injected calls go. Each probe is `static void name(int id)`
+/// (descriptor `(I)V`) in `class`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSet {
+    /// Internal name of the probe class, e.g. `sprig/rt/Probe`.
+    pub class: String,
+    /// Name of the entry probe method.
+    pub entry: String,
+    /// Name of the exit probe method (normal and exceptional exits).
+    pub exit: String,
+}
+
+/// One method to instrument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub name: String,
+    pub descriptor: String,
+    /// Method id passed to the probes. Any `u32` value; ids above 32,767 are
+    /// loaded from the constant pool, never truncated.
+    pub id: u32,
+    /// Index into the `probes` slice given to [`instrument`].
+    pub probes: usize,
+}
+
+/// The result of [`instrument`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instrumented {
+    /// The new class file; byte-identical to the input when nothing was instrumented.
+    pub bytes: Vec<u8>,
+    /// One outcome per requested target, in request order.
+    pub methods: Vec<MethodOutcome>,
+}
+
+impl Instrumented {
+    /// Number of methods that received probes.
+    pub fn instrumented_count(&self) -> usize {
+        self.methods.iter().filter(|m| m.result.is_ok()).count()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodOutcome {
+    pub name: String,
+    pub descriptor: String,
+    pub result: Result<(), SkipReason>,
+}
+
+/// Why a requested method was left unchanged. The rest of the class is still
+/// instrumented.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkipReason {
+    #[error("native method")]
+    Native,
+    #[error("abstract method")]
+    Abstract,
+    #[error("no such method in class")]
+    NotFound,
+    #[error("code would grow to {0} bytes, over the 65,535-byte limit")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What a class declares, for the class-hierarchy mirror.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassInfo {
+    /// Internal name, e.g. `com/acme/Service`.
+    pub name: String,
+    pub super_name: Option<String>,
+    pub interfaces: Vec<String>,
+    pub access: u16,
+    pub major_version: u16,
+    pub methods: Vec<MethodInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodInfo {
+    pub name: String,
+    pub descriptor: String,
+    pub access: u16,
+    /// Length of the bytecode, 0 for native/abstract methods.
+    pub code_length: u32,
+    /// Whether the code contains any invoke instruction (leaf methods need
+    /// no first-call revelation check).
+    pub has_calls: bool,
+}
+
+/// How a call site reaches its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    Static,
+    Special,
+    Virtual,
+    Interface,
+    /// The implementation method behind an `invokedynamic` (LambdaMetafactory
+    /// lambdas and method references).
+    Dynamic,
+    /// A method handle named in another bootstrap argument.
+    MethodHandle,
+}
+
+/// One call instruction of a method.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallSite {
+    pub kind: CallKind,
+    /// Internal name of the declared owner class.
+    pub owner: String,
+    pub name: String,
+    pub descriptor: String,
+    /// Byte offset of the call instruction in the original code.
+    pub offset: u32,
+}

@@ -1,0 +1,8 @@
+/// Why a class could not be analysed or instrumented at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("malformed class file: {0}")]
+    Malformed(String),
+    #[error("unsupported class file: {0}")]
+    Unsupported(String),
+}
