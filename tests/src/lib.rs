@@ -1,1 +1,436 @@
-//! Helpers for the end-to-end tests.
+//! Helpers for the end-to-end tests: find JDKs, compile the Java fixtures,
+//! start JVMs and `sprig` processes under guards that kill them on drop, and
+//! wait for lines they print instead of sleeping.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A JDK the tests can run.
+#[derive(Clone, Debug)]
+pub struct Jdk {
+    pub home: PathBuf,
+    /// Feature release, e.g. 17 or 25.
+    pub major: u32,
+}
+
+impl Jdk {
+    pub fn java(&self) -> PathBuf {
+        self.home.join("bin/java")
+    }
+
+    pub fn javac(&self) -> PathBuf {
+        self.home.join("bin/javac")
+    }
+}
+
+/// The repository root (the workspace directory).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn jdk_major(home: &Path) -> Option<u32> {
+    let release = std::fs::read_to_string(home.join("release")).ok()?;
+    let line = release
+        .lines()
+        .find(|l| l.starts_with("JAVA_VERSION="))?
+        .trim_start_matches("JAVA_VERSION=")
+        .trim_matches('"')
+        .to_string();
+    let first = line.split(['.', '-', '+']).next()?;
+    first.parse().ok()
+}
+
+fn jdk_at(home: &Path) -> Option<Jdk> {
+    if !home.join("bin/javac").is_file() {
+        return None;
+    }
+    Some(Jdk {
+        home: home.to_path_buf(),
+        major: jdk_major(home)?,
+    })
+}
+
+/// Every JDK found: `SPRIG_TEST_JDKS` (colon-separated homes) if set, else
+/// the JDKs under /usr/lib/jvm, one per feature release, sorted.
+pub fn jdks() -> Vec<Jdk> {
+    let mut found: Vec<Jdk> = Vec::new();
+    let candidates: Vec<PathBuf> = match std::env::var("SPRIG_TEST_JDKS") {
+        Ok(v) if !v.is_empty() => v.split(':').map(PathBuf::from).collect(),
+        _ => std::fs::read_dir("/usr/lib/jvm")
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default(),
+    };
+    let mut candidates = candidates;
+    candidates.sort();
+    for c in candidates {
+        // Skip symlinked aliases so each JDK appears once.
+        if c.is_symlink() {
+            continue;
+        }
+        if let Some(j) = jdk_at(&c)
+            && !found.iter().any(|f| f.major == j.major)
+        {
+            found.push(j);
+        }
+    }
+    found.sort_by_key(|j| j.major);
+    found
+}
+
+/// The baseline JDK 17. Panics with a clear message if it is missing: the
+/// setup script installs it.
+pub fn jdk17() -> Jdk {
+    jdks()
+        .into_iter()
+        .find(|j| j.major == 17)
+        .expect("JDK 17 not found under /usr/lib/jvm: run scripts/setup.sh")
+}
+
+/// JDK 25 when installed; prints why a test skips it otherwise.
+pub fn jdk25(test: &str) -> Option<Jdk> {
+    let j = jdks().into_iter().find(|j| j.major == 25);
+    if j.is_none() {
+        eprintln!("SKIP {test} on JDK 25: no JDK 25 under /usr/lib/jvm (set SPRIG_TEST_JDKS)");
+    }
+    j
+}
+
+/// JDK 17 and, where installed, JDK 25.
+pub fn test_jdks(test: &str) -> Vec<Jdk> {
+    let mut v = vec![jdk17()];
+    v.extend(jdk25(test));
+    v
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "sprig-test-{tag}-{}-{n}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Compiles Java sources below `src_dir` with `jdk`'s javac into `out`.
+pub fn javac(jdk: &Jdk, src_dir: &Path, out: &Path, extra: &[&str]) {
+    let mut sources = Vec::new();
+    collect_java(src_dir, &mut sources);
+    assert!(!sources.is_empty(), "no .java files under {}", src_dir.display());
+    let status = Command::new(jdk.javac())
+        .args(["-nowarn", "-g", "-d"])
+        .arg(out)
+        .args(extra)
+        .args(&sources)
+        .status()
+        .expect("run javac");
+    assert!(status.success(), "javac failed for {}", src_dir.display());
+}
+
+fn collect_java(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect_java(&p, out);
+        } else if p.extension().is_some_and(|e| e == "java") {
+            out.push(p);
+        }
+    }
+}
+
+/// The test fixtures (fixtures/src) compiled for `jdk` into a fresh directory.
+pub fn fixture_classes(jdk: &Jdk) -> TempDir {
+    let dir = TempDir::new("fixtures");
+    javac(jdk, &repo_root().join("fixtures/src"), dir.path(), &[]);
+    dir
+}
+
+/// The bundled sample app (fixtures/demo) compiled for `jdk`.
+pub fn demo_classes(jdk: &Jdk) -> TempDir {
+    let dir = TempDir::new("demo");
+    javac(jdk, &repo_root().join("fixtures/demo"), dir.path(), &[]);
+    dir
+}
+
+/// The cargo target profile directory the test binary runs from
+/// (target/debug or target/release).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test binary>
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The `sprig` binary built beside the tests.
+pub fn sprig_bin() -> PathBuf {
+    let p = target_dir().join("sprig");
+    assert!(
+        p.is_file(),
+        "{} not built: run `cargo build --workspace` first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// The agent library built beside the tests.
+pub fn agent_lib() -> PathBuf {
+    let p = target_dir().join("libsprig_agent.so");
+    assert!(
+        p.is_file(),
+        "{} not built: run `cargo build --workspace` first (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// Output lines of a child, collected by reader threads.
+struct Lines {
+    rx: Receiver<(Stream, String)>,
+    seen: Arc<Mutex<Vec<(Stream, String)>>>,
+}
+
+/// Which pipe a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A child process (a JVM or sprig) that is killed when dropped, with its
+/// stdout and stderr read line by line.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines,
+    exit: Option<std::process::ExitStatus>,
+}
+
+impl Proc {
+    /// Starts `cmd` with piped stdio.
+    pub fn spawn(name: &str, mut cmd: Command) -> Proc {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let (tx, rx) = channel();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().expect("piped stdout");
+        let err = child.stderr.take().expect("piped stderr");
+        for (stream, pipe) in [
+            (Stream::Stdout, Box::new(out) as Box<dyn std::io::Read + Send>),
+            (Stream::Stderr, Box::new(err)),
+        ] {
+            let tx = tx.clone();
+            let seen = seen.clone();
+            let tag = name.to_string();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if std::env::var_os("SPRIG_TEST_ECHO").is_some() {
+                        eprintln!("[{tag} {stream:?}] {line}");
+                    }
+                    seen.lock().unwrap().push((stream, line.clone()));
+                    if tx.send((stream, line)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Proc {
+            name: name.to_string(),
+            stdin: child.stdin.take(),
+            child,
+            lines: Lines { rx, seen },
+            exit: None,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for a line matching `pred` on either stream; returns it.
+    /// Panics with everything printed so far when it does not come in time
+    /// or the process ends first.
+    pub fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        match self.try_wait_for(timeout, |_, l| pred(l)) {
+            Some(l) => l,
+            None => panic!(
+                "{}: no line {what:?} within {timeout:?}; output so far:\n{}",
+                self.name,
+                self.transcript()
+            ),
+        }
+    }
+
+    /// Like `wait_for` but returns None instead of panicking.
+    pub fn try_wait_for(
+        &mut self,
+        timeout: Duration,
+        pred: impl Fn(Stream, &str) -> bool,
+    ) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.rx.recv_timeout(left) {
+                Ok((s, l)) if pred(s, &l) => return Some(l),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => return None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Writes one line to the child's stdin.
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to child stdin");
+        stdin.flush().expect("flush child stdin");
+    }
+
+    /// Closes the child's stdin.
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Sends a signal by name (`INT`, `TERM`, `KILL`, ...) with kill(1).
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args(["-s", sig, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -s {sig} {} failed", self.child.id());
+    }
+
+    /// Waits for the process to exit, up to `timeout`; None if still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        if let Some(s) = self.exit {
+            return Some(s);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                self.exit = Some(s);
+                // Give the reader threads a moment to drain the pipes.
+                std::thread::sleep(Duration::from_millis(50));
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Everything the process printed so far, tagged by stream.
+    pub fn transcript(&self) -> String {
+        let seen = self.lines.seen.lock().unwrap();
+        seen.iter()
+            .map(|(s, l)| format!("  [{s:?}] {l}\n"))
+            .collect()
+    }
+
+    /// All stdout lines so far, joined.
+    pub fn stdout(&self) -> String {
+        self.lines_of(Stream::Stdout).join("\n")
+    }
+
+    /// All stderr lines so far, joined.
+    pub fn stderr(&self) -> String {
+        self.lines_of(Stream::Stderr).join("\n")
+    }
+
+    pub fn lines_of(&self, stream: Stream) -> Vec<String> {
+        let seen = self.lines.seen.lock().unwrap();
+        seen.iter()
+            .filter(|(s, _)| *s == stream)
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Starts the fixture workload JVM (`fixtures.Workload`) and waits for its
+/// ready line. Extra JVM flags go before the class name.
+pub fn start_workload(jdk: &Jdk, classes: &Path, jvm_flags: &[&str]) -> Proc {
+    let mut cmd = Command::new(jdk.java());
+    cmd.args(jvm_flags)
+        .arg("-cp")
+        .arg(classes)
+        .arg("fixtures.Workload");
+    let mut p = Proc::spawn(&format!("workload-jdk{}", jdk.major), cmd);
+    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+    p
+}
+
+/// Runs `sprig` with arguments to completion (bounded), returning
+/// (exit code, stdout, stderr).
+pub fn run_sprig(args: &[&str], timeout: Duration) -> (i32, String, String) {
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args(args);
+    let mut p = Proc::spawn("sprig", cmd);
+    p.close_stdin();
+    let status = p
+        .wait_exit(timeout)
+        .unwrap_or_else(|| panic!("sprig {args:?} did not exit within {timeout:?}:\n{}", p.transcript()));
+    (status.code().unwrap_or(-1), p.stdout(), p.stderr())
+}
+
+/// Files whose names start with `prefix` in `dir`.
+pub fn files_with_prefix(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
