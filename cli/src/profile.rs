@@ -1,0 +1,704 @@
+//! `sprig profile` and `sprig run`: set up a private session, get the agent
+//! into the JVM (attach or -agentpath), drive the session, build the CCT,
+//! write the report.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use sprig::{attach, jvm};
+use sprig_callgraph::cct::CctBuilder;
+use sprig_callgraph::pattern::MethodPattern;
+use sprig_callgraph::profile::{MethodDesc, Profile};
+use sprig_callgraph::report::{self, RenderOptions};
+use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
+use sprig_wire::ring::{Consumer, Region, RingConfig};
+use sprig_wire::session::{Channel, Listener, PeerExpectation, SessionDir, SessionError};
+use sprig_wire::{Message, clock};
+
+use crate::signals;
+
+/// Options shared by `profile` and `run`.
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// Root method(s) whose call subgraph is profiled: `pkg.Class::method`,
+    /// `pkg.Class::method(Ljava/lang/String;)V`, or `pkg.Class::*`. `*`
+    /// matches within a package segment, `**` across segments; nested
+    /// classes use `$`. Repeat for several roots. A root whose class is not
+    /// loaded yet is instrumented when it loads.
+    #[arg(long = "root", value_name = "PATTERN", required = true)]
+    pub roots: Vec<String>,
+
+    /// Stop after this many seconds of profiling (default: until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Report format: an aligned text tree, JSON (schema version 1), or
+    /// collapsed stacks for flame graph tools.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Also instrument classes matching this pattern (package or class
+    /// glob, e.g. `com.sun.tools.javac.**`), even in the JDK's packages.
+    #[arg(long, value_name = "PATTERN")]
+    pub include: Vec<String>,
+
+    /// Never instrument classes matching this pattern.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+
+    /// How the root's callees are found: `lazy` instruments a method's
+    /// callees when it first runs (JFluid's Scheme B, the default); `eager`
+    /// instruments the whole reachable graph at once (Scheme A).
+    #[arg(long, value_enum, default_value_t = SchemeArg::Lazy)]
+    pub scheme: SchemeArg,
+
+    /// Which clock times calls: `wall` (TSC when invariant, ~10 ns to read)
+    /// or `cpu` (thread CPU time: excludes time blocked, but every read is a
+    /// system call of several hundred ns, so overhead is far higher).
+    #[arg(long, value_enum, default_value_t = ClockArg::Wall)]
+    pub clock: ClockArg,
+
+    /// Instrument only the roots, not their callees.
+    #[arg(long)]
+    pub roots_only: bool,
+
+    /// Hide tree nodes below this percentage of their root's time.
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_percent: f64,
+
+    /// Show at most this many levels of the tree.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+
+    /// Longest a JVM thread waits for room in the event ring before it
+    /// gives up and profiling switches off (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
+    pub wait_bound_ms: u32,
+
+    /// Size of the shared event ring in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 32)]
+    pub ring_mib: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// PID of the JVM to profile (see `sprig list`).
+    pub pid: u32,
+
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// Give up attaching after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub attach_timeout: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// The java command line: `java [jvm options] MainClass|-jar app.jar [args]`.
+    #[arg(last = true, required = true, value_name = "JAVA COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Collapsed,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    Lazy,
+    Eager,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    Wall,
+    Cpu,
+}
+
+/// How long to wait for the agent to answer a detach before giving up
+/// (the agent then detaches by itself when the socket closes).
+const DETACH_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl SessionArgs {
+    /// Validates every pattern and option before anything touches the JVM.
+    fn validate(&self) -> Result<()> {
+        for r in &self.roots {
+            MethodPattern::parse(r).map_err(|e| anyhow!("bad --root pattern {r:?}: {e}"))?;
+        }
+        for p in self.include.iter().chain(&self.exclude) {
+            if p.trim().is_empty() || p.contains(char::is_whitespace) {
+                bail!("bad --include/--exclude pattern {p:?}: expected a package or class glob like com.acme.**");
+            }
+        }
+        if let Some(d) = self.duration
+            && !(d.is_finite() && d > 0.0)
+        {
+            bail!("--duration must be a positive number of seconds, not {d}");
+        }
+        if !(0.0..=100.0).contains(&self.min_percent) {
+            bail!("--min-percent must be between 0 and 100, not {}", self.min_percent);
+        }
+        if self.ring_mib == 0 || self.ring_mib > 4096 {
+            bail!("--ring-mib must be between 1 and 4096");
+        }
+        Ok(())
+    }
+
+    fn session_options(&self) -> SessionOptions {
+        SessionOptions {
+            roots: self.roots.clone(),
+            include: self.include.clone(),
+            exclude: self.exclude.clone(),
+            scheme: match self.scheme {
+                SchemeArg::Lazy => Scheme::Lazy,
+                SchemeArg::Eager => Scheme::Eager,
+            },
+            clock: match self.clock {
+                ClockArg::Wall => ClockKind::Tsc,
+                ClockArg::Cpu => ClockKind::ThreadCpu,
+            },
+            roots_only: self.roots_only,
+            calibrate: true,
+            wait_bound_ms: self.wait_bound_ms,
+        }
+    }
+}
+
+/// Everything created for one session on the CLI side. Dropping it removes
+/// the private directory, the socket and the ring file.
+struct Prepared {
+    dir: SessionDir,
+    region: Arc<Region>,
+    listener: Listener,
+}
+
+fn prepare(args: &SessionArgs, owner: Option<(u32, u32)>) -> Result<Prepared> {
+    let dir = match owner {
+        Some((uid, gid)) => SessionDir::create_for_owner(uid, gid),
+        None => SessionDir::create(),
+    }
+    .context("cannot create the private session directory")?;
+    let requested = match args.clock {
+        ClockArg::Wall => ClockKind::Tsc,
+        ClockArg::Cpu => ClockKind::ThreadCpu,
+    };
+    let (clock_kind, ticks_per_sec) = clock::choose(requested);
+    let segment_bytes: u32 = 64 * 1024;
+    let cfg = RingConfig {
+        segment_bytes,
+        segments: (args.ring_mib * 1024 * 1024) / segment_bytes,
+        clock: clock_kind,
+        ticks_per_sec,
+    };
+    let region = Region::create(&dir.ring_path(), &cfg).context("cannot create the event ring")?;
+    dir.adopt(&dir.ring_path())
+        .context("cannot hand the event ring to the JVM's user")?;
+    let listener = Listener::bind(&dir).context("cannot create the control socket")?;
+    Ok(Prepared {
+        dir,
+        region,
+        listener,
+    })
+}
+
+/// `sprig profile <pid>`.
+pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
+    args.session.validate()?;
+    if !(args.attach_timeout.is_finite() && args.attach_timeout > 0.0) {
+        bail!("--attach-timeout must be a positive number of seconds");
+    }
+    let target = jvm::inspect(args.pid)?;
+    let agent = attach::agent_library_path()?;
+    let me = sprig_wire::session::euid();
+    let owner = (me == 0 && target.uid != 0).then_some((target.uid, target.gid));
+    let prepared = prepare(&args.session, owner)?;
+    let options = prepared.dir.agent_options(std::process::id());
+    let timeout = Duration::from_secs_f64(args.attach_timeout);
+    let started = Instant::now();
+    attach::load_agent(&target, &agent, &options.format(), timeout)?;
+    let expect = PeerExpectation {
+        pid: Some(args.pid),
+        uid: target.uid,
+        token: prepared.dir.token(),
+    };
+    let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_secs(2));
+    let (channel, jvm_info) = prepared
+        .listener
+        .accept(&expect, left)
+        .map_err(|e| match e {
+            SessionError::Timeout(_) => anyhow!(
+                "the agent loaded into JVM {} but never connected back within {:?}",
+                args.pid,
+                left
+            ),
+            other => anyhow!(other).context("the agent's connection was refused"),
+        })?;
+    let jvm_line = format!("{} {}", jvm_info.vm_name, jvm_info.version);
+    drive(
+        &args.session,
+        &prepared,
+        channel,
+        args.pid,
+        jvm_line,
+        None,
+    )
+}
+
+/// `sprig run -- java ...`.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    args.session.validate()?;
+    let agent = attach::agent_library_path()?;
+    let prepared = prepare(&args.session, None)?;
+    let options = prepared.dir.agent_options(std::process::id());
+    let (java, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| anyhow!("missing java command after --"))?;
+    let mut cmd = std::process::Command::new(java);
+    cmd.arg(format!("-agentpath:{}={}", agent.display(), options.format()));
+    cmd.args(rest);
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {java:?}"))?;
+    let pid = child.id();
+    let expect = PeerExpectation {
+        pid: Some(pid),
+        uid: sprig_wire::session::euid(),
+        token: prepared.dir.token(),
+    };
+    let accepted = loop {
+        match prepared.listener.accept(&expect, Duration::from_millis(200)) {
+            Ok(c) => break Ok(c),
+            Err(SessionError::Timeout(_)) => {
+                if let Some(status) = child.try_wait()? {
+                    break Err(anyhow!(
+                        "the JVM exited ({status}) before the sprig agent connected: check the java command line"
+                    ));
+                }
+            }
+            Err(e) => break Err(anyhow!(e).context("the agent's connection was refused")),
+        }
+    };
+    let (channel, jvm_info) = match accepted {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let jvm_line = format!("{} {}", jvm_info.vm_name, jvm_info.version);
+    let code = drive(&args.session, &prepared, channel, pid, jvm_line, Some(&mut child));
+    // Ctrl-C reaches the JVM too (same process group); reap it.
+    let _ = child.wait();
+    code
+}
+
+/// Status line on stderr: redrawn in place on a terminal, printed once
+/// (plus the start line) otherwise.
+struct Status {
+    tty: bool,
+    last: Instant,
+    drawn: bool,
+}
+
+impl Status {
+    fn new() -> Status {
+        Status {
+            tty: std::io::stderr().is_terminal(),
+            last: Instant::now(),
+            drawn: false,
+        }
+    }
+
+    fn update(&mut self, elapsed: Duration, events: u64, rate: f64, stats: &AgentStats) {
+        if !self.tty || self.last.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.last = Instant::now();
+        eprint!(
+            "\r\x1b[2Ksprig: profiling {:>6.1} s, {} events ({}/s), {} methods instrumented / {} called",
+            elapsed.as_secs_f64(),
+            human(events as f64),
+            human(rate),
+            stats.instrumented_methods,
+            stats.called_methods
+        );
+        self.drawn = true;
+    }
+
+    fn line(&mut self, text: &str) {
+        if self.drawn {
+            eprint!("\r\x1b[2K");
+            self.drawn = false;
+        }
+        eprintln!("{text}");
+    }
+}
+
+fn human(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Reads control messages on a thread so the main loop never blocks on the
+/// socket while draining the ring.
+fn spawn_reader(mut channel: Channel) -> Receiver<Result<Message, SessionError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("sprig-control-reader".into())
+        .spawn(move || {
+            loop {
+                let m = channel.recv();
+                let end = m.is_err();
+                if tx.send(m).is_err() || end {
+                    break;
+                }
+            }
+        })
+        .expect("spawn control reader thread");
+    rx
+}
+
+#[derive(PartialEq, Eq, Debug)]
+enum Phase {
+    /// Waiting for the agent to start the session.
+    Starting,
+    Profiling,
+    /// Detach requested; waiting for `Detached`.
+    Detaching,
+}
+
+/// Why the session ended.
+enum End {
+    Detached,
+    /// The JVM or the agent went away without detaching.
+    Lost(String),
+    /// The agent reported a fatal error.
+    AgentError(String),
+}
+
+fn drive(
+    args: &SessionArgs,
+    prepared: &Prepared,
+    channel: Channel,
+    pid: u32,
+    jvm_line: String,
+    mut child: Option<&mut std::process::Child>,
+) -> Result<ExitCode> {
+    signals::install();
+    let writer = channel
+        .try_clone()
+        .context("cannot duplicate the control socket")?;
+    writer.send(&Message::Start(args.session_options()))?;
+    let messages = spawn_reader(channel);
+    let ticks_per_sec = prepared.region.ticks_per_sec();
+    let mut consumer = Consumer::new(prepared.region.clone());
+    let mut builder = CctBuilder::new(ticks_per_sec);
+    let mut methods: Vec<(u32, MethodDesc)> = Vec::new();
+    let mut stats = AgentStats::default();
+    let mut calibration: Option<(f64, f64)> = None;
+    let mut warnings: Vec<String> = Vec::new();
+    let mut status = Status::new();
+    let mut phase = Phase::Starting;
+    let mut events: u64 = 0;
+    let mut profiling_since: Option<Instant> = None;
+    let mut detach_sent_at: Option<Instant> = None;
+    let mut signals_seen = 0;
+    let mut rate_window = (Instant::now(), 0u64, 0.0f64);
+    let announced_roots = std::cell::Cell::new(false);
+
+    let end = loop {
+        let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
+        events += n as u64;
+
+        // Control messages.
+        let mut ended = None;
+        loop {
+            match messages.try_recv() {
+                Ok(Ok(msg)) => {
+                    if let Some(e) = handle_message(
+                        msg,
+                        &mut phase,
+                        &mut builder,
+                        &mut methods,
+                        &mut stats,
+                        &mut calibration,
+                        &mut warnings,
+                        &mut status,
+                        &mut profiling_since,
+                        &announced_roots,
+                        pid,
+                    ) {
+                        ended = Some(e);
+                        break;
+                    }
+                }
+                Ok(Err(e)) => {
+                    ended = Some(if e.is_closed() {
+                        End::Lost(format!("JVM {pid} closed the connection (did it exit?)"))
+                    } else {
+                        End::Lost(format!("control connection failed: {e}"))
+                    });
+                    break;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    ended = Some(End::Lost(format!("JVM {pid} closed the connection (did it exit?)")));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = ended {
+            break e;
+        }
+
+        // Stop conditions.
+        let sigs = signals::count();
+        if sigs > signals_seen {
+            signals_seen = sigs;
+            if phase == Phase::Detaching {
+                status.line("sprig: interrupted again: exiting now; the agent restores the JVM by itself");
+                break End::Lost("interrupted twice".into());
+            }
+            status.line("sprig: stopping: restoring classes and detaching (Ctrl-C again to exit at once)");
+            writer.send(&Message::Detach)?;
+            detach_sent_at = Some(Instant::now());
+            phase = Phase::Detaching;
+        }
+        if phase == Phase::Profiling
+            && let (Some(d), Some(since)) = (args.duration, profiling_since)
+            && since.elapsed().as_secs_f64() >= d
+        {
+            writer.send(&Message::Detach)?;
+            detach_sent_at = Some(Instant::now());
+            phase = Phase::Detaching;
+        }
+        if let Some(at) = detach_sent_at
+            && at.elapsed() > DETACH_TIMEOUT
+        {
+            break End::Lost(format!(
+                "the agent did not confirm the detach within {DETACH_TIMEOUT:?}"
+            ));
+        }
+        if let Some(c) = child.as_deref_mut()
+            && let Ok(Some(st)) = c.try_wait()
+        {
+            // Drain what the agent managed to publish, then stop.
+            let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
+            events += n as u64;
+            break End::Lost(format!("the JVM exited ({st})"));
+        }
+
+        // Status line.
+        if let Some(since) = profiling_since {
+            let (t0, e0, r) = rate_window;
+            let dt = t0.elapsed().as_secs_f64();
+            let rate = if dt >= 1.0 {
+                let r = (events - e0) as f64 / dt;
+                rate_window = (Instant::now(), events, r);
+                r
+            } else {
+                r
+            };
+            status.update(since.elapsed(), events, rate, &stats);
+        }
+        if n == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+
+    // Final drain: everything the agent published before it retired the ring.
+    let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
+    events += n as u64;
+    prepared.region.mark_consumer_gone();
+
+    let duration_ms = profiling_since.map(|s| s.elapsed().as_millis() as u64).unwrap_or(0);
+    let mut profile: Profile = builder.finish();
+    for (id, m) in methods {
+        profile.methods.insert(id, m);
+    }
+    profile.pid = pid;
+    profile.jvm = jvm_line;
+    profile.events = events;
+    profile.instrumented_methods = stats.instrumented_methods;
+    profile.called_methods = stats.called_methods;
+    profile.lost_events = stats.lost_events.max(prepared.region.lost_events());
+    profile.duration_ms = duration_ms;
+    if let Some((inner, outer)) = calibration {
+        profile.set_calibration_ticks(inner, outer);
+    }
+    profile.warnings.extend(warnings);
+
+    let (code, note) = match &end {
+        End::Detached => (ExitCode::SUCCESS, None),
+        End::Lost(why) => (
+            ExitCode::from(3),
+            Some(format!("sprig: session ended early: {why}; showing what was collected")),
+        ),
+        End::AgentError(why) => (
+            ExitCode::from(1),
+            Some(format!("sprig: error: the agent stopped: {why}")),
+        ),
+    };
+    if let Some(note) = &note {
+        status.line(note);
+    }
+    if phase == Phase::Starting && matches!(end, End::Lost(_) | End::AgentError(_)) {
+        return Ok(code);
+    }
+    write_report(args, &profile)?;
+    if profile.lost_events > 0 {
+        status.line(&format!(
+            "sprig: warning: {} events were lost (the ring was full for longer than the wait bound)",
+            profile.lost_events
+        ));
+    }
+    Ok(code)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn handle_message(
+    msg: Message,
+    phase: &mut Phase,
+    builder: &mut CctBuilder,
+    methods: &mut Vec<(u32, MethodDesc)>,
+    stats: &mut AgentStats,
+    calibration: &mut Option<(f64, f64)>,
+    warnings: &mut Vec<String>,
+    status: &mut Status,
+    profiling_since: &mut Option<Instant>,
+    announced: &std::cell::Cell<bool>,
+    pid: u32,
+) -> Option<End> {
+    match msg {
+        Message::Started { .. } => {}
+        Message::Method {
+            id,
+            class,
+            name,
+            descriptor,
+        } => methods.push((
+            id,
+            MethodDesc {
+                class,
+                name,
+                descriptor,
+            },
+        )),
+        Message::RootInstrumented { pattern, methods: n } => {
+            if !announced.get() {
+                announced.set(true);
+                status.line(&format!(
+                    "sprig: profiling JVM {pid}: root {pattern} instrumented ({n} method{})",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            if *phase == Phase::Starting {
+                *phase = Phase::Profiling;
+                *profiling_since = Some(Instant::now());
+            }
+        }
+        Message::RootNotFound {
+            pattern,
+            suggestions,
+        } => {
+            let mut line = format!(
+                "sprig: root {pattern} matches no loaded method yet; waiting for its class to load"
+            );
+            if !suggestions.is_empty() {
+                line.push_str(&format!(" (did you mean {}?)", suggestions.join(", ")));
+            }
+            status.line(&line);
+            if *phase == Phase::Starting {
+                *phase = Phase::Profiling;
+                *profiling_since = Some(Instant::now());
+            }
+        }
+        Message::Thread {
+            index,
+            java_id,
+            name,
+        } => builder.set_thread_name(index, java_id, name),
+        Message::Calibration {
+            inner_ticks,
+            outer_ticks,
+            ..
+        } => *calibration = Some((inner_ticks, outer_ticks)),
+        Message::Status(s) => *stats = s,
+        Message::ClassFailed(f) => {
+            let line = if f.jvmti_error.is_empty() {
+                format!("class {} left uninstrumented: {}", f.class, f.reason)
+            } else {
+                format!("class {} left uninstrumented: {}: {}", f.class, f.jvmti_error, f.reason)
+            };
+            status.line(&format!("sprig: warning: {line}"));
+            warnings.push(line);
+        }
+        Message::Warning(w) => {
+            status.line(&format!("sprig: warning: {w}"));
+            warnings.push(w);
+        }
+        Message::Error(e) => return Some(End::AgentError(e)),
+        Message::Detached(s) => {
+            *stats = s;
+            return Some(End::Detached);
+        }
+        other => warnings.push(format!("unexpected message from the agent: {other:?}")),
+    }
+    None
+}
+
+fn write_report(args: &SessionArgs, profile: &Profile) -> Result<()> {
+    let opts = RenderOptions {
+        min_percent: args.min_percent,
+        max_depth: args.depth,
+        ..RenderOptions::default()
+    };
+    let renderer: Box<dyn report::Render> = match args.format {
+        Format::Text => Box::new(report::text::TextReport),
+        Format::Json => Box::new(report::json::JsonReport),
+        Format::Collapsed => Box::new(report::collapsed::CollapsedReport),
+    };
+    match &args.output {
+        Some(path) => {
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            );
+            renderer.render(profile, &opts, &mut f)?;
+            f.flush()?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            renderer.render(profile, &opts, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
