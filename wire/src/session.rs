@@ -383,24 +383,34 @@ impl Listener {
         &self.path
     }
 
-    /// Waits up to `timeout` for the expected agent. Connections from any
-    /// other process (uid, or pid when given) are dropped and waiting goes
-    /// on. The first frame of the right process must be an `AgentHello`
-    /// with the token and [`PROTOCOL_VERSION`]; on success the CLI answers
-    /// `CliHello` and returns the channel and the JVM facts. A wrong token
-    /// or version is an error (the agent is told why before the close).
+    /// Waits up to `timeout` for the expected agent and shakes hands.
+    ///
+    /// Connections from another uid, or another pid when `expect.pid` is
+    /// given, are dropped and waiting goes on. The first frame must be an
+    /// `AgentHello` with the session token and [`PROTOCOL_VERSION`]; the CLI
+    /// answers `CliHello` and returns the channel and the JVM facts.
+    ///
+    /// When the pid is known and matches, the peer is the target JVM, so a
+    /// wrong token, wrong version or malformed hello is returned as an error
+    /// (the agent is told why first). When the pid is not known, any
+    /// process of that uid could connect: one that does not send a valid
+    /// hello within [`HELLO_TIMEOUT`] is dropped and waiting goes on, and
+    /// its error is only returned if nobody better comes before the
+    /// deadline. A version mismatch with the right token is always returned
+    /// at once: that is our agent, only older or newer.
     pub fn accept(
         &self,
         expect: &PeerExpectation,
         timeout: Duration,
     ) -> Result<(Channel, JvmInfo), SessionError> {
         let deadline = Instant::now() + timeout;
+        let mut last_err = None;
         loop {
             let stream = match self.inner.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
-                        return Err(SessionError::Timeout(timeout));
+                        return Err(last_err.unwrap_or(SessionError::Timeout(timeout)));
                     }
                     std::thread::sleep(Duration::from_millis(2));
                     continue;
@@ -414,41 +424,69 @@ impl Listener {
                 // Not our agent: drop it and keep waiting.
                 continue;
             }
-            let mut ch = Channel::new(stream)?;
+            let verified = expect.pid.is_some();
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let first = ch
-                .recv_timeout(remaining.max(Duration::from_millis(1)))?
-                .ok_or(SessionError::Timeout(timeout))?;
-            let Message::AgentHello {
-                version,
-                token,
-                jvm,
-            } = first
-            else {
-                return Err(SessionError::Unexpected {
-                    expected: "AgentHello",
-                    got: message_name(&first),
-                });
+            let hello_wait = if verified {
+                remaining
+            } else {
+                remaining.min(HELLO_TIMEOUT)
             };
-            if version != PROTOCOL_VERSION {
-                let _ = ch.send(&Message::Error(format!(
-                    "protocol version mismatch: sprig speaks {PROTOCOL_VERSION}, the agent speaks {version}"
-                )));
-                return Err(SessionError::VersionMismatch {
-                    ours: PROTOCOL_VERSION,
-                    theirs: version,
-                });
+            match handshake(
+                stream,
+                &expect.token,
+                hello_wait.max(Duration::from_millis(1)),
+            ) {
+                Ok(done) => return Ok(done),
+                Err(e @ SessionError::VersionMismatch { .. }) => return Err(e),
+                Err(e) if verified => return Err(e),
+                Err(e) => last_err = Some(e),
             }
-            if !tokens_equal(&token, &expect.token) {
-                let _ = ch.send(&Message::Error("wrong session token".into()));
-                return Err(SessionError::BadToken);
-            }
-            ch.send(&Message::CliHello {
-                version: PROTOCOL_VERSION,
-            })?;
-            return Ok((ch, jvm));
         }
     }
+}
+
+/// How long [`Listener::accept`] waits for the hello of a peer whose pid
+/// it cannot check before it drops it and waits for another.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The listener's half of the handshake on one accepted connection.
+fn handshake(
+    stream: UnixStream,
+    expect_token: &[u8; 16],
+    wait: Duration,
+) -> Result<(Channel, JvmInfo), SessionError> {
+    let mut ch = Channel::new(stream)?;
+    ch.set_write_timeout(Some(wait))?;
+    let first = ch.recv_timeout(wait)?.ok_or(SessionError::Timeout(wait))?;
+    let Message::AgentHello {
+        version,
+        token,
+        jvm,
+    } = first
+    else {
+        return Err(SessionError::Unexpected {
+            expected: "AgentHello",
+            got: message_name(&first),
+        });
+    };
+    if !tokens_equal(&token, expect_token) {
+        let _ = ch.send(&Message::Error("wrong session token".into()));
+        return Err(SessionError::BadToken);
+    }
+    if version != PROTOCOL_VERSION {
+        let _ = ch.send(&Message::Error(format!(
+            "protocol version mismatch: sprig speaks {PROTOCOL_VERSION}, the agent speaks {version}"
+        )));
+        return Err(SessionError::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            theirs: version,
+        });
+    }
+    ch.send(&Message::CliHello {
+        version: PROTOCOL_VERSION,
+    })?;
+    ch.set_write_timeout(None)?;
+    Ok((ch, jvm))
 }
 
 impl Drop for Listener {

@@ -1,0 +1,301 @@
+//! Codec: property round trips over every message shape, and hostile
+//! input (oversized, truncated, trailing, garbage) giving errors.
+
+use proptest::prelude::*;
+use sprig_wire::codec::{self, CodecError, MAX_FRAME};
+use sprig_wire::control::{
+    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, Scheme, SessionOptions,
+};
+
+fn clock() -> impl Strategy<Value = ClockKind> {
+    prop_oneof![
+        Just(ClockKind::Tsc),
+        Just(ClockKind::Monotonic),
+        Just(ClockKind::ThreadCpu)
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    // Unicode, empty, and the odd long one.
+    prop_oneof![".{0,40}", "[a-zA-Z0-9.$/;()\\[]{0,300}"]
+}
+
+fn texts() -> impl Strategy<Value = Vec<String>> {
+    prop::collection::vec(text(), 0..6)
+}
+
+fn jvm() -> impl Strategy<Value = JvmInfo> {
+    (any::<u32>(), text(), text(), text()).prop_map(|(pid, version, vm_name, vendor)| JvmInfo {
+        pid,
+        version,
+        vm_name,
+        vendor,
+    })
+}
+
+fn stats() -> impl Strategy<Value = AgentStats> {
+    prop::array::uniform9(any::<u64>()).prop_map(|a| AgentStats {
+        instrumented_methods: a[0],
+        instrumented_classes: a[1],
+        called_methods: a[2],
+        lost_events: a[3],
+        redefinition_batches: a[4],
+        redefinition_ns: a[5],
+        reveal_ns: a[6],
+        failed_classes: a[7],
+        threads: a[8],
+    })
+}
+
+fn session_options() -> impl Strategy<Value = SessionOptions> {
+    (
+        texts(),
+        texts(),
+        texts(),
+        prop_oneof![Just(Scheme::Lazy), Just(Scheme::Eager)],
+        clock(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u32>(),
+    )
+        .prop_map(
+            |(roots, include, exclude, scheme, clock, roots_only, calibrate, wait_bound_ms)| {
+                SessionOptions {
+                    roots,
+                    include,
+                    exclude,
+                    scheme,
+                    clock,
+                    roots_only,
+                    calibrate,
+                    wait_bound_ms,
+                }
+            },
+        )
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        (any::<u32>(), any::<[u8; 16]>(), jvm()).prop_map(|(version, token, jvm)| {
+            Message::AgentHello {
+                version,
+                token,
+                jvm,
+            }
+        }),
+        (clock(), any::<u64>()).prop_map(|(clock, ticks_per_sec)| Message::Started {
+            clock,
+            ticks_per_sec
+        }),
+        (any::<u32>(), text(), text(), text()).prop_map(|(id, class, name, descriptor)| {
+            Message::Method {
+                id,
+                class,
+                name,
+                descriptor,
+            }
+        }),
+        (text(), any::<u32>())
+            .prop_map(|(pattern, methods)| Message::RootInstrumented { pattern, methods }),
+        (text(), any::<bool>(), texts()).prop_map(|(pattern, class_loaded, suggestions)| {
+            Message::RootNotFound {
+                pattern,
+                class_loaded,
+                suggestions,
+            }
+        }),
+        (any::<u32>(), any::<u64>(), text()).prop_map(|(index, java_id, name)| Message::Thread {
+            index,
+            java_id,
+            name
+        }),
+        // Finite floats: NaN != NaN would make equality meaningless.
+        (
+            -1e12f64..1e12,
+            prop_oneof![
+                Just(0.0f64),
+                Just(-0.0),
+                any::<f64>().prop_filter("finite", |f| f.is_finite())
+            ],
+            any::<u32>()
+        )
+            .prop_map(|(inner_ticks, outer_ticks, samples)| Message::Calibration {
+                inner_ticks,
+                outer_ticks,
+                samples
+            }),
+        stats().prop_map(Message::Status),
+        (text(), text(), text()).prop_map(|(class, jvmti_error, reason)| {
+            Message::ClassFailed(ClassFailure {
+                class,
+                jvmti_error,
+                reason,
+            })
+        }),
+        text().prop_map(Message::Warning),
+        text().prop_map(Message::Error),
+        stats().prop_map(Message::Detached),
+        any::<u32>().prop_map(|version| Message::CliHello { version }),
+        session_options().prop_map(Message::Start),
+        Just(Message::StatusRequest),
+        Just(Message::Detach),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn round_trip(msg in message()) {
+        let frame = codec::encode(&msg).unwrap();
+        let len = u32::from_le_bytes(frame[..4].try_into().unwrap()) as usize;
+        prop_assert_eq!(len, frame.len() - 4);
+        let back = codec::read_frame(&mut &frame[..]).unwrap();
+        prop_assert_eq!(&back, &msg);
+        // try_decode agrees, and says "need more" for every proper prefix.
+        let (again, used) = codec::try_decode(&frame).unwrap().unwrap();
+        prop_assert_eq!(&again, &msg);
+        prop_assert_eq!(used, frame.len());
+        for cut in [0, 1, 3, 4, frame.len() / 2, frame.len() - 1] {
+            if cut < frame.len() {
+                prop_assert!(codec::try_decode(&frame[..cut]).unwrap().is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn sequences_round_trip(msgs in prop::collection::vec(message(), 0..20)) {
+        let mut stream = Vec::new();
+        for m in &msgs {
+            codec::write_frame(&mut stream, m).unwrap();
+        }
+        let mut r = &stream[..];
+        for m in &msgs {
+            prop_assert_eq!(&codec::read_frame(&mut r).unwrap(), m);
+        }
+        prop_assert!(matches!(codec::read_frame(&mut r), Err(CodecError::Closed)));
+    }
+
+    /// Any byte soup inside a well-sized frame: an error or a message,
+    /// never a panic, and a decoded message survives a second round trip.
+    #[test]
+    fn garbage_payload_never_panics(payload in prop::collection::vec(any::<u8>(), 1..200)) {
+        let mut frame = (payload.len() as u32).to_le_bytes().to_vec();
+        frame.extend_from_slice(&payload);
+        if let Ok(m) = codec::read_frame(&mut &frame[..]) {
+            let again = codec::encode(&m).unwrap();
+            prop_assert!(again.len() <= frame.len());
+            prop_assert_eq!(codec::read_frame(&mut &again[..]).unwrap(), m);
+        }
+    }
+
+    /// Flipping one byte of a valid frame's payload never panics.
+    #[test]
+    fn corrupted_frames_never_panic(msg in message(), pos in any::<prop::sample::Index>(), x in 1u8..) {
+        let mut frame = codec::encode(&msg).unwrap();
+        let i = 4 + pos.index(frame.len() - 4);
+        frame[i] ^= x;
+        let _ = codec::read_frame(&mut &frame[..]);
+    }
+}
+
+#[test]
+fn oversized_length_is_refused_before_allocating() {
+    for len in [MAX_FRAME as u32 + 1, u32::MAX] {
+        let bytes = len.to_le_bytes();
+        match codec::read_frame(&mut &bytes[..]) {
+            Err(CodecError::TooLarge { len: l }) => assert_eq!(l, len as usize),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            codec::try_decode(&bytes),
+            Err(CodecError::TooLarge { .. })
+        ));
+    }
+}
+
+#[test]
+fn oversized_message_is_refused_on_encode() {
+    let huge = Message::Warning("x".repeat(MAX_FRAME + 1));
+    assert!(matches!(
+        codec::encode(&huge),
+        Err(CodecError::TooLarge { .. })
+    ));
+    // Just under the limit is fine.
+    let fits = Message::Warning("x".repeat(MAX_FRAME - 16));
+    let f = codec::encode(&fits).unwrap();
+    assert_eq!(codec::read_frame(&mut &f[..]).unwrap(), fits);
+}
+
+#[test]
+fn container_length_inside_payload_is_bounded() {
+    // A Warning whose string claims 2^60 bytes: bincode's limit must refuse
+    // it without trying to allocate.
+    let mut payload = codec::encode(&Message::Warning(String::new())).unwrap()[4..].to_vec();
+    // Standard config: variant index as varint, then string length varint.
+    // Replace the trailing 0 length with a u64 varint marker (253) + 2^60.
+    assert_eq!(payload.last(), Some(&0));
+    payload.pop();
+    payload.push(253);
+    payload.extend_from_slice(&(1u64 << 60).to_le_bytes());
+    let mut frame = (payload.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&payload);
+    assert!(matches!(
+        codec::read_frame(&mut &frame[..]),
+        Err(CodecError::Malformed(_))
+    ));
+}
+
+#[test]
+fn truncated_frames() {
+    let frame = codec::encode(&Message::Warning("hello".into())).unwrap();
+    assert!(matches!(
+        codec::read_frame(&mut &frame[..0]),
+        Err(CodecError::Closed)
+    ));
+    for cut in 1..frame.len() {
+        match codec::read_frame(&mut &frame[..cut]) {
+            Err(CodecError::Truncated { got, want }) => {
+                assert_eq!(got, cut);
+                assert!(want > got);
+            }
+            other => panic!("cut {cut}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn trailing_bytes_and_empty_frames() {
+    let mut frame = codec::encode(&Message::Detach).unwrap();
+    frame.push(0);
+    let len = (frame.len() - 4) as u32;
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    assert!(matches!(
+        codec::read_frame(&mut &frame[..]),
+        Err(CodecError::Trailing { trailing: 1 })
+    ));
+    let empty = 0u32.to_le_bytes();
+    assert!(matches!(
+        codec::read_frame(&mut &empty[..]),
+        Err(CodecError::Empty)
+    ));
+}
+
+#[test]
+fn unknown_variant_is_malformed() {
+    // Variant index 200 does not exist.
+    let frame = [1, 0, 0, 0, 200];
+    assert!(matches!(
+        codec::read_frame(&mut &frame[..]),
+        Err(CodecError::Malformed(_))
+    ));
+}
+
+#[test]
+fn hello_carries_the_version() {
+    let m = Message::CliHello {
+        version: PROTOCOL_VERSION,
+    };
+    let f = codec::encode(&m).unwrap();
+    assert_eq!(codec::read_frame(&mut &f[..]).unwrap(), m);
+}
