@@ -13,7 +13,7 @@ mod analyze;
 mod error;
 mod instrument;
 
-pub use analyze::{callees, class_info};
+pub use analyze::{callees, callees_all, class_info};
 pub use error::Error;
 pub use instrument::instrument;
 
