@@ -1,1 +1,2 @@
 //! Revelation (Scheme A/B) and the calling context tree builder.
+pub mod pattern;
