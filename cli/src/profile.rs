@@ -192,7 +192,7 @@ struct Prepared {
 fn prepare(args: &SessionArgs, owner: Option<(u32, u32)>) -> Result<Prepared> {
     let dir = match owner {
         Some((uid, gid)) => SessionDir::create_for_owner(uid, gid),
-        None => SessionDir::create(),
+        None => SessionDir::create_in(&std::env::temp_dir()),
     }
     .context("cannot create the private session directory")?;
     let requested = match args.clock {

@@ -236,6 +236,8 @@ pub struct Proc {
     stdin: Option<ChildStdin>,
     lines: Lines,
     exit: Option<std::process::ExitStatus>,
+    /// The working directory the process was given, when the harness made one.
+    pub cwd: Option<TempDir>,
 }
 
 impl Proc {
@@ -277,6 +279,7 @@ impl Proc {
             child,
             lines: Lines { rx, seen },
             exit: None,
+            cwd: None,
         }
     }
 
@@ -395,13 +398,18 @@ impl Drop for Proc {
 
 /// Starts the fixture workload JVM (`fixtures.Workload`) and waits for its
 /// ready line. Extra JVM flags go before the class name.
+/// The JVM runs in its own working directory (`Proc::cwd`), so tests can check
+/// that attaching leaves no file behind there.
 pub fn start_workload(jdk: &Jdk, classes: &Path, jvm_flags: &[&str]) -> Proc {
+    let cwd = TempDir::new("jvm-cwd");
     let mut cmd = Command::new(jdk.java());
+    cmd.current_dir(cwd.path());
     cmd.args(jvm_flags)
         .arg("-cp")
         .arg(classes)
         .arg("fixtures.Workload");
     let mut p = Proc::spawn(&format!("workload-jdk{}", jdk.major), cmd);
+    p.cwd = Some(cwd);
     p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
     p
 }
@@ -409,8 +417,17 @@ pub fn start_workload(jdk: &Jdk, classes: &Path, jvm_flags: &[&str]) -> Proc {
 /// Runs `sprig` with arguments to completion (bounded), returning
 /// (exit code, stdout, stderr).
 pub fn run_sprig(args: &[&str], timeout: Duration) -> (i32, String, String) {
+    run_sprig_in(args, None, timeout)
+}
+
+/// Like [`run_sprig`], with `TMPDIR` pointing at `tmpdir` (where sprig makes
+/// its private session directory).
+pub fn run_sprig_in(args: &[&str], tmpdir: Option<&Path>, timeout: Duration) -> (i32, String, String) {
     let mut cmd = Command::new(sprig_bin());
     cmd.args(args);
+    if let Some(t) = tmpdir {
+        cmd.env("TMPDIR", t);
+    }
     let mut p = Proc::spawn("sprig", cmd);
     p.close_stdin();
     let status = p
