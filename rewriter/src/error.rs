@@ -5,4 +5,8 @@ pub enum Error {
     Malformed(String),
     #[error("unsupported class file: {0}")]
     Unsupported(String),
+    /// The request itself is inconsistent, e.g. a target names a probe set
+    /// that was not given.
+    #[error("invalid target: {0}")]
+    InvalidTarget(String),
 }

@@ -1,7 +1,194 @@
-//! Probe injection. Owned by the instrumentation work (issue 2).
-use crate::{Error, Instrumented, ProbeSet, Target};
+//! Probe injection (issue 2).
+//!
+//! Works on raw class-file bytes with its own small reader and writer; no
+//! class-file object model (and none of ristretto_classfile's serializer) is
+//! involved, so every byte outside the replaced `Code` attributes and the
+//! appended constant-pool entries stays exactly as it was.
+//!
+//! For each target method:
+//! - `entry(id)` runs once per invocation, `exit(id)` before every return
+//!   instruction, and a catch-all handler (catch type 0, appended last in
+//!   the exception table) calls `exit(id)` and rethrows.
+//! - The id is pushed with `iconst`/`bipush`/`sipush` when it fits, else with
+//!   `ldc`/`ldc_w` of a `CONSTANT_Integer` holding the id's bit pattern.
+//!
+//! Constructors: the entry probe goes right after the `invokespecial <init>`
+//! that initializes `this` (the `super(...)`/`this(...)` call), and the
+//! catch-all covers only the code after it. An exception thrown while the
+//! arguments of `super(...)` are computed, or inside the super constructor,
+//! therefore records neither entry nor exit: every recorded entry gets
+//! exactly one exit. This keeps the handler frame trivial (no
+//! `uninitializedThis`, no flagThisUninit), so it verifies on every class
+//! version and every HotSpot release; the cost is that the time spent in
+//! the super constructor call is not attributed to this constructor.
+//!
+//! The catch-all covers the exit probes before returns too: an exit probe
+//! that itself throws would be recorded twice. Probes must not throw.
+//!
+//! Attributes inside `Code` that sprig does not know (for example javac's
+//! CharacterRangeTable) are copied unchanged; the JVM ignores them.
 
-/// Instruments `targets` of `class`. See the crate docs.
-pub fn instrument(_class: &[u8], _targets: &[Target], _probes: &[ProbeSet]) -> Result<Instrumented, Error> {
-    Err(Error::Unsupported("instrument not implemented yet".into()))
+mod bytes;
+pub(crate) mod classfile;
+mod code;
+mod debug;
+mod frames;
+mod pool;
+
+use std::collections::HashMap;
+
+use self::bytes::{modified_utf8, put_u16};
+use self::classfile::{ClassFile, Span};
+use self::code::{MethodJob, Plan, Scratch};
+use self::pool::Pool;
+use crate::{Error, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
+
+const ACC_NATIVE: u16 = 0x0100;
+const ACC_ABSTRACT: u16 = 0x0400;
+
+/// Instruments `targets` of `class`. See the module docs.
+pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Result<Instrumented, Error> {
+    if let Some(t) = targets.iter().find(|t| t.probes >= probes.len()) {
+        return Err(Error::InvalidTarget(format!(
+            "{}{} names probe set {} of {}",
+            t.name,
+            t.descriptor,
+            t.probes,
+            probes.len()
+        )));
+    }
+    let cf = ClassFile::parse(class)?;
+    let is_object = cf.class_name(cf.this_class)? == b"java/lang/Object";
+
+    let mut by_name: HashMap<(&[u8], &[u8]), usize> = HashMap::with_capacity(cf.methods.len());
+    for (i, m) in cf.methods.iter().enumerate() {
+        by_name.entry((cf.utf8(m.name)?, cf.utf8(m.descriptor)?)).or_insert(i);
+    }
+
+    let mut pool = Pool::new(&cf);
+    let mut scratch = Scratch::default();
+    let mut refs: Vec<Option<(u16, u16)>> = vec![None; probes.len()];
+    let mut done = vec![false; cf.methods.len()];
+    let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
+    let mut methods = Vec::with_capacity(targets.len());
+    for t in targets {
+        let name = modified_utf8(&t.name);
+        let desc = modified_utf8(&t.descriptor);
+        let result = match by_name.get(&(name.as_slice(), desc.as_slice())) {
+            None => Err(SkipReason::NotFound),
+            Some(&mi) => {
+                let m = &cf.methods[mi];
+                if m.access & ACC_NATIVE != 0 {
+                    Err(SkipReason::Native)
+                } else if m.access & ACC_ABSTRACT != 0 {
+                    Err(SkipReason::Abstract)
+                } else if done[mi] {
+                    Err(SkipReason::Unsupported("method requested twice".into()))
+                } else if let Some(span) = m.code {
+                    let mark = pool.mark();
+                    let constructor = name == b"<init>" && !is_object;
+                    match instrument_method(&cf, span, t, &probes[t.probes], &mut refs[t.probes], constructor, &mut pool, &mut scratch) {
+                        Ok(bytes) => {
+                            done[mi] = true;
+                            replaced.push((span, bytes));
+                            Ok(())
+                        }
+                        Err(e) => {
+                            pool.rollback(mark);
+                            for r in refs.iter_mut() {
+                                if r.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
+                                    *r = None;
+                                }
+                            }
+                            Err(e)
+                        }
+                    }
+                } else {
+                    Err(SkipReason::Unsupported("method has no Code attribute".into()))
+                }
+            }
+        };
+        methods.push(MethodOutcome { name: t.name.clone(), descriptor: t.descriptor.clone(), result });
+    }
+    if replaced.is_empty() {
+        return Ok(Instrumented { bytes: class.to_vec(), methods });
+    }
+    replaced.sort_by_key(|(s, _)| s.start);
+    let grow: usize = pool.appended.len() + replaced.iter().map(|(s, b)| b.len().saturating_sub(s.end - s.start)).sum::<usize>();
+    let mut out = Vec::with_capacity(class.len() + grow);
+    out.extend_from_slice(&class[..8]);
+    put_u16(&mut out, pool.count());
+    out.extend_from_slice(&class[10..cf.cp_end]);
+    out.extend_from_slice(&pool.appended);
+    let mut pos = cf.cp_end;
+    for (span, bytes) in &replaced {
+        out.extend_from_slice(&class[pos..span.start]);
+        out.extend_from_slice(bytes);
+        pos = span.end;
+    }
+    out.extend_from_slice(&class[pos..]);
+    Ok(Instrumented { bytes: out, methods })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn instrument_method(
+    cf: &ClassFile<'_>,
+    span: Span,
+    t: &Target,
+    probes: &ProbeSet,
+    refs: &mut Option<(u16, u16)>,
+    constructor: bool,
+    pool: &mut Pool<'_, '_>,
+    scratch: &mut Scratch,
+) -> Result<Vec<u8>, SkipReason> {
+    let (entry_ref, exit_ref) = match *refs {
+        Some(r) => r,
+        None => {
+            let class = modified_utf8(&probes.class);
+            let e = pool.methodref(&class, &modified_utf8(&probes.entry), b"(I)V")?;
+            let x = pool.methodref(&class, &modified_utf8(&probes.exit), b"(I)V")?;
+            *refs = Some((e, x));
+            (e, x)
+        }
+    };
+    let mut push = [0u8; 3];
+    let push_len = id_push(t.id, pool, &mut push)?;
+    let mut job = MethodJob {
+        plan: Plan { id_push: &push[..push_len], entry_ref, exit_ref, entry_after: None },
+        constructor,
+    };
+    code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
+}
+
+/// Bytecode pushing `id` (as the int with the same bit pattern); returns its length.
+fn id_push(id: u32, pool: &mut Pool<'_, '_>, out: &mut [u8; 3]) -> Result<usize, SkipReason> {
+    let v = id as i32;
+    Ok(match v {
+        -1..=5 => {
+            out[0] = (3 + v) as u8; // iconst_m1 = 2 ... iconst_5 = 8
+            1
+        }
+        -128..=127 => {
+            out[0] = 16; // bipush
+            out[1] = v as i8 as u8;
+            2
+        }
+        -32768..=32767 => {
+            out[0] = 17; // sipush
+            out[1..3].copy_from_slice(&(v as i16).to_be_bytes());
+            3
+        }
+        _ => {
+            let idx = pool.integer(id)?;
+            if idx <= 255 {
+                out[0] = 18; // ldc
+                out[1] = idx as u8;
+                2
+            } else {
+                out[0] = 19; // ldc_w
+                out[1..3].copy_from_slice(&idx.to_be_bytes());
+                3
+            }
+        }
+    })
 }

@@ -1,0 +1,580 @@
+//! Bytecode decoding, relocation and re-encoding of one `Code` attribute.
+//!
+//! The original instructions are kept in order; probe code is inserted
+//! before every return (`exit(id)`), at the method start (`entry(id)`), or —
+//! in constructors — right after the `super(...)`/`this(...)` call, and a
+//! catch-all handler is appended after the original code. Every offset in
+//! the attribute (branches, switches, exception table, stack map frames,
+//! debug tables, type annotations) is moved to the new layout. 16-bit
+//! branches that no longer reach are widened to `goto_w`/`jsr_w`, or for a
+//! conditional `if<cond> L` to `if<!cond> +8; goto_w L`, until a fixed point.
+
+use super::bytes::{Reader, put_u16, put_u32};
+use super::classfile::ClassFile;
+use super::frames;
+use super::pool::Pool;
+use crate::{Error, SkipReason};
+
+/// Length of each fixed-size opcode; 0 for variable-size (switches, wide)
+/// and undefined opcodes.
+const LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut op = 0;
+    while op < 256 {
+        t[op] = match op {
+            0..=15 => 1,
+            16 => 2,
+            17 => 3,
+            18 => 2,
+            19 | 20 => 3,
+            21..=25 => 2,
+            26..=53 => 1,
+            54..=58 => 2,
+            59..=131 => 1,
+            132 => 3,
+            133..=152 => 1,
+            153..=168 => 3,
+            169 => 2,
+            172..=177 => 1,
+            178..=184 => 3,
+            185 | 186 => 5,
+            187 => 3,
+            188 => 2,
+            189 => 3,
+            190 | 191 => 1,
+            192 | 193 => 3,
+            194 | 195 => 1,
+            197 => 4,
+            198 | 199 => 3,
+            200 | 201 => 5,
+            _ => 0,
+        };
+        op += 1;
+    }
+    t
+};
+
+pub(crate) const GOTO: u8 = 167;
+pub(crate) const JSR: u8 = 168;
+pub(crate) const TABLESWITCH: u8 = 170;
+pub(crate) const LOOKUPSWITCH: u8 = 171;
+pub(crate) const GOTO_W: u8 = 200;
+pub(crate) const JSR_W: u8 = 201;
+const INVOKESPECIAL: u8 = 183;
+const INVOKESTATIC: u8 = 184;
+const NEW: u8 = 187;
+const ATHROW: u8 = 191;
+const WIDE: u8 = 196;
+
+pub(crate) fn is_branch16(op: u8) -> bool {
+    matches!(op, 153..=168 | 198 | 199)
+}
+
+fn is_return(op: u8) -> bool {
+    matches!(op, 172..=177)
+}
+
+/// The opposite condition of a conditional branch (`ifeq` ↔ `ifne`, ...).
+pub(crate) fn negate(op: u8) -> u8 {
+    match op {
+        153..=166 => 153 + ((op - 153) ^ 1),
+        198 => 199,
+        _ => 198,
+    }
+}
+
+pub(crate) fn unsupported(msg: impl Into<String>) -> SkipReason {
+    SkipReason::Unsupported(msg.into())
+}
+
+impl From<Error> for SkipReason {
+    fn from(e: Error) -> Self {
+        SkipReason::Unsupported(e.to_string())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Insn {
+    pub(crate) off: u32,
+    pub(crate) len: u32,
+    pub(crate) op: u8,
+    /// Branch/switch targets: `targets[t0..t0 + tn]` (instruction indices;
+    /// for switches the default first).
+    t0: u32,
+    tn: u32,
+}
+
+/// Instruction list plus the new layout, reused across methods.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) insns: Vec<Insn>,
+    targets: Vec<u32>,
+    /// New offset of the probe code inserted before instruction i (equal to
+    /// `at[i]` when nothing is inserted there). Branches to i land here.
+    pub(crate) pre: Vec<u32>,
+    /// New offset of instruction i itself.
+    pub(crate) at: Vec<u32>,
+    wide: Vec<bool>,
+}
+
+/// Decodes `code` into `s.insns` with resolved targets.
+pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
+    s.insns.clear();
+    s.targets.clear();
+    let n = code.len();
+    let mut pc = 0usize;
+    while pc < n {
+        let op = code[pc];
+        let t0 = s.targets.len() as u32;
+        let len = match op {
+            TABLESWITCH | LOOKUPSWITCH => {
+                let pad = 3 - (pc % 4);
+                let mut r = Reader::at(code, pc + 1 + pad);
+                let default = r.i32("switch default")?;
+                s.targets.push(rel(pc, default));
+                if op == TABLESWITCH {
+                    let low = r.i32("tableswitch low")?;
+                    let high = r.i32("tableswitch high")?;
+                    if low > high {
+                        return Err(unsupported(format!("tableswitch at {pc} has low > high")));
+                    }
+                    let count = (i64::from(high) - i64::from(low) + 1) as usize;
+                    if count > n {
+                        return Err(unsupported(format!("tableswitch at {pc} runs past the code")));
+                    }
+                    for _ in 0..count {
+                        let o = r.i32("tableswitch offset")?;
+                        s.targets.push(rel(pc, o));
+                    }
+                } else {
+                    let npairs = r.i32("lookupswitch npairs")?;
+                    if npairs < 0 || npairs as usize > n {
+                        return Err(unsupported(format!("lookupswitch at {pc} has bad npairs")));
+                    }
+                    for _ in 0..npairs {
+                        r.skip(4, "lookupswitch match")?;
+                        let o = r.i32("lookupswitch offset")?;
+                        s.targets.push(rel(pc, o));
+                    }
+                }
+                r.pos() - pc
+            }
+            WIDE => match code.get(pc + 1) {
+                Some(132) => 6,
+                Some(21..=25 | 54..=58 | 169) => 4,
+                _ => return Err(unsupported(format!("bad wide instruction at {pc}"))),
+            },
+            _ => {
+                let l = LEN[op as usize] as usize;
+                if l == 0 {
+                    return Err(unsupported(format!("undefined opcode {op} at {pc}")));
+                }
+                if l + pc > n {
+                    return Err(unsupported(format!("instruction at {pc} runs past the code")));
+                }
+                if is_branch16(op) {
+                    let o = i16::from_be_bytes([code[pc + 1], code[pc + 2]]);
+                    s.targets.push(rel(pc, i32::from(o)));
+                } else if op == GOTO_W || op == JSR_W {
+                    let o = i32::from_be_bytes([code[pc + 1], code[pc + 2], code[pc + 3], code[pc + 4]]);
+                    s.targets.push(rel(pc, o));
+                }
+                l
+            }
+        };
+        if pc + len > n {
+            return Err(unsupported(format!("instruction at {pc} runs past the code")));
+        }
+        let tn = s.targets.len() as u32 - t0;
+        s.insns.push(Insn { off: pc as u32, len: len as u32, op, t0, tn });
+        pc += len;
+    }
+    // Resolve target offsets to instruction indices.
+    for t in s.targets.iter_mut() {
+        *t = index_of(&s.insns, *t).ok_or_else(|| unsupported(format!("branch to {t}, not an instruction start")))?;
+    }
+    Ok(())
+}
+
+/// Absolute target of a relative branch, or u32::MAX when out of range.
+fn rel(pc: usize, o: i32) -> u32 {
+    let t = pc as i64 + i64::from(o);
+    if (0..=u32::MAX as i64 - 1).contains(&t) { t as u32 } else { u32::MAX }
+}
+
+/// Index of the instruction starting exactly at `off`.
+pub(crate) fn index_of(insns: &[Insn], off: u32) -> Option<u32> {
+    insns.binary_search_by_key(&off, |i| i.off).ok().map(|i| i as u32)
+}
+
+/// What is inserted where, for one method.
+pub(crate) struct Plan<'p> {
+    /// Bytes pushing the id (iconst/bipush/sipush/ldc/ldc_w).
+    pub(crate) id_push: &'p [u8],
+    pub(crate) entry_ref: u16,
+    pub(crate) exit_ref: u16,
+    /// For constructors: index of the `super(...)`/`this(...)` call after
+    /// which the entry probe goes. None: the entry probe starts the method.
+    pub(crate) entry_after: Option<usize>,
+}
+
+impl Plan<'_> {
+    fn probe_len(&self) -> u32 {
+        self.id_push.len() as u32 + 3
+    }
+    fn prologue_len(&self) -> u32 {
+        if self.entry_after.is_none() { self.probe_len() } else { 0 }
+    }
+    fn emit_probe(&self, out: &mut Vec<u8>, method: u16) {
+        out.extend_from_slice(self.id_push);
+        out.push(INVOKESTATIC);
+        put_u16(out, method);
+    }
+}
+
+/// Size of instruction `i` placed at new offset `at`.
+fn new_size(ins: &Insn, wide: bool, at: u32) -> u32 {
+    match ins.op {
+        TABLESWITCH | LOOKUPSWITCH => {
+            let old_pad = 3 - (ins.off % 4);
+            let new_pad = 3 - (at % 4);
+            ins.len - old_pad + new_pad
+        }
+        GOTO | JSR if wide => 5,
+        op if wide && is_branch16(op) => 8,
+        _ => ins.len,
+    }
+}
+
+/// Computes `s.pre`/`s.at`, widening branches until every 16-bit branch
+/// reaches. Returns the end of the relocated original code.
+pub(crate) fn layout(s: &mut Scratch, plan: &Plan<'_>) -> u32 {
+    let n = s.insns.len();
+    s.pre.clear();
+    s.pre.resize(n, 0);
+    s.at.clear();
+    s.at.resize(n, 0);
+    s.wide.clear();
+    s.wide.resize(n, false);
+    let probe = plan.probe_len();
+    loop {
+        let mut pos = plan.prologue_len();
+        for (i, ins) in s.insns.iter().enumerate() {
+            s.pre[i] = pos;
+            if is_return(ins.op) {
+                pos += probe;
+            }
+            s.at[i] = pos;
+            pos += new_size(ins, s.wide[i], pos);
+            if plan.entry_after == Some(i) {
+                pos += probe;
+            }
+        }
+        let mut changed = false;
+        for (i, ins) in s.insns.iter().enumerate() {
+            if is_branch16(ins.op) && !s.wide[i] {
+                let t = s.targets[ins.t0 as usize] as usize;
+                let d = i64::from(s.pre[t]) - i64::from(s.at[i]);
+                if d < i64::from(i16::MIN) || d > i64::from(i16::MAX) {
+                    s.wide[i] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return pos;
+        }
+    }
+}
+
+/// Conditional branches widened into `if<!cond> +8; goto_w`: the
+/// instruction after each one becomes a branch target.
+pub(crate) fn widened_conditionals(s: &Scratch) -> impl Iterator<Item = usize> + '_ {
+    s.insns
+        .iter()
+        .enumerate()
+        .filter(|(i, ins)| s.wide[*i] && ins.op != GOTO && ins.op != JSR)
+        .map(|(i, _)| i)
+}
+
+/// Writes the relocated code (probes included, handler excluded).
+pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>) {
+    if plan.entry_after.is_none() {
+        plan.emit_probe(out, plan.entry_ref);
+    }
+    for (i, ins) in s.insns.iter().enumerate() {
+        if is_return(ins.op) {
+            plan.emit_probe(out, plan.exit_ref);
+        }
+        let at = s.at[i];
+        let target = |k: u32| -> i32 { (i64::from(s.pre[s.targets[(ins.t0 + k) as usize] as usize]) - i64::from(at)) as i32 };
+        let old = &code[ins.off as usize..(ins.off + ins.len) as usize];
+        match ins.op {
+            op if is_branch16(op) && s.wide[i] => {
+                if op == GOTO || op == JSR {
+                    out.push(if op == GOTO { GOTO_W } else { JSR_W });
+                    put_u32(out, target(0) as u32);
+                } else {
+                    out.push(negate(op));
+                    put_u16(out, 8);
+                    out.push(GOTO_W);
+                    put_u32(out, (target(0) - 3) as u32);
+                }
+            }
+            op if is_branch16(op) => {
+                out.push(op);
+                put_u16(out, target(0) as i16 as u16);
+            }
+            GOTO_W | JSR_W => {
+                out.push(ins.op);
+                put_u32(out, target(0) as u32);
+            }
+            TABLESWITCH | LOOKUPSWITCH => {
+                out.push(ins.op);
+                for _ in 0..(3 - at % 4) {
+                    out.push(0);
+                }
+                let old_pad = 3 - (ins.off % 4) as usize;
+                let body = &old[1 + old_pad..];
+                put_u32(out, target(0) as u32);
+                if ins.op == TABLESWITCH {
+                    out.extend_from_slice(&body[4..12]);
+                    for k in 1..ins.tn {
+                        put_u32(out, target(k) as u32);
+                    }
+                } else {
+                    out.extend_from_slice(&body[4..8]);
+                    for k in 1..ins.tn {
+                        let m = 8 + 8 * (k as usize - 1);
+                        out.extend_from_slice(&body[m..m + 4]);
+                        put_u32(out, target(k) as u32);
+                    }
+                }
+            }
+            _ => out.extend_from_slice(old),
+        }
+        if plan.entry_after == Some(i) {
+            plan.emit_probe(out, plan.entry_ref);
+        }
+    }
+}
+
+/// Finds the `invokespecial <init>` that initializes `this` in a
+/// constructor: the first one not paired with a preceding `new`.
+pub(crate) fn constructor_call(code: &[u8], s: &Scratch, cf: &ClassFile<'_>) -> Result<usize, SkipReason> {
+    let mut pending = 0u32;
+    let mut found = None;
+    for (i, ins) in s.insns.iter().enumerate() {
+        match ins.op {
+            NEW => pending += 1,
+            INVOKESPECIAL => {
+                let p = ins.off as usize;
+                let idx = u16::from_be_bytes([code[p + 1], code[p + 2]]);
+                if cf.member_name(idx)? == b"<init>" {
+                    if pending > 0 {
+                        pending -= 1;
+                    } else if found.is_some() {
+                        return Err(unsupported("constructor has several super()/this() calls"));
+                    } else {
+                        found = Some(i);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found.ok_or_else(|| unsupported("constructor without a super()/this() call"))
+}
+
+/// Maps an original offset to its new place, for debug tables: offset 0
+/// stays 0 (so parameters and the first line cover the entry probe), other
+/// offsets go to the probe code before the instruction there (or the next
+/// instruction, for offsets that are not instruction starts), and offsets
+/// at or past the end go to the end of the relocated code.
+pub(crate) fn map_debug(s: &Scratch, off: u32, end: u32) -> u32 {
+    if off == 0 {
+        return 0;
+    }
+    let i = s.insns.partition_point(|x| x.off < off);
+    s.pre.get(i).copied().unwrap_or(end)
+}
+
+/// Rewrites the exception table `old` (8-byte entries) into `out`.
+pub(crate) fn emit_exception_table(old: &[u8], code_len: u32, s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+    let strict = |off: u16, allow_end: bool| -> Result<u32, SkipReason> {
+        let off = u32::from(off);
+        if allow_end && off == code_len {
+            return Ok(end);
+        }
+        index_of(&s.insns, off)
+            .map(|i| s.pre[i as usize])
+            .ok_or_else(|| unsupported(format!("exception table offset {off} is not an instruction start")))
+    };
+    for e in old.chunks_exact(8) {
+        let start = strict(u16::from_be_bytes([e[0], e[1]]), false)?;
+        let stop = strict(u16::from_be_bytes([e[2], e[3]]), true)?;
+        let handler = strict(u16::from_be_bytes([e[4], e[5]]), false)?;
+        put_u16(out, start as u16);
+        put_u16(out, stop as u16);
+        put_u16(out, handler as u16);
+        out.extend_from_slice(&e[6..8]);
+    }
+    Ok(())
+}
+
+/// The parts of a `Code` attribute.
+pub(crate) struct CodeAttr<'a> {
+    pub(crate) name: u16,
+    pub(crate) max_stack: u16,
+    pub(crate) max_locals: u16,
+    pub(crate) code: &'a [u8],
+    pub(crate) exceptions: &'a [u8],
+    /// (name index, body) of each nested attribute.
+    pub(crate) attrs: Vec<(u16, &'a [u8])>,
+}
+
+impl<'a> CodeAttr<'a> {
+    /// Parses a whole `Code` attribute, header included.
+    pub(crate) fn parse(attr: &'a [u8]) -> Result<Self, SkipReason> {
+        let mut r = Reader::new(attr);
+        let name = r.u16("Code name")?;
+        let _len = r.u32("Code length")?;
+        let max_stack = r.u16("max_stack")?;
+        let max_locals = r.u16("max_locals")?;
+        let code_len = r.u32("code_length")? as usize;
+        if code_len == 0 || code_len > 65535 {
+            return Err(unsupported(format!("code_length {code_len} out of range")));
+        }
+        let code = r.bytes(code_len, "code")?;
+        let ne = r.u16("exception table length")? as usize;
+        let exceptions = r.bytes(8 * ne, "exception table")?;
+        let na = r.u16("Code attributes count")? as usize;
+        let mut attrs = Vec::with_capacity(na);
+        for _ in 0..na {
+            let n = r.u16("attribute name")?;
+            let l = r.u32("attribute length")? as usize;
+            attrs.push((n, r.bytes(l, "attribute")?));
+        }
+        if r.remaining() != 0 {
+            return Err(unsupported("Code attribute length does not match its contents"));
+        }
+        Ok(CodeAttr { name, max_stack, max_locals, code, exceptions, attrs })
+    }
+}
+
+/// Everything `rewrite` needs besides the code itself.
+pub(crate) struct MethodJob<'p> {
+    pub(crate) plan: Plan<'p>,
+    /// `<init>` of a class other than java/lang/Object.
+    pub(crate) constructor: bool,
+}
+
+/// Rewrites one `Code` attribute (header included) with probes.
+pub(crate) fn rewrite(
+    attr: &[u8],
+    cf: &ClassFile<'_>,
+    job: &mut MethodJob<'_>,
+    pool: &mut Pool<'_, '_>,
+    s: &mut Scratch,
+) -> Result<Vec<u8>, SkipReason> {
+    let ca = CodeAttr::parse(attr)?;
+    let code_len = ca.code.len() as u32;
+    decode(ca.code, s)?;
+    if job.constructor {
+        job.plan.entry_after = Some(constructor_call(ca.code, s, cf)?);
+    }
+    let plan = &job.plan;
+
+    let mut smt = None;
+    for (k, &(name, body)) in ca.attrs.iter().enumerate() {
+        if cf.utf8(name)? == b"StackMapTable" {
+            if smt.is_some() {
+                return Err(unsupported("two StackMapTable attributes"));
+            }
+            smt = Some((k, frames::parse(body)?));
+        }
+    }
+    let frames_required = smt.is_some() || cf.major >= 51;
+
+    let end = layout(s, plan);
+    let handler_len = plan.probe_len() + 1;
+    let total = end as usize + handler_len as usize;
+    if total > 65535 {
+        return Err(SkipReason::TooLarge(total));
+    }
+    if frames_required {
+        let offs: &[u32] = smt.as_ref().map(|(_, f)| f.offsets.as_slice()).unwrap_or(&[]);
+        for i in widened_conditionals(s) {
+            let next = s.insns.get(i + 1).map(|x| x.off);
+            if !next.is_some_and(|o| offs.binary_search(&o).is_ok()) {
+                return Err(unsupported(
+                    "a conditional branch out of 16-bit range after insertion would need a new stack map frame",
+                ));
+            }
+        }
+        if let (Some(k), Some((_, f))) = (plan.entry_after, &smt) {
+            let after = s.insns[k].off;
+            if f.uninit_this.iter().any(|&o| o > after) {
+                return Err(unsupported("uninitialized this after the super()/this() call"));
+            }
+        }
+    }
+    let cover_start = match plan.entry_after {
+        None => plan.prologue_len(),
+        Some(k) => s.pre.get(k + 1).copied().unwrap_or(end),
+    };
+    let max_stack = ca.max_stack.checked_add(1).ok_or_else(|| unsupported("max_stack overflow"))?.max(2);
+
+    let mut out = Vec::with_capacity(attr.len() + 64 + (total - code_len as usize));
+    put_u16(&mut out, ca.name);
+    put_u32(&mut out, 0); // length, patched below
+    put_u16(&mut out, max_stack);
+    put_u16(&mut out, ca.max_locals);
+    put_u32(&mut out, total as u32);
+    emit(ca.code, s, plan, &mut out);
+    debug_assert_eq!(out.len(), 12 + end as usize);
+    out.extend_from_slice(plan.id_push);
+    out.push(INVOKESTATIC);
+    put_u16(&mut out, plan.exit_ref);
+    out.push(ATHROW);
+    let ne = ca.exceptions.len() / 8 + 1;
+    put_u16(&mut out, u16::try_from(ne).map_err(|_| unsupported("exception table full"))?);
+    emit_exception_table(ca.exceptions, code_len, s, end, &mut out)?;
+    put_u16(&mut out, cover_start as u16);
+    put_u16(&mut out, end as u16);
+    put_u16(&mut out, end as u16);
+    put_u16(&mut out, 0);
+
+    let throwable = if frames_required { pool.class(b"java/lang/Throwable")? } else { 0 };
+    let new_smt_name = if frames_required && smt.is_none() { Some(pool.utf8(b"StackMapTable")?) } else { None };
+    let nattrs = ca.attrs.len() + usize::from(new_smt_name.is_some());
+    put_u16(&mut out, nattrs as u16);
+    for (k, &(name, body)) in ca.attrs.iter().enumerate() {
+        put_u16(&mut out, name);
+        let len_pos = out.len();
+        put_u32(&mut out, 0);
+        let body_start = out.len();
+        match &smt {
+            Some((sk, f)) if *sk == k => frames::emit(body, f, s, end, throwable, &mut out)?,
+            _ => match cf.utf8(name)? {
+                b"LineNumberTable" => super::debug::line_numbers(body, s, end, &mut out)?,
+                b"LocalVariableTable" | b"LocalVariableTypeTable" => super::debug::local_vars(body, s, end, &mut out)?,
+                b"RuntimeVisibleTypeAnnotations" | b"RuntimeInvisibleTypeAnnotations" => {
+                    super::debug::type_annotations(body, s, end, &mut out)?
+                }
+                _ => out.extend_from_slice(body),
+            },
+        }
+        let blen = (out.len() - body_start) as u32;
+        out[len_pos..len_pos + 4].copy_from_slice(&blen.to_be_bytes());
+    }
+    if let Some(name) = new_smt_name {
+        put_u16(&mut out, name);
+        put_u32(&mut out, 2 + frames::HANDLER_FRAME_LEN);
+        put_u16(&mut out, 1);
+        frames::handler_frame(end, None, throwable, &mut out);
+    }
+    let alen = (out.len() - 6) as u32;
+    out[2..6].copy_from_slice(&alen.to_be_bytes());
+    Ok(out)
+}
