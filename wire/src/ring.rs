@@ -1,1 +1,1016 @@
-//! Shared-memory event ring. CONTRACT (implementation pending in issue 3).
+//! Shared-memory event ring: many producer threads (probes inside the JVM),
+//! one consumer (the sprig CLI, another process), no lock and no atomic
+//! read-modify-write per event.
+//!
+//! # Layout
+//!
+//! One file in the private session directory, mapped shared by both
+//! processes:
+//!
+//! ```text
+//! [ header: 4096 bytes ][ segment 0 ][ segment 1 ] ... [ segment N-1 ]
+//! segment = [ segment header: 64 bytes ][ event slot 0 ] ... (16 bytes each)
+//! ```
+//!
+//! The [`Header`] carries the magic, the layout version
+//! ([`PROTOCOL_VERSION`]), the clock and its ticks per second, the sizes,
+//! and the shared counters (consumer heartbeat, consumer-gone and
+//! producers-dead flags, lost events, segment claim counter) on their own
+//! cache lines. Every shared field is an atomic; the only plain shared
+//! memory is the event slots.
+//!
+//! # Why segments
+//!
+//! A producer thread owns one segment at a time, so a push is a plain
+//! 16-byte store into its own slot followed by a `Release` store of the
+//! segment's `committed` count: no lock, no CAS, no contended cache line
+//! (JFluid's per-thread buffers, published record by record instead of in
+//! batches). Only when its segment is full does it mark it `FULL` and claim
+//! a `FREE` one with one CAS. Each claim takes a number from the header's
+//! claim counter, so a thread's segments are ordered by that number even
+//! if a thread index is reused by a later [`Producer`].
+//!
+//! The consumer scans the segment headers, sorts the visible (`OWNED` or
+//! `FULL`) segments by (thread, claim number) and reads each from its own
+//! cursor up to `committed` (`Acquire`). Partially filled segments are thus
+//! visible at once (live view, final drain) with no flush. A `FULL`
+//! segment read to its end goes back to `FREE` (`Release`), which is the
+//! only way segments are recycled, so a thread's unread segments never
+//! disappear before the consumer has seen them: per-thread order is exact.
+//!
+//! # Backpressure
+//!
+//! With no `FREE` segment a producer waits: it spins briefly, yields, then
+//! sleeps in growing steps up to 1 ms, retrying the claim. The ticks it
+//! waited (in the region's clock) go into the new segment as an
+//! [`EventKind::AdjustTime`] record just before the event that waited, so
+//! the CCT builder can subtract them. The wait gives up when the consumer
+//! set the consumer-gone flag, or when the consumer's heartbeat (bumped by
+//! every [`Consumer::poll`]) has not moved for the producer's wait bound:
+//! the region is then dead, the producer counts the event as lost, and
+//! every later push on any producer returns [`Dead`] at once.
+//!
+//! # Trust
+//!
+//! Both sides validate what they read from the shared file: [`Region::open`]
+//! checks the header against the file length and caches every size, so
+//! later header changes by a buggy or hostile peer cannot move any access
+//! out of the mapping; the consumer clamps `committed` to the segment
+//! capacity and copies events out before handing them to its sink. Events
+//! themselves are data to validate (kinds, ids), never trusted.
+
+use crate::clock;
+use crate::control::{ClockKind, PROTOCOL_VERSION};
+use crate::event::{Event, EventKind};
+use memmap2::MmapRaw;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// `b"SPRIGRNG"` as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SPRIGRNG");
+/// Bytes reserved for the region header (one page).
+pub const HEADER_BYTES: usize = 4096;
+/// Bytes of each segment's header (one cache line).
+pub const SEGMENT_HEADER_BYTES: usize = 64;
+/// Smallest segment: the header and four events.
+pub const MIN_SEGMENT_BYTES: u32 = (SEGMENT_HEADER_BYTES + 4 * EVENT_BYTES) as u32;
+/// Largest segment accepted (64 MiB).
+pub const MAX_SEGMENT_BYTES: u32 = 64 << 20;
+/// Most segments accepted.
+pub const MAX_SEGMENTS: u32 = 1 << 20;
+/// Largest region accepted (16 GiB).
+pub const MAX_REGION_BYTES: u64 = 16 << 30;
+const EVENT_BYTES: usize = std::mem::size_of::<Event>();
+
+const FREE: u32 = 0;
+/// Taken by a producer that is still writing the segment header.
+const CLAIMING: u32 = 1;
+const OWNED: u32 = 2;
+const FULL: u32 = 3;
+
+/// The region header. Every field is atomic because the file is shared
+/// with another process; the descriptive fields are written once by
+/// [`Region::create`] and cached by both sides.
+#[repr(C)]
+pub struct Header {
+    magic: AtomicU64,
+    version: AtomicU32,
+    header_bytes: AtomicU32,
+    clock: AtomicU32,
+    segment_bytes: AtomicU32,
+    segments: AtomicU32,
+    segment_header_bytes: AtomicU32,
+    ticks_per_sec: AtomicU64,
+    _pad0: [u8; 24],
+    /// Bumped by the consumer at every poll.
+    heartbeat: AtomicU64,
+    /// Nonzero once the consumer said it is going away.
+    consumer_gone: AtomicU32,
+    _pad1: [u8; 52],
+    /// Nonzero once a producer gave up (consumer gone or stalled).
+    producers_dead: AtomicU32,
+    _pad2: [u8; 4],
+    /// Events producers could not write.
+    lost_events: AtomicU64,
+    _pad3: [u8; 48],
+    /// Segment claim counter: each claimed segment takes the next number.
+    claims: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(Header, heartbeat) == 64);
+const _: () = assert!(std::mem::offset_of!(Header, producers_dead) == 128);
+const _: () = assert!(std::mem::offset_of!(Header, claims) == 192);
+
+/// Header of one segment, one cache line.
+#[repr(C)]
+struct SegHeader {
+    /// FREE, CLAIMING, OWNED or FULL.
+    state: AtomicU32,
+    /// The owning producer's thread index.
+    thread: AtomicU32,
+    /// Claim number: orders one thread's segments.
+    seq: AtomicU64,
+    /// Events written and published in this segment.
+    committed: AtomicU32,
+    _pad: [u8; 44],
+}
+
+const _: () = assert!(std::mem::size_of::<SegHeader>() == SEGMENT_HEADER_BYTES);
+
+fn clock_code(c: ClockKind) -> u32 {
+    match c {
+        ClockKind::Tsc => 1,
+        ClockKind::Monotonic => 2,
+        ClockKind::ThreadCpu => 3,
+    }
+}
+
+fn clock_from_code(v: u32) -> Option<ClockKind> {
+    match v {
+        1 => Some(ClockKind::Tsc),
+        2 => Some(ClockKind::Monotonic),
+        3 => Some(ClockKind::ThreadCpu),
+        _ => None,
+    }
+}
+
+/// Sizes and clock of a new region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Bytes per segment, header included: a multiple of 64, at least
+    /// [`MIN_SEGMENT_BYTES`].
+    pub segment_bytes: u32,
+    /// Number of segments; at least 2.
+    pub segments: u32,
+    pub clock: ClockKind,
+    pub ticks_per_sec: u64,
+}
+
+impl Default for RingConfig {
+    /// 512 segments of 64 KiB (4,092 events each): 32 MiB, ~2 M events.
+    fn default() -> RingConfig {
+        RingConfig {
+            segment_bytes: 64 << 10,
+            segments: 512,
+            clock: ClockKind::Monotonic,
+            ticks_per_sec: clock::NANOS_PER_SEC,
+        }
+    }
+}
+
+impl RingConfig {
+    /// Checks the sizes and returns the file length.
+    fn validate(&self) -> Result<u64, RingError> {
+        let bad = |why: String| Err(RingError::Layout(why));
+        if self.segment_bytes < MIN_SEGMENT_BYTES || self.segment_bytes > MAX_SEGMENT_BYTES {
+            return bad(format!(
+                "segment size {} outside {MIN_SEGMENT_BYTES}..={MAX_SEGMENT_BYTES}",
+                self.segment_bytes
+            ));
+        }
+        if self.segment_bytes % 64 != 0 {
+            return bad(format!(
+                "segment size {} is not a multiple of 64",
+                self.segment_bytes
+            ));
+        }
+        if self.segments < 2 || self.segments > MAX_SEGMENTS {
+            return bad(format!(
+                "segment count {} outside 2..={MAX_SEGMENTS}",
+                self.segments
+            ));
+        }
+        if self.ticks_per_sec == 0 {
+            return bad("ticks_per_sec is 0".into());
+        }
+        let len = HEADER_BYTES as u64 + self.segment_bytes as u64 * self.segments as u64;
+        if len > MAX_REGION_BYTES {
+            return bad(format!("region of {len} bytes is too large"));
+        }
+        Ok(len)
+    }
+}
+
+/// Why a region could not be created or opened.
+#[derive(Debug, Error)]
+pub enum RingError {
+    #[error("ring file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a sprig ring file (bad magic)")]
+    BadMagic,
+    #[error("ring layout version {found}, this sprig speaks {expected}")]
+    BadVersion { found: u32, expected: u32 },
+    #[error("bad ring layout: {0}")]
+    Layout(String),
+}
+
+/// The region is dead: the consumer is gone or stalled past the wait bound
+/// (or the region was retired). The agent switches profiling off.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+#[error("the event ring is dead: the consumer is gone")]
+pub struct Dead;
+
+/// A mapped ring file. Shared between the producers of one process (or
+/// the consumer) through `Arc`.
+pub struct Region {
+    /// Unmaps the range (shared, or private after `retire`) on drop.
+    _map: MmapRaw,
+    base: *mut u8,
+    len: usize,
+    segment_bytes: usize,
+    segments: u32,
+    /// Event slots per segment.
+    capacity: u32,
+    clock: ClockKind,
+    ticks_per_sec: u64,
+    /// This process's view: set once any producer here gave up.
+    dead: AtomicBool,
+    /// Set by [`Region::retire`]: the shared pages are gone.
+    retired: AtomicBool,
+    /// Events lost by producers in this process.
+    lost_here: AtomicU64,
+}
+
+// SAFETY: `base` points into `map`, which lives as long as the Region. All
+// shared state behind it is accessed through atomics, except event slots,
+// which are written only by the one producer owning the segment and read
+// by the consumer only below a `committed` count it loaded with Acquire.
+unsafe impl Send for Region {}
+// SAFETY: see `Send`; no method hands out references to non-atomic memory.
+unsafe impl Sync for Region {}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("len", &self.len)
+            .field("segment_bytes", &self.segment_bytes)
+            .field("segments", &self.segments)
+            .field("clock", &self.clock)
+            .field("ticks_per_sec", &self.ticks_per_sec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Region {
+    /// Creates the ring file at `path` (mode 0600, must not exist) and maps
+    /// it.
+    pub fn create(path: &Path, cfg: &RingConfig) -> Result<Arc<Region>, RingError> {
+        let len = cfg.validate()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        file.set_len(len)?;
+        let region = Region::map(&file, cfg, len as usize)?;
+        let h = region.header();
+        h.version.store(PROTOCOL_VERSION, Ordering::Relaxed);
+        h.header_bytes.store(HEADER_BYTES as u32, Ordering::Relaxed);
+        h.clock.store(clock_code(cfg.clock), Ordering::Relaxed);
+        h.segment_bytes.store(cfg.segment_bytes, Ordering::Relaxed);
+        h.segments.store(cfg.segments, Ordering::Relaxed);
+        h.segment_header_bytes
+            .store(SEGMENT_HEADER_BYTES as u32, Ordering::Relaxed);
+        h.ticks_per_sec.store(cfg.ticks_per_sec, Ordering::Relaxed);
+        // The file is fresh (zeroed): every segment is FREE, counters 0.
+        h.magic.store(MAGIC, Ordering::Release);
+        Ok(Arc::new(region))
+    }
+
+    /// Opens and maps an existing ring file, validating its header against
+    /// the file length and this build's layout.
+    pub fn open(path: &Path) -> Result<Arc<Region>, RingError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        let file_len = file.metadata()?.len();
+        if file_len < HEADER_BYTES as u64 {
+            return Err(RingError::Layout(format!(
+                "file of {file_len} bytes is shorter than the header"
+            )));
+        }
+        if file_len > MAX_REGION_BYTES {
+            return Err(RingError::Layout(format!(
+                "file of {file_len} bytes is too large"
+            )));
+        }
+        // Read the header through a header-only mapping first.
+        let head = memmap2::MmapOptions::new()
+            .len(HEADER_BYTES)
+            .map_raw_read_only(&file)?;
+        // SAFETY: the mapping is HEADER_BYTES long (≥ size_of::<Header>()),
+        // page aligned, and Header consists of atomics and padding only, so
+        // concurrent writers cannot make the reference unsound.
+        let h = unsafe { &*(head.as_ptr() as *const Header) };
+        if h.magic.load(Ordering::Acquire) != MAGIC {
+            return Err(RingError::BadMagic);
+        }
+        let version = h.version.load(Ordering::Relaxed);
+        if version != PROTOCOL_VERSION {
+            return Err(RingError::BadVersion {
+                found: version,
+                expected: PROTOCOL_VERSION,
+            });
+        }
+        if h.header_bytes.load(Ordering::Relaxed) as usize != HEADER_BYTES
+            || h.segment_header_bytes.load(Ordering::Relaxed) as usize != SEGMENT_HEADER_BYTES
+        {
+            return Err(RingError::Layout("header sizes do not match".into()));
+        }
+        let clock_raw = h.clock.load(Ordering::Relaxed);
+        let cfg = RingConfig {
+            segment_bytes: h.segment_bytes.load(Ordering::Relaxed),
+            segments: h.segments.load(Ordering::Relaxed),
+            clock: clock_from_code(clock_raw)
+                .ok_or_else(|| RingError::Layout(format!("unknown clock code {clock_raw}")))?,
+            ticks_per_sec: h.ticks_per_sec.load(Ordering::Relaxed),
+        };
+        drop(head);
+        let len = cfg.validate()?;
+        if len != file_len {
+            return Err(RingError::Layout(format!(
+                "header describes {len} bytes but the file has {file_len}"
+            )));
+        }
+        Ok(Arc::new(Region::map(&file, &cfg, len as usize)?))
+    }
+
+    fn map(file: &File, cfg: &RingConfig, len: usize) -> Result<Region, RingError> {
+        let map = memmap2::MmapOptions::new().len(len).map_raw(file)?;
+        let base = map.as_mut_ptr();
+        Ok(Region {
+            _map: map,
+            base,
+            len,
+            segment_bytes: cfg.segment_bytes as usize,
+            segments: cfg.segments,
+            capacity: ((cfg.segment_bytes as usize - SEGMENT_HEADER_BYTES) / EVENT_BYTES) as u32,
+            clock: cfg.clock,
+            ticks_per_sec: cfg.ticks_per_sec,
+            dead: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
+            lost_here: AtomicU64::new(0),
+        })
+    }
+
+    #[inline]
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping is at least HEADER_BYTES long and page
+        // aligned; Header is all atomics and padding (see `Send`).
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    /// Header of segment `i` (< `segments`).
+    #[inline]
+    fn seg(&self, i: u32) -> &SegHeader {
+        debug_assert!(i < self.segments);
+        // SAFETY: i < segments (callers iterate 0..segments or use indices
+        // they got from such a loop), so the 64-byte header lies inside the
+        // mapping; segment_bytes is a multiple of 64, so it is aligned;
+        // SegHeader is all atomics and padding.
+        unsafe { &*(self.seg_ptr(i) as *const SegHeader) }
+    }
+
+    #[inline]
+    fn seg_ptr(&self, i: u32) -> *mut u8 {
+        // SAFETY: HEADER_BYTES + i * segment_bytes < len for i < segments
+        // (checked by RingConfig::validate when the region was mapped).
+        unsafe {
+            self.base
+                .add(HEADER_BYTES + i as usize * self.segment_bytes)
+        }
+    }
+
+    /// First event slot of segment `i`.
+    #[inline]
+    fn slots(&self, i: u32) -> *mut Event {
+        // SAFETY: as in `seg_ptr`; the slots follow the 64-byte header
+        // inside the same segment and are 16-byte aligned.
+        unsafe { self.seg_ptr(i).add(SEGMENT_HEADER_BYTES) as *mut Event }
+    }
+
+    pub fn clock(&self) -> ClockKind {
+        self.clock
+    }
+
+    pub fn ticks_per_sec(&self) -> u64 {
+        self.ticks_per_sec
+    }
+
+    /// Number of segments.
+    pub fn segments(&self) -> u32 {
+        self.segments
+    }
+
+    /// Events one segment holds.
+    pub fn segment_capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Bytes of the mapping.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a region has at least two segments.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// The consumer's heartbeat counter.
+    pub fn heartbeat_value(&self) -> u64 {
+        self.header().heartbeat.load(Ordering::Acquire)
+    }
+
+    /// Consumer side: tells producers to stop waiting; they give up at
+    /// their next wait and the region becomes dead.
+    pub fn mark_consumer_gone(&self) {
+        self.header().consumer_gone.store(1, Ordering::Release);
+    }
+
+    /// Whether the consumer said it is gone.
+    pub fn consumer_gone(&self) -> bool {
+        self.header().consumer_gone.load(Ordering::Acquire) != 0
+    }
+
+    /// Whether producers gave up (in this process, or as the shared header
+    /// says), or the region was retired.
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+            || self.is_retired()
+            || self.header().producers_dead.load(Ordering::Acquire) != 0
+    }
+
+    /// Events producers could not write: the shared count, or this
+    /// process's own once the region is retired.
+    pub fn lost_events(&self) -> u64 {
+        let here = self.lost_here.load(Ordering::Relaxed);
+        if self.is_retired() {
+            return here;
+        }
+        self.header().lost_events.load(Ordering::Relaxed).max(here)
+    }
+
+    fn count_lost(&self, n: u64) {
+        self.lost_here.fetch_add(n, Ordering::Relaxed);
+        if !self.is_retired() {
+            self.header().lost_events.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    fn mark_dead(&self) {
+        self.dead.store(true, Ordering::Release);
+        if !self.is_retired() {
+            self.header().producers_dead.store(1, Ordering::Release);
+        }
+    }
+
+    /// Agent side, at detach: replaces the shared mapping in place with
+    /// private zeroed memory, so a probe still in flight writes harmlessly
+    /// and the file's pages are released; producers return [`Dead`] from
+    /// their next slow path on. The address range stays reserved until the
+    /// last `Arc` drops. Idempotent.
+    pub fn retire(&self) -> std::io::Result<()> {
+        if self.retired.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.dead.store(true, Ordering::Release);
+        remap_private(self.base, self.len)
+    }
+}
+
+/// Replaces `len` bytes at `base` (a mapping we own) by private anonymous
+/// memory, atomically (MAP_FIXED).
+fn remap_private(base: *mut u8, len: usize) -> std::io::Result<()> {
+    // SAFETY: [base, base+len) is exactly the range of the region's own
+    // mapping, which lives until the Region drops; MAP_FIXED replaces it
+    // atomically, so other threads always see mapped, writable memory there.
+    let p = unsafe {
+        libc::mmap(
+            base.cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes one event into a slot.
+///
+/// # Safety
+/// `slots` must be the slot array of a segment owned by the caller and
+/// `i` below that segment's capacity.
+#[inline(always)]
+unsafe fn write_slot(slots: *mut Event, i: u32, ev: Event) {
+    // SAFETY: guaranteed by the caller: the slot is inside the mapping and
+    // no one else writes it; the consumer reads it only after the
+    // following Release store of `committed`.
+    unsafe { slots.add(i as usize).write(ev) }
+}
+
+/// One producer thread's handle. Not `Sync`: one per thread.
+pub struct Producer {
+    region: Arc<Region>,
+    thread: u32,
+    wait_bound: Duration,
+    /// Owned segment, or `NONE`.
+    seg: u32,
+    slots: *mut Event,
+    pos: u32,
+    /// Capacity of the owned segment; 0 when none is owned, so the next
+    /// push takes the slow path.
+    cap: u32,
+    /// Where the next claim scan starts.
+    hint: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+// SAFETY: the raw pointer points into the Region the Producer keeps alive
+// through its Arc; the segment it points to is owned by this Producer, so
+// moving the Producer to another thread moves the ownership along.
+unsafe impl Send for Producer {}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("thread", &self.thread)
+            .field("seg", &self.seg)
+            .field("pos", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Producer {
+    /// A producer for thread index `thread` (unique among live producers of
+    /// the region). `wait_bound` is how long it waits for space while the
+    /// consumer's heartbeat does not move before the region is declared
+    /// dead. No segment is claimed until the first push.
+    pub fn new(region: Arc<Region>, thread: u32, wait_bound: Duration) -> Producer {
+        let hint = thread % region.segments;
+        Producer {
+            region,
+            thread,
+            wait_bound,
+            seg: NONE,
+            slots: std::ptr::null_mut(),
+            pos: 0,
+            cap: 0,
+            hint,
+        }
+    }
+
+    pub fn thread(&self) -> u32 {
+        self.thread
+    }
+
+    pub fn region(&self) -> &Arc<Region> {
+        &self.region
+    }
+
+    /// Appends one event. The common case is a slot store and a Release
+    /// store of the segment's count.
+    #[inline]
+    pub fn push(&mut self, ev: Event) -> Result<(), Dead> {
+        if self.pos < self.cap {
+            // SAFETY: pos < cap means this producer owns segment `seg`,
+            // whose slot array is `slots` with `cap` slots.
+            unsafe { write_slot(self.slots, self.pos, ev) };
+            self.pos += 1;
+            self.region
+                .seg(self.seg)
+                .committed
+                .store(self.pos, Ordering::Release);
+            Ok(())
+        } else {
+            self.push_slow(ev)
+        }
+    }
+
+    /// Hands the current segment to the consumer (marks it FULL). The next
+    /// push claims a new one. Called on drop; call it when the thread ends.
+    pub fn release(&mut self) {
+        if self.seg == NONE {
+            return;
+        }
+        if !self.region.is_retired() {
+            // `committed` is already published; FULL tells the consumer it
+            // is final, and lets it free the segment after reading it.
+            self.region
+                .seg(self.seg)
+                .state
+                .store(FULL, Ordering::Release);
+        }
+        self.seg = NONE;
+        self.slots = std::ptr::null_mut();
+        self.pos = 0;
+        self.cap = 0;
+    }
+
+    /// Tries to take a FREE segment.
+    fn claim(&mut self) -> bool {
+        let r = &*self.region;
+        let n = r.segments;
+        for k in 0..n {
+            let i = (self.hint + k) % n;
+            let h = r.seg(i);
+            if h.state.load(Ordering::Relaxed) == FREE
+                && h.state
+                    .compare_exchange(FREE, CLAIMING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // Acquire above pairs with the consumer's Release store of
+                // FREE: its reads of the old events are done.
+                h.thread.store(self.thread, Ordering::Relaxed);
+                h.seq.store(
+                    r.header().claims.fetch_add(1, Ordering::Relaxed),
+                    Ordering::Relaxed,
+                );
+                h.committed.store(0, Ordering::Relaxed);
+                h.state.store(OWNED, Ordering::Release);
+                self.seg = i;
+                self.slots = r.slots(i);
+                self.pos = 0;
+                self.cap = r.capacity;
+                self.hint = (i + 1) % n;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn is_region_dead(&self) -> bool {
+        let r = &*self.region;
+        r.dead.load(Ordering::Acquire) || r.is_retired() || {
+            let h = r.header();
+            h.producers_dead.load(Ordering::Acquire) != 0
+                || h.consumer_gone.load(Ordering::Acquire) != 0
+        }
+    }
+
+    fn die(&mut self) -> Result<(), Dead> {
+        self.release();
+        self.region.mark_dead();
+        self.region.count_lost(1);
+        Err(Dead)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, ev: Event) -> Result<(), Dead> {
+        if self.is_region_dead() {
+            return self.die();
+        }
+        self.release();
+        if self.claim() {
+            return self.push(ev);
+        }
+        // Ring full: wait for the consumer.
+        let clock = self.region.clock;
+        let t0 = clock::read(clock);
+        let start = Instant::now();
+        let mut beat = self.region.heartbeat_value();
+        let mut beat_seen = start;
+        let mut round = 0u32;
+        loop {
+            if round < 64 {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+            } else if round < 80 {
+                std::thread::yield_now();
+            } else {
+                // 20 µs, doubling up to 1 ms.
+                let step = 20u64 << (round - 80).min(6);
+                std::thread::sleep(Duration::from_micros(step.min(1000)));
+            }
+            round = round.saturating_add(1);
+            if self.claim() {
+                let waited = clock::read(clock).saturating_sub(t0);
+                // The fresh segment has at least 4 slots: both fit.
+                self.push(Event::new(EventKind::AdjustTime, 0, waited))?;
+                return self.push(ev);
+            }
+            if self.is_region_dead() {
+                return self.die();
+            }
+            let now = Instant::now();
+            let b = self.region.heartbeat_value();
+            if b != beat {
+                beat = b;
+                beat_seen = now;
+            } else if now.duration_since(beat_seen) >= self.wait_bound {
+                return self.die();
+            }
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Visible {
+    thread: u32,
+    seq: u64,
+    index: u32,
+    full: bool,
+}
+
+/// The one reader of a region (the CLI).
+pub struct Consumer {
+    region: Arc<Region>,
+    /// Read position in each segment.
+    pos: Vec<u32>,
+    visible: Vec<Visible>,
+    buf: Vec<Event>,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Consumer {
+    /// The consumer of `region`; there must be only one per region.
+    pub fn new(region: Arc<Region>) -> Consumer {
+        let n = region.segments as usize;
+        let cap = region.capacity as usize;
+        Consumer {
+            region,
+            pos: vec![0; n],
+            visible: Vec::with_capacity(n),
+            buf: vec![Event::default(); cap],
+        }
+    }
+
+    pub fn region(&self) -> &Arc<Region> {
+        &self.region
+    }
+
+    /// Tells waiting producers the consumer is alive.
+    pub fn heartbeat(&self) {
+        if !self.region.is_retired() {
+            self.region
+                .header()
+                .heartbeat
+                .fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Delivers every event visible now, each thread's in order, as slices
+    /// `(thread index, events)`, frees the segments read to their end, and
+    /// returns how many events it delivered. Bumps the heartbeat.
+    pub fn poll(&mut self, sink: &mut dyn FnMut(u32, &[Event])) -> usize {
+        self.heartbeat();
+        let r = &*self.region;
+        if r.is_retired() {
+            return 0;
+        }
+        self.visible.clear();
+        for i in 0..r.segments {
+            let h = r.seg(i);
+            let state = h.state.load(Ordering::Acquire);
+            if state == OWNED || state == FULL {
+                self.visible.push(Visible {
+                    thread: h.thread.load(Ordering::Relaxed),
+                    seq: h.seq.load(Ordering::Relaxed),
+                    index: i,
+                    full: state == FULL,
+                });
+            }
+        }
+        self.visible
+            .sort_unstable_by_key(|v| (v.thread, v.seq, v.index));
+        let mut delivered = 0;
+        for v in &self.visible {
+            let h = r.seg(v.index);
+            // Loaded after the state: when the state was FULL this is final.
+            let committed = h.committed.load(Ordering::Acquire).min(r.capacity);
+            let pos = self.pos[v.index as usize];
+            if committed > pos {
+                let n = (committed - pos) as usize;
+                copy_events(r.slots(v.index), pos, &mut self.buf[..n]);
+                sink(v.thread, &self.buf[..n]);
+                delivered += n;
+                self.pos[v.index as usize] = committed;
+            }
+            if v.full {
+                self.pos[v.index as usize] = 0;
+                // Release: our reads of the slots happen before the next
+                // owner's writes (it claims with Acquire).
+                h.state.store(FREE, Ordering::Release);
+            }
+        }
+        self.heartbeat();
+        delivered
+    }
+}
+
+/// Copies published events out of the shared mapping.
+fn copy_events(slots: *const Event, from: u32, out: &mut [Event]) {
+    // SAFETY: `slots` is a segment's slot array and from + out.len() ≤ its
+    // capacity (the caller clamps `committed` to the capacity). Those slots
+    // were published with a Release store the caller loaded with Acquire,
+    // and their producer does not write them again until the segment is
+    // freed by this consumer. `out` is a distinct, exclusively borrowed
+    // local buffer, so the ranges do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(slots.add(from as usize), out.as_mut_ptr(), out.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp_path(name: &str) -> (crate::session::SessionDir, std::path::PathBuf) {
+        let dir = crate::session::SessionDir::create().unwrap();
+        let p = dir.path().join(name);
+        (dir, p)
+    }
+
+    fn small() -> RingConfig {
+        RingConfig {
+            segment_bytes: 128,
+            segments: 4,
+            ..RingConfig::default()
+        }
+    }
+
+    #[test]
+    fn single_thread_in_order_with_partial_segments() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        assert_eq!(r.segment_capacity(), 4);
+        let mut prod = Producer::new(r.clone(), 7, Duration::from_secs(1));
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        let mut got = Vec::new();
+        for i in 0..3 {
+            prod.push(Event::new(EventKind::Marker, i, i as u64))
+                .unwrap();
+        }
+        // Partially filled segment is visible without a flush.
+        let n = cons.poll(&mut |t, evs| {
+            assert_eq!(t, 7);
+            got.extend_from_slice(evs)
+        });
+        assert_eq!(n, 3);
+        for i in 3..14 {
+            prod.push(Event::new(EventKind::Marker, i, i as u64))
+                .unwrap();
+        }
+        cons.poll(&mut |_, evs| got.extend_from_slice(evs));
+        let ids: Vec<u32> = got.iter().map(|e| e.id).collect();
+        assert_eq!(ids, (0..14).collect::<Vec<_>>());
+        // Nothing new: nothing delivered.
+        assert_eq!(cons.poll(&mut |_, _| panic!("no events expected")), 0);
+    }
+
+    #[test]
+    fn full_ring_then_dead_without_consumer() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut prod = Producer::new(r.clone(), 0, Duration::from_millis(50));
+        for i in 0..16 {
+            prod.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+        }
+        let t0 = Instant::now();
+        assert_eq!(prod.push(Event::new(EventKind::Marker, 16, 0)), Err(Dead));
+        let waited = t0.elapsed();
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+        assert!(r.is_dead());
+        assert_eq!(prod.push(Event::default()), Err(Dead));
+        assert_eq!(r.lost_events(), 2);
+        // The consumer still gets everything written before.
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        assert!(cons.region().is_dead());
+        assert_eq!(cons.region().lost_events(), 2);
+        assert_eq!(cons.poll(&mut |_, _| {}), 16);
+    }
+
+    #[test]
+    fn consumer_gone_flag_stops_waiting_at_once() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut prod = Producer::new(r.clone(), 0, Duration::from_secs(30));
+        for _ in 0..16 {
+            prod.push(Event::default()).unwrap();
+        }
+        Region::open(&p).unwrap().mark_consumer_gone();
+        let t0 = Instant::now();
+        assert_eq!(prod.push(Event::default()), Err(Dead));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn retire_makes_pushes_harmless() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut prod = Producer::new(r.clone(), 0, Duration::from_secs(30));
+        prod.push(Event::default()).unwrap();
+        let other = Region::open(&p).unwrap();
+        r.retire().unwrap();
+        r.retire().unwrap();
+        // In-flight hot path writes into private memory...
+        for _ in 0..3 {
+            prod.push(Event::new(EventKind::Marker, 99, 0)).unwrap();
+        }
+        // ... and the next slow path reports dead.
+        assert_eq!(prod.push(Event::default()), Err(Dead));
+        assert!(r.is_dead());
+        // The other mapping of the file never saw the retired writes.
+        let mut cons = Consumer::new(other);
+        let mut got = Vec::new();
+        cons.poll(&mut |_, evs| got.extend_from_slice(evs));
+        assert_eq!(got, vec![Event::default()]);
+    }
+
+    #[test]
+    fn config_validation() {
+        let (_d, p) = tmp_path("ring");
+        for cfg in [
+            RingConfig {
+                segment_bytes: 100,
+                ..small()
+            },
+            RingConfig {
+                segment_bytes: 64,
+                ..small()
+            },
+            RingConfig {
+                segments: 1,
+                ..small()
+            },
+            RingConfig {
+                ticks_per_sec: 0,
+                ..small()
+            },
+            RingConfig {
+                segment_bytes: MAX_SEGMENT_BYTES,
+                segments: MAX_SEGMENTS,
+                ..small()
+            },
+        ] {
+            assert!(
+                matches!(Region::create(&p, &cfg), Err(RingError::Layout(_))),
+                "{cfg:?}"
+            );
+            assert!(!p.exists());
+        }
+        Region::create(&p, &small()).unwrap();
+        // O_EXCL: never reuse an existing file.
+        assert!(matches!(
+            Region::create(&p, &small()),
+            Err(RingError::Io(_))
+        ));
+    }
+}
