@@ -194,7 +194,7 @@ impl RingConfig {
                 self.segment_bytes
             ));
         }
-        if self.segment_bytes % 64 != 0 {
+        if !self.segment_bytes.is_multiple_of(64) {
             return bad(format!(
                 "segment size {} is not a multiple of 64",
                 self.segment_bytes
