@@ -1,2 +1,21 @@
 //! Revelation (Scheme A/B) and the calling context tree builder.
+//!
+//! - [`cct`]: [`CctBuilder`] turns ring events into per-thread calling
+//!   context trees; snapshots and profile diffs live beside it.
+//! - [`profile`]: the [`Profile`] model every report reads, with exact times
+//!   (adjust-time and calibrated probe cost subtracted).
+//! - [`report`]: views (tree, hot spots, back traces) and the text, JSON and
+//!   collapsed renderers behind [`report::Render`].
 pub mod pattern;
+
+pub mod cct;
+pub mod profile;
+pub mod report;
+
+pub use cct::diff::{ProfileDiff, diff};
+pub use cct::snapshot::SnapshotError;
+pub use cct::{CctBuilder, StreamIssues};
+pub use profile::{
+    Calibration, MethodInfo, Node, Profile, Stats, Target, ThreadProfile, Times, Tree,
+};
+pub use report::{Format, Render, RenderOptions};

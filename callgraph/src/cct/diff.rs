@@ -1,0 +1,176 @@
+//! Node-by-node comparison of two profiles (`sprig diff a.sprig b.sprig`).
+//!
+//! Both profiles are merged over threads, then matched by path of method
+//! names (class, name, descriptor): method ids are per-run and say nothing
+//! across runs. Every path present in either run gets one [`DiffNode`] with
+//! the exact times of each side (absent side = `None`).
+
+use crate::profile::{MethodInfo, NodeId, Profile};
+use std::collections::HashMap;
+
+/// One side of a compared node, exact nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Side {
+    pub calls: u64,
+    pub total_ns: u64,
+    pub self_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiffNode {
+    pub method: MethodInfo,
+    pub a: Option<Side>,
+    pub b: Option<Side>,
+    /// Children; every child index is greater than its parent's.
+    pub children: Vec<NodeId>,
+}
+
+impl DiffNode {
+    /// `b.total_ns - a.total_ns` (a missing side counts as 0).
+    pub fn delta_total_ns(&self) -> i128 {
+        side_total(self.b) - side_total(self.a)
+    }
+
+    /// `b.self_ns - a.self_ns` (a missing side counts as 0).
+    pub fn delta_self_ns(&self) -> i128 {
+        self.b.map_or(0, |s| s.self_ns as i128) - self.a.map_or(0, |s| s.self_ns as i128)
+    }
+
+    /// `b.calls - a.calls` (a missing side counts as 0).
+    pub fn delta_calls(&self) -> i128 {
+        self.b.map_or(0, |s| s.calls as i128) - self.a.map_or(0, |s| s.calls as i128)
+    }
+}
+
+fn side_total(s: Option<Side>) -> i128 {
+    s.map_or(0, |s| s.total_ns as i128)
+}
+
+/// The compared forest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileDiff {
+    pub nodes: Vec<DiffNode>,
+    pub roots: Vec<NodeId>,
+}
+
+/// Compares `a` (before) with `b` (after).
+pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
+    let mut out = ProfileDiff::default();
+    let mut index: HashMap<(NodeId, MethodInfo), NodeId> = HashMap::new();
+    for (which, p) in [(0, a), (1, b)] {
+        let merged = p.merged();
+        let tree = &merged.tree;
+        let times = p.times(tree);
+        let mut stack: Vec<(NodeId, NodeId)> =
+            tree.roots.iter().rev().map(|&r| (r, NodeId::MAX)).collect();
+        while let Some((s, parent)) = stack.pop() {
+            let n = &tree.nodes[s as usize];
+            let method = p.method(n.method);
+            let key = (parent, method);
+            let d = match index.get(&key) {
+                Some(&d) => d,
+                None => {
+                    let d = out.nodes.len() as NodeId;
+                    out.nodes.push(DiffNode {
+                        method: key.1.clone(),
+                        a: None,
+                        b: None,
+                        children: Vec::new(),
+                    });
+                    if parent == NodeId::MAX {
+                        out.roots.push(d);
+                    } else {
+                        out.nodes[parent as usize].children.push(d);
+                    }
+                    index.insert(key, d);
+                    d
+                }
+            };
+            let t = times[s as usize];
+            let side = if which == 0 {
+                &mut out.nodes[d as usize].a
+            } else {
+                &mut out.nodes[d as usize].b
+            };
+            // Two ids with the same name (a class loaded twice) add up.
+            let e = side.get_or_insert_with(Side::default);
+            e.calls = e.calls.saturating_add(n.calls);
+            e.total_ns = e.total_ns.saturating_add(t.total_ns);
+            e.self_ns = e.self_ns.saturating_add(t.self_ns);
+            for &c in n.children.iter().rev() {
+                stack.push((c, d));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Node, ThreadProfile, Tree};
+
+    fn profile(names: &[(u32, &str)], shape: &[(Option<u32>, u32, u64, u64)]) -> Profile {
+        let mut p = Profile::new(1_000_000_000);
+        for &(id, name) in names {
+            p.methods.insert(id, MethodInfo::new("a.B", name, "()V"));
+        }
+        let mut t = Tree::default();
+        for &(parent, method, calls, total) in shape {
+            t.push(
+                parent,
+                Node {
+                    method,
+                    calls,
+                    total_ticks: total,
+                    ..Node::default()
+                },
+            );
+        }
+        t.recount();
+        p.threads.push(ThreadProfile {
+            index: 0,
+            java_id: 1,
+            name: "main".into(),
+            tree: t,
+        });
+        p
+    }
+
+    #[test]
+    fn matches_by_name_not_id() {
+        // run a: root(1) -> x(2), y(3); run b: ids differ, root(7) -> x(9), z(8)
+        let a = profile(
+            &[(1, "root"), (2, "x"), (3, "y")],
+            &[(None, 1, 1, 100), (Some(0), 2, 2, 30), (Some(0), 3, 1, 50)],
+        );
+        let b = profile(
+            &[(7, "root"), (9, "x"), (8, "z")],
+            &[(None, 7, 1, 80), (Some(0), 9, 4, 60), (Some(0), 8, 1, 10)],
+        );
+        let d = diff(&a, &b);
+        assert_eq!(d.roots.len(), 1);
+        let root = &d.nodes[d.roots[0] as usize];
+        assert_eq!(root.method.name, "root");
+        assert_eq!(root.delta_total_ns(), -20);
+        let by_name = |n: &str| {
+            root.children
+                .iter()
+                .map(|&c| &d.nodes[c as usize])
+                .find(|x| x.method.name == n)
+                .cloned()
+        };
+        let x = by_name("x").unwrap();
+        assert_eq!(x.a.map(|s| s.calls), Some(2));
+        assert_eq!(x.b.map(|s| s.calls), Some(4));
+        assert_eq!(x.delta_total_ns(), 30);
+        assert_eq!(x.delta_calls(), 2);
+        let y = by_name("y").unwrap();
+        assert!(y.a.is_some() && y.b.is_none());
+        assert_eq!(y.delta_total_ns(), -50);
+        let z = by_name("z").unwrap();
+        assert!(z.a.is_none() && z.b.is_some());
+        // self of root: a 100-80 = 20, b 80-70 = 10
+        assert_eq!(root.delta_self_ns(), -10);
+    }
+}

@@ -1,0 +1,625 @@
+//! The calling context tree builder: consumes ring events, keeps one shadow
+//! stack per thread and adds up calls and ticks per calling context.
+//!
+//! No I/O: the caller hands over events (`wire::ring::Consumer::poll` gives
+//! them per thread) and control messages, then takes a [`Profile`] with
+//! [`CctBuilder::finish`] (or a live copy with [`CctBuilder::snapshot`]).
+//!
+//! Hot path per event: one match on the kind, one shadow-stack push or pop,
+//! one child lookup through a per-node "last hit" cache, falling back to a
+//! short sibling list and, for nodes with many children, a hash map. Adjust
+//! time is O(1) per event: every thread keeps a running sum of adjust ticks,
+//! a frame remembers the sum at entry and takes the difference at exit.
+//!
+//! Stream problems are data, not panics: entries outside a root context,
+//! exits without entry, exits that do not match the top frame, frames still
+//! open at thread end or at the end of profiling are counted and reported in
+//! [`Profile::warnings`]; frames closed artificially are marked
+//! [`Node::incomplete`](crate::profile::Node::incomplete).
+
+pub mod diff;
+pub mod snapshot;
+
+use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
+use sprig_wire::control::Message;
+use sprig_wire::event::{Event, EventKind};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+const NONE: u32 = u32::MAX;
+/// Children of a node are found by walking a sibling list up to this many;
+/// beyond, a per-thread hash map keyed by (parent, method) is used.
+const WIDE: u32 = 8;
+
+const K_ENTRY: u16 = EventKind::MethodEntry as u16;
+const K_EXIT: u16 = EventKind::MethodExit as u16;
+const K_ROOT_ENTRY: u16 = EventKind::RootEntry as u16;
+const K_ROOT_EXIT: u16 = EventKind::RootExit as u16;
+const K_ADJUST: u16 = EventKind::AdjustTime as u16;
+const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
+const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
+const K_LAST_KNOWN: u16 = EventKind::Marker as u16;
+
+/// Builder-side node: the tree is kept as first-child / next-sibling links
+/// so creating a child never reallocates a per-node vector.
+#[derive(Clone, Debug)]
+struct BNode {
+    method: u32,
+    first_child: u32,
+    next_sibling: u32,
+    /// The child found by the last lookup (loops call the same method again).
+    last_hit: u32,
+    nchildren: u32,
+    calls: u64,
+    total: u64,
+    adjust: u64,
+    incomplete: u64,
+}
+
+impl BNode {
+    fn new(method: u32) -> BNode {
+        BNode {
+            method,
+            first_child: NONE,
+            next_sibling: NONE,
+            last_hit: NONE,
+            nchildren: 0,
+            calls: 0,
+            total: 0,
+            adjust: 0,
+            incomplete: 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    node: u32,
+    method: u32,
+    start: u64,
+    /// The thread's adjust sum when the frame was entered.
+    adjust: u64,
+}
+
+/// Multiplicative hasher for the (parent, method) keys of wide nodes.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type WideMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
+
+/// Counters of stream problems on one thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamIssues {
+    /// MethodEntry with no open root context: ignored.
+    pub entries_outside_root: u64,
+    /// Exit (method or root) with an empty shadow stack: ignored.
+    pub exits_without_entry: u64,
+    /// Exit whose id is not the top frame's but is further down the stack:
+    /// the frames above it were closed at the exit's timestamp.
+    pub mismatched_exits: u64,
+    /// Exit whose id is nowhere on the stack: ignored.
+    pub unmatched_exits: u64,
+    /// Frames closed because a mismatched exit skipped over them.
+    pub frames_closed_by_mismatch: u64,
+    /// Frames still open at ThreadEnd, closed at its timestamp.
+    pub frames_open_at_thread_end: u64,
+    /// Frames still open at the end of profiling, closed at the last timestamp.
+    pub frames_open_at_finish: u64,
+    /// RootEntry while a root context was already open: counted as a nested call.
+    pub nested_root_entries: u64,
+    /// Exits whose timestamp was before the entry's (counted as 0 ticks).
+    pub clock_went_backwards: u64,
+    /// Records of a kind this build does not know.
+    pub unknown_kinds: u64,
+}
+
+impl StreamIssues {
+    fn describe(&self, thread: u32, out: &mut Vec<String>) {
+        let items: [(u64, &str); 9] = [
+            (
+                self.entries_outside_root,
+                "method entries outside a root context were ignored",
+            ),
+            (
+                self.exits_without_entry,
+                "exits without a matching entry were ignored",
+            ),
+            (
+                self.mismatched_exits,
+                "exits did not match the top frame (frames above the matching one were closed)",
+            ),
+            (
+                self.unmatched_exits,
+                "exits matched no open frame and were ignored",
+            ),
+            (
+                self.frames_closed_by_mismatch,
+                "frames were closed by a mismatched exit (marked incomplete)",
+            ),
+            (
+                self.frames_open_at_thread_end,
+                "frames were still open when the thread ended (closed there, marked incomplete)",
+            ),
+            (
+                self.frames_open_at_finish,
+                "frames were still open at the end of profiling (closed at the last timestamp, marked incomplete)",
+            ),
+            (
+                self.clock_went_backwards,
+                "exits had a timestamp before their entry (counted as 0)",
+            ),
+            (
+                self.unknown_kinds,
+                "records of an unknown kind were skipped",
+            ),
+        ];
+        for (n, what) in items {
+            if n > 0 {
+                out.push(format!("thread {thread}: {n} {what}"));
+            }
+        }
+    }
+
+    fn add(&mut self, o: &StreamIssues) {
+        self.entries_outside_root += o.entries_outside_root;
+        self.exits_without_entry += o.exits_without_entry;
+        self.mismatched_exits += o.mismatched_exits;
+        self.unmatched_exits += o.unmatched_exits;
+        self.frames_closed_by_mismatch += o.frames_closed_by_mismatch;
+        self.frames_open_at_thread_end += o.frames_open_at_thread_end;
+        self.frames_open_at_finish += o.frames_open_at_finish;
+        self.nested_root_entries += o.nested_root_entries;
+        self.clock_went_backwards += o.clock_went_backwards;
+        self.unknown_kinds += o.unknown_kinds;
+    }
+}
+
+#[derive(Clone, Debug)]
+struct ThreadState {
+    index: u32,
+    /// Node 0 is a sentinel whose children are the root contexts.
+    nodes: Vec<BNode>,
+    stack: Vec<Frame>,
+    wide: WideMap,
+    adjust_sum: u64,
+    last_ts: u64,
+    issues: StreamIssues,
+}
+
+impl ThreadState {
+    fn new(index: u32) -> ThreadState {
+        ThreadState {
+            index,
+            nodes: vec![BNode::new(NONE)],
+            stack: Vec::with_capacity(64),
+            wide: WideMap::default(),
+            adjust_sum: 0,
+            last_ts: 0,
+            issues: StreamIssues::default(),
+        }
+    }
+
+    /// The child of `parent` for `method`, created when missing.
+    #[inline(always)]
+    fn child(&mut self, parent: u32, method: u32) -> u32 {
+        let hint = self.nodes[parent as usize].last_hit;
+        if hint != NONE && self.nodes[hint as usize].method == method {
+            return hint;
+        }
+        self.child_slow(parent, method)
+    }
+
+    #[inline(never)]
+    fn child_slow(&mut self, parent: u32, method: u32) -> u32 {
+        let p = &self.nodes[parent as usize];
+        let key = ((parent as u64) << 32) | method as u64;
+        let found = if p.nchildren <= WIDE {
+            let mut c = p.first_child;
+            while c != NONE && self.nodes[c as usize].method != method {
+                c = self.nodes[c as usize].next_sibling;
+            }
+            c
+        } else {
+            self.wide.get(&key).copied().unwrap_or(NONE)
+        };
+        let c = if found != NONE {
+            found
+        } else {
+            let id = self.nodes.len() as u32;
+            let mut n = BNode::new(method);
+            n.next_sibling = self.nodes[parent as usize].first_child;
+            self.nodes.push(n);
+            let p = &mut self.nodes[parent as usize];
+            p.first_child = id;
+            p.nchildren += 1;
+            if p.nchildren == WIDE + 1 {
+                let mut c = id;
+                while c != NONE {
+                    let n = &self.nodes[c as usize];
+                    self.wide
+                        .insert(((parent as u64) << 32) | n.method as u64, c);
+                    c = n.next_sibling;
+                }
+            } else if p.nchildren > WIDE + 1 {
+                self.wide.insert(key, id);
+            }
+            id
+        };
+        self.nodes[parent as usize].last_hit = c;
+        c
+    }
+
+    #[inline(always)]
+    fn enter(&mut self, parent: u32, method: u32, ts: u64) {
+        let c = self.child(parent, method);
+        self.nodes[c as usize].calls += 1;
+        self.stack.push(Frame {
+            node: c,
+            method,
+            start: ts,
+            adjust: self.adjust_sum,
+        });
+    }
+
+    #[inline(always)]
+    fn close(&mut self, f: Frame, ts: u64) {
+        let adjust_sum = self.adjust_sum;
+        let n = &mut self.nodes[f.node as usize];
+        let d = if ts >= f.start {
+            ts - f.start
+        } else {
+            self.issues.clock_went_backwards += 1;
+            0
+        };
+        n.total = n.total.saturating_add(d);
+        n.adjust = n.adjust.saturating_add(adjust_sum.wrapping_sub(f.adjust));
+    }
+
+    fn close_incomplete(&mut self, f: Frame, ts: u64) {
+        self.close(f, ts);
+        self.nodes[f.node as usize].incomplete += 1;
+    }
+
+    /// An exit whose id is not the top frame's (or an empty stack).
+    #[cold]
+    fn exit_slow(&mut self, method: u32, ts: u64) {
+        if self.stack.is_empty() {
+            self.issues.exits_without_entry += 1;
+            return;
+        }
+        match self.stack.iter().rposition(|f| f.method == method) {
+            None => self.issues.unmatched_exits += 1,
+            Some(pos) => {
+                self.issues.mismatched_exits += 1;
+                while self.stack.len() > pos + 1 {
+                    if let Some(f) = self.stack.pop() {
+                        self.issues.frames_closed_by_mismatch += 1;
+                        self.close_incomplete(f, ts);
+                    }
+                }
+                if let Some(f) = self.stack.pop() {
+                    self.close(f, ts);
+                }
+            }
+        }
+    }
+
+    /// Closes every open frame at `ts`, innermost first; returns how many.
+    fn close_all(&mut self, ts: u64) -> u64 {
+        let mut n = 0;
+        while let Some(f) = self.stack.pop() {
+            self.close_incomplete(f, ts);
+            n += 1;
+        }
+        n
+    }
+
+    #[inline]
+    fn process(&mut self, events: &[Event]) {
+        for e in events {
+            match e.kind {
+                K_ENTRY => {
+                    self.last_ts = e.ts;
+                    match self.stack.last() {
+                        Some(top) => {
+                            let parent = top.node;
+                            self.enter(parent, e.id, e.ts);
+                        }
+                        None => self.issues.entries_outside_root += 1,
+                    }
+                }
+                K_EXIT | K_ROOT_EXIT => {
+                    self.last_ts = e.ts;
+                    match self.stack.last() {
+                        Some(&top) if top.method == e.id => {
+                            self.stack.pop();
+                            self.close(top, e.ts);
+                        }
+                        _ => self.exit_slow(e.id, e.ts),
+                    }
+                }
+                K_ROOT_ENTRY => {
+                    self.last_ts = e.ts;
+                    let parent = match self.stack.last() {
+                        Some(top) => {
+                            self.issues.nested_root_entries += 1;
+                            top.node
+                        }
+                        None => 0,
+                    };
+                    self.enter(parent, e.id, e.ts);
+                }
+                K_ADJUST => self.adjust_sum = self.adjust_sum.wrapping_add(e.ts),
+                K_THREAD_END => {
+                    let ts = e.ts.max(self.last_ts);
+                    self.last_ts = ts;
+                    let n = self.close_all(ts);
+                    self.issues.frames_open_at_thread_end += n;
+                }
+                K_THREAD_START => {}
+                k if k > K_LAST_KNOWN || k == 0 => self.issues.unknown_kinds += 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// Converts the builder arena (without the sentinel) to a [`Tree`].
+    fn to_tree(&self) -> Tree {
+        let len = self.nodes.len().saturating_sub(1);
+        let mut nodes: Vec<Node> = Vec::with_capacity(len);
+        for b in &self.nodes[1..] {
+            nodes.push(Node {
+                method: b.method,
+                calls: b.calls,
+                total_ticks: b.total,
+                adjust_ticks: b.adjust,
+                child_calls: 0,
+                incomplete: b.incomplete,
+                children: Vec::with_capacity(b.nchildren as usize),
+            });
+        }
+        let collect = |first: u32| {
+            let mut v = Vec::new();
+            let mut c = first;
+            while c != NONE {
+                v.push(c - 1);
+                c = self.nodes[c as usize].next_sibling;
+            }
+            v.reverse(); // creation order
+            v
+        };
+        for (i, b) in self.nodes.iter().enumerate().skip(1) {
+            nodes[i - 1].children = collect(b.first_child);
+        }
+        let mut tree = Tree {
+            nodes,
+            roots: collect(self.nodes[0].first_child),
+        };
+        tree.recount();
+        tree
+    }
+}
+
+/// Builds calling context trees from ring events. See the module docs.
+#[derive(Clone, Debug)]
+pub struct CctBuilder {
+    ticks_per_sec: u64,
+    threads: Vec<ThreadState>,
+    slots: HashMap<u32, usize>,
+    last: Option<(u32, usize)>,
+    names: BTreeMap<u32, (u64, String)>,
+    methods: BTreeMap<u32, MethodInfo>,
+    calibration: Option<Calibration>,
+    pending_calibration_ticks: Option<(f64, f64)>,
+    events: u64,
+    profile_template: Profile,
+}
+
+impl CctBuilder {
+    /// A builder for timestamps in ticks of a clock running at `ticks_per_sec`.
+    pub fn new(ticks_per_sec: u64) -> CctBuilder {
+        CctBuilder {
+            ticks_per_sec,
+            threads: Vec::new(),
+            slots: HashMap::new(),
+            last: None,
+            names: BTreeMap::new(),
+            methods: BTreeMap::new(),
+            calibration: None,
+            pending_calibration_ticks: None,
+            events: 0,
+            profile_template: Profile::new(ticks_per_sec),
+        }
+    }
+
+    fn slot(&mut self, thread: u32) -> usize {
+        if let Some((t, s)) = self.last
+            && t == thread
+        {
+            return s;
+        }
+        let s = match self.slots.get(&thread) {
+            Some(&s) => s,
+            None => {
+                let s = self.threads.len();
+                self.threads.push(ThreadState::new(thread));
+                self.slots.insert(thread, s);
+                s
+            }
+        };
+        self.last = Some((thread, s));
+        s
+    }
+
+    /// Consumes a batch of events recorded by thread `thread` (the ring
+    /// segment's thread index), in the order they were recorded.
+    pub fn process(&mut self, thread: u32, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        self.events += events.len() as u64;
+        let s = self.slot(thread);
+        self.threads[s].process(events);
+    }
+
+    /// Names a thread (control message `Thread`).
+    pub fn set_thread_name(&mut self, index: u32, java_id: u64, name: &str) {
+        self.names.insert(index, (java_id, name.to_owned()));
+    }
+
+    /// Registers a method id (control message `Method`).
+    pub fn set_method(&mut self, id: u32, class: &str, name: &str, descriptor: &str) {
+        self.methods
+            .insert(id, MethodInfo::new(class, name, descriptor));
+    }
+
+    /// Sets the calibrated probe cost in nanoseconds.
+    pub fn set_calibration(&mut self, calibration: Calibration) {
+        self.calibration = Some(calibration);
+        self.pending_calibration_ticks = None;
+    }
+
+    /// Sets the calibrated probe cost in ticks of the session clock (as the
+    /// agent's `Calibration` message carries it).
+    pub fn set_calibration_ticks(&mut self, inner_ticks: f64, outer_ticks: f64) {
+        self.calibration = None;
+        self.pending_calibration_ticks = Some((inner_ticks, outer_ticks));
+    }
+
+    /// Changes the clock frequency used to convert ticks (timestamps already
+    /// processed are kept in ticks, so this may come at any time before
+    /// [`CctBuilder::finish`]).
+    pub fn set_ticks_per_sec(&mut self, ticks_per_sec: u64) {
+        self.ticks_per_sec = ticks_per_sec;
+    }
+
+    /// Target facts and counters copied into the profile.
+    pub fn profile_fields_mut(
+        &mut self,
+    ) -> (&mut crate::profile::Target, &mut crate::profile::Stats) {
+        (
+            &mut self.profile_template.target,
+            &mut self.profile_template.stats,
+        )
+    }
+
+    /// Takes what the builder needs from a control message: `Method`,
+    /// `Thread`, `Calibration`, `Started` (clock frequency), `AgentHello`
+    /// (target), `Status`/`Detached` (counters), `Warning`/`ClassFailed`
+    /// (kept as warnings). Returns whether the message was used.
+    pub fn apply_message(&mut self, msg: &Message) -> bool {
+        match msg {
+            Message::Method {
+                id,
+                class,
+                name,
+                descriptor,
+            } => self.set_method(*id, class, name, descriptor),
+            Message::Thread {
+                index,
+                java_id,
+                name,
+            } => self.set_thread_name(*index, *java_id, name),
+            Message::Calibration {
+                inner_ticks,
+                outer_ticks,
+                ..
+            } => self.set_calibration_ticks(*inner_ticks, *outer_ticks),
+            Message::Started { ticks_per_sec, .. } => self.set_ticks_per_sec(*ticks_per_sec),
+            Message::AgentHello { jvm, .. } => {
+                self.profile_template.target.pid = jvm.pid;
+                self.profile_template.target.jvm =
+                    format!("{} {}", jvm.vm_name, jvm.version).trim().to_owned();
+            }
+            Message::Status(s) | Message::Detached(s) => {
+                let st = &mut self.profile_template.stats;
+                st.instrumented_methods = s.instrumented_methods;
+                st.called_methods = s.called_methods;
+                st.lost_events = s.lost_events;
+            }
+            Message::Warning(w) => self.profile_template.warnings.push(format!("agent: {w}")),
+            Message::ClassFailed(f) => self.profile_template.warnings.push(format!(
+                "class {} was not instrumented: {} {}",
+                f.class, f.jvmti_error, f.reason
+            )),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Stream problems summed over threads, so far.
+    pub fn issues(&self) -> StreamIssues {
+        let mut all = StreamIssues::default();
+        for t in &self.threads {
+            all.add(&t.issues);
+        }
+        all
+    }
+
+    /// A profile of everything so far, with open frames closed at their
+    /// thread's last timestamp; the builder goes on untouched (live view).
+    pub fn snapshot(&self) -> Profile {
+        self.clone().finish()
+    }
+
+    /// Closes frames still open (counted, marked incomplete, reported in
+    /// `warnings`) and returns the profile.
+    pub fn finish(mut self) -> Profile {
+        let mut p = std::mem::replace(&mut self.profile_template, Profile::new(0));
+        p.ticks_per_sec = self.ticks_per_sec;
+        p.calibration = match self.pending_calibration_ticks {
+            Some((i, o)) => Some(Calibration::from_ticks(i, o, self.ticks_per_sec)),
+            None => self.calibration,
+        };
+        if p.stats.events == 0 {
+            p.stats.events = self.events;
+        }
+        p.methods = std::mem::take(&mut self.methods);
+        self.threads.sort_by_key(|t| t.index);
+        let mut warnings = Vec::new();
+        for t in &mut self.threads {
+            let ts = t.last_ts;
+            let n = t.close_all(ts);
+            t.issues.frames_open_at_finish += n;
+            t.issues.describe(t.index, &mut warnings);
+            if t.nodes.len() <= 1 {
+                continue;
+            }
+            let (java_id, name) = self
+                .names
+                .get(&t.index)
+                .cloned()
+                .unwrap_or((0, format!("thread-{}", t.index)));
+            p.threads.push(ThreadProfile {
+                index: t.index,
+                java_id,
+                name,
+                tree: t.to_tree(),
+            });
+        }
+        p.warnings.extend(warnings);
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! Snapshot files (`-o run.sprig`): a compact, versioned, little-endian
+//! binary encoding of a whole [`Profile`].
+//!
+//! ```text
+//! magic "SPRIGSNP", u32 version
+//! u64 ticks_per_sec
+//! target:      u32 pid, str jvm
+//! stats:       u64 events, instrumented_methods, called_methods, lost_events, duration_ms
+//! calibration: u8 present, f64 inner_ns, f64 outer_ns
+//! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
+//! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
+//!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
+//!                                                u64 adjust_ticks, u64 incomplete, u32 children))
+//! warnings:    u32 n, n × str
+//! magic "SPRIGEND"
+//! str = u32 byte length + UTF-8 bytes
+//! ```
+//!
+//! Raw ticks are stored; exact times are a pure function of them and the
+//! stored calibration ([`Profile::times`]), so a re-rendered report equals
+//! the one written at the end of the run. Nodes are written in pre-order
+//! with their child count, so reading rebuilds the tree without indices to
+//! validate and without recursion. Reading never trusts a count for an
+//! allocation and never panics on a damaged file.
+
+use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
+use std::io::{self, Read, Write};
+
+pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
+const END_MAGIC: &[u8; 8] = b"SPRIGEND";
+pub const SNAPSHOT_VERSION: u32 = 1;
+/// Longest string accepted when reading (class names, thread names, warnings).
+const MAX_STR: u32 = 1 << 20;
+/// Most elements reserved ahead of reading them.
+const MAX_PREALLOC: usize = 1 << 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("snapshot I/O failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("not a sprig snapshot (bad magic)")]
+    BadMagic,
+    #[error("snapshot version {0} is not supported (this sprig reads version {SNAPSHOT_VERSION})")]
+    UnsupportedVersion(u32),
+    #[error("snapshot is damaged: {0}")]
+    Corrupt(String),
+}
+
+fn corrupt(what: impl Into<String>) -> SnapshotError {
+    SnapshotError::Corrupt(what.into())
+}
+
+struct W<'a> {
+    w: &'a mut dyn Write,
+}
+
+impl W<'_> {
+    fn u8(&mut self, v: u8) -> io::Result<()> {
+        self.w.write_all(&[v])
+    }
+    fn u32(&mut self, v: u32) -> io::Result<()> {
+        self.w.write_all(&v.to_le_bytes())
+    }
+    fn u64(&mut self, v: u64) -> io::Result<()> {
+        self.w.write_all(&v.to_le_bytes())
+    }
+    fn f64(&mut self, v: f64) -> io::Result<()> {
+        self.w.write_all(&v.to_le_bytes())
+    }
+    fn len(&mut self, n: usize) -> io::Result<()> {
+        let n = u32::try_from(n)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many elements"))?;
+        self.u32(n)
+    }
+    fn str(&mut self, s: &str) -> io::Result<()> {
+        let b = s.as_bytes();
+        let b = &b[..b.len().min(MAX_STR as usize)];
+        // Cutting may split a UTF-8 sequence: back up to a char boundary.
+        let mut end = b.len();
+        while end > 0 && !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.len(end)?;
+        self.w.write_all(&b[..end])
+    }
+}
+
+struct R<'a> {
+    r: &'a mut dyn Read,
+}
+
+impl R<'_> {
+    fn bytes<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+        let mut b = [0u8; N];
+        self.r.read_exact(&mut b).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                corrupt("file ends early")
+            } else {
+                SnapshotError::Io(e)
+            }
+        })?;
+        Ok(b)
+    }
+    fn u8(&mut self) -> Result<u8, SnapshotError> {
+        Ok(self.bytes::<1>()?[0])
+    }
+    fn u32(&mut self) -> Result<u32, SnapshotError> {
+        Ok(u32::from_le_bytes(self.bytes()?))
+    }
+    fn u64(&mut self) -> Result<u64, SnapshotError> {
+        Ok(u64::from_le_bytes(self.bytes()?))
+    }
+    fn f64(&mut self) -> Result<f64, SnapshotError> {
+        Ok(f64::from_le_bytes(self.bytes()?))
+    }
+    fn str(&mut self) -> Result<String, SnapshotError> {
+        let n = self.u32()?;
+        if n > MAX_STR {
+            return Err(corrupt(format!("string of {n} bytes")));
+        }
+        let mut v = Vec::new();
+        let got = (&mut self.r).take(n as u64).read_to_end(&mut v)?;
+        if got != n as usize {
+            return Err(corrupt("file ends early"));
+        }
+        String::from_utf8(v).map_err(|_| corrupt("string is not UTF-8"))
+    }
+}
+
+fn reserve<T>(n: u64) -> Vec<T> {
+    Vec::with_capacity((n as usize).min(MAX_PREALLOC))
+}
+
+impl Profile {
+    /// Writes the whole profile as a snapshot.
+    pub fn write_snapshot(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut w = W { w: out };
+        w.w.write_all(SNAPSHOT_MAGIC)?;
+        w.u32(SNAPSHOT_VERSION)?;
+        w.u64(self.ticks_per_sec)?;
+        w.u32(self.target.pid)?;
+        w.str(&self.target.jvm)?;
+        let s = &self.stats;
+        for v in [
+            s.events,
+            s.instrumented_methods,
+            s.called_methods,
+            s.lost_events,
+            s.duration_ms,
+        ] {
+            w.u64(v)?;
+        }
+        match self.calibration {
+            Some(c) => {
+                w.u8(1)?;
+                w.f64(c.inner_ns)?;
+                w.f64(c.outer_ns)?;
+            }
+            None => {
+                w.u8(0)?;
+                w.f64(0.0)?;
+                w.f64(0.0)?;
+            }
+        }
+        w.len(self.methods.len())?;
+        for (&id, m) in &self.methods {
+            w.u32(id)?;
+            w.str(&m.class)?;
+            w.str(&m.name)?;
+            w.str(&m.descriptor)?;
+        }
+        w.len(self.threads.len())?;
+        for t in &self.threads {
+            w.u32(t.index)?;
+            w.u64(t.java_id)?;
+            w.str(&t.name)?;
+            write_tree(&mut w, &t.tree)?;
+        }
+        w.len(self.warnings.len())?;
+        for s in &self.warnings {
+            w.str(s)?;
+        }
+        w.w.write_all(END_MAGIC)
+    }
+
+    /// Reads a snapshot written by [`Profile::write_snapshot`].
+    pub fn read_snapshot(input: &mut dyn Read) -> Result<Profile, SnapshotError> {
+        let mut r = R { r: input };
+        let magic: [u8; 8] = r.bytes().map_err(|_| SnapshotError::BadMagic)?;
+        if &magic != SNAPSHOT_MAGIC {
+            return Err(SnapshotError::BadMagic);
+        }
+        let version = r.u32()?;
+        if version != SNAPSHOT_VERSION {
+            return Err(SnapshotError::UnsupportedVersion(version));
+        }
+        let mut p = Profile::new(r.u64()?);
+        p.target.pid = r.u32()?;
+        p.target.jvm = r.str()?;
+        p.stats.events = r.u64()?;
+        p.stats.instrumented_methods = r.u64()?;
+        p.stats.called_methods = r.u64()?;
+        p.stats.lost_events = r.u64()?;
+        p.stats.duration_ms = r.u64()?;
+        let has_cal = r.u8()?;
+        let (inner, outer) = (r.f64()?, r.f64()?);
+        p.calibration = match has_cal {
+            0 => None,
+            1 => Some(Calibration::new(inner, outer)),
+            x => return Err(corrupt(format!("calibration flag {x}"))),
+        };
+        let n = r.u32()?;
+        for _ in 0..n {
+            let id = r.u32()?;
+            let m = MethodInfo {
+                class: r.str()?,
+                name: r.str()?,
+                descriptor: r.str()?,
+            };
+            p.methods.insert(id, m);
+        }
+        let n = r.u32()?;
+        p.threads = reserve(n as u64);
+        for _ in 0..n {
+            let index = r.u32()?;
+            let java_id = r.u64()?;
+            let name = r.str()?;
+            let tree = read_tree(&mut r)?;
+            p.threads.push(ThreadProfile {
+                index,
+                java_id,
+                name,
+                tree,
+            });
+        }
+        let n = r.u32()?;
+        for _ in 0..n {
+            p.warnings.push(r.str()?);
+        }
+        let end: [u8; 8] = r.bytes()?;
+        if &end != END_MAGIC {
+            return Err(corrupt("missing end marker"));
+        }
+        Ok(p)
+    }
+}
+
+/// Children of `i` that respect the tree invariant (index greater than the
+/// parent's, inside the arena): following only those can never loop.
+fn kids(tree: &Tree, i: u32) -> impl DoubleEndedIterator<Item = u32> + '_ {
+    let len = tree.nodes.len();
+    tree.nodes[i as usize]
+        .children
+        .iter()
+        .copied()
+        .filter(move |&c| c > i && (c as usize) < len)
+}
+
+fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
+    let roots: Vec<u32> = tree
+        .roots
+        .iter()
+        .copied()
+        .filter(|&r| (r as usize) < tree.nodes.len())
+        .collect();
+    // Count what the pre-order walk will write.
+    let mut count: u64 = 0;
+    let mut stack: Vec<u32> = roots.iter().rev().copied().collect();
+    while let Some(i) = stack.pop() {
+        count += 1;
+        stack.extend(kids(tree, i).rev());
+    }
+    w.len(roots.len())?;
+    w.u64(count)?;
+    stack.extend(roots.iter().rev().copied());
+    while let Some(i) = stack.pop() {
+        let n = &tree.nodes[i as usize];
+        w.u32(n.method)?;
+        w.u64(n.calls)?;
+        w.u64(n.total_ticks)?;
+        w.u64(n.adjust_ticks)?;
+        w.u64(n.incomplete)?;
+        w.len(kids(tree, i).count())?;
+        stack.extend(kids(tree, i).rev());
+    }
+    Ok(())
+}
+
+fn read_tree(r: &mut R<'_>) -> Result<Tree, SnapshotError> {
+    let roots = r.u32()?;
+    let count = r.u64()?;
+    let mut tree = Tree {
+        nodes: reserve(count),
+        roots: reserve(roots as u64),
+    };
+    // (node, children still to read)
+    let mut open: Vec<(u32, u32)> = Vec::new();
+    let mut roots_left = roots;
+    for _ in 0..count {
+        while let Some(&(_, 0)) = open.last() {
+            open.pop();
+        }
+        let parent = match open.last_mut() {
+            Some((p, left)) => {
+                *left -= 1;
+                Some(*p)
+            }
+            None => {
+                if roots_left == 0 {
+                    return Err(corrupt("more nodes than the tree holds"));
+                }
+                roots_left -= 1;
+                None
+            }
+        };
+        let node = Node {
+            method: r.u32()?,
+            calls: r.u64()?,
+            total_ticks: r.u64()?,
+            adjust_ticks: r.u64()?,
+            incomplete: r.u64()?,
+            ..Node::default()
+        };
+        let children = r.u32()?;
+        let id = tree.push(parent, node);
+        open.push((id, children));
+    }
+    if roots_left != 0 || open.iter().any(|&(_, left)| left != 0) {
+        return Err(corrupt("fewer nodes than the tree holds"));
+    }
+    tree.recount();
+    Ok(tree)
+}

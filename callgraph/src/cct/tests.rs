@@ -1,0 +1,509 @@
+//! Builder tests on synthetic streams with hand-computed expectations.
+
+use super::*;
+use crate::profile::Times;
+
+const NS: u64 = 1_000_000_000;
+const R: u32 = 1;
+const A: u32 = 2;
+const B: u32 = 3;
+
+fn ev(kind: EventKind, id: u32, ts: u64) -> Event {
+    Event::new(kind, id, ts)
+}
+fn root(id: u32, ts: u64) -> Event {
+    ev(EventKind::RootEntry, id, ts)
+}
+fn root_exit(id: u32, ts: u64) -> Event {
+    ev(EventKind::RootExit, id, ts)
+}
+fn enter(id: u32, ts: u64) -> Event {
+    ev(EventKind::MethodEntry, id, ts)
+}
+fn exit(id: u32, ts: u64) -> Event {
+    ev(EventKind::MethodExit, id, ts)
+}
+fn adjust(ticks: u64) -> Event {
+    ev(EventKind::AdjustTime, 0, ticks)
+}
+
+/// (method path from the root) -> node, for readable assertions.
+fn find<'a>(t: &'a Tree, path: &[u32]) -> &'a Node {
+    let mut level: &[u32] = &t.roots;
+    let mut node = None;
+    for &m in path {
+        let id = *level
+            .iter()
+            .find(|&&c| t.nodes[c as usize].method == m)
+            .unwrap_or_else(|| panic!("no node for {m} on path {path:?}"));
+        node = Some(&t.nodes[id as usize]);
+        level = &t.nodes[id as usize].children;
+    }
+    node.expect("empty path")
+}
+
+fn times_of(p: &Profile, thread: usize, path: &[u32]) -> Times {
+    let t = &p.threads[thread].tree;
+    let n = find(t, path) as *const Node;
+    let i = t.nodes.iter().position(|x| std::ptr::eq(x, n)).unwrap();
+    p.times(t)[i]
+}
+
+/// R { A(10..30) A(40..70) B(80 { A(90..95) } ..100) } at 0..110
+fn known_stream() -> Vec<Event> {
+    vec![
+        root(R, 0),
+        enter(A, 10),
+        exit(A, 30),
+        enter(A, 40),
+        exit(A, 70),
+        enter(B, 80),
+        enter(A, 90),
+        exit(A, 95),
+        exit(B, 100),
+        root_exit(R, 110),
+    ]
+}
+
+#[test]
+fn known_tree_counts_totals_and_self() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &known_stream());
+    let p = b.finish();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(p.stats.events, 10);
+    let t = &p.threads[0].tree;
+    assert_eq!(t.roots.len(), 1);
+    let r = find(t, &[R]);
+    assert_eq!((r.calls, r.total_ticks, r.child_calls), (1, 110, 3));
+    let a = find(t, &[R, A]);
+    assert_eq!((a.calls, a.total_ticks, a.child_calls), (2, 50, 0));
+    let b_ = find(t, &[R, B]);
+    assert_eq!((b_.calls, b_.total_ticks, b_.child_calls), (1, 20, 1));
+    let ba = find(t, &[R, B, A]);
+    assert_eq!((ba.calls, ba.total_ticks), (1, 5));
+    assert_eq!(t.nodes.iter().map(|n| n.incomplete).sum::<u64>(), 0);
+    // no calibration: self R = 110 - 50 - 20, self B = 20 - 5
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 40);
+    assert_eq!(times_of(&p, 0, &[R, B]).self_ns, 15);
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 50);
+}
+
+#[test]
+fn calibration_subtraction_by_hand() {
+    // t_I = 2, t_O = 1:
+    // R: 110 - 1*2 - 3*1 = 105; R>A: 50 - 2*2 = 46; R>B: 20 - 2 - 1 = 17; R>B>A: 5 - 2 = 3
+    // self R = 105 - 46 - 17 = 42; self B = 17 - 3 = 14
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(2.0, 1.0));
+    b.process(1, &known_stream());
+    let p = b.finish();
+    let get = |path: &[u32]| times_of(&p, 0, path);
+    assert_eq!(get(&[R]).total_ns, 105);
+    assert_eq!(get(&[R]).raw_total_ns, 110);
+    assert_eq!(get(&[R, A]).total_ns, 46);
+    assert_eq!(get(&[R, B]).total_ns, 17);
+    assert_eq!(get(&[R, B, A]).total_ns, 3);
+    assert_eq!(get(&[R]).self_ns, 42);
+    assert_eq!(get(&[R, B]).self_ns, 14);
+}
+
+#[test]
+fn calibration_in_ticks_converted_with_frequency() {
+    // 2 ticks per ns: t_I = 4 ticks = 2 ns, t_O = 2 ticks = 1 ns; R = 110 ticks = 55 ns
+    // exact R = 55 - 2 - 3 = 50
+    let mut b = CctBuilder::new(2 * NS);
+    assert!(b.apply_message(&Message::Calibration {
+        inner_ticks: 4.0,
+        outer_ticks: 2.0,
+        samples: 100,
+    }));
+    b.process(1, &known_stream());
+    let p = b.finish();
+    let c = p.calibration.expect("calibration kept");
+    assert_eq!((c.inner_ns, c.outer_ns), (2.0, 1.0));
+    assert_eq!(times_of(&p, 0, &[R]).raw_total_ns, 55);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 50);
+}
+
+#[test]
+fn calibration_never_below_zero() {
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(30.0, 30.0));
+    b.process(1, &known_stream());
+    let p = b.finish();
+    // R>B>A: 5 - 30 -> 0; R>B: 20 - 30 - 30 -> 0; R>A: 50 - 60 -> 0
+    assert_eq!(times_of(&p, 0, &[R, B, A]).total_ns, 0);
+    assert_eq!(times_of(&p, 0, &[R, B]).total_ns, 0);
+    assert_eq!(times_of(&p, 0, &[R, A]).total_ns, 0);
+    // R: 110 - 30 - 90 -> 0
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 0);
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 0);
+}
+
+#[test]
+fn adjust_time_subtracted_from_open_frames_only() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[
+            root(R, 0),
+            enter(A, 10),
+            adjust(5), // inside R and A
+            exit(A, 40),
+            adjust(7), // inside R only
+            enter(B, 50),
+            exit(B, 60), // B saw no adjust
+            root_exit(R, 100),
+            adjust(3), // no frame open: affects nothing
+            root(R, 200),
+            root_exit(R, 210),
+        ],
+    );
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    let r = find(t, &[R]);
+    assert_eq!((r.calls, r.total_ticks, r.adjust_ticks), (2, 110, 12));
+    let a = find(t, &[R, A]);
+    assert_eq!((a.total_ticks, a.adjust_ticks), (30, 5));
+    assert_eq!(find(t, &[R, B]).adjust_ticks, 0);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 98);
+    assert_eq!(times_of(&p, 0, &[R, A]).total_ns, 25);
+    assert_eq!(times_of(&p, 0, &[R, B]).total_ns, 10);
+    // self R = 98 - 25 - 10
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 63);
+    assert_eq!(times_of(&p, 0, &[R]).adjust_ns, 12);
+}
+
+#[test]
+fn adjust_time_is_per_thread() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 0)]);
+    b.process(2, &[root(R, 0)]);
+    b.process(2, &[adjust(40)]);
+    b.process(1, &[root_exit(R, 100)]);
+    b.process(2, &[root_exit(R, 100)]);
+    let p = b.finish();
+    assert_eq!(p.threads[0].index, 1);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 100);
+    assert_eq!(times_of(&p, 1, &[R]).total_ns, 60);
+}
+
+#[test]
+fn thread_ends_mid_call() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        4,
+        &[root(R, 0), enter(A, 10), ev(EventKind::ThreadEnd, 4, 50)],
+    );
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    let r = find(t, &[R]);
+    let a = find(t, &[R, A]);
+    assert_eq!((r.calls, r.total_ticks, r.incomplete), (1, 50, 1));
+    assert_eq!((a.calls, a.total_ticks, a.incomplete), (1, 40, 1));
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].starts_with("thread 4: 2 frames were still open when the thread ended"));
+}
+
+#[test]
+fn detach_mid_call_closes_at_last_timestamp() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 0), enter(A, 10), exit(A, 20), enter(B, 30)]);
+    assert_eq!(b.issues().frames_open_at_finish, 0);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(find(t, &[R]).total_ticks, 30);
+    assert_eq!(find(t, &[R]).incomplete, 1);
+    assert_eq!(find(t, &[R, A]).incomplete, 0);
+    assert_eq!(
+        (find(t, &[R, B]).calls, find(t, &[R, B]).total_ticks),
+        (1, 0)
+    );
+    assert_eq!(find(t, &[R, B]).incomplete, 1);
+    assert_eq!(p.warnings.len(), 1);
+    assert!(p.warnings[0].contains("2 frames were still open at the end of profiling"));
+}
+
+#[test]
+fn entries_and_exits_outside_context_are_ignored_and_counted() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[
+            exit(A, 1),  // exit without entry
+            enter(A, 2), // outside root context
+            exit(A, 3),  // exit without entry again
+            root(R, 10),
+            root_exit(R, 20),
+            enter(B, 30), // outside again
+        ],
+    );
+    let issues = b.issues();
+    assert_eq!(issues.exits_without_entry, 2);
+    assert_eq!(issues.entries_outside_root, 2);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.nodes.len(), 1);
+    assert_eq!(find(t, &[R]).total_ticks, 10);
+    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+}
+
+#[test]
+fn mismatched_exit_pops_to_the_matching_frame() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[
+            root(R, 0),
+            enter(A, 10),
+            enter(B, 20),
+            exit(A, 30),  // B's exit was lost: B closed at 30, incomplete
+            exit(99, 35), // nothing matches: ignored
+            root_exit(R, 40),
+        ],
+    );
+    let i = b.issues();
+    assert_eq!((i.mismatched_exits, i.unmatched_exits), (1, 1));
+    assert_eq!(i.frames_closed_by_mismatch, 1);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(
+        (find(t, &[R]).total_ticks, find(t, &[R]).incomplete),
+        (40, 0)
+    );
+    assert_eq!(
+        (find(t, &[R, A]).total_ticks, find(t, &[R, A]).incomplete),
+        (20, 0)
+    );
+    assert_eq!(
+        (
+            find(t, &[R, A, B]).total_ticks,
+            find(t, &[R, A, B]).incomplete
+        ),
+        (10, 1)
+    );
+    assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+}
+
+#[test]
+fn root_exit_skipping_frames_closes_them() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 0), enter(A, 5), root_exit(R, 50), root(R, 60)]);
+    b.process(1, &[root_exit(R, 70)]);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!((find(t, &[R]).calls, find(t, &[R]).total_ticks), (2, 60));
+    assert_eq!(find(t, &[R, A]).incomplete, 1);
+}
+
+#[test]
+fn clock_backwards_and_unknown_kinds() {
+    let mut b = CctBuilder::new(NS);
+    let mut weird = Event::new(EventKind::Marker, 0, 0);
+    weird.kind = 999;
+    b.process(1, &[root(R, 100), weird, root_exit(R, 50)]);
+    let i = b.issues();
+    assert_eq!((i.clock_went_backwards, i.unknown_kinds), (1, 1));
+    let p = b.finish();
+    assert_eq!(find(&p.threads[0].tree, &[R]).total_ticks, 0);
+}
+
+#[test]
+fn nested_root_entry_is_a_nested_call() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[root(R, 0), root(B, 10), root_exit(B, 20), root_exit(R, 30)],
+    );
+    assert_eq!(b.issues().nested_root_entries, 1);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.roots.len(), 1);
+    assert_eq!(find(t, &[R, B]).total_ticks, 10);
+    assert!(p.warnings.is_empty());
+}
+
+#[test]
+fn several_roots_and_threads_with_names() {
+    let mut b = CctBuilder::new(NS);
+    b.set_thread_name(2, 17, "worker-1");
+    b.apply_message(&Message::Thread {
+        index: 1,
+        java_id: 1,
+        name: "main".into(),
+    });
+    b.apply_message(&Message::Method {
+        id: R,
+        class: "a.App".into(),
+        name: "run".into(),
+        descriptor: "()V".into(),
+    });
+    // interleaved batches, as the ring delivers them
+    b.process(2, &[root(R, 0), enter(A, 1)]);
+    b.process(1, &[root(B, 0), root_exit(B, 7)]);
+    b.process(2, &[exit(A, 9), root_exit(R, 10)]);
+    b.process(1, &[root(R, 20), root_exit(R, 25)]);
+    let p = b.finish();
+    assert_eq!(p.threads.len(), 2);
+    assert_eq!(
+        (
+            p.threads[0].index,
+            p.threads[0].java_id,
+            p.threads[0].name.as_str()
+        ),
+        (1, 1, "main")
+    );
+    assert_eq!(
+        (
+            p.threads[1].index,
+            p.threads[1].java_id,
+            p.threads[1].name.as_str()
+        ),
+        (2, 17, "worker-1")
+    );
+    assert_eq!(p.threads[0].tree.roots.len(), 2);
+    assert_eq!(find(&p.threads[0].tree, &[B]).total_ticks, 7);
+    assert_eq!(find(&p.threads[1].tree, &[R, A]).total_ticks, 8);
+    assert_eq!(p.method(R).display(), "a.App.run()V");
+    let m = p.merged();
+    assert_eq!(find(&m.tree, &[R]).calls, 2);
+    assert_eq!(find(&m.tree, &[R]).total_ticks, 15);
+    assert_eq!(find(&m.tree, &[R, A]).calls, 1);
+    assert_eq!(find(&m.tree, &[B]).calls, 1);
+}
+
+#[test]
+fn wide_node_children_stay_distinct() {
+    // R calls 100 different methods, round robin, 5 times each: the sibling
+    // list overflows into the hash map.
+    let mut b = CctBuilder::new(NS);
+    let mut evs = vec![root(R, 0)];
+    let mut ts = 1;
+    for _ in 0..5 {
+        for m in 100..200 {
+            evs.push(enter(m, ts));
+            evs.push(enter(m + 1000, ts + 1));
+            evs.push(exit(m + 1000, ts + 2));
+            evs.push(exit(m, ts + 3));
+            ts += 4;
+        }
+    }
+    evs.push(root_exit(R, ts));
+    b.process(1, &evs);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.nodes.len(), 201);
+    let r = find(t, &[R]);
+    assert_eq!(r.children.len(), 100);
+    assert_eq!(r.child_calls, 500);
+    for m in 100..200 {
+        let n = find(t, &[R, m]);
+        assert_eq!((n.calls, n.total_ticks, n.children.len()), (5, 15, 1));
+        assert_eq!(find(t, &[R, m, m + 1000]).calls, 5);
+    }
+    // creation order kept
+    let first: Vec<u32> = r.children[..3]
+        .iter()
+        .map(|&c| t.nodes[c as usize].method)
+        .collect();
+    assert_eq!(first, vec![100, 101, 102]);
+}
+
+#[test]
+fn deep_recursion_without_stack_overflow() {
+    const DEPTH: u64 = 10_000;
+    let mut b = CctBuilder::new(NS);
+    let mut evs = vec![root(R, 0)];
+    for i in 0..DEPTH {
+        evs.push(enter(A, 1 + i));
+    }
+    for i in 0..DEPTH {
+        evs.push(exit(A, 1 + DEPTH + i));
+    }
+    evs.push(root_exit(R, 2 * DEPTH + 1));
+    b.process(1, &evs);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.nodes.len() as u64, DEPTH + 1);
+    // the innermost call lasted 1 tick, each level 2 more than the one below
+    let depths = t.depths();
+    let deepest = depths.iter().position(|&d| d as u64 == DEPTH).unwrap();
+    assert_eq!(t.nodes[deepest].total_ticks, 1);
+    let times = p.times(t);
+    assert_eq!(times[0].total_ns, 2 * DEPTH + 1);
+    assert!(
+        times
+            .iter()
+            .skip(1)
+            .all(|t| t.self_ns == 2 || t.total_ns == 1)
+    );
+    let m = p.merged();
+    assert_eq!(m.tree.nodes.len() as u64, DEPTH + 1);
+    let p2 = p.clone();
+    drop(p2);
+}
+
+#[test]
+fn live_snapshot_leaves_builder_untouched() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 0), enter(A, 10)]);
+    let live = b.snapshot();
+    assert_eq!(find(&live.threads[0].tree, &[R]).total_ticks, 10);
+    assert_eq!(find(&live.threads[0].tree, &[R]).incomplete, 1);
+    b.process(1, &[exit(A, 30), root_exit(R, 40)]);
+    let p = b.finish();
+    assert!(p.warnings.is_empty());
+    let t = &p.threads[0].tree;
+    assert_eq!(
+        (find(t, &[R]).total_ticks, find(t, &[R]).incomplete),
+        (40, 0)
+    );
+    assert_eq!(find(t, &[R, A]).total_ticks, 20);
+}
+
+#[test]
+fn empty_builder_gives_empty_profile() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[]);
+    b.process(3, &[enter(A, 1)]);
+    let p = b.finish();
+    assert!(p.threads.is_empty());
+    assert_eq!(p.warnings.len(), 1);
+}
+
+#[test]
+fn hello_and_status_fill_target_and_stats() {
+    use sprig_wire::control::{AgentStats, JvmInfo};
+    let mut b = CctBuilder::new(NS);
+    b.apply_message(&Message::AgentHello {
+        version: 1,
+        token: [0; 16],
+        jvm: JvmInfo {
+            pid: 42,
+            version: "17.0.15".into(),
+            vm_name: "OpenJDK 64-Bit Server VM".into(),
+            vendor: "x".into(),
+        },
+    });
+    b.apply_message(&Message::Status(AgentStats {
+        instrumented_methods: 5,
+        called_methods: 3,
+        lost_events: 1,
+        ..AgentStats::default()
+    }));
+    b.profile_fields_mut().1.duration_ms = 1500;
+    assert!(!b.apply_message(&Message::StatusRequest));
+    let p = b.finish();
+    assert_eq!(p.target.pid, 42);
+    assert_eq!(p.target.jvm, "OpenJDK 64-Bit Server VM 17.0.15");
+    assert_eq!(
+        (
+            p.stats.instrumented_methods,
+            p.stats.called_methods,
+            p.stats.lost_events,
+            p.stats.duration_ms
+        ),
+        (5, 3, 1, 1500)
+    );
+}

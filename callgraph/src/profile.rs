@@ -1,0 +1,501 @@
+//! The profile model every output uses: per-thread calling context trees with
+//! raw tick counts, the method table, calibration, target facts and counters.
+//!
+//! Times are stored raw (clock ticks, as measured, plus the adjust-time ticks
+//! measured inside each node). Everything a user reads is derived by
+//! [`Profile::times`]: nanoseconds, adjust-time taken out, and the calibrated
+//! probe cost subtracted per node (DESIGN.md, "Exact time"):
+//!
+//! ```text
+//! exact(node) = (measured - adjust) - calls * t_I - m * t_O     (never below 0)
+//! self(node)  = exact(node) - sum(exact(child))                  (never below 0)
+//! ```
+//!
+//! where `m` is the number of direct calls the node made to instrumented
+//! methods (the sum of its children's `calls`).
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Index of a node inside a [`Tree`].
+pub type NodeId = u32;
+
+/// Name of a method as the agent reported it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MethodInfo {
+    /// Binary class name with dots, e.g. `com.acme.Service`.
+    pub class: String,
+    pub name: String,
+    /// JVM descriptor, e.g. `(I)V`.
+    pub descriptor: String,
+}
+
+impl MethodInfo {
+    pub fn new(class: &str, name: &str, descriptor: &str) -> MethodInfo {
+        MethodInfo {
+            class: class.to_owned(),
+            name: name.to_owned(),
+            descriptor: descriptor.to_owned(),
+        }
+    }
+
+    /// The placeholder for an id the method table does not know.
+    pub fn unknown(id: u32) -> MethodInfo {
+        MethodInfo {
+            class: "<unknown>".to_owned(),
+            name: format!("method#{id}"),
+            descriptor: String::new(),
+        }
+    }
+
+    /// `pkg.Class.method(desc)`, the form used in the text report.
+    pub fn display(&self) -> String {
+        format!("{}.{}{}", self.class, self.name, self.descriptor)
+    }
+
+    /// `pkg.Class::method`, the frame form used in collapsed stacks.
+    pub fn frame(&self) -> String {
+        format!("{}::{}", self.class, self.name)
+    }
+}
+
+/// Calibrated probe cost in nanoseconds (DESIGN.md: t_I and t_O).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// t_I: charged to a call itself, once per call.
+    pub inner_ns: f64,
+    /// t_O: charged to the caller, once per direct call it makes.
+    pub outer_ns: f64,
+}
+
+impl Calibration {
+    /// Builds a calibration from values in nanoseconds; negative or
+    /// non-finite values become 0 (no subtraction).
+    pub fn new(inner_ns: f64, outer_ns: f64) -> Calibration {
+        Calibration {
+            inner_ns: sane(inner_ns),
+            outer_ns: sane(outer_ns),
+        }
+    }
+
+    /// Converts the agent's calibration (ticks of the session clock).
+    pub fn from_ticks(inner_ticks: f64, outer_ticks: f64, ticks_per_sec: u64) -> Calibration {
+        let scale = if ticks_per_sec == 0 {
+            1.0
+        } else {
+            1e9 / ticks_per_sec as f64
+        };
+        Calibration::new(inner_ticks * scale, outer_ticks * scale)
+    }
+}
+
+fn sane(v: f64) -> f64 {
+    if v.is_finite() && v > 0.0 { v } else { 0.0 }
+}
+
+/// The profiled JVM.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    pub pid: u32,
+    /// e.g. `OpenJDK 64-Bit Server VM 17.0.15+6`.
+    pub jvm: String,
+}
+
+/// Counters of the run; the CLI fills what the builder cannot know.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Events consumed (the builder sets the number it processed).
+    pub events: u64,
+    pub instrumented_methods: u64,
+    pub called_methods: u64,
+    pub lost_events: u64,
+    pub duration_ms: u64,
+}
+
+/// One calling context: a method reached through one path from a root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    pub method: u32,
+    /// Completed calls, including the ones closed artificially (`incomplete`).
+    pub calls: u64,
+    /// Measured ticks, summed over calls (exit minus entry timestamp).
+    pub total_ticks: u64,
+    /// Ticks of adjust-time (the profiler blocking the thread) inside these calls.
+    pub adjust_ticks: u64,
+    /// m: direct calls this node made (sum of its children's `calls`).
+    pub child_calls: u64,
+    /// Calls that never saw their exit (thread end, detach, lost events,
+    /// mismatched exit): closed at the last known timestamp.
+    pub incomplete: u64,
+    /// Children; every child index is greater than its parent's index.
+    pub children: Vec<NodeId>,
+}
+
+/// A forest of calling contexts stored in an arena.
+///
+/// Invariant (kept by every constructor in this crate): a child's index is
+/// greater than its parent's, and each node has at most one parent. Code
+/// walking the tree relies on it to work without recursion.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+    pub roots: Vec<NodeId>,
+}
+
+impl Tree {
+    /// Adds a node (as a root when `parent` is `None`) and returns its index.
+    /// Does not update `child_calls`: call [`Tree::recount`] once done.
+    pub fn push(&mut self, parent: Option<NodeId>, node: Node) -> NodeId {
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(node);
+        match parent {
+            Some(p) => {
+                if let Some(parent) = self.nodes.get_mut(p as usize) {
+                    parent.children.push(id);
+                }
+            }
+            None => self.roots.push(id),
+        }
+        id
+    }
+
+    /// Recomputes `child_calls` of every node from its children.
+    pub fn recount(&mut self) {
+        for i in 0..self.nodes.len() {
+            let m = self.nodes[i]
+                .children
+                .iter()
+                .map(|&c| self.nodes[c as usize].calls)
+                .fold(0u64, u64::saturating_add);
+            self.nodes[i].child_calls = m;
+        }
+    }
+
+    /// Parent of each node (`None` for roots).
+    pub fn parents(&self) -> Vec<Option<NodeId>> {
+        let mut parents = vec![None; self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            for &c in &n.children {
+                parents[c as usize] = Some(i as NodeId);
+            }
+        }
+        parents
+    }
+
+    /// Depth of each node, roots at 0.
+    pub fn depths(&self) -> Vec<usize> {
+        let mut depth = vec![0usize; self.nodes.len()];
+        for i in 0..self.nodes.len() {
+            let d = depth[i] + 1;
+            for &c in &self.nodes[i].children {
+                depth[c as usize] = d;
+            }
+        }
+        depth
+    }
+}
+
+/// One profiled thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadProfile {
+    /// sprig's thread index (the ring segment).
+    pub index: u32,
+    /// `java.lang.Thread.getId()`, 0 when unknown.
+    pub java_id: u64,
+    pub name: String,
+    pub tree: Tree,
+}
+
+/// Derived times of one node, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Times {
+    /// Measured, nothing subtracted.
+    pub raw_total_ns: u64,
+    /// Adjust-time inside the node (the profiler blocking the thread).
+    pub adjust_ns: u64,
+    /// Exact: adjust-time and calibrated probe cost subtracted, >= 0.
+    pub total_ns: u64,
+    /// Exact total minus the children's exact totals, >= 0.
+    pub self_ns: u64,
+}
+
+/// Everything a report shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// Clock ticks per second of the session clock (`Event::ts` unit).
+    pub ticks_per_sec: u64,
+    pub target: Target,
+    pub stats: Stats,
+    pub calibration: Option<Calibration>,
+    /// Method id -> name.
+    pub methods: BTreeMap<u32, MethodInfo>,
+    /// Sorted by `index`.
+    pub threads: Vec<ThreadProfile>,
+    /// Problems found in the event stream, in a stable order.
+    pub warnings: Vec<String>,
+}
+
+/// Thread index used by [`Profile::merged`].
+pub const MERGED_THREAD: u32 = u32::MAX;
+
+/// Converts clock ticks to nanoseconds (ticks are taken as nanoseconds when
+/// `ticks_per_sec` is 0).
+pub fn ticks_to_ns(ticks: u64, ticks_per_sec: u64) -> u64 {
+    if ticks_per_sec == 0 || ticks_per_sec == 1_000_000_000 {
+        return ticks;
+    }
+    let ns = ticks as u128 * 1_000_000_000u128 / ticks_per_sec as u128;
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
+impl Profile {
+    /// An empty profile whose ticks are nanoseconds.
+    pub fn new(ticks_per_sec: u64) -> Profile {
+        Profile {
+            ticks_per_sec,
+            target: Target::default(),
+            stats: Stats::default(),
+            calibration: None,
+            methods: BTreeMap::new(),
+            threads: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The method's name, or a placeholder for an unknown id.
+    pub fn method(&self, id: u32) -> MethodInfo {
+        self.methods
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| MethodInfo::unknown(id))
+    }
+
+    /// `pkg.Class.method(desc)` of a method id.
+    pub fn display_name(&self, id: u32) -> String {
+        match self.methods.get(&id) {
+            Some(m) => m.display(),
+            None => MethodInfo::unknown(id).display(),
+        }
+    }
+
+    /// Method ids whose name satisfies `pred`, ascending.
+    pub fn methods_matching(&self, mut pred: impl FnMut(&MethodInfo) -> bool) -> Vec<u32> {
+        self.methods
+            .iter()
+            .filter(|(_, m)| pred(m))
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// Exact time of one node in nanoseconds (see the module documentation).
+    pub fn exact_ns(&self, node: &Node) -> u64 {
+        let measured = ticks_to_ns(
+            node.total_ticks.saturating_sub(node.adjust_ticks),
+            self.ticks_per_sec,
+        );
+        match self.calibration {
+            None => measured,
+            Some(c) => {
+                let probes = node.calls as f64 * c.inner_ns + node.child_calls as f64 * c.outer_ns;
+                // `as` saturates and maps NaN to 0.
+                measured.saturating_sub(probes.round() as u64)
+            }
+        }
+    }
+
+    /// Derived times of every node of `tree`, indexed like `tree.nodes`.
+    pub fn times(&self, tree: &Tree) -> Vec<Times> {
+        let mut out: Vec<Times> = tree
+            .nodes
+            .iter()
+            .map(|n| {
+                let exact = self.exact_ns(n);
+                Times {
+                    raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
+                    adjust_ns: ticks_to_ns(n.adjust_ticks, self.ticks_per_sec),
+                    total_ns: exact,
+                    self_ns: exact,
+                }
+            })
+            .collect();
+        for (i, n) in tree.nodes.iter().enumerate() {
+            let children = n
+                .children
+                .iter()
+                .map(|&c| out[c as usize].total_ns)
+                .fold(0u64, u64::saturating_add);
+            out[i].self_ns = out[i].total_ns.saturating_sub(children);
+        }
+        out
+    }
+
+    /// All threads combined: nodes with the same path (root method, then
+    /// method ids down the tree) are added together. Threads are visited in
+    /// index order, so the result is deterministic.
+    pub fn merged(&self) -> ThreadProfile {
+        let mut tree = Tree::default();
+        // (parent in merged tree or u32::MAX for the root level, method) -> merged node
+        let mut index: HashMap<(NodeId, u32), NodeId> = HashMap::new();
+        let mut stack: Vec<(NodeId, NodeId)> = Vec::new();
+        for t in &self.threads {
+            let src = &t.tree;
+            for &r in src.roots.iter().rev() {
+                stack.push((r, NodeId::MAX));
+            }
+            while let Some((s, parent)) = stack.pop() {
+                let Some(n) = src.nodes.get(s as usize) else {
+                    continue;
+                };
+                let key = (parent, n.method);
+                let d = match index.get(&key) {
+                    Some(&d) => d,
+                    None => {
+                        let node = Node {
+                            method: n.method,
+                            ..Node::default()
+                        };
+                        let p = (parent != NodeId::MAX).then_some(parent);
+                        let d = tree.push(p, node);
+                        index.insert(key, d);
+                        d
+                    }
+                };
+                let m = &mut tree.nodes[d as usize];
+                m.calls = m.calls.saturating_add(n.calls);
+                m.total_ticks = m.total_ticks.saturating_add(n.total_ticks);
+                m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
+                m.incomplete = m.incomplete.saturating_add(n.incomplete);
+                for &c in n.children.iter().rev() {
+                    stack.push((c, d));
+                }
+            }
+        }
+        tree.recount();
+        ThreadProfile {
+            index: MERGED_THREAD,
+            java_id: 0,
+            name: "all threads".to_owned(),
+            tree,
+        }
+    }
+
+    /// Total number of nodes over all threads.
+    pub fn node_count(&self) -> usize {
+        self.threads.iter().map(|t| t.tree.nodes.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf(method: u32, calls: u64, total: u64) -> Node {
+        Node {
+            method,
+            calls,
+            total_ticks: total,
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn ticks_convert_with_frequency() {
+        assert_eq!(ticks_to_ns(3_000, 3_000_000_000), 1_000);
+        assert_eq!(ticks_to_ns(7, 0), 7);
+        assert_eq!(ticks_to_ns(u64::MAX, 1), u64::MAX);
+    }
+
+    #[test]
+    fn calibration_from_ticks_and_sanitised() {
+        let c = Calibration::from_ticks(30.0, 15.0, 3_000_000_000);
+        assert!((c.inner_ns - 10.0).abs() < 1e-9);
+        assert!((c.outer_ns - 5.0).abs() < 1e-9);
+        let c = Calibration::new(f64::NAN, -3.0);
+        assert_eq!((c.inner_ns, c.outer_ns), (0.0, 0.0));
+    }
+
+    #[test]
+    fn exact_formula_by_hand() {
+        // root: 2 calls, 1000 ns measured, 100 ns adjust, children: 10 calls
+        // exact = (1000 - 100) - 2*20 - 10*7 = 790
+        // child: 10 calls, 400 ns -> 400 - 10*20 = 200; self(root) = 590
+        let mut p = Profile::new(1_000_000_000);
+        p.calibration = Some(Calibration::new(20.0, 7.0));
+        let mut t = Tree::default();
+        let r = t.push(
+            None,
+            Node {
+                adjust_ticks: 100,
+                ..leaf(1, 2, 1000)
+            },
+        );
+        t.push(Some(r), leaf(2, 10, 400));
+        t.recount();
+        assert_eq!(t.nodes[0].child_calls, 10);
+        let times = p.times(&t);
+        assert_eq!(times[0].total_ns, 790);
+        assert_eq!(times[0].raw_total_ns, 1000);
+        assert_eq!(times[0].adjust_ns, 100);
+        assert_eq!(times[1].total_ns, 200);
+        assert_eq!(times[1].self_ns, 200);
+        assert_eq!(times[0].self_ns, 590);
+    }
+
+    #[test]
+    fn exact_never_below_zero() {
+        let mut p = Profile::new(1_000_000_000);
+        p.calibration = Some(Calibration::new(50.0, 50.0));
+        let mut t = Tree::default();
+        let r = t.push(None, leaf(1, 1, 120));
+        t.push(Some(r), leaf(2, 1, 100));
+        t.recount();
+        // root: 120 - 50 - 50 = 20; child: 100 - 50 = 50 > root -> self 0
+        let times = p.times(&t);
+        assert_eq!(times[0].total_ns, 20);
+        assert_eq!(times[1].total_ns, 50);
+        assert_eq!(times[0].self_ns, 0);
+        // adjust larger than measured
+        let mut t = Tree::default();
+        t.push(
+            None,
+            Node {
+                adjust_ticks: 500,
+                ..leaf(1, 1, 100)
+            },
+        );
+        assert_eq!(p.times(&t)[0].total_ns, 0);
+    }
+
+    #[test]
+    fn merged_adds_same_paths() {
+        let mut p = Profile::new(0);
+        for (index, extra) in [(1u32, 3u32), (2, 4)] {
+            let mut t = Tree::default();
+            let r = t.push(None, leaf(1, 1, 100));
+            t.push(Some(r), leaf(2, 4, 40));
+            t.push(Some(r), leaf(extra, 1, 10));
+            t.recount();
+            p.threads.push(ThreadProfile {
+                index,
+                java_id: index as u64,
+                name: format!("t{index}"),
+                tree: t,
+            });
+        }
+        let m = p.merged();
+        assert_eq!(m.tree.roots.len(), 1);
+        let root = &m.tree.nodes[m.tree.roots[0] as usize];
+        assert_eq!(
+            (root.calls, root.total_ticks, root.child_calls),
+            (2, 200, 10)
+        );
+        let kids: Vec<(u32, u64, u64)> = root
+            .children
+            .iter()
+            .map(|&c| {
+                let n = &m.tree.nodes[c as usize];
+                (n.method, n.calls, n.total_ticks)
+            })
+            .collect();
+        assert_eq!(kids, vec![(2, 8, 80), (3, 1, 10), (4, 1, 10)]);
+    }
+}

@@ -1,0 +1,82 @@
+//! Collapsed stacks (flamegraph.pl / inferno / speedscope input): one
+//! `frame;frame;frame value` line per path, frame = `pkg.Class::method`,
+//! value = exact self nanoseconds of the path's last node.
+//!
+//! Paths are merged over threads unless `thread_frames` asks for one set per
+//! thread with the thread's name as the first frame. Nodes hidden by the
+//! thresholds give their time to the nearest shown ancestor, so the sum of
+//! all values stays the exact total. Lines with value 0 are left out. Order:
+//! pre-order, children by exact total descending then by name.
+
+use super::view::tree_view;
+use super::{Render, RenderOptions};
+use crate::profile::{Profile, ThreadProfile};
+use std::io::{self, Write};
+
+pub struct Collapsed;
+
+/// A frame must not contain the separators of the format.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            ';' => ':',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+fn stacks(
+    p: &Profile,
+    t: &ThreadProfile,
+    first: Option<String>,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = tree_view(p, &t.tree, opts);
+    // path[d] = byte length of the path up to and including depth d.
+    let mut path = String::new();
+    let mut ends: Vec<usize> = Vec::new();
+    let base = match first {
+        Some(f) => {
+            path.push_str(&clean(&f));
+            path.len()
+        }
+        None => 0,
+    };
+    for line in &view.lines {
+        ends.truncate(line.depth);
+        path.truncate(ends.last().copied().unwrap_or(base));
+        if !path.is_empty() {
+            path.push(';');
+        }
+        let node = &t.tree.nodes[line.node as usize];
+        path.push_str(&clean(&p.method(node.method).frame()));
+        ends.push(path.len());
+        let value = view.times[line.node as usize]
+            .self_ns
+            .saturating_add(line.hidden_ns);
+        if value > 0 {
+            writeln!(out, "{path} {value}")?;
+        }
+    }
+    Ok(())
+}
+
+impl Render for Collapsed {
+    fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+        if opts.thread_frames {
+            for t in &p.threads {
+                let name = if t.name.is_empty() {
+                    format!("thread-{}", t.index)
+                } else {
+                    t.name.clone()
+                };
+                stacks(p, t, Some(name), opts, out)?;
+            }
+            Ok(())
+        } else {
+            stacks(p, &p.merged(), None, opts, out)
+        }
+    }
+}

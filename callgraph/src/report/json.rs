@@ -1,0 +1,245 @@
+//! JSON report, schema fixed by issue 4 (fields may be added, never renamed):
+//!
+//! ```text
+//! {"version":1,
+//!  "target":{"pid","jvm"},
+//!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms"},
+//!  "calibration":{"inner_ns","outer_ns"} | null,
+//!  "threads":[{"id","name","roots":[NODE]}]}
+//! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
+//! ```
+//!
+//! `total_ns`/`self_ns` are exact (adjust-time and calibrated probe cost
+//! subtracted). Added fields: top level `ticks_per_sec`, `warnings`,
+//! `hot_spots` (when asked for) and `merged` (when asked for); per thread
+//! `index` (sprig's thread index; `id` is the Java thread id); per node
+//! `raw_total_ns`, `adjust_ns`, `incomplete`.
+//!
+//! Written by hand, one node per line, indentation capped so a 10k-deep
+//! recursion stays a file of reasonable size. No recursion in the writer.
+
+use super::view::{hot_spots, tree_view};
+use super::{Render, RenderOptions};
+use crate::profile::{Profile, Tree};
+use std::io::{self, Write};
+
+const MAX_INDENT: usize = 32;
+
+pub struct Json;
+
+/// Writes `s` as a JSON string literal.
+pub fn write_str(out: &mut dyn Write, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    let mut start = 0;
+    let bytes = s.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            _ => None,
+        };
+        if esc.is_none() && b >= 0x20 && b != 0x7f {
+            continue;
+        }
+        out.write_all(&bytes[start..i])?;
+        match esc {
+            Some(e) => out.write_all(e)?,
+            None => write!(out, "\\u{:04x}", b)?,
+        }
+        start = i + 1;
+    }
+    out.write_all(&bytes[start..])?;
+    out.write_all(b"\"")
+}
+
+/// A float as a JSON number (`null` when not finite).
+fn num_f64(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".to_owned()
+    }
+}
+
+fn indent(out: &mut dyn Write, depth: usize) -> io::Result<()> {
+    write!(out, "\n{:1$}", "", 2 * depth.min(MAX_INDENT))
+}
+
+/// The `"roots":[...]` array of one tree, `depth` = indentation of the key.
+fn roots(
+    p: &Profile,
+    tree: &Tree,
+    opts: &RenderOptions,
+    depth: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = tree_view(p, tree, opts);
+    out.write_all(b"\"roots\":[")?;
+    // wrote[d]: the children array at level d already holds an element.
+    let mut wrote: Vec<bool> = vec![false];
+    for line in &view.lines {
+        while wrote.len() > line.depth + 1 {
+            wrote.pop();
+            out.write_all(b"]}")?;
+        }
+        if let Some(w) = wrote.last_mut() {
+            if *w {
+                out.write_all(b",")?;
+            }
+            *w = true;
+        }
+        indent(out, depth + 1 + line.depth)?;
+        let n = &tree.nodes[line.node as usize];
+        let t = view.times[line.node as usize];
+        let m = p.method(n.method);
+        out.write_all(b"{\"class\":")?;
+        write_str(out, &m.class)?;
+        out.write_all(b",\"method\":")?;
+        write_str(out, &m.name)?;
+        out.write_all(b",\"descriptor\":")?;
+        write_str(out, &m.descriptor)?;
+        write!(
+            out,
+            ",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"raw_total_ns\":{},\"adjust_ns\":{},\"incomplete\":{},\"children\":[",
+            n.calls, t.total_ns, t.self_ns, t.raw_total_ns, t.adjust_ns, n.incomplete
+        )?;
+        wrote.push(false);
+    }
+    while wrote.len() > 1 {
+        wrote.pop();
+        out.write_all(b"]}")?;
+    }
+    out.write_all(b"]")
+}
+
+impl Render for Json {
+    fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(b"{\"version\":1,")?;
+        indent(out, 1)?;
+        write!(out, "\"target\":{{\"pid\":{},\"jvm\":", p.target.pid)?;
+        write_str(out, &p.target.jvm)?;
+        out.write_all(b"},")?;
+        indent(out, 1)?;
+        let s = &p.stats;
+        write!(
+            out,
+            "\"stats\":{{\"events\":{},\"instrumented_methods\":{},\"called_methods\":{},\"lost_events\":{},\"duration_ms\":{}}},",
+            s.events, s.instrumented_methods, s.called_methods, s.lost_events, s.duration_ms
+        )?;
+        indent(out, 1)?;
+        match p.calibration {
+            Some(c) => write!(
+                out,
+                "\"calibration\":{{\"inner_ns\":{},\"outer_ns\":{}}},",
+                num_f64(c.inner_ns),
+                num_f64(c.outer_ns)
+            )?,
+            None => out.write_all(b"\"calibration\":null,")?,
+        }
+        indent(out, 1)?;
+        write!(out, "\"ticks_per_sec\":{},", p.ticks_per_sec)?;
+        indent(out, 1)?;
+        out.write_all(b"\"warnings\":[")?;
+        for (i, w) in p.warnings.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            indent(out, 2)?;
+            write_str(out, w)?;
+        }
+        out.write_all(b"],")?;
+        indent(out, 1)?;
+        out.write_all(b"\"threads\":[")?;
+        for (i, t) in p.threads.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            indent(out, 2)?;
+            write!(
+                out,
+                "{{\"id\":{},\"index\":{},\"name\":",
+                t.java_id, t.index
+            )?;
+            write_str(out, &t.name)?;
+            out.write_all(b",")?;
+            indent(out, 3)?;
+            roots(p, &t.tree, opts, 3, out)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"]")?;
+        let merged = (opts.merged || opts.hot_spots > 0).then(|| p.merged());
+        if let Some(m) = &merged
+            && opts.merged
+        {
+            out.write_all(b",")?;
+            indent(out, 1)?;
+            out.write_all(b"\"merged\":{")?;
+            roots(p, &m.tree, opts, 2, out)?;
+            out.write_all(b"}")?;
+        }
+        if let Some(m) = &merged
+            && opts.hot_spots > 0
+        {
+            out.write_all(b",")?;
+            indent(out, 1)?;
+            out.write_all(b"\"hot_spots\":[")?;
+            for (i, h) in hot_spots(p, &m.tree)
+                .iter()
+                .take(opts.hot_spots)
+                .enumerate()
+            {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                indent(out, 2)?;
+                let mi = p.method(h.method);
+                out.write_all(b"{\"class\":")?;
+                write_str(out, &mi.class)?;
+                out.write_all(b",\"method\":")?;
+                write_str(out, &mi.name)?;
+                out.write_all(b",\"descriptor\":")?;
+                write_str(out, &mi.descriptor)?;
+                write!(
+                    out,
+                    ",\"calls\":{},\"self_ns\":{},\"total_ns\":{},\"avg_ns\":{}}}",
+                    h.calls, h.self_ns, h.total_ns, h.avg_ns
+                )?;
+            }
+            out.write_all(b"]")?;
+        }
+        out.write_all(b"}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn esc(s: &str) -> String {
+        let mut v = Vec::new();
+        write_str(&mut v, s).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(esc("plain"), "\"plain\"");
+        assert_eq!(esc("a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(esc("l1\nl2\t\r"), "\"l1\\nl2\\t\\r\"");
+        assert_eq!(esc("\u{1}\u{7f}"), "\"\\u0001\\u007f\"");
+        assert_eq!(esc("Zürich ✓"), "\"Zürich ✓\"");
+        assert_eq!(esc(""), "\"\"");
+    }
+
+    #[test]
+    fn floats() {
+        assert_eq!(num_f64(12.5), "12.5");
+        assert_eq!(num_f64(3.0), "3");
+        assert_eq!(num_f64(f64::NAN), "null");
+    }
+}

@@ -1,0 +1,135 @@
+//! Reports: one renderer per file behind [`Render`], all reading the same
+//! [`Profile`] through the pure functions of [`view`].
+//!
+//! Output is deterministic: children by exact total descending then by
+//! name, threads by index, hot spots by self time then name.
+
+pub mod collapsed;
+pub mod json;
+pub mod text;
+pub mod view;
+
+use crate::profile::Profile;
+use std::io;
+
+/// What a report shows; the defaults show everything, per thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderOptions {
+    /// Hide nodes whose exact total is below this percentage of their root's
+    /// (roots: of all roots' total). 0 shows everything.
+    pub min_percent: f64,
+    /// Number of tree levels shown (1 = roots only); `None` = all.
+    pub max_depth: Option<usize>,
+    /// Text/JSON: also (text: instead) show the tree merged over threads.
+    pub merged: bool,
+    /// Text/JSON: how many hot spots to list (0 = none).
+    pub hot_spots: usize,
+    /// Text: method ids whose back traces to print.
+    pub back_traces: Vec<u32>,
+    /// Collapsed: one stack set per thread, with the thread name as the
+    /// first frame, instead of the merged stacks.
+    pub thread_frames: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            min_percent: 0.0,
+            max_depth: None,
+            merged: false,
+            hot_spots: 20,
+            back_traces: Vec::new(),
+            thread_frames: false,
+        }
+    }
+}
+
+/// A report format.
+pub trait Render {
+    fn render(
+        &self,
+        profile: &Profile,
+        opts: &RenderOptions,
+        out: &mut dyn io::Write,
+    ) -> io::Result<()>;
+}
+
+/// The formats `--format` offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Collapsed,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown format `{0}` (expected text, json or collapsed)")]
+pub struct UnknownFormat(pub String);
+
+impl std::str::FromStr for Format {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
+        match s {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            "collapsed" => Ok(Format::Collapsed),
+            _ => Err(UnknownFormat(s.to_owned())),
+        }
+    }
+}
+
+impl Format {
+    /// The renderer of this format.
+    pub fn renderer(self) -> Box<dyn Render> {
+        match self {
+            Format::Text => Box::new(text::Text),
+            Format::Json => Box::new(json::Json),
+            Format::Collapsed => Box::new(collapsed::Collapsed),
+        }
+    }
+}
+
+/// Nanoseconds as milliseconds with three decimals (integer arithmetic, so
+/// the text is the same on every machine).
+pub(crate) fn ms(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000_000, (ns % 1_000_000) / 1_000)
+}
+
+/// Nanoseconds as microseconds with three decimals.
+pub(crate) fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000, ns % 1_000)
+}
+
+/// `part` as a percentage of `whole` with one decimal, `-` when `whole` is 0.
+pub(crate) fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".to_owned();
+    }
+    // tenths of a percent, rounded half up, in integers
+    let tenths = (part as u128 * 2000 / whole as u128).div_ceil(2);
+    format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(ms(1_234_567), "1.234");
+        assert_eq!(ms(999), "0.000");
+        assert_eq!(us(1_234), "1.234");
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(2, 3), "66.7%");
+        assert_eq!(percent(5, 5), "100.0%");
+        assert_eq!(percent(1, 0), "-");
+        assert_eq!(percent(1, 2000), "0.1%");
+        assert_eq!(percent(1, 4000), "0.0%");
+    }
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("json".parse::<Format>().ok(), Some(Format::Json));
+        assert!("xml".parse::<Format>().is_err());
+    }
+}

@@ -1,0 +1,256 @@
+//! Text report: aligned columns, ASCII only, so it reads in a terminal and
+//! pastes unchanged into a bug report.
+//!
+//! ```text
+//! sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15
+//!   duration     1500 ms
+//!   ...
+//! thread "main" (java id 1, sprig #0): 1 root, 0.300 ms
+//!        calls     total ms      self ms   % root  method
+//!            1        0.300        0.100   100.0%  com.acme.App.run()V
+//!           10        0.200        0.200    66.7%  \- com.acme.App.work(I)I
+//! ```
+
+use super::view::{back_node_name, back_traces, hot_spots, tree_view};
+use super::{Render, RenderOptions, ms, percent, us};
+use crate::profile::{Profile, ThreadProfile};
+use std::io::{self, Write};
+
+/// Guides are drawn for this many levels; deeper lines show their depth.
+const MAX_GUIDES: usize = 24;
+
+pub struct Text;
+
+impl Render for Text {
+    fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+        header(p, out)?;
+        let merged =
+            (opts.merged || !opts.back_traces.is_empty() || opts.hot_spots > 0).then(|| p.merged());
+        if opts.merged {
+            if let Some(m) = &merged {
+                thread_tree(p, m, opts, out)?;
+            }
+        } else {
+            for t in &p.threads {
+                thread_tree(p, t, opts, out)?;
+            }
+        }
+        if p.threads.is_empty() {
+            writeln!(out)?;
+            writeln!(out, "no calls were recorded in a root context")?;
+        }
+        if let Some(m) = &merged {
+            if opts.hot_spots > 0 {
+                hot_spot_table(p, m, opts.hot_spots, out)?;
+            }
+            for &method in &opts.back_traces {
+                back_trace(p, m, method, opts, out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let jvm = if p.target.jvm.is_empty() {
+        "unknown JVM"
+    } else {
+        &p.target.jvm
+    };
+    writeln!(out, "sprig profile: pid {}, {}", p.target.pid, jvm)?;
+    let s = &p.stats;
+    writeln!(out, "  duration     {} ms", s.duration_ms)?;
+    writeln!(out, "  events       {} ({} lost)", s.events, s.lost_events)?;
+    writeln!(
+        out,
+        "  methods      {} instrumented, {} called",
+        s.instrumented_methods, s.called_methods
+    )?;
+    match p.calibration {
+        Some(c) => writeln!(
+            out,
+            "  calibration  t_I {:.3} ns, t_O {:.3} ns (exact = measured - adjust - calls*t_I - child calls*t_O)",
+            c.inner_ns, c.outer_ns
+        )?,
+        None => writeln!(
+            out,
+            "  calibration  none (probe cost not subtracted; adjust-time is)"
+        )?,
+    }
+    if !p.warnings.is_empty() {
+        writeln!(out, "  warnings")?;
+        for w in &p.warnings {
+            writeln!(out, "    - {}", w.replace('\n', " "))?;
+        }
+    }
+    Ok(())
+}
+
+/// The indentation and branch of one tree line. `open[d]` = an ancestor at
+/// depth d has more siblings below (draw `|`).
+fn guides(open: &[bool], depth: usize, last: bool) -> String {
+    if depth == 0 {
+        return String::new();
+    }
+    let mut s = String::new();
+    let upto = depth.min(MAX_GUIDES + 1);
+    for &o in open.iter().take(upto).skip(1) {
+        s.push_str(if o { "|  " } else { "   " });
+    }
+    if depth > MAX_GUIDES + 1 {
+        s.push_str(&format!("[{depth}] "));
+    }
+    s.push_str(if last { "\\- " } else { "+- " });
+    s
+}
+
+fn thread_tree(
+    p: &Profile,
+    t: &ThreadProfile,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = tree_view(p, &t.tree, opts);
+    writeln!(out)?;
+    let roots = t
+        .tree
+        .roots
+        .iter()
+        .filter(|&&r| (r as usize) < t.tree.nodes.len())
+        .map(|&r| t.tree.nodes[r as usize].calls)
+        .fold(0u64, u64::saturating_add);
+    let who = if t.index == crate::profile::MERGED_THREAD {
+        "all threads merged".to_owned()
+    } else {
+        format!(
+            "thread \"{}\" (java id {}, sprig #{})",
+            t.name.replace('\n', " "),
+            t.java_id,
+            t.index
+        )
+    };
+    writeln!(
+        out,
+        "{who}: {roots} root call{}, {} ms",
+        if roots == 1 { "" } else { "s" },
+        ms(view.total_ns)
+    )?;
+    writeln!(
+        out,
+        "{:>12} {:>12} {:>12} {:>8}  method",
+        "calls", "total ms", "self ms", "% root"
+    )?;
+    // open[d]: the last line drawn at depth d has later siblings.
+    let mut open: Vec<bool> = Vec::new();
+    for line in &view.lines {
+        let node = &t.tree.nodes[line.node as usize];
+        let times = view.times[line.node as usize];
+        open.truncate(line.depth);
+        open.resize(line.depth, false);
+        open.push(!line.last);
+        let mut name = p.display_name(node.method);
+        if node.incomplete > 0 {
+            name.push_str(&format!(" [{} incomplete]", node.incomplete));
+        }
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>12} {:>8}  {}{}",
+            node.calls,
+            ms(times.total_ns),
+            ms(times.self_ns),
+            percent(times.total_ns, line.root_total_ns),
+            guides(&open, line.depth, line.last),
+            name
+        )?;
+    }
+    if view.lines.len() < t.tree.nodes.len() {
+        writeln!(
+            out,
+            "{:>12} (thresholds hide {} of {} nodes)",
+            "",
+            t.tree.nodes.len() - view.lines.len(),
+            t.tree.nodes.len()
+        )?;
+    }
+    Ok(())
+}
+
+fn hot_spot_table(
+    p: &Profile,
+    merged: &ThreadProfile,
+    limit: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let spots = hot_spots(p, &merged.tree);
+    let all_self = spots
+        .iter()
+        .map(|h| h.self_ns)
+        .fold(0u64, u64::saturating_add);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "hot spots: exact self time, all threads ({} of {} methods)",
+        spots.len().min(limit),
+        spots.len()
+    )?;
+    writeln!(
+        out,
+        "{:>12} {:>8} {:>12} {:>12} {:>12}  method",
+        "self ms", "self %", "calls", "total ms", "avg us"
+    )?;
+    for h in spots.iter().take(limit) {
+        writeln!(
+            out,
+            "{:>12} {:>8} {:>12} {:>12} {:>12}  {}",
+            ms(h.self_ns),
+            percent(h.self_ns, all_self),
+            h.calls,
+            ms(h.total_ns),
+            us(h.avg_ns),
+            p.display_name(h.method)
+        )?;
+    }
+    Ok(())
+}
+
+fn back_trace(
+    p: &Profile,
+    merged: &ThreadProfile,
+    method: u32,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let bt = back_traces(p, &merged.tree, method, opts.max_depth);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "back traces of {}: {} calls, {} ms",
+        p.display_name(method),
+        bt.calls(),
+        ms(bt.total_ns())
+    )?;
+    writeln!(
+        out,
+        "{:>12} {:>12} {:>8}  called from",
+        "calls", "total ms", "share"
+    )?;
+    let mut open: Vec<bool> = Vec::new();
+    for (i, depth, last) in bt.lines(p).into_iter().skip(1) {
+        let n = &bt.nodes[i];
+        // depth 1 = direct callers: draw them as roots of the listing.
+        let d = depth - 1;
+        open.truncate(d);
+        open.resize(d, false);
+        open.push(!last);
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>8}  {}{}",
+            n.calls,
+            ms(n.total_ns),
+            percent(n.total_ns, bt.total_ns()),
+            guides(&open, d, last),
+            back_node_name(p, n)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! Views: pure functions from a [`Profile`] to what a report shows. Every
+//! walk is iterative (10k-deep recursion must not overflow the stack) and
+//! every order is total (same input, same output).
+//!
+//! - [`tree_view`]: the tree in display order (children by exact total
+//!   descending, then by name), with `min_percent` / `max_depth` applied.
+//! - [`hot_spots`]: methods by exact self time, with calls, total, average.
+//! - [`back_traces`]: who called a method, and each caller path's share of
+//!   its time.
+
+use super::RenderOptions;
+use crate::profile::{MethodInfo, NodeId, Profile, Times, Tree};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+/// One shown node, in pre-order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub node: NodeId,
+    /// 0 for roots.
+    pub depth: usize,
+    /// Last shown child of its parent (or last shown root).
+    pub last: bool,
+    /// Exact total of the root this node hangs under.
+    pub root_total_ns: u64,
+    /// Exact totals of this node's children that are not shown (below
+    /// `min_percent` or beyond `max_depth`).
+    pub hidden_ns: u64,
+}
+
+/// A tree ready to print.
+#[derive(Clone, Debug)]
+pub struct TreeView {
+    /// Derived times of every node of the tree (indexed by node).
+    pub times: Vec<Times>,
+    pub lines: Vec<Line>,
+    /// Sum of the roots' exact totals.
+    pub total_ns: u64,
+}
+
+fn by_total_then_name(
+    profile: &Profile,
+    tree: &Tree,
+    times: &[Times],
+    a: NodeId,
+    b: NodeId,
+) -> Ordering {
+    let (ta, tb) = (times[a as usize].total_ns, times[b as usize].total_ns);
+    let (ma, mb) = (tree.nodes[a as usize].method, tree.nodes[b as usize].method);
+    tb.cmp(&ta)
+        .then_with(|| name_cmp(profile, ma, mb))
+        .then(a.cmp(&b))
+}
+
+fn name_cmp(profile: &Profile, a: u32, b: u32) -> Ordering {
+    match (profile.methods.get(&a), profile.methods.get(&b)) {
+        (Some(x), Some(y)) => x.cmp(y).then(a.cmp(&b)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(&b),
+    }
+}
+
+fn passes(min_percent: f64, value: u64, of: u64) -> bool {
+    if min_percent.is_nan() || min_percent <= 0.0 {
+        return true;
+    }
+    of > 0 && value as f64 * 100.0 >= min_percent * of as f64
+}
+
+/// Children of `i` that respect the tree invariant (so no walk can loop).
+fn children(tree: &Tree, i: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    let len = tree.nodes.len();
+    tree.nodes[i as usize]
+        .children
+        .iter()
+        .copied()
+        .filter(move |&c| c > i && (c as usize) < len)
+}
+
+/// The tree in display order with the thresholds of `opts` applied.
+/// `min_percent` compares a node's exact total with its root's (a root with
+/// the sum of all roots); `max_depth` = number of levels shown (1 = roots).
+pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeView {
+    let times = profile.times(tree);
+    let mut roots: Vec<NodeId> = tree
+        .roots
+        .iter()
+        .copied()
+        .filter(|&r| (r as usize) < tree.nodes.len())
+        .collect();
+    roots.sort_by(|&a, &b| by_total_then_name(profile, tree, &times, a, b));
+    let total_ns = roots
+        .iter()
+        .map(|&r| times[r as usize].total_ns)
+        .fold(0u64, u64::saturating_add);
+    roots.retain(|&r| passes(opts.min_percent, times[r as usize].total_ns, total_ns));
+    let max_depth = opts.max_depth.unwrap_or(usize::MAX);
+    let mut lines = Vec::new();
+    if max_depth == 0 {
+        return TreeView {
+            times,
+            lines,
+            total_ns,
+        };
+    }
+    // (node, depth, last, root total)
+    let mut stack: Vec<(NodeId, usize, bool, u64)> = Vec::new();
+    for (i, &r) in roots.iter().enumerate().rev() {
+        stack.push((r, 0, i + 1 == roots.len(), times[r as usize].total_ns));
+    }
+    let mut kids: Vec<NodeId> = Vec::new();
+    while let Some((n, depth, last, root_total)) = stack.pop() {
+        kids.clear();
+        kids.extend(children(tree, n));
+        let mut hidden_ns = 0u64;
+        if depth + 1 >= max_depth {
+            for &c in &kids {
+                hidden_ns = hidden_ns.saturating_add(times[c as usize].total_ns);
+            }
+            kids.clear();
+        } else {
+            kids.retain(|&c| {
+                let t = times[c as usize].total_ns;
+                let keep = passes(opts.min_percent, t, root_total);
+                if !keep {
+                    hidden_ns = hidden_ns.saturating_add(t);
+                }
+                keep
+            });
+            kids.sort_by(|&a, &b| by_total_then_name(profile, tree, &times, a, b));
+        }
+        lines.push(Line {
+            node: n,
+            depth,
+            last,
+            root_total_ns: root_total,
+            hidden_ns,
+        });
+        for (i, &c) in kids.iter().enumerate().rev() {
+            stack.push((c, depth + 1, i + 1 == kids.len(), root_total));
+        }
+    }
+    TreeView {
+        times,
+        lines,
+        total_ns,
+    }
+}
+
+/// A method's exact self time summed over every context it ran in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotSpot {
+    pub method: u32,
+    /// Every call, recursive ones included.
+    pub calls: u64,
+    pub self_ns: u64,
+    /// Exact time inside the method, counted once per outermost call (a
+    /// recursive call's time is already inside its caller's).
+    pub total_ns: u64,
+    /// `total_ns / calls`.
+    pub avg_ns: u64,
+}
+
+/// Which nodes are the outermost occurrence of their method on their path
+/// (no ancestor runs the same method).
+fn outermost(tree: &Tree) -> Vec<bool> {
+    let mut out = vec![true; tree.nodes.len()];
+    let mut on_path: HashMap<u32, u32> = HashMap::new();
+    // (node, leaving)
+    let mut stack: Vec<(NodeId, bool)> = tree
+        .roots
+        .iter()
+        .rev()
+        .filter(|&&r| (r as usize) < tree.nodes.len())
+        .map(|&r| (r, false))
+        .collect();
+    while let Some((n, leaving)) = stack.pop() {
+        let m = tree.nodes[n as usize].method;
+        if leaving {
+            if let Some(c) = on_path.get_mut(&m) {
+                *c -= 1;
+            }
+            continue;
+        }
+        let c = on_path.entry(m).or_insert(0);
+        out[n as usize] = *c == 0;
+        *c += 1;
+        stack.push((n, true));
+        stack.extend(children(tree, n).map(|c| (c, false)));
+    }
+    out
+}
+
+/// Methods by exact self time (descending, then by name), over one tree
+/// (pass [`Profile::merged`]'s tree for all threads).
+pub fn hot_spots(profile: &Profile, tree: &Tree) -> Vec<HotSpot> {
+    let times = profile.times(tree);
+    let outer = outermost(tree);
+    let mut by_method: HashMap<u32, HotSpot> = HashMap::new();
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let h = by_method.entry(n.method).or_insert(HotSpot {
+            method: n.method,
+            calls: 0,
+            self_ns: 0,
+            total_ns: 0,
+            avg_ns: 0,
+        });
+        h.calls = h.calls.saturating_add(n.calls);
+        h.self_ns = h.self_ns.saturating_add(times[i].self_ns);
+        if outer[i] {
+            h.total_ns = h.total_ns.saturating_add(times[i].total_ns);
+        }
+    }
+    let mut v: Vec<HotSpot> = by_method
+        .into_values()
+        .map(|mut h| {
+            h.avg_ns = h.total_ns.checked_div(h.calls).unwrap_or(0);
+            h
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then_with(|| name_cmp(profile, a.method, b.method))
+    });
+    v
+}
+
+/// One caller in a back trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackNode {
+    /// The caller, `None` when the traced method was entered as a root (no
+    /// instrumented caller).
+    pub method: Option<u32>,
+    /// Calls of the traced method made through this caller path.
+    pub calls: u64,
+    /// Exact time of the traced method spent under this caller path.
+    pub total_ns: u64,
+    pub children: Vec<usize>,
+}
+
+/// Who called one method. `nodes[0]` is the method itself; its children are
+/// its direct callers, their children the callers' callers, and so on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackTrace {
+    pub method: u32,
+    pub nodes: Vec<BackNode>,
+}
+
+impl BackTrace {
+    pub fn calls(&self) -> u64 {
+        self.nodes.first().map_or(0, |n| n.calls)
+    }
+    pub fn total_ns(&self) -> u64 {
+        self.nodes.first().map_or(0, |n| n.total_ns)
+    }
+    /// Share (0..=1) of the traced method's time that went through `node`.
+    pub fn share(&self, node: usize) -> f64 {
+        let total = self.total_ns();
+        if total == 0 {
+            return 0.0;
+        }
+        self.nodes
+            .get(node)
+            .map_or(0.0, |n| n.total_ns as f64 / total as f64)
+    }
+
+    /// Pre-order (node, depth, last) with callers sorted by time, then name.
+    pub fn lines(&self, profile: &Profile) -> Vec<(usize, usize, bool)> {
+        let mut out = Vec::new();
+        if self.nodes.is_empty() {
+            return out;
+        }
+        let key = |i: &usize| {
+            let n = &self.nodes[*i];
+            (
+                std::cmp::Reverse(n.total_ns),
+                n.method.map(|m| profile.method(m)),
+            )
+        };
+        let mut stack = vec![(0usize, 0usize, true)];
+        while let Some((i, depth, last)) = stack.pop() {
+            out.push((i, depth, last));
+            let mut kids: Vec<usize> = self.nodes[i]
+                .children
+                .iter()
+                .copied()
+                .filter(|&c| c > i && c < self.nodes.len())
+                .collect();
+            kids.sort_by_cached_key(key);
+            for (k, &c) in kids.iter().enumerate().rev() {
+                stack.push((c, depth + 1, k + 1 == kids.len()));
+            }
+        }
+        out
+    }
+}
+
+/// The back traces of `method` over one tree. `max_depth` bounds how many
+/// caller levels are followed (None = up to the root).
+pub fn back_traces(
+    profile: &Profile,
+    tree: &Tree,
+    method: u32,
+    max_depth: Option<usize>,
+) -> BackTrace {
+    let times = profile.times(tree);
+    let outer = outermost(tree);
+    let parents = tree.parents();
+    let max_depth = max_depth.unwrap_or(usize::MAX);
+    let mut bt = BackTrace {
+        method,
+        nodes: vec![BackNode {
+            method: Some(method),
+            calls: 0,
+            total_ns: 0,
+            children: Vec::new(),
+        }],
+    };
+    let mut index: HashMap<(usize, Option<u32>), usize> = HashMap::new();
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if n.method != method {
+            continue;
+        }
+        let calls = n.calls;
+        // A recursive occurrence's time is inside the outermost one already.
+        let ns = if outer[i] { times[i].total_ns } else { 0 };
+        let add = |b: &mut BackNode| {
+            b.calls = b.calls.saturating_add(calls);
+            b.total_ns = b.total_ns.saturating_add(ns);
+        };
+        add(&mut bt.nodes[0]);
+        let mut cur = 0usize;
+        let mut p = parents[i];
+        let mut depth = 0usize;
+        // Recursive occurrences show as their direct caller only (the method
+        // itself): following each of them to the root would cost depth².
+        let limit = if outer[i] {
+            max_depth
+        } else {
+            max_depth.min(1)
+        };
+        loop {
+            if depth >= limit {
+                break;
+            }
+            let caller = p.map(|p| tree.nodes[p as usize].method);
+            let next = match index.get(&(cur, caller)) {
+                Some(&x) => x,
+                None => {
+                    let x = bt.nodes.len();
+                    bt.nodes.push(BackNode {
+                        method: caller,
+                        calls: 0,
+                        total_ns: 0,
+                        children: Vec::new(),
+                    });
+                    bt.nodes[cur].children.push(x);
+                    index.insert((cur, caller), x);
+                    x
+                }
+            };
+            add(&mut bt.nodes[next]);
+            cur = next;
+            depth += 1;
+            match p {
+                Some(q) => p = parents[q as usize],
+                None => break,
+            }
+            if p.is_none() {
+                break;
+            }
+        }
+    }
+    bt
+}
+
+/// Name shown for a back-trace node.
+pub fn back_node_name(profile: &Profile, n: &BackNode) -> String {
+    match n.method {
+        Some(m) => profile.display_name(m),
+        None => "(entered as a root)".to_owned(),
+    }
+}
+
+/// Name as a `MethodInfo`, for renderers that split class/method/descriptor.
+pub fn method_info(profile: &Profile, id: u32) -> MethodInfo {
+    profile.method(id)
+}
