@@ -71,8 +71,6 @@ pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_be_bytes());
 }
 
-
-
 /// Encodes a Rust string as the JVM's modified UTF-8 (NUL as two bytes,
 /// supplementary characters as surrogate pairs).
 pub(crate) fn modified_utf8(s: &str) -> Vec<u8> {
@@ -121,6 +119,9 @@ mod tests {
         assert_eq!(modified_utf8("a/B"), b"a/B");
         assert_eq!(modified_utf8("\0"), vec![0xc0, 0x80]);
         assert_eq!(modified_utf8("é"), "é".as_bytes());
-        assert_eq!(modified_utf8("\u{10400}"), vec![0xed, 0xa0, 0x81, 0xed, 0xb0, 0x80]);
+        assert_eq!(
+            modified_utf8("\u{10400}"),
+            vec![0xed, 0xa0, 0x81, 0xed, 0xb0, 0x80]
+        );
     }
 }

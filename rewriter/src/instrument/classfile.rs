@@ -82,7 +82,9 @@ impl<'a> ClassFile<'a> {
             cp.push(CpSlot { tag, pos });
             if tag == 5 || tag == 6 {
                 if cp.len() >= count as usize {
-                    return Err(Error::Malformed("long/double constant in last pool slot".into()));
+                    return Err(Error::Malformed(
+                        "long/double constant in last pool slot".into(),
+                    ));
                 }
                 cp.push(CpSlot { tag: 0, pos });
             }
@@ -99,7 +101,14 @@ impl<'a> ClassFile<'a> {
             skip_attributes(&mut r)?;
         }
         let nmethods = r.u16("methods count")?;
-        let mut cf = ClassFile { bytes, major, cp, cp_end, this_class, methods: Vec::with_capacity(nmethods as usize) };
+        let mut cf = ClassFile {
+            bytes,
+            major,
+            cp,
+            cp_end,
+            this_class,
+            methods: Vec::with_capacity(nmethods as usize),
+        };
         for _ in 0..nmethods {
             let access = r.u16("method access flags")?;
             let name = r.u16("method name")?;
@@ -115,10 +124,18 @@ impl<'a> ClassFile<'a> {
                     if code.is_some() {
                         return Err(Error::Malformed("method has two Code attributes".into()));
                     }
-                    code = Some(Span { start, end: r.pos() });
+                    code = Some(Span {
+                        start,
+                        end: r.pos(),
+                    });
                 }
             }
-            cf.methods.push(RawMethod { access, name, descriptor, code });
+            cf.methods.push(RawMethod {
+                access,
+                name,
+                descriptor,
+                code,
+            });
         }
         skip_attributes(&mut r)?;
         if r.remaining() != 0 {
@@ -130,7 +147,9 @@ impl<'a> ClassFile<'a> {
     fn slot(&self, idx: u16, tag: u8) -> Result<usize, Error> {
         match self.cp.get(idx as usize) {
             Some(s) if s.tag == tag && idx != 0 => Ok(s.pos as usize),
-            _ => Err(Error::Malformed(format!("constant pool index {idx} is not of tag {tag}"))),
+            _ => Err(Error::Malformed(format!(
+                "constant pool index {idx} is not of tag {tag}"
+            ))),
         }
     }
 
@@ -159,7 +178,11 @@ impl<'a> ClassFile<'a> {
     /// The method name of a Methodref or InterfaceMethodref.
     pub(crate) fn member_name(&self, idx: u16) -> Result<&'a [u8], Error> {
         let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
-        let tag = if tag == CP_INTERFACE_METHODREF { tag } else { CP_METHODREF };
+        let tag = if tag == CP_INTERFACE_METHODREF {
+            tag
+        } else {
+            CP_METHODREF
+        };
         let (_, nat) = self.pair(idx, tag)?;
         let (name, _) = self.pair(nat, CP_NAME_AND_TYPE)?;
         self.utf8(name)

@@ -140,7 +140,9 @@ pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
                     }
                     let count = (i64::from(high) - i64::from(low) + 1) as usize;
                     if count > n {
-                        return Err(unsupported(format!("tableswitch at {pc} runs past the code")));
+                        return Err(unsupported(format!(
+                            "tableswitch at {pc} runs past the code"
+                        )));
                     }
                     for _ in 0..count {
                         let o = r.i32("tableswitch offset")?;
@@ -170,28 +172,44 @@ pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
                     return Err(unsupported(format!("undefined opcode {op} at {pc}")));
                 }
                 if l + pc > n {
-                    return Err(unsupported(format!("instruction at {pc} runs past the code")));
+                    return Err(unsupported(format!(
+                        "instruction at {pc} runs past the code"
+                    )));
                 }
                 if is_branch16(op) {
                     let o = i16::from_be_bytes([code[pc + 1], code[pc + 2]]);
                     s.targets.push(rel(pc, i32::from(o)));
                 } else if op == GOTO_W || op == JSR_W {
-                    let o = i32::from_be_bytes([code[pc + 1], code[pc + 2], code[pc + 3], code[pc + 4]]);
+                    let o = i32::from_be_bytes([
+                        code[pc + 1],
+                        code[pc + 2],
+                        code[pc + 3],
+                        code[pc + 4],
+                    ]);
                     s.targets.push(rel(pc, o));
                 }
                 l
             }
         };
         if pc + len > n {
-            return Err(unsupported(format!("instruction at {pc} runs past the code")));
+            return Err(unsupported(format!(
+                "instruction at {pc} runs past the code"
+            )));
         }
         let tn = s.targets.len() as u32 - t0;
-        s.insns.push(Insn { off: pc as u32, len: len as u32, op, t0, tn });
+        s.insns.push(Insn {
+            off: pc as u32,
+            len: len as u32,
+            op,
+            t0,
+            tn,
+        });
         pc += len;
     }
     // Resolve target offsets to instruction indices.
     for t in s.targets.iter_mut() {
-        *t = index_of(&s.insns, *t).ok_or_else(|| unsupported(format!("branch to {t}, not an instruction start")))?;
+        *t = index_of(&s.insns, *t)
+            .ok_or_else(|| unsupported(format!("branch to {t}, not an instruction start")))?;
     }
     Ok(())
 }
@@ -199,12 +217,19 @@ pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
 /// Absolute target of a relative branch, or u32::MAX when out of range.
 fn rel(pc: usize, o: i32) -> u32 {
     let t = pc as i64 + i64::from(o);
-    if (0..=u32::MAX as i64 - 1).contains(&t) { t as u32 } else { u32::MAX }
+    if (0..=u32::MAX as i64 - 1).contains(&t) {
+        t as u32
+    } else {
+        u32::MAX
+    }
 }
 
 /// Index of the instruction starting exactly at `off`.
 pub(crate) fn index_of(insns: &[Insn], off: u32) -> Option<u32> {
-    insns.binary_search_by_key(&off, |i| i.off).ok().map(|i| i as u32)
+    insns
+        .binary_search_by_key(&off, |i| i.off)
+        .ok()
+        .map(|i| i as u32)
 }
 
 /// What is inserted where, for one method.
@@ -223,7 +248,11 @@ impl Plan<'_> {
         self.id_push.len() as u32 + 3
     }
     fn prologue_len(&self) -> u32 {
-        if self.entry_after.is_none() { self.probe_len() } else { 0 }
+        if self.entry_after.is_none() {
+            self.probe_len()
+        } else {
+            0
+        }
     }
     fn emit_probe(&self, out: &mut Vec<u8>, method: u16) {
         out.extend_from_slice(self.id_push);
@@ -307,7 +336,9 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
             plan.emit_probe(out, plan.exit_ref);
         }
         let at = s.at[i];
-        let target = |k: u32| -> i32 { (i64::from(s.pre[s.targets[(ins.t0 + k) as usize] as usize]) - i64::from(at)) as i32 };
+        let target = |k: u32| -> i32 {
+            (i64::from(s.pre[s.targets[(ins.t0 + k) as usize] as usize]) - i64::from(at)) as i32
+        };
         let old = &code[ins.off as usize..(ins.off + ins.len) as usize];
         match ins.op {
             op if is_branch16(op) && s.wide[i] => {
@@ -361,7 +392,11 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
 
 /// Finds the `invokespecial <init>` that initializes `this` in a
 /// constructor: the first one not paired with a preceding `new`.
-pub(crate) fn constructor_call(code: &[u8], s: &Scratch, cf: &ClassFile<'_>) -> Result<usize, SkipReason> {
+pub(crate) fn constructor_call(
+    code: &[u8],
+    s: &Scratch,
+    cf: &ClassFile<'_>,
+) -> Result<usize, SkipReason> {
     let mut pending = 0u32;
     let mut found = None;
     for (i, ins) in s.insns.iter().enumerate() {
@@ -400,7 +435,13 @@ pub(crate) fn map_debug(s: &Scratch, off: u32, end: u32) -> u32 {
 }
 
 /// Rewrites the exception table `old` (8-byte entries) into `out`.
-pub(crate) fn emit_exception_table(old: &[u8], code_len: u32, s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+pub(crate) fn emit_exception_table(
+    old: &[u8],
+    code_len: u32,
+    s: &Scratch,
+    end: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
     let strict = |off: u16, allow_end: bool| -> Result<u32, SkipReason> {
         let off = u32::from(off);
         if allow_end && off == code_len {
@@ -408,7 +449,11 @@ pub(crate) fn emit_exception_table(old: &[u8], code_len: u32, s: &Scratch, end: 
         }
         index_of(&s.insns, off)
             .map(|i| s.pre[i as usize])
-            .ok_or_else(|| unsupported(format!("exception table offset {off} is not an instruction start")))
+            .ok_or_else(|| {
+                unsupported(format!(
+                    "exception table offset {off} is not an instruction start"
+                ))
+            })
     };
     for e in old.chunks_exact(8) {
         let start = strict(u16::from_be_bytes([e[0], e[1]]), false)?;
@@ -456,9 +501,18 @@ impl<'a> CodeAttr<'a> {
             attrs.push((n, r.bytes(l, "attribute")?));
         }
         if r.remaining() != 0 {
-            return Err(unsupported("Code attribute length does not match its contents"));
+            return Err(unsupported(
+                "Code attribute length does not match its contents",
+            ));
         }
-        Ok(CodeAttr { name, max_stack, max_locals, code, exceptions, attrs })
+        Ok(CodeAttr {
+            name,
+            max_stack,
+            max_locals,
+            code,
+            exceptions,
+            attrs,
+        })
     }
 }
 
@@ -503,7 +557,10 @@ pub(crate) fn rewrite(
         return Err(SkipReason::TooLarge(total));
     }
     if frames_required {
-        let offs: &[u32] = smt.as_ref().map(|(_, f)| f.offsets.as_slice()).unwrap_or(&[]);
+        let offs: &[u32] = smt
+            .as_ref()
+            .map(|(_, f)| f.offsets.as_slice())
+            .unwrap_or(&[]);
         for i in widened_conditionals(s) {
             let next = s.insns.get(i + 1).map(|x| x.off);
             if !next.is_some_and(|o| offs.binary_search(&o).is_ok()) {
@@ -515,7 +572,9 @@ pub(crate) fn rewrite(
         if let (Some(k), Some((_, f))) = (plan.entry_after, &smt) {
             let after = s.insns[k].off;
             if f.uninit_this.iter().any(|&o| o > after) {
-                return Err(unsupported("uninitialized this after the super()/this() call"));
+                return Err(unsupported(
+                    "uninitialized this after the super()/this() call",
+                ));
             }
         }
     }
@@ -523,7 +582,11 @@ pub(crate) fn rewrite(
         None => plan.prologue_len(),
         Some(k) => s.pre.get(k + 1).copied().unwrap_or(end),
     };
-    let max_stack = ca.max_stack.checked_add(1).ok_or_else(|| unsupported("max_stack overflow"))?.max(2);
+    let max_stack = ca
+        .max_stack
+        .checked_add(1)
+        .ok_or_else(|| unsupported("max_stack overflow"))?
+        .max(2);
 
     let mut out = Vec::with_capacity(attr.len() + 64 + (total - code_len as usize));
     put_u16(&mut out, ca.name);
@@ -532,21 +595,34 @@ pub(crate) fn rewrite(
     put_u16(&mut out, ca.max_locals);
     put_u32(&mut out, total as u32);
     emit(ca.code, s, plan, &mut out);
-    debug_assert_eq!(out.len(), 12 + end as usize);
+    if out.len() != 14 + end as usize {
+        return Err(unsupported("internal error: code layout mismatch"));
+    }
     out.extend_from_slice(plan.id_push);
     out.push(INVOKESTATIC);
     put_u16(&mut out, plan.exit_ref);
     out.push(ATHROW);
     let ne = ca.exceptions.len() / 8 + 1;
-    put_u16(&mut out, u16::try_from(ne).map_err(|_| unsupported("exception table full"))?);
+    put_u16(
+        &mut out,
+        u16::try_from(ne).map_err(|_| unsupported("exception table full"))?,
+    );
     emit_exception_table(ca.exceptions, code_len, s, end, &mut out)?;
     put_u16(&mut out, cover_start as u16);
     put_u16(&mut out, end as u16);
     put_u16(&mut out, end as u16);
     put_u16(&mut out, 0);
 
-    let throwable = if frames_required { pool.class(b"java/lang/Throwable")? } else { 0 };
-    let new_smt_name = if frames_required && smt.is_none() { Some(pool.utf8(b"StackMapTable")?) } else { None };
+    let throwable = if frames_required {
+        pool.class(b"java/lang/Throwable")?
+    } else {
+        0
+    };
+    let new_smt_name = if frames_required && smt.is_none() {
+        Some(pool.utf8(b"StackMapTable")?)
+    } else {
+        None
+    };
     let nattrs = ca.attrs.len() + usize::from(new_smt_name.is_some());
     put_u16(&mut out, nattrs as u16);
     for (k, &(name, body)) in ca.attrs.iter().enumerate() {
@@ -558,7 +634,9 @@ pub(crate) fn rewrite(
             Some((sk, f)) if *sk == k => frames::emit(body, f, s, end, throwable, &mut out)?,
             _ => match cf.utf8(name)? {
                 b"LineNumberTable" => super::debug::line_numbers(body, s, end, &mut out)?,
-                b"LocalVariableTable" | b"LocalVariableTypeTable" => super::debug::local_vars(body, s, end, &mut out)?,
+                b"LocalVariableTable" | b"LocalVariableTypeTable" => {
+                    super::debug::local_vars(body, s, end, &mut out)?
+                }
                 b"RuntimeVisibleTypeAnnotations" | b"RuntimeInvisibleTypeAnnotations" => {
                     super::debug::type_annotations(body, s, end, &mut out)?
                 }

@@ -9,7 +9,12 @@ use crate::SkipReason;
 /// Deepest annotation nesting accepted (hostile input must not exhaust the stack).
 const MAX_DEPTH: u32 = 64;
 
-pub(crate) fn line_numbers(body: &[u8], s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+pub(crate) fn line_numbers(
+    body: &[u8],
+    s: &Scratch,
+    end: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
     let mut r = Reader::new(body);
     let n = r.u16("LineNumberTable length")?;
     put_u16(out, n);
@@ -34,13 +39,22 @@ fn range(r: &mut Reader<'_>, s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result
     let start = u32::from(r.u16("start_pc")?);
     let len = u32::from(r.u16("length")?);
     let ns = map_debug(s, start, end);
-    let ne = if start + len == 0 { 0 } else { map_debug(s, start + len, end).max(ns) };
+    let ne = if start + len == 0 {
+        0
+    } else {
+        map_debug(s, start + len, end).max(ns)
+    };
     put_u16(out, ns as u16);
     put_u16(out, (ne - ns) as u16);
     Ok(())
 }
 
-pub(crate) fn local_vars(body: &[u8], s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+pub(crate) fn local_vars(
+    body: &[u8],
+    s: &Scratch,
+    end: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
     let mut r = Reader::new(body);
     let n = r.u16("local variable table length")?;
     put_u16(out, n);
@@ -51,7 +65,12 @@ pub(crate) fn local_vars(body: &[u8], s: &Scratch, end: u32, out: &mut Vec<u8>) 
     trailing(&r)
 }
 
-pub(crate) fn type_annotations(body: &[u8], s: &Scratch, end: u32, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+pub(crate) fn type_annotations(
+    body: &[u8],
+    s: &Scratch,
+    end: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
     let mut r = Reader::new(body);
     let n = r.u16("type annotations count")?;
     put_u16(out, n);
@@ -79,7 +98,11 @@ pub(crate) fn type_annotations(body: &[u8], s: &Scratch, end: u32, out: &mut Vec
                     out.push(r.u8("type_argument_index")?);
                 }
             }
-            _ => return Err(unsupported(format!("type annotation target {target:#x} inside Code"))),
+            _ => {
+                return Err(unsupported(format!(
+                    "type annotation target {target:#x} inside Code"
+                )));
+            }
         }
         let plen = r.u8("type_path length")?;
         out.push(plen);
@@ -109,7 +132,9 @@ fn element_value(r: &mut Reader<'_>, depth: u32) -> Result<(), SkipReason> {
         return Err(unsupported("annotation nested too deeply"));
     }
     match r.u8("element_value tag")? {
-        b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' | b's' | b'c' => r.skip(2, "element_value")?,
+        b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' | b's' | b'c' => {
+            r.skip(2, "element_value")?
+        }
         b'e' => r.skip(4, "enum element_value")?,
         b'@' => annotation(r, depth + 1)?,
         b'[' => {

@@ -39,7 +39,13 @@ fn header(r: &mut Reader<'_>, ft: u8) -> Result<(u16, usize), SkipReason> {
 
 /// Reads (and, with `out`, copies) `n` verification types; `Uninitialized`
 /// offsets are moved to the new place of their instruction.
-fn types(r: &mut Reader<'_>, n: usize, s: Option<&Scratch>, out: &mut Option<&mut Vec<u8>>, this: &mut bool) -> Result<(), SkipReason> {
+fn types(
+    r: &mut Reader<'_>,
+    n: usize,
+    s: Option<&Scratch>,
+    out: &mut Option<&mut Vec<u8>>,
+    this: &mut bool,
+) -> Result<(), SkipReason> {
     for _ in 0..n {
         let tag = r.u8("verification type")?;
         if let Some(o) = out.as_deref_mut() {
@@ -57,8 +63,9 @@ fn types(r: &mut Reader<'_>, n: usize, s: Option<&Scratch>, out: &mut Option<&mu
             ITEM_UNINITIALIZED => {
                 let off = r.u16("uninitialized offset")?;
                 if let (Some(o), Some(s)) = (out.as_deref_mut(), s) {
-                    let i = index_of(&s.insns, u32::from(off))
-                        .ok_or_else(|| unsupported(format!("Uninitialized({off}) is not an instruction start")))?;
+                    let i = index_of(&s.insns, u32::from(off)).ok_or_else(|| {
+                        unsupported(format!("Uninitialized({off}) is not an instruction start"))
+                    })?;
                     put_u16(o, s.at[i as usize] as u16);
                 }
             }
@@ -69,7 +76,12 @@ fn types(r: &mut Reader<'_>, n: usize, s: Option<&Scratch>, out: &mut Option<&mu
 }
 
 /// Walks every frame; with `out`, writes the relocated frames.
-fn walk(body: &[u8], s: Option<&Scratch>, mut out: Option<&mut Vec<u8>>, f: &mut Frames) -> Result<Option<u32>, SkipReason> {
+fn walk(
+    body: &[u8],
+    s: Option<&Scratch>,
+    mut out: Option<&mut Vec<u8>>,
+    f: &mut Frames,
+) -> Result<Option<u32>, SkipReason> {
     let mut r = Reader::new(body);
     let n = r.u16("number of frames")?;
     let mut old: Option<u32> = None;
@@ -83,7 +95,11 @@ fn walk(body: &[u8], s: Option<&Scratch>, mut out: Option<&mut Vec<u8>>, f: &mut
         };
         old = Some(off);
         if let (Some(o), Some(s)) = (out.as_deref_mut(), s) {
-            let i = index_of(&s.insns, off).ok_or_else(|| unsupported(format!("stack map frame at {off} is not an instruction start")))?;
+            let i = index_of(&s.insns, off).ok_or_else(|| {
+                unsupported(format!(
+                    "stack map frame at {off} is not an instruction start"
+                ))
+            })?;
             let new = s.pre[i as usize];
             let nd = match prev_new {
                 None => new,
@@ -140,7 +156,14 @@ pub(crate) fn parse(body: &[u8]) -> Result<Frames, SkipReason> {
 
 /// Writes the relocated StackMapTable body plus the catch-all handler's
 /// frame at `handler`.
-pub(crate) fn emit(body: &[u8], f: &Frames, s: &Scratch, handler: u32, throwable: u16, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+pub(crate) fn emit(
+    body: &[u8],
+    f: &Frames,
+    s: &Scratch,
+    handler: u32,
+    throwable: u16,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
     let n = u16::try_from(f.offsets.len() + 1).map_err(|_| unsupported("StackMapTable is full"))?;
     put_u16(out, n);
     let mut scratch = Frames::default();

@@ -47,7 +47,11 @@ const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
 
 /// Instruments `targets` of `class`. See the module docs.
-pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Result<Instrumented, Error> {
+pub fn instrument(
+    class: &[u8],
+    targets: &[Target],
+    probes: &[ProbeSet],
+) -> Result<Instrumented, Error> {
     if let Some(t) = targets.iter().find(|t| t.probes >= probes.len()) {
         return Err(Error::InvalidTarget(format!(
             "{}{} names probe set {} of {}",
@@ -62,7 +66,9 @@ pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Resu
 
     let mut by_name: HashMap<(&[u8], &[u8]), usize> = HashMap::with_capacity(cf.methods.len());
     for (i, m) in cf.methods.iter().enumerate() {
-        by_name.entry((cf.utf8(m.name)?, cf.utf8(m.descriptor)?)).or_insert(i);
+        by_name
+            .entry((cf.utf8(m.name)?, cf.utf8(m.descriptor)?))
+            .or_insert(i);
     }
 
     let mut pool = Pool::new(&cf);
@@ -87,7 +93,16 @@ pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Resu
                 } else if let Some(span) = m.code {
                     let mark = pool.mark();
                     let constructor = name == b"<init>" && !is_object;
-                    match instrument_method(&cf, span, t, &probes[t.probes], &mut refs[t.probes], constructor, &mut pool, &mut scratch) {
+                    match instrument_method(
+                        &cf,
+                        span,
+                        t,
+                        &probes[t.probes],
+                        &mut refs[t.probes],
+                        constructor,
+                        &mut pool,
+                        &mut scratch,
+                    ) {
                         Ok(bytes) => {
                             done[mi] = true;
                             replaced.push((span, bytes));
@@ -104,17 +119,30 @@ pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Resu
                         }
                     }
                 } else {
-                    Err(SkipReason::Unsupported("method has no Code attribute".into()))
+                    Err(SkipReason::Unsupported(
+                        "method has no Code attribute".into(),
+                    ))
                 }
             }
         };
-        methods.push(MethodOutcome { name: t.name.clone(), descriptor: t.descriptor.clone(), result });
+        methods.push(MethodOutcome {
+            name: t.name.clone(),
+            descriptor: t.descriptor.clone(),
+            result,
+        });
     }
     if replaced.is_empty() {
-        return Ok(Instrumented { bytes: class.to_vec(), methods });
+        return Ok(Instrumented {
+            bytes: class.to_vec(),
+            methods,
+        });
     }
     replaced.sort_by_key(|(s, _)| s.start);
-    let grow: usize = pool.appended.len() + replaced.iter().map(|(s, b)| b.len().saturating_sub(s.end - s.start)).sum::<usize>();
+    let grow: usize = pool.appended.len()
+        + replaced
+            .iter()
+            .map(|(s, b)| b.len().saturating_sub(s.end - s.start))
+            .sum::<usize>();
     let mut out = Vec::with_capacity(class.len() + grow);
     out.extend_from_slice(&class[..8]);
     put_u16(&mut out, pool.count());
@@ -127,7 +155,10 @@ pub fn instrument(class: &[u8], targets: &[Target], probes: &[ProbeSet]) -> Resu
         pos = span.end;
     }
     out.extend_from_slice(&class[pos..]);
-    Ok(Instrumented { bytes: out, methods })
+    Ok(Instrumented {
+        bytes: out,
+        methods,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -154,7 +185,12 @@ fn instrument_method(
     let mut push = [0u8; 3];
     let push_len = id_push(t.id, pool, &mut push)?;
     let mut job = MethodJob {
-        plan: Plan { id_push: &push[..push_len], entry_ref, exit_ref, entry_after: None },
+        plan: Plan {
+            id_push: &push[..push_len],
+            entry_ref,
+            exit_ref,
+            entry_after: None,
+        },
         constructor,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)

@@ -33,7 +33,14 @@ fn pool_full() -> SkipReason {
 
 impl<'c, 'a> Pool<'c, 'a> {
     pub(crate) fn new(cf: &'c ClassFile<'a>) -> Self {
-        Pool { cf, appended: Vec::new(), added: Vec::new(), utf8_added: Vec::new(), next: cf.cp.len() as u32, ints: None }
+        Pool {
+            cf,
+            appended: Vec::new(),
+            added: Vec::new(),
+            utf8_added: Vec::new(),
+            next: cf.cp.len() as u32,
+            ints: None,
+        }
     }
 
     /// The new constant_pool_count.
@@ -42,7 +49,10 @@ impl<'c, 'a> Pool<'c, 'a> {
     }
 
     pub(crate) fn mark(&self) -> Mark {
-        Mark { appended: self.appended.len(), next: self.next }
+        Mark {
+            appended: self.appended.len(),
+            next: self.next,
+        }
     }
 
     pub(crate) fn rollback(&mut self, m: Mark) {
@@ -74,7 +84,8 @@ impl<'c, 'a> Pool<'c, 'a> {
                 return Ok(i as u16);
             }
         }
-        let len = u16::try_from(s.len()).map_err(|_| SkipReason::Unsupported("name longer than 65,535 bytes".into()))?;
+        let len = u16::try_from(s.len())
+            .map_err(|_| SkipReason::Unsupported("name longer than 65,535 bytes".into()))?;
         let i = self.alloc()?;
         self.appended.push(CP_UTF8);
         put_u16(&mut self.appended, len);
@@ -92,7 +103,11 @@ impl<'c, 'a> Pool<'c, 'a> {
             if slot.tag == tag {
                 let mut r = Reader::at(self.cf.bytes, slot.pos as usize);
                 let x = r.u16("").unwrap_or(0);
-                let y = if tag == CP_CLASS { 0 } else { r.u16("").unwrap_or(0) };
+                let y = if tag == CP_CLASS {
+                    0
+                } else {
+                    r.u16("").unwrap_or(0)
+                };
                 if (u32::from(x) << 16 | u32::from(y)) == key {
                     self.added.push((tag, key, i as u16));
                     return Ok(i as u16);
@@ -115,7 +130,12 @@ impl<'c, 'a> Pool<'c, 'a> {
     }
 
     /// A `CONSTANT_Methodref` to `class.name:desc`.
-    pub(crate) fn methodref(&mut self, class: &[u8], name: &[u8], desc: &[u8]) -> Result<u16, SkipReason> {
+    pub(crate) fn methodref(
+        &mut self,
+        class: &[u8],
+        name: &[u8],
+        desc: &[u8],
+    ) -> Result<u16, SkipReason> {
         let c = self.class(class)?;
         let n = self.utf8(name)?;
         let d = self.utf8(desc)?;

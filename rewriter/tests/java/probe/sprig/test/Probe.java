@@ -1,0 +1,44 @@
+package sprig.test;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Test probe runtime: counts entry/exit calls per method id and prints
+ * "PROBE id entries exits" lines (ids as unsigned) when the JVM exits.
+ */
+public final class Probe {
+    private static final Map<Long, long[]> COUNTS = new TreeMap<>();
+    private static boolean hooked;
+
+    private Probe() {}
+
+    private static synchronized long[] slot(int id) {
+        if (!hooked) {
+            hooked = true;
+            Runtime.getRuntime().addShutdownHook(new Thread(Probe::dump));
+        }
+        return COUNTS.computeIfAbsent(Integer.toUnsignedLong(id), k -> new long[2]);
+    }
+
+    public static void entry(int id) {
+        synchronized (Probe.class) {
+            slot(id)[0]++;
+        }
+    }
+
+    public static void exit(int id) {
+        synchronized (Probe.class) {
+            slot(id)[1]++;
+        }
+    }
+
+    private static synchronized void dump() {
+        StringBuilder sb = new StringBuilder();
+        for (Map.Entry<Long, long[]> e : COUNTS.entrySet()) {
+            sb.append("PROBE ").append(e.getKey()).append(' ').append(e.getValue()[0]).append(' ').append(e.getValue()[1]).append('\n');
+        }
+        System.out.print(sb);
+        System.out.flush();
+    }
+}
