@@ -1,0 +1,645 @@
+//! The HotSpot attach protocol: ask a running JVM to load sprig's agent.
+//!
+//! 1. If `/tmp/.java_pid<nspid>` (seen through `/proc/PID/root`) is a socket
+//!    the JVM listens on, use it.
+//! 2. Otherwise create `.attach_pid<nspid>` in the JVM's working directory
+//!    (or its /tmp), send SIGQUIT — only to a process `jvm::inspect` just
+//!    confirmed to be a HotSpot JVM — and wait for the socket with backoff.
+//!    The trigger file is removed on every path.
+//! 3. Send `1\0load\0<path>\0true\0<options>\0` and read the whole reply: a
+//!    status line, then `return code: N` for an agent that ran, or the JVM's
+//!    error text. JDK 21+ answers status 0 even when loading failed, so the
+//!    rest of the reply decides.
+//!
+//! When sprig runs as root and the JVM as another user, the thread that
+//! creates the trigger file and connects switches its effective uid/gid to
+//! the JVM's (HotSpot compares the peer's credentials with its own, and
+//! older JDKs ignore a trigger file not owned by their user). The switch is
+//! per thread (raw system calls, see `sys`), so no fork is needed and the
+//! rest of the CLI keeps its credentials; a guard restores them.
+
+pub(crate) mod sys;
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::jvm::{self, JvmError, JvmProcess};
+
+/// File name of the agent library next to the `sprig` binary.
+pub const AGENT_LIBRARY: &str = "libsprig_agent.so";
+
+/// HotSpot rejects attach arguments longer than this (bytes).
+const MAX_ARG_LEN: usize = 1024;
+/// A load reply is a few lines; anything larger is not HotSpot talking.
+const MAX_REPLY_LEN: u64 = 64 * 1024;
+const FIRST_POLL: Duration = Duration::from_millis(5);
+const MAX_POLL: Duration = Duration::from_millis(200);
+
+/// Why loading the agent into a JVM failed. One line each.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error(transparent)]
+    Jvm(#[from] JvmError),
+    #[error("invalid {what}: {why}")]
+    InvalidArgument { what: &'static str, why: String },
+    #[error(
+        "JVM {pid} does not accept attach (-XX:+DisableAttachMechanism?): start it with `sprig run ...` instead"
+    )]
+    AttachDisabled { pid: u32 },
+    #[error("JVM {pid} did not {stage} within {:.1} s{}", waited.as_secs_f64(), timeout_hint(stage))]
+    Timeout {
+        pid: u32,
+        stage: &'static str,
+        waited: Duration,
+    },
+    #[error("JVM {pid} could not load the agent{}: {}", code.map(|c| format!(" (return code {c})")).unwrap_or_default(), describe_failure(message))]
+    AgentLoadFailed {
+        pid: u32,
+        code: Option<i32>,
+        message: String,
+    },
+    #[error("attach protocol error with JVM {pid}: {detail}")]
+    Protocol { pid: u32, detail: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "sprig's agent library is not installed: looked for {}; build it with `cargo build -p sprig-agent` (it goes next to the sprig binary)",
+        looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" and ")
+    )]
+    AgentNotFound { looked: Vec<PathBuf> },
+}
+
+const SOCKET_STAGE: &str = "open its attach socket";
+const REPLY_STAGE: &str = "answer the load request";
+
+fn timeout_hint(stage: &str) -> &'static str {
+    if stage == SOCKET_STAGE {
+        " (is it stopped or hung, or is attach disabled by a flag sprig cannot see? `sprig run ...` works without attach)"
+    } else {
+        " (the agent may still be starting)"
+    }
+}
+
+/// The JVM's text on one line, with a hint for the failures users can fix.
+fn describe_failure(message: &str) -> String {
+    let text = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let text = if text.is_empty() {
+        "no reason given".to_owned()
+    } else {
+        text
+    };
+    let hint = if text.contains("Dynamic agent loading is not enabled")
+        || text.contains("EnableDynamicAgentLoading")
+    {
+        " (the JVM runs with -XX:-EnableDynamicAgentLoading: start it with `sprig run ...` instead)"
+    } else if text.contains("cannot open shared object") {
+        " (the library must exist and be readable by the JVM's user, inside its file system)"
+    } else {
+        ""
+    };
+    format!("{text}{hint}")
+}
+
+/// Finds the agent library installed with the running `sprig` binary.
+pub fn agent_library_path() -> Result<PathBuf, AttachError> {
+    let exe = std::env::current_exe().map_err(|source| AttachError::Io {
+        context: "cannot find the sprig binary's own path".to_owned(),
+        source,
+    })?;
+    let dir = exe.parent().unwrap_or(Path::new("/"));
+    agent_library_near(dir)
+}
+
+/// The agent library in `bin_dir` or in `bin_dir/../lib/sprig/`, as an
+/// absolute canonical path.
+pub fn agent_library_near(bin_dir: &Path) -> Result<PathBuf, AttachError> {
+    let looked = vec![
+        bin_dir.join(AGENT_LIBRARY),
+        bin_dir.join("../lib/sprig").join(AGENT_LIBRARY),
+    ];
+    for candidate in &looked {
+        if fs::metadata(candidate).is_ok_and(|m| m.is_file()) {
+            return fs::canonicalize(candidate).map_err(|source| AttachError::Io {
+                context: format!("cannot resolve {}", candidate.display()),
+                source,
+            });
+        }
+    }
+    Err(AttachError::AgentNotFound { looked })
+}
+
+/// Loads the JVMTI agent library `agent_path` (absolute) into `jvm`, passing
+/// `options` to its `Agent_OnAttach`. `timeout` bounds the whole exchange,
+/// including the agent's `Agent_OnAttach`.
+pub fn load_agent(
+    jvm: &JvmProcess,
+    agent_path: &Path,
+    options: &str,
+    timeout: Duration,
+) -> Result<(), AttachError> {
+    let deadline = Instant::now() + timeout;
+    let path = validate(agent_path, options)?;
+    let pid = jvm.pid;
+
+    // Confirm again, right before any signal, that this PID is still the
+    // HotSpot JVM the caller inspected (PIDs get reused).
+    let now = jvm::inspect(pid)?;
+    if now.start_time != jvm.start_time {
+        return Err(JvmError::Exited { pid }.into());
+    }
+    if now.attach_disabled {
+        return Err(AttachError::AttachDisabled { pid });
+    }
+    check_readable_by_target(jvm, agent_path)?;
+
+    let creds = TargetCredentials::of(jvm);
+    let socket = jvm.root.join(format!("tmp/.java_pid{}", jvm.ns_pid));
+    let mut stream = match connect_existing(&socket, &creds) {
+        Some(stream) => stream,
+        None => start_attach_listener(jvm, &socket, &creds, deadline)?,
+    };
+
+    let mut request = Vec::with_capacity(path.len() + options.len() + 16);
+    for arg in ["1", "load", path.as_str(), "true", options] {
+        request.extend_from_slice(arg.as_bytes());
+        request.push(0);
+    }
+    let reply = exchange(&mut stream, &request, deadline, timeout, pid)?;
+    parse_load_reply(&reply).map_err(|failure| match failure {
+        ReplyError::Failed { code, message } => AttachError::AgentLoadFailed { pid, code, message },
+        ReplyError::Malformed(detail) => AttachError::Protocol { pid, detail },
+    })
+}
+
+/// Checks what HotSpot would reject or misread, and returns the path as text.
+fn validate(agent_path: &Path, options: &str) -> Result<String, AttachError> {
+    let invalid = |what, why: &str| AttachError::InvalidArgument {
+        what,
+        why: why.to_owned(),
+    };
+    if !agent_path.is_absolute() {
+        return Err(invalid(
+            "agent path",
+            &format!("{} is not absolute", agent_path.display()),
+        ));
+    }
+    let Some(path) = agent_path.to_str() else {
+        return Err(invalid("agent path", "it is not valid UTF-8"));
+    };
+    if path.contains('\0') {
+        return Err(invalid("agent path", "it contains a NUL byte"));
+    }
+    if options.contains('\0') {
+        return Err(invalid("agent options", "they contain a NUL byte"));
+    }
+    for (what, text) in [("agent path", path), ("agent options", options)] {
+        if text.len() > MAX_ARG_LEN {
+            return Err(invalid(
+                what,
+                &format!(
+                    "{} bytes, HotSpot accepts at most {MAX_ARG_LEN}",
+                    text.len()
+                ),
+            ));
+        }
+    }
+    Ok(path.to_owned())
+}
+
+/// When the JVM shares sprig's file system and runs as another user, the
+/// library must be readable by that user, or the JVM's error is obscure.
+fn check_readable_by_target(jvm: &JvmProcess, agent_path: &Path) -> Result<(), AttachError> {
+    let same_root = match (fs::metadata(&jvm.root), fs::metadata("/")) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    let Ok(meta) = fs::metadata(agent_path) else {
+        // Missing here: the JVM reports it in its own words.
+        return Ok(());
+    };
+    if !same_root || jvm.uid == 0 {
+        return Ok(());
+    }
+    let readable = if meta.uid() == jvm.uid {
+        meta.mode() & 0o400 != 0
+    } else if meta.gid() == jvm.gid {
+        meta.mode() & 0o040 != 0
+    } else {
+        meta.mode() & 0o004 != 0
+    };
+    if readable {
+        Ok(())
+    } else {
+        Err(AttachError::InvalidArgument {
+            what: "agent path",
+            why: format!(
+                "{} is not readable by user {}, which runs JVM {}",
+                agent_path.display(),
+                jvm.user,
+                jvm.pid
+            ),
+        })
+    }
+}
+
+/// The JVM's effective ids, when sprig (as root) should take them on.
+struct TargetCredentials(Option<(u32, u32)>);
+
+impl TargetCredentials {
+    fn of(jvm: &JvmProcess) -> TargetCredentials {
+        let (euid, _) = sys::effective_ids();
+        TargetCredentials((euid == 0 && jvm.uid != 0).then_some((jvm.uid, jvm.gid)))
+    }
+
+    /// Runs `f` with the calling thread switched to the JVM's effective ids.
+    /// If switching is not permitted, `f` runs as is: HotSpot 9+ accepts
+    /// root peers anyway.
+    fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self
+            .0
+            .and_then(|(uid, gid)| sys::ThreadCredentials::switch_to(uid, gid).ok());
+        f()
+    }
+}
+
+fn is_socket(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+fn connect_existing(socket: &Path, creds: &TargetCredentials) -> Option<UnixStream> {
+    if !is_socket(socket) {
+        return None;
+    }
+    // A socket left by a JVM that died (and whose PID was reused) refuses
+    // connections: then start the listener as if there were none.
+    creds.run(|| UnixStream::connect(socket)).ok()
+}
+
+/// The trigger file `.attach_pid<nspid>`; removed on drop if sprig made it.
+struct TriggerFile {
+    path: Option<PathBuf>,
+}
+
+impl TriggerFile {
+    fn create(jvm: &JvmProcess, creds: &TargetCredentials) -> Result<TriggerFile, AttachError> {
+        let name = format!(".attach_pid{}", jvm.ns_pid);
+        // /proc/PID/cwd reaches the JVM's working directory even inside a
+        // container; HotSpot looks there first, then in its /tmp.
+        let places = [
+            PathBuf::from(format!("/proc/{}/cwd", jvm.pid)).join(&name),
+            jvm.root.join("tmp").join(&name),
+        ];
+        let mut errors = Vec::new();
+        for path in places {
+            let created = creds.run(|| {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+            });
+            match created {
+                Ok(_) => return Ok(TriggerFile { path: Some(path) }),
+                // Another attacher's trigger works for us too; it is theirs
+                // to remove.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Ok(TriggerFile { path: None });
+                }
+                Err(e) => errors.push(format!("{}: {e}", path.display())),
+            }
+        }
+        Err(AttachError::Io {
+            context: format!(
+                "cannot create the attach trigger file for JVM {} ({})",
+                jvm.pid,
+                errors.join("; ")
+            ),
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        })
+    }
+}
+
+impl Drop for TriggerFile {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Makes the JVM open its attach socket and connects to it.
+fn start_attach_listener(
+    jvm: &JvmProcess,
+    socket: &Path,
+    creds: &TargetCredentials,
+    deadline: Instant,
+) -> Result<UnixStream, AttachError> {
+    let started = Instant::now();
+    let trigger = TriggerFile::create(jvm, creds)?;
+    sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
+        context: format!("cannot signal JVM {}", jvm.pid),
+        source,
+    })?;
+    let mut pause = FIRST_POLL;
+    let stream = loop {
+        if is_socket(socket)
+            && let Ok(stream) = creds.run(|| UnixStream::connect(socket))
+        {
+            break stream;
+        }
+        if !sys::process_exists(jvm.pid) {
+            return Err(JvmError::Exited { pid: jvm.pid }.into());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(AttachError::Timeout {
+                pid: jvm.pid,
+                stage: SOCKET_STAGE,
+                waited: now - started,
+            });
+        }
+        thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(MAX_POLL);
+    };
+    drop(trigger);
+    Ok(stream)
+}
+
+/// Sends the request and reads the reply until the JVM closes the stream.
+fn exchange(
+    stream: &mut UnixStream,
+    request: &[u8],
+    deadline: Instant,
+    timeout: Duration,
+    pid: u32,
+) -> Result<String, AttachError> {
+    let timed_out = || AttachError::Timeout {
+        pid,
+        stage: REPLY_STAGE,
+        waited: timeout,
+    };
+    let io_err = |context: &str, source: io::Error| {
+        if matches!(
+            source.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            timed_out()
+        } else {
+            AttachError::Io {
+                context: format!("{context} JVM {pid}'s attach socket"),
+                source,
+            }
+        }
+    };
+    let remaining = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    };
+    stream
+        .set_write_timeout(Some(remaining().ok_or_else(timed_out)?))
+        .map_err(|e| io_err("cannot configure", e))?;
+    stream
+        .write_all(request)
+        .map_err(|e| io_err("cannot write to", e))?;
+
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        stream
+            .set_read_timeout(Some(remaining().ok_or_else(timed_out)?))
+            .map_err(|e| io_err("cannot configure", e))?;
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                reply.extend_from_slice(&buf[..n]);
+                if reply.len() as u64 > MAX_REPLY_LEN {
+                    return Err(AttachError::Protocol {
+                        pid,
+                        detail: format!("reply longer than {MAX_REPLY_LEN} bytes"),
+                    });
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("cannot read from", e)),
+        }
+    }
+    Ok(String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// A load reply that does not say success.
+#[derive(Debug, PartialEq, Eq)]
+enum ReplyError {
+    Failed { code: Option<i32>, message: String },
+    Malformed(String),
+}
+
+const RETURN_CODE: &str = "return code: ";
+
+/// Decodes the reply to `load`: `<status>\n` then, when the agent ran,
+/// `return code: <N>\n`, else the JVM's error text (status -1 before JDK 21,
+/// status 0 with the text from JDK 21 on).
+fn parse_load_reply(reply: &str) -> Result<(), ReplyError> {
+    if reply.is_empty() {
+        return Err(ReplyError::Malformed(
+            "the JVM closed the connection without a reply (does sprig run with the JVM's user and group?)"
+                .to_owned(),
+        ));
+    }
+    let (first, rest) = reply.split_once('\n').unwrap_or((reply, ""));
+    let status: i32 = first.trim().parse().map_err(|_| {
+        ReplyError::Malformed(format!("unexpected reply {:?}", truncate(reply, 80)))
+    })?;
+    if status != 0 {
+        return Err(ReplyError::Failed {
+            code: Some(status),
+            message: rest.trim().to_owned(),
+        });
+    }
+    let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+    match line.trim().strip_prefix(RETURN_CODE.trim_end()) {
+        Some(code) => match code.trim().parse::<i32>() {
+            Ok(0) => Ok(()),
+            Ok(code) => Err(ReplyError::Failed {
+                code: Some(code),
+                message: match after.trim() {
+                    "" => "the agent's Agent_OnAttach failed".to_owned(),
+                    text => text.to_owned(),
+                },
+            }),
+            Err(_) => Err(ReplyError::Malformed(format!(
+                "unexpected return code line {:?}",
+                truncate(line, 80)
+            ))),
+        },
+        None if rest.trim().is_empty() => Err(ReplyError::Malformed(
+            "the JVM answered status 0 without a return code".to_owned(),
+        )),
+        None => Err(ReplyError::Failed {
+            code: None,
+            message: rest.trim().to_owned(),
+        }),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(code: Option<i32>, message: &str) -> Result<(), ReplyError> {
+        Err(ReplyError::Failed {
+            code,
+            message: message.to_owned(),
+        })
+    }
+
+    #[test]
+    fn success_on_every_jdk() {
+        assert_eq!(parse_load_reply("0\nreturn code: 0\n"), Ok(()));
+        assert_eq!(parse_load_reply("0\r\nreturn code: 0"), Ok(()));
+    }
+
+    #[test]
+    fn agent_on_attach_failure_keeps_its_code() {
+        assert_eq!(
+            parse_load_reply("0\nreturn code: 100\n"),
+            failed(Some(100), "the agent's Agent_OnAttach failed")
+        );
+        assert_eq!(
+            parse_load_reply("0\nreturn code: -1\nbad options\n"),
+            failed(Some(-1), "bad options")
+        );
+    }
+
+    #[test]
+    fn load_failure_before_jdk_21_has_nonzero_status() {
+        assert_eq!(
+            parse_load_reply(
+                "-1\n/x/lib.so was not loaded.\n/x/lib.so: cannot open shared object file\n"
+            ),
+            failed(
+                Some(-1),
+                "/x/lib.so was not loaded.\n/x/lib.so: cannot open shared object file"
+            )
+        );
+    }
+
+    #[test]
+    fn load_failure_from_jdk_21_has_status_zero_and_text() {
+        assert_eq!(
+            parse_load_reply(
+                "0\nDynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading to launch target VM.\n"
+            ),
+            failed(
+                None,
+                "Dynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading to launch target VM."
+            )
+        );
+    }
+
+    #[test]
+    fn malformed_replies() {
+        assert!(matches!(
+            parse_load_reply(""),
+            Err(ReplyError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_load_reply("0\n"),
+            Err(ReplyError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_load_reply("hello\n"),
+            Err(ReplyError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_load_reply("0\nreturn code: x\n"),
+            Err(ReplyError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn failure_messages_are_one_line_with_hints() {
+        let e = AttachError::AgentLoadFailed {
+            pid: 7,
+            code: None,
+            message: "Dynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading to launch target VM.\n".into(),
+        };
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("sprig run"), "{text}");
+        let e = AttachError::AgentLoadFailed {
+            pid: 7,
+            code: Some(-1),
+            message: "/a.so was not loaded.\n/a.so: cannot open shared object file: No such file or directory".into(),
+        };
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("return code -1"), "{text}");
+        assert!(text.contains("readable by the JVM's user"), "{text}");
+    }
+
+    #[test]
+    fn validation_rejects_what_hotspot_cannot_take() {
+        assert!(matches!(
+            validate(Path::new("lib.so"), ""),
+            Err(AttachError::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            validate(Path::new("/lib.so"), "a\0b"),
+            Err(AttachError::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            validate(Path::new("/lib.so"), &"x".repeat(MAX_ARG_LEN + 1)),
+            Err(AttachError::InvalidArgument { .. })
+        ));
+        assert_eq!(validate(Path::new("/lib.so"), "a=b").unwrap(), "/lib.so");
+    }
+
+    #[test]
+    fn agent_library_lookup() {
+        let dir = std::env::temp_dir().join(format!("sprig-agent-lookup-{}", std::process::id()));
+        let bin = dir.join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        let err = agent_library_near(&bin).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("cargo build -p sprig-agent"), "{text}");
+        assert!(
+            text.contains(&bin.join(AGENT_LIBRARY).display().to_string()),
+            "{text}"
+        );
+
+        fs::create_dir_all(dir.join("lib/sprig")).unwrap();
+        fs::write(dir.join("lib/sprig").join(AGENT_LIBRARY), b"").unwrap();
+        let found = agent_library_near(&bin).unwrap();
+        assert!(found.is_absolute());
+        assert_eq!(
+            found,
+            fs::canonicalize(dir.join("lib/sprig").join(AGENT_LIBRARY)).unwrap()
+        );
+
+        fs::write(bin.join(AGENT_LIBRARY), b"").unwrap();
+        assert_eq!(
+            agent_library_near(&bin).unwrap(),
+            fs::canonicalize(bin.join(AGENT_LIBRARY)).unwrap()
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

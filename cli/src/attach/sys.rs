@@ -1,0 +1,116 @@
+//! The attach path's only FFI: signals, effective ids, and a per-thread
+//! switch of the effective uid/gid. Every other module stays safe Rust.
+
+use std::io;
+
+/// Sends SIGQUIT to `pid`. Callers must have confirmed that `pid` is a
+/// HotSpot JVM first: SIGQUIT terminates most other processes.
+pub fn send_sigquit(pid: u32) -> io::Result<()> {
+    let pid = to_pid(pid)?;
+    // SAFETY: kill(2) takes two integers and touches no memory of ours.
+    let rc = unsafe { libc::kill(pid, libc::SIGQUIT) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether a process `pid` exists (a zombie counts as existing). Sends no
+/// signal: kill(2) with signal 0 only checks.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = to_pid(pid) else {
+        return false;
+    };
+    // SAFETY: kill(2) with signal 0 delivers nothing and touches no memory.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn to_pid(pid: u32) -> io::Result<libc::pid_t> {
+    match libc::pid_t::try_from(pid) {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(io::Error::from_raw_os_error(libc::ESRCH)),
+    }
+}
+
+/// The effective uid and gid of the calling thread.
+pub fn effective_ids() -> (u32, u32) {
+    // SAFETY: geteuid/getegid cannot fail and touch no memory of ours.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Restores the calling thread's effective uid/gid when dropped.
+///
+/// Linux keeps credentials per thread; the glibc wrappers (`seteuid`, ...)
+/// broadcast a change to every thread of the process, the raw system calls do
+/// not. Switching with the raw calls therefore affects only the thread that
+/// connects to the JVM, and the other threads of the CLI keep running as root.
+/// The real and saved uid stay 0, so switching back is always permitted and
+/// the permitted capabilities are kept.
+#[derive(Debug)]
+pub struct ThreadCredentials {
+    euid: u32,
+    egid: u32,
+}
+
+impl ThreadCredentials {
+    /// Switches the calling thread's effective gid, then uid, to the given
+    /// ids. Fails (and changes nothing) when the process may not do so.
+    pub fn switch_to(uid: u32, gid: u32) -> io::Result<ThreadCredentials> {
+        let (euid, egid) = effective_ids();
+        set_thread_egid(gid)?;
+        if let Err(e) = set_thread_euid(uid) {
+            // Undo the half switch; the gid change was permitted so is its undo.
+            let _ = set_thread_egid(egid);
+            return Err(e);
+        }
+        Ok(ThreadCredentials { euid, egid })
+    }
+}
+
+impl Drop for ThreadCredentials {
+    fn drop(&mut self) {
+        // The uid first: only uid 0 may set an arbitrary gid afterwards.
+        let _ = set_thread_euid(self.euid);
+        let _ = set_thread_egid(self.egid);
+    }
+}
+
+const UNCHANGED: libc::c_long = -1;
+
+fn set_thread_euid(uid: u32) -> io::Result<()> {
+    // SAFETY: setresuid(2) takes three integers (-1 = unchanged) and touches
+    // no memory; the raw syscall changes only the calling thread.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_setresuid,
+            UNCHANGED,
+            libc::c_long::from(uid),
+            UNCHANGED,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn set_thread_egid(gid: u32) -> io::Result<()> {
+    // SAFETY: setresgid(2) takes three integers (-1 = unchanged) and touches
+    // no memory; the raw syscall changes only the calling thread.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_setresgid,
+            UNCHANGED,
+            libc::c_long::from(gid),
+            UNCHANGED,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

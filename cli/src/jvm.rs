@@ -1,0 +1,591 @@
+//! JVM discovery: which processes are HotSpot JVMs sprig may attach to, and
+//! what they run. Everything here reads `/proc` and the JVM's PerfData file;
+//! nothing sends a signal, so inspecting any PID is harmless.
+
+mod perfdata;
+
+pub use perfdata::{PerfDataError, PerfStrings};
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// A HotSpot JVM that `inspect` confirmed without signalling it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JvmProcess {
+    /// PID in sprig's PID namespace.
+    pub pid: u32,
+    /// Effective uid of the JVM (HotSpot checks it against the attacher's).
+    pub uid: u32,
+    /// Effective gid of the JVM.
+    pub gid: u32,
+    /// Name of `uid` (from /etc/passwd), or the number when it has none.
+    pub user: String,
+    /// Main class, jar or module/class, like `jps -l`; `?` when unknown.
+    pub main: String,
+    /// `java.version` of the JVM, e.g. `17.0.15`.
+    pub java_version: Option<String>,
+    /// `java.home` of the JVM, as a path inside the JVM's own root.
+    pub java_home: Option<PathBuf>,
+    /// `java.vm.name`, e.g. `OpenJDK 64-Bit Server VM`.
+    pub vm_name: Option<String>,
+    /// PID inside the JVM's own PID namespace (last NSpid entry).
+    pub ns_pid: u32,
+    /// `/proc/PID/root`: the JVM's file system root (containers).
+    pub root: PathBuf,
+    /// Working directory of the JVM as sprig sees it (best effort).
+    pub cwd: PathBuf,
+    /// Start time in clock ticks since boot: tells a reused PID apart.
+    pub start_time: u64,
+    /// The JVM runs with `-XX:+DisableAttachMechanism` (as far as its
+    /// arguments show): it will never open an attach socket.
+    pub attach_disabled: bool,
+}
+
+/// Why a PID is not a JVM sprig can attach to. One line each.
+#[derive(Debug, thiserror::Error)]
+pub enum JvmError {
+    #[error("no process with PID {pid}")]
+    NoSuchProcess { pid: u32 },
+    #[error("PID {pid} is a thread of process {tgid}: use PID {tgid}")]
+    Thread { pid: u32, tgid: u32 },
+    #[error("PID {pid} is `{comm}` ({cmdline}), not a HotSpot JVM: sprig sends it no signal")]
+    NotAJvm {
+        pid: u32,
+        comm: String,
+        cmdline: String,
+    },
+    #[error(
+        "PID {pid} belongs to user {owner}; sprig runs as {me}: run sprig as {owner} or as root"
+    )]
+    PermissionDenied { pid: u32, owner: String, me: String },
+    #[error("PID {pid} is a {vm} JVM, not HotSpot: sprig can attach only to HotSpot JVMs")]
+    NotHotSpot { pid: u32, vm: String },
+    #[error("PID {pid} exited while sprig was looking at it")]
+    Exited { pid: u32 },
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Confirms that `pid` is a HotSpot JVM the caller may attach to, without
+/// signalling it, and describes it.
+pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
+    if pid == 0 {
+        return Err(JvmError::NoSuchProcess { pid });
+    }
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let status_text = match fs::read_to_string(proc_dir.join("status")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(JvmError::NoSuchProcess { pid });
+        }
+        Err(e) => return Err(read_error(pid, &proc_dir.join("status"), e)),
+    };
+    let status = ProcStatus::parse(&status_text).ok_or_else(|| JvmError::Io {
+        path: proc_dir.join("status"),
+        source: io::Error::new(io::ErrorKind::InvalidData, "unexpected format"),
+    })?;
+    if status.tgid != pid {
+        return Err(JvmError::Thread {
+            pid,
+            tgid: status.tgid,
+        });
+    }
+    if status.state == 'Z' || status.state == 'X' {
+        return Err(JvmError::Exited { pid });
+    }
+
+    let (my_uid, _) = crate::attach::sys::effective_ids();
+    if my_uid != 0 && my_uid != status.uid {
+        return Err(JvmError::PermissionDenied {
+            pid,
+            owner: user_name(status.uid),
+            me: user_name(my_uid),
+        });
+    }
+
+    let maps_path = proc_dir.join("maps");
+    let maps = fs::read_to_string(&maps_path).map_err(|e| read_error(pid, &maps_path, e))?;
+    let libjvm = match vm_library(&maps) {
+        VmLibrary::HotSpot(path) => path,
+        VmLibrary::OpenJ9 => {
+            return Err(JvmError::NotHotSpot {
+                pid,
+                vm: "OpenJ9".to_owned(),
+            });
+        }
+        VmLibrary::None => {
+            return Err(JvmError::NotAJvm {
+                pid,
+                comm: status.name.clone(),
+                cmdline: short_cmdline(&read_cmdline(&proc_dir)),
+            });
+        }
+    };
+
+    let root = proc_dir.join("root");
+    let perf = read_perfdata(&root, status.ns_pid, status.uid);
+    let perf_str = |key: &str| {
+        perf.as_ref()
+            .and_then(|p| p.get(key))
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    if let Some(vm) = perf_str("java.property.java.vm.name")
+        && (vm.contains("OpenJ9") || vm.contains("J9"))
+    {
+        return Err(JvmError::NotHotSpot { pid, vm });
+    }
+
+    let cmdline = read_cmdline(&proc_dir);
+    let java_home = perf_str("java.property.java.home")
+        .map(PathBuf::from)
+        .or_else(|| java_home_of(&libjvm));
+    let java_version = perf_str("java.property.java.version").or_else(|| {
+        java_home
+            .as_deref()
+            .and_then(|home| release_version(&root, home))
+    });
+    let main = perf_str("sun.rt.javaCommand")
+        .and_then(|c| c.split_whitespace().next().map(str::to_owned))
+        .or_else(|| main_from_cmdline(&cmdline))
+        .unwrap_or_else(|| "?".to_owned());
+    let attach_disabled = match &perf {
+        Some(p) => {
+            let args = [p.get("java.rt.vmFlags"), p.get("java.rt.vmArgs")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            attach_disabled_in(args.split_whitespace())
+        }
+        None => {
+            // No PerfData (-XX:-UsePerfData): the launcher options and the
+            // environment variables the JVM reads options from.
+            let env = read_environ(&proc_dir);
+            let mut args: Vec<String> = Vec::new();
+            for var in ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"] {
+                if let Some(v) = env.iter().find_map(|(k, v)| (k == var).then_some(v)) {
+                    args.extend(v.split_whitespace().map(str::to_owned));
+                }
+            }
+            args.extend(cmdline.iter().skip(1).cloned());
+            if let Some(v) = env
+                .iter()
+                .find_map(|(k, v)| (k == "_JAVA_OPTIONS").then_some(v))
+            {
+                args.extend(v.split_whitespace().map(str::to_owned));
+            }
+            attach_disabled_in(args.iter().map(String::as_str))
+        }
+    };
+    let start_time = read_start_time(&proc_dir).ok_or(JvmError::Exited { pid })?;
+    let cwd = fs::read_link(proc_dir.join("cwd")).unwrap_or_default();
+
+    // The process may have exited (and its PID been reused) while we read.
+    if !proc_dir.join("status").exists() || read_start_time(&proc_dir) != Some(start_time) {
+        return Err(JvmError::Exited { pid });
+    }
+    Ok(JvmProcess {
+        pid,
+        uid: status.uid,
+        gid: status.gid,
+        user: user_name(status.uid),
+        main,
+        java_version,
+        java_home,
+        vm_name: perf_str("java.property.java.vm.name"),
+        ns_pid: status.ns_pid,
+        root,
+        cwd,
+        start_time,
+        attach_disabled,
+    })
+}
+
+/// Every HotSpot JVM the caller may attach to (all of them for root, the
+/// caller's own otherwise), sorted by PID. sprig's own process is skipped.
+pub fn list_jvms() -> Vec<JvmProcess> {
+    let me = std::process::id();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&p| p != me)
+        .collect();
+    pids.sort_unstable();
+    pids.into_iter().filter_map(|p| inspect(p).ok()).collect()
+}
+
+/// The user name of `uid` from /etc/passwd, or the number.
+pub fn user_name(uid: u32) -> String {
+    fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|line| {
+                let mut f = line.split(':');
+                let name = f.next()?;
+                let id: u32 = f.nth(1)?.parse().ok()?;
+                (id == uid).then(|| name.to_owned())
+            })
+        })
+        .unwrap_or_else(|| uid.to_string())
+}
+
+fn read_error(pid: u32, path: &Path, e: io::Error) -> JvmError {
+    match e.kind() {
+        io::ErrorKind::NotFound => JvmError::Exited { pid },
+        io::ErrorKind::PermissionDenied => {
+            let owner = fs::metadata(format!("/proc/{pid}"))
+                .map(|m| user_name(m.uid()))
+                .unwrap_or_else(|_| "?".to_owned());
+            JvmError::PermissionDenied {
+                pid,
+                owner,
+                me: user_name(crate::attach::sys::effective_ids().0),
+            }
+        }
+        _ if e.raw_os_error() == Some(libc::ESRCH) => JvmError::Exited { pid },
+        _ => JvmError::Io {
+            path: path.to_owned(),
+            source: e,
+        },
+    }
+}
+
+/// The fields of /proc/PID/status sprig needs.
+#[derive(Debug, PartialEq, Eq)]
+struct ProcStatus {
+    name: String,
+    state: char,
+    tgid: u32,
+    /// Effective uid.
+    uid: u32,
+    /// Effective gid.
+    gid: u32,
+    ns_pid: u32,
+}
+
+impl ProcStatus {
+    fn parse(text: &str) -> Option<ProcStatus> {
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let nth = |key: &str, n: usize| -> Option<u32> {
+            field(key)?.split_whitespace().nth(n)?.parse().ok()
+        };
+        let pid = nth("Pid", 0)?;
+        Some(ProcStatus {
+            name: field("Name")?.to_owned(),
+            state: field("State")?.chars().next()?,
+            tgid: nth("Tgid", 0)?,
+            uid: nth("Uid", 1)?,
+            gid: nth("Gid", 1)?,
+            // Kernels before 4.1 have no NSpid: no namespaces to care about.
+            ns_pid: field("NSpid")
+                .and_then(|v| v.split_whitespace().last()?.parse().ok())
+                .unwrap_or(pid),
+        })
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum VmLibrary {
+    HotSpot(PathBuf),
+    OpenJ9,
+    None,
+}
+
+/// Which JVM library /proc/PID/maps shows. OpenJ9 ships a `libjvm.so` shim
+/// too, so its own `libj9vm` decides first.
+fn vm_library(maps: &str) -> VmLibrary {
+    let mut hotspot = None;
+    for line in maps.lines() {
+        // address perms offset dev inode path
+        let Some(path) = line.split_whitespace().nth(5) else {
+            continue;
+        };
+        let file = path.rsplit('/').next().unwrap_or(path);
+        if file.starts_with("libj9vm") {
+            return VmLibrary::OpenJ9;
+        }
+        if file == "libjvm.so" && hotspot.is_none() {
+            hotspot = Some(PathBuf::from(path));
+        }
+    }
+    hotspot.map_or(VmLibrary::None, VmLibrary::HotSpot)
+}
+
+/// `.../lib/server/libjvm.so` (and JDK 8's `.../jre/lib/amd64/server/`) →
+/// the directory holding `lib`.
+fn java_home_of(libjvm: &Path) -> Option<PathBuf> {
+    libjvm
+        .ancestors()
+        .find(|a| a.file_name() == Some(OsStr::new("lib")))
+        .and_then(Path::parent)
+        .map(Path::to_owned)
+}
+
+/// `JAVA_VERSION` from `<java.home>/release`, read through the JVM's root.
+fn release_version(root: &Path, home: &Path) -> Option<String> {
+    let path = root
+        .join(home.strip_prefix("/").unwrap_or(home))
+        .join("release");
+    let text = fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix("JAVA_VERSION=")?.trim().trim_matches('"');
+        (!v.is_empty()).then(|| v.to_owned())
+    })
+}
+
+/// The PerfData strings of the JVM whose namespace PID is `ns_pid`: the file
+/// `/tmp/hsperfdata_<user>/<ns_pid>` inside its root, owned by `uid`.
+fn read_perfdata(root: &Path, ns_pid: u32, uid: u32) -> Option<PerfStrings> {
+    let tmp = root.join("tmp");
+    let name = ns_pid.to_string();
+    fs::read_dir(&tmp).ok()?.find_map(|entry| {
+        let entry = entry.ok()?;
+        if !entry.file_name().to_str()?.starts_with("hsperfdata_") {
+            return None;
+        }
+        let path = entry.path().join(&name);
+        let meta = fs::symlink_metadata(&path).ok()?;
+        if !meta.is_file() || meta.uid() != uid {
+            return None;
+        }
+        PerfStrings::parse(&fs::read(&path).ok()?).ok()
+    })
+}
+
+fn read_cmdline(proc_dir: &Path) -> Vec<String> {
+    fs::read(proc_dir.join("cmdline"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_environ(proc_dir: &Path) -> Vec<(String, String)> {
+    fs::read(proc_dir.join("environ"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter_map(|kv| {
+                    let kv = String::from_utf8_lossy(kv);
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_owned(), v.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Field 22 of /proc/PID/stat (start time in clock ticks).
+fn read_start_time(proc_dir: &Path) -> Option<u64> {
+    let stat = fs::read_to_string(proc_dir.join("stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The command line shortened for a one-line message.
+fn short_cmdline(args: &[String]) -> String {
+    const MAX: usize = 60;
+    let full = args.join(" ");
+    if full.is_empty() {
+        return "no command line".to_owned();
+    }
+    if full.chars().count() <= MAX {
+        return full;
+    }
+    let cut: String = full.chars().take(MAX).collect();
+    format!("{cut}…")
+}
+
+/// The launcher options whose value is the next argument.
+const OPTIONS_WITH_VALUE: &[&str] = &[
+    "-cp",
+    "-classpath",
+    "--class-path",
+    "-p",
+    "--module-path",
+    "--upgrade-module-path",
+    "--add-modules",
+    "--limit-modules",
+    "--add-reads",
+    "--add-exports",
+    "--add-opens",
+    "--patch-module",
+    "--enable-native-access",
+    "--source",
+];
+
+/// The main class, jar or module of a `java` command line, like `jps -l`.
+fn main_from_cmdline(args: &[String]) -> Option<String> {
+    let mut it = args.iter().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "-jar" | "-m" | "--module" => return it.next().cloned(),
+            a if a.starts_with("--module=") => return Some(a["--module=".len()..].to_owned()),
+            a if OPTIONS_WITH_VALUE.contains(&a) => {
+                it.next();
+            }
+            a if a.starts_with('-') || a.starts_with('@') => {}
+            a => return Some(a.to_owned()),
+        }
+    }
+    None
+}
+
+/// Whether the JVM options disable the attach mechanism; the last setting
+/// wins, as in HotSpot.
+fn attach_disabled_in<'a>(args: impl Iterator<Item = &'a str>) -> bool {
+    let mut disabled = false;
+    for arg in args {
+        match arg {
+            "-XX:+DisableAttachMechanism" => disabled = true,
+            "-XX:-DisableAttachMechanism" => disabled = false,
+            a => {
+                if let Some(v) = a.strip_prefix("-XX:DisableAttachMechanism=") {
+                    disabled = matches!(v, "true" | "1");
+                }
+            }
+        }
+    }
+    disabled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_status_with_nested_pid_namespace() {
+        let text = "Name:\tjava\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\n\
+                    Pid:\t4242\nPPid:\t1\nUid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\n\
+                    NSpid:\t4242\t7\n";
+        let s = ProcStatus::parse(text).unwrap();
+        assert_eq!(
+            s,
+            ProcStatus {
+                name: "java".into(),
+                state: 'S',
+                tgid: 4242,
+                uid: 1001,
+                gid: 51,
+                ns_pid: 7
+            }
+        );
+        let old = text.replace("NSpid:\t4242\t7\n", "");
+        assert_eq!(ProcStatus::parse(&old).unwrap().ns_pid, 4242);
+        assert_eq!(ProcStatus::parse("garbage"), None);
+    }
+
+    #[test]
+    fn finds_hotspot_and_openj9_in_maps() {
+        let hs = "7f00-7f10 r-xp 00000000 08:01 123 /usr/lib/jvm/jdk-17/lib/server/libjvm.so\n\
+                  7f10-7f20 r--p 00000000 08:01 124 /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+        assert_eq!(
+            vm_library(hs),
+            VmLibrary::HotSpot("/usr/lib/jvm/jdk-17/lib/server/libjvm.so".into())
+        );
+        let j9 = format!("{hs}7f30-7f40 r-xp 0 08:01 9 /opt/j9/lib/default/libj9vm29.so\n");
+        assert_eq!(vm_library(&j9), VmLibrary::OpenJ9);
+        assert_eq!(
+            vm_library("7f00-7f10 r-xp 0 08:01 1 /usr/bin/sleep\n7f [vdso]\n"),
+            VmLibrary::None
+        );
+        // A file merely named like the library in a path component is not it.
+        assert_eq!(
+            vm_library("7f00-7f10 r-xp 0 08:01 1 /data/libjvm.so.txt\n"),
+            VmLibrary::None
+        );
+    }
+
+    #[test]
+    fn java_home_from_library_path() {
+        assert_eq!(
+            java_home_of(Path::new("/usr/lib/jvm/jdk-17/lib/server/libjvm.so")),
+            Some(PathBuf::from("/usr/lib/jvm/jdk-17"))
+        );
+        assert_eq!(
+            java_home_of(Path::new("/opt/jdk8/jre/lib/amd64/server/libjvm.so")),
+            Some(PathBuf::from("/opt/jdk8/jre"))
+        );
+        assert_eq!(java_home_of(Path::new("libjvm.so")), None);
+    }
+
+    #[test]
+    fn main_like_jps() {
+        let m = |a: &[&str]| main_from_cmdline(&strings(a));
+        assert_eq!(
+            m(&["java", "-cp", "a:b", "-Xmx1g", "com.x.Main", "arg"]).as_deref(),
+            Some("com.x.Main")
+        );
+        assert_eq!(
+            m(&["java", "-Dx=1", "-jar", "/opt/app.jar", "x"]).as_deref(),
+            Some("/opt/app.jar")
+        );
+        assert_eq!(
+            m(&["java", "-p", "mods", "-m", "m/p.Main"]).as_deref(),
+            Some("m/p.Main")
+        );
+        assert_eq!(
+            m(&["java", "--module=m/p.Main"]).as_deref(),
+            Some("m/p.Main")
+        );
+        assert_eq!(
+            m(&["java", "@argfile", "--add-opens", "a/b=c", "Main"]).as_deref(),
+            Some("Main")
+        );
+        assert_eq!(m(&["java", "-version"]), None);
+        assert_eq!(m(&[]), None);
+    }
+
+    #[test]
+    fn disable_attach_last_setting_wins() {
+        let d = |s: &str| attach_disabled_in(s.split_whitespace());
+        assert!(d("-Xmx1g -XX:+DisableAttachMechanism"));
+        assert!(!d(
+            "-XX:+DisableAttachMechanism -XX:-DisableAttachMechanism"
+        ));
+        assert!(d("-XX:DisableAttachMechanism=true"));
+        assert!(!d(
+            "-XX:DisableAttachMechanism=false -Dx=-XX:+DisableAttachMechanismX"
+        ));
+        assert!(!d(""));
+    }
+
+    #[test]
+    fn short_cmdline_is_one_bounded_line() {
+        assert_eq!(short_cmdline(&[]), "no command line");
+        assert_eq!(short_cmdline(&strings(&["sleep", "100"])), "sleep 100");
+        let long = short_cmdline(&strings(&[&"x".repeat(200)]));
+        assert_eq!(long.chars().count(), 61);
+    }
+
+    #[test]
+    fn no_process_for_pid_zero_and_huge() {
+        assert!(matches!(
+            inspect(0),
+            Err(JvmError::NoSuchProcess { pid: 0 })
+        ));
+        assert!(matches!(
+            inspect(u32::MAX),
+            Err(JvmError::NoSuchProcess { .. })
+        ));
+    }
+}

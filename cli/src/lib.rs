@@ -1,0 +1,6 @@
+//! The `sprig` library: everything the `sprig` binary does, testable without
+//! it.
+
+pub mod attach;
+pub mod jvm;
+pub mod list;

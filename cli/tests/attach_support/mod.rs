@@ -1,0 +1,309 @@
+//! Shared harness for the attach tests: fixture compilation, JVMs that are
+//! killed on drop, waiting for their "ready" line, and leftover checks.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Bound for a JVM to print "ready".
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bound for one attach in the tests.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(20);
+
+const JDK17_DEFAULT: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+const JDK25_DEFAULT: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+/// The JDK 17 home: `SPRIG_TEST_JDK17`, or Debian's default location.
+pub fn jdk17() -> PathBuf {
+    let home = std::env::var_os("SPRIG_TEST_JDK17")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(JDK17_DEFAULT));
+    assert!(
+        home.join("bin/javac").exists(),
+        "JDK 17 not found at {} (set SPRIG_TEST_JDK17)",
+        home.display()
+    );
+    home
+}
+
+/// The JDK 25 home (`SPRIG_TEST_JDK25` or Temurin's location), if installed.
+pub fn jdk25() -> Option<PathBuf> {
+    let home = std::env::var_os("SPRIG_TEST_JDK25")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(JDK25_DEFAULT));
+    if home.join("bin/java").exists() {
+        Some(home)
+    } else {
+        eprintln!(
+            "note: no JDK 25 at {}: JDK 25 cases skipped",
+            home.display()
+        );
+        None
+    }
+}
+
+/// Compiled fixtures: `classes/` with Sleeper, and `probe-agent.jar`.
+pub struct Fixtures {
+    pub classes: PathBuf,
+    pub agent_jar: PathBuf,
+}
+
+/// Compiles the fixtures once per test binary into the target's tmp dir,
+/// world-readable so JVMs of other users can load them.
+pub fn fixtures() -> &'static Fixtures {
+    static FIXTURES: OnceLock<Fixtures> = OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        let name = exe.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-fixtures"));
+        let _ = fs::remove_dir_all(&dir);
+        let classes = dir.join("classes");
+        let agent_classes = dir.join("agent-classes");
+        fs::create_dir_all(&classes).unwrap();
+        fs::create_dir_all(&agent_classes).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
+        let jdk = jdk17();
+        run(Command::new(jdk.join("bin/javac"))
+            .args(["--release", "11", "-d"])
+            .arg(&classes)
+            .arg(src.join("Sleeper.java")));
+        run(Command::new(jdk.join("bin/javac"))
+            .args(["--release", "11", "-d"])
+            .arg(&agent_classes)
+            .arg(src.join("ProbeAgent.java")));
+        let manifest = dir.join("manifest.txt");
+        fs::write(&manifest, "Agent-Class: ProbeAgent\n").unwrap();
+        let agent_jar = dir.join("probe-agent.jar");
+        run(Command::new(jdk.join("bin/jar"))
+            .arg("cfm")
+            .arg(&agent_jar)
+            .arg(&manifest)
+            .arg("-C")
+            .arg(&agent_classes)
+            .arg("."));
+        make_world_readable(&dir);
+        Fixtures { classes, agent_jar }
+    })
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().expect("run a JDK tool");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn make_world_readable(path: &Path) {
+    let meta = fs::metadata(path).unwrap();
+    let mode = if meta.is_dir() { 0o755 } else { 0o644 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    if meta.is_dir() {
+        for e in fs::read_dir(path).unwrap() {
+            make_world_readable(&e.unwrap().path());
+        }
+    }
+}
+
+/// A fresh directory under the target's tmp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("attach-{tag}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Who runs a test JVM.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    Me,
+    Nobody,
+}
+
+/// A running fixture JVM; terminated (SIGTERM, then SIGKILL) on drop.
+pub struct Jvm {
+    child: Child,
+    pub pid: u32,
+    pub cwd: TempDir,
+    output: Arc<Mutex<String>>,
+}
+
+impl Jvm {
+    /// Starts `Sleeper` on the JDK at `home` with extra JVM `flags`, in a
+    /// fresh working directory, and waits for its "ready" line.
+    pub fn start(home: &Path, flags: &[&str], run_as: RunAs) -> Jvm {
+        let fixtures = fixtures();
+        let cwd = TempDir::new("cwd");
+        let java = home.join("bin/java");
+        let mut cmd = match run_as {
+            RunAs::Me => Command::new(&java),
+            RunAs::Nobody => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+                    .arg(&java);
+                c
+            }
+        };
+        cmd.args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .args(flags)
+            .arg("-cp")
+            .arg(&fixtures.classes)
+            .arg("Sleeper")
+            .current_dir(&cwd.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start java");
+        let pid = child.id();
+        let output = Arc::new(Mutex::new(String::new()));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let out = Arc::clone(&output);
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line == "ready" {
+                    let _ = ready_tx.send(());
+                }
+                let mut o = out.lock().unwrap();
+                o.push_str(&line);
+                o.push('\n');
+            }
+        });
+        let mut stderr = child.stderr.take().unwrap();
+        let err = Arc::clone(&output);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                err.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut jvm = Jvm {
+            child,
+            pid,
+            cwd,
+            output,
+        };
+        if ready_rx.recv_timeout(READY_TIMEOUT).is_err() {
+            let out = jvm.output();
+            jvm.terminate();
+            panic!("JVM did not print ready within {READY_TIMEOUT:?}: {out}");
+        }
+        jvm
+    }
+
+    /// Everything the JVM wrote on stdout and stderr so far.
+    pub fn output(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Waits until the JVM's output contains `text`; false after `limit`.
+    pub fn wait_for_output(&self, text: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if self.output().contains(text) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.output().contains(text)
+    }
+
+    /// Whether the JVM is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid.to_string())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} {}", self.pid);
+    }
+
+    fn terminate(&mut self) {
+        if !self.alive() {
+            return;
+        }
+        // SIGTERM lets the JVM remove its attach socket and PerfData file.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid.to_string())
+            .status();
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if !self.alive() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// Trigger files `.attach_pid*` left in `dir`.
+pub fn attach_files_in(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(".attach_pid"))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asserts sprig left no trigger file for `jvm` in its cwd or in /tmp.
+pub fn assert_no_trigger_files(jvm: &Jvm) {
+    let in_cwd = attach_files_in(&jvm.cwd.0);
+    assert!(in_cwd.is_empty(), "left in the JVM's cwd: {in_cwd:?}");
+    let in_tmp = Path::new("/tmp").join(format!(".attach_pid{}", jvm.pid));
+    assert!(!in_tmp.exists(), "left behind: {}", in_tmp.display());
+}
+
+/// A PID no process can have: above the kernel's pid_max.
+pub fn unused_pid() -> u32 {
+    let max: u32 = fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4_194_304);
+    max + 1
+}
