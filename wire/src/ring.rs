@@ -536,17 +536,23 @@ fn remap_private(base: *mut u8, len: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes one event into a slot.
+/// Writes event `ev` into slot `i` and publishes it: `committed = i + 1`
+/// with Release, so a consumer that loads the count with Acquire sees the
+/// slot's contents.
 ///
 /// # Safety
-/// `slots` must be the slot array of a segment owned by the caller and
-/// `i` below that segment's capacity.
+/// `slots` and `committed` must belong to a segment owned by the caller,
+/// inside a live mapping, and `i` must be below that segment's capacity.
 #[inline(always)]
-unsafe fn write_slot(slots: *mut Event, i: u32, ev: Event) {
+unsafe fn publish(slots: *mut Event, committed: *const AtomicU32, i: u32, ev: Event) {
     // SAFETY: guaranteed by the caller: the slot is inside the mapping and
-    // no one else writes it; the consumer reads it only after the
-    // following Release store of `committed`.
-    unsafe { slots.add(i as usize).write(ev) }
+    // no one else writes it; the consumer reads it only below a count it
+    // loaded with Acquire, and this Release store orders the slot write
+    // before the new count.
+    unsafe {
+        slots.add(i as usize).write(ev);
+        (*committed).store(i + 1, Ordering::Release);
+    }
 }
 
 /// One producer thread's handle. Not `Sync`: one per thread.
@@ -557,6 +563,8 @@ pub struct Producer {
     /// Owned segment, or `NONE`.
     seg: u32,
     slots: *mut Event,
+    /// The owned segment's `committed` count (dangling when none).
+    committed: *const AtomicU32,
     pos: u32,
     /// Capacity of the owned segment; 0 when none is owned, so the next
     /// push takes the slow path.
@@ -595,6 +603,7 @@ impl Producer {
             wait_bound,
             seg: NONE,
             slots: std::ptr::null_mut(),
+            committed: std::ptr::null(),
             pos: 0,
             cap: 0,
             hint,
@@ -615,16 +624,15 @@ impl Producer {
     pub fn push(&mut self, ev: Event) -> Result<(), Dead> {
         if self.pos < self.cap {
             // SAFETY: pos < cap means this producer owns segment `seg`,
-            // whose slot array is `slots` with `cap` slots.
-            unsafe { write_slot(self.slots, self.pos, ev) };
+            // whose slot array is `slots` with `cap` slots and whose count
+            // is `committed`, inside the mapping kept alive by `region`.
+            unsafe { publish(self.slots, self.committed, self.pos, ev) };
             self.pos += 1;
-            self.region
-                .seg(self.seg)
-                .committed
-                .store(self.pos, Ordering::Release);
             Ok(())
         } else {
-            self.push_slow(ev)
+            // Passed as two words so the hot path can keep the event in
+            // registers (a 16-byte struct argument would go through memory).
+            self.push_slow(ev.ts, pack_rest(&ev))
         }
     }
 
@@ -644,6 +652,7 @@ impl Producer {
         }
         self.seg = NONE;
         self.slots = std::ptr::null_mut();
+        self.committed = std::ptr::null();
         self.pos = 0;
         self.cap = 0;
     }
@@ -671,9 +680,11 @@ impl Producer {
                 h.state.store(OWNED, Ordering::Release);
                 self.seg = i;
                 self.slots = r.slots(i);
+                self.committed = &h.committed;
                 self.pos = 0;
                 self.cap = r.capacity;
-                self.hint = (i + 1) % n;
+                // `hint` stays: the next claim scans from the same place and
+                // reuses a recently freed, cache-warm segment.
                 return true;
             }
         }
@@ -698,7 +709,8 @@ impl Producer {
 
     #[cold]
     #[inline(never)]
-    fn push_slow(&mut self, ev: Event) -> Result<(), Dead> {
+    fn push_slow(&mut self, ts: u64, rest: u64) -> Result<(), Dead> {
+        let ev = unpack(ts, rest);
         if self.is_region_dead() {
             return self.die();
         }
@@ -744,6 +756,21 @@ impl Producer {
                 return self.die();
             }
         }
+    }
+}
+
+#[inline(always)]
+fn pack_rest(ev: &Event) -> u64 {
+    ev.id as u64 | (ev.kind as u64) << 32 | (ev.aux as u64) << 48
+}
+
+#[inline(always)]
+fn unpack(ts: u64, rest: u64) -> Event {
+    Event {
+        ts,
+        id: rest as u32,
+        kind: (rest >> 32) as u16,
+        aux: (rest >> 48) as u16,
     }
 }
 
