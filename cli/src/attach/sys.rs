@@ -114,3 +114,67 @@ fn set_thread_egid(gid: u32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (real, effective, saved, fs) uid or gid of a task, from its status.
+    fn ids(status_path: &str, key: &str) -> Vec<u32> {
+        let text = std::fs::read_to_string(status_path).unwrap();
+        let line = text.lines().find_map(|l| l.strip_prefix(key)).unwrap();
+        line.split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn credential_switch_is_per_thread_and_restored() {
+        let (euid, egid) = effective_ids();
+        let main_tid = std::fs::read_link("/proc/thread-self")
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let main_status = format!("/proc/self/task/{main_tid}/status");
+        let before = (ids(&main_status, "Uid:"), ids(&main_status, "Gid:"));
+        let status = main_status.clone();
+        std::thread::spawn(move || {
+            let main_status = status;
+            let switched = ThreadCredentials::switch_to(65534, 65534);
+            if euid != 0 {
+                // Only root may take on another user's ids.
+                assert!(switched.is_err() || euid == 65534);
+                return;
+            }
+            let guard = switched.expect("root may switch");
+            let uid = ids("/proc/thread-self/status", "Uid:");
+            let gid = ids("/proc/thread-self/status", "Gid:");
+            assert_eq!(uid, vec![0, 65534, 0, 65534]);
+            assert_eq!(gid[1], 65534);
+            assert_eq!(effective_ids(), (65534, 65534));
+            // Meanwhile the test's own thread keeps its ids.
+            assert_eq!(ids(&main_status, "Uid:")[1], euid);
+            assert_eq!(ids(&main_status, "Gid:")[1], egid);
+            drop(guard);
+            assert_eq!(effective_ids(), (euid, egid));
+            assert_eq!(ids("/proc/thread-self/status", "Uid:")[1], euid);
+        })
+        .join()
+        .unwrap();
+        // The other thread never changed.
+        assert_eq!(
+            (ids(&main_status, "Uid:"), ids(&main_status, "Gid:")),
+            before
+        );
+    }
+
+    #[test]
+    fn signal_checks_reject_impossible_pids() {
+        assert!(!process_exists(0));
+        assert!(!process_exists(u32::MAX));
+        assert!(process_exists(std::process::id()));
+        assert!(send_sigquit(0).is_err());
+    }
+}

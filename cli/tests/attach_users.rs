@@ -1,0 +1,256 @@
+//! Attach across users: root attaching to another user's JVM, a non-root
+//! sprig attaching to its own user's JVM, and a non-root sprig refused for
+//! another user's JVM. The non-root sides run this test binary again under
+//! `setpriv` (see `child_helper`). These tests need root.
+
+mod attach_support;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use attach_support::{
+    ATTACH_TIMEOUT, Jvm, RunAs, TempDir, assert_no_trigger_files, fixtures, jdk17, jdk25,
+};
+use sprig::attach::{self, AttachError};
+use sprig::jvm::{self, JvmError};
+
+const NOBODY: u32 = 65534;
+/// A uid with no account and no processes.
+const STRANGER: u32 = 4242;
+const CHILD_ENV: &str = "SPRIG_ATTACH_TEST_CHILD";
+
+fn require_root() {
+    assert_eq!(
+        std::fs::metadata("/proc/self").unwrap().uid(),
+        0,
+        "attach_users tests must run as root"
+    );
+}
+
+fn missing_library() -> PathBuf {
+    PathBuf::from(format!("{}/no-such-agent.so", env!("CARGO_TARGET_TMPDIR")))
+}
+
+/// Runs `child_helper` in this test binary as `uid` (group `uid` too) with
+/// `request`, and returns its result line.
+fn as_user(uid: u32, request: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(&exe)
+        .args([
+            "--exact",
+            "child_helper",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, request)
+        .output()
+        .expect("run the test binary under setpriv");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("CHILD-RESULT: ").map(|(_, r)| r))
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            panic!(
+                "child as uid {uid} gave no result: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// Not a test: the other-user half of the tests above, run by `as_user`.
+/// Requests: `inspect PID`, `load PID LIBRARY OPTIONS`, `list`.
+#[test]
+#[ignore = "helper run by the other tests under another uid"]
+fn child_helper() {
+    let Ok(request) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut words = request.splitn(4, ' ');
+    let result = match words.next() {
+        Some("inspect") => {
+            let pid = words.next().unwrap().parse().unwrap();
+            match jvm::inspect(pid) {
+                Ok(j) => format!("ok {}", j.main),
+                Err(e @ JvmError::PermissionDenied { .. }) => format!("permission-denied {e}"),
+                Err(e) => format!("other {e}"),
+            }
+        }
+        Some("load") => {
+            let pid = words.next().unwrap().parse().unwrap();
+            let lib = PathBuf::from(words.next().unwrap());
+            let options = words.next().unwrap_or("");
+            match jvm::inspect(pid)
+                .map_err(AttachError::from)
+                .and_then(|j| attach::load_agent(&j, &lib, options, ATTACH_TIMEOUT))
+            {
+                Ok(()) => "ok".to_owned(),
+                Err(e @ AttachError::AgentLoadFailed { .. }) => format!("load-failed {e}"),
+                Err(e) => format!("other {e}"),
+            }
+        }
+        Some("list") => {
+            let mut out = Vec::new();
+            sprig::list::run(&mut out).unwrap();
+            String::from_utf8(out).unwrap().replace('\n', "|")
+        }
+        _ => format!("other unknown request {request}"),
+    };
+    // The harness prints "test child_helper ... " on the same line first.
+    println!("\nCHILD-RESULT: {result}");
+}
+
+#[test]
+fn root_attaches_to_another_users_jvm() {
+    require_root();
+    let home = jdk17();
+    let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    assert_eq!((info.uid, info.gid), (NOBODY, NOBODY));
+    assert_eq!(info.user, "nobody");
+    assert_eq!(info.main, "Sleeper");
+
+    // The protocol gets through: the JVM answers with its own error text.
+    let err = attach::load_agent(&info, &missing_library(), "", ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, AttachError::AgentLoadFailed { code: Some(-1), .. }),
+        "{err:?}"
+    );
+    assert_no_trigger_files(&jvm);
+
+    // And a real agent loads.
+    let options = format!("{}=as-root", fixtures().agent_jar.display());
+    attach::load_agent(
+        &info,
+        &home.join("lib/libinstrument.so"),
+        &options,
+        ATTACH_TIMEOUT,
+    )
+    .unwrap();
+    assert!(
+        jvm.wait_for_output("agentmain:as-root", Duration::from_secs(10)),
+        "{}",
+        jvm.output()
+    );
+    assert!(jvm.alive());
+    assert_no_trigger_files(&jvm);
+}
+
+#[test]
+fn root_attaches_to_another_users_jdk25_jvm_from_its_cwd() {
+    require_root();
+    let Some(home) = jdk25() else { return };
+    // A working directory the JVM's user may write: the trigger file goes
+    // there (and must be gone afterwards).
+    let jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    std::os::unix::fs::chown(&jvm.cwd.0, Some(NOBODY), Some(NOBODY)).unwrap();
+    let info = jvm::inspect(jvm.pid).unwrap();
+    let options = format!("{}=jdk25", fixtures().agent_jar.display());
+    attach::load_agent(
+        &info,
+        &home.join("lib/libinstrument.so"),
+        &options,
+        ATTACH_TIMEOUT,
+    )
+    .unwrap();
+    assert!(
+        jvm.wait_for_output("agentmain:jdk25", Duration::from_secs(10)),
+        "{}",
+        jvm.output()
+    );
+    assert_no_trigger_files(&jvm);
+}
+
+#[test]
+fn an_agent_the_jvm_user_cannot_read_is_refused() {
+    require_root();
+    let jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    let dir = TempDir::new("private-agent");
+    let lib = dir.0.join("libprivate.so");
+    std::fs::write(&lib, b"not really a library").unwrap();
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let err = attach::load_agent(&info, &lib, "", ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, AttachError::InvalidArgument { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("not readable by user nobody"),
+        "{err}"
+    );
+    assert!(
+        !Path::new(&format!("/tmp/.java_pid{}", jvm.pid)).exists(),
+        "no attach happened"
+    );
+    assert_no_trigger_files(&jvm);
+}
+
+#[test]
+fn a_non_root_user_attaches_to_its_own_jvm() {
+    require_root();
+    let home = jdk17();
+    let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    let result = as_user(
+        NOBODY,
+        &format!("load {} {} x", jvm.pid, missing_library().display()),
+    );
+    assert!(result.starts_with("load-failed "), "{result}");
+    assert!(
+        result.contains("cannot open shared object file"),
+        "{result}"
+    );
+    let options = format!("{}=as-nobody", fixtures().agent_jar.display());
+    let result = as_user(
+        NOBODY,
+        &format!(
+            "load {} {} {options}",
+            jvm.pid,
+            home.join("lib/libinstrument.so").display()
+        ),
+    );
+    assert_eq!(result, "ok");
+    assert!(jvm.wait_for_output("agentmain:as-nobody", Duration::from_secs(10)));
+    assert!(jvm.alive());
+    assert_no_trigger_files(&jvm);
+}
+
+#[test]
+fn a_non_root_user_is_refused_another_users_jvm() {
+    require_root();
+    let mut jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
+    let result = as_user(STRANGER, &format!("inspect {}", jvm.pid));
+    assert_eq!(
+        result,
+        format!(
+            "permission-denied PID {} belongs to user nobody; sprig runs as {STRANGER}: run sprig as nobody or as root",
+            jvm.pid
+        )
+    );
+    let result = as_user(
+        STRANGER,
+        &format!("load {} {} x", jvm.pid, missing_library().display()),
+    );
+    assert!(result.starts_with("other PID"), "{result}");
+    assert!(result.contains("belongs to user nobody"), "{result}");
+    // The stranger sees no JVM at all, and says so.
+    let listed = as_user(STRANGER, "list");
+    assert_eq!(
+        listed,
+        format!(
+            "no running HotSpot JVMs of user {STRANGER} found (JVMs of other users need root)|"
+        )
+    );
+    assert!(!Path::new(&format!("/tmp/.java_pid{}", jvm.pid)).exists());
+    assert!(!jvm.output().contains("Full thread dump"));
+    assert!(jvm.alive());
+}
