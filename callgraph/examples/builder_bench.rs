@@ -1,0 +1,278 @@
+//! Events per second the CCT builder consumes on one core.
+//!
+//! `cargo run --release -p sprig-callgraph --example builder_bench [events] [repeats]`
+//!
+//! The stream is a simulated program, generated before timing starts:
+//! 2,000 methods with 0-16 callees each (some wider than the builder's
+//! sibling-list limit), callees picked with a skewed distribution so loops
+//! call the same method again, a call-or-return random walk whose depth
+//! averages a few levels with excursions to 60, a recursive method family
+//! that goes up to 300 levels deep, an adjust-time record now and then, and
+//! 4 threads whose events are handed over in chunks of 4,096 interleaved the
+//! way the ring consumer delivers them. Each repeat builds a fresh CCT from
+//! the whole stream (tree creation included); the median of the repeats is
+//! reported, with and without `finish()`.
+
+use sprig_callgraph::CctBuilder;
+use sprig_wire::event::{Event, EventKind};
+use std::hint::black_box;
+use std::time::Instant;
+
+const METHODS: usize = 2_000;
+const THREADS: u32 = 4;
+const CHUNK: usize = 4_096;
+const RECURSIVE: u32 = 7; // methods 0..RECURSIVE recurse into themselves
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+}
+
+/// A call site: callee, chance (per mille) it runs on an invocation, and
+/// how many times in a row it runs (a loop).
+type Site = (u32, u64, u32);
+
+/// The static program: method `m` calls methods above `m` (so the call
+/// graph is a DAG apart from the recursive methods), 15% are leaves, 10%
+/// are wide (9-16 call sites), the rest have 1-6 sites.
+fn program(rng: &mut Rng) -> Vec<Vec<Site>> {
+    (0..METHODS as u32)
+        .map(|m| {
+            let n = if rng.chance(150) {
+                0
+            } else if rng.chance(100) {
+                9 + rng.below(8)
+            } else {
+                1 + rng.below(6)
+            };
+            (0..n)
+                .map(|_| {
+                    let callee = if rng.chance(20) {
+                        rng.below(RECURSIVE as u64) as u32
+                    } else {
+                        (m + 1 + rng.below(120) as u32).min(METHODS as u32 - 1)
+                    };
+                    let chance = 100 + rng.below(700);
+                    let repeat = if rng.chance(600) {
+                        1
+                    } else if rng.chance(750) {
+                        2 + rng.below(9) as u32
+                    } else {
+                        10 + rng.below(90) as u32
+                    };
+                    (callee, chance, repeat)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+struct Frame {
+    method: u32,
+    /// The callees this invocation will call, in order.
+    plan: Vec<u32>,
+    next: usize,
+}
+
+/// Decides what one invocation of `m` at `depth` calls: each site runs
+/// with its chance, scaled down below depth 12 and zero from depth 60; a
+/// recursive method first calls itself `rec` more levels down.
+fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &mut Vec<u32>) -> Vec<u32> {
+    let mut p = Vec::new();
+    if m < RECURSIVE {
+        let left = rec.last().copied().unwrap_or(0);
+        if left > 0 {
+            p.push(m);
+        }
+    }
+    let scale = if depth < 8 {
+        40
+    } else {
+        48u64.saturating_sub(depth)
+    };
+    for &(callee, chance, repeat) in sites {
+        if rng.below(1000 * 40) < chance * scale {
+            for _ in 0..repeat {
+                p.push(callee);
+            }
+        }
+    }
+    p
+}
+
+fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::with_capacity(events + 1_000);
+    let mut stack: Vec<Frame> = Vec::new();
+    // remaining recursion levels of the recursive calls on the stack
+    let mut rec: Vec<u32> = Vec::new();
+    let mut ts: u64 = 1_000;
+    let root = 0u32 + RECURSIVE;
+    loop {
+        ts += 1 + rng.below(20);
+        let Some(top) = stack.last_mut() else {
+            if out.len() >= events {
+                break;
+            }
+            let p = plan(&mut rng, &program[root as usize], root, 0, &mut rec);
+            stack.push(Frame {
+                method: root,
+                plan: p,
+                next: 0,
+            });
+            out.push(Event::new(EventKind::RootEntry, root, ts));
+            continue;
+        };
+        if top.next < top.plan.len() && out.len() < events {
+            let callee = top.plan[top.next];
+            let caller = top.method;
+            top.next += 1;
+            if callee < RECURSIVE {
+                if callee == caller {
+                    let left = rec.last().copied().unwrap_or(1);
+                    rec.push(left.saturating_sub(1));
+                } else {
+                    rec.push(if rng.chance(30) {
+                        rng.below(300)
+                    } else {
+                        rng.below(8)
+                    } as u32);
+                }
+            }
+            let depth = stack.len() as u64;
+            let p = plan(&mut rng, &program[callee as usize], callee, depth, &mut rec);
+            stack.push(Frame {
+                method: callee,
+                plan: p,
+                next: 0,
+            });
+            out.push(Event::new(EventKind::MethodEntry, callee, ts));
+        } else {
+            let m = top.method;
+            stack.pop();
+            if m < RECURSIVE {
+                rec.pop();
+            }
+            let kind = if stack.is_empty() {
+                EventKind::RootExit
+            } else {
+                EventKind::MethodExit
+            };
+            out.push(Event::new(kind, m, ts));
+        }
+        if rng.chance(1) && rng.chance(20) {
+            out.push(Event::new(EventKind::AdjustTime, 0, 500));
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let total: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(16_000_000);
+    let repeats: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
+
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let program = program(&mut rng);
+    let streams: Vec<Vec<Event>> = (0..THREADS)
+        .map(|t| {
+            thread_stream(
+                &program,
+                0x9e37_79b9 + t as u64 * 7919,
+                total / THREADS as usize,
+            )
+        })
+        .collect();
+    // the consumer's delivery order: chunks of each thread in turn
+    let mut batches: Vec<(u32, &[Event])> = Vec::new();
+    let mut pos = vec![0usize; streams.len()];
+    loop {
+        let mut any = false;
+        for (t, s) in streams.iter().enumerate() {
+            if pos[t] < s.len() {
+                let end = (pos[t] + CHUNK).min(s.len());
+                batches.push((t as u32, &s[pos[t]..end]));
+                pos[t] = end;
+                any = true;
+            }
+        }
+        if !any {
+            break;
+        }
+    }
+    let events: usize = streams.iter().map(Vec::len).sum();
+    let (mut depth, mut depth_sum, mut entries) = (0u64, 0u64, 0u64);
+    for e in &streams[0] {
+        match e.kind() {
+            Some(EventKind::RootEntry | EventKind::MethodEntry) => {
+                depth += 1;
+                depth_sum += depth;
+                entries += 1;
+            }
+            Some(EventKind::RootExit | EventKind::MethodExit) => depth -= 1,
+            _ => {}
+        }
+    }
+    let mean_depth = depth_sum as f64 / entries.max(1) as f64;
+
+    let mut process_rates = Vec::new();
+    let mut full_rates = Vec::new();
+    let mut nodes = 0;
+    let mut max_depth = 0;
+    for _ in 0..repeats {
+        let start = Instant::now();
+        let mut b = CctBuilder::new(1_000_000_000);
+        for &(t, evs) in &batches {
+            b.process(t, black_box(evs));
+        }
+        let processed = start.elapsed();
+        let p = black_box(b.finish());
+        let full = start.elapsed();
+        process_rates.push(events as f64 / processed.as_secs_f64());
+        full_rates.push(events as f64 / full.as_secs_f64());
+        nodes = p.node_count();
+        max_depth = p
+            .threads
+            .iter()
+            .flat_map(|t| t.tree.depths())
+            .max()
+            .unwrap_or(0);
+        if !p.warnings.is_empty() {
+            eprintln!("unexpected warnings: {:?}", p.warnings);
+        }
+    }
+    println!(
+        "stream: {events} events, {THREADS} threads, chunks of {CHUNK}; CCT: {nodes} nodes, max depth {}, mean call depth {mean_depth:.1}",
+        max_depth + 1
+    );
+    println!(
+        "process(): median {:.1} million events/s over {repeats} repeats (min {:.1}, max {:.1})",
+        median(process_rates.clone()) / 1e6,
+        process_rates.iter().copied().fold(f64::INFINITY, f64::min) / 1e6,
+        process_rates.iter().copied().fold(0.0, f64::max) / 1e6,
+    );
+    println!(
+        "process() + finish(): median {:.1} million events/s",
+        median(full_rates) / 1e6
+    );
+}
