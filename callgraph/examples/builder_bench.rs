@@ -89,7 +89,7 @@ struct Frame {
 /// Decides what one invocation of `m` at `depth` calls: each site runs
 /// with its chance, scaled down below depth 12 and zero from depth 60; a
 /// recursive method first calls itself `rec` more levels down.
-fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &mut Vec<u32>) -> Vec<u32> {
+fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &[u32]) -> Vec<u32> {
     let mut p = Vec::new();
     if m < RECURSIVE {
         let left = rec.last().copied().unwrap_or(0);
@@ -119,14 +119,14 @@ fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> 
     // remaining recursion levels of the recursive calls on the stack
     let mut rec: Vec<u32> = Vec::new();
     let mut ts: u64 = 1_000;
-    let root = 0u32 + RECURSIVE;
+    let root = RECURSIVE; // the first non-recursive method
     loop {
         ts += 1 + rng.below(20);
         let Some(top) = stack.last_mut() else {
             if out.len() >= events {
                 break;
             }
-            let p = plan(&mut rng, &program[root as usize], root, 0, &mut rec);
+            let p = plan(&mut rng, &program[root as usize], root, 0, &rec);
             stack.push(Frame {
                 method: root,
                 plan: p,
@@ -152,7 +152,7 @@ fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> 
                 }
             }
             let depth = stack.len() as u64;
-            let p = plan(&mut rng, &program[callee as usize], callee, depth, &mut rec);
+            let p = plan(&mut rng, &program[callee as usize], callee, depth, &rec);
             stack.push(Frame {
                 method: callee,
                 plan: p,
