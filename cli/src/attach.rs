@@ -39,6 +39,8 @@ const MAX_ARG_LEN: usize = 1024;
 const MAX_REPLY_LEN: u64 = 64 * 1024;
 const FIRST_POLL: Duration = Duration::from_millis(5);
 const MAX_POLL: Duration = Duration::from_millis(200);
+/// A JVM older than this has finished installing its signal handlers.
+const STARTUP_GRACE: Duration = Duration::from_secs(10);
 
 /// Why loading the agent into a JVM failed. One line each.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,10 @@ pub enum AttachError {
         "JVM {pid} does not accept attach (-XX:+DisableAttachMechanism?): start it with `sprig run ...` instead"
     )]
     AttachDisabled { pid: u32 },
+    #[error(
+        "JVM {pid} does not handle SIGQUIT (-Xrs?), so sprig cannot ask it to open its attach socket: start it with `sprig run ...` instead"
+    )]
+    NoSignalHandler { pid: u32 },
     #[error("JVM {pid} did not {stage} within {:.1} s{}", waited.as_secs_f64(), timeout_hint(stage))]
     Timeout {
         pid: u32,
@@ -168,7 +174,7 @@ pub fn load_agent(
 
     let creds = TargetCredentials::of(jvm);
     let socket = jvm.root.join(format!("tmp/.java_pid{}", jvm.ns_pid));
-    let mut stream = match connect_existing(&socket, &creds) {
+    let mut stream = match connect_existing(&socket, &creds, pid)? {
         Some(stream) => stream,
         None => start_attach_listener(jvm, &socket, &creds, deadline)?,
     };
@@ -280,13 +286,29 @@ fn is_socket(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
 }
 
-fn connect_existing(socket: &Path, creds: &TargetCredentials) -> Option<UnixStream> {
+/// Connects to the JVM's attach socket if it is already listening. `None`
+/// when there is no socket, or a stale one (left by a JVM that died, whose
+/// PID was reused) that refuses connections.
+fn connect_existing(
+    socket: &Path,
+    creds: &TargetCredentials,
+    pid: u32,
+) -> Result<Option<UnixStream>, AttachError> {
     if !is_socket(socket) {
-        return None;
+        return Ok(None);
     }
-    // A socket left by a JVM that died (and whose PID was reused) refuses
-    // connections: then start the listener as if there were none.
-    creds.run(|| UnixStream::connect(socket)).ok()
+    match creds.run(|| UnixStream::connect(socket)) {
+        Ok(stream) => Ok(Some(stream)),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(None),
+        // The listener runs: a SIGQUIT now would only print a thread dump.
+        Err(source) => Err(AttachError::Io {
+            context: format!(
+                "cannot connect to JVM {pid}'s attach socket {}",
+                socket.display()
+            ),
+            source,
+        }),
+    }
 }
 
 /// The trigger file `.attach_pid<nspid>`; removed on drop if sprig made it.
@@ -349,6 +371,7 @@ fn start_attach_listener(
     deadline: Instant,
 ) -> Result<UnixStream, AttachError> {
     let started = Instant::now();
+    wait_for_sigquit_handler(jvm, deadline)?;
     let trigger = TriggerFile::create(jvm, creds)?;
     sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
         context: format!("cannot signal JVM {}", jvm.pid),
@@ -377,6 +400,35 @@ fn start_attach_listener(
     };
     drop(trigger);
     Ok(stream)
+}
+
+/// Waits until the JVM handles SIGQUIT (a JVM still starting may not yet);
+/// never signals a process that would die of it (`-Xrs`). A JVM past its
+/// start-up that has no handler will not get one: fail at once.
+fn wait_for_sigquit_handler(jvm: &JvmProcess, deadline: Instant) -> Result<(), AttachError> {
+    let pid = jvm.pid;
+    let mut pause = FIRST_POLL;
+    loop {
+        if jvm::handles_sigquit(pid)? {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let started_up = process_age(jvm).is_some_and(|age| age > STARTUP_GRACE);
+        if now >= deadline || started_up {
+            return Err(AttachError::NoSignalHandler { pid });
+        }
+        thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
+
+/// How long the process has been running, from its start time in ticks
+/// since boot and the system uptime.
+fn process_age(jvm: &JvmProcess) -> Option<Duration> {
+    let uptime = fs::read_to_string("/proc/uptime").ok()?;
+    let uptime: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    let started = jvm.start_time as f64 / sys::clock_ticks_per_second() as f64;
+    Duration::try_from_secs_f64(uptime - started).ok()
 }
 
 /// Sends the request and reads the reply until the JVM closes the stream.

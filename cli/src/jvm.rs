@@ -205,6 +205,19 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
     })
 }
 
+/// Whether process `pid` has a SIGQUIT handler installed. A HotSpot JVM has
+/// one once its signal support is up, unless it runs with `-Xrs`; without
+/// one, SIGQUIT would terminate it, so sprig must not send it.
+pub fn handles_sigquit(pid: u32) -> Result<bool, JvmError> {
+    let path = PathBuf::from(format!("/proc/{pid}/status"));
+    let text = fs::read_to_string(&path).map_err(|e| read_error(pid, &path, e))?;
+    let status = ProcStatus::parse(&text).ok_or(JvmError::Exited { pid })?;
+    if status.state == 'Z' || status.state == 'X' {
+        return Err(JvmError::Exited { pid });
+    }
+    Ok(status.sig_caught & (1 << (libc::SIGQUIT - 1)) != 0)
+}
+
 /// Every HotSpot JVM the caller may attach to (all of them for root, the
 /// caller's own otherwise), sorted by PID. sprig's own process is skipped.
 pub fn list_jvms() -> Vec<JvmProcess> {
@@ -267,6 +280,8 @@ struct ProcStatus {
     /// Effective gid.
     gid: u32,
     ns_pid: u32,
+    /// Signals with a handler installed (SigCgt bit n-1 for signal n).
+    sig_caught: u64,
 }
 
 impl ProcStatus {
@@ -290,6 +305,9 @@ impl ProcStatus {
             ns_pid: field("NSpid")
                 .and_then(|v| v.split_whitespace().last()?.parse().ok())
                 .unwrap_or(pid),
+            sig_caught: field("SigCgt")
+                .and_then(|v| u64::from_str_radix(v, 16).ok())
+                .unwrap_or(0),
         })
     }
 }
@@ -476,7 +494,7 @@ mod tests {
     fn parses_status_with_nested_pid_namespace() {
         let text = "Name:\tjava\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\n\
                     Pid:\t4242\nPPid:\t1\nUid:\t1000\t1001\t1001\t1001\nGid:\t50\t51\t51\t51\n\
-                    NSpid:\t4242\t7\n";
+                    NSpid:\t4242\t7\nSigCgt:\t0000000000000004\n";
         let s = ProcStatus::parse(text).unwrap();
         assert_eq!(
             s,
@@ -486,7 +504,8 @@ mod tests {
                 tgid: 4242,
                 uid: 1001,
                 gid: 51,
-                ns_pid: 7
+                ns_pid: 7,
+                sig_caught: 0x4
             }
         );
         let old = text.replace("NSpid:\t4242\t7\n", "");

@@ -84,7 +84,11 @@ fn a_non_jvm_is_refused_and_not_signalled() {
     // Let exec finish, so /proc shows `sleep` rather than the forked test.
     let mut is_sleep = false;
     for _ in 0..500 {
-        if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+        // comm changes before the new command line is in place.
+        if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.starts_with(b"sleep\0"))
+        {
             is_sleep = true;
             break;
         }

@@ -7,6 +7,7 @@
 
 mod attach_support;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -253,4 +254,77 @@ fn a_jvm_that_exits_is_reported() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_jvm_without_sigquit_handler_is_not_signalled() {
+    // With -Xrs HotSpot opens its attach socket at startup and leaves SIGQUIT
+    // at its default action: terminate.
+    let mut jvm = Jvm::start(&jdk17(), &["-Xrs"], RunAs::Me);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    let socket = PathBuf::from(format!("/tmp/.java_pid{}", jvm.pid));
+    assert!(
+        socket.exists(),
+        "-Xrs starts the attach listener at startup"
+    );
+    let err = attach::load_agent(&info, &missing_library(), "", ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, AttachError::AgentLoadFailed { .. }),
+        "{err:?}"
+    );
+
+    // Once the socket is gone (a /tmp cleaner), a SIGQUIT would kill it.
+    std::fs::remove_file(&socket).unwrap();
+    let limit = Duration::from_millis(600);
+    let started = Instant::now();
+    let err = attach::load_agent(&info, &missing_library(), "", limit).unwrap_err();
+    assert!(
+        matches!(err, AttachError::NoSignalHandler { .. }),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < limit + Duration::from_secs(2));
+    assert!(err.to_string().contains("sprig run"), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(jvm.alive(), "the JVM must not have received SIGQUIT");
+    assert_no_trigger_files(&jvm);
+}
+
+#[test]
+fn a_jvm_in_its_own_pid_and_mount_namespace() {
+    let home = jdk17();
+    let jvm = Jvm::start(&home, &[], RunAs::Container);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    assert_ne!(info.ns_pid, jvm.pid, "the JVM has its own PID inside");
+    assert_eq!(info.ns_pid, jvm.ns_pid());
+    // Its PerfData lives in its private /tmp, still found through its root.
+    assert_eq!(info.main, "Sleeper");
+    assert!(
+        info.java_version.as_deref().unwrap_or("").starts_with("17"),
+        "{info:?}"
+    );
+    let private_tmp = PathBuf::from(format!("/proc/{}/root/tmp", jvm.pid));
+    assert_ne!(
+        std::fs::metadata(&private_tmp).unwrap().ino(),
+        std::fs::metadata("/tmp").unwrap().ino(),
+        "the JVM has its own /tmp"
+    );
+    assert!(
+        private_tmp
+            .join(format!("hsperfdata_root/{}", info.ns_pid))
+            .exists()
+    );
+
+    let options = format!("{}=in-container", fixtures().agent_jar.display());
+    attach::load_agent(&info, &instrument(&home), &options, ATTACH_TIMEOUT).unwrap();
+    assert!(
+        jvm.wait_for_output("agentmain:in-container", Duration::from_secs(10)),
+        "{}",
+        jvm.output()
+    );
+    let inside = PathBuf::from(format!(
+        "/proc/{}/root/tmp/.java_pid{}",
+        jvm.pid, info.ns_pid
+    ));
+    assert!(inside.exists(), "socket in the JVM's own /tmp");
+    assert_no_trigger_files(&jvm);
 }

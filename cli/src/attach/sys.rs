@@ -40,6 +40,13 @@ pub fn effective_ids() -> (u32, u32) {
     unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
+/// Clock ticks per second, the unit of /proc/PID/stat times.
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf takes an integer and touches no memory of ours.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
 /// Restores the calling thread's effective uid/gid when dropped.
 ///
 /// Linux keeps credentials per thread; the glibc wrappers (`seteuid`, ...)

@@ -142,6 +142,10 @@ impl Drop for TempDir {
 pub enum RunAs {
     Me,
     Nobody,
+    /// As root in new PID and mount namespaces with a private /tmp, as in a
+    /// container: the JVM's PID differs inside, and its /tmp is reachable
+    /// only through /proc/PID/root.
+    Container,
 }
 
 /// A running fixture JVM; terminated (SIGTERM, then SIGKILL) on drop.
@@ -167,6 +171,22 @@ impl Jvm {
                     .arg(&java);
                 c
             }
+            RunAs::Container => {
+                // sh stays PID 1 of the namespace; java runs as its child.
+                let mut c = Command::new("unshare");
+                c.args([
+                    "--pid",
+                    "--fork",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    "mount -t tmpfs tmpfs /tmp && \"$0\" \"$@\" & wait",
+                ])
+                .arg(&java);
+                c
+            }
         };
         cmd.args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .args(flags)
@@ -178,7 +198,7 @@ impl Jvm {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start java");
-        let pid = child.id();
+        let mut pid = child.id();
         let output = Arc::new(Mutex::new(String::new()));
         let (ready_tx, ready_rx) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
@@ -218,7 +238,25 @@ impl Jvm {
             jvm.terminate();
             panic!("JVM did not print ready within {READY_TIMEOUT:?}: {out}");
         }
+        if run_as == RunAs::Container {
+            // unshare -> sh -> java
+            pid = descendant_named(jvm.child.id(), "java").unwrap_or_else(|| {
+                jvm.terminate();
+                panic!("no java process under unshare")
+            });
+            jvm.pid = pid;
+        }
         jvm
+    }
+
+    /// The JVM's PID inside its own PID namespace.
+    pub fn ns_pid(&self) -> u32 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .and_then(|v| v.split_whitespace().last()?.parse().ok())
+            .unwrap_or(self.pid)
     }
 
     /// Everything the JVM wrote on stdout and stderr so far.
@@ -254,6 +292,7 @@ impl Jvm {
 
     fn terminate(&mut self) {
         if !self.alive() {
+            let _ = self.child.wait();
             return;
         }
         // SIGTERM lets the JVM remove its attach socket and PerfData file.
@@ -291,12 +330,42 @@ pub fn attach_files_in(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Asserts sprig left no trigger file for `jvm` in its cwd or in /tmp.
+/// Asserts sprig left no trigger file for `jvm` in its cwd, in its /tmp,
+/// or in sprig's /tmp.
 pub fn assert_no_trigger_files(jvm: &Jvm) {
     let in_cwd = attach_files_in(&jvm.cwd.0);
     assert!(in_cwd.is_empty(), "left in the JVM's cwd: {in_cwd:?}");
-    let in_tmp = Path::new("/tmp").join(format!(".attach_pid{}", jvm.pid));
-    assert!(!in_tmp.exists(), "left behind: {}", in_tmp.display());
+    let ns_pid = jvm.ns_pid();
+    for path in [
+        format!("/tmp/.attach_pid{}", jvm.pid),
+        format!("/tmp/.attach_pid{ns_pid}"),
+        format!("/proc/{}/root/tmp/.attach_pid{ns_pid}", jvm.pid),
+    ] {
+        assert!(!Path::new(&path).exists(), "left behind: {path}");
+    }
+}
+
+/// The first process named `name` below `pid` (children, grandchildren...).
+fn descendant_named(pid: u32, name: &str) -> Option<u32> {
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        let mut queue = vec![pid];
+        while let Some(p) = queue.pop() {
+            let children =
+                fs::read_to_string(format!("/proc/{p}/task/{p}/children")).unwrap_or_default();
+            for c in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                if fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == name) {
+                    return Some(c);
+                }
+                queue.push(c);
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    None
 }
 
 /// A PID no process can have: above the kernel's pid_max.
