@@ -1,0 +1,277 @@
+package sprigverify;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.lang.instrument.ClassDefinition;
+import java.lang.instrument.Instrumentation;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Enumeration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
+
+/**
+ * Checks class files with HotSpot's own verifier, originals against
+ * instrumented versions.
+ *
+ * <p>Run as {@code java -Xverify:all -javaagent:verify.jar -cp verify.jar
+ * sprigverify.SprigVerify JOBFILE}. Each job line is
+ * {@code KIND<TAB>UNIT<TAB>ORIGINAL.zip<TAB>INSTRUMENTED.zip}; both zips hold
+ * the same entry names. KIND {@code jdk}: entries are
+ * {@code module/pkg/Name.class} of the running JDK's own image; each class is
+ * loaded from its module, then redefined with the original bytes and with the
+ * instrumented bytes (HotSpot verifies every class handed to RedefineClasses
+ * when -Xverify:all turns on BytecodeVerificationLocal and Remote), then
+ * restored. KIND {@code app}: entries are {@code pkg/Name.class}; each class
+ * is defined by a fresh loader (dependencies come from the unit itself, then
+ * from every app unit's originals), then redefined the same way.
+ *
+ * <p>Output, one line each: {@code UNIT name total=N loaded=N orig_ok=N
+ * instr_ok=N changed=N unchecked=N}, {@code NOLOAD unit class reason},
+ * {@code ORIGFAIL unit class reason}, {@code FAIL unit class reason}, after a
+ * first line {@code JAVA version}, and a final {@code DONE}.
+ */
+public final class SprigVerify {
+    private static volatile Instrumentation inst;
+    private static final int BATCH = 256;
+    /** Classes HotSpot never verifies (bootstrapping), see Verifier::is_eligible_for_verification. */
+    private static final List<String> UNVERIFIED =
+            Arrays.asList("java.lang.Object", "java.lang.Class", "java.lang.String", "java.lang.Throwable");
+
+    public static void premain(String args, Instrumentation i) {
+        inst = i;
+    }
+
+    public static void agentmain(String args, Instrumentation i) {
+        inst = i;
+    }
+
+    /** Original and instrumented bytes of one unit, by entry name. */
+    static final class Unit {
+        final String kind;
+        final String name;
+        final ZipFile original;
+        final ZipFile instrumented;
+
+        Unit(String kind, String name, ZipFile original, ZipFile instrumented) {
+            this.kind = kind;
+            this.name = name;
+            this.original = original;
+            this.instrumented = instrumented;
+        }
+
+        byte[] read(ZipFile zip, String entry) throws IOException {
+            ZipEntry e = zip.getEntry(entry);
+            if (e == null) {
+                return null;
+            }
+            try (InputStream in = zip.getInputStream(e)) {
+                return in.readAllBytes();
+            }
+        }
+    }
+
+    /** Defines classes of one app unit; falls back to every app unit's originals. */
+    static final class UnitLoader extends ClassLoader {
+        private final Unit unit;
+        private final List<Unit> world;
+
+        UnitLoader(Unit unit, List<Unit> world) {
+            super("sprig-verify-" + unit.name, ClassLoader.getSystemClassLoader());
+            this.unit = unit;
+            this.world = world;
+        }
+
+        @Override
+        protected Class<?> findClass(String name) throws ClassNotFoundException {
+            String entry = name.replace('.', '/') + ".class";
+            try {
+                byte[] b = unit.read(unit.original, entry);
+                for (int i = 0; b == null && i < world.size(); i++) {
+                    b = world.get(i).read(world.get(i).original, entry);
+                }
+                if (b == null) {
+                    throw new ClassNotFoundException(name);
+                }
+                return defineClass(name, b, 0, b.length);
+            } catch (IOException e) {
+                throw new ClassNotFoundException(name, e);
+            }
+        }
+    }
+
+    /** One loaded class and its two versions. */
+    static final class Item {
+        final String className;
+        final Class<?> cls;
+        final byte[] original;
+        final byte[] instrumented;
+
+        Item(String className, Class<?> cls, byte[] original, byte[] instrumented) {
+            this.className = className;
+            this.cls = cls;
+            this.original = original;
+            this.instrumented = instrumented;
+        }
+    }
+
+    private static PrintStream out;
+
+    public static void main(String[] args) throws Exception {
+        out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        if (inst == null) {
+            out.println("ERROR not started as an agent (-javaagent:verify.jar)");
+            System.exit(2);
+        }
+        if (!inst.isRedefineClassesSupported()) {
+            out.println("ERROR RedefineClasses not supported");
+            System.exit(2);
+        }
+        out.println("JAVA " + Runtime.version());
+        List<Unit> units = new ArrayList<>();
+        try (BufferedReader r = Files.newBufferedReader(Path.of(args[0]))) {
+            for (String line; (line = r.readLine()) != null; ) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                String[] f = line.split("\t");
+                units.add(new Unit(f[0], f[1], new ZipFile(f[2]), new ZipFile(f[3])));
+            }
+        }
+        List<Unit> world = new ArrayList<>();
+        for (Unit u : units) {
+            if (u.kind.equals("app")) {
+                world.add(u);
+            }
+        }
+        for (Unit u : units) {
+            runUnit(u, world);
+        }
+        out.println("DONE");
+    }
+
+    private static void runUnit(Unit u, List<Unit> world) throws IOException {
+        UnitLoader loader = u.kind.equals("app") ? new UnitLoader(u, world) : null;
+        List<Item> items = new ArrayList<>();
+        int total = 0;
+        int changed = 0;
+        int unchecked = 0;
+        for (Enumeration<? extends ZipEntry> en = u.original.entries(); en.hasMoreElements(); ) {
+            ZipEntry e = en.nextElement();
+            String entry = e.getName();
+            if (!entry.endsWith(".class") || entry.endsWith("module-info.class")
+                    || entry.startsWith("META-INF/")) {
+                continue;
+            }
+            total++;
+            String path = entry.substring(0, entry.length() - ".class".length());
+            String module = null;
+            if (u.kind.equals("jdk")) {
+                int slash = path.indexOf('/');
+                module = path.substring(0, slash);
+                path = path.substring(slash + 1);
+            }
+            String className = path.replace('/', '.');
+            byte[] orig = u.read(u.original, entry);
+            byte[] instr = u.read(u.instrumented, entry);
+            Class<?> cls;
+            try {
+                if (loader != null) {
+                    cls = Class.forName(className, false, loader);
+                } else {
+                    Optional<Module> m = ModuleLayer.boot().findModule(module);
+                    if (m.isEmpty()) {
+                        out.println("NOLOAD " + u.name + " " + className + " module " + module + " not in the boot layer");
+                        continue;
+                    }
+                    cls = Class.forName(m.get(), className);
+                    if (cls == null) {
+                        out.println("NOLOAD " + u.name + " " + className + " not found in " + module);
+                        continue;
+                    }
+                }
+            } catch (Throwable t) {
+                out.println("NOLOAD " + u.name + " " + className + " " + oneLine(t));
+                continue;
+            }
+            if (!inst.isModifiableClass(cls)) {
+                out.println("NOLOAD " + u.name + " " + className + " not modifiable");
+                continue;
+            }
+            if (instr == null) {
+                instr = orig;
+            }
+            if (!Arrays.equals(orig, instr)) {
+                changed++;
+                if (cls.getClassLoader() == null && UNVERIFIED.contains(className)) {
+                    unchecked++;
+                }
+            }
+            items.add(new Item(className, cls, orig, instr));
+        }
+        int loaded = items.size();
+        int origOk = 0;
+        int instrOk = 0;
+        for (int from = 0; from < items.size(); from += BATCH) {
+            List<Item> batch = items.subList(from, Math.min(items.size(), from + BATCH));
+            List<Item> good = new ArrayList<>();
+            redefine(batch, false, good, "ORIGFAIL", u.name);
+            origOk += good.size();
+            List<Item> instrumented = new ArrayList<>();
+            redefine(good, true, instrumented, "FAIL", u.name);
+            instrOk += instrumented.size();
+            // Put the originals back so the rest of the run executes original code.
+            List<Item> restored = new ArrayList<>();
+            redefine(instrumented, false, restored, "RESTOREFAIL", u.name);
+        }
+        out.println("UNIT " + u.name + " total=" + total + " loaded=" + loaded + " orig_ok=" + origOk
+                + " instr_ok=" + instrOk + " changed=" + changed + " unchecked=" + unchecked);
+    }
+
+    /**
+     * Redefines {@code items} with their original or instrumented bytes; the
+     * ones that succeed go to {@code ok}, failures are printed with {@code tag}.
+     * A failed batch is split in halves until each failure is one class.
+     */
+    private static void redefine(List<Item> items, boolean instrumented, List<Item> ok, String tag, String unit) {
+        if (items.isEmpty()) {
+            return;
+        }
+        ClassDefinition[] defs = new ClassDefinition[items.size()];
+        for (int i = 0; i < defs.length; i++) {
+            Item it = items.get(i);
+            defs[i] = new ClassDefinition(it.cls, instrumented ? it.instrumented : it.original);
+        }
+        try {
+            inst.redefineClasses(defs);
+            ok.addAll(items);
+        } catch (Throwable t) {
+            if (items.size() == 1) {
+                out.println(tag + " " + unit + " " + items.get(0).className + " " + oneLine(t));
+                return;
+            }
+            int mid = items.size() / 2;
+            redefine(items.subList(0, mid), instrumented, ok, tag, unit);
+            redefine(items.subList(mid, items.size()), instrumented, ok, tag, unit);
+        }
+    }
+
+    private static String oneLine(Throwable t) {
+        String s = t.getClass().getName() + ": " + t.getMessage();
+        Throwable c = t.getCause();
+        if (c != null && c != t) {
+            s += " (cause " + c.getClass().getName() + ": " + c.getMessage() + ")";
+        }
+        return s.replace('\n', ' ').replace('\r', ' ');
+    }
+}
