@@ -1,45 +1,51 @@
 //! Ring benchmark: producer cost per event and consumer throughput.
 //!
-//! `cargo run --release -p sprig-wire --example ring_bench [-- --base /dev/shm]`
+//! `cargo run --release -p sprig-wire --example ring_bench [-- --base DIR]`
+//! (`DIR` defaults to /tmp, where sessions live; try /dev/shm to compare).
 //!
-//! - producer ns/event, 1 and 2 producer threads: each thread pushes a
-//!   batch that fits in the region (so no waiting is measured), timed from
-//!   a common start to its own end; the region's pages are touched by a
-//!   warm-up round first, so page faults are not measured. Reported with
-//!   precomputed timestamps (the push alone) and with an rdtsc per event
-//!   (what a probe pays for push + clock).
-//! - consumer events/s: one thread drains the region filled by the
-//!   producer round, with a sink that reads every event (sums ids and
-//!   timestamps), so the copy and the visit are measured, not just
-//!   pointer bookkeeping.
-//! - steady state: 1 producer pushes continuously while the consumer drains
-//!   concurrently on the other core; reports producer ns/event including
-//!   any backpressure waits, and the adjust-time total.
+//! What is measured (medians over rounds, with min and max):
 //!
-//! Medians over repeats are printed, with min and max.
+//! - **producer, warm**: 1 or 2 producer threads each push a batch of
+//!   events (together 1 MiB of records) between two barriers; then the
+//!   main thread drains the ring. This is the steady state where the
+//!   consumer keeps up: the freed segments are reused while still in cache.
+//!   Shown for the push alone (precomputed timestamps) and with an `rdtsc`
+//!   per event (what a probe pays for clock + push).
+//! - **producer, cold**: the same with batches that fill the whole default
+//!   region (32 MiB), so every record goes to memory that is not in cache.
+//! - **consumer**: the drain after each round, single thread, with a sink
+//!   that reads every event (sums ids and timestamps): events/s.
+//! - **concurrent**: 1 producer pushes 100 M events while the consumer
+//!   drains on another thread at the same time (napping 100 µs whenever a
+//!   poll found less than a segment's worth, as the CLI does); producer
+//!   ns/event in total, and net of the time it spent waiting for space
+//!   (the adjust-time records it wrote).
+//!
+//! Each thread times itself with `Instant` around its whole batch, so the
+//! per-event figures include the loop and the segment switches.
 
 use sprig_wire::clock;
 use sprig_wire::event::{Event, EventKind};
 use sprig_wire::ring::{Consumer, Producer, Region, RingConfig};
 use sprig_wire::session::SessionDir;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const REPEATS: usize = 9;
-
-fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+fn summary(mut v: Vec<f64>) -> String {
     v.sort_by(|a, b| a.total_cmp(b));
-    (v[v.len() / 2], v[0], v[v.len() - 1])
+    format!(
+        "median {:8.2} (min {:.2}, max {:.2})",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
 }
 
-fn fmt3((med, min, max): (f64, f64, f64), unit: &str) -> String {
-    format!("median {med:.2} {unit} (min {min:.2}, max {max:.2})")
-}
-
-/// Drains everything, returning (events, checksum).
-fn drain(cons: &mut Consumer) -> (u64, u64) {
+/// Drains everything visible, reading every event. Returns the count.
+fn drain(cons: &mut Consumer) -> u64 {
     let mut n = 0u64;
     let mut sum = 0u64;
     loop {
@@ -50,116 +56,112 @@ fn drain(cons: &mut Consumer) -> (u64, u64) {
             n += evs.len() as u64;
         });
         if got == 0 {
-            return (n, sum);
+            std::hint::black_box(sum);
+            return n;
         }
     }
 }
 
-/// One round: `threads` producers each push `per_thread` events. Returns
-/// per-thread ns/event (median over threads' own times) and the consumer's
-/// events/s for draining the result.
-fn round(
-    region: &Arc<Region>,
-    producers: &mut Vec<Producer>,
-    cons: &mut Consumer,
+#[inline(never)]
+fn push_batch(p: &mut Producer, n: u64, with_tsc: bool) {
+    if with_tsc {
+        for i in 0..n {
+            let ev = Event::new(EventKind::MethodEntry, i as u32, clock::read_tsc());
+            p.push(ev).expect("the ring died in the benchmark");
+        }
+    } else {
+        for i in 0..n {
+            let ev = Event::new(EventKind::MethodEntry, i as u32, i);
+            p.push(ev).expect("the ring died in the benchmark");
+        }
+    }
+}
+
+struct Rounds {
+    producer_ns: Vec<f64>,
+    consumer_meps: Vec<f64>,
+}
+
+/// `threads` persistent producers push `per_thread` events per round;
+/// the main thread drains after each round. The first `warmup` rounds are
+/// not recorded (they fault the pages in).
+fn rounds(
+    base: &Path,
+    threads: usize,
     per_thread: u64,
+    rounds: usize,
+    warmup: usize,
     with_tsc: bool,
-) -> (f64, f64) {
-    let threads = producers.len();
-    let barrier = Arc::new(Barrier::new(threads));
-    let taken: Vec<Producer> = std::mem::take(producers);
-    let handles: Vec<_> = taken
-        .into_iter()
-        .map(|mut p| {
-            let barrier = barrier.clone();
+) -> Rounds {
+    let dir = SessionDir::create_in(base).expect("session dir");
+    let region = Region::create(&dir.ring_path(), &RingConfig::default()).expect("region");
+    let capacity = region.segment_capacity() as u64 * region.segments() as u64;
+    assert!(
+        per_thread * threads as u64 + (threads as u64 + 1) * region.segment_capacity() as u64
+            <= capacity,
+        "a round must fit in the region: no waiting is measured here"
+    );
+    let mut cons = Consumer::new(Region::open(&dir.ring_path()).expect("open"));
+    let start = Arc::new(Barrier::new(threads + 1));
+    let end = Arc::new(Barrier::new(threads + 1));
+    let total_rounds = rounds + warmup;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let region = region.clone();
+            let (start, end) = (start.clone(), end.clone());
             thread::spawn(move || {
-                barrier.wait();
-                let t0 = Instant::now();
-                if with_tsc {
-                    for i in 0..per_thread {
-                        let ev = Event::new(EventKind::MethodEntry, i as u32, clock::read_tsc());
-                        if p.push(ev).is_err() {
-                            panic!("ring died in the benchmark");
-                        }
-                    }
-                } else {
-                    for i in 0..per_thread {
-                        let ev = Event::new(EventKind::MethodEntry, i as u32, i);
-                        if p.push(ev).is_err() {
-                            panic!("ring died in the benchmark");
-                        }
-                    }
+                let mut p = Producer::new(region, t as u32, Duration::from_secs(10));
+                let mut ns = Vec::with_capacity(total_rounds);
+                for _ in 0..total_rounds {
+                    start.wait();
+                    let t0 = Instant::now();
+                    push_batch(&mut p, per_thread, with_tsc);
+                    ns.push(t0.elapsed().as_nanos() as f64 / per_thread as f64);
+                    // Hand over the partial segment so the drain frees it.
+                    p.release();
+                    end.wait();
                 }
-                let dt = t0.elapsed();
-                // Hand the partial segment over so the drain frees it.
-                p.release();
-                (p, dt)
+                ns
             })
         })
         .collect();
-    let mut ns = Vec::new();
+    let mut consumer_meps = Vec::new();
+    for r in 0..total_rounds {
+        start.wait();
+        end.wait();
+        let t0 = Instant::now();
+        let n = drain(&mut cons);
+        let dt = t0.elapsed();
+        assert_eq!(n, per_thread * threads as u64, "every event drained");
+        if r >= warmup {
+            consumer_meps.push(n as f64 / dt.as_secs_f64() / 1e6);
+        }
+    }
+    let mut producer_ns = Vec::new();
     for h in handles {
-        let (p, dt) = h.join().expect("producer thread");
-        ns.push(dt.as_nanos() as f64 / per_thread as f64);
-        producers.push(p);
+        let ns = h.join().expect("producer thread");
+        producer_ns.extend_from_slice(&ns[warmup..]);
     }
-    let t0 = Instant::now();
-    let (n, sum) = drain(cons);
-    let dt = t0.elapsed();
-    std::hint::black_box(sum);
-    assert_eq!(n, per_thread * threads as u64, "every event drained");
     assert!(!region.is_dead());
-    (stats(ns).0, n as f64 / dt.as_secs_f64())
-}
-
-fn bench_threads(base: &std::path::Path, threads: usize) {
-    let dir = SessionDir::create_in(base).expect("session dir");
-    let region = Region::create(&dir.ring_path(), &config()).expect("region");
-    let mut cons = Consumer::new(Region::open(&dir.ring_path()).expect("open"));
-    let capacity = region.segment_capacity() as u64 * region.segments() as u64;
-    // Leave a segment per thread of slack so no push ever waits.
-    let per_thread =
-        (capacity - (threads as u64 + 1) * region.segment_capacity() as u64) / threads as u64;
-    let mut producers: Vec<Producer> = (0..threads)
-        .map(|t| Producer::new(region.clone(), t as u32, Duration::from_secs(5)))
-        .collect();
-    for with_tsc in [false, true] {
-        // Warm-up: touches every page of the region.
-        round(&region, &mut producers, &mut cons, per_thread, with_tsc);
-        let mut prod = Vec::new();
-        let mut consv = Vec::new();
-        for _ in 0..REPEATS {
-            let (p, c) = round(&region, &mut producers, &mut cons, per_thread, with_tsc);
-            prod.push(p);
-            consv.push(c / 1e6);
-        }
-        let what = if with_tsc { "push+rdtsc" } else { "push      " };
-        println!(
-            "{threads} producer(s), {what}: {}  [{per_thread} events/thread/round]",
-            fmt3(stats(prod), "ns/event")
-        );
-        if !with_tsc {
-            println!(
-                "consumer drain after {threads} producer(s): {}",
-                fmt3(stats(consv), "M events/s")
-            );
-        }
+    Rounds {
+        producer_ns,
+        consumer_meps,
     }
 }
 
-fn bench_steady(base: &std::path::Path) {
+fn concurrent(base: &Path) {
     let dir = SessionDir::create_in(base).expect("session dir");
-    let region = Region::create(&dir.ring_path(), &config()).expect("region");
+    let region = Region::create(&dir.ring_path(), &RingConfig::default()).expect("region");
     let total: u64 = 100_000_000;
     let cons_region = Region::open(&dir.ring_path()).expect("open");
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let consumer = thread::spawn(move || {
         let mut cons = Consumer::new(cons_region);
         let mut n = 0u64;
         let mut adjust = 0u64;
         loop {
-            let done = stop2.load(std::sync::atomic::Ordering::Acquire);
+            let done = stop2.load(Ordering::Acquire);
             let got = cons.poll(&mut |_, evs| {
                 for e in evs {
                     if e.kind == EventKind::AdjustTime as u16 {
@@ -169,43 +171,31 @@ fn bench_steady(base: &std::path::Path) {
                     }
                 }
             });
-            if got == 0 {
-                if done {
-                    return (n, adjust);
-                }
-                std::hint::spin_loop();
+            if got == 0 && done {
+                return (n, adjust);
+            }
+            // Like the CLI: drain what is there, then nap briefly instead
+            // of spinning on the producer's cache lines.
+            if got < 4096 {
+                thread::sleep(Duration::from_micros(100));
             }
         }
     });
-    let mut p = Producer::new(region.clone(), 0, Duration::from_secs(5));
+    let mut p = Producer::new(region.clone(), 0, Duration::from_secs(10));
     let t0 = Instant::now();
-    for i in 0..total {
-        p.push(Event::new(EventKind::MethodEntry, i as u32, i))
-            .expect("ring died in the benchmark");
-    }
+    push_batch(&mut p, total, false);
     let dt = t0.elapsed();
     p.release();
-    stop.store(true, std::sync::atomic::Ordering::Release);
-    let (n, adjust) = consumer.join().expect("consumer");
+    stop.store(true, Ordering::Release);
+    let (n, adjust_ns) = consumer.join().expect("consumer");
     assert_eq!(n, total);
+    let per = dt.as_nanos() as f64 / total as f64;
+    let net = (dt.as_nanos() as f64 - adjust_ns as f64) / total as f64;
     println!(
-        "steady state, 1 producer + concurrent consumer: {:.2} ns/event over {total} events, \
-         adjust-time total {:.1} ms",
-        dt.as_nanos() as f64 / total as f64,
-        adjust as f64 / 1e6
+        "concurrent, 1 producer + 1 consumer thread: {per:.2} ns/event in total, \
+         {net:.2} ns/event net of {:.1} ms waiting for space ({total} events)",
+        adjust_ns as f64 / 1e6
     );
-}
-
-/// The default region, or `SPRIG_BENCH_SEGMENTS` segments of 64 KiB.
-fn config() -> RingConfig {
-    let mut cfg = RingConfig::default();
-    if let Some(n) = std::env::var("SPRIG_BENCH_SEGMENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        cfg.segments = n;
-    }
-    cfg
 }
 
 fn main() {
@@ -220,14 +210,49 @@ fn main() {
             }
         }
     }
+    let cfg = RingConfig::default();
+    let region_events = (cfg.segment_bytes as u64 - 64) / 16 * cfg.segments as u64;
     println!(
-        "ring_bench: region {} x {} KiB in {}, {} repeats",
-        config().segments,
-        config().segment_bytes / 1024,
+        "ring_bench: default region {} x {} KiB in {}; load average {}",
+        cfg.segments,
+        cfg.segment_bytes / 1024,
         base.display(),
-        REPEATS
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
-    bench_threads(&base, 1);
-    bench_threads(&base, 2);
-    bench_steady(&base);
+    const WARM_EVENTS: u64 = 65_536; // 1 MiB of records per round
+    for threads in [1usize, 2] {
+        for with_tsc in [false, true] {
+            let what = if with_tsc { "push+rdtsc" } else { "push" };
+            let per = WARM_EVENTS / threads as u64;
+            let r = rounds(&base, threads, per, 200, 20, with_tsc);
+            println!(
+                "producer warm, {threads} thread(s), {what:10}: {} ns/event",
+                summary(r.producer_ns)
+            );
+            if !with_tsc {
+                println!(
+                    "consumer after warm rounds ({threads} producer(s)): {} M events/s",
+                    summary(r.consumer_meps)
+                );
+            }
+        }
+    }
+    for threads in [1usize, 2] {
+        let per = (region_events - 4 * 4092) / threads as u64;
+        let r = rounds(&base, threads, per, 7, 1, false);
+        println!(
+            "producer cold, {threads} thread(s), push      : {} ns/event",
+            summary(r.producer_ns)
+        );
+        println!(
+            "consumer after cold rounds ({threads} producer(s)): {} M events/s",
+            summary(r.consumer_meps)
+        );
+    }
+    concurrent(&base);
 }
