@@ -227,7 +227,9 @@ fn validate(agent_path: &Path, options: &str) -> Result<String, AttachError> {
 }
 
 /// When the JVM shares sprig's file system and runs as another user, the
-/// library must be readable by that user, or the JVM's error is obscure.
+/// library and the directories above it must be open to that user, or the
+/// JVM's error is obscure. (Permission bits only: an ACL granting more is
+/// not seen.)
 fn check_readable_by_target(jvm: &JvmProcess, agent_path: &Path) -> Result<(), AttachError> {
     let same_root = match (fs::metadata(&jvm.root), fs::metadata("/")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
@@ -240,26 +242,55 @@ fn check_readable_by_target(jvm: &JvmProcess, agent_path: &Path) -> Result<(), A
     if !same_root || jvm.uid == 0 {
         return Ok(());
     }
-    let readable = if meta.uid() == jvm.uid {
-        meta.mode() & 0o400 != 0
-    } else if meta.gid() == jvm.gid {
-        meta.mode() & 0o040 != 0
-    } else {
-        meta.mode() & 0o004 != 0
+    let groups = supplementary_groups(jvm.pid);
+    let may = |m: &fs::Metadata, bit: u32| {
+        let shift = if m.uid() == jvm.uid {
+            6
+        } else if m.gid() == jvm.gid || groups.contains(&m.gid()) {
+            3
+        } else {
+            0
+        };
+        m.mode() & (bit << shift) != 0
     };
-    if readable {
-        Ok(())
-    } else {
-        Err(AttachError::InvalidArgument {
-            what: "agent path",
-            why: format!(
-                "{} is not readable by user {}, which runs JVM {}",
-                agent_path.display(),
-                jvm.user,
-                jvm.pid
-            ),
-        })
+    let refuse = |what: String| AttachError::InvalidArgument {
+        what: "agent path",
+        why: format!(
+            "JVM {} runs as user {}, who may not {what}",
+            jvm.pid, jvm.user
+        ),
+    };
+    if !may(&meta, 0o4) {
+        return Err(refuse(format!("read {}", agent_path.display())));
     }
+    for dir in agent_path.ancestors().skip(1) {
+        if let Ok(m) = fs::metadata(dir)
+            && !may(&m, 0o1)
+        {
+            return Err(refuse(format!(
+                "enter {} (on the way to {})",
+                dir.display(),
+                agent_path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The supplementary groups of `pid` (the `Groups:` line of its status).
+fn supplementary_groups(pid: u32) -> Vec<u32> {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                l.strip_prefix("Groups:").map(|g| {
+                    g.split_whitespace()
+                        .filter_map(|n| n.parse().ok())
+                        .collect()
+                })
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// The JVM's effective ids, when sprig (as root) should take them on.

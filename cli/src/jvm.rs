@@ -61,6 +61,14 @@ pub enum JvmError {
         "PID {pid} belongs to user {owner}; sprig runs as {me}: run sprig as {owner} or as root"
     )]
     PermissionDenied { pid: u32, owner: String, me: String },
+    #[error(
+        "PID {pid} runs with group {group}; sprig runs with group {mine}: run sprig with group {group} (sg {group} -c 'sprig ...') or as root"
+    )]
+    GroupMismatch {
+        pid: u32,
+        group: String,
+        mine: String,
+    },
     #[error("PID {pid} is a {vm} JVM, not HotSpot: sprig can attach only to HotSpot JVMs")]
     NotHotSpot { pid: u32, vm: String },
     #[error("PID {pid} exited while sprig was looking at it")]
@@ -97,12 +105,21 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
         return Err(JvmError::Exited { pid });
     }
 
-    let (my_uid, _) = crate::attach::sys::effective_ids();
+    let (my_uid, my_gid) = crate::attach::sys::effective_ids();
     if my_uid != 0 && my_uid != status.uid {
         return Err(JvmError::PermissionDenied {
             pid,
             owner: user_name(status.uid),
             me: user_name(my_uid),
+        });
+    }
+    // HotSpot accepts only peers with its own effective uid *and* gid (or
+    // root), and the kernel hides /proc/PID/root from a different group.
+    if my_uid != 0 && my_gid != status.gid {
+        return Err(JvmError::GroupMismatch {
+            pid,
+            group: group_name(status.gid),
+            mine: group_name(my_gid),
         });
     }
 
@@ -235,17 +252,27 @@ pub fn list_jvms() -> Vec<JvmProcess> {
 
 /// The user name of `uid` from /etc/passwd, or the number.
 pub fn user_name(uid: u32) -> String {
-    fs::read_to_string("/etc/passwd")
+    name_in("/etc/passwd", uid)
+}
+
+/// The group name of `gid` from /etc/group, or the number.
+pub fn group_name(gid: u32) -> String {
+    name_in("/etc/group", gid)
+}
+
+/// The name of `id` in a passwd-style file (`name:x:id:...`), or the number.
+fn name_in(file: &str, id: u32) -> String {
+    fs::read_to_string(file)
         .ok()
         .and_then(|text| {
             text.lines().find_map(|line| {
                 let mut f = line.split(':');
                 let name = f.next()?;
-                let id: u32 = f.nth(1)?.parse().ok()?;
-                (id == uid).then(|| name.to_owned())
+                let n: u32 = f.nth(1)?.parse().ok()?;
+                (n == id).then(|| name.to_owned())
             })
         })
-        .unwrap_or_else(|| uid.to_string())
+        .unwrap_or_else(|| id.to_string())
 }
 
 fn read_error(pid: u32, path: &Path, e: io::Error) -> JvmError {

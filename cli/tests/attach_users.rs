@@ -36,12 +36,17 @@ fn missing_library() -> PathBuf {
 /// Runs `child_helper` in this test binary as `uid` (group `uid` too) with
 /// `request`, and returns its result line.
 fn as_user(uid: u32, request: &str) -> String {
+    as_user_group(uid, uid, request)
+}
+
+/// `as_user` with a separate group.
+fn as_user_group(uid: u32, gid: u32, request: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("timeout")
         .arg("60")
         .arg("setpriv")
         .arg(format!("--reuid={uid}"))
-        .arg(format!("--regid={uid}"))
+        .arg(format!("--regid={gid}"))
         .arg("--clear-groups")
         .arg(&exe)
         .args([
@@ -82,6 +87,7 @@ fn child_helper() {
             match jvm::inspect(pid) {
                 Ok(j) => format!("ok {}", j.main),
                 Err(e @ JvmError::PermissionDenied { .. }) => format!("permission-denied {e}"),
+                Err(e @ JvmError::GroupMismatch { .. }) => format!("group-mismatch {e}"),
                 Err(e) => format!("other {e}"),
             }
         }
@@ -185,7 +191,26 @@ fn an_agent_the_jvm_user_cannot_read_is_refused() {
         "{err:?}"
     );
     assert!(
-        err.to_string().contains("not readable by user nobody"),
+        err.to_string().ends_with(&format!(
+            "JVM {} runs as user nobody, who may not read {}",
+            jvm.pid,
+            lib.display()
+        )),
+        "{err}"
+    );
+    // A readable library in a directory the JVM's user may not enter.
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let err = attach::load_agent(&info, &lib, "", ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, AttachError::InvalidArgument { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(&format!(
+            "who may not enter {} (on the way",
+            dir.0.display()
+        )),
         "{err}"
     );
     assert!(
@@ -253,4 +278,19 @@ fn a_non_root_user_is_refused_another_users_jvm() {
     assert!(!Path::new(&format!("/tmp/.java_pid{}", jvm.pid)).exists());
     assert!(!jvm.output().contains("Full thread dump"));
     assert!(jvm.alive());
+}
+
+#[test]
+fn the_same_user_with_another_group_is_told_so() {
+    require_root();
+    let jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
+    let result = as_user_group(NOBODY, STRANGER, &format!("inspect {}", jvm.pid));
+    assert_eq!(
+        result,
+        format!(
+            "group-mismatch PID {} runs with group nogroup; sprig runs with group {STRANGER}: run sprig with group nogroup (sg nogroup -c 'sprig ...') or as root",
+            jvm.pid
+        )
+    );
+    assert!(!Path::new(&format!("/tmp/.java_pid{}", jvm.pid)).exists());
 }
