@@ -563,7 +563,7 @@ pub(crate) fn rewrite(
             .unwrap_or(&[]);
         for i in widened_conditionals(s) {
             let next = s.insns.get(i + 1).map(|x| x.off);
-            if !next.is_some_and(|o| offs.binary_search(&o).is_ok()) {
+            if next.is_none_or(|o| offs.binary_search(&o).is_err()) {
                 return Err(unsupported(
                     "a conditional branch out of 16-bit range after insertion would need a new stack map frame",
                 ));

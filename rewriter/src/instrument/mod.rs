@@ -228,3 +228,6 @@ fn id_push(id: u32, pool: &mut Pool<'_, '_>, out: &mut [u8; 3]) -> Result<usize,
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

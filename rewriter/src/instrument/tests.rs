@@ -1,0 +1,718 @@
+//! Unit tests of relocation on hand-built class files, with exact expected
+//! bytes: switch padding, stack map frames, `Uninitialized` offsets, debug
+//! tables, type annotations, branch widening, constructors, constant pool.
+
+use super::bytes::put_u16;
+use super::classfile::ClassFile;
+use super::code::{CodeAttr, Scratch, decode};
+use crate::{Error, ProbeSet, SkipReason, Target, instrument};
+
+/// A minimal class-file builder.
+#[derive(Default)]
+pub(crate) struct Cb {
+    cp: Vec<Vec<u8>>,
+}
+
+impl Cb {
+    fn add(&mut self, e: Vec<u8>) -> u16 {
+        if let Some(i) = self.cp.iter().position(|x| *x == e) {
+            return i as u16 + 1;
+        }
+        self.cp.push(e);
+        self.cp.len() as u16
+    }
+    pub(crate) fn utf8(&mut self, s: &str) -> u16 {
+        let mut e = vec![1];
+        put_u16(&mut e, s.len() as u16);
+        e.extend_from_slice(s.as_bytes());
+        self.add(e)
+    }
+    pub(crate) fn class(&mut self, s: &str) -> u16 {
+        let n = self.utf8(s);
+        let mut e = vec![7];
+        put_u16(&mut e, n);
+        self.add(e)
+    }
+    pub(crate) fn methodref(&mut self, c: &str, n: &str, d: &str) -> u16 {
+        let c = self.class(c);
+        let (n, d) = (self.utf8(n), self.utf8(d));
+        let mut nat = vec![12];
+        put_u16(&mut nat, n);
+        put_u16(&mut nat, d);
+        let nat = self.add(nat);
+        let mut e = vec![10];
+        put_u16(&mut e, c);
+        put_u16(&mut e, nat);
+        self.add(e)
+    }
+    pub(crate) fn integer(&mut self, v: u32) -> u16 {
+        let mut e = vec![3];
+        e.extend_from_slice(&v.to_be_bytes());
+        self.add(e)
+    }
+    /// A Code attribute.
+    pub(crate) fn code(
+        &mut self,
+        max_stack: u16,
+        max_locals: u16,
+        code: &[u8],
+        exc: &[[u16; 4]],
+        attrs: &[(&str, Vec<u8>)],
+    ) -> Vec<u8> {
+        let name = self.utf8("Code");
+        let mut b = Vec::new();
+        put_u16(&mut b, max_stack);
+        put_u16(&mut b, max_locals);
+        b.extend_from_slice(&(code.len() as u32).to_be_bytes());
+        b.extend_from_slice(code);
+        put_u16(&mut b, exc.len() as u16);
+        for e in exc {
+            for v in e {
+                put_u16(&mut b, *v);
+            }
+        }
+        put_u16(&mut b, attrs.len() as u16);
+        for (n, body) in attrs {
+            let n = self.utf8(n);
+            put_u16(&mut b, n);
+            b.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            b.extend_from_slice(body);
+        }
+        let mut a = Vec::new();
+        put_u16(&mut a, name);
+        a.extend_from_slice(&(b.len() as u32).to_be_bytes());
+        a.extend_from_slice(&b);
+        a
+    }
+    /// A class `T extends java/lang/Object` with the given methods
+    /// (access, name, descriptor, Code attribute or none).
+    pub(crate) fn build(
+        &mut self,
+        major: u16,
+        methods: &[(u16, &str, &str, Option<Vec<u8>>)],
+    ) -> Vec<u8> {
+        self.build_named("T", major, methods)
+    }
+    pub(crate) fn build_named(
+        &mut self,
+        name: &str,
+        major: u16,
+        methods: &[(u16, &str, &str, Option<Vec<u8>>)],
+    ) -> Vec<u8> {
+        let this = self.class(name);
+        let sup = self.class("java/lang/Object");
+        let ms: Vec<(u16, u16, u16, Option<Vec<u8>>)> = methods
+            .iter()
+            .map(|(a, n, d, c)| (*a, self.utf8(n), self.utf8(d), c.clone()))
+            .collect();
+        let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0];
+        put_u16(&mut b, major);
+        put_u16(&mut b, self.cp.len() as u16 + 1);
+        for e in &self.cp {
+            b.extend_from_slice(e);
+        }
+        put_u16(&mut b, 0x21);
+        put_u16(&mut b, this);
+        put_u16(&mut b, sup);
+        put_u16(&mut b, 0);
+        put_u16(&mut b, 0);
+        put_u16(&mut b, ms.len() as u16);
+        for (a, n, d, c) in ms {
+            put_u16(&mut b, a);
+            put_u16(&mut b, n);
+            put_u16(&mut b, d);
+            put_u16(&mut b, u16::from(c.is_some()));
+            if let Some(c) = c {
+                b.extend_from_slice(&c);
+            }
+        }
+        put_u16(&mut b, 0);
+        b
+    }
+}
+
+fn probes() -> Vec<ProbeSet> {
+    vec![ProbeSet {
+        class: "P".into(),
+        entry: "in".into(),
+        exit: "out".into(),
+    }]
+}
+
+fn target(name: &str, desc: &str, id: u32) -> Target {
+    Target {
+        name: name.into(),
+        descriptor: desc.into(),
+        id,
+        probes: 0,
+    }
+}
+
+/// Instruments one method and returns (class bytes, that method's new Code attribute bytes).
+fn inst(class: &[u8], name: &str, desc: &str, id: u32) -> (Vec<u8>, Vec<u8>) {
+    let r = instrument(class, &[target(name, desc, id)], &probes()).unwrap();
+    assert_eq!(r.methods[0].result, Ok(()), "{name}{desc}");
+    let cf = ClassFile::parse(&r.bytes).unwrap();
+    let m = cf
+        .methods
+        .iter()
+        .find(|m| {
+            cf.utf8(m.name).unwrap() == name.as_bytes()
+                && cf.utf8(m.descriptor).unwrap() == desc.as_bytes()
+        })
+        .unwrap();
+    let span = m.code.unwrap();
+    let code = r.bytes[span.start..span.end].to_vec();
+    (r.bytes, code)
+}
+
+/// Index of `name` in a class's constant pool (searching the output).
+fn cp_index(class: &[u8], f: impl Fn(&ClassFile<'_>, u16) -> bool) -> u16 {
+    let cf = ClassFile::parse(class).unwrap();
+    (1..cf.cp.len() as u16)
+        .find(|&i| f(&cf, i))
+        .expect("constant pool entry")
+}
+
+fn methodref_index(class: &[u8], name: &str) -> u16 {
+    cp_index(class, |cf, i| {
+        cf.cp[i as usize].tag == 10 && cf.member_name(i).is_ok_and(|n| n == name.as_bytes())
+    })
+}
+
+fn class_index(class: &[u8], name: &str) -> u16 {
+    cp_index(class, |cf, i| {
+        cf.cp[i as usize].tag == 7 && cf.class_name(i).is_ok_and(|n| n == name.as_bytes())
+    })
+}
+
+fn attr<'a>(cf_bytes: &[u8], ca: &CodeAttr<'a>, name: &str) -> &'a [u8] {
+    let cf = ClassFile::parse(cf_bytes).unwrap();
+    ca.attrs
+        .iter()
+        .find(|(n, _)| cf.utf8(*n).unwrap() == name.as_bytes())
+        .map(|(_, b)| *b)
+        .unwrap()
+}
+
+fn be16(v: u16) -> [u8; 2] {
+    v.to_be_bytes()
+}
+
+#[test]
+fn switches_are_repadded_at_every_alignment() {
+    let mut alignments = [false; 4];
+    for (id, prologue) in [(1u32, 4u32), (100, 5), (1000, 6)] {
+        for k in 0..4usize {
+            for op in [0xaau8, 0xab] {
+                let mut c = vec![0u8; k];
+                c.push(0x1a); // iload_0
+                let pc = c.len();
+                c.push(op);
+                c.resize(c.len() + 3 - pc % 4, 0);
+                let body = if op == 0xaa { 12 + 8 } else { 8 + 16 };
+                let end = (c.len() + body) as i32;
+                let (t0, t1, td) = (end - pc as i32, end + 2 - pc as i32, end + 4 - pc as i32);
+                c.extend_from_slice(&td.to_be_bytes());
+                if op == 0xaa {
+                    for v in [0, 1, t0, t1] {
+                        c.extend_from_slice(&v.to_be_bytes());
+                    }
+                } else {
+                    for v in [2, 5, t0, 1000, t1] {
+                        c.extend_from_slice(&v.to_be_bytes());
+                    }
+                }
+                c.extend_from_slice(&[0x03, 0xac, 0x04, 0xac, 0x05, 0xac]);
+                let mut cb = Cb::default();
+                let code = cb.code(1, 1, &c, &[], &[]);
+                let class = cb.build(49, &[(8, "s", "(I)I", Some(code))]);
+                let (_, attr_bytes) = inst(&class, "s", "(I)I", id);
+                let ca = CodeAttr::parse(&attr_bytes).unwrap();
+                let mut s = Scratch::default();
+                decode(ca.code, &mut s).unwrap();
+                let sw = s.insns.iter().find(|i| i.op == op).unwrap();
+                assert_eq!(sw.off, prologue + k as u32 + 1);
+                alignments[(sw.off % 4) as usize] = true;
+                let p = sw.off as usize;
+                let pad = 3 - p % 4;
+                assert!(
+                    ca.code[p + 1..p + 1 + pad].iter().all(|&b| b == 0),
+                    "padding bytes must be zero"
+                );
+                let rd = |at: usize| i32::from_be_bytes(ca.code[at..at + 4].try_into().unwrap());
+                let base = p + 1 + pad;
+                let targets: Vec<i32> = if op == 0xaa {
+                    assert_eq!((rd(base + 4), rd(base + 8)), (0, 1));
+                    vec![rd(base), rd(base + 12), rd(base + 16)]
+                } else {
+                    assert_eq!((rd(base + 4), rd(base + 8), rd(base + 16)), (2, 5, 1000));
+                    vec![rd(base), rd(base + 12), rd(base + 20)]
+                };
+                // default → iconst_2, first → iconst_0, second → iconst_1
+                let ops: Vec<u8> = targets
+                    .iter()
+                    .map(|t| ca.code[(p as i32 + t) as usize])
+                    .collect();
+                assert_eq!(ops, vec![0x05, 0x03, 0x04], "id {id} k {k} op {op:#x}");
+            }
+        }
+    }
+    assert_eq!(
+        alignments, [true; 4],
+        "all four switch alignments exercised"
+    );
+}
+
+#[test]
+fn frames_get_new_deltas_and_a_handler_frame() {
+    let mut c = vec![0x1a, 0x99, 0x00, 61];
+    c.extend_from_slice(&[0u8; 56]);
+    c.extend_from_slice(&[0x03, 0xac, 0x04, 0xac]);
+    let mut cb = Cb::default();
+    let code = cb.code(1, 1, &c, &[], &[("StackMapTable", vec![0, 1, 62])]);
+    let class = cb.build(51, &[(8, "f", "(I)I", Some(code))]);
+    let (out, a) = inst(&class, "f", "(I)I", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    let (entry, exit) = (
+        be16(methodref_index(&out, "in")),
+        be16(methodref_index(&out, "out")),
+    );
+    let mut want = vec![0x04, 0xb8, entry[0], entry[1], 0x1a, 0x99, 0x00, 65];
+    want.extend_from_slice(&[0u8; 56]);
+    want.extend_from_slice(&[0x03, 0x04, 0xb8, exit[0], exit[1], 0xac]);
+    want.extend_from_slice(&[0x04, 0x04, 0xb8, exit[0], exit[1], 0xac]);
+    want.extend_from_slice(&[0x04, 0xb8, exit[0], exit[1], 0xbf]);
+    assert_eq!(ca.code, want.as_slice());
+    assert_eq!((ca.max_stack, ca.max_locals), (2, 1));
+    assert_eq!(ca.exceptions, &[0, 4, 0, 76, 0, 76, 0, 0]);
+    let t = be16(class_index(&out, "java/lang/Throwable"));
+    let smt = attr(&out, &ca, "StackMapTable");
+    assert_eq!(
+        smt,
+        &[0, 2, 251, 0, 70, 255, 0, 5, 0, 0, 0, 1, 7, t[0], t[1]]
+    );
+}
+
+#[test]
+fn uninitialized_debug_tables_and_type_annotations_move() {
+    let mut cb = Cb::default();
+    let cls = cb.class("C");
+    let init = be16(cb.methodref("C", "<init>", "(I)V"));
+    let c = [
+        0xbb, 0, cls as u8, // 0 new C
+        0x59,      // 3 dup
+        0x1a,      // 4 iload_0
+        0x99, 0, 7,    // 5 ifeq 12
+        0x04, // 8 iconst_1
+        0xa7, 0, 4,    // 9 goto 13
+        0x05, // 12 iconst_2
+        0xb7, init[0], init[1], // 13 invokespecial
+        0xb0,    // 16 areturn
+    ];
+    let smt = vec![
+        0, 2, 255, 0, 12, 0, 1, 1, 0, 2, 8, 0, 0, 8, 0, 0, 255, 0, 0, 0, 1, 1, 0, 3, 8, 0, 0, 8, 0,
+        0, 1,
+    ];
+    let name = be16(cb.utf8("b"));
+    let desc = be16(cb.utf8("Z"));
+    let ann = be16(cb.utf8("LA;"));
+    let lnt = vec![0, 3, 0, 0, 0, 10, 0, 13, 0, 11, 0, 16, 0, 12];
+    let lvt = vec![0, 1, 0, 0, 0, 17, name[0], name[1], desc[0], desc[1], 0, 0];
+    let lvtt = vec![0, 1, 0, 4, 0, 13, name[0], name[1], desc[0], desc[1], 0, 0];
+    let rvta = vec![
+        0, 2, //
+        0x44, 0, 0, 0, ann[0], ann[1], 0, 0, // new at offset 0
+        0x40, 0, 1, 0, 4, 0, 13, 0, 0, 1, 0, 0, ann[0], ann[1], 0,
+        0, // local var (4, 13) with a one-step type path
+    ];
+    let code = cb.code(
+        3,
+        1,
+        &c,
+        &[],
+        &[
+            ("StackMapTable", smt),
+            ("LineNumberTable", lnt),
+            ("LocalVariableTable", lvt),
+            ("LocalVariableTypeTable", lvtt),
+            ("RuntimeVisibleTypeAnnotations", rvta),
+        ],
+    );
+    let class = cb.build(51, &[(8, "m", "(Z)Ljava/lang/Object;", Some(code))]);
+    let (out, a) = inst(&class, "m", "(Z)Ljava/lang/Object;", 70_000);
+    let ca = CodeAttr::parse(&a).unwrap();
+    let int = cp_index(&out, |cf, i| {
+        cf.cp[i as usize].tag == 3
+            && cf.bytes[cf.cp[i as usize].pos as usize..][..4] == 70_000u32.to_be_bytes()
+    });
+    assert!(int <= 255);
+    let push = [0x12, int as u8];
+    assert_eq!(&ca.code[..2], &push);
+    assert_eq!(ca.code.len(), 33);
+    assert_eq!(&ca.code[5..8], &[0xbb, 0, cls as u8]);
+    assert_eq!(&ca.code[10..13], &[0x99, 0, 7]); // 10 → 17
+    assert_eq!(&ca.code[14..17], &[0xa7, 0, 4]); // 14 → 18
+    assert_eq!(ca.code[17], 0x05);
+    assert_eq!(ca.code[18], 0xb7);
+    assert_eq!(&ca.code[21..23], &push);
+    assert_eq!(ca.code[26], 0xb0);
+    assert_eq!(ca.max_stack, 4);
+    let t = be16(class_index(&out, "java/lang/Throwable"));
+    assert_eq!(
+        attr(&out, &ca, "StackMapTable"),
+        &[
+            0, 3, 255, 0, 17, 0, 1, 1, 0, 2, 8, 0, 5, 8, 0, 5, 255, 0, 0, 0, 1, 1, 0, 3, 8, 0, 5,
+            8, 0, 5, 1, 255, 0, 8, 0, 0, 0, 1, 7, t[0], t[1]
+        ]
+    );
+    assert_eq!(
+        attr(&out, &ca, "LineNumberTable"),
+        &[0, 3, 0, 0, 0, 10, 0, 18, 0, 11, 0, 21, 0, 12]
+    );
+    assert_eq!(
+        &attr(&out, &ca, "LocalVariableTable")[..6],
+        &[0, 1, 0, 0, 0, 27]
+    );
+    assert_eq!(
+        &attr(&out, &ca, "LocalVariableTypeTable")[..6],
+        &[0, 1, 0, 9, 0, 18]
+    );
+    let rv = attr(&out, &ca, "RuntimeVisibleTypeAnnotations");
+    assert_eq!(&rv[..4], &[0, 2, 0x44, 0]);
+    assert_eq!(rv[4], 5);
+    assert_eq!(&rv[10..17], &[0x40, 0, 1, 0, 9, 0, 18]);
+    assert_eq!(&ca.exceptions, &[0, 5, 0, 27, 0, 27, 0, 0]);
+}
+
+#[test]
+fn far_branches_are_widened_in_old_class_files() {
+    let n = 32761usize;
+    // 0 nop; 1 iload_0; 2 ifne 7; 5 iconst_0; 6 ireturn; 7.. nops; iload_0; ifeq 1; iconst_1; ireturn
+    let mut c = vec![0x00, 0x1a, 0x9a, 0, 5, 0x03, 0xac];
+    c.resize(7 + n, 0);
+    c.push(0x1a);
+    let back = -((8 + n - 1) as i32) as i16;
+    c.push(0x99);
+    c.extend_from_slice(&back.to_be_bytes());
+    c.extend_from_slice(&[0x04, 0xac]);
+    // 0 iload_0; 1 ifne 6; 4 iconst_0; 5 ireturn; 6.. nops; goto/jsr 0
+    let n2 = 32762usize;
+    let far = |op: u8| {
+        let mut g = vec![0x1a, 0x9a, 0, 5, 0x03, 0xac];
+        g.resize(6 + n2, 0);
+        g.push(op);
+        g.extend_from_slice(&(-((6 + n2) as i32) as i16).to_be_bytes());
+        g
+    };
+    let mut cb = Cb::default();
+    let f = cb.code(1, 1, &c, &[], &[]);
+    let g = cb.code(1, 1, &far(0xa7), &[], &[]);
+    let j = cb.code(1, 1, &far(0xa8), &[], &[]);
+    let class = cb.build(
+        49,
+        &[
+            (8, "f", "(I)I", Some(f)),
+            (8, "g", "(I)I", Some(g)),
+            (8, "j", "(I)I", Some(j)),
+        ],
+    );
+    let (_, a) = inst(&class, "f", "(I)I", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    let at = 4 + 4 + 8 + n; // prologue 4, exit probe 4 before the first ireturn
+    assert_eq!(ca.code[at - 1], 0x1a);
+    let mut want = vec![0x9a, 0, 8, 0xc8];
+    want.extend_from_slice(&(5 - (at as i32 + 3)).to_be_bytes());
+    assert_eq!(
+        &ca.code[at..at + 8],
+        want.as_slice(),
+        "ifeq → ifne +8; goto_w"
+    );
+    assert_eq!(
+        &ca.code[6..9],
+        &[0x9a, 0, 9],
+        "the short forward branch stays short"
+    );
+    for (name, op) in [("g", 0xc8u8), ("j", 0xc9)] {
+        let (_, a) = inst(&class, name, "(I)I", 1);
+        let ca = CodeAttr::parse(&a).unwrap();
+        let at = 4 + 10 + n2;
+        let mut want = vec![op];
+        want.extend_from_slice(&(4 - at as i32).to_be_bytes());
+        assert_eq!(&ca.code[at..at + 5], want.as_slice());
+        assert_eq!(ca.code.len(), at + 5 + 5);
+    }
+}
+
+#[test]
+fn far_conditional_without_frame_is_skipped_in_new_class_files() {
+    let n = 32761usize;
+    let mut c = vec![0x00, 0x1a, 0x9a, 0, 5, 0x03, 0xac];
+    c.resize(7 + n, 0);
+    c.push(0x1a);
+    c.push(0x99);
+    c.extend_from_slice(&(-((8 + n - 1) as i32) as i16).to_be_bytes());
+    c.extend_from_slice(&[0x04, 0xac]);
+    let mut cb = Cb::default();
+    let smt = vec![0, 2, 1, 4];
+    let f = cb.code(1, 1, &c, &[], &[("StackMapTable", smt)]);
+    let class = cb.build(51, &[(8, "f", "(I)I", Some(f))]);
+    let r = instrument(&class, &[target("f", "(I)I", 1)], &probes()).unwrap();
+    assert!(matches!(&r.methods[0].result, Err(SkipReason::Unsupported(m)) if m.contains("frame")));
+    assert_eq!(
+        r.bytes, class,
+        "a skipped method leaves the class byte-identical"
+    );
+}
+
+#[test]
+fn constructors_enter_after_the_super_call() {
+    let mut cb = Cb::default();
+    let sup = be16(cb.methodref("java/lang/Object", "<init>", "()V"));
+    let obj = cb.class("java/lang/Object");
+    let sup1 = be16(cb.methodref("S", "<init>", "(Ljava/lang/Object;)V"));
+    let plain = cb.code(1, 1, &[0x2a, 0xb7, sup[0], sup[1], 0xb1], &[], &[]);
+    // aload_0; new Object; dup; invokespecial Object.<init>; invokespecial S.<init>(Object); return
+    let nested = cb.code(
+        3,
+        1,
+        &[
+            0x2a, 0xbb, 0, obj as u8, 0x59, 0xb7, sup[0], sup[1], 0xb7, sup1[0], sup1[1], 0xb1,
+        ],
+        &[],
+        &[],
+    );
+    let class = cb.build(
+        51,
+        &[
+            (1, "<init>", "()V", Some(plain)),
+            (1, "<init>", "(I)V", Some(nested)),
+        ],
+    );
+    let (out, a) = inst(&class, "<init>", "()V", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    let (entry, exit) = (
+        be16(methodref_index(&out, "in")),
+        be16(methodref_index(&out, "out")),
+    );
+    assert_eq!(
+        ca.code,
+        &[
+            0x2a, 0xb7, sup[0], sup[1], 0x04, 0xb8, entry[0], entry[1], 0x04, 0xb8, exit[0],
+            exit[1], 0xb1, 0x04, 0xb8, exit[0], exit[1], 0xbf
+        ]
+    );
+    assert_eq!(
+        ca.exceptions,
+        &[0, 8, 0, 13, 0, 13, 0, 0],
+        "catch-all covers only code after super()"
+    );
+    let (_, a) = inst(&class, "<init>", "(I)V", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    assert_eq!(
+        &ca.code[8..15],
+        &[0xb7, sup1[0], sup1[1], 0x04, 0xb8, entry[0], entry[1]]
+    );
+    // Object's own constructor has no super call: the entry goes first.
+    let mut cb = Cb::default();
+    let code = cb.code(0, 1, &[0xb1], &[], &[]);
+    let object = cb.build_named("java/lang/Object", 51, &[(1, "<init>", "()V", Some(code))]);
+    let (_, a) = inst(&object, "<init>", "()V", 1);
+    assert_eq!(CodeAttr::parse(&a).unwrap().code[0], 0x04);
+    // A constructor without a super call is skipped, not broken.
+    let mut cb = Cb::default();
+    let code = cb.code(0, 1, &[0xb1], &[], &[]);
+    let bad = cb.build(51, &[(1, "<init>", "()V", Some(code))]);
+    let r = instrument(&bad, &[target("<init>", "()V", 1)], &probes()).unwrap();
+    assert!(matches!(
+        r.methods[0].result,
+        Err(SkipReason::Unsupported(_))
+    ));
+}
+
+#[test]
+fn ids_are_pushed_without_truncation() {
+    let mut cb = Cb::default();
+    for k in 0..300 {
+        cb.utf8(&format!("filler{k}"));
+    }
+    let existing = cb.integer(0x1234_5678);
+    let code = cb.code(0, 0, &[0xb1], &[], &[]);
+    let class = cb.build(51, &[(8, "v", "()V", Some(code))]);
+    let first = |id: u32| {
+        let (out, a) = inst(&class, "v", "()V", id);
+        (out, CodeAttr::parse(&a).unwrap().code[..3].to_vec())
+    };
+    assert_eq!(first(0xFFFF_FFFF).1[0], 0x02, "iconst_m1");
+    assert_eq!(first(5).1[0], 0x08, "iconst_5");
+    assert_eq!(first(6).1[..2], [0x10, 6], "bipush");
+    assert_eq!(first(0xFFFF_FF80).1[..2], [0x10, 0x80], "bipush -128");
+    assert_eq!(first(32767).1, [0x11, 0x7f, 0xff], "sipush");
+    assert_eq!(first(0xFFFF_8000).1, [0x11, 0x80, 0x00], "sipush -32768");
+    let (_, c) = first(0x1234_5678);
+    assert_eq!(
+        c,
+        [0x13, (existing >> 8) as u8, existing as u8],
+        "existing Integer reused with ldc_w"
+    );
+    for id in [32768u32, 70_000, 0x8000_0000, 0x7FFF_FFFF] {
+        let (out, c) = first(id);
+        assert_eq!(c[0], 0x13, "ldc_w for {id}");
+        let idx = u16::from_be_bytes([c[1], c[2]]);
+        let cf = ClassFile::parse(&out).unwrap();
+        let slot = cf.cp[idx as usize];
+        assert_eq!(slot.tag, 3);
+        assert_eq!(
+            &out[slot.pos as usize..slot.pos as usize + 4],
+            &id.to_be_bytes()
+        );
+    }
+}
+
+#[test]
+fn untouched_bytes_stay_identical() {
+    let mut cb = Cb::default();
+    let a = cb.code(1, 1, &[0x1a, 0xac], &[], &[]);
+    let b = cb.code(
+        1,
+        1,
+        &[0x1a, 0x04, 0x60, 0xac],
+        &[],
+        &[("LineNumberTable", vec![0, 1, 0, 0, 0, 7])],
+    );
+    let class = cb.build(
+        52,
+        &[
+            (8, "a", "(I)I", Some(a)),
+            (8, "b", "(I)I", Some(b.clone())),
+            (0x108, "n", "()V", None),
+            (0x401, "x", "()V", None),
+        ],
+    );
+    let none = instrument(&class, &[], &probes()).unwrap();
+    assert_eq!(none.bytes, class);
+    let skipped = instrument(
+        &class,
+        &[
+            target("n", "()V", 1),
+            target("x", "()V", 2),
+            target("q", "()V", 3),
+        ],
+        &probes(),
+    )
+    .unwrap();
+    assert_eq!(skipped.bytes, class);
+    let reasons: Vec<_> = skipped.methods.iter().map(|m| m.result.clone()).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            Err(SkipReason::Native),
+            Err(SkipReason::Abstract),
+            Err(SkipReason::NotFound)
+        ]
+    );
+    let (out, _) = inst(&class, "a", "(I)I", 9);
+    let cin = ClassFile::parse(&class).unwrap();
+    let cout = ClassFile::parse(&out).unwrap();
+    assert_eq!(&out[..8], &class[..8]);
+    assert_eq!(
+        &out[10..cin.cp_end],
+        &class[10..cin.cp_end],
+        "existing pool entries keep their bytes and indices"
+    );
+    let (sa, sb) = (cin.methods[0].code.unwrap(), cin.methods[1].code.unwrap());
+    let (ta, tb) = (cout.methods[0].code.unwrap(), cout.methods[1].code.unwrap());
+    assert_eq!(
+        &out[tb.start..tb.end],
+        &class[sb.start..sb.end],
+        "method b's Code is untouched"
+    );
+    assert_eq!(&out[cout.cp_end..ta.start], &class[cin.cp_end..sa.start]);
+    assert_eq!(&out[ta.end..], &class[sa.end..]);
+    let twice = instrument(
+        &class,
+        &[target("a", "(I)I", 1), target("a", "(I)I", 2)],
+        &probes(),
+    )
+    .unwrap();
+    assert!(twice.methods[1].result.is_err());
+    assert!(matches!(
+        instrument(
+            &class,
+            &[Target {
+                probes: 1,
+                ..target("a", "(I)I", 1)
+            }],
+            &probes()
+        ),
+        Err(Error::InvalidTarget(_))
+    ));
+}
+
+#[test]
+fn too_large_methods_are_skipped() {
+    let mut c = vec![0u8; 65_530];
+    c.push(0xb1);
+    let mut cb = Cb::default();
+    let code = cb.code(0, 0, &c, &[], &[]);
+    let class = cb.build(51, &[(8, "v", "()V", Some(code))]);
+    let r = instrument(&class, &[target("v", "()V", 1)], &probes()).unwrap();
+    assert_eq!(
+        r.methods[0].result,
+        Err(SkipReason::TooLarge(65_531 + 4 + 4 + 5))
+    );
+    assert_eq!(r.bytes, class);
+}
+
+/// Deterministic xorshift for mutation tests.
+fn rng(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[test]
+fn hostile_bytes_give_errors_not_panics() {
+    let mut cb = Cb::default();
+    let init = be16(cb.methodref("java/lang/Object", "<init>", "()V"));
+    // iload_0; tableswitch {0: 24, 1: 26, default: 28}; iconst_0; ireturn; iconst_1; ireturn; iconst_2; ireturn
+    let c = [
+        0x1a, 0xaa, 0, 0, 0, 0, 0, 27, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 23, 0, 0, 0, 25, 0x03,
+        0xac, 0x04, 0xac, 0x05, 0xac,
+    ];
+    let smt = vec![0, 3, 24, 1, 1];
+    let f = cb.code(
+        1,
+        1,
+        &c,
+        &[[0, 1, 28, 0]],
+        &[
+            ("StackMapTable", smt),
+            ("LineNumberTable", vec![0, 1, 0, 0, 0, 1]),
+        ],
+    );
+    let k = cb.code(1, 1, &[0x2a, 0xb7, init[0], init[1], 0xb1], &[], &[]);
+    let class = cb.build(
+        51,
+        &[(8, "f", "(I)I", Some(f)), (1, "<init>", "()V", Some(k))],
+    );
+    let targets = [target("f", "(I)I", 70_000), target("<init>", "()V", 2)];
+    let r = instrument(&class, &targets, &probes()).unwrap();
+    assert_eq!(r.instrumented_count(), 2, "{:?}", r.methods);
+    for len in 0..class.len() {
+        assert!(
+            instrument(&class[..len], &targets, &probes()).is_err(),
+            "truncated at {len}"
+        );
+    }
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..20_000 {
+        let mut m = class.clone();
+        for _ in 0..1 + rng(&mut seed) % 4 {
+            let at = (rng(&mut seed) % m.len() as u64) as usize;
+            m[at] = rng(&mut seed) as u8;
+        }
+        let _ = instrument(&m, &targets, &probes());
+    }
+}
