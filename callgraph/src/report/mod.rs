@@ -89,10 +89,11 @@ impl Format {
     }
 }
 
-/// Nanoseconds as milliseconds with three decimals (integer arithmetic, so
-/// the text is the same on every machine).
+/// Nanoseconds as milliseconds with three decimals, rounded to the nearest
+/// microsecond (integer arithmetic, so the text is the same everywhere).
 pub(crate) fn ms(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1_000_000, (ns % 1_000_000) / 1_000)
+    let us = ns / 1_000 + u64::from(ns % 1_000 >= 500);
+    format!("{}.{:03}", us / 1_000, us % 1_000)
 }
 
 /// Nanoseconds as microseconds with three decimals.
@@ -116,8 +117,11 @@ mod tests {
 
     #[test]
     fn number_formats() {
-        assert_eq!(ms(1_234_567), "1.234");
-        assert_eq!(ms(999), "0.000");
+        assert_eq!(ms(1_234_567), "1.235");
+        assert_eq!(ms(1_234_499), "1.234");
+        assert_eq!(ms(999), "0.001");
+        assert_eq!(ms(499), "0.000");
+        assert_eq!(ms(u64::MAX), "18446744073709.552");
         assert_eq!(us(1_234), "1.234");
         assert_eq!(percent(1, 3), "33.3%");
         assert_eq!(percent(2, 3), "66.7%");

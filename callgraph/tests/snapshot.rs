@@ -1,0 +1,111 @@
+//! Snapshot files: round trip, damaged input never panics, deep trees.
+
+mod common;
+
+use sprig_callgraph::cct::snapshot::SNAPSHOT_MAGIC;
+use sprig_callgraph::report::Format;
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions, SnapshotError};
+use sprig_wire::event::{Event, EventKind};
+
+fn bytes(p: &Profile) -> Vec<u8> {
+    let mut v = Vec::new();
+    p.write_snapshot(&mut v).expect("write to memory");
+    v
+}
+
+fn render(p: &Profile, opts: &RenderOptions, f: Format) -> Vec<u8> {
+    let mut v = Vec::new();
+    f.renderer().render(p, opts, &mut v).unwrap();
+    v
+}
+
+#[test]
+fn every_script_round_trips_and_renders_the_same() {
+    for path in common::scripts() {
+        let s = common::load(&path);
+        let data = bytes(&s.profile);
+        assert_eq!(&data[..8], SNAPSHOT_MAGIC);
+        let back = Profile::read_snapshot(&mut data.as_slice())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(back, s.profile, "{}", path.display());
+        for f in [Format::Text, Format::Json, Format::Collapsed] {
+            assert_eq!(
+                render(&back, &s.opts, f),
+                render(&s.profile, &s.opts, f),
+                "{} {f:?}",
+                path.display()
+            );
+        }
+        // writing again gives the same bytes
+        assert_eq!(bytes(&back), data);
+    }
+}
+
+#[test]
+fn truncated_snapshots_are_errors_not_panics() {
+    let s = common::load(&common::data_dir().join("basic.events"));
+    let data = bytes(&s.profile);
+    for len in 0..data.len() {
+        let r = Profile::read_snapshot(&mut &data[..len]);
+        assert!(
+            r.is_err(),
+            "a snapshot cut at {len} of {} bytes was accepted",
+            data.len()
+        );
+    }
+    assert!(matches!(
+        Profile::read_snapshot(&mut &b"NOTASNAPSHOT"[..]),
+        Err(SnapshotError::BadMagic)
+    ));
+    let mut v2 = data.clone();
+    v2[8] = 99;
+    assert!(matches!(
+        Profile::read_snapshot(&mut v2.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(99))
+    ));
+}
+
+#[test]
+fn damaged_snapshots_never_panic() {
+    let s = common::load(&common::data_dir().join("unbalanced.events"));
+    let data = bytes(&s.profile);
+    let mut accepted = 0;
+    for i in 8..data.len() {
+        for x in [0x01u8, 0x80, 0xff] {
+            let mut d = data.clone();
+            d[i] ^= x;
+            if let Ok(p) = Profile::read_snapshot(&mut d.as_slice()) {
+                accepted += 1;
+                // whatever was read must render
+                for f in [Format::Text, Format::Json, Format::Collapsed] {
+                    render(&p, &RenderOptions::default(), f);
+                }
+            }
+        }
+    }
+    // flips inside numbers are undetectable, flips in lengths and counts are not
+    assert!(accepted < 3 * (data.len() - 8));
+    // a huge string length or node count does not allocate it up front
+    let mut d = data.clone();
+    let jvm_len_at = 8 + 4 + 8 + 4;
+    d[jvm_len_at..jvm_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(Profile::read_snapshot(&mut d.as_slice()).is_err());
+}
+
+#[test]
+fn deep_recursion_round_trips() {
+    const DEPTH: u64 = 10_000;
+    let mut evs = vec![Event::new(EventKind::RootEntry, 1, 0)];
+    evs.extend((0..DEPTH).map(|i| Event::new(EventKind::MethodEntry, 2, 1 + i)));
+    evs.extend((0..DEPTH).map(|i| Event::new(EventKind::MethodExit, 2, 1 + DEPTH + i)));
+    evs.push(Event::new(EventKind::RootExit, 1, 2 * DEPTH + 1));
+    let mut b = CctBuilder::new(1_000_000_000);
+    b.set_method(1, "r.Main", "main", "([Ljava/lang/String;)V");
+    b.set_method(2, "r.Main", "down", "(I)I");
+    b.process(0, &evs);
+    let p = b.finish();
+    let data = bytes(&p);
+    let back = Profile::read_snapshot(&mut data.as_slice()).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(back.threads[0].tree.nodes.len() as u64, DEPTH + 1);
+}

@@ -1,0 +1,275 @@
+//! Views and renderers over built profiles: hot spots, back traces,
+//! thresholds, JSON schema, 10k-deep recursion through every renderer.
+
+mod common;
+
+use common::{Json, parse_json};
+use sprig_callgraph::report::Format;
+use sprig_callgraph::report::view::{back_traces, hot_spots, tree_view};
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions, diff};
+use sprig_wire::event::{Event, EventKind};
+
+fn script(name: &str) -> common::Script {
+    common::load(&common::data_dir().join(name))
+}
+
+fn render(p: &Profile, opts: &RenderOptions, f: Format) -> String {
+    let mut v = Vec::new();
+    f.renderer().render(p, opts, &mut v).unwrap();
+    String::from_utf8(v).expect("reports are UTF-8")
+}
+
+#[test]
+fn hot_spots_by_exact_self_time() {
+    // basic.events, t_I = 20 ns, t_O = 10 ns, merged over both threads:
+    // Db.query: thread 1: 1 call, 2,000,000 measured - 100,000 adjust = 1,900,000
+    //   - 20 - 1*10 = 1,899,970 total; Db.connect child: 1,000,000 - 20 = 999,980
+    //   thread 2: 2 calls, 1,500,000 - 40 = 1,499,960 (no children)
+    //   merged node (same path): 3 calls, 3,500,000 - 100,000 - 60 - 10 = 3,399,930,
+    //   self = 3,399,930 - 999,980 = 2,399,950
+    let s = script("basic.events");
+    let m = s.profile.merged();
+    let hs = hot_spots(&s.profile, &m.tree);
+    let name = |id| s.profile.display_name(id);
+    assert_eq!(
+        name(hs[0].method),
+        "com.acme.Db.query(Ljava/lang/String;)Ljava/util/List;"
+    );
+    assert_eq!(
+        (hs[0].calls, hs[0].self_ns, hs[0].total_ns),
+        (3, 2_399_950, 3_399_930)
+    );
+    assert_eq!(hs[0].avg_ns, 3_399_930 / 3);
+    assert!(hs.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
+    // Shop.unused never ran: not a hot spot
+    assert!(hs.iter().all(|h| h.method != 6));
+    assert_eq!(hs.len(), 5);
+}
+
+#[test]
+fn back_traces_give_callers_and_shares() {
+    // recursion.events (ms ticks): walk(0..100) { walk(10..95) { walk(20..50) { visit(30..40) } visit(60..90) } }
+    const MS: u64 = 1_000_000;
+    let s = script("recursion.events");
+    let t = &s.profile.threads[0].tree;
+    let bt = back_traces(&s.profile, t, 2, None);
+    assert_eq!((bt.calls(), bt.total_ns()), (2, 40 * MS));
+    // direct callers: walk (both calls), followed up to the root
+    let lines = bt.lines(&s.profile);
+    let caller = &bt.nodes[lines[1].0];
+    assert_eq!(caller.method, Some(1));
+    assert_eq!((caller.calls, caller.total_ns), (2, 40 * MS));
+    assert!((bt.share(lines[1].0) - 1.0).abs() < 1e-12);
+    // both visits were called by a walk that was itself called by walk
+    let depth2: Vec<_> = lines.iter().filter(|l| l.1 == 2).collect();
+    assert_eq!(depth2.len(), 1, "{lines:?}");
+    let n = &bt.nodes[depth2[0].0];
+    assert_eq!((n.method, n.calls, n.total_ns), (Some(1), 2, 40 * MS));
+    // back traces of the recursive method: its outermost call is the root
+    let bt = back_traces(&s.profile, t, 1, None);
+    assert_eq!(bt.calls(), 3);
+    assert_eq!(bt.total_ns(), 100 * MS);
+    let kinds: Vec<Option<u32>> = bt.nodes[0]
+        .children
+        .iter()
+        .map(|&c| bt.nodes[c].method)
+        .collect();
+    assert!(
+        kinds.contains(&None) && kinds.contains(&Some(1)),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn thresholds_hide_small_and_deep_nodes() {
+    let s = script("thresholds.events");
+    let m = s.profile.merged();
+    let all = tree_view(&s.profile, &m.tree, &RenderOptions::default());
+    assert_eq!(all.lines.len(), m.tree.nodes.len());
+    let v = tree_view(&s.profile, &m.tree, &s.opts);
+    let shown: Vec<String> = v
+        .lines
+        .iter()
+        .map(|l| s.profile.method(m.tree.nodes[l.node as usize].method).name)
+        .collect();
+    assert!(!shown.contains(&"debug".to_owned()), "{shown:?}");
+    assert!(!shown.contains(&"add".to_owned()), "{shown:?}");
+    assert!(shown.contains(&"mul".to_owned()), "{shown:?}");
+    assert!(v.lines.iter().all(|l| l.depth < 3));
+    // children come by total descending
+    assert_eq!(shown[..3], ["run", "compute", "mul"]);
+    // collapsed keeps the total: hidden time goes to the nearest shown ancestor
+    let collapsed = render(&s.profile, &s.opts, Format::Collapsed);
+    let sum: u64 = collapsed
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sum, v.total_ns);
+    assert_eq!(v.total_ns, (20_000_000 + 6_000_000) / 2);
+}
+
+#[test]
+fn json_follows_the_issue_4_schema() {
+    for path in common::scripts() {
+        let s = common::load(&path);
+        let text = render(&s.profile, &s.opts, Format::Json);
+        let j = parse_json(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
+        assert_eq!(j.get("version").and_then(Json::u64), Some(1));
+        let target = j.get("target").expect("target");
+        assert!(target.get("pid").and_then(Json::u64).is_some());
+        assert!(target.get("jvm").and_then(Json::str).is_some());
+        let stats = j.get("stats").expect("stats");
+        for k in [
+            "events",
+            "instrumented_methods",
+            "called_methods",
+            "lost_events",
+            "duration_ms",
+        ] {
+            assert!(stats.get(k).and_then(Json::u64).is_some(), "stats.{k}");
+        }
+        match j.get("calibration").expect("calibration") {
+            Json::Null => assert!(s.profile.calibration.is_none()),
+            c => {
+                assert!(matches!(c.get("inner_ns"), Some(Json::Num(_))));
+                assert!(matches!(c.get("outer_ns"), Some(Json::Num(_))));
+            }
+        }
+        let threads = j.get("threads").expect("threads").arr();
+        assert_eq!(threads.len(), s.profile.threads.len());
+        let mut stack: Vec<&Json> = Vec::new();
+        for (t, tp) in threads.iter().zip(&s.profile.threads) {
+            assert_eq!(t.get("id").and_then(Json::u64), Some(tp.java_id));
+            assert_eq!(t.get("name").and_then(Json::str), Some(tp.name.as_str()));
+            stack.extend(t.get("roots").expect("roots").arr());
+        }
+        let mut nodes = 0;
+        while let Some(n) = stack.pop() {
+            nodes += 1;
+            for k in ["class", "method", "descriptor"] {
+                assert!(n.get(k).and_then(Json::str).is_some(), "{k} in {n:?}");
+            }
+            let total = n.get("total_ns").and_then(Json::u64).expect("total_ns");
+            let self_ns = n.get("self_ns").and_then(Json::u64).expect("self_ns");
+            assert!(n.get("calls").and_then(Json::u64).is_some());
+            assert!(self_ns <= total);
+            let kids = n.get("children").expect("children").arr();
+            let totals: Vec<u64> = kids
+                .iter()
+                .map(|c| c.get("total_ns").and_then(Json::u64).unwrap())
+                .collect();
+            assert!(
+                totals.windows(2).all(|w| w[0] >= w[1]),
+                "children by total desc"
+            );
+            stack.extend(kids);
+        }
+        assert!(nodes > 0);
+    }
+}
+
+#[test]
+fn json_escapes_thread_names() {
+    let s = script("basic.events");
+    let text = render(&s.profile, &s.opts, Format::Json);
+    assert!(text.contains(r#""name":"http-nio-8080-exec-1 \"quoted\" \\ name""#));
+}
+
+#[test]
+fn text_report_has_header_tree_and_hot_spots() {
+    let s = script("basic.events");
+    let text = render(&s.profile, &s.opts, Format::Text);
+    assert!(text.starts_with("sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15"));
+    assert!(text.contains("t_I 20.000 ns, t_O 10.000 ns"));
+    assert!(text.contains("thread \"main\" (java id 1, sprig #1)"));
+    assert!(text.contains("hot spots: exact self time"));
+    assert!(text.contains("back traces of com.acme.Db.query"));
+    // every tree row has the same column layout
+    let trees = &text[..text.find("hot spots").unwrap()];
+    let rows: Vec<&str> = trees
+        .lines()
+        .filter(|l| l.contains("com.acme.") && l.contains('%') && !l.starts_with("back"))
+        .collect();
+    assert!(rows.len() > 5);
+    let header = text
+        .lines()
+        .find(|l| l.ends_with("% root  method"))
+        .unwrap();
+    assert_eq!(header.find("method"), Some(49));
+    assert!(
+        rows.iter()
+            .all(|l| &l[47..49] == "  " && l.as_bytes()[49] != b' '),
+        "{rows:#?}"
+    );
+}
+
+#[test]
+fn unbalanced_streams_are_reported() {
+    let s = script("unbalanced.events");
+    let w = s.profile.warnings.join("\n");
+    assert!(
+        w.contains("thread 1: 1 method entries outside a root context"),
+        "{w}"
+    );
+    assert!(
+        w.contains("thread 1: 1 exits without a matching entry"),
+        "{w}"
+    );
+    assert!(
+        w.contains("thread 1: 1 exits did not match the top frame"),
+        "{w}"
+    );
+    assert!(
+        w.contains("thread 7: 2 frames were still open when the thread ended"),
+        "{w}"
+    );
+    assert!(
+        w.contains("thread 3: 3 frames were still open at the end of profiling"),
+        "{w}"
+    );
+    let text = render(&s.profile, &RenderOptions::default(), Format::Text);
+    assert!(text.contains("[1 incomplete]"));
+    assert!(text.contains("<unknown>.method#9"));
+}
+
+fn deep_profile(depth: u64) -> Profile {
+    let mut evs = vec![Event::new(EventKind::RootEntry, 1, 0)];
+    evs.extend((0..depth).map(|i| Event::new(EventKind::MethodEntry, 2, 1 + i)));
+    evs.extend((0..depth).map(|i| Event::new(EventKind::MethodExit, 2, 1 + depth + i)));
+    evs.push(Event::new(EventKind::RootExit, 1, 2 * depth + 1));
+    let mut b = CctBuilder::new(1_000_000_000);
+    b.set_method(1, "r.Main", "main", "([Ljava/lang/String;)V");
+    b.set_method(2, "r.Main", "down", "(I)I");
+    b.process(0, &evs);
+    b.finish()
+}
+
+#[test]
+fn ten_thousand_levels_through_every_renderer() {
+    const DEPTH: u64 = 10_000;
+    let p = deep_profile(DEPTH);
+    let opts = RenderOptions {
+        back_traces: vec![2],
+        ..RenderOptions::default()
+    };
+    let text = render(&p, &opts, Format::Text);
+    assert!(text.contains("[10000] \\- r.Main.down(I)I"));
+    let collapsed = render(&p, &opts, Format::Collapsed);
+    assert_eq!(collapsed.lines().count() as u64, DEPTH + 1);
+    let deepest = collapsed.lines().max_by_key(|l| l.len()).unwrap();
+    assert_eq!(deepest.matches(';').count() as u64, DEPTH);
+    let json = render(&p, &opts, Format::Json);
+    // parse and drop on a thread with room for the nested value's drop
+    let h = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || parse_json(&json).map(|_| ()))
+        .unwrap();
+    h.join().unwrap().unwrap();
+    let m = p.merged();
+    let hs = hot_spots(&p, &m.tree);
+    assert_eq!(hs[0].calls, DEPTH);
+    // recursive time counted once: the outermost down() call
+    assert_eq!(hs[0].total_ns, 2 * DEPTH - 1);
+    let d = diff(&p, &deep_profile(DEPTH / 2));
+    assert_eq!(d.nodes.len() as u64, DEPTH + 1);
+}
