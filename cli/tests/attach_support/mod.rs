@@ -154,6 +154,7 @@ pub struct Jvm {
     pub pid: u32,
     pub cwd: TempDir,
     output: Arc<Mutex<String>>,
+    in_container: bool,
 }
 
 impl Jvm {
@@ -232,6 +233,7 @@ impl Jvm {
             pid,
             cwd,
             output,
+            in_container: run_as == RunAs::Container,
         };
         if ready_rx.recv_timeout(READY_TIMEOUT).is_err() {
             let out = jvm.output();
@@ -315,6 +317,12 @@ impl Jvm {
 impl Drop for Jvm {
     fn drop(&mut self) {
         self.terminate();
+        // A JVM that cannot clean up (-Xrs skips the shutdown path on
+        // SIGTERM; SIGKILL) leaves its attach socket in /tmp. A container's
+        // private /tmp is gone with its namespace.
+        if !self.in_container {
+            let _ = fs::remove_file(format!("/tmp/.java_pid{}", self.pid));
+        }
     }
 }
 
