@@ -6,7 +6,9 @@
 
 mod common;
 
-use sprig_callgraph::report::Format;
+use sprig_callgraph::diff;
+use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
+use sprig_callgraph::report::{Format, RenderOptions};
 
 #[test]
 fn reports_match_golden_files() {
@@ -38,6 +40,31 @@ fn reports_match_golden_files() {
             }
         }
     }
+    assert!(
+        failures.is_empty(),
+        "golden mismatches:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn diff_reports_match_golden_files() {
+    let dir = common::data_dir().join("diff");
+    let a = common::load(&dir.join("before.events")).profile;
+    let b = common::load(&dir.join("after.events")).profile;
+    let d = diff(&a, &b);
+    let opts = RenderOptions::default();
+    let mut text = Vec::new();
+    DiffText.render(&d, &opts, &mut text).unwrap();
+    let mut collapsed = Vec::new();
+    DiffCollapsed.render(&d, &opts, &mut collapsed).unwrap();
+    let failures: Vec<String> = [
+        common::golden("diff.txt", &text),
+        common::golden("diff.collapsed", &collapsed),
+    ]
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
     assert!(
         failures.is_empty(),
         "golden mismatches:\n{}",

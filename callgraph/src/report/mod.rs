@@ -5,7 +5,9 @@
 //! name, threads by index, hot spots by self time then name.
 
 pub mod collapsed;
+pub mod diff;
 pub mod json;
+pub mod live;
 pub mod text;
 pub mod view;
 
