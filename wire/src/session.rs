@@ -304,8 +304,12 @@ pub enum SessionError {
     /// The peer closed the connection.
     #[error("the peer closed the control connection")]
     Closed,
+    /// Nobody (acceptable) connected in time, or the peer did not answer.
     #[error("timed out after {0:?} waiting for the peer")]
     Timeout(Duration),
+    /// A peer connected but sent no hello in time.
+    #[error("the peer connected but sent no hello within {0:?}")]
+    NoHello(Duration),
     /// The process at the other end is not the one expected.
     #[error("control socket peer is pid {} uid {}, expected {expected}", got.pid, got.uid)]
     WrongPeer { got: PeerCred, expected: String },
@@ -398,6 +402,10 @@ impl Listener {
     /// its error is only returned if nobody better comes before the
     /// deadline. A version mismatch with the right token is always returned
     /// at once: that is our agent, only older or newer.
+    ///
+    /// The hello wait of a connected peer may run past `timeout` (by at most
+    /// [`VERIFIED_HELLO_TIMEOUT`] or [`HELLO_TIMEOUT`]), so accepting in
+    /// short slices never drops an agent in the middle of its handshake.
     pub fn accept(
         &self,
         expect: &PeerExpectation,
@@ -425,11 +433,15 @@ impl Listener {
                 continue;
             }
             let verified = expect.pid.is_some();
+            // Once a peer is connected it gets its own time for the hello,
+            // even when `timeout` is nearly used up (callers may accept in
+            // short slices): the target gets VERIFIED_HELLO_TIMEOUT, an
+            // unverified peer HELLO_TIMEOUT.
             let remaining = deadline.saturating_duration_since(Instant::now());
             let hello_wait = if verified {
-                remaining
+                remaining.max(VERIFIED_HELLO_TIMEOUT)
             } else {
-                remaining.min(HELLO_TIMEOUT)
+                HELLO_TIMEOUT
             };
             match handshake(
                 stream,
@@ -449,6 +461,10 @@ impl Listener {
 /// it cannot check before it drops it and waits for another.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long [`Listener::accept`] waits at least for the hello of the
+/// expected pid once it has connected.
+pub const VERIFIED_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The listener's half of the handshake on one accepted connection.
 fn handshake(
     stream: UnixStream,
@@ -457,7 +473,7 @@ fn handshake(
 ) -> Result<(Channel, JvmInfo), SessionError> {
     let mut ch = Channel::new(stream)?;
     ch.set_write_timeout(Some(wait))?;
-    let first = ch.recv_timeout(wait)?.ok_or(SessionError::Timeout(wait))?;
+    let first = ch.recv_timeout(wait)?.ok_or(SessionError::NoHello(wait))?;
     let Message::AgentHello {
         version,
         token,

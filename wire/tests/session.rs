@@ -372,3 +372,38 @@ fn peer_cred_reports_this_process() {
     assert_eq!(c.pid, std::process::id());
     assert_eq!(c.uid, euid());
 }
+
+#[test]
+fn slow_hello_survives_accepting_in_short_slices() {
+    let dir = SessionDir::create().unwrap();
+    let listener = Listener::bind(&dir).unwrap();
+    let sock = dir.socket_path();
+    let token = dir.token();
+    let agent = thread::spawn(move || {
+        let mut s = UnixStream::connect(sock).unwrap();
+        // Slower than one accept slice.
+        thread::sleep(Duration::from_millis(300));
+        let hello = Message::AgentHello {
+            version: PROTOCOL_VERSION,
+            token,
+            jvm: jvm(),
+        };
+        codec::write_frame(&mut s, &hello).unwrap();
+        codec::read_frame(&mut s).unwrap()
+    });
+    let start = Instant::now();
+    let accepted = loop {
+        match listener.accept(&expect_me(&dir), Duration::from_millis(50)) {
+            Err(SessionError::Timeout(_)) if start.elapsed() < T => continue,
+            other => break other,
+        }
+    };
+    let (_ch, info) = accepted.unwrap();
+    assert_eq!(info, jvm());
+    assert_eq!(
+        agent.join().unwrap(),
+        Message::CliHello {
+            version: PROTOCOL_VERSION
+        }
+    );
+}
