@@ -291,6 +291,9 @@ fn a_jvm_without_sigquit_handler_is_not_signalled() {
 
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace() {
+    if !attach_support::is_root("a_jvm_in_its_own_pid_and_mount_namespace") {
+        return;
+    }
     let home = jdk17();
     let jvm = Jvm::start(&home, &[], RunAs::Container);
     let info = jvm::inspect(jvm.pid).unwrap();

@@ -1,11 +1,11 @@
 //! Attach across users: root attaching to another user's JVM, a non-root
 //! sprig attaching to its own user's JVM, and a non-root sprig refused for
 //! another user's JVM. The non-root sides run this test binary again under
-//! `setpriv` (see `child_helper`). These tests need root.
+//! `setpriv` (see `child_helper`). These tests need root (skipped without).
 
 mod attach_support;
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -20,14 +20,6 @@ const NOBODY: u32 = 65534;
 /// A uid with no account and no processes.
 const STRANGER: u32 = 4242;
 const CHILD_ENV: &str = "SPRIG_ATTACH_TEST_CHILD";
-
-fn require_root() {
-    assert_eq!(
-        std::fs::metadata("/proc/self").unwrap().uid(),
-        0,
-        "attach_users tests must run as root"
-    );
-}
 
 fn missing_library() -> PathBuf {
     PathBuf::from(format!("{}/no-such-agent.so", env!("CARGO_TARGET_TMPDIR")))
@@ -117,7 +109,9 @@ fn child_helper() {
 
 #[test]
 fn root_attaches_to_another_users_jvm() {
-    require_root();
+    if !attach_support::is_root("root_attaches_to_another_users_jvm") {
+        return;
+    }
     let home = jdk17();
     let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
     let info = jvm::inspect(jvm.pid).unwrap();
@@ -153,7 +147,9 @@ fn root_attaches_to_another_users_jvm() {
 
 #[test]
 fn root_attaches_to_another_users_jdk25_jvm_from_its_cwd() {
-    require_root();
+    if !attach_support::is_root("root_attaches_to_another_users_jdk25_jvm_from_its_cwd") {
+        return;
+    }
     let Some(home) = jdk25() else { return };
     // A working directory the JVM's user may write: the trigger file goes
     // there (and must be gone afterwards).
@@ -178,7 +174,9 @@ fn root_attaches_to_another_users_jdk25_jvm_from_its_cwd() {
 
 #[test]
 fn an_agent_the_jvm_user_cannot_read_is_refused() {
-    require_root();
+    if !attach_support::is_root("an_agent_the_jvm_user_cannot_read_is_refused") {
+        return;
+    }
     let jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
     let info = jvm::inspect(jvm.pid).unwrap();
     let dir = TempDir::new("private-agent");
@@ -222,7 +220,9 @@ fn an_agent_the_jvm_user_cannot_read_is_refused() {
 
 #[test]
 fn a_non_root_user_attaches_to_its_own_jvm() {
-    require_root();
+    if !attach_support::is_root("a_non_root_user_attaches_to_its_own_jvm") {
+        return;
+    }
     let home = jdk17();
     let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
     let result = as_user(
@@ -251,7 +251,9 @@ fn a_non_root_user_attaches_to_its_own_jvm() {
 
 #[test]
 fn a_non_root_user_is_refused_another_users_jvm() {
-    require_root();
+    if !attach_support::is_root("a_non_root_user_is_refused_another_users_jvm") {
+        return;
+    }
     let mut jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
     let result = as_user(STRANGER, &format!("inspect {}", jvm.pid));
     assert_eq!(
@@ -282,7 +284,9 @@ fn a_non_root_user_is_refused_another_users_jvm() {
 
 #[test]
 fn the_same_user_with_another_group_is_told_so() {
-    require_root();
+    if !attach_support::is_root("the_same_user_with_another_group_is_told_so") {
+        return;
+    }
     let jvm = Jvm::start(&jdk17(), &[], RunAs::Nobody);
     let result = as_user_group(NOBODY, STRANGER, &format!("inspect {}", jvm.pid));
     assert_eq!(

@@ -51,6 +51,19 @@ pub fn jdk25() -> Option<PathBuf> {
     }
 }
 
+/// Whether the tests run as root; cases that need it (other users, new
+/// namespaces) say so and are skipped otherwise.
+pub fn is_root(case: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false);
+    if !root {
+        eprintln!("note: {case} needs root: skipped");
+    }
+    root
+}
+
 /// Compiled fixtures: `classes/` with Sleeper, and `probe-agent.jar`.
 pub struct Fixtures {
     pub classes: PathBuf,
