@@ -127,16 +127,28 @@ pub enum Message {
     },
     /// A root pattern's classes are loaded and instrumented: probes are live.
     RootInstrumented { pattern: String, methods: u32 },
-    /// A root pattern matched nothing among loaded classes; it stays armed for
-    /// classes loaded later. `suggestions` are near matches (`pkg.Class::method`).
+    /// A root pattern matched no loaded method. When `class_loaded` is false
+    /// no loaded class matches either and the pattern stays armed for classes
+    /// loaded later; when true, matching classes are loaded but none has such
+    /// a method (the CLI reports an error). `suggestions` are near matches
+    /// (`pkg.Class::method`).
     RootNotFound {
         pattern: String,
+        class_loaded: bool,
         suggestions: Vec<String>,
     },
     /// A thread index was assigned (first probe on that thread).
-    Thread { index: u32, java_id: u64, name: String },
+    Thread {
+        index: u32,
+        java_id: u64,
+        name: String,
+    },
     /// Probe calibration measured in the target, in ticks of the session clock.
-    Calibration { inner_ticks: f64, outer_ticks: f64, samples: u32 },
+    Calibration {
+        inner_ticks: f64,
+        outer_ticks: f64,
+        samples: u32,
+    },
     /// Periodic or requested counters.
     Status(AgentStats),
     /// A class failed to instrument or restore; profiling goes on.
