@@ -377,38 +377,49 @@ impl ThreadState {
         }
     }
 
-    /// Converts the builder arena (without the sentinel) to a [`Tree`].
+    /// Children of builder node `b` in creation order.
+    fn children_of(&self, b: u32) -> Vec<u32> {
+        let mut v = Vec::with_capacity(self.nodes[b as usize].nchildren as usize);
+        let mut c = self.nodes[b as usize].first_child;
+        while c != NONE {
+            v.push(c);
+            c = self.nodes[c as usize].next_sibling;
+        }
+        v.reverse();
+        v
+    }
+
+    /// Converts the builder arena to a [`Tree`] numbered in pre-order
+    /// (children in creation order), so equal streams give equal trees and
+    /// a snapshot round trip gives back the same numbering.
     fn to_tree(&self) -> Tree {
-        let len = self.nodes.len().saturating_sub(1);
-        let mut nodes: Vec<Node> = Vec::with_capacity(len);
-        for b in &self.nodes[1..] {
-            nodes.push(Node {
-                method: b.method,
-                calls: b.calls,
-                total_ticks: b.total,
-                adjust_ticks: b.adjust,
-                child_calls: 0,
-                incomplete: b.incomplete,
-                children: Vec::with_capacity(b.nchildren as usize),
-            });
-        }
-        let collect = |first: u32| {
-            let mut v = Vec::new();
-            let mut c = first;
-            while c != NONE {
-                v.push(c - 1);
-                c = self.nodes[c as usize].next_sibling;
-            }
-            v.reverse(); // creation order
-            v
-        };
-        for (i, b) in self.nodes.iter().enumerate().skip(1) {
-            nodes[i - 1].children = collect(b.first_child);
-        }
         let mut tree = Tree {
-            nodes,
-            roots: collect(self.nodes[0].first_child),
+            nodes: Vec::with_capacity(self.nodes.len().saturating_sub(1)),
+            roots: Vec::new(),
         };
+        // (builder node, parent in the new tree)
+        let mut stack: Vec<(u32, Option<u32>)> = self
+            .children_of(0)
+            .into_iter()
+            .rev()
+            .map(|c| (c, None))
+            .collect();
+        while let Some((b, parent)) = stack.pop() {
+            let n = &self.nodes[b as usize];
+            let id = tree.push(
+                parent,
+                Node {
+                    method: n.method,
+                    calls: n.calls,
+                    total_ticks: n.total,
+                    adjust_ticks: n.adjust,
+                    child_calls: 0,
+                    incomplete: n.incomplete,
+                    children: Vec::with_capacity(n.nchildren as usize),
+                },
+            );
+            stack.extend(self.children_of(b).into_iter().rev().map(|c| (c, Some(id))));
+        }
         tree.recount();
         tree
     }
