@@ -224,6 +224,21 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    // What the clock costs by itself, to read the push+rdtsc lines.
+    let mut tsc = Vec::new();
+    for _ in 0..50 {
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        for _ in 0..100_000 {
+            x = x.wrapping_add(clock::read_tsc());
+        }
+        std::hint::black_box(x);
+        tsc.push(t0.elapsed().as_nanos() as f64 / 100_000.0);
+    }
+    println!(
+        "rdtsc alone                          : {} ns/read",
+        summary(tsc)
+    );
     const WARM_EVENTS: u64 = 65_536; // 1 MiB of records per round
     for threads in [1usize, 2] {
         for with_tsc in [false, true] {

@@ -28,7 +28,11 @@
 //! batches). Only when its segment is full does it mark it `FULL` and claim
 //! a `FREE` one with one CAS. Each claim takes a number from the header's
 //! claim counter, so a thread's segments are ordered by that number even
-//! if a thread index is reused by a later [`Producer`].
+//! if a thread index is reused by a later [`Producer`]. A producer always
+//! scans for a free segment from the same start index (its thread index),
+//! so while the consumer keeps up it reuses the same few recently freed
+//! segments, which are still in cache, instead of walking the whole region
+//! through memory.
 //!
 //! The consumer scans the segment headers, sorts the visible (`OWNED` or
 //! `FULL`) segments by (thread, claim number) and reads each from its own

@@ -1,0 +1,205 @@
+//! Ring file creation and validation: modes, exclusive creation, hostile
+//! headers and hostile segment contents give errors or clamped reads,
+//! never a panic or an access outside the mapping.
+
+use sprig_wire::PROTOCOL_VERSION;
+use sprig_wire::control::ClockKind;
+use sprig_wire::event::{Event, EventKind};
+use sprig_wire::ring::{Consumer, Producer, Region, RingConfig, RingError};
+use sprig_wire::session::SessionDir;
+use std::fs::OpenOptions;
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+fn cfg() -> RingConfig {
+    RingConfig {
+        segment_bytes: 4096,
+        segments: 4,
+        clock: ClockKind::Tsc,
+        ticks_per_sec: 2_600_000_000,
+    }
+}
+
+fn poke(path: &Path, offset: u64, bytes: &[u8]) {
+    let mut f = OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// A fresh valid ring file in its own session directory.
+fn fresh() -> (SessionDir, std::path::PathBuf) {
+    let dir = SessionDir::create().unwrap();
+    let p = dir.ring_path();
+    drop(Region::create(&p, &cfg()).unwrap());
+    (dir, p)
+}
+
+#[test]
+fn created_0600_exclusive_and_reopened_with_the_same_facts() {
+    let dir = SessionDir::create().unwrap();
+    let p = dir.ring_path();
+    let r = Region::create(&p, &cfg()).unwrap();
+    let meta = std::fs::metadata(&p).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.len(), 4096 + 4 * 4096);
+    assert!(matches!(Region::create(&p, &cfg()), Err(RingError::Io(_))));
+    let o = Region::open(&p).unwrap();
+    assert_eq!(o.clock(), ClockKind::Tsc);
+    assert_eq!(o.ticks_per_sec(), 2_600_000_000);
+    assert_eq!(o.segments(), 4);
+    assert_eq!(o.segment_capacity(), (4096 - 64) / 16);
+    assert_eq!(o.len(), r.len());
+    assert!(!o.is_dead());
+    assert_eq!(o.lost_events(), 0);
+}
+
+#[test]
+fn symlinked_ring_is_refused() {
+    let (dir, p) = fresh();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&p, &link).unwrap();
+    assert!(matches!(Region::open(&link), Err(RingError::Io(_))));
+    let target = dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&target, dir.path().join("newlink")).unwrap();
+    assert!(Region::create(&dir.path().join("newlink"), &cfg()).is_err());
+    assert!(!target.exists(), "create must not follow a planted symlink");
+}
+
+#[test]
+fn hostile_headers_are_errors() {
+    // (offset, bytes, what the error must be)
+    type Check = fn(&RingError) -> bool;
+    let cases: Vec<(u64, Vec<u8>, Check)> = vec![
+        (0, b"NOTARING".to_vec(), |e| {
+            matches!(e, RingError::BadMagic)
+        }),
+        (8, (PROTOCOL_VERSION + 1).to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::BadVersion { found, expected }
+                if *found == PROTOCOL_VERSION + 1 && *expected == PROTOCOL_VERSION)
+        }),
+        (12, 8192u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (16, 9u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        // Segment size not a multiple of 64, too small, huge.
+        (20, 4100u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (20, 64u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (20, u32::MAX.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        // More segments than the file holds; zero; absurd.
+        (24, 5u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (24, 0u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (24, u32::MAX.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (28, 32u32.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+        (32, 0u64.to_le_bytes().to_vec(), |e| {
+            matches!(e, RingError::Layout(_))
+        }),
+    ];
+    for (offset, bytes, check) in cases {
+        let (_dir, p) = fresh();
+        poke(&p, offset, &bytes);
+        match Region::open(&p) {
+            Err(e) => assert!(check(&e), "offset {offset}: wrong error {e}"),
+            Ok(_) => panic!("offset {offset}: hostile header accepted"),
+        }
+    }
+}
+
+#[test]
+fn wrong_file_lengths_are_errors() {
+    let (_dir, p) = fresh();
+    let f = OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(4096 + 3 * 4096).unwrap();
+    assert!(matches!(Region::open(&p), Err(RingError::Layout(_))));
+    f.set_len(4096 + 5 * 4096).unwrap();
+    assert!(matches!(Region::open(&p), Err(RingError::Layout(_))));
+    f.set_len(100).unwrap();
+    assert!(matches!(Region::open(&p), Err(RingError::Layout(_))));
+    f.set_len(0).unwrap();
+    assert!(matches!(Region::open(&p), Err(RingError::Layout(_))));
+    drop(f);
+    let dir = SessionDir::create().unwrap();
+    assert!(matches!(
+        Region::open(&dir.path().join("missing")),
+        Err(RingError::Io(_))
+    ));
+}
+
+#[test]
+fn hostile_segment_headers_are_clamped() {
+    let (_dir, p) = fresh();
+    let region = Region::open(&p).unwrap();
+    let cap = region.segment_capacity() as usize;
+    // Every segment FULL with an absurd count, odd thread and seq.
+    for i in 0..4u64 {
+        let at = 4096 + i * 4096;
+        poke(&p, at, &3u32.to_le_bytes()); // FULL
+        poke(&p, at + 4, &(u32::MAX - i as u32).to_le_bytes());
+        poke(&p, at + 8, &u64::MAX.to_le_bytes());
+        poke(&p, at + 16, &u32::MAX.to_le_bytes());
+    }
+    let mut cons = Consumer::new(region.clone());
+    let mut per_call = Vec::new();
+    let n = cons.poll(&mut |_, evs| per_call.push(evs.len()));
+    assert_eq!(n, 4 * cap, "reads are clamped to the segment capacity");
+    assert!(per_call.iter().all(|&k| k <= cap));
+    // The consumer freed them: a producer can use the ring again.
+    let mut prod = Producer::new(region, 1, Duration::from_millis(100));
+    for i in 0..(4 * cap) as u32 {
+        prod.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+    }
+    prod.release();
+    let mut got = 0u32;
+    cons.poll(&mut |t, evs| {
+        assert_eq!(t, 1);
+        for e in evs {
+            assert_eq!(e.id, got);
+            got += 1;
+        }
+    });
+    assert_eq!(got as usize, 4 * cap);
+}
+
+#[test]
+fn thread_index_reuse_keeps_order() {
+    // A second producer with the same thread index (a thread that
+    // detached and came back) continues after the first one's events.
+    let (_dir, p) = fresh();
+    let region = Region::open(&p).unwrap();
+    let cap = region.segment_capacity();
+    let mut a = Producer::new(region.clone(), 5, Duration::from_millis(100));
+    for i in 0..cap + 3 {
+        a.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+    }
+    drop(a);
+    let mut b = Producer::new(region.clone(), 5, Duration::from_millis(100));
+    for i in cap + 3..2 * cap {
+        b.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+    }
+    let mut cons = Consumer::new(region);
+    let mut next = 0;
+    cons.poll(&mut |_, evs| {
+        for e in evs {
+            assert_eq!(e.id, next);
+            next += 1;
+        }
+    });
+    assert_eq!(next, 2 * cap);
+}
