@@ -223,6 +223,9 @@ pub struct Times {
 pub struct Profile {
     /// Clock ticks per second of the session clock (`Event::ts` unit).
     pub ticks_per_sec: u64,
+    /// Which clock the probes read: `tsc`, `monotonic` (both wall clock) or
+    /// `thread-cpu`; empty when unknown.
+    pub clock: String,
     pub target: Target,
     pub stats: Stats,
     pub calibration: Option<Calibration>,
@@ -252,6 +255,7 @@ impl Profile {
     pub fn new(ticks_per_sec: u64) -> Profile {
         Profile {
             ticks_per_sec,
+            clock: String::new(),
             target: Target::default(),
             stats: Stats::default(),
             calibration: None,

@@ -87,7 +87,8 @@ fn damaged_snapshots_never_panic() {
     assert!(accepted < 3 * (data.len() - 8));
     // a huge string length or node count does not allocate it up front
     let mut d = data.clone();
-    let jvm_len_at = 8 + 4 + 8 + 4;
+    // magic, version, ticks_per_sec, clock (empty string), pid
+    let jvm_len_at = 8 + 4 + 8 + 4 + 4;
     d[jvm_len_at..jvm_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(Profile::read_snapshot(&mut d.as_slice()).is_err());
 }

@@ -21,7 +21,7 @@ pub mod diff;
 pub mod snapshot;
 
 use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
-use sprig_wire::control::Message;
+use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -425,6 +425,15 @@ impl ThreadState {
     }
 }
 
+/// The name reports use for a clock.
+pub fn clock_name(clock: ClockKind) -> &'static str {
+    match clock {
+        ClockKind::Tsc => "tsc",
+        ClockKind::Monotonic => "monotonic",
+        ClockKind::ThreadCpu => "thread-cpu",
+    }
+}
+
 /// Builds calling context trees from ring events. See the module docs.
 #[derive(Clone, Debug)]
 pub struct CctBuilder {
@@ -529,7 +538,7 @@ impl CctBuilder {
     }
 
     /// Takes what the builder needs from a control message: `Method`,
-    /// `Thread`, `Calibration`, `Started` (clock frequency), `AgentHello`
+    /// `Thread`, `Calibration`, `Started` (clock and frequency), `AgentHello`
     /// (target), `Status`/`Detached` (counters), `Warning`/`ClassFailed`
     /// (kept as warnings). Returns whether the message was used.
     pub fn apply_message(&mut self, msg: &Message) -> bool {
@@ -550,7 +559,13 @@ impl CctBuilder {
                 outer_ticks,
                 ..
             } => self.set_calibration_ticks(*inner_ticks, *outer_ticks),
-            Message::Started { ticks_per_sec, .. } => self.set_ticks_per_sec(*ticks_per_sec),
+            Message::Started {
+                ticks_per_sec,
+                clock,
+            } => {
+                self.set_ticks_per_sec(*ticks_per_sec);
+                self.profile_template.clock = clock_name(*clock).to_owned();
+            }
             Message::AgentHello { jvm, .. } => {
                 self.profile_template.target.pid = jvm.pid;
                 self.profile_template.target.jvm =

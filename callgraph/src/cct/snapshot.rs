@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! magic "SPRIGSNP", u32 version
-//! u64 ticks_per_sec
+//! u64 ticks_per_sec, str clock
 //! target:      u32 pid, str jvm
 //! stats:       u64 events, instrumented_methods, called_methods, lost_events, duration_ms
 //! calibration: u8 present, f64 inner_ns, f64 outer_ns
@@ -138,6 +138,7 @@ impl Profile {
         w.w.write_all(SNAPSHOT_MAGIC)?;
         w.u32(SNAPSHOT_VERSION)?;
         w.u64(self.ticks_per_sec)?;
+        w.str(&self.clock)?;
         w.u32(self.target.pid)?;
         w.str(&self.target.jvm)?;
         let s = &self.stats;
@@ -195,6 +196,7 @@ impl Profile {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         let mut p = Profile::new(r.u64()?);
+        p.clock = r.str()?;
         p.target.pid = r.u32()?;
         p.target.jvm = r.str()?;
         p.stats.events = r.u64()?;

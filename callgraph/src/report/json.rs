@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `total_ns`/`self_ns` are exact (adjust-time and calibrated probe cost
-//! subtracted). Added fields: top level `ticks_per_sec`, `warnings`,
+//! subtracted). Added fields: top level `ticks_per_sec`, `clock`, `warnings`,
 //! `hot_spots` (when asked for) and `merged` (when asked for); per thread
 //! `index` (sprig's thread index; `id` is the Java thread id); per node
 //! `raw_total_ns`, `adjust_ns`, `incomplete`.
@@ -142,7 +142,9 @@ impl Render for Json {
             None => out.write_all(b"\"calibration\":null,")?,
         }
         indent(out, 1)?;
-        write!(out, "\"ticks_per_sec\":{},", p.ticks_per_sec)?;
+        write!(out, "\"ticks_per_sec\":{},\"clock\":", p.ticks_per_sec)?;
+        write_str(out, &p.clock)?;
+        out.write_all(b",")?;
         indent(out, 1)?;
         out.write_all(b"\"warnings\":[")?;
         for (i, w) in p.warnings.iter().enumerate() {

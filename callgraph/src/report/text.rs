@@ -60,6 +60,18 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "sprig profile: pid {}, {}", p.target.pid, jvm)?;
     let s = &p.stats;
     writeln!(out, "  duration     {} ms", s.duration_ms)?;
+    if !p.clock.is_empty() {
+        let kind = if p.clock == "thread-cpu" {
+            "thread CPU time"
+        } else {
+            "wall clock"
+        };
+        writeln!(
+            out,
+            "  clock        {} ({kind}, {} ticks/s)",
+            p.clock, p.ticks_per_sec
+        )?;
+    }
     writeln!(out, "  events       {} ({} lost)", s.events, s.lost_events)?;
     writeln!(
         out,

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! ticks_per_sec 1000000000
+//! clock tsc|monotonic|thread-cpu
 //! target <pid> <jvm text...>
 //! stats <instrumented> <called> <lost> <duration_ms>
 //! calibration <inner_ns> <outer_ns>
@@ -19,6 +20,7 @@
 #![allow(dead_code)]
 
 use sprig_callgraph::{Calibration, CctBuilder, Profile, RenderOptions};
+use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
 use std::path::{Path, PathBuf};
 
@@ -91,6 +93,18 @@ pub fn parse(text: &str) -> Result<Script, String> {
         match w[0].as_str() {
             "target" => target = Some((num(1)? as u32, w[2..].join(" "))),
             "stats" => stats = Some((num(1)?, num(2)?, num(3)?, num(4)?)),
+            "clock" => {
+                let clock = match w.get(1).map(String::as_str) {
+                    Some("tsc") => ClockKind::Tsc,
+                    Some("monotonic") => ClockKind::Monotonic,
+                    Some("thread-cpu") => ClockKind::ThreadCpu,
+                    _ => return Err(format!("line {n}: clock tsc|monotonic|thread-cpu")),
+                };
+                b.apply_message(&Message::Started {
+                    clock,
+                    ticks_per_sec: tps,
+                });
+            }
             "calibration" => b.set_calibration(Calibration::new(float(1)?, float(2)?)),
             "method" if w.len() == 5 => b.set_method(num(1)? as u32, &w[2], &w[3], &w[4]),
             "thread" => b.set_thread_name(num(1)? as u32, num(2)?, &w[3..].join(" ")),
