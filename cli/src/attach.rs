@@ -39,6 +39,9 @@ const MAX_ARG_LEN: usize = 1024;
 const MAX_REPLY_LEN: u64 = 64 * 1024;
 const FIRST_POLL: Duration = Duration::from_millis(5);
 const MAX_POLL: Duration = Duration::from_millis(200);
+/// How long another attacher's trigger file is trusted to be followed by
+/// its SIGQUIT before sprig signals itself.
+const FOREIGN_TRIGGER_GRACE: Duration = Duration::from_secs(2);
 /// A JVM older than this has finished installing its signal handlers.
 const STARTUP_GRACE: Duration = Duration::from_secs(10);
 
@@ -344,7 +347,9 @@ fn connect_existing(
 
 /// The trigger file `.attach_pid<nspid>`; removed on drop if sprig made it.
 struct TriggerFile {
-    path: Option<PathBuf>,
+    path: PathBuf,
+    /// Made by this attach; otherwise another attacher's, theirs to remove.
+    owned: bool,
 }
 
 impl TriggerFile {
@@ -366,11 +371,9 @@ impl TriggerFile {
                     .open(&path)
             });
             match created {
-                Ok(_) => return Ok(TriggerFile { path: Some(path) }),
-                // Another attacher's trigger works for us too; it is theirs
-                // to remove.
+                Ok(_) => return Ok(TriggerFile { path, owned: true }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return Ok(TriggerFile { path: None });
+                    return Ok(TriggerFile { path, owned: false });
                 }
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
             }
@@ -384,17 +387,36 @@ impl TriggerFile {
             source: io::Error::from(io::ErrorKind::PermissionDenied),
         })
     }
+
+    /// Another attacher's trigger that is still fresh: that attacher has
+    /// signalled or is about to, and a second SIGQUIT would reach a JVM whose
+    /// listener already runs, which prints a thread dump instead.
+    fn is_fresh_foreign(&self) -> bool {
+        !self.owned
+            && fs::symlink_metadata(&self.path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < FOREIGN_TRIGGER_GRACE))
+    }
+
+    fn exists(&self) -> bool {
+        fs::symlink_metadata(&self.path).is_ok()
+    }
 }
 
 impl Drop for TriggerFile {
     fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            let _ = fs::remove_file(path);
+        if self.owned {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }
 
 /// Makes the JVM open its attach socket and connects to it.
+///
+/// Attachers racing for one JVM (several sprig threads or processes, jcmd)
+/// share one trigger: only the attacher that created it signals, the others
+/// wait for the socket, so the JVM receives no SIGQUIT it would answer with
+/// a thread dump. A trigger whose owner vanished is taken over.
 fn start_attach_listener(
     jvm: &JvmProcess,
     socket: &Path,
@@ -403,17 +425,29 @@ fn start_attach_listener(
 ) -> Result<UnixStream, AttachError> {
     let started = Instant::now();
     wait_for_sigquit_handler(jvm, deadline)?;
-    let trigger = TriggerFile::create(jvm, creds)?;
-    sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
-        context: format!("cannot signal JVM {}", jvm.pid),
-        source,
-    })?;
+    let mut trigger = TriggerFile::create(jvm, creds)?;
+    let mut signalled = false;
     let mut pause = FIRST_POLL;
     let stream = loop {
+        // Checked before signalling too: the listener may have come up
+        // while the trigger was being made.
         if is_socket(socket)
             && let Ok(stream) = creds.run(|| UnixStream::connect(socket))
         {
             break stream;
+        }
+        if !signalled {
+            if !trigger.owned && !trigger.exists() {
+                // The other attacher is gone: make our own trigger, and
+                // signal after checking the socket once more.
+                trigger = TriggerFile::create(jvm, creds)?;
+            } else if !trigger.is_fresh_foreign() {
+                sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
+                    context: format!("cannot signal JVM {}", jvm.pid),
+                    source,
+                })?;
+                signalled = true;
+            }
         }
         if !sys::process_exists(jvm.pid) {
             return Err(JvmError::Exited { pid: jvm.pid }.into());

@@ -331,3 +331,32 @@ fn a_jvm_in_its_own_pid_and_mount_namespace() {
     assert!(inside.exists(), "socket in the JVM's own /tmp");
     assert_no_trigger_files(&jvm);
 }
+
+#[test]
+fn a_trigger_file_left_by_a_crashed_attacher_is_taken_over() {
+    let home = jdk17();
+    let mut jvm = Jvm::start(&home, &[], RunAs::Me);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    // Someone made the trigger and never signalled (killed in between).
+    let foreign = jvm.cwd.0.join(format!(".attach_pid{}", jvm.pid));
+    std::fs::write(&foreign, b"").unwrap();
+    let started = Instant::now();
+    let options = format!("{}=after-crash", fixtures().agent_jar.display());
+    attach::load_agent(&info, &instrument(&home), &options, ATTACH_TIMEOUT).unwrap();
+    assert!(started.elapsed() < ATTACH_TIMEOUT);
+    assert!(
+        jvm.wait_for_output("agentmain:after-crash", Duration::from_secs(10)),
+        "{}",
+        jvm.output()
+    );
+    assert!(
+        !jvm.output().contains("Full thread dump"),
+        "{}",
+        jvm.output()
+    );
+    // Not sprig's file: left where its owner put it.
+    assert!(foreign.exists());
+    std::fs::remove_file(&foreign).unwrap();
+    assert!(jvm.alive());
+    assert_no_trigger_files(&jvm);
+}

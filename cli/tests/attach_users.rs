@@ -298,3 +298,49 @@ fn the_same_user_with_another_group_is_told_so() {
     );
     assert!(!Path::new(&format!("/tmp/.java_pid{}", jvm.pid)).exists());
 }
+
+#[test]
+fn concurrent_attaches_to_one_jvm_all_succeed() {
+    if !attach_support::is_root("concurrent_attaches_to_one_jvm_all_succeed") {
+        return;
+    }
+    let home = jdk17();
+    let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    let lib = home.join("lib/libinstrument.so");
+    let jar = fixtures().agent_jar.display().to_string();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let (info, lib, options) = (&info, &lib, format!("{jar}=concurrent-{i}"));
+                s.spawn(move || attach::load_agent(info, lib, &options, ATTACH_TIMEOUT))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().expect("every concurrent load succeeds");
+        }
+    });
+    for i in 0..3 {
+        let line = format!("agentmain:concurrent-{i}");
+        assert!(
+            jvm.wait_for_output(&line, Duration::from_secs(10)),
+            "{}",
+            jvm.output()
+        );
+    }
+    // One SIGQUIT for all: a second one would have printed a thread dump.
+    assert!(
+        !jvm.output().contains("Full thread dump"),
+        "{}",
+        jvm.output()
+    );
+    assert!(jvm.alive());
+    assert_no_trigger_files(&jvm);
+    // This thread's credentials were never switched.
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert_eq!(
+        uid.split_whitespace().collect::<Vec<_>>(),
+        ["Uid:", "0", "0", "0", "0"]
+    );
+}
