@@ -52,6 +52,8 @@ struct Prep {
     skipped: BTreeMap<String, (usize, Vec<String>)>,
     /// Classes the rewriter refused as a whole, or could not read.
     class_errors: Vec<String>,
+    /// Call sites callees_all found (it must read every class).
+    call_sites: usize,
 }
 
 impl Prep {
@@ -72,6 +74,7 @@ impl Prep {
         self.class_bytes += o.class_bytes;
         self.requested += o.requested;
         self.instrumented += o.instrumented;
+        self.call_sites += o.call_sites;
         for (k, (n, ex)) in &o.skipped {
             let e = self.skipped.entry(k.clone()).or_default();
             e.0 += n;
@@ -185,6 +188,10 @@ fn instrument_class(
             return bytes.to_vec();
         }
     };
+    match sprig_rewriter::callees_all(bytes) {
+        Ok(all) => prep.call_sites += all.iter().map(|m| m.2.len()).sum::<usize>(),
+        Err(e) => prep.class_errors.push(format!("{entry}: callees_all: {e}")),
+    }
     let targets: Vec<Target> = info
         .methods
         .iter()
@@ -658,11 +665,12 @@ fn report(g: &Group) {
         v.unchecked
     );
     println!(
-        "  methods with code {}, instrumented {}, skipped {} = {:.4}%",
+        "  methods with code {}, instrumented {}, skipped {} = {:.4}%; call sites {}",
         p.requested,
         p.instrumented,
         p.skipped_count(),
-        pct(p.skipped_count(), p.requested)
+        pct(p.skipped_count(), p.requested),
+        p.call_sites
     );
     for (reason, (n, examples)) in &p.skipped {
         println!("    skipped {n}: {reason}");
