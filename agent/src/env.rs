@@ -1,0 +1,43 @@
+//! The agent's single JVMTI environment, created on the first load and
+//! reused by every later attach (so 20 attach/detach cycles do not grow the
+//! VM's list of environments).
+
+use crate::error::AgentError;
+use crate::ffi::{self, Event, JavaVm, Jvmti};
+use std::sync::{Mutex, OnceLock};
+
+/// The VM and the environment, for the life of the library.
+#[derive(Debug)]
+pub struct Agent {
+    pub vm: JavaVm,
+    pub jvmti: Jvmti,
+}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+static INIT: Mutex<()> = Mutex::new(());
+
+/// The agent, creating the environment (capabilities, callbacks, VMDeath)
+/// on the first call.
+pub fn init(vm: JavaVm) -> Result<&'static Agent, AgentError> {
+    if let Some(a) = AGENT.get() {
+        return Ok(a);
+    }
+    let _guard = INIT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(a) = AGENT.get() {
+        return Ok(a);
+    }
+    let jvmti = vm.new_jvmti().map_err(AgentError::NoJvmti)?;
+    jvmti
+        .add_profiler_capabilities()
+        .map_err(AgentError::jvmti("AddCapabilities"))?;
+    ffi::install(&jvmti).map_err(AgentError::jvmti("SetEventCallbacks"))?;
+    jvmti
+        .set_event(Event::VmDeath, true)
+        .map_err(AgentError::jvmti("SetEventNotificationMode(VMDeath)"))?;
+    Ok(AGENT.get_or_init(|| Agent { vm, jvmti }))
+}
+
+/// The agent once [`init`] succeeded.
+pub fn get() -> Option<&'static Agent> {
+    AGENT.get()
+}

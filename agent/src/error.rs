@@ -1,0 +1,64 @@
+//! The one error type of the agent's entry points, mapped to a `jint`.
+
+use crate::ffi::{JniError, JvmtiError};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum AgentError {
+    #[error("no agent options given (expected dir=...,token=...,cli=...)")]
+    NoOptions,
+    #[error("bad agent options: {0}")]
+    Options(#[from] sprig_wire::session::OptionsError),
+    #[error("the VM passed no JavaVM pointer")]
+    NoVm,
+    #[error("cannot get a JVMTI environment (GetEnv returned {0})")]
+    NoJvmti(i32),
+    #[error("JVMTI {call} failed: {err}")]
+    Jvmti { call: &'static str, err: JvmtiError },
+    #[error("JNI: {0}")]
+    Jni(#[from] JniError),
+    #[error("this thread is not attached to the VM")]
+    NotAttached,
+    #[error("a sprig session is already running in this JVM; detach it first")]
+    Busy,
+    #[error("cannot start the sprig-control thread: {0}")]
+    Thread(std::io::Error),
+    #[error("internal error (panic) in the agent")]
+    Panic,
+}
+
+impl AgentError {
+    /// The code an entry point returns for this error (never 0).
+    pub fn code(&self) -> i32 {
+        match self {
+            AgentError::NoOptions | AgentError::Options(_) => 1,
+            AgentError::NoVm | AgentError::NoJvmti(_) | AgentError::NotAttached => 2,
+            AgentError::Jvmti { .. } => 3,
+            AgentError::Jni(_) => 4,
+            AgentError::Busy => 5,
+            AgentError::Thread(_) => 6,
+            AgentError::Panic => 7,
+        }
+    }
+
+    pub fn jvmti(call: &'static str) -> impl FnOnce(JvmtiError) -> AgentError {
+        move |err| AgentError::Jvmti { call, err }
+    }
+}
+
+/// Runs an entry point's body: catches panics, prints one line for an
+/// error on the target's stderr, and returns the code for the VM.
+pub fn run_entry(what: &str, f: impl FnOnce() -> Result<(), AgentError>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("sprig agent ({what}): {e}");
+            e.code()
+        }
+        Err(_) => {
+            eprintln!("sprig agent ({what}): {}", AgentError::Panic);
+            AgentError::Panic.code()
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The functions the VM calls: the probe natives, the class file load hook
+//! and the VMInit/VMDeath events. Each converts its raw arguments into the
+//! safe wrappers, runs the agent's handler inside `catch_unwind`, and never
+//! lets a panic or an error reach the VM.
+
+use super::jni::{Jni, NativeMethod};
+use super::jvmti::{Jvmti, JvmtiError};
+use jvmti_bindings::sys::jni::{JNIEnv, jclass, jint, jobject, jthread};
+use jvmti_bindings::sys::jvmti::{jvmtiEnv, jvmtiEventCallbacks};
+use std::ffi::{CStr, c_char, c_uchar};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Runs `f`, swallowing a panic (the VM must never see one).
+#[inline(always)]
+fn guard(f: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(f));
+}
+
+extern "system" fn n_enter(_env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| crate::probe::enter(id as u32));
+}
+
+extern "system" fn n_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| crate::probe::exit(id as u32));
+}
+
+extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        crate::probe::root_enter(id as u32, jni)
+    });
+}
+
+extern "system" fn n_root_exit(env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        crate::probe::root_exit(id as u32, jni)
+    });
+}
+
+type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
+
+/// The natives of `sprig.rt.Probe`, for RegisterNatives.
+pub fn probe_natives() -> [NativeMethod; 4] {
+    let m = |name: &'static CStr, f: ProbeNative| NativeMethod {
+        name,
+        signature: c"(I)V",
+        fn_ptr: f as *mut std::ffi::c_void,
+    };
+    [
+        m(c"nEnter", n_enter),
+        m(c"nExit", n_exit),
+        m(c"nRootEnter", n_root_enter),
+        m(c"nRootExit", n_root_exit),
+    ]
+}
+
+/// What the class file load hook sees, in safe form.
+pub struct ClassFile<'b> {
+    /// Internal name (`pkg/Name`); `None` for classes defined without one.
+    pub name: Option<&'b str>,
+    /// Whether this is a retransformation (or redefinition) of a loaded class.
+    pub redefining: bool,
+    /// Whether the defining loader is the bootstrap loader.
+    pub bootstrap: bool,
+    pub bytes: &'b [u8],
+}
+
+#[allow(clippy::too_many_arguments)]
+extern "system" fn class_file_load_hook(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    class_being_redefined: jclass,
+    loader: jobject,
+    name: *const c_char,
+    _protection_domain: jobject,
+    class_data_len: jint,
+    class_data: *const c_uchar,
+    new_class_data_len: *mut jint,
+    new_class_data: *mut *mut c_uchar,
+) {
+    guard(|| {
+        if class_data.is_null() || class_data_len <= 0 || new_class_data.is_null() {
+            return;
+        }
+        if new_class_data_len.is_null() {
+            return;
+        }
+        // SAFETY: the VM passes the class name as a NUL-terminated string or
+        // null.
+        let cname = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
+        let name_str = cname.and_then(|c| c.to_str().ok());
+        // SAFETY: the VM passes `class_data_len` readable bytes that stay
+        // valid for the duration of the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let input = ClassFile {
+            name: name_str,
+            redefining: !class_being_redefined.is_null(),
+            bootstrap: loader.is_null(),
+            bytes,
+        };
+        // SAFETY: the VM passes this thread's JNIEnv.
+        let jni = unsafe { Jni::from_raw(jni_env) };
+        let Some(out) = crate::instrument::on_class_file(jni, &input) else {
+            return;
+        };
+        // SAFETY: the VM passes the environment the hook is registered in.
+        let jvmti = unsafe { Jvmti::from_raw(jvmti_env) };
+        match jvmti.allocate_copy(&out) {
+            Ok((mem, len)) => {
+                // SAFETY: both out pointers were checked non-null above; the
+                // VM takes ownership of the JVMTI-allocated block.
+                unsafe {
+                    *new_class_data_len = len;
+                    *new_class_data = mem;
+                }
+            }
+            Err(e) => crate::instrument::report_hook_failure(input.name, e),
+        }
+    });
+}
+
+extern "system" fn vm_init(_jvmti_env: *mut jvmtiEnv, jni_env: *mut JNIEnv, _thread: jthread) {
+    guard(|| {
+        // SAFETY: the VM passes this thread's JNIEnv.
+        let jni = unsafe { Jni::from_raw(jni_env) };
+        crate::session::on_vm_init(jni);
+    });
+}
+
+extern "system" fn vm_death(_jvmti_env: *mut jvmtiEnv, _jni_env: *mut JNIEnv) {
+    guard(crate::session::on_vm_death);
+}
+
+/// Installs the event callbacks of the agent's single environment.
+pub fn install(jvmti: &Jvmti) -> Result<(), JvmtiError> {
+    let mut cb = jvmtiEventCallbacks::default();
+    cb.VMInit = Some(vm_init);
+    cb.VMDeath = Some(vm_death);
+    cb.ClassFileLoadHook = Some(class_file_load_hook);
+    jvmti.set_event_callbacks(&cb)
+}

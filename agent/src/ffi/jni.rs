@@ -1,0 +1,426 @@
+//! Safe wrappers over the JNI function table and the invocation interface.
+
+use super::jvmti::Jvmti;
+use jvmti_bindings::sys::jni::{
+    JNIEnv, JNINativeMethod, JavaVM, JavaVMAttachArgs, jfieldID, jint, jobject, jvalue,
+};
+use jvmti_bindings::{jni_call, jvm_call};
+use std::ffi::{CStr, CString, c_void};
+use std::marker::PhantomData;
+
+const JNI_OK: jint = 0;
+const JNI_VERSION_1_8: jint = 0x0001_0008;
+const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+
+/// A JNI failure.
+#[derive(Debug, thiserror::Error)]
+pub enum JniError {
+    #[error("{call} failed{}", if *.exception { " with a pending Java exception" } else { "" })]
+    Call { call: &'static str, exception: bool },
+    #[error("{call} returned {code}")]
+    Code { call: &'static str, code: i32 },
+    #[error("name contains a NUL byte")]
+    Nul,
+}
+
+/// A local reference, valid in the JNI frame it was created in.
+#[derive(Clone, Copy, Debug)]
+pub struct Local<'a> {
+    raw: jobject,
+    _frame: PhantomData<&'a ()>,
+}
+
+impl Local<'_> {
+    /// # Safety
+    /// `raw` must be null or a local reference of the current thread.
+    pub(super) unsafe fn from_raw(raw: jobject) -> Self {
+        Local {
+            raw,
+            _frame: PhantomData,
+        }
+    }
+
+    pub(super) fn raw(&self) -> jobject {
+        self.raw
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.raw.is_null()
+    }
+}
+
+/// A global reference, usable from every thread. Never deleted: the agent
+/// only keeps global references to its own bootstrap-loaded probe class.
+#[derive(Debug)]
+pub struct Global {
+    raw: jobject,
+}
+
+// SAFETY: JNI global references are valid in every thread until deleted.
+unsafe impl Send for Global {}
+// SAFETY: see `Send`; a global reference is an immutable handle.
+unsafe impl Sync for Global {}
+
+/// Something a static field can be read from or written to.
+pub trait FieldOwner {
+    fn class_raw(&self) -> jobject;
+}
+
+impl FieldOwner for Global {
+    fn class_raw(&self) -> jobject {
+        self.raw
+    }
+}
+
+impl FieldOwner for Local<'_> {
+    fn class_raw(&self) -> jobject {
+        self.raw
+    }
+}
+
+/// A static field id.
+#[derive(Clone, Copy, Debug)]
+pub struct FieldId(jfieldID);
+
+// SAFETY: field ids are VM-global handles valid while the class is loaded;
+// the probe class lives in the bootstrap loader and is never unloaded.
+unsafe impl Send for FieldId {}
+// SAFETY: see `Send`.
+unsafe impl Sync for FieldId {}
+
+/// One native method to bind.
+pub struct NativeMethod {
+    pub name: &'static CStr,
+    pub signature: &'static CStr,
+    pub(super) fn_ptr: *mut c_void,
+}
+
+/// The JNI environment of the current thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Jni<'a> {
+    env: *mut JNIEnv,
+    _thread: PhantomData<&'a ()>,
+}
+
+impl<'a> Jni<'a> {
+    /// # Safety
+    /// `env` must be the JNIEnv of the calling thread.
+    pub(super) unsafe fn from_raw(env: *mut JNIEnv) -> Jni<'a> {
+        Jni {
+            env,
+            _thread: PhantomData,
+        }
+    }
+
+    /// Clears a pending exception; returns whether there was one.
+    pub fn exception_clear(&self) -> bool {
+        // SAFETY: `env` is this thread's JNIEnv.
+        let pending = unsafe { jni_call!(self.env, ExceptionCheck) } != 0;
+        if pending {
+            // SAFETY: as above.
+            unsafe { jni_call!(self.env, ExceptionClear) };
+        }
+        pending
+    }
+
+    fn fail(&self, call: &'static str) -> JniError {
+        JniError::Call {
+            call,
+            exception: self.exception_clear(),
+        }
+    }
+
+    /// Looks a class up by internal name through the caller's loader
+    /// (the bootstrap or system loader for native threads); `None` when not
+    /// found (the NoClassDefFoundError is cleared).
+    pub fn find_class(&self, internal_name: &str) -> Result<Option<Local<'a>>, JniError> {
+        let name = CString::new(internal_name).map_err(|_| JniError::Nul)?;
+        // SAFETY: `name` is NUL-terminated; `env` is this thread's JNIEnv.
+        let c = unsafe { jni_call!(self.env, FindClass, name.as_ptr()) };
+        if c.is_null() {
+            self.exception_clear();
+            return Ok(None);
+        }
+        // SAFETY: FindClass returns a local reference of this thread.
+        Ok(Some(unsafe { Local::from_raw(c) }))
+    }
+
+    /// Defines a class in the bootstrap loader.
+    pub fn define_bootstrap_class(
+        &self,
+        internal_name: &str,
+        bytes: &[u8],
+    ) -> Result<Local<'a>, JniError> {
+        let name = CString::new(internal_name).map_err(|_| JniError::Nul)?;
+        let len = jint::try_from(bytes.len()).map_err(|_| JniError::Code {
+            call: "DefineClass",
+            code: -1,
+        })?;
+        // SAFETY: `name` is NUL-terminated, `bytes` is `len` readable bytes
+        // that JNI copies; a null loader means the bootstrap loader.
+        let c = unsafe {
+            jni_call!(
+                self.env,
+                DefineClass,
+                name.as_ptr(),
+                std::ptr::null_mut(),
+                bytes.as_ptr().cast(),
+                len
+            )
+        };
+        if c.is_null() {
+            return Err(self.fail("DefineClass"));
+        }
+        // SAFETY: DefineClass returns a local reference of this thread.
+        Ok(unsafe { Local::from_raw(c) })
+    }
+
+    /// Binds native methods of `class`.
+    pub fn register_natives(
+        &self,
+        class: Local<'_>,
+        methods: &[NativeMethod],
+    ) -> Result<(), JniError> {
+        let table: Vec<JNINativeMethod> = methods
+            .iter()
+            .map(|m| JNINativeMethod {
+                name: m.name.as_ptr(),
+                signature: m.signature.as_ptr(),
+                fnPtr: m.fn_ptr,
+            })
+            .collect();
+        // SAFETY: `table` holds valid NUL-terminated names/signatures and
+        // function pointers with the matching JNI signatures (built by
+        // `callbacks::probe_natives`); `class` is a live reference.
+        let rc = unsafe {
+            jni_call!(
+                self.env,
+                RegisterNatives,
+                class.raw(),
+                table.as_ptr(),
+                table.len() as jint
+            )
+        };
+        if rc != JNI_OK {
+            self.exception_clear();
+            return Err(JniError::Code {
+                call: "RegisterNatives",
+                code: rc,
+            });
+        }
+        Ok(())
+    }
+
+    /// A global reference to `obj`.
+    pub fn new_global(&self, obj: Local<'_>) -> Result<Global, JniError> {
+        // SAFETY: `obj` is a live local reference of this thread.
+        let g = unsafe { jni_call!(self.env, NewGlobalRef, obj.raw()) };
+        if g.is_null() {
+            return Err(self.fail("NewGlobalRef"));
+        }
+        Ok(Global { raw: g })
+    }
+
+    /// Deletes a local reference early (null is ignored).
+    pub fn delete_local(&self, obj: Local<'_>) {
+        if !obj.raw.is_null() {
+            // SAFETY: `obj` is a local reference of this thread, deleted once.
+            unsafe { jni_call!(self.env, DeleteLocalRef, obj.raw()) };
+        }
+    }
+
+    /// The id of a static `int` field.
+    pub fn static_int_field(&self, class: Local<'_>, name: &str) -> Result<FieldId, JniError> {
+        let n = CString::new(name).map_err(|_| JniError::Nul)?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let f = unsafe {
+            jni_call!(
+                self.env,
+                GetStaticFieldID,
+                class.raw(),
+                n.as_ptr(),
+                c"I".as_ptr()
+            )
+        };
+        if f.is_null() {
+            return Err(self.fail("GetStaticFieldID"));
+        }
+        Ok(FieldId(f))
+    }
+
+    /// Writes a static `int` field (volatile fields get volatile semantics).
+    pub fn set_static_int(&self, class: &impl FieldOwner, field: FieldId, value: i32) {
+        // SAFETY: `field` is an int field id of `class` (both from the probe
+        // class, which is never unloaded).
+        unsafe {
+            jni_call!(
+                self.env,
+                SetStaticIntField,
+                class.class_raw(),
+                field.0,
+                value
+            )
+        };
+    }
+
+    /// Runs `f` inside a fresh local frame, so the local references it
+    /// creates are released at the end.
+    pub fn with_local_frame<R>(&self, capacity: usize, f: impl FnOnce(Jni<'_>) -> R) -> R {
+        let cap = jint::try_from(capacity.max(16)).unwrap_or(jint::MAX);
+        // SAFETY: `env` is this thread's JNIEnv.
+        let pushed = unsafe { jni_call!(self.env, PushLocalFrame, cap) } == JNI_OK;
+        if !pushed {
+            self.exception_clear();
+        }
+        let out = f(*self);
+        if pushed {
+            // SAFETY: pops the frame pushed above.
+            unsafe { jni_call!(self.env, PopLocalFrame, std::ptr::null_mut()) };
+        }
+        out
+    }
+
+    /// `thread.getId()` of a `java.lang.Thread`.
+    pub fn thread_id(&self, thread: Local<'_>) -> Option<u64> {
+        // SAFETY: live local reference of this thread.
+        let cls = unsafe { jni_call!(self.env, GetObjectClass, thread.raw()) };
+        if cls.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: NUL-terminated name and signature; `cls` is live.
+        let mid = unsafe {
+            jni_call!(
+                self.env,
+                GetMethodID,
+                cls,
+                c"getId".as_ptr(),
+                c"()J".as_ptr()
+            )
+        };
+        // SAFETY: `cls` is a local reference created above.
+        unsafe { jni_call!(self.env, DeleteLocalRef, cls) };
+        if mid.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        let no_args: [jvalue; 0] = [];
+        // SAFETY: `mid` is `long getId()` of the thread's class; no arguments.
+        let id = unsafe {
+            jni_call!(
+                self.env,
+                CallLongMethodA,
+                thread.raw(),
+                mid,
+                no_args.as_ptr()
+            )
+        };
+        if self.exception_clear() {
+            return None;
+        }
+        Some(id as u64)
+    }
+}
+
+/// The Java VM (invocation interface).
+#[derive(Clone, Copy, Debug)]
+pub struct JavaVm {
+    raw: *mut JavaVM,
+}
+
+// SAFETY: the JavaVM pointer is process-global and valid for the life of
+// the VM; its invocation functions may be called from any thread.
+unsafe impl Send for JavaVm {}
+// SAFETY: see `Send`.
+unsafe impl Sync for JavaVm {}
+
+impl JavaVm {
+    /// # Safety
+    /// `raw` must be the JavaVM pointer the VM passed to an agent entry point.
+    pub unsafe fn from_raw(raw: *mut c_void) -> Option<JavaVm> {
+        if raw.is_null() {
+            None
+        } else {
+            Some(JavaVm { raw: raw.cast() })
+        }
+    }
+
+    /// A new JVMTI environment (version 1.2).
+    pub fn new_jvmti(&self) -> Result<Jvmti, i32> {
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out pointer; `raw` is the live JavaVM.
+        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, JVMTI_VERSION_1_2) };
+        if rc != JNI_OK || env.is_null() {
+            return Err(rc);
+        }
+        // SAFETY: GetEnv returned a live JVMTI environment.
+        Ok(unsafe { Jvmti::from_raw(env.cast()) })
+    }
+
+    /// The JNIEnv of the calling thread if it is attached to the VM.
+    pub fn current_jni(&self) -> Option<Jni<'_>> {
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out pointer; `raw` is the live JavaVM.
+        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, JNI_VERSION_1_8) };
+        if rc != JNI_OK || env.is_null() {
+            return None;
+        }
+        // SAFETY: GetEnv returned this thread's JNIEnv.
+        Some(unsafe { Jni::from_raw(env.cast()) })
+    }
+
+    /// Attaches the calling native thread as a daemon named `name`; the
+    /// guard detaches it when dropped.
+    pub fn attach_daemon(&self, name: &str) -> Result<AttachedThread, JniError> {
+        let cname = CString::new(name).map_err(|_| JniError::Nul)?;
+        let mut args = JavaVMAttachArgs {
+            version: JNI_VERSION_1_8,
+            name: cname.as_ptr().cast_mut(),
+            group: std::ptr::null_mut(),
+        };
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out pointer and attach arguments that outlive the
+        // call (the VM copies the name).
+        let rc = unsafe {
+            jvm_call!(
+                self.raw,
+                AttachCurrentThreadAsDaemon,
+                &mut env,
+                (&mut args as *mut JavaVMAttachArgs).cast()
+            )
+        };
+        if rc != JNI_OK || env.is_null() {
+            return Err(JniError::Code {
+                call: "AttachCurrentThreadAsDaemon",
+                code: rc,
+            });
+        }
+        Ok(AttachedThread {
+            vm: *self,
+            env: env.cast(),
+            _not_send: PhantomData,
+        })
+    }
+}
+
+/// A native thread attached to the VM; detached on drop.
+pub struct AttachedThread {
+    vm: JavaVm,
+    env: *mut JNIEnv,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl AttachedThread {
+    pub fn jni(&self) -> Jni<'_> {
+        // SAFETY: `env` is this (attached) thread's JNIEnv until drop.
+        unsafe { Jni::from_raw(self.env) }
+    }
+}
+
+impl Drop for AttachedThread {
+    fn drop(&mut self) {
+        // SAFETY: this thread was attached by `attach_daemon` and holds no
+        // Java frames at this point.
+        unsafe { jvm_call!(self.vm.raw, DetachCurrentThread) };
+    }
+}

@@ -1,0 +1,440 @@
+//! Safe wrappers over the JVMTI function table (jvmti-bindings' raw `sys`
+//! table). Every call checks for a missing slot and maps the error code.
+
+use super::jni::{Jni, Local};
+use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject};
+use jvmti_bindings::sys::jvmti::{
+    self as sys, jvmtiCapabilities, jvmtiEnv, jvmtiEventCallbacks, jvmtiThreadInfo,
+};
+use std::ffi::{CStr, CString, c_char};
+
+/// A JVMTI error code, shown as `JVMTI_ERROR_NAME (n)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{} ({})", error_name(self.0), self.0)]
+pub struct JvmtiError(pub i32);
+
+impl JvmtiError {
+    pub const NOT_AVAILABLE: JvmtiError = JvmtiError(98);
+    pub const NULL_POINTER: JvmtiError = JvmtiError(100);
+    pub const ILLEGAL_ARGUMENT: JvmtiError = JvmtiError(103);
+}
+
+/// The name of a JVMTI error code (`JVMTI_ERROR_...`).
+pub fn error_name(code: i32) -> &'static str {
+    match code {
+        0 => "JVMTI_ERROR_NONE",
+        10 => "JVMTI_ERROR_INVALID_THREAD",
+        11 => "JVMTI_ERROR_INVALID_THREAD_GROUP",
+        12 => "JVMTI_ERROR_INVALID_PRIORITY",
+        13 => "JVMTI_ERROR_THREAD_NOT_SUSPENDED",
+        14 => "JVMTI_ERROR_THREAD_SUSPENDED",
+        15 => "JVMTI_ERROR_THREAD_NOT_ALIVE",
+        20 => "JVMTI_ERROR_INVALID_OBJECT",
+        21 => "JVMTI_ERROR_INVALID_CLASS",
+        22 => "JVMTI_ERROR_CLASS_NOT_PREPARED",
+        23 => "JVMTI_ERROR_INVALID_METHODID",
+        24 => "JVMTI_ERROR_INVALID_LOCATION",
+        25 => "JVMTI_ERROR_INVALID_FIELDID",
+        26 => "JVMTI_ERROR_INVALID_MODULE",
+        31 => "JVMTI_ERROR_NO_MORE_FRAMES",
+        32 => "JVMTI_ERROR_OPAQUE_FRAME",
+        34 => "JVMTI_ERROR_TYPE_MISMATCH",
+        35 => "JVMTI_ERROR_INVALID_SLOT",
+        40 => "JVMTI_ERROR_DUPLICATE",
+        41 => "JVMTI_ERROR_NOT_FOUND",
+        50 => "JVMTI_ERROR_INVALID_MONITOR",
+        51 => "JVMTI_ERROR_NOT_MONITOR_OWNER",
+        52 => "JVMTI_ERROR_INTERRUPT",
+        60 => "JVMTI_ERROR_INVALID_CLASS_FORMAT",
+        61 => "JVMTI_ERROR_CIRCULAR_CLASS_DEFINITION",
+        62 => "JVMTI_ERROR_FAILS_VERIFICATION",
+        63 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_METHOD_ADDED",
+        64 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_SCHEMA_CHANGED",
+        65 => "JVMTI_ERROR_INVALID_TYPESTATE",
+        66 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_HIERARCHY_CHANGED",
+        67 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_METHOD_DELETED",
+        68 => "JVMTI_ERROR_UNSUPPORTED_VERSION",
+        69 => "JVMTI_ERROR_NAMES_DONT_MATCH",
+        70 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_CLASS_MODIFIERS_CHANGED",
+        71 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_METHOD_MODIFIERS_CHANGED",
+        72 => "JVMTI_ERROR_UNSUPPORTED_REDEFINITION_CLASS_ATTRIBUTE_CHANGED",
+        73 => "JVMTI_ERROR_UNSUPPORTED_OPERATION",
+        79 => "JVMTI_ERROR_UNMODIFIABLE_CLASS",
+        80 => "JVMTI_ERROR_UNMODIFIABLE_MODULE",
+        98 => "JVMTI_ERROR_NOT_AVAILABLE",
+        99 => "JVMTI_ERROR_MUST_POSSESS_CAPABILITY",
+        100 => "JVMTI_ERROR_NULL_POINTER",
+        101 => "JVMTI_ERROR_ABSENT_INFORMATION",
+        102 => "JVMTI_ERROR_INVALID_EVENT_TYPE",
+        103 => "JVMTI_ERROR_ILLEGAL_ARGUMENT",
+        104 => "JVMTI_ERROR_NATIVE_METHOD",
+        106 => "JVMTI_ERROR_CLASS_LOADER_UNSUPPORTED",
+        110 => "JVMTI_ERROR_OUT_OF_MEMORY",
+        111 => "JVMTI_ERROR_ACCESS_DENIED",
+        112 => "JVMTI_ERROR_WRONG_PHASE",
+        113 => "JVMTI_ERROR_INTERNAL",
+        115 => "JVMTI_ERROR_UNATTACHED_THREAD",
+        116 => "JVMTI_ERROR_INVALID_ENVIRONMENT",
+        _ => "JVMTI_ERROR_UNKNOWN",
+    }
+}
+
+fn check(e: sys::jvmtiError) -> Result<(), JvmtiError> {
+    match e.raw() {
+        0 => Ok(()),
+        code => Err(JvmtiError(code)),
+    }
+}
+
+/// Calls a slot of the JVMTI function table; `Err(NOT_AVAILABLE)` when the
+/// slot is empty. Must be used inside an `unsafe` block whose SAFETY comment
+/// covers the arguments.
+macro_rules! jvmti_call {
+    ($env:expr, $f:ident $(, $a:expr)* $(,)?) => {{
+        let env: *mut jvmtiEnv = $env;
+        match (*(*env).functions).$f {
+            Some(f) => check(f(env $(, $a)*)),
+            None => Err(JvmtiError::NOT_AVAILABLE),
+        }
+    }};
+}
+
+/// JVMTI events the agent uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    VmInit,
+    VmDeath,
+    ClassFileLoadHook,
+}
+
+impl Event {
+    fn raw(self) -> sys::jvmtiEvent {
+        match self {
+            Event::VmInit => sys::JVMTI_EVENT_VM_INIT,
+            Event::VmDeath => sys::JVMTI_EVENT_VM_DEATH,
+            Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+        }
+    }
+}
+
+/// A JVMTI phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    OnLoad,
+    Primordial,
+    Start,
+    Live,
+    Dead,
+    Other(u32),
+}
+
+/// A method of a loaded class. Valid while its class is loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodId(jmethodID);
+
+/// One JVMTI environment. The agent keeps exactly one for the life of the
+/// library and reuses it across attaches.
+#[derive(Clone, Copy, Debug)]
+pub struct Jvmti {
+    env: *mut jvmtiEnv,
+}
+
+// SAFETY: a jvmtiEnv pointer stays valid until DisposeEnvironment (never
+// called by this agent) and JVMTI functions may be called from any thread;
+// functions that need an attached thread are only called from threads that
+// hold a JNIEnv (the wrappers that need one take a `Jni`).
+unsafe impl Send for Jvmti {}
+// SAFETY: see `Send`; the environment has no Rust-side mutable state.
+unsafe impl Sync for Jvmti {}
+
+/// A JVMTI-allocated C string, deallocated on drop.
+struct JvmtiStr<'e> {
+    jvmti: &'e Jvmti,
+    ptr: *mut c_char,
+}
+
+impl JvmtiStr<'_> {
+    fn decode(&self) -> String {
+        if self.ptr.is_null() {
+            return String::new();
+        }
+        // SAFETY: JVMTI returned a NUL-terminated modified-UTF-8 string that
+        // stays allocated until this guard deallocates it.
+        let c = unsafe { CStr::from_ptr(self.ptr) };
+        jvmti_bindings::mutf8::decode_cstr(c).unwrap_or_else(|_| c.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for JvmtiStr<'_> {
+    fn drop(&mut self) {
+        self.jvmti.deallocate(self.ptr.cast());
+    }
+}
+
+impl Jvmti {
+    /// # Safety
+    /// `env` must be a live JVMTI environment pointer.
+    pub(super) unsafe fn from_raw(env: *mut jvmtiEnv) -> Jvmti {
+        Jvmti { env }
+    }
+
+    pub(super) fn deallocate(&self, mem: *mut u8) {
+        if mem.is_null() {
+            return;
+        }
+        // SAFETY: `mem` was allocated by this JVMTI environment (returned by
+        // a JVMTI function) and is released exactly once.
+        let _ = unsafe { jvmti_call!(self.env, Deallocate, mem) };
+    }
+
+    /// Copies `bytes` into JVMTI-allocated memory (what the class file load
+    /// hook must return).
+    pub(super) fn allocate_copy(&self, bytes: &[u8]) -> Result<(*mut u8, jint), JvmtiError> {
+        let len = jint::try_from(bytes.len()).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        let mut mem: *mut u8 = std::ptr::null_mut();
+        // SAFETY: `mem` is a valid out pointer; Allocate writes a block of
+        // `len` bytes into it or fails.
+        unsafe { jvmti_call!(self.env, Allocate, len as i64, &mut mem)? };
+        if mem.is_null() {
+            return Err(JvmtiError::NULL_POINTER);
+        }
+        // SAFETY: `mem` points to `len` freshly allocated bytes that do not
+        // overlap `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), mem, bytes.len()) };
+        Ok((mem, len))
+    }
+
+    /// Adds the capabilities sprig needs: retransform, redefine, bytecodes,
+    /// constant pool and all class hook events. Never takes the sampled
+    /// allocation capability (only one environment may hold it).
+    pub fn add_profiler_capabilities(&self) -> Result<(), JvmtiError> {
+        let mut caps = jvmtiCapabilities::default();
+        caps.set_can_retransform_classes(true);
+        caps.set_can_redefine_classes(true);
+        caps.set_can_get_bytecodes(true);
+        caps.set_can_get_constant_pool(true);
+        caps.set_can_generate_all_class_hook_events(true);
+        // SAFETY: `caps` is a valid capabilities struct for the duration of
+        // the call.
+        unsafe { jvmti_call!(self.env, AddCapabilities, &caps) }
+    }
+
+    /// Installs the event callback table.
+    pub(super) fn set_event_callbacks(&self, cb: &jvmtiEventCallbacks) -> Result<(), JvmtiError> {
+        let size = std::mem::size_of::<jvmtiEventCallbacks>() as jint;
+        // SAFETY: `cb` is a fully initialised callbacks table of `size`
+        // bytes; JVMTI copies it.
+        unsafe { jvmti_call!(self.env, SetEventCallbacks, cb, size) }
+    }
+
+    /// Enables or disables an event for all threads.
+    pub fn set_event(&self, event: Event, enabled: bool) -> Result<(), JvmtiError> {
+        let mode = if enabled {
+            sys::JVMTI_ENABLE
+        } else {
+            sys::JVMTI_DISABLE
+        };
+        let no_thread: jobject = std::ptr::null_mut();
+        // SAFETY: SetEventNotificationMode takes (mode, event, thread, ...);
+        // a null thread means all threads and no varargs are needed.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                SetEventNotificationMode,
+                mode,
+                event.raw(),
+                no_thread
+            )
+        }
+    }
+
+    pub fn phase(&self) -> Result<Phase, JvmtiError> {
+        let mut p: sys::jvmtiPhase = 0;
+        // SAFETY: `p` is a valid out pointer.
+        unsafe { jvmti_call!(self.env, GetPhase, &mut p)? };
+        Ok(match p {
+            sys::JVMTI_PHASE_ONLOAD => Phase::OnLoad,
+            sys::JVMTI_PHASE_PRIMORDIAL => Phase::Primordial,
+            sys::JVMTI_PHASE_START => Phase::Start,
+            sys::JVMTI_PHASE_LIVE => Phase::Live,
+            sys::JVMTI_PHASE_DEAD => Phase::Dead,
+            other => Phase::Other(other),
+        })
+    }
+
+    /// A VM system property (`java.vm.version`, ...).
+    pub fn system_property(&self, name: &str) -> Result<String, JvmtiError> {
+        let key = CString::new(name).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        let mut value: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `key` is NUL-terminated; `value` is a valid out pointer
+        // that receives a JVMTI-allocated string.
+        unsafe { jvmti_call!(self.env, GetSystemProperty, key.as_ptr(), &mut value)? };
+        Ok(JvmtiStr {
+            jvmti: self,
+            ptr: value,
+        }
+        .decode())
+    }
+
+    /// Every loaded class, as local references in `jni`'s current frame.
+    pub fn loaded_classes<'a>(&self, _jni: &Jni<'a>) -> Result<Vec<Local<'a>>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut classes: *mut jclass = std::ptr::null_mut();
+        // SAFETY: valid out pointers; the calling thread is attached (it
+        // holds `_jni`), so the returned local references belong to it.
+        unsafe { jvmti_call!(self.env, GetLoadedClasses, &mut count, &mut classes)? };
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        if !classes.is_null() {
+            for i in 0..count.max(0) as usize {
+                // SAFETY: JVMTI returned an array of `count` class references.
+                let c = unsafe { *classes.add(i) };
+                // SAFETY: `c` is a local reference owned by this thread.
+                out.push(unsafe { Local::from_raw(c) });
+            }
+        }
+        self.deallocate(classes.cast());
+        Ok(out)
+    }
+
+    /// The JVM signature of a class (`Lpkg/Name;`, `[I`, `I`).
+    pub fn class_signature(&self, class: Local<'_>) -> Result<String, JvmtiError> {
+        let mut sig: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `class` is a live class reference; a null generic pointer
+        // asks for no generic signature.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetClassSignature,
+                class.raw(),
+                &mut sig,
+                std::ptr::null_mut()
+            )?
+        };
+        Ok(JvmtiStr {
+            jvmti: self,
+            ptr: sig,
+        }
+        .decode())
+    }
+
+    /// Whether RetransformClasses may change the class (false for hidden
+    /// and VM-anonymous classes, arrays and primitives).
+    pub fn is_modifiable(&self, class: Local<'_>) -> Result<bool, JvmtiError> {
+        let mut b: u8 = 0;
+        // SAFETY: `class` is a live class reference; `b` a valid out pointer.
+        unsafe { jvmti_call!(self.env, IsModifiableClass, class.raw(), &mut b)? };
+        Ok(b != 0)
+    }
+
+    /// The methods a class declares.
+    pub fn class_methods(&self, class: Local<'_>) -> Result<Vec<MethodId>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut methods: *mut jmethodID = std::ptr::null_mut();
+        // SAFETY: `class` is a live class reference; valid out pointers.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetClassMethods,
+                class.raw(),
+                &mut count,
+                &mut methods
+            )?
+        };
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        if !methods.is_null() {
+            for i in 0..count.max(0) as usize {
+                // SAFETY: JVMTI returned an array of `count` method ids.
+                out.push(MethodId(unsafe { *methods.add(i) }));
+            }
+        }
+        self.deallocate(methods.cast());
+        Ok(out)
+    }
+
+    /// A method's name and descriptor.
+    pub fn method_name(&self, m: MethodId) -> Result<(String, String), JvmtiError> {
+        let mut name: *mut c_char = std::ptr::null_mut();
+        let mut sig: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `m` came from GetClassMethods of a class the caller still
+        // references; valid out pointers, null generic pointer.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetMethodName,
+                m.0,
+                &mut name,
+                &mut sig,
+                std::ptr::null_mut()
+            )?
+        };
+        let name = JvmtiStr {
+            jvmti: self,
+            ptr: name,
+        };
+        let sig = JvmtiStr {
+            jvmti: self,
+            ptr: sig,
+        };
+        Ok((name.decode(), sig.decode()))
+    }
+
+    /// A method's access flags.
+    pub fn method_modifiers(&self, m: MethodId) -> Result<i32, JvmtiError> {
+        let mut mods: jint = 0;
+        // SAFETY: `m` is a live method id; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetMethodModifiers, m.0, &mut mods)? };
+        Ok(mods)
+    }
+
+    /// The bytecodes of a method as the VM currently holds them.
+    pub fn bytecodes(&self, m: MethodId) -> Result<Vec<u8>, JvmtiError> {
+        let mut len: jint = 0;
+        let mut code: *mut u8 = std::ptr::null_mut();
+        // SAFETY: `m` is a live method id; valid out pointers.
+        unsafe { jvmti_call!(self.env, GetBytecodes, m.0, &mut len, &mut code)? };
+        let out = if code.is_null() || len <= 0 {
+            Vec::new()
+        } else {
+            // SAFETY: JVMTI returned `len` bytes at `code`.
+            unsafe { std::slice::from_raw_parts(code, len as usize) }.to_vec()
+        };
+        self.deallocate(code);
+        Ok(out)
+    }
+
+    /// Retransforms `classes` in one call (the class file load hook runs for
+    /// each of them on this thread).
+    pub fn retransform(&self, classes: &[Local<'_>]) -> Result<(), JvmtiError> {
+        if classes.is_empty() {
+            return Ok(());
+        }
+        let raw: Vec<jclass> = classes.iter().map(|c| c.raw()).collect();
+        let n = jint::try_from(raw.len()).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        // SAFETY: `raw` holds `n` live class references of this thread.
+        unsafe { jvmti_call!(self.env, RetransformClasses, n, raw.as_ptr()) }
+    }
+
+    /// The current thread's name and its `java.lang.Thread` object.
+    pub fn current_thread<'a>(&self, jni: &Jni<'a>) -> Result<(String, Local<'a>), JvmtiError> {
+        let mut thread: jobject = std::ptr::null_mut();
+        // SAFETY: valid out pointer; the thread is attached (holds `jni`).
+        unsafe { jvmti_call!(self.env, GetCurrentThread, &mut thread)? };
+        let mut info = jvmtiThreadInfo::default();
+        // SAFETY: `thread` is a live local reference; `info` a valid out
+        // struct.
+        unsafe { jvmti_call!(self.env, GetThreadInfo, thread, &mut info)? };
+        let name = JvmtiStr {
+            jvmti: self,
+            ptr: info.name,
+        }
+        .decode();
+        // SAFETY: GetThreadInfo returns these as local references of this
+        // thread; nothing else holds them.
+        unsafe {
+            jni.delete_local(Local::from_raw(info.thread_group));
+            jni.delete_local(Local::from_raw(info.context_class_loader));
+        }
+        // SAFETY: `thread` is a local reference owned by this thread.
+        Ok((name, unsafe { Local::from_raw(thread) }))
+    }
+}

@@ -1,0 +1,24 @@
+//! The FFI boundary: the only module (with the exported entry points in
+//! `lib.rs`) that touches raw JVMTI/JNI pointers. Everything else in the
+//! agent uses the safe wrappers re-exported here.
+
+mod callbacks;
+mod jni;
+mod jvmti;
+
+pub use callbacks::{ClassFile, install, probe_natives};
+pub use jni::{AttachedThread, FieldId, Global, JavaVm, Jni, JniError, Local};
+pub use jvmti::{Event, Jvmti, JvmtiError, MethodId, Phase};
+
+/// The agent option string the VM passed (`None` when absent).
+///
+/// # Safety
+/// `options` must be null or a NUL-terminated string valid for the call.
+pub unsafe fn options_str(options: *const std::ffi::c_char) -> Option<String> {
+    if options.is_null() {
+        return None;
+    }
+    // SAFETY: guaranteed by the caller.
+    let c = unsafe { std::ffi::CStr::from_ptr(options) };
+    Some(c.to_string_lossy().into_owned())
+}

@@ -1,0 +1,478 @@
+//! Instrumentation and restore: the class file load hook, root matching
+//! over loaded classes, RetransformClasses batches, and the restore on
+//! detach.
+//!
+//! Classes are changed only through RetransformClasses and the class file
+//! load hook: to instrument, the hook returns rewritten bytes; to restore,
+//! the class is retransformed while the hook returns nothing, which gives
+//! back exactly the class as it was (and composes with other agents). The
+//! same hook instruments matching classes that load later.
+
+use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
+use crate::methods;
+use crate::probe_class;
+use crate::session;
+use crate::suggest;
+use sprig_callgraph::pattern::MethodPattern;
+use sprig_rewriter::{ProbeSet, Target};
+use sprig_wire::Message;
+use sprig_wire::control::ClassFailure;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// Index of the root probe pair in [`probe_sets`].
+pub const ROOT_PROBES: usize = 0;
+/// Index of the plain probe pair (revealed methods, issue 5).
+pub const PLAIN_PROBES: usize = 1;
+
+const ACC_NATIVE: u16 = 0x0100;
+const ACC_ABSTRACT: u16 = 0x0400;
+
+/// The probe pairs handed to the rewriter.
+pub fn probe_sets() -> &'static [ProbeSet] {
+    static SETS: OnceLock<Vec<ProbeSet>> = OnceLock::new();
+    SETS.get_or_init(|| {
+        let set = |entry: &str, exit: &str| ProbeSet {
+            class: probe_class::CLASS.to_string(),
+            entry: entry.to_string(),
+            exit: exit.to_string(),
+        };
+        let mut v = vec![
+            set(probe_class::ROOT_ENTER, probe_class::ROOT_EXIT),
+            set(probe_class::ENTER, probe_class::EXIT),
+        ];
+        debug_assert_eq!(v.len(), PLAIN_PROBES + 1);
+        v.shrink_to_fit();
+        v
+    })
+}
+
+/// Methods instrumented in one class, per root pattern.
+#[derive(Clone, Debug, Default)]
+struct ClassRecord {
+    methods: u32,
+    per_pattern: Vec<u32>,
+}
+
+impl ClassRecord {
+    fn add(&mut self, other: &ClassRecord) {
+        self.methods += other.methods;
+        if self.per_pattern.len() < other.per_pattern.len() {
+            self.per_pattern.resize(other.per_pattern.len(), 0);
+        }
+        for (a, b) in self.per_pattern.iter_mut().zip(&other.per_pattern) {
+            *a += b;
+        }
+    }
+}
+
+/// Counters for `AgentStats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub methods: u64,
+    pub classes: u64,
+    pub failed: u64,
+    pub batches: u64,
+    pub redefinition_ns: u64,
+}
+
+struct Plan {
+    patterns: Vec<MethodPattern>,
+    /// The hook instruments only while this is set.
+    instrumenting: bool,
+    /// Classes (internal names) whose probes are live.
+    committed: HashMap<String, ClassRecord>,
+    /// Classes the hook rewrote during a retransformation not yet finished.
+    pending: HashMap<String, ClassRecord>,
+    /// Classes that failed: they stay original for the rest of the session.
+    denied: HashSet<String>,
+    counters: Counters,
+}
+
+static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
+
+fn with_plan<R>(f: impl FnOnce(&mut Plan) -> R) -> Option<R> {
+    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    guard.as_mut().map(f)
+}
+
+/// Arms the patterns: from now on the hook instruments matching classes.
+pub fn begin(jvmti: &Jvmti, patterns: Vec<MethodPattern>) -> Result<(), JvmtiError> {
+    *PLAN.lock().unwrap_or_else(|p| p.into_inner()) = Some(Plan {
+        patterns,
+        instrumenting: true,
+        committed: HashMap::new(),
+        pending: HashMap::new(),
+        denied: HashSet::new(),
+        counters: Counters::default(),
+    });
+    jvmti.set_event(Event::ClassFileLoadHook, true)
+}
+
+/// Current counters (zero when no session).
+pub fn counters() -> Counters {
+    with_plan(|p| p.counters).unwrap_or_default()
+}
+
+fn dotted(internal: &str) -> String {
+    internal.replace('/', ".")
+}
+
+/// Whether a class is never instrumented whatever the patterns say.
+fn excluded(internal: &str) -> bool {
+    internal.starts_with("sprig/")
+}
+
+fn report_failure(p: Option<&mut Plan>, internal: &str, jvmti_error: String, reason: String) {
+    if let Some(p) = p {
+        p.denied.insert(internal.to_string());
+        p.counters.failed += 1;
+    }
+    session::send(Message::ClassFailed(ClassFailure {
+        class: dotted(internal),
+        jvmti_error,
+        reason,
+    }));
+}
+
+/// The class file load hook (any thread; during a retransformation, the
+/// thread that called RetransformClasses). Returns new bytes to install.
+pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
+    let name = input.name?;
+    if excluded(name) {
+        return None;
+    }
+    let class = dotted(name);
+    let patterns: Vec<(usize, MethodPattern)> = with_plan(|p| {
+        if !p.instrumenting || p.denied.contains(name) {
+            return Vec::new();
+        }
+        p.patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, pat)| pat.matches_class(&class))
+            .map(|(i, pat)| (i, pat.clone()))
+            .collect()
+    })?;
+    if patterns.is_empty() {
+        return None;
+    }
+    let n_patterns = patterns.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+    let info = match sprig_rewriter::class_info(input.bytes) {
+        Ok(info) => info,
+        Err(e) => {
+            let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+            report_failure(guard.as_mut(), name, String::new(), e.to_string());
+            return None;
+        }
+    };
+    let mut targets = Vec::new();
+    let mut owner = Vec::new();
+    for m in &info.methods {
+        if m.access & (ACC_NATIVE | ACC_ABSTRACT) != 0 {
+            continue;
+        }
+        let Some((pi, _)) = patterns
+            .iter()
+            .find(|(_, p)| p.matches_method(&m.name, &m.descriptor))
+        else {
+            continue;
+        };
+        let id = announce_method(&class, &m.name, &m.descriptor);
+        targets.push(Target {
+            name: m.name.clone(),
+            descriptor: m.descriptor.clone(),
+            id,
+            probes: ROOT_PROBES,
+        });
+        owner.push(*pi);
+    }
+    if targets.is_empty() {
+        return None;
+    }
+    let result = sprig_rewriter::instrument(input.bytes, &targets, probe_sets());
+    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let plan = guard.as_mut()?;
+    let out = match result {
+        Ok(out) => out,
+        Err(e) => {
+            report_failure(Some(plan), name, String::new(), e.to_string());
+            return None;
+        }
+    };
+    let mut rec = ClassRecord {
+        methods: 0,
+        per_pattern: vec![0; n_patterns],
+    };
+    for (outcome, pi) in out.methods.iter().zip(&owner) {
+        if outcome.result.is_ok() {
+            rec.methods += 1;
+            rec.per_pattern[*pi] += 1;
+        }
+    }
+    if rec.methods == 0 {
+        return None;
+    }
+    if input.redefining {
+        plan.pending.entry(name.to_string()).or_default().add(&rec);
+    } else {
+        // A class loading now: its probes are live once it is defined.
+        plan.counters.methods += u64::from(rec.methods);
+        plan.counters.classes += 1;
+        let live: Vec<(String, u32)> = rec
+            .per_pattern
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| (plan.patterns[i].to_string(), *n))
+            .collect();
+        plan.committed
+            .entry(name.to_string())
+            .or_default()
+            .add(&rec);
+        drop(guard);
+        for (pattern, methods) in live {
+            session::send(Message::RootInstrumented { pattern, methods });
+        }
+    }
+    Some(out.bytes)
+}
+
+/// The hook could not hand its bytes to the VM.
+pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
+    let name = name.unwrap_or("<unnamed>");
+    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = guard.as_mut() {
+        p.pending.remove(name);
+        p.committed.remove(name);
+    }
+    report_failure(
+        guard.as_mut(),
+        name,
+        e.to_string(),
+        "JVMTI Allocate failed in the class file load hook".into(),
+    );
+}
+
+/// Assigns (and announces, the first time) the id of a method.
+fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
+    let (id, new) = methods::id_for(class, name, descriptor);
+    if new {
+        session::send(Message::Method {
+            id,
+            class: class.to_string(),
+            name: name.to_string(),
+            descriptor: descriptor.to_string(),
+        });
+    }
+    id
+}
+
+/// A loaded class as JVMTI names it: `Lpkg/Name;` → `pkg/Name`.
+fn internal_name(signature: &str) -> Option<&str> {
+    signature.strip_prefix('L')?.strip_suffix(';')
+}
+
+/// What [`instrument_loaded`] did, per pattern.
+#[derive(Debug, Default)]
+pub struct RootReport {
+    pub instrumented: Vec<(String, u32)>,
+    /// (pattern, whether some loaded class matched its class part, near matches)
+    pub not_found: Vec<(String, bool, Vec<String>)>,
+}
+
+/// Instruments the root methods of every loaded class the patterns match:
+/// ids announced first, then one RetransformClasses batch (one class at a
+/// time if the batch fails, to find the culprit). Patterns that match
+/// nothing stay armed for classes loaded later and come back with near
+/// matches.
+pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
+    let patterns = with_plan(|p| p.patterns.clone()).unwrap_or_default();
+    jni.with_local_frame(64, |jni| {
+        let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut names = Vec::with_capacity(classes.len());
+        let mut batch: Vec<(Local<'_>, String)> = Vec::new();
+        let mut class_methods: Vec<Vec<(String, Vec<String>)>> = vec![Vec::new(); patterns.len()];
+        let mut matched = vec![0u32; patterns.len()];
+        for &c in &classes {
+            let Ok(sig) = jvmti.class_signature(c) else {
+                continue;
+            };
+            let Some(internal) = internal_name(&sig) else {
+                continue; // arrays and primitives
+            };
+            if excluded(internal) {
+                continue;
+            }
+            let class = dotted(internal);
+            let hits: Vec<usize> = (0..patterns.len())
+                .filter(|&i| patterns[i].matches_class(&class))
+                .collect();
+            if !hits.is_empty() && jvmti.is_modifiable(c).unwrap_or(false) {
+                let methods = declared_methods(jvmti, c);
+                let mut any = false;
+                for (name, desc, mods) in &methods {
+                    if mods & i32::from(ACC_NATIVE | ACC_ABSTRACT) != 0 {
+                        continue;
+                    }
+                    if let Some(&pi) = hits
+                        .iter()
+                        .find(|&&i| patterns[i].matches_method(name, desc))
+                    {
+                        announce_method(&class, name, desc);
+                        matched[pi] += 1;
+                        any = true;
+                    }
+                }
+                for &i in &hits {
+                    class_methods[i]
+                        .push((class.clone(), methods.iter().map(|m| m.0.clone()).collect()));
+                }
+                if any {
+                    batch.push((c, internal.to_string()));
+                }
+            }
+            names.push(class);
+        }
+        retransform_batch(jvmti, &batch, true);
+        let mut report = RootReport::default();
+        let live = with_plan(|p| {
+            let mut per = vec![0u32; patterns.len()];
+            for rec in p.committed.values() {
+                for (a, b) in per.iter_mut().zip(&rec.per_pattern) {
+                    *a += b;
+                }
+            }
+            per
+        })
+        .unwrap_or_default();
+        for (i, pat) in patterns.iter().enumerate() {
+            let n = live.get(i).copied().unwrap_or(0);
+            if n > 0 {
+                report.instrumented.push((pat.to_string(), n));
+            } else if matched[i] == 0 {
+                let s = suggest::suggestions(pat, &class_methods[i], &names, 5);
+                report
+                    .not_found
+                    .push((pat.to_string(), !class_methods[i].is_empty(), s));
+            }
+        }
+        report
+    })
+}
+
+fn declared_methods(jvmti: &Jvmti, c: Local<'_>) -> Vec<(String, String, i32)> {
+    let ids: Vec<MethodId> = jvmti.class_methods(c).unwrap_or_default();
+    ids.into_iter()
+        .filter_map(|m| {
+            let (name, desc) = jvmti.method_name(m).ok()?;
+            let mods = jvmti.method_modifiers(m).unwrap_or(0);
+            Some((name, desc, mods))
+        })
+        .collect()
+}
+
+/// Retransforms `batch`; when `instrumenting`, commits what the hook
+/// rewrote. On a batch failure retries one class at a time; a class that
+/// fails is reported and stays as it was.
+fn retransform_batch(jvmti: &Jvmti, batch: &[(Local<'_>, String)], instrumenting: bool) {
+    if batch.is_empty() {
+        return;
+    }
+    let classes: Vec<Local<'_>> = batch.iter().map(|(c, _)| *c).collect();
+    let t0 = Instant::now();
+    let result = jvmti.retransform(&classes);
+    let mut elapsed = t0.elapsed().as_nanos() as u64;
+    let mut failures = Vec::new();
+    let mut batches = 1;
+    if result.is_err() {
+        for (c, name) in batch {
+            let t = Instant::now();
+            let r = jvmti.retransform(std::slice::from_ref(c));
+            elapsed += t.elapsed().as_nanos() as u64;
+            batches += 1;
+            if let Err(e) = r {
+                failures.push((name.clone(), e));
+            }
+        }
+    }
+    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(plan) = guard.as_mut() else {
+        return;
+    };
+    plan.counters.batches += batches;
+    plan.counters.redefinition_ns += elapsed;
+    let failed: HashSet<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    if instrumenting {
+        for (_, name) in batch {
+            let Some(rec) = plan.pending.remove(name) else {
+                continue;
+            };
+            if failed.contains(name.as_str()) {
+                continue;
+            }
+            plan.counters.methods += u64::from(rec.methods);
+            plan.counters.classes += 1;
+            plan.committed.entry(name.clone()).or_default().add(&rec);
+        }
+    }
+    for (name, e) in failures {
+        let reason = if instrumenting {
+            "RetransformClasses refused the instrumented class; it stays original"
+        } else {
+            "RetransformClasses could not restore the class; its probes stay silent"
+        };
+        report_failure(Some(plan), &name, e.to_string(), reason.to_string());
+    }
+}
+
+/// Stops instrumenting and retransforms every instrumented class back to
+/// its original bytes. Returns the final counters.
+pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
+    let names: HashSet<String> = with_plan(|p| {
+        p.instrumenting = false;
+        p.committed
+            .keys()
+            .chain(p.pending.keys())
+            .cloned()
+            .collect()
+    })
+    .unwrap_or_default();
+    let _ = jvmti.set_event(Event::ClassFileLoadHook, false);
+    if !names.is_empty() {
+        jni.with_local_frame(64, |jni| {
+            let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
+            let mut batch = Vec::new();
+            for &c in &classes {
+                let Ok(sig) = jvmti.class_signature(c) else {
+                    continue;
+                };
+                if let Some(internal) = internal_name(&sig)
+                    && names.contains(internal)
+                {
+                    batch.push((c, internal.to_string()));
+                }
+            }
+            retransform_batch(jvmti, &batch, false);
+        });
+    }
+    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    guard.take().map(|p| p.counters).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(internal_name("Lcom/acme/A$B;"), Some("com/acme/A$B"));
+        assert_eq!(internal_name("[I"), None);
+        assert_eq!(internal_name("I"), None);
+        assert!(excluded("sprig/rt/Probe"));
+        assert!(!excluded("sprigx/A"));
+        assert_eq!(probe_sets()[ROOT_PROBES].entry, "rootEnter");
+        assert_eq!(probe_sets()[PLAIN_PROBES].exit, "exit");
+    }
+}

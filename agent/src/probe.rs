@@ -1,0 +1,293 @@
+//! The probe runtime: what the natives of `sprig.rt.Probe` do. This is the
+//! hot path of the profiler.
+//!
+//! Per thread (a `thread_local!` of plain cells, const-initialised): the
+//! session generation the state belongs to, the root-context depth, a
+//! reentrancy guard, the thread index and the ring producer. A state from
+//! an older generation (an earlier attach) is reset on the thread's next
+//! root entry and ignored by every other probe.
+//!
+//! Root probes open the root context at depth 0 (`RootEntry`), count as a
+//! plain entry when nested; plain probes record only inside a root context.
+//! An exit at depth 0 (an old frame finishing after a re-attach) is ignored.
+
+use crate::ffi::Jni;
+use crate::methods;
+use crate::probe_class;
+use crate::threads;
+use sprig_wire::clock;
+use sprig_wire::ring::{Producer, Region};
+use sprig_wire::{ClockKind, Event, EventKind};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Bumped at every session start and end (and when the ring dies): thread
+/// states of another generation are stale.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+/// Root probes open new root contexts only while this is set.
+static PROFILING: AtomicBool = AtomicBool::new(false);
+/// Set when a producer found the ring dead; the control thread detaches.
+static RING_DEAD: AtomicBool = AtomicBool::new(false);
+/// Threads currently inside a root context (mirrored into `Probe.active`).
+static ACTIVE_THREADS: AtomicI32 = AtomicI32::new(0);
+static LOST: AtomicU64 = AtomicU64::new(0);
+static WAIT_BOUND_MS: AtomicU32 = AtomicU32::new(1000);
+static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
+
+struct ThreadState {
+    generation: Cell<u64>,
+    depth: Cell<u32>,
+    /// Set while this thread runs the probe's own slow path (registration).
+    busy: Cell<bool>,
+    /// Registration failed in this generation: never record on this thread.
+    disabled: Cell<bool>,
+    tsc: Cell<bool>,
+    clock: Cell<ClockKind>,
+    producer: RefCell<Option<Producer>>,
+}
+
+impl ThreadState {
+    const fn new() -> ThreadState {
+        ThreadState {
+            generation: Cell::new(0),
+            depth: Cell::new(0),
+            busy: Cell::new(false),
+            disabled: Cell::new(false),
+            tsc: Cell::new(false),
+            clock: Cell::new(ClockKind::Monotonic),
+            producer: RefCell::new(None),
+        }
+    }
+
+    #[inline(always)]
+    fn current(&self) -> bool {
+        self.generation.get() == GENERATION.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        if self.tsc.get() {
+            clock::read_tsc()
+        } else {
+            clock::read(self.clock.get())
+        }
+    }
+
+    #[inline(always)]
+    fn push(&self, ev: Event) {
+        let mut p = self.producer.borrow_mut();
+        if let Some(p) = p.as_mut()
+            && p.push(ev).is_err()
+        {
+            ring_dead();
+        }
+    }
+
+    /// Forgets a stale generation's state.
+    #[cold]
+    fn reset(&self, generation: u64) {
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(mut old) = p.take()
+        {
+            old.release();
+        }
+        self.generation.set(generation);
+        self.depth.set(0);
+        self.disabled.set(false);
+    }
+}
+
+thread_local! {
+    static STATE: ThreadState = const { ThreadState::new() };
+}
+
+#[cold]
+fn ring_dead() {
+    LOST.fetch_add(1, Ordering::Relaxed);
+    if !RING_DEAD.swap(true, Ordering::AcqRel) {
+        PROFILING.store(false, Ordering::Release);
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// `Probe.nEnter`: entry of an instrumented method.
+#[inline]
+pub fn enter(id: u32) {
+    let _ = STATE.try_with(|s| {
+        if s.depth.get() == 0 || !s.current() {
+            return;
+        }
+        let ts = s.now();
+        s.depth.set(s.depth.get() + 1);
+        s.push(Event::new(EventKind::MethodEntry, id, ts));
+        methods::mark_called(id);
+    });
+}
+
+/// `Probe.nExit`: normal or exceptional exit of an instrumented method.
+#[inline]
+pub fn exit(id: u32) {
+    let _ = STATE.try_with(|s| {
+        let d = s.depth.get();
+        // At depth 1 only the root's own exit may close the context.
+        if d <= 1 || !s.current() {
+            return;
+        }
+        let ts = s.now();
+        s.depth.set(d - 1);
+        s.push(Event::new(EventKind::MethodExit, id, ts));
+    });
+}
+
+/// `Probe.nRootEnter`: entry of a root method.
+#[inline]
+pub fn root_enter(id: u32, jni: Jni<'_>) {
+    let _ = STATE.try_with(|s| {
+        if s.busy.get() {
+            return;
+        }
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if s.generation.get() != generation {
+            s.reset(generation);
+        }
+        let d = s.depth.get();
+        if d > 0 {
+            let ts = s.now();
+            s.depth.set(d + 1);
+            s.push(Event::new(EventKind::MethodEntry, id, ts));
+            methods::mark_called(id);
+            return;
+        }
+        if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
+            return;
+        }
+        if s.producer.borrow().is_none() && !register(s, jni) {
+            s.disabled.set(true);
+            return;
+        }
+        open_root_context(jni);
+        let ts = s.now();
+        s.depth.set(1);
+        s.push(Event::new(EventKind::RootEntry, id, ts));
+        methods::mark_called(id);
+    });
+}
+
+/// `Probe.nRootExit`: exit of a root method.
+#[inline]
+pub fn root_exit(id: u32, jni: Jni<'_>) {
+    let _ = STATE.try_with(|s| {
+        let d = s.depth.get();
+        if d == 0 || !s.current() {
+            return;
+        }
+        let ts = s.now();
+        s.depth.set(d - 1);
+        if d == 1 {
+            s.push(Event::new(EventKind::RootExit, id, ts));
+            close_root_context(jni);
+        } else {
+            s.push(Event::new(EventKind::MethodExit, id, ts));
+        }
+    });
+}
+
+/// First root entry of this thread in this session: index, producer,
+/// `ThreadStart`, and the `Thread` message.
+#[cold]
+#[inline(never)]
+fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
+    let region = match REGION.read() {
+        Ok(r) => r.clone(),
+        Err(_) => None,
+    };
+    let Some(region) = region else {
+        return false;
+    };
+    s.busy.set(true);
+    let index = threads::next_index();
+    let clock_kind = region.clock();
+    s.clock.set(clock_kind);
+    s.tsc.set(clock_kind == ClockKind::Tsc);
+    let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
+    *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
+    threads::announce(jni, index);
+    s.push(Event::new(EventKind::ThreadStart, index, s.now()));
+    s.busy.set(false);
+    true
+}
+
+fn open_root_context(jni: Jni<'_>) {
+    if ACTIVE_THREADS.fetch_add(1, Ordering::AcqRel) == 0 {
+        probe_class::publish_active(jni, active_value);
+    }
+}
+
+fn close_root_context(jni: Jni<'_>) {
+    if ACTIVE_THREADS.fetch_sub(1, Ordering::AcqRel) == 1 {
+        probe_class::publish_active(jni, active_value);
+    }
+}
+
+/// The value `Probe.active` should hold now.
+fn active_value() -> i32 {
+    if PROFILING.load(Ordering::Acquire) {
+        ACTIVE_THREADS.load(Ordering::Acquire)
+    } else {
+        0
+    }
+}
+
+/// Starts recording into `region` (a new session).
+pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+    *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
+    WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
+    LOST.store(0, Ordering::Relaxed);
+    RING_DEAD.store(false, Ordering::Release);
+    ACTIVE_THREADS.store(0, Ordering::Release);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    PROFILING.store(true, Ordering::Release);
+    probe_class::publish_active(jni, active_value);
+    probe_class::set_on(jni, true);
+}
+
+/// Silences every probe at once: `Probe.on` and `Probe.active` go to 0 and
+/// every thread state becomes stale.
+pub fn stop(jni: Jni<'_>) {
+    PROFILING.store(false, Ordering::Release);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    probe_class::set_on(jni, false);
+    probe_class::publish_active(jni, active_value);
+}
+
+/// Retires the ring (frames still running old instrumented code write into
+/// private memory from now on) and drops the session's reference.
+pub fn retire_ring() -> std::io::Result<()> {
+    let region = REGION.write().unwrap_or_else(|p| p.into_inner()).take();
+    match region {
+        Some(r) => r.retire(),
+        None => Ok(()),
+    }
+}
+
+/// Whether a producer found the ring dead in this session.
+pub fn ring_is_dead() -> bool {
+    RING_DEAD.load(Ordering::Acquire)
+        || REGION
+            .read()
+            .ok()
+            .and_then(|r| r.as_ref().map(|r| r.is_dead()))
+            .unwrap_or(false)
+}
+
+/// Events lost in this session (the ring's count when it is mapped).
+pub fn lost_events() -> u64 {
+    let ring = REGION
+        .read()
+        .ok()
+        .and_then(|r| r.as_ref().map(|r| r.lost_events()))
+        .unwrap_or(0);
+    ring.max(LOST.load(Ordering::Relaxed))
+}

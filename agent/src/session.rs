@@ -1,0 +1,403 @@
+//! The session: connect to the CLI, wait for `Start`, instrument, run the
+//! control loop on the `sprig-control` thread, and detach on every path
+//! (CLI request, CLI gone, ring abandoned, VM death) in bounded time.
+
+use crate::env::{self, Agent};
+use crate::error::AgentError;
+use crate::ffi::{Event, JavaVm, Jni};
+use crate::instrument;
+use crate::methods;
+use crate::probe;
+use crate::probe_class;
+use crate::threads;
+use sprig_callgraph::pattern::MethodPattern;
+use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions};
+use sprig_wire::ring::Region;
+use sprig_wire::session::{Channel, connect};
+use sprig_wire::{AgentOptions, Message};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long the agent waits for the CLI's socket handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the agent waits for `Start` after the handshake.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest a send may block on a CLI that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Control loop tick.
+const TICK: Duration = Duration::from_millis(200);
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+/// Queued messages beyond this are dropped (a runaway thread count).
+const OUTBOX_LIMIT: usize = 1 << 16;
+
+/// A session is running in this JVM (at most one at a time).
+static BUSY: AtomicBool = AtomicBool::new(false);
+/// The VM is dying: the control loop stops at once.
+static VM_DEAD: AtomicBool = AtomicBool::new(false);
+/// Sending handle of the current session (any thread may send).
+static WRITER: Mutex<Option<Channel>> = Mutex::new(None);
+/// Messages queued by probes (never blocked on the socket).
+static OUTBOX: Mutex<Vec<Message>> = Mutex::new(Vec::new());
+/// Startup mode: options kept from Agent_OnLoad until VMInit.
+static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
+
+/// Sends `msg` to the CLI now (bounded by the write timeout). Returns false
+/// when there is no session or the send failed.
+pub fn send(msg: Message) -> bool {
+    let guard = WRITER.lock().unwrap_or_else(|p| p.into_inner());
+    match guard.as_ref() {
+        Some(ch) => ch.send(&msg).is_ok(),
+        None => false,
+    }
+}
+
+/// Queues `msg` for the control thread (for probes: never blocks on I/O).
+pub fn post(msg: Message) {
+    let mut q = OUTBOX.lock().unwrap_or_else(|p| p.into_inner());
+    if q.len() < OUTBOX_LIMIT {
+        q.push(msg);
+    }
+}
+
+fn flush_outbox() {
+    let msgs = std::mem::take(&mut *OUTBOX.lock().unwrap_or_else(|p| p.into_inner()));
+    for m in msgs {
+        send(m);
+    }
+}
+
+fn claim() -> Result<(), AgentError> {
+    BUSY.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| ())
+        .map_err(|_| AgentError::Busy)
+}
+
+fn release() {
+    BUSY.store(false, Ordering::Release);
+}
+
+fn parse_options(options: Option<&str>) -> Result<AgentOptions, AgentError> {
+    let text = options
+        .filter(|s| !s.is_empty())
+        .ok_or(AgentError::NoOptions)?;
+    Ok(AgentOptions::parse(text)?)
+}
+
+/// `Agent_OnAttach`: parse, claim the JVM, bind the probe class, start the
+/// control thread, return.
+pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
+    let opts = parse_options(options)?;
+    let agent = env::init(vm)?;
+    claim()?;
+    let result = (|| {
+        let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
+        probe_class::ensure(jni)?;
+        spawn_control(agent, move |jni| begin(agent, jni, opts))
+    })();
+    if result.is_err() {
+        release();
+    }
+    result
+}
+
+/// `Agent_OnLoad` (startup mode, `sprig run`): the environment now, the
+/// session at VMInit.
+pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
+    let opts = parse_options(options)?;
+    let agent = env::init(vm)?;
+    *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(opts);
+    agent
+        .jvmti
+        .set_event(Event::VmInit, true)
+        .map_err(AgentError::jvmti("SetEventNotificationMode(VMInit)"))
+}
+
+/// VMInit in startup mode: the session starts on this thread (so the roots
+/// are armed before `main` runs), the control loop on its own thread.
+pub fn on_vm_init(jni: Jni<'_>) {
+    let Some(opts) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
+    let Some(agent) = env::get() else {
+        return;
+    };
+    let _ = agent.jvmti.set_event(Event::VmInit, false);
+    if claim().is_err() {
+        return;
+    }
+    let started = probe_class::ensure(jni).map(|_| begin(agent, jni, opts));
+    match started {
+        Ok(Some(session)) => {
+            if let Err(e) = spawn_control(agent, move |_| Some(session)) {
+                eprintln!("sprig agent: {e}");
+                release();
+            }
+        }
+        Ok(None) => release(),
+        Err(e) => {
+            eprintln!("sprig agent: {e}");
+            release();
+        }
+    }
+}
+
+/// VMDeath: tell the CLI and stop the control loop.
+pub fn on_vm_death() {
+    VM_DEAD.store(true, Ordering::Release);
+    if BUSY.load(Ordering::Acquire) {
+        flush_outbox();
+        send(Message::Error("the target JVM is exiting".into()));
+    }
+}
+
+/// Starts the `sprig-control` thread: attaches it to the VM as a daemon,
+/// runs `start` (which returns the started session or `None`), then the
+/// control loop and the detach.
+fn spawn_control(
+    agent: &'static Agent,
+    start: impl FnOnce(Jni<'_>) -> Option<Session> + Send + 'static,
+) -> Result<(), AgentError> {
+    std::thread::Builder::new()
+        .name("sprig-control".into())
+        .spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let attached = match agent.vm.attach_daemon("sprig-control") {
+                    Ok(a) => a,
+                    Err(e) => {
+                        eprintln!("sprig agent: {e}");
+                        return;
+                    }
+                };
+                let jni = attached.jni();
+                if let Some(session) = start(jni) {
+                    session.run(agent, jni);
+                }
+            }));
+            if outcome.is_err() {
+                eprintln!("sprig agent: {}", AgentError::Panic);
+                *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            }
+            release();
+        })
+        .map(|_| ())
+        .map_err(AgentError::Thread)
+}
+
+/// A started session, owned by the control thread.
+pub struct Session {
+    ch: Channel,
+    started: Instant,
+}
+
+/// Why the control loop ended.
+#[derive(Debug)]
+enum End {
+    Requested,
+    CliGone,
+    RingDead,
+    VmDeath,
+    Channel(String),
+}
+
+fn jvm_info(agent: &Agent) -> JvmInfo {
+    let prop = |k| agent.jvmti.system_property(k).unwrap_or_default();
+    JvmInfo {
+        pid: std::process::id(),
+        version: prop("java.vm.version"),
+        vm_name: prop("java.vm.name"),
+        vendor: prop("java.vm.vendor"),
+    }
+}
+
+fn stats(counters: instrument::Counters) -> AgentStats {
+    AgentStats {
+        instrumented_methods: counters.methods,
+        instrumented_classes: counters.classes,
+        called_methods: methods::called_count(),
+        lost_events: probe::lost_events(),
+        redefinition_batches: counters.batches,
+        redefinition_ns: counters.redefinition_ns,
+        reveal_ns: 0,
+        failed_classes: counters.failed,
+        threads: threads::count(),
+    }
+}
+
+/// Ends a session that never started profiling.
+fn refuse(ch: Channel, why: String) -> Option<Session> {
+    let _ = ch.send(&Message::Error(why));
+    let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+    let _ = ch.shutdown();
+    None
+}
+
+/// Connects, waits for `Start`, maps the ring and instruments the roots.
+fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Session> {
+    VM_DEAD.store(false, Ordering::Release);
+    let mut ch = match connect(&opts, jvm_info(agent), CONNECT_TIMEOUT) {
+        Ok(ch) => ch,
+        Err(e) => {
+            eprintln!("sprig agent: cannot reach sprig: {e}");
+            return None;
+        }
+    };
+    let _ = ch.set_write_timeout(Some(WRITE_TIMEOUT));
+    let deadline = Instant::now() + START_TIMEOUT;
+    let session_opts = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return refuse(ch, "no Start from sprig in time".into());
+        }
+        match ch.recv_timeout(left.min(TICK)) {
+            Ok(Some(Message::Start(o))) => break o,
+            Ok(Some(Message::Detach)) => return refuse(ch, "detached before start".into()),
+            Ok(Some(Message::StatusRequest)) => {
+                let _ = ch.send(&Message::Status(stats(instrument::Counters::default())));
+            }
+            Ok(Some(_)) | Ok(None) => {}
+            Err(e) => {
+                eprintln!("sprig agent: control channel: {e}");
+                return None;
+            }
+        }
+    };
+    start_profiling(agent, jni, ch, &opts, session_opts)
+}
+
+fn start_profiling(
+    agent: &'static Agent,
+    jni: Jni<'_>,
+    ch: Channel,
+    opts: &AgentOptions,
+    so: SessionOptions,
+) -> Option<Session> {
+    if so.roots.is_empty() {
+        return refuse(ch, "no root pattern given".into());
+    }
+    let patterns = match so
+        .roots
+        .iter()
+        .map(|r| MethodPattern::parse(r))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(p) => p,
+        Err(e) => return refuse(ch, e.to_string()),
+    };
+    let region = match Region::open(&opts.ring_path()) {
+        Ok(r) => r,
+        Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
+    };
+    let writer = match ch.try_clone() {
+        Ok(w) => w,
+        Err(e) => return refuse(ch, format!("control socket: {e}")),
+    };
+    let _ = ch.send(&Message::Started {
+        clock: region.clock(),
+        ticks_per_sec: region.ticks_per_sec(),
+    });
+    *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+    OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    methods::reset();
+    threads::reset();
+    if !so.roots_only {
+        send(Message::Warning(
+            "callee revelation is not available yet: only the root methods are instrumented".into(),
+        ));
+    }
+    if so.calibrate {
+        send(Message::Warning(
+            "probe calibration is not available yet: times include the probes' cost".into(),
+        ));
+    }
+    probe::start(jni, region, so.wait_bound_ms);
+    let session = Session {
+        ch,
+        started: Instant::now(),
+    };
+    if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
+        send(Message::Error(format!(
+            "cannot enable the class file load hook: {e}"
+        )));
+        session.detach(agent, jni, End::Channel(e.to_string()));
+        return None;
+    }
+    let report = instrument::instrument_loaded(&agent.jvmti, jni);
+    for (pattern, methods) in report.instrumented {
+        send(Message::RootInstrumented { pattern, methods });
+    }
+    for (pattern, class_loaded, suggestions) in report.not_found {
+        send(Message::RootNotFound {
+            pattern,
+            class_loaded,
+            suggestions,
+        });
+    }
+    Some(session)
+}
+
+impl Session {
+    fn status(&self) -> AgentStats {
+        stats(instrument::counters())
+    }
+
+    /// The control loop: forwards queued messages, answers requests, sends
+    /// `Status` about once a second, and detaches when the session ends.
+    fn run(mut self, agent: &'static Agent, jni: Jni<'_>) {
+        let mut last_status = Instant::now();
+        let end = loop {
+            flush_outbox();
+            if VM_DEAD.load(Ordering::Acquire) {
+                break End::VmDeath;
+            }
+            if probe::ring_is_dead() {
+                break End::RingDead;
+            }
+            match self.ch.recv_timeout(TICK) {
+                Ok(Some(Message::Detach)) => break End::Requested,
+                Ok(Some(Message::StatusRequest)) => {
+                    send(Message::Status(self.status()));
+                    last_status = Instant::now();
+                }
+                Ok(Some(_)) | Ok(None) => {}
+                Err(e) if e.is_closed() => break End::CliGone,
+                Err(e) => break End::Channel(e.to_string()),
+            }
+            if last_status.elapsed() >= STATUS_EVERY {
+                send(Message::Status(self.status()));
+                last_status = Instant::now();
+            }
+        };
+        self.detach(agent, jni, end);
+    }
+
+    /// Silences the probes, restores every class, retires the ring, sends
+    /// `Detached` and closes the channel.
+    fn detach(self, agent: &'static Agent, jni: Jni<'_>, end: End) {
+        probe::stop(jni);
+        let counters = if matches!(end, End::VmDeath) {
+            instrument::counters()
+        } else {
+            instrument::restore_all(&agent.jvmti, jni)
+        };
+        let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
+        let _ = probe::retire_ring();
+        flush_outbox();
+        match &end {
+            End::RingDead => {
+                send(Message::Warning(
+                    "the event ring was abandoned: profiling stopped".into(),
+                ));
+            }
+            End::Channel(e) => {
+                send(Message::Warning(format!("control channel failed: {e}")));
+            }
+            End::Requested | End::CliGone | End::VmDeath => {}
+        }
+        let _ = self.started;
+        send(Message::Detached(stats(counters)));
+        let _ = self.ch.shutdown();
+        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}

@@ -1,0 +1,48 @@
+//! Thread registry: a sprig thread index per Java thread per session, and
+//! the `Thread` message that names it for the CLI.
+
+use crate::env;
+use crate::ffi::Jni;
+use crate::session;
+use sprig_wire::Message;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
+
+/// Starts a new session's numbering.
+pub fn reset() {
+    NEXT_INDEX.store(0, Ordering::Relaxed);
+}
+
+/// Threads registered in this session.
+pub fn count() -> u64 {
+    u64::from(NEXT_INDEX.load(Ordering::Relaxed))
+}
+
+/// Assigns the calling thread its index.
+pub fn next_index() -> u32 {
+    NEXT_INDEX.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Queues the `Thread` message for `index`: the Java thread's name and id
+/// (JVMTI GetThreadInfo, `Thread.getId()`). Never blocks on the socket: the
+/// control thread forwards the queue.
+pub fn announce(jni: Jni<'_>, index: u32) {
+    let (name, java_id) = jni.with_local_frame(8, |jni| {
+        let Some(agent) = env::get() else {
+            return (String::new(), 0);
+        };
+        match agent.jvmti.current_thread(&jni) {
+            Ok((name, thread)) => {
+                let id = jni.thread_id(thread).unwrap_or(0);
+                (name, id)
+            }
+            Err(_) => (String::new(), 0),
+        }
+    });
+    session::post(Message::Thread {
+        index,
+        java_id,
+        name,
+    });
+}

@@ -1,0 +1,187 @@
+//! Dynamic attach with `jcmd <pid> JVMTI.agent_load` (no sprig attach
+//! code): exact counts, nested roots, restore to the original bytecodes,
+//! re-attach cycles, the CLI disappearing, and refusing a second session.
+
+mod common;
+
+use common::*;
+use sprig_tests::Jdk;
+use sprig_wire::Message;
+use std::time::{Duration, Instant};
+
+/// One attach → profile → detach cycle against a running fixture JVM;
+/// returns the CLI with its messages and events.
+fn cycle(jdk: &Jdk, jvm: &mut sprig_tests::Proc, roots: &[&str], cmd: &str) -> FakeCli {
+    let mut cli = FakeCli::new();
+    jcmd_load(jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    cli.start(roots);
+    cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+        matches!(m, Message::RootInstrumented { .. })
+    });
+    jvm.send(cmd);
+    jvm.wait_for("done", Duration::from_secs(60), |l| l == "done");
+    cli.detach();
+    cli
+}
+
+fn check_flat(cli: &FakeCli, threads: usize, calls: u64) {
+    let counts = cli.counts();
+    assert_eq!(counts.len(), threads, "{counts:#?}");
+    for (name, c) in &counts {
+        assert!(name.starts_with("worker-"), "{counts:#?}");
+        assert_eq!(c.root_entry, calls, "{name}: {counts:#?}");
+        assert_eq!(c.root_exit, calls, "{name}: {counts:#?}");
+        assert_eq!(c.method_entry + c.method_exit, 0);
+    }
+    cli.assert_balanced();
+}
+
+#[test]
+fn jcmd_attach_counts_and_nested_roots() {
+    for jdk in sprig_tests::test_jdks("jcmd_attach_counts_and_nested_roots") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+        wait_ready(&mut jvm);
+        // Warm the code up before attaching (compiled frames get deoptimised).
+        jvm.send("run 20000 1");
+        jvm.wait_for("done", Duration::from_secs(60), |l| l == "done");
+
+        let cli = cycle(&jdk, &mut jvm, &["fixture.Roots::work"], "run 700 2");
+        check_flat(&cli, 2, 700);
+
+        // `outer` and `work` are both roots: an outer call is one RootEntry
+        // with two nested entries (one of them throws, caught by `outer`).
+        let cli = cycle(
+            &jdk,
+            &mut jvm,
+            &["fixture.Roots::outer", "fixture.Roots::work"],
+            "nested 300 2",
+        );
+        let counts = cli.counts();
+        assert_eq!(counts.len(), 2, "{counts:#?}");
+        for c in counts.values() {
+            assert_eq!(c.root_entry, 300);
+            assert_eq!(c.root_exit, 300);
+            assert_eq!(c.method_entry, 600);
+            assert_eq!(c.method_exit, 600);
+        }
+        cli.assert_balanced();
+        let rooted: Vec<_> = cli
+            .msgs
+            .iter()
+            .filter(|m| matches!(m, Message::RootInstrumented { .. }))
+            .collect();
+        assert_eq!(rooted.len(), 2, "{rooted:?}");
+
+        jvm.send("quit");
+        jvm.wait_for("bye", Duration::from_secs(30), |l| l == "bye");
+        assert_no_verify_error(&jvm);
+    }
+}
+
+#[test]
+fn root_not_found_lists_near_matches() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+    wait_ready(&mut jvm);
+    let mut cli = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    cli.start(&["fixture.Roots::wrok", "fixture.Rotos::work"]);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let m = cli.wait_msg("RootNotFound", Duration::from_secs(20), |m| {
+            matches!(m, Message::RootNotFound { .. })
+        });
+        seen.push(m);
+    }
+    let by = |p: &str| {
+        seen.iter()
+            .find_map(|m| match m {
+                Message::RootNotFound {
+                    pattern,
+                    class_loaded,
+                    suggestions,
+                } if pattern == p => Some((*class_loaded, suggestions.clone())),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no RootNotFound for {p}: {seen:?}"))
+    };
+    let (loaded, s) = by("fixture.Roots::wrok");
+    assert!(loaded);
+    assert_eq!(
+        s.first().map(String::as_str),
+        Some("fixture.Roots::work"),
+        "{s:?}"
+    );
+    let (loaded, s) = by("fixture.Rotos::work");
+    assert!(!loaded);
+    assert!(s.contains(&"fixture.Roots::work".to_string()), "{s:?}");
+    let stats = cli.detach();
+    assert_eq!(stats.instrumented_methods, 0);
+}
+
+#[test]
+fn second_session_is_refused_and_cli_death_detaches() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+    wait_ready(&mut jvm);
+    let mut cli = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    cli.start(&["fixture.Roots::work"]);
+    cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+        matches!(m, Message::RootInstrumented { .. })
+    });
+
+    // A second load while the session runs: refused with a clear error.
+    let other = FakeCli::new();
+    let out = std::process::Command::new(jdk.home.join("bin/jcmd"))
+        .arg(jvm.pid().to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_lib())
+        .arg(jcmd_quote(&other.options()))
+        .output()
+        .expect("jcmd");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("return code: 5"), "jcmd said: {text}");
+    jvm.wait_for("busy error", Duration::from_secs(10), |l| {
+        l.contains("already running")
+    });
+
+    // The CLI vanishes (socket closed): the agent detaches by itself and a
+    // new session works right after.
+    let t0 = Instant::now();
+    drop(cli);
+    let mut next = FakeCli::new();
+    loop {
+        // The agent refuses while the old session is still detaching.
+        let out = std::process::Command::new(jdk.home.join("bin/jcmd"))
+            .arg(jvm.pid().to_string())
+            .arg("JVMTI.agent_load")
+            .arg(agent_lib())
+            .arg(jcmd_quote(&next.options()))
+            .output()
+            .expect("jcmd");
+        if String::from_utf8_lossy(&out.stdout).contains("return code: 0") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "no detach within 2 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    next.accept(jvm.pid());
+    next.start(&["fixture.Roots::work"]);
+    next.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+        matches!(m, Message::RootInstrumented { .. })
+    });
+    jvm.send("run 50 1");
+    jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
+    next.detach();
+    check_flat(&next, 1, 50);
+}

@@ -1,0 +1,314 @@
+//! The CLI side of a session, played by the tests: session directory,
+//! listener, ring and consumer, plus helpers to start the fixture JVM.
+
+#![allow(dead_code)]
+
+use sprig_tests::{Jdk, Proc, TempDir};
+use sprig_wire::clock;
+use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
+use sprig_wire::ring::{Consumer, Region, RingConfig};
+use sprig_wire::session::{Channel, Listener, PeerExpectation, SessionDir, euid};
+use sprig_wire::{Event, EventKind, Message};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub fn agent_lib() -> PathBuf {
+    sprig_tests::agent_lib()
+}
+
+/// The agent's Java test fixtures compiled for `jdk`.
+pub fn fixture_classes(jdk: &Jdk) -> TempDir {
+    let dir = TempDir::new("agent-fixture");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
+    let probe_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
+    sprig_tests::javac(
+        jdk,
+        &src,
+        dir.path(),
+        &[
+            "-sourcepath",
+            &probe_src.display().to_string(),
+            "-implicit:none",
+        ],
+    );
+    dir
+}
+
+/// JVM flags every fixture JVM gets.
+pub fn jvm_flags(jdk: &Jdk) -> Vec<String> {
+    let mut f = vec!["-Xverify:all".to_string(), "-Xmx256m".to_string()];
+    if jdk.major >= 21 {
+        f.push("-XX:+EnableDynamicAgentLoading".into());
+    }
+    f
+}
+
+/// Starts `class` from `classes` with `extra` JVM flags (not waiting).
+pub fn spawn_java(jdk: &Jdk, classes: &Path, extra: &[String], class: &str) -> Proc {
+    let mut cmd = Command::new(jdk.java());
+    cmd.args(jvm_flags(jdk))
+        .args(extra)
+        .arg("-cp")
+        .arg(classes)
+        .arg(class);
+    Proc::spawn(&format!("{class}-jdk{}", jdk.major), cmd)
+}
+
+pub fn wait_ready(p: &mut Proc) {
+    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+}
+
+/// Loads the agent into a running JVM with `jcmd <pid> JVMTI.agent_load`.
+pub fn jcmd_load(jdk: &Jdk, pid: u32, options: &str) -> String {
+    let jcmd = jdk.home.join("bin/jcmd");
+    let out = Command::new(jcmd)
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_lib())
+        .arg(jcmd_quote(options))
+        .output()
+        .expect("run jcmd");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "jcmd failed: {text}");
+    text
+}
+
+/// Per-thread event counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub thread_start: u64,
+    pub root_entry: u64,
+    pub root_exit: u64,
+    pub method_entry: u64,
+    pub method_exit: u64,
+    pub other: u64,
+}
+
+/// The CLI side of one session.
+pub struct FakeCli {
+    pub dir: SessionDir,
+    listener: Listener,
+    pub region: std::sync::Arc<Region>,
+    consumer: Consumer,
+    pub ch: Option<Channel>,
+    pub msgs: Vec<Message>,
+    pub events: BTreeMap<u32, Vec<Event>>,
+}
+
+impl FakeCli {
+    pub fn new() -> FakeCli {
+        let dir = SessionDir::create().expect("session dir");
+        let listener = Listener::bind(&dir).expect("listen");
+        let (clock, ticks_per_sec) = clock::choose(ClockKind::Tsc);
+        let cfg = RingConfig {
+            segment_bytes: 64 << 10,
+            segments: 256,
+            clock,
+            ticks_per_sec,
+        };
+        let region = Region::create(&dir.ring_path(), &cfg).expect("ring");
+        let consumer = Consumer::new(region.clone());
+        FakeCli {
+            dir,
+            listener,
+            region,
+            consumer,
+            ch: None,
+            msgs: Vec::new(),
+            events: BTreeMap::new(),
+        }
+    }
+
+    /// The agent option string.
+    pub fn options(&self) -> String {
+        self.dir.agent_options(std::process::id()).format()
+    }
+
+    pub fn accept(&mut self, jvm_pid: u32) {
+        let expect = PeerExpectation {
+            pid: Some(jvm_pid),
+            uid: euid(),
+            token: self.dir.token(),
+        };
+        let (ch, jvm) = self
+            .listener
+            .accept(&expect, Duration::from_secs(20))
+            .expect("agent connects");
+        assert_eq!(jvm.pid, jvm_pid);
+        assert!(!jvm.version.is_empty());
+        self.ch = Some(ch);
+    }
+
+    pub fn send(&self, m: &Message) {
+        self.ch.as_ref().expect("connected").send(m).expect("send");
+    }
+
+    pub fn start(&mut self, roots: &[&str]) {
+        self.send(&Message::Start(SessionOptions {
+            roots: roots.iter().map(|s| s.to_string()).collect(),
+            include: vec![],
+            exclude: vec![],
+            scheme: Scheme::Lazy,
+            clock: ClockKind::Tsc,
+            roots_only: true,
+            calibrate: false,
+            wait_bound_ms: 2000,
+        }));
+    }
+
+    pub fn poll(&mut self) {
+        let events = &mut self.events;
+        self.consumer.poll(&mut |thread, evs| {
+            events.entry(thread).or_default().extend_from_slice(evs);
+        });
+    }
+
+    /// Waits (polling the ring) for a message matching `pred`; keeps every
+    /// message seen in `msgs`.
+    pub fn wait_msg(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Message) -> bool,
+    ) -> Message {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.poll();
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no {what} within {timeout:?}; messages: {:#?}",
+                self.msgs
+            );
+            let ch = self.ch.as_mut().expect("connected");
+            match ch.recv_timeout(left.min(Duration::from_millis(50))) {
+                Ok(Some(m)) => {
+                    self.msgs.push(m.clone());
+                    if pred(&m) {
+                        return m;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => panic!("waiting for {what}: {e}; messages: {:#?}", self.msgs),
+            }
+        }
+    }
+
+    /// Sends `Detach`, waits for `Detached`, drains the ring.
+    pub fn detach(&mut self) -> AgentStats {
+        self.send(&Message::Detach);
+        let m = self.wait_msg("Detached", Duration::from_secs(20), |m| {
+            matches!(m, Message::Detached(_))
+        });
+        self.poll();
+        match m {
+            Message::Detached(s) => s,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Thread index → name, from the `Thread` messages.
+    pub fn thread_names(&self) -> BTreeMap<u32, String> {
+        self.msgs
+            .iter()
+            .filter_map(|m| match m {
+                Message::Thread { index, name, .. } => Some((*index, name.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Method id for `class::name`, from the `Method` messages.
+    pub fn method_id(&self, class: &str, name: &str) -> Option<u32> {
+        self.msgs.iter().find_map(|m| match m {
+            Message::Method {
+                id,
+                class: c,
+                name: n,
+                ..
+            } if c == class && n == name => Some(*id),
+            _ => None,
+        })
+    }
+
+    /// Event counts per thread name.
+    pub fn counts(&self) -> BTreeMap<String, Counts> {
+        let names = self.thread_names();
+        let mut out = BTreeMap::new();
+        for (thread, evs) in &self.events {
+            let name = names
+                .get(thread)
+                .cloned()
+                .unwrap_or_else(|| format!("#{thread}"));
+            let c: &mut Counts = out.entry(name).or_default();
+            for e in evs {
+                match e.kind() {
+                    Some(EventKind::ThreadStart) => c.thread_start += 1,
+                    Some(EventKind::RootEntry) => c.root_entry += 1,
+                    Some(EventKind::RootExit) => c.root_exit += 1,
+                    Some(EventKind::MethodEntry) => c.method_entry += 1,
+                    Some(EventKind::MethodExit) => c.method_exit += 1,
+                    _ => c.other += 1,
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks that each thread's stream is a well-nested sequence of
+    /// root contexts with non-decreasing timestamps.
+    pub fn assert_balanced(&self) {
+        for (thread, evs) in &self.events {
+            let mut depth = 0i64;
+            let mut last_ts = 0u64;
+            for e in evs {
+                let kind = e.kind().expect("known kind");
+                if kind != EventKind::AdjustTime {
+                    assert!(e.ts >= last_ts, "thread {thread}: time went backwards");
+                    last_ts = e.ts;
+                }
+                match kind {
+                    EventKind::RootEntry => {
+                        assert_eq!(depth, 0, "thread {thread}: RootEntry inside a root");
+                        depth = 1;
+                    }
+                    EventKind::RootExit => {
+                        assert_eq!(depth, 1, "thread {thread}: RootExit at depth {depth}");
+                        depth = 0;
+                    }
+                    EventKind::MethodEntry => {
+                        assert!(depth >= 1, "thread {thread}: MethodEntry outside a root");
+                        depth += 1;
+                    }
+                    EventKind::MethodExit => {
+                        assert!(depth >= 2, "thread {thread}: MethodExit at depth {depth}");
+                        depth -= 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(depth, 0, "thread {thread}: ends inside a root");
+        }
+    }
+}
+
+/// Fails on any verification error in the JVM's output.
+pub fn assert_no_verify_error(p: &Proc) {
+    let t = p.transcript();
+    assert!(
+        !t.contains("VerifyError") && !t.contains("ClassFormatError"),
+        "verification failure in the JVM:\n{t}"
+    );
+}
+
+/// jcmd's argument parser splits `key=value` tokens: a quoted option string
+/// reaches the agent whole.
+pub fn jcmd_quote(options: &str) -> String {
+    format!("\"{options}\"")
+}
