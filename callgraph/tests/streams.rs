@@ -157,7 +157,10 @@ fn garbage_streams_never_panic() {
             let evs = garbage(&mut rng, n);
             b.process(rng.below(3) as u32, &evs);
             if rng.below(4) == 0 {
-                let _ = b.snapshot();
+                // the live view counts open frames the way finish() closes them
+                let live = b.snapshot();
+                let closed = b.clone().finish();
+                assert_eq!(live.threads, closed.threads);
             }
         }
         let p = b.finish();

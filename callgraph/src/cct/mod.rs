@@ -392,7 +392,9 @@ impl ThreadState {
     /// Converts the builder arena to a [`Tree`] numbered in pre-order
     /// (children in creation order), so equal streams give equal trees and
     /// a snapshot round trip gives back the same numbering.
-    fn to_tree(&self) -> Tree {
+    /// Also returns, per builder node, its index in the tree.
+    fn to_tree(&self) -> (Tree, Vec<u32>) {
+        let mut map = vec![NONE; self.nodes.len()];
         let mut tree = Tree {
             nodes: Vec::with_capacity(self.nodes.len().saturating_sub(1)),
             roots: Vec::new(),
@@ -418,10 +420,11 @@ impl ThreadState {
                     children: Vec::with_capacity(n.nchildren as usize),
                 },
             );
+            map[b as usize] = id;
             stack.extend(self.children_of(b).into_iter().rev().map(|c| (c, Some(id))));
         }
         tree.recount();
-        tree
+        (tree, map)
     }
 }
 
@@ -601,16 +604,11 @@ impl CctBuilder {
         all
     }
 
-    /// A profile of everything so far, with open frames closed at their
-    /// thread's last timestamp; the builder goes on untouched (live view).
+    /// A profile of everything so far, with open frames counted up to their
+    /// thread's last timestamp (and marked incomplete); the builder goes on
+    /// untouched. For the live view.
     pub fn snapshot(&self) -> Profile {
-        self.clone().finish()
-    }
-
-    /// Closes frames still open (counted, marked incomplete, reported in
-    /// `warnings`) and returns the profile.
-    pub fn finish(mut self) -> Profile {
-        let mut p = std::mem::replace(&mut self.profile_template, Profile::new(0));
+        let mut p = self.profile_template.clone();
         p.ticks_per_sec = self.ticks_per_sec;
         p.calibration = match self.pending_calibration_ticks {
             Some((i, o)) => Some(Calibration::from_ticks(i, o, self.ticks_per_sec)),
@@ -619,16 +617,29 @@ impl CctBuilder {
         if p.stats.events == 0 {
             p.stats.events = self.events;
         }
-        p.methods = std::mem::take(&mut self.methods);
-        self.threads.sort_by_key(|t| t.index);
+        p.methods = self.methods.clone();
+        let mut threads: Vec<&ThreadState> = self.threads.iter().collect();
+        threads.sort_by_key(|t| t.index);
         let mut warnings = Vec::new();
-        for t in &mut self.threads {
-            let ts = t.last_ts;
-            let n = t.close_all(ts);
-            t.issues.frames_open_at_finish += n;
+        for t in threads {
             t.issues.describe(t.index, &mut warnings);
             if t.nodes.len() <= 1 {
                 continue;
+            }
+            let (mut tree, map) = t.to_tree();
+            for f in &t.stack {
+                if let Some(n) = map
+                    .get(f.node as usize)
+                    .and_then(|&i| tree.nodes.get_mut(i as usize))
+                {
+                    n.total_ticks = n
+                        .total_ticks
+                        .saturating_add(t.last_ts.saturating_sub(f.start));
+                    n.adjust_ticks = n
+                        .adjust_ticks
+                        .saturating_add(t.adjust_sum.wrapping_sub(f.adjust));
+                    n.incomplete += 1;
+                }
             }
             let (java_id, name) = self
                 .names
@@ -639,11 +650,22 @@ impl CctBuilder {
                 index: t.index,
                 java_id,
                 name,
-                tree: t.to_tree(),
+                tree,
             });
         }
         p.warnings.extend(warnings);
         p
+    }
+
+    /// Closes frames still open at their thread's last timestamp (counted,
+    /// marked incomplete, reported in `warnings`) and returns the profile.
+    pub fn finish(mut self) -> Profile {
+        for t in &mut self.threads {
+            let ts = t.last_ts;
+            let n = t.close_all(ts);
+            t.issues.frames_open_at_finish += n;
+        }
+        self.snapshot()
     }
 }
 
