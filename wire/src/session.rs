@@ -105,8 +105,8 @@ impl SessionDir {
     }
 
     /// Creates the session directory under `base` instead of `/tmp`. `base`
-    /// must be absolute and its path must not contain a comma (the agent
-    /// option string could not carry it).
+    /// must be absolute, UTF-8 and without a comma, so the agent option
+    /// string carries it unambiguously.
     pub fn create_in(base: &Path) -> io::Result<SessionDir> {
         if !base.is_absolute() {
             return Err(io::Error::new(
@@ -114,11 +114,14 @@ impl SessionDir {
                 "session base directory must be absolute",
             ));
         }
-        if base.as_os_str().as_encoded_bytes().contains(&b',') {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "session base directory must not contain ','",
-            ));
+        match base.to_str() {
+            Some(b) if !b.contains(',') => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "session base directory must be UTF-8 without ','",
+                ));
+            }
         }
         let token = random_bytes::<16>()?;
         let uid = euid();

@@ -76,6 +76,9 @@ fn mode_is_0700_even_with_a_loose_umask() {
     assert_eq!(mode(dir.path()), 0o700);
     assert!(SessionDir::create_in(std::path::Path::new("relative")).is_err());
     assert!(SessionDir::create_in(std::path::Path::new("/tmp/a,b")).is_err());
+    use std::os::unix::ffi::OsStrExt;
+    let not_utf8 = std::ffi::OsStr::from_bytes(b"/tmp/\xff");
+    assert!(SessionDir::create_in(std::path::Path::new(not_utf8)).is_err());
 }
 
 #[test]
