@@ -137,7 +137,19 @@ pub fn instrument_dir(
     src: &Path,
     dst: &Path,
     probes: &ProbeSet,
+    id_of: impl FnMut(&str, &str, &str) -> u32,
+) -> Summary {
+    instrument_dir_filtered(src, dst, probes, id_of, |_| true)
+}
+
+/// Like [`instrument_dir`]; classes whose internal name fails `keep` are
+/// copied unchanged.
+pub fn instrument_dir_filtered(
+    src: &Path,
+    dst: &Path,
+    probes: &ProbeSet,
     mut id_of: impl FnMut(&str, &str, &str) -> u32,
+    keep: impl Fn(&str) -> bool,
 ) -> Summary {
     let mut s = Summary::default();
     for f in class_files(src) {
@@ -147,10 +159,13 @@ pub fn instrument_dir(
         std::fs::create_dir_all(out.parent().unwrap()).unwrap();
         let rs = rel.to_string_lossy();
         if rs.starts_with("META-INF") || rs.ends_with("module-info.class") {
-            std::fs::write(&out, &bytes).unwrap();
             continue;
         }
         let info = class_info(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        if !keep(&info.name) {
+            std::fs::write(&out, &bytes).unwrap();
+            continue;
+        }
         let targets: Vec<Target> = info
             .methods
             .iter()
