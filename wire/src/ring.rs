@@ -62,6 +62,12 @@
 //! out of the mapping; the consumer clamps `committed` to the segment
 //! capacity and copies events out before handing them to its sink. Events
 //! themselves are data to validate (kinds, ids), never trusted.
+//!
+//! One thing validation cannot stop: a peer that may write the file may
+//! also truncate it, and touching a mapped page past the new end raises
+//! SIGBUS. Within one user that peer could kill the process anyway; when
+//! root profiles another user's JVM (the ring handed to that user), a
+//! sealed memfd passed over the socket would close this gap.
 
 use crate::clock;
 use crate::control::{ClockKind, PROTOCOL_VERSION};

@@ -592,6 +592,8 @@ impl Channel {
     }
 
     /// Sends one message (one `write_all` under the channel's write lock).
+    /// Blocks while the socket buffer is full; bound that with
+    /// [`Channel::set_write_timeout`] on threads that must not stall.
     pub fn send(&self, msg: &Message) -> Result<(), SessionError> {
         let frame = codec::encode(msg)?;
         let _guard = self
