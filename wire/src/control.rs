@@ -169,4 +169,18 @@ pub enum Message {
     StatusRequest,
     /// Restore every class and detach.
     Detach,
+
+    // ---- verification (tests), either direction ----
+    /// CLI -> agent: digest the bytecodes the VM now holds for every method
+    /// of `class` (binary name with dots). Allowed any time after the
+    /// handshake; answered with `Digest`.
+    BytecodeDigest { class: String },
+    /// agent -> CLI: FNV-1a 64 over each method's name, descriptor and
+    /// JVMTI GetBytecodes, methods in (name, descriptor) order; `methods` is
+    /// 0 when no class of that name is loaded.
+    Digest {
+        class: String,
+        methods: u32,
+        digest: u64,
+    },
 }
