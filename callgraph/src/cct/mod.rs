@@ -16,6 +16,34 @@
 //! open at thread end or at the end of profiling are counted and reported in
 //! [`Profile::warnings`]; frames closed artificially are marked
 //! [`Node::incomplete`](crate::profile::Node::incomplete).
+//!
+//! ```
+//! use sprig_callgraph::report::Format;
+//! use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
+//! use sprig_wire::event::{Event, EventKind};
+//!
+//! let mut b = CctBuilder::new(1_000_000_000); // the ring header's ticks_per_sec
+//! b.set_method(1, "com.acme.App", "run", "()V"); // or b.apply_message(&msg)
+//! b.set_thread_name(0, 1, "main");
+//! // what wire::ring::Consumer::poll hands over, per thread
+//! b.process(0, &[Event::new(EventKind::RootEntry, 1, 100)]);
+//! b.process(0, &[Event::new(EventKind::RootExit, 1, 350)]);
+//! let live = b.snapshot(); // any time, the builder goes on
+//! let mut profile = b.finish();
+//! profile.stats.duration_ms = 1; // what only the CLI knows
+//!
+//! let mut out = Vec::new();
+//! Format::Collapsed
+//!     .renderer()
+//!     .render(&profile, &RenderOptions::default(), &mut out)?;
+//! assert_eq!(String::from_utf8_lossy(&out), "com.acme.App::run 250\n");
+//!
+//! let mut file = Vec::new();
+//! profile.write_snapshot(&mut file)?;
+//! assert_eq!(Profile::read_snapshot(&mut file.as_slice()).unwrap(), profile);
+//! # assert_eq!(live.threads, profile.threads);
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 pub mod diff;
 pub mod snapshot;
@@ -671,3 +699,9 @@ impl CctBuilder {
 
 #[cfg(test)]
 mod tests;
+
+const _: () = {
+    const fn send<T: Send + Sync>() {}
+    send::<CctBuilder>();
+    send::<Profile>();
+};
