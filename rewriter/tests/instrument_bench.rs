@@ -19,7 +19,8 @@ use sprig_rewriter::{SkipReason, Target, class_info, instrument};
 #[test]
 #[ignore = "heavy: instruments a whole JDK image"]
 fn instrument_whole_jdk_image() {
-    let jdk = std::env::var("SPRIG_BENCH_JDK").unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
+    let jdk = std::env::var("SPRIG_BENCH_JDK")
+        .unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
     let tmp = TempDir::new("bench");
     let o = run(
         Command::new(format!("{jdk}/bin/jimage"))
@@ -43,7 +44,12 @@ fn instrument_whole_jdk_image() {
             .iter()
             .map(|m| {
                 id = id.wrapping_add(48_271);
-                Target { name: m.name.clone(), descriptor: m.descriptor.clone(), id, probes: 0 }
+                Target {
+                    name: m.name.clone(),
+                    descriptor: m.descriptor.clone(),
+                    id,
+                    probes: 0,
+                }
             })
             .collect();
         classes.push((bytes, targets));
@@ -76,7 +82,12 @@ fn instrument_whole_jdk_image() {
         let targets: Vec<Target> = info
             .methods
             .iter()
-            .map(|m| Target { name: m.name.clone(), descriptor: m.descriptor.clone(), id: 1, probes: 0 })
+            .map(|m| Target {
+                name: m.name.clone(),
+                descriptor: m.descriptor.clone(),
+                id: 1,
+                probes: 0,
+            })
             .collect();
         std::hint::black_box(instrument(bytes, &targets, &probes).unwrap());
     }
@@ -99,7 +110,14 @@ fn instrument_whole_jdk_image() {
         out_bytes as f64 / 1e6,
         (out_bytes as f64 / total_bytes as f64 - 1.0) * 100.0
     );
-    println!("class_info + instrument: {dt_all:?} = {:.0} MB/s", mb / dt_all.as_secs_f64());
+    println!(
+        "class_info + instrument: {dt_all:?} = {:.0} MB/s",
+        mb / dt_all.as_secs_f64()
+    );
     assert!(instrumented > 0);
-    assert!((skipped.len() as f64) < 0.001 * total_methods as f64, "skipped {} of {total_methods}", skipped.len());
+    assert!(
+        (skipped.len() as f64) < 0.001 * total_methods as f64,
+        "skipped {} of {total_methods}",
+        skipped.len()
+    );
 }
