@@ -9,8 +9,11 @@ use crate::jvm::{self, JvmProcess};
 pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
     let jvms = jvm::list_jvms();
     let (euid, _) = crate::attach::sys::effective_ids();
-    write_table(out, &jvms, euid)?;
-    Ok(())
+    match write_table(out, &jvms, euid) {
+        // `sprig list | head -1`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 /// Renders `jvms` for a caller whose effective uid is `euid`.
@@ -117,6 +120,34 @@ mod tests {
     fn unknown_version_shows_question_mark() {
         let text = render(&[jvm(5, "bob", None, "Main")], 0);
         assert_eq!(text, "PID  USER  JDK  MAIN\n5    bob   ?    Main\n");
+    }
+
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_is_not_an_error_but_a_full_disk_is() {
+        assert!(run(&mut ClosedPipe).is_ok());
+        assert!(run(&mut Full).is_err());
     }
 
     #[test]
