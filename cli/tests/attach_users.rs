@@ -118,6 +118,12 @@ fn root_attaches_to_another_users_jvm() {
     assert_eq!((info.uid, info.gid), (NOBODY, NOBODY));
     assert_eq!(info.user, "nobody");
     assert_eq!(info.main, "Sleeper");
+    // Root lists every user's JVMs.
+    assert!(
+        jvm::list_jvms()
+            .iter()
+            .any(|j| j.pid == jvm.pid && j.user == "nobody")
+    );
 
     // The protocol gets through: the JVM answers with its own error text.
     let err = attach::load_agent(&info, &missing_library(), "", ATTACH_TIMEOUT).unwrap_err();
@@ -225,6 +231,16 @@ fn a_non_root_user_attaches_to_its_own_jvm() {
     }
     let home = jdk17();
     let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    // Its own JVM is listed for it.
+    let listed = as_user(NOBODY, "list");
+    let row: Vec<&str> = listed
+        .split('|')
+        .map(|row| row.split_whitespace().collect::<Vec<_>>())
+        .find(|cols| cols.first() == Some(&jvm.pid.to_string().as_str()))
+        .unwrap_or_else(|| panic!("JVM {} not listed for nobody: {listed}", jvm.pid));
+    assert_eq!(row[1], "nobody", "{listed}");
+    assert!(row[2].starts_with("17"), "{listed}");
+    assert_eq!(row[3], "Sleeper", "{listed}");
     let result = as_user(
         NOBODY,
         &format!("load {} {} x", jvm.pid, missing_library().display()),
