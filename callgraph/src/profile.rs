@@ -133,8 +133,10 @@ pub struct Node {
 /// A forest of calling contexts stored in an arena.
 ///
 /// Invariant (kept by every constructor in this crate): a child's index is
-/// greater than its parent's, and each node has at most one parent. Code
-/// walking the tree relies on it to work without recursion.
+/// greater than its parent's, and each node has at most one parent. Walks
+/// rely on it to work without recursion and skip children that break it, so
+/// a hand-built tree that does not keep it gives odd numbers, never a panic
+/// or an endless loop.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tree {
     pub nodes: Vec<Node>,
@@ -164,18 +166,22 @@ impl Tree {
             let m = self.nodes[i]
                 .children
                 .iter()
-                .map(|&c| self.nodes[c as usize].calls)
+                .filter_map(|&c| self.nodes.get(c as usize))
+                .map(|c| c.calls)
                 .fold(0u64, u64::saturating_add);
             self.nodes[i].child_calls = m;
         }
     }
 
-    /// Parent of each node (`None` for roots).
+    /// Parent of each node (`None` for roots and for nodes only reachable
+    /// through links that break the invariant).
     pub fn parents(&self) -> Vec<Option<NodeId>> {
         let mut parents = vec![None; self.nodes.len()];
         for (i, n) in self.nodes.iter().enumerate() {
-            for &c in &n.children {
-                parents[c as usize] = Some(i as NodeId);
+            for &c in n.children.iter().filter(|&&c| c as usize > i) {
+                if let Some(p) = parents.get_mut(c as usize) {
+                    *p = Some(i as NodeId);
+                }
             }
         }
         parents
@@ -186,8 +192,10 @@ impl Tree {
         let mut depth = vec![0usize; self.nodes.len()];
         for i in 0..self.nodes.len() {
             let d = depth[i] + 1;
-            for &c in &self.nodes[i].children {
-                depth[c as usize] = d;
+            for &c in self.nodes[i].children.iter().filter(|&&c| c as usize > i) {
+                if let Some(x) = depth.get_mut(c as usize) {
+                    *x = d;
+                }
             }
         }
         depth
@@ -325,7 +333,8 @@ impl Profile {
             let children = n
                 .children
                 .iter()
-                .map(|&c| out[c as usize].total_ns)
+                .filter_map(|&c| out.get(c as usize))
+                .map(|c| c.total_ns)
                 .fold(0u64, u64::saturating_add);
             out[i].self_ns = out[i].total_ns.saturating_sub(children);
         }
@@ -368,7 +377,8 @@ impl Profile {
                 m.total_ticks = m.total_ticks.saturating_add(n.total_ticks);
                 m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
                 m.incomplete = m.incomplete.saturating_add(n.incomplete);
-                for &c in n.children.iter().rev() {
+                // only children that keep the tree invariant: no cycles
+                for &c in n.children.iter().rev().filter(|&&c| c > s) {
                     stack.push((c, d));
                 }
             }
@@ -467,6 +477,47 @@ mod tests {
             },
         );
         assert_eq!(p.times(&t)[0].total_ns, 0);
+    }
+
+    #[test]
+    fn malformed_trees_do_not_panic_or_loop() {
+        let mut p = Profile::new(0);
+        let mut t = Tree::default();
+        t.nodes.push(Node {
+            children: vec![0, 1, 99],
+            ..leaf(1, 1, 10)
+        });
+        t.nodes.push(Node {
+            children: vec![0],
+            ..leaf(2, 1, 5)
+        });
+        t.roots = vec![0, 1, 7];
+        t.recount();
+        assert_eq!(t.parents(), vec![None, Some(0)]);
+        assert_eq!(t.depths(), vec![0, 1]);
+        let _ = p.times(&t);
+        p.threads.push(ThreadProfile {
+            tree: t,
+            ..ThreadProfile::default()
+        });
+        let m = p.merged();
+        assert_eq!(m.tree.nodes.len(), 3);
+        let opts = crate::report::RenderOptions {
+            back_traces: vec![1, 2],
+            merged: true,
+            ..Default::default()
+        };
+        for f in [
+            crate::report::Format::Text,
+            crate::report::Format::Json,
+            crate::report::Format::Collapsed,
+        ] {
+            let mut out = Vec::new();
+            f.renderer().render(&p, &opts, &mut out).unwrap();
+        }
+        let mut snap = Vec::new();
+        p.write_snapshot(&mut snap).unwrap();
+        assert!(Profile::read_snapshot(&mut snap.as_slice()).is_ok());
     }
 
     #[test]
