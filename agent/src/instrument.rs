@@ -461,6 +461,53 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
     guard.take().map(|p| p.counters).unwrap_or_default()
 }
 
+/// FNV-1a digest of the bytecodes of every method of the loaded class(es)
+/// named `class` (dotted), methods in (name, descriptor) order. Returns the
+/// number of methods digested (0 when the class is not loaded).
+pub fn bytecode_digest(jvmti: &Jvmti, jni: Jni<'_>, class: &str) -> (u32, u64) {
+    let want = class.replace('.', "/");
+    jni.with_local_frame(64, |jni| {
+        let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut feed = |bytes: &[u8]| {
+            for b in bytes {
+                hash ^= u64::from(*b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        let mut count = 0u32;
+        for &c in &classes {
+            let Ok(sig) = jvmti.class_signature(c) else {
+                continue;
+            };
+            if internal_name(&sig) != Some(want.as_str()) {
+                continue;
+            }
+            let mut methods: Vec<(String, String, Vec<u8>)> = jvmti
+                .class_methods(c)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|m| {
+                    let (n, d) = jvmti.method_name(m).ok()?;
+                    let code = jvmti.bytecodes(m).unwrap_or_default();
+                    Some((n, d, code))
+                })
+                .collect();
+            methods.sort();
+            for (n, d, code) in &methods {
+                feed(n.as_bytes());
+                feed(&[0]);
+                feed(d.as_bytes());
+                feed(&[0]);
+                feed(&(code.len() as u32).to_le_bytes());
+                feed(code);
+                count += 1;
+            }
+        }
+        (count, hash)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,6 +224,16 @@ fn stats(counters: instrument::Counters) -> AgentStats {
     }
 }
 
+/// The answer to `BytecodeDigest` (restore verification).
+fn digest(agent: &Agent, jni: Jni<'_>, class: String) -> Message {
+    let (methods, digest) = instrument::bytecode_digest(&agent.jvmti, jni, &class);
+    Message::Digest {
+        class,
+        methods,
+        digest,
+    }
+}
+
 /// Ends a session that never started profiling.
 fn refuse(ch: Channel, why: String) -> Option<Session> {
     let _ = ch.send(&Message::Error(why));
@@ -251,9 +261,16 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
         }
         match ch.recv_timeout(left.min(TICK)) {
             Ok(Some(Message::Start(o))) => break o,
-            Ok(Some(Message::Detach)) => return refuse(ch, "detached before start".into()),
+            Ok(Some(Message::Detach)) => {
+                let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+                let _ = ch.shutdown();
+                return None;
+            }
             Ok(Some(Message::StatusRequest)) => {
                 let _ = ch.send(&Message::Status(stats(instrument::Counters::default())));
+            }
+            Ok(Some(Message::BytecodeDigest { class })) => {
+                let _ = ch.send(&digest(agent, jni, class));
             }
             Ok(Some(_)) | Ok(None) => {}
             Err(e) => {
@@ -358,6 +375,9 @@ impl Session {
                 Ok(Some(Message::StatusRequest)) => {
                     send(Message::Status(self.status()));
                     last_status = Instant::now();
+                }
+                Ok(Some(Message::BytecodeDigest { class })) => {
+                    send(digest(agent, jni, class));
                 }
                 Ok(Some(_)) | Ok(None) => {}
                 Err(e) if e.is_closed() => break End::CliGone,
