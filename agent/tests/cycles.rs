@@ -43,8 +43,7 @@ fn native_committed_kb(jdk: &Jdk, pid: u32) -> i64 {
         .lines()
         .find(|l| l.trim_start().starts_with("Total:"))
         .unwrap_or_else(|| panic!("no NMT total in: {text}"));
-    let committed = line
-        .split("committed=")
+    line.split("committed=")
         .nth(1)
         .and_then(|r| {
             r.trim_end_matches("KB")
@@ -52,8 +51,7 @@ fn native_committed_kb(jdk: &Jdk, pid: u32) -> i64 {
                 .next()
         })
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("cannot parse {line}"));
-    committed
+        .unwrap_or_else(|| panic!("cannot parse {line}"))
 }
 
 fn run_cycles(jdk: &Jdk) {
