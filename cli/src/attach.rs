@@ -60,10 +60,10 @@ pub enum AttachError {
         "JVM {pid} does not handle SIGQUIT (-Xrs?), so sprig cannot ask it to open its attach socket: start it with `sprig run ...` instead"
     )]
     NoSignalHandler { pid: u32 },
-    #[error("JVM {pid} did not {stage} within {:.1} s{}", waited.as_secs_f64(), timeout_hint(stage))]
+    #[error("JVM {pid} did not {stage} within {:.1} s{}", waited.as_secs_f64(), stage.hint())]
     Timeout {
         pid: u32,
-        stage: &'static str,
+        stage: Stage,
         waited: Duration,
     },
     #[error("JVM {pid} could not load the agent{}: {}", code.map(|c| format!(" (return code {c})")).unwrap_or_default(), describe_failure(message))]
@@ -87,14 +87,32 @@ pub enum AttachError {
     AgentNotFound { looked: Vec<PathBuf> },
 }
 
-const SOCKET_STAGE: &str = "open its attach socket";
-const REPLY_STAGE: &str = "answer the load request";
+/// What sprig was waiting for when an attach timed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The JVM to open its attach socket after SIGQUIT.
+    Socket,
+    /// The JVM's reply to the load request (the agent's `Agent_OnAttach`).
+    Reply,
+}
 
-fn timeout_hint(stage: &str) -> &'static str {
-    if stage == SOCKET_STAGE {
-        " (is it stopped or hung, or is attach disabled by a flag sprig cannot see? `sprig run ...` works without attach)"
-    } else {
-        " (the agent may still be starting)"
+impl Stage {
+    fn hint(self) -> &'static str {
+        match self {
+            Stage::Socket => {
+                " (is it stopped or hung, or is attach disabled by a flag sprig cannot see? `sprig run ...` works without attach)"
+            }
+            Stage::Reply => " (the agent may still be starting)",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stage::Socket => "open its attach socket",
+            Stage::Reply => "answer the load request",
+        })
     }
 }
 
@@ -456,7 +474,7 @@ fn start_attach_listener(
         if now >= deadline {
             return Err(AttachError::Timeout {
                 pid: jvm.pid,
-                stage: SOCKET_STAGE,
+                stage: Stage::Socket,
                 waited: now - started,
             });
         }
@@ -506,7 +524,7 @@ fn exchange(
 ) -> Result<String, AttachError> {
     let timed_out = || AttachError::Timeout {
         pid,
-        stage: REPLY_STAGE,
+        stage: Stage::Reply,
         waited: timeout,
     };
     let io_err = |context: &str, source: io::Error| {

@@ -193,7 +193,21 @@ fn a_stopped_jvm_times_out_and_leaves_nothing_behind() {
     let started = Instant::now();
     let err = attach::load_agent(&info, &missing_library(), "", limit).unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(err, AttachError::Timeout { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            AttachError::Timeout {
+                stage: attach::Stage::Socket,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("did not open its attach socket within"),
+        "{err}"
+    );
     assert!(
         took >= limit && took < limit + Duration::from_secs(2),
         "{took:?}"
