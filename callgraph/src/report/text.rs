@@ -254,6 +254,11 @@ fn back_trace(
         open.truncate(d);
         open.resize(d, false);
         open.push(!last);
+        let mut name = back_node_name(p, n);
+        if depth == 1 && n.method == Some(method) {
+            // its time is inside the outermost call's already
+            name.push_str(" (recursive calls)");
+        }
         writeln!(
             out,
             "{:>12} {:>12} {:>8}  {}{}",
@@ -261,7 +266,7 @@ fn back_trace(
             ms(n.total_ns),
             percent(n.total_ns, bt.total_ns()),
             guides(&open, d, last),
-            back_node_name(p, n)
+            name
         )?;
     }
     Ok(())

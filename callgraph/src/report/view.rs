@@ -9,7 +9,7 @@
 //!   its time.
 
 use super::RenderOptions;
-use crate::profile::{MethodInfo, NodeId, Profile, Times, Tree};
+use crate::profile::{NodeId, Profile, Times, Tree};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -382,9 +382,4 @@ pub fn back_node_name(profile: &Profile, n: &BackNode) -> String {
         Some(m) => profile.display_name(m),
         None => "(entered as a root)".to_owned(),
     }
-}
-
-/// Name as a `MethodInfo`, for renderers that split class/method/descriptor.
-pub fn method_info(profile: &Profile, id: u32) -> MethodInfo {
-    profile.method(id)
 }
