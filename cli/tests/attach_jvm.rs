@@ -45,6 +45,8 @@ fn inspects_a_jdk25_jvm() {
     assert_eq!(info.main, "Sleeper");
     let version = info.java_version.as_deref().unwrap_or("");
     assert!(version.starts_with("25"), "version {version:?}");
+    // Read from its PerfData (the fallback has no VM name).
+    assert!(info.vm_name.is_some(), "{info:?}");
 }
 
 #[test]
@@ -65,6 +67,7 @@ fn inspects_without_perfdata_from_the_command_line() {
         "{info:?}"
     );
     assert!(info.attach_disabled, "flag seen on the command line");
+    assert_eq!(info.vm_name, None, "nothing read from PerfData");
 }
 
 #[test]
