@@ -34,16 +34,22 @@ impl Cb {
         self.add(e)
     }
     pub(crate) fn methodref(&mut self, c: &str, n: &str, d: &str) -> u16 {
+        self.memberref(10, c, n, d)
+    }
+    fn memberref(&mut self, tag: u8, c: &str, n: &str, d: &str) -> u16 {
         let c = self.class(c);
         let (n, d) = (self.utf8(n), self.utf8(d));
         let mut nat = vec![12];
         put_u16(&mut nat, n);
         put_u16(&mut nat, d);
         let nat = self.add(nat);
-        let mut e = vec![10];
+        let mut e = vec![tag];
         put_u16(&mut e, c);
         put_u16(&mut e, nat);
         self.add(e)
+    }
+    pub(crate) fn fieldref(&mut self, c: &str, n: &str, d: &str) -> u16 {
+        self.memberref(9, c, n, d)
     }
     pub(crate) fn integer(&mut self, v: u32) -> u16 {
         let mut e = vec![3];
@@ -715,4 +721,170 @@ fn hostile_bytes_give_errors_not_panics() {
         }
         let _ = instrument(&m, &targets, &probes());
     }
+}
+
+/// A version-49 class (no StackMapTable; verified by HotSpot's inference
+/// verifier) with `jsr`/`ret`, a far backward conditional that must be
+/// widened, and an exception leaving an instrumented method, run on real
+/// JVMs under `-Xverify:all` before and after instrumentation.
+#[test]
+fn old_class_with_jsr_ret_and_widening_runs_on_the_jvm() {
+    use std::process::Command;
+    let mut cb = Cb::default();
+    let out = be16(cb.fieldref("java/lang/System", "out", "Ljava/io/PrintStream;"));
+    let println = be16(cb.methodref("java/io/PrintStream", "println", "(I)V"));
+    let f = be16(cb.methodref("Old", "f", "(I)I"));
+    let g = be16(cb.methodref("Old", "g", "(I)I"));
+    let show = be16(cb.methodref("Old", "show", "(I)V"));
+    let ise = be16(cb.class("java/lang/IllegalStateException"));
+    let ise_init = be16(cb.methodref("java/lang/IllegalStateException", "<init>", "()V"));
+    let call = |m: [u8; 2]| [0xb8, m[0], m[1]];
+    let mut main = vec![0x06];
+    main.extend(call(f));
+    main.extend(call(show));
+    main.push(0x02);
+    main.extend(call(f));
+    main.extend(call(show));
+    main.push(0x03);
+    main.extend(call(g));
+    main.extend(call(show));
+    main.push(0x04);
+    main.extend(call(g));
+    main.extend(call(show));
+    main.push(0xb1);
+    main.extend([0x57, 0x02]);
+    main.extend(call(show));
+    main.push(0xb1);
+    let main = cb.code(1, 1, &main, &[[21, 28, 29, 0]], &[]);
+    let show = cb.code(
+        2,
+        1,
+        &[
+            0xb2, out[0], out[1], 0x1a, 0xb6, println[0], println[1], 0xb1,
+        ],
+        &[],
+        &[],
+    );
+    // f(x): jsr S; return x != 0 ? x : 0 where S increments x
+    let f = cb.code(
+        1,
+        2,
+        &[
+            0xa8, 0, 11, 0x1a, 0x9a, 0, 5, 0x03, 0xac, 0x1a, 0xac, 0x4c, 0x84, 0, 1, 0xa9, 1,
+        ],
+        &[],
+        &[],
+    );
+    let n = 32_743usize;
+    let mut gc = vec![
+        0x03,
+        0x3c,
+        0x84,
+        1,
+        1,
+        0x1a,
+        0x99,
+        0,
+        11,
+        0xbb,
+        ise[0],
+        ise[1],
+        0x59,
+        0xb7,
+        ise_init[0],
+        ise_init[1],
+        0xbf,
+    ];
+    gc.extend([0x1b, 0x10, 100, 0xa0, 0, 5, 0x03, 0xac]);
+    gc.resize(gc.len() + n, 0);
+    gc.extend([0x1b, 0x05, 0xa1]);
+    gc.extend((-((25 + n) as i32) as i16).to_be_bytes());
+    gc.extend([0x1b, 0xac]);
+    let g = cb.code(2, 2, &gc, &[], &[]);
+    let class = cb.build_named(
+        "Old",
+        49,
+        &[
+            (9, "main", "([Ljava/lang/String;)V", Some(main)),
+            (8, "show", "(I)V", Some(show)),
+            (8, "f", "(I)I", Some(f)),
+            (8, "g", "(I)I", Some(g)),
+        ],
+    );
+    let ps = [ProbeSet {
+        class: "sprig/test/Probe".into(),
+        entry: "entry".into(),
+        exit: "exit".into(),
+    }];
+    let targets = [
+        target("main", "([Ljava/lang/String;)V", 70_000),
+        target("show", "(I)V", 0xFFFF_FFFF),
+        target("f", "(I)I", 2),
+        target("g", "(I)I", 300),
+    ];
+    let r = instrument(&class, &targets, &ps).unwrap();
+    assert_eq!(r.instrumented_count(), 4, "{:?}", r.methods);
+    let (_, ga) = inst(&class, "g", "(I)I", 300);
+    assert!(
+        CodeAttr::parse(&ga).unwrap().code.contains(&0xc8),
+        "g's far branch is widened to goto_w"
+    );
+
+    let dir = std::env::temp_dir().join(format!("sprig-inst-old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (orig, inst_dir, probe) = (dir.join("orig"), dir.join("inst"), dir.join("probe"));
+    for d in [&orig, &inst_dir, &probe] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(orig.join("Old.class"), &class).unwrap();
+    std::fs::write(inst_dir.join("Old.class"), &r.bytes).unwrap();
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/java/probe/sprig/test/Probe.java"
+    );
+    let o = Command::new("timeout")
+        .args(["120", "javac", "--release", "8", "-d"])
+        .arg(&probe)
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut javas = vec!["java".to_string()];
+    let jdk25 = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
+    if std::path::Path::new(jdk25).exists() {
+        javas.push(jdk25.into());
+    } else {
+        println!("JDK 25 not installed: JDK 17 only");
+    }
+    for java in &javas {
+        let runit = |cp: String| {
+            let o = Command::new("timeout")
+                .args([
+                    "120",
+                    java,
+                    "-Xverify:all",
+                    "-Xshare:off",
+                    "-cp",
+                    &cp,
+                    "Old",
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{java}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let plain = runit(orig.display().to_string());
+        assert_eq!(plain, "4\n0\n2\n-1\n");
+        let probed = runit(format!("{}:{}", inst_dir.display(), probe.display()));
+        assert_eq!(
+            probed,
+            "4\n0\n2\n-1\nPROBE 2 2 2\nPROBE 300 2 2\nPROBE 70000 1 1\nPROBE 4294967295 4 4\n",
+            "{java}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
