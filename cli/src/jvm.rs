@@ -143,7 +143,7 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
     };
 
     let root = proc_dir.join("root");
-    let perf = read_perfdata(&root, status.ns_pid, status.uid);
+    let perf = perfdata_in_maps(&maps, status.ns_pid).and_then(|path| read_perfdata(&root, &path));
     let perf_str = |key: &str| {
         perf.as_ref()
             .and_then(|p| p.get(key))
@@ -350,11 +350,7 @@ enum VmLibrary {
 /// too, so its own `libj9vm` decides first.
 fn vm_library(maps: &str) -> VmLibrary {
     let mut hotspot = None;
-    for line in maps.lines() {
-        // address perms offset dev inode path
-        let Some(path) = line.split_whitespace().nth(5) else {
-            continue;
-        };
+    for path in maps.lines().filter_map(map_path) {
         let file = path.rsplit('/').next().unwrap_or(path);
         if file.starts_with("libj9vm") {
             return VmLibrary::OpenJ9;
@@ -388,23 +384,36 @@ fn release_version(root: &Path, home: &Path) -> Option<String> {
     })
 }
 
-/// The PerfData strings of the JVM whose namespace PID is `ns_pid`: the file
-/// `/tmp/hsperfdata_<user>/<ns_pid>` inside its root, owned by `uid`.
-fn read_perfdata(root: &Path, ns_pid: u32, uid: u32) -> Option<PerfStrings> {
-    let tmp = root.join("tmp");
+/// The PerfData file the JVM has mapped (`/tmp/hsperfdata_<user>/<ns_pid>`
+/// as the JVM sees it): this JVM's own file, never a stale one left by a
+/// dead JVM that had the same PID, and none with -XX:-UsePerfData.
+fn perfdata_in_maps(maps: &str, ns_pid: u32) -> Option<PathBuf> {
     let name = ns_pid.to_string();
-    fs::read_dir(&tmp).ok()?.find_map(|entry| {
-        let entry = entry.ok()?;
-        if !entry.file_name().to_str()?.starts_with("hsperfdata_") {
-            return None;
-        }
-        let path = entry.path().join(&name);
-        let meta = fs::symlink_metadata(&path).ok()?;
-        if !meta.is_file() || meta.uid() != uid {
-            return None;
-        }
-        PerfStrings::parse(&fs::read(&path).ok()?).ok()
+    maps.lines().filter_map(map_path).find_map(|path| {
+        let (dir, file) = path.rsplit_once('/')?;
+        let dir_name = dir.rsplit('/').next()?;
+        (file == name && dir_name.starts_with("hsperfdata_")).then(|| PathBuf::from(path))
     })
+}
+
+/// The PerfData strings in `path` (a path inside the JVM's root).
+fn read_perfdata(root: &Path, path: &Path) -> Option<PerfStrings> {
+    let file = root.join(path.strip_prefix("/").unwrap_or(path));
+    PerfStrings::parse(&fs::read(file).ok()?).ok()
+}
+
+/// The path of a /proc/PID/maps line (which may contain spaces), without
+/// the ` (deleted)` mark of an unlinked file; None for anonymous memory and
+/// for unlinked files.
+fn map_path(line: &str) -> Option<&str> {
+    // address perms offset dev inode path
+    let mut rest = line;
+    for _ in 0..5 {
+        rest = rest.trim_start();
+        rest = &rest[rest.find(' ')?..];
+    }
+    let path = rest.trim_start();
+    (path.starts_with('/') && !path.ends_with(" (deleted)")).then_some(path)
 }
 
 fn read_cmdline(proc_dir: &Path) -> Vec<String> {
@@ -558,6 +567,40 @@ mod tests {
         assert_eq!(
             vm_library("7f00-7f10 r-xp 0 08:01 1 /data/libjvm.so.txt\n"),
             VmLibrary::None
+        );
+    }
+
+    #[test]
+    fn map_paths_with_spaces_and_deleted_files() {
+        assert_eq!(
+            map_path("7f00-7f10 r-xp 00000000 08:01 123     /opt/my jdk/lib/server/libjvm.so"),
+            Some("/opt/my jdk/lib/server/libjvm.so")
+        );
+        assert_eq!(map_path("7f00-7f10 rw-p 00000000 00:00 0 "), None);
+        assert_eq!(map_path("7ffd-7ffe rw-p 00000000 00:00 0    [stack]"), None);
+        assert_eq!(
+            map_path("7f00-7f10 rw-s 00000000 08:01 9 /tmp/hsperfdata_root/42 (deleted)"),
+            None
+        );
+        assert_eq!(map_path("garbage"), None);
+        assert_eq!(
+            vm_library("7f00-7f10 r-xp 0 08:01 1 /opt/my jdk/lib/server/libjvm.so\n"),
+            VmLibrary::HotSpot("/opt/my jdk/lib/server/libjvm.so".into())
+        );
+    }
+
+    #[test]
+    fn perfdata_file_is_the_mapped_one() {
+        let maps = "7f00-7f10 r-xp 0 08:01 1 /jdk/lib/server/libjvm.so\n\
+                    7f20-7f30 rw-s 0 08:01 2 /tmp/hsperfdata_app/7\n";
+        assert_eq!(
+            perfdata_in_maps(maps, 7),
+            Some(PathBuf::from("/tmp/hsperfdata_app/7"))
+        );
+        assert_eq!(perfdata_in_maps(maps, 8), None);
+        assert_eq!(
+            perfdata_in_maps("7f20-7f30 rw-s 0 08:01 2 /data/7\n", 7),
+            None
         );
     }
 

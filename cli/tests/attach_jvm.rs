@@ -176,3 +176,22 @@ fn sprig_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").unwrap().uid()
 }
+
+#[test]
+fn a_stale_perfdata_file_with_the_same_pid_is_ignored() {
+    // A file named like the JVM's PerfData but not mapped by it (left by a
+    // dead JVM that had the same PID) must not describe it.
+    let home = jdk17();
+    let donor = Jvm::start(&home, &[], RunAs::Me);
+    let jvm = Jvm::start(&home, &["-XX:-UsePerfData"], RunAs::Me);
+    let user = jvm::user_name(sprig_uid());
+    let donor_file = format!("/tmp/hsperfdata_{user}/{}", donor.pid);
+    let planted = format!("/tmp/hsperfdata_{user}/{}", jvm.pid);
+    assert!(!Path::new(&planted).exists());
+    std::fs::copy(&donor_file, &planted).unwrap();
+    let info = jvm::inspect(jvm.pid);
+    let _ = std::fs::remove_file(&planted);
+    let info = info.unwrap();
+    assert_eq!(info.vm_name, None, "read the planted file: {info:?}");
+    assert_eq!(info.main, "Sleeper");
+}
