@@ -4,15 +4,23 @@
 //! Times are stored raw (clock ticks, as measured, plus the adjust-time ticks
 //! measured inside each node). Everything a user reads is derived by
 //! [`Profile::times`]: nanoseconds, adjust-time taken out, and the calibrated
-//! probe cost subtracted per node (DESIGN.md, "Exact time"):
+//! probe cost subtracted per node (DESIGN.md, "Exact time",
+//! `t_exact = t_meas - t_I - m * t_O`):
 //!
 //! ```text
-//! exact(node) = (measured - adjust) - calls * t_I - m * t_O     (never below 0)
-//! self(node)  = exact(node) - sum(exact(child))                  (never below 0)
+//! own(node)   = (measured - adjust)(node) - sum((measured - adjust)(child))
+//! self(node)  = own(node) - calls * t_I - m * t_O          (never below 0)
+//! total(node) = self(node) + sum(total(child))
 //! ```
 //!
 //! where `m` is the number of direct calls the node made to instrumented
-//! methods (the sum of its children's `calls`).
+//! methods (the sum of its children's `calls`). The formula is applied to
+//! the time a node spends in its own code (`t_meas` = the node's own time):
+//! that time holds exactly its own probes' inner part and the outer part of
+//! each direct call. Applying it to the measured total instead would leave
+//! every descendant's probe cost inside the total, and the children's inner
+//! parts inside the parent's self time. So an exact total is the time of the
+//! subtree with every probe in it taken out.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -220,9 +228,11 @@ pub struct Times {
     pub raw_total_ns: u64,
     /// Adjust-time inside the node (the profiler blocking the thread).
     pub adjust_ns: u64,
-    /// Exact: adjust-time and calibrated probe cost subtracted, >= 0.
+    /// Exact: the node's exact self time plus its children's exact totals
+    /// (adjust-time and the cost of every probe in the subtree taken out).
     pub total_ns: u64,
-    /// Exact total minus the children's exact totals, >= 0.
+    /// Exact time in the node's own code: own measured time minus adjust,
+    /// minus `calls * t_I + m * t_O`, never below 0.
     pub self_ns: u64,
 }
 
@@ -298,45 +308,45 @@ impl Profile {
             .collect()
     }
 
-    /// Exact time of one node in nanoseconds (see the module documentation).
-    pub fn exact_ns(&self, node: &Node) -> u64 {
-        let measured = ticks_to_ns(
-            node.total_ticks.saturating_sub(node.adjust_ticks),
-            self.ticks_per_sec,
-        );
+    /// Calibrated probe cost charged to a node: `calls * t_I + m * t_O`,
+    /// rounded to whole nanoseconds (0 without calibration).
+    pub fn probe_cost_ns(&self, calls: u64, child_calls: u64) -> u64 {
         match self.calibration {
-            None => measured,
+            None => 0,
             Some(c) => {
-                let probes = node.calls as f64 * c.inner_ns + node.child_calls as f64 * c.outer_ns;
+                let ns = calls as f64 * c.inner_ns + child_calls as f64 * c.outer_ns;
                 // `as` saturates and maps NaN to 0.
-                measured.saturating_sub(probes.round() as u64)
+                ns.round() as u64
             }
         }
     }
 
-    /// Derived times of every node of `tree`, indexed like `tree.nodes`.
+    /// Derived times of every node of `tree`, indexed like `tree.nodes`
+    /// (see the module documentation for the formulas).
     pub fn times(&self, tree: &Tree) -> Vec<Times> {
-        let mut out: Vec<Times> = tree
-            .nodes
-            .iter()
-            .map(|n| {
-                let exact = self.exact_ns(n);
-                Times {
-                    raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
-                    adjust_ns: ticks_to_ns(n.adjust_ticks, self.ticks_per_sec),
-                    total_ns: exact,
-                    self_ns: exact,
-                }
-            })
-            .collect();
-        for (i, n) in tree.nodes.iter().enumerate() {
-            let children = n
+        let len = tree.nodes.len();
+        let mut out = vec![Times::default(); len];
+        let net = |n: &Node| n.total_ticks.saturating_sub(n.adjust_ticks);
+        // Children have greater indices: walking backwards sees them first.
+        for i in (0..len).rev() {
+            let n = &tree.nodes[i];
+            let (mut kids_net, mut kids_total) = (0u64, 0u64);
+            for &c in n
                 .children
                 .iter()
-                .filter_map(|&c| out.get(c as usize))
-                .map(|c| c.total_ns)
-                .fold(0u64, u64::saturating_add);
-            out[i].self_ns = out[i].total_ns.saturating_sub(children);
+                .filter(|&&c| c as usize > i && (c as usize) < len)
+            {
+                kids_net = kids_net.saturating_add(net(&tree.nodes[c as usize]));
+                kids_total = kids_total.saturating_add(out[c as usize].total_ns);
+            }
+            let own = ticks_to_ns(net(n).saturating_sub(kids_net), self.ticks_per_sec);
+            let self_ns = own.saturating_sub(self.probe_cost_ns(n.calls, n.child_calls));
+            out[i] = Times {
+                raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
+                adjust_ns: ticks_to_ns(n.adjust_ticks, self.ticks_per_sec),
+                total_ns: self_ns.saturating_add(kids_total),
+                self_ns,
+            };
         }
         out
     }
@@ -429,9 +439,11 @@ mod tests {
 
     #[test]
     fn exact_formula_by_hand() {
-        // root: 2 calls, 1000 ns measured, 100 ns adjust, children: 10 calls
-        // exact = (1000 - 100) - 2*20 - 10*7 = 790
-        // child: 10 calls, 400 ns -> 400 - 10*20 = 200; self(root) = 590
+        // t_I = 20, t_O = 7
+        // child: 10 calls, 400 ns, no children: self = 400 - 10*20 = 200 = total
+        // root: 2 calls, 1000 ns measured, 100 ns adjust, 10 child calls:
+        //   own = (1000 - 100) - 400 = 500; self = 500 - 2*20 - 10*7 = 390
+        //   total = 390 + 200 = 590
         let mut p = Profile::new(1_000_000_000);
         p.calibration = Some(Calibration::new(20.0, 7.0));
         let mut t = Tree::default();
@@ -446,12 +458,34 @@ mod tests {
         t.recount();
         assert_eq!(t.nodes[0].child_calls, 10);
         let times = p.times(&t);
-        assert_eq!(times[0].total_ns, 790);
-        assert_eq!(times[0].raw_total_ns, 1000);
-        assert_eq!(times[0].adjust_ns, 100);
         assert_eq!(times[1].total_ns, 200);
         assert_eq!(times[1].self_ns, 200);
-        assert_eq!(times[0].self_ns, 590);
+        assert_eq!(times[0].self_ns, 390);
+        assert_eq!(times[0].total_ns, 590);
+        assert_eq!(times[0].raw_total_ns, 1000);
+        assert_eq!(times[0].adjust_ns, 100);
+        assert_eq!(p.probe_cost_ns(2, 10), 110);
+    }
+
+    #[test]
+    fn probe_model_gives_true_times_back() {
+        // Probes cost e1 before and e2 after the entry timestamp, x1 before
+        // and x2 after the exit timestamp: t_I = e2 + x1, t_O = e1 + x2.
+        // A (own code 50 ns) calls B (100 ns) once:
+        //   B measured = e2 + 100 + x1
+        //   A measured = e2 + 50 + (e1 + B measured + x2) + x1
+        let (e1, e2, x1, x2) = (3u64, 4u64, 6u64, 2u64);
+        let b = e2 + 100 + x1;
+        let a = e2 + 50 + e1 + b + x2 + x1;
+        let mut p = Profile::new(1_000_000_000);
+        p.calibration = Some(Calibration::new((e2 + x1) as f64, (e1 + x2) as f64));
+        let mut t = Tree::default();
+        let r = t.push(None, leaf(1, 1, a));
+        t.push(Some(r), leaf(2, 1, b));
+        t.recount();
+        let times = p.times(&t);
+        assert_eq!((times[1].self_ns, times[1].total_ns), (100, 100));
+        assert_eq!((times[0].self_ns, times[0].total_ns), (50, 150));
     }
 
     #[test]
@@ -462,11 +496,11 @@ mod tests {
         let r = t.push(None, leaf(1, 1, 120));
         t.push(Some(r), leaf(2, 1, 100));
         t.recount();
-        // root: 120 - 50 - 50 = 20; child: 100 - 50 = 50 > root -> self 0
+        // child: 100 - 50 = 50; root own: 20 - 50 - 50 -> 0, total 0 + 50
         let times = p.times(&t);
-        assert_eq!(times[0].total_ns, 20);
         assert_eq!(times[1].total_ns, 50);
         assert_eq!(times[0].self_ns, 0);
+        assert_eq!(times[0].total_ns, 50);
         // adjust larger than measured
         let mut t = Tree::default();
         t.push(

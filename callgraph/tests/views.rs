@@ -21,12 +21,13 @@ fn render(p: &Profile, opts: &RenderOptions, f: Format) -> String {
 
 #[test]
 fn hot_spots_by_exact_self_time() {
-    // basic.events, t_I = 20 ns, t_O = 10 ns, merged over both threads:
-    // Db.query: thread 1: 1 call, 2,000,000 measured - 100,000 adjust = 1,900,000
-    //   - 20 - 1*10 = 1,899,970 total; Db.connect child: 1,000,000 - 20 = 999,980
-    //   thread 2: 2 calls, 1,500,000 - 40 = 1,499,960 (no children)
-    //   merged node (same path): 3 calls, 3,500,000 - 100,000 - 60 - 10 = 3,399,930,
-    //   self = 3,399,930 - 999,980 = 2,399,950
+    // basic.events, t_I = 20 ns, t_O = 10 ns, merged over both threads
+    // (same path, so one node): Db.query has 3 calls, 3,500,000 ns measured,
+    // 100,000 ns adjust, one child call Db.connect (1,000,000 ns measured).
+    //   connect: self = total = 1,000,000 - 20 = 999,980
+    //   query:   own = 3,400,000 - 1,000,000 = 2,400,000
+    //            self = 2,400,000 - 3*20 - 1*10 = 2,399,930
+    //            total = 2,399,930 + 999,980 = 3,399,910
     let s = script("basic.events");
     let m = s.profile.merged();
     let hs = hot_spots(&s.profile, &m.tree);
@@ -37,9 +38,9 @@ fn hot_spots_by_exact_self_time() {
     );
     assert_eq!(
         (hs[0].calls, hs[0].self_ns, hs[0].total_ns),
-        (3, 2_399_950, 3_399_930)
+        (3, 2_399_930, 3_399_910)
     );
-    assert_eq!(hs[0].avg_ns, 3_399_930 / 3);
+    assert_eq!(hs[0].avg_ns, 3_399_910 / 3);
     assert!(hs.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
     // Shop.unused never ran: not a hot spot
     assert!(hs.iter().all(|h| h.method != 6));

@@ -91,27 +91,34 @@ fn known_tree_counts_totals_and_self() {
 
 #[test]
 fn calibration_subtraction_by_hand() {
-    // t_I = 2, t_O = 1:
-    // R: 110 - 1*2 - 3*1 = 105; R>A: 50 - 2*2 = 46; R>B: 20 - 2 - 1 = 17; R>B>A: 5 - 2 = 3
-    // self R = 105 - 46 - 17 = 42; self B = 17 - 3 = 14
+    // t_I = 2, t_O = 1; own time = measured minus the children's measured:
+    // R>B>A: own 5, 1 call:                 self 5 - 2 = 3,            total 3
+    // R>A:   own 50, 2 calls:               self 50 - 4 = 46,          total 46
+    // R>B:   own 20 - 5 = 15, 1 call, m = 1: self 15 - 2 - 1 = 12,      total 12 + 3 = 15
+    // R:     own 110 - 50 - 20 = 40, m = 3:  self 40 - 2 - 3 = 35,      total 35 + 46 + 15 = 96
+    // i.e. R's measured 110 minus every probe inside it: t_I of R, B and
+    // the three A calls (5 * 2) and t_O of the four calls R and B made.
     let mut b = CctBuilder::new(NS);
     b.set_calibration(Calibration::new(2.0, 1.0));
     b.process(1, &known_stream());
     let p = b.finish();
     let get = |path: &[u32]| times_of(&p, 0, path);
-    assert_eq!(get(&[R]).total_ns, 105);
+    assert_eq!((get(&[R, B, A]).self_ns, get(&[R, B, A]).total_ns), (3, 3));
+    assert_eq!((get(&[R, A]).self_ns, get(&[R, A]).total_ns), (46, 46));
+    assert_eq!((get(&[R, B]).self_ns, get(&[R, B]).total_ns), (12, 15));
+    assert_eq!((get(&[R]).self_ns, get(&[R]).total_ns), (35, 96));
+    assert_eq!(get(&[R]).total_ns, 110 - 5 * 2 - 4);
     assert_eq!(get(&[R]).raw_total_ns, 110);
-    assert_eq!(get(&[R, A]).total_ns, 46);
-    assert_eq!(get(&[R, B]).total_ns, 17);
-    assert_eq!(get(&[R, B, A]).total_ns, 3);
-    assert_eq!(get(&[R]).self_ns, 42);
-    assert_eq!(get(&[R, B]).self_ns, 14);
 }
 
 #[test]
 fn calibration_in_ticks_converted_with_frequency() {
-    // 2 ticks per ns: t_I = 4 ticks = 2 ns, t_O = 2 ticks = 1 ns; R = 110 ticks = 55 ns
-    // exact R = 55 - 2 - 3 = 50
+    // 2 ticks per ns: t_I = 4 ticks = 2 ns, t_O = 2 ticks = 1 ns.
+    // R: own 40 ticks = 20 ns, self 20 - 2 - 3 = 15;
+    // R>A: 50 ticks = 25 ns, self 25 - 4 = 21;
+    // R>B: own 15 ticks = 7 ns (7.5 truncated), self 7 - 2 - 1 = 4;
+    // R>B>A: 5 ticks = 2 ns (2.5 truncated), self 2 - 2 = 0;
+    // R total = 15 + 21 + (4 + 0) = 40
     let mut b = CctBuilder::new(2 * NS);
     assert!(b.apply_message(&Message::Calibration {
         inner_ticks: 4.0,
@@ -123,7 +130,8 @@ fn calibration_in_ticks_converted_with_frequency() {
     let c = p.calibration.expect("calibration kept");
     assert_eq!((c.inner_ns, c.outer_ns), (2.0, 1.0));
     assert_eq!(times_of(&p, 0, &[R]).raw_total_ns, 55);
-    assert_eq!(times_of(&p, 0, &[R]).total_ns, 50);
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 15);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 40);
 }
 
 #[test]
