@@ -38,7 +38,9 @@ fn balanced(rng: &mut Rng, roots: usize) -> (Vec<Event>, Reference) {
             ts += rng.below(50);
             let r = rng.below(100);
             if r < 3 {
+                // the thread waited `a` ticks: the clock moved on by as much
                 let a = rng.below(30);
+                ts += a;
                 adjust_sum += a;
                 evs.push(Event::new(EventKind::AdjustTime, 0, a));
             } else if r < 50 && stack.len() < 12 {
