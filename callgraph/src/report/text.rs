@@ -81,7 +81,7 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     match p.calibration {
         Some(c) => writeln!(
             out,
-            "  calibration  t_I {:.3} ns, t_O {:.3} ns (exact = measured - adjust - calls*t_I - child calls*t_O)",
+            "  calibration  t_I {:.3} ns, t_O {:.3} ns (probe cost subtracted per call)",
             c.inner_ns, c.outer_ns
         )?,
         None => writeln!(
