@@ -169,35 +169,7 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
         .and_then(|c| c.split_whitespace().next().map(str::to_owned))
         .or_else(|| main_from_cmdline(&cmdline))
         .unwrap_or_else(|| "?".to_owned());
-    let attach_disabled = match &perf {
-        Some(p) => {
-            let args = [p.get("java.rt.vmFlags"), p.get("java.rt.vmArgs")]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" ");
-            attach_disabled_in(args.split_whitespace())
-        }
-        None => {
-            // No PerfData (-XX:-UsePerfData): the launcher options and the
-            // environment variables the JVM reads options from.
-            let env = read_environ(&proc_dir);
-            let mut args: Vec<String> = Vec::new();
-            for var in ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"] {
-                if let Some(v) = env.iter().find_map(|(k, v)| (k == var).then_some(v)) {
-                    args.extend(v.split_whitespace().map(str::to_owned));
-                }
-            }
-            args.extend(cmdline.iter().skip(1).cloned());
-            if let Some(v) = env
-                .iter()
-                .find_map(|(k, v)| (k == "_JAVA_OPTIONS").then_some(v))
-            {
-                args.extend(v.split_whitespace().map(str::to_owned));
-            }
-            attach_disabled_in(args.iter().map(String::as_str))
-        }
-    };
+    let attach_disabled = attach_disabled(perf.as_ref(), &proc_dir, &cmdline);
     let start_time = read_start_time(&proc_dir).ok_or(JvmError::Exited { pid })?;
     let cwd = fs::read_link(proc_dir.join("cwd")).unwrap_or_default();
 
@@ -220,6 +192,34 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
         start_time,
         attach_disabled,
     })
+}
+
+/// Whether the JVM's options disable attach: from PerfData (flags file and
+/// VM arguments, environment options included), else from the command line
+/// and the environment variables the JVM reads options from.
+fn attach_disabled(perf: Option<&PerfStrings>, proc_dir: &Path, cmdline: &[String]) -> bool {
+    if let Some(p) = perf {
+        let args = [p.get("java.rt.vmFlags"), p.get("java.rt.vmArgs")]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        return attach_disabled_in(args.split_whitespace());
+    }
+    let env = read_environ(proc_dir);
+    let var = |name: &str| {
+        env.iter()
+            .find_map(|(k, v)| (k == name).then_some(v.as_str()))
+            .unwrap_or("")
+    };
+    // HotSpot's order: JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS (via the
+    // launcher), the command line, _JAVA_OPTIONS; the last setting wins.
+    let args = var("JAVA_TOOL_OPTIONS")
+        .split_whitespace()
+        .chain(var("JDK_JAVA_OPTIONS").split_whitespace())
+        .chain(cmdline.iter().skip(1).map(String::as_str))
+        .chain(var("_JAVA_OPTIONS").split_whitespace());
+    attach_disabled_in(args)
 }
 
 /// Whether process `pid` has a SIGQUIT handler installed. A HotSpot JVM has

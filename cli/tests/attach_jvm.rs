@@ -195,3 +195,27 @@ fn a_stale_perfdata_file_with_the_same_pid_is_ignored() {
     assert_eq!(info.vm_name, None, "read the planted file: {info:?}");
     assert_eq!(info.main, "Sleeper");
 }
+
+#[test]
+fn sees_disable_attach_mechanism_in_the_environment() {
+    let env = [("JAVA_TOOL_OPTIONS", "-XX:+DisableAttachMechanism")];
+    // Through PerfData's VM arguments, and through the environment itself.
+    for flags in [&[][..], &["-XX:-UsePerfData"][..]] {
+        let jvm = Jvm::start_with_env(&jdk17(), flags, &env, RunAs::Me);
+        let info = jvm::inspect(jvm.pid).unwrap();
+        assert!(info.attach_disabled, "{flags:?}: {info:?}");
+    }
+    // A later setting on the command line wins over the environment.
+    let jvm = Jvm::start_with_env(&jdk17(), &["-XX:-DisableAttachMechanism"], &env, RunAs::Me);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    assert!(!info.attach_disabled);
+    // And HotSpot agrees: the attach goes through to a load error.
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-agent.so");
+    let err =
+        sprig::attach::load_agent(&info, &missing, "", attach_support::ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, sprig::attach::AttachError::AgentLoadFailed { .. }),
+        "{err:?}"
+    );
+    attach_support::assert_no_trigger_files(&jvm);
+}

@@ -174,6 +174,11 @@ impl Jvm {
     /// Starts `Sleeper` on the JDK at `home` with extra JVM `flags`, in a
     /// fresh working directory, and waits for its "ready" line.
     pub fn start(home: &Path, flags: &[&str], run_as: RunAs) -> Jvm {
+        Jvm::start_with_env(home, flags, &[], run_as)
+    }
+
+    /// `start` with extra environment variables for the JVM.
+    pub fn start_with_env(home: &Path, flags: &[&str], env: &[(&str, &str)], run_as: RunAs) -> Jvm {
         let fixtures = fixtures();
         let cwd = TempDir::new("cwd");
         let java = home.join("bin/java");
@@ -207,6 +212,7 @@ impl Jvm {
             .arg("-cp")
             .arg(&fixtures.classes)
             .arg("Sleeper")
+            .envs(env.iter().copied())
             .current_dir(&cwd.0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
