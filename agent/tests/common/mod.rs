@@ -103,12 +103,17 @@ pub struct FakeCli {
 
 impl FakeCli {
     pub fn new() -> FakeCli {
+        FakeCli::with_segments(256)
+    }
+
+    /// A CLI whose ring has `segments` segments of 64 KiB.
+    pub fn with_segments(segments: u32) -> FakeCli {
         let dir = SessionDir::create().expect("session dir");
         let listener = Listener::bind(&dir).expect("listen");
         let (clock, ticks_per_sec) = clock::choose(ClockKind::Tsc);
         let cfg = RingConfig {
             segment_bytes: 64 << 10,
-            segments: 256,
+            segments,
             clock,
             ticks_per_sec,
         };
