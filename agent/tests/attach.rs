@@ -132,6 +132,7 @@ fn second_session_is_refused_and_cli_death_detaches() {
     let mut cli = FakeCli::new();
     jcmd_load(&jdk, jvm.pid(), &cli.options());
     cli.accept(jvm.pid());
+    let original = digest(&mut cli, "fixture.Roots");
     cli.start(&["fixture.Roots::work"]);
     cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
         matches!(m, Message::RootInstrumented { .. })
@@ -176,6 +177,7 @@ fn second_session_is_refused_and_cli_death_detaches() {
         std::thread::sleep(Duration::from_millis(20));
     }
     next.accept(jvm.pid());
+    assert_eq!(digest(&mut next, "fixture.Roots"), original);
     next.start(&["fixture.Roots::work"]);
     next.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
         matches!(m, Message::RootInstrumented { .. })
@@ -184,4 +186,81 @@ fn second_session_is_refused_and_cli_death_detaches() {
     jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
     next.detach();
     check_flat(&next, 1, 50);
+}
+
+fn digest(cli: &mut FakeCli, class: &str) -> (u32, u64) {
+    cli.send(&Message::BytecodeDigest {
+        class: class.to_string(),
+    });
+    match cli.wait_msg("Digest", Duration::from_secs(10), |m| {
+        matches!(m, Message::Digest { .. })
+    }) {
+        Message::Digest {
+            methods, digest, ..
+        } => (methods, digest),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn abandoned_ring_detaches_and_restores() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+    wait_ready(&mut jvm);
+    let mut cli = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    let original = digest(&mut cli, "fixture.Roots");
+    cli.start(&["fixture.Roots::work"]);
+    cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+        matches!(m, Message::RootInstrumented { .. })
+    });
+    // The consumer says it is gone: the next probe that needs a segment
+    // finds the ring dead and the agent detaches on its own.
+    cli.region.mark_consumer_gone();
+    jvm.send("run 100 1");
+    jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
+    let t0 = Instant::now();
+    cli.wait_msg(
+        "ring warning",
+        Duration::from_secs(5),
+        |m| matches!(m, Message::Warning(w) if w.contains("ring")),
+    );
+    cli.wait_msg("Detached", Duration::from_secs(5), |m| {
+        matches!(m, Message::Detached(_))
+    });
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    // Restored: a new session sees the original bytecodes.
+    let mut next = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &next.options());
+    next.accept(jvm.pid());
+    assert_eq!(digest(&mut next, "fixture.Roots"), original);
+    next.detach();
+}
+
+#[test]
+fn vm_exit_mid_profile_is_reported() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+    wait_ready(&mut jvm);
+    let mut cli = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    cli.start(&["fixture.Roots::work"]);
+    cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+        matches!(m, Message::RootInstrumented { .. })
+    });
+    jvm.send("run 100 1");
+    jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
+    jvm.send("quit");
+    cli.wait_msg(
+        "VM exit error",
+        Duration::from_secs(10),
+        |m| matches!(m, Message::Error(e) if e.contains("exiting")),
+    );
+    let status = jvm.wait_exit(Duration::from_secs(10)).expect("JVM exits");
+    assert!(status.success(), "{}", jvm.transcript());
+    check_flat(&cli, 1, 100);
 }
