@@ -4,3 +4,5 @@
 pub mod attach;
 pub mod jvm;
 pub mod list;
+pub mod pattern;
+pub mod rewrite;

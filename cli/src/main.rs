@@ -1,6 +1,102 @@
-//! Placeholder while the libraries the CLI drives are landing; the real
-//! command dispatcher replaces this in the integration commit.
-fn main() {
-    eprintln!("sprig: not assembled yet");
-    std::process::exit(1);
+//! `sprig`: parse the command line, dispatch to one module per command,
+//! print errors as one line with a hint.
+
+mod profile;
+mod signals;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// sprig: an exact, low-overhead call-subgraph profiler for HotSpot JVMs.
+///
+/// sprig attaches to a running JVM (no special flags needed), injects
+/// entry/exit probes into a root method and everything it calls, measures
+/// every call exactly, subtracts its own calibrated cost, and shows the
+/// calling context tree. When it stops, every class is put back and the JVM
+/// runs at full speed again.
+#[derive(Parser, Debug)]
+#[command(name = "sprig", version, propagate_version = true)]
+#[command(after_help = "Examples:
+  sprig list
+  sprig profile 4242 --root 'com.acme.Service::handle' --duration 30
+  sprig profile 4242 --root 'com.acme.Service::*' --format json -o run.json
+  sprig run --root 'com.acme.Main::main' -- java -cp app.jar com.acme.Main
+  sprig rewrite app.jar -o app-instrumented.jar --methods 'com.acme.**::*'")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the HotSpot JVMs you may attach to (like `jps -l`).
+    List,
+    /// Attach to a running JVM, profile a root method's call subgraph, detach.
+    ///
+    /// Profiling starts once the root is instrumented (stderr shows
+    /// `sprig: profiling ...`) and stops on Ctrl-C, SIGTERM or after
+    /// --duration; sprig then restores every class, detaches, and prints the
+    /// calling context tree. If sprig itself is killed, the agent notices
+    /// the closed connection and restores the JVM by itself.
+    Profile(profile::ProfileArgs),
+    /// Start a JVM with the sprig agent loaded from its first instruction.
+    ///
+    /// For JVMs that cannot be attached to later (-XX:+DisableAttachMechanism,
+    /// dynamic agent loading disabled). Everything after `--` is the java
+    /// command line; the agent option is added right after the java binary.
+    Run(profile::RunArgs),
+    /// Write instrumented copies of classes to see what sprig injects.
+    ///
+    /// Input is a .class file, a directory of classes, or a jar (a jar comes
+    /// out as a jar). Useful to check, with `java -Xverify:all`, a class that
+    /// failed to redefine.
+    Rewrite(sprig::rewrite::RewriteArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List => sprig::list::run(&mut std::io::stdout().lock()).map(|_| ExitCode::SUCCESS),
+        Command::Profile(args) => profile::profile(args),
+        Command::Run(args) => profile::run(args),
+        Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sprig: error: {}", one_line(&e));
+            if let Some(hint) = hint(&e) {
+                eprintln!("sprig: hint: {hint}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut s = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+    }
+    s
+}
+
+/// A suggestion for errors users can act on.
+fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    let text = one_line(e);
+    if text.contains("ermission denied") {
+        Some("run sprig as the user that owns the JVM, or as root")
+    } else if text.contains("does not accept attach") {
+        Some("start the JVM with `sprig run --root ... -- java ...` instead")
+    } else if text.contains("agent library") {
+        Some("build it with `cargo build --release -p sprig-agent` next to the sprig binary")
+    } else {
+        None
+    }
 }

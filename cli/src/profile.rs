@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::{attach, jvm};
-use sprig_callgraph::cct::CctBuilder;
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::profile::{MethodDesc, Profile};
-use sprig_callgraph::report::{self, RenderOptions};
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
 use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
 use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::session::{Channel, Listener, PeerExpectation, SessionDir, SessionError};
@@ -144,7 +142,9 @@ impl SessionArgs {
         }
         for p in self.include.iter().chain(&self.exclude) {
             if p.trim().is_empty() || p.contains(char::is_whitespace) {
-                bail!("bad --include/--exclude pattern {p:?}: expected a package or class glob like com.acme.**");
+                bail!(
+                    "bad --include/--exclude pattern {p:?}: expected a package or class glob like com.acme.**"
+                );
             }
         }
         if let Some(d) = self.duration
@@ -153,7 +153,10 @@ impl SessionArgs {
             bail!("--duration must be a positive number of seconds, not {d}");
         }
         if !(0.0..=100.0).contains(&self.min_percent) {
-            bail!("--min-percent must be between 0 and 100, not {}", self.min_percent);
+            bail!(
+                "--min-percent must be between 0 and 100, not {}",
+                self.min_percent
+            );
         }
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
@@ -238,7 +241,9 @@ pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
         uid: target.uid,
         token: prepared.dir.token(),
     };
-    let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_secs(2));
+    let left = timeout
+        .saturating_sub(started.elapsed())
+        .max(Duration::from_secs(2));
     let (channel, jvm_info) = prepared
         .listener
         .accept(&expect, left)
@@ -251,14 +256,7 @@ pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
             other => anyhow!(other).context("the agent's connection was refused"),
         })?;
     let jvm_line = format!("{} {}", jvm_info.vm_name, jvm_info.version);
-    drive(
-        &args.session,
-        &prepared,
-        channel,
-        args.pid,
-        jvm_line,
-        None,
-    )
+    drive(&args.session, &prepared, channel, args.pid, jvm_line, None)
 }
 
 /// `sprig run -- java ...`.
@@ -272,7 +270,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .split_first()
         .ok_or_else(|| anyhow!("missing java command after --"))?;
     let mut cmd = std::process::Command::new(java);
-    cmd.arg(format!("-agentpath:{}={}", agent.display(), options.format()));
+    cmd.arg(format!(
+        "-agentpath:{}={}",
+        agent.display(),
+        options.format()
+    ));
     cmd.args(rest);
     let mut child = cmd
         .spawn()
@@ -284,7 +286,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         token: prepared.dir.token(),
     };
     let accepted = loop {
-        match prepared.listener.accept(&expect, Duration::from_millis(200)) {
+        match prepared
+            .listener
+            .accept(&expect, Duration::from_millis(200))
+        {
             Ok(c) => break Ok(c),
             Err(SessionError::Timeout(_)) => {
                 if let Some(status) = child.try_wait()? {
@@ -305,7 +310,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     };
     let jvm_line = format!("{} {}", jvm_info.vm_name, jvm_info.version);
-    let code = drive(&args.session, &prepared, channel, pid, jvm_line, Some(&mut child));
+    let code = drive(
+        &args.session,
+        &prepared,
+        channel,
+        pid,
+        jvm_line,
+        Some(&mut child),
+    );
     // Ctrl-C reaches the JVM too (same process group); reap it.
     let _ = child.wait();
     code
@@ -419,10 +431,12 @@ fn drive(
     let ticks_per_sec = prepared.region.ticks_per_sec();
     let mut consumer = Consumer::new(prepared.region.clone());
     let mut builder = CctBuilder::new(ticks_per_sec);
-    let mut methods: Vec<(u32, MethodDesc)> = Vec::new();
+    {
+        let (target, _) = builder.profile_fields_mut();
+        target.pid = pid;
+        target.jvm = jvm_line;
+    }
     let mut stats = AgentStats::default();
-    let mut calibration: Option<(f64, f64)> = None;
-    let mut warnings: Vec<String> = Vec::new();
     let mut status = Status::new();
     let mut phase = Phase::Starting;
     let mut events: u64 = 0;
@@ -441,14 +455,11 @@ fn drive(
         loop {
             match messages.try_recv() {
                 Ok(Ok(msg)) => {
+                    builder.apply_message(&msg);
                     if let Some(e) = handle_message(
                         msg,
                         &mut phase,
-                        &mut builder,
-                        &mut methods,
                         &mut stats,
-                        &mut calibration,
-                        &mut warnings,
                         &mut status,
                         &mut profiling_since,
                         &announced_roots,
@@ -468,7 +479,9 @@ fn drive(
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    ended = Some(End::Lost(format!("JVM {pid} closed the connection (did it exit?)")));
+                    ended = Some(End::Lost(format!(
+                        "JVM {pid} closed the connection (did it exit?)"
+                    )));
                     break;
                 }
             }
@@ -482,10 +495,14 @@ fn drive(
         if sigs > signals_seen {
             signals_seen = sigs;
             if phase == Phase::Detaching {
-                status.line("sprig: interrupted again: exiting now; the agent restores the JVM by itself");
+                status.line(
+                    "sprig: interrupted again: exiting now; the agent restores the JVM by itself",
+                );
                 break End::Lost("interrupted twice".into());
             }
-            status.line("sprig: stopping: restoring classes and detaching (Ctrl-C again to exit at once)");
+            status.line(
+                "sprig: stopping: restoring classes and detaching (Ctrl-C again to exit at once)",
+            );
             writer.send(&Message::Detach)?;
             detach_sent_at = Some(Instant::now());
             phase = Phase::Detaching;
@@ -537,28 +554,26 @@ fn drive(
     events += n as u64;
     prepared.region.mark_consumer_gone();
 
-    let duration_ms = profiling_since.map(|s| s.elapsed().as_millis() as u64).unwrap_or(0);
-    let mut profile: Profile = builder.finish();
-    for (id, m) in methods {
-        profile.methods.insert(id, m);
+    let duration_ms = profiling_since
+        .map(|s| s.elapsed().as_millis() as u64)
+        .unwrap_or(0);
+    {
+        let (_, st) = builder.profile_fields_mut();
+        st.events = events;
+        st.instrumented_methods = stats.instrumented_methods;
+        st.called_methods = stats.called_methods;
+        st.lost_events = stats.lost_events.max(prepared.region.lost_events());
+        st.duration_ms = duration_ms;
     }
-    profile.pid = pid;
-    profile.jvm = jvm_line;
-    profile.events = events;
-    profile.instrumented_methods = stats.instrumented_methods;
-    profile.called_methods = stats.called_methods;
-    profile.lost_events = stats.lost_events.max(prepared.region.lost_events());
-    profile.duration_ms = duration_ms;
-    if let Some((inner, outer)) = calibration {
-        profile.set_calibration_ticks(inner, outer);
-    }
-    profile.warnings.extend(warnings);
+    let profile: Profile = builder.finish();
 
     let (code, note) = match &end {
         End::Detached => (ExitCode::SUCCESS, None),
         End::Lost(why) => (
             ExitCode::from(3),
-            Some(format!("sprig: session ended early: {why}; showing what was collected")),
+            Some(format!(
+                "sprig: session ended early: {why}; showing what was collected"
+            )),
         ),
         End::AgentError(why) => (
             ExitCode::from(1),
@@ -572,45 +587,38 @@ fn drive(
         return Ok(code);
     }
     write_report(args, &profile)?;
-    if profile.lost_events > 0 {
+    if profile.stats.lost_events > 0 {
         status.line(&format!(
             "sprig: warning: {} events were lost (the ring was full for longer than the wait bound)",
-            profile.lost_events
+            profile.stats.lost_events
         ));
     }
     Ok(code)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the session loop itself does with a control message (the CCT
+/// builder has already taken what it needs). Returns how the session ended,
+/// if it did.
 fn handle_message(
     msg: Message,
     phase: &mut Phase,
-    builder: &mut CctBuilder,
-    methods: &mut Vec<(u32, MethodDesc)>,
     stats: &mut AgentStats,
-    calibration: &mut Option<(f64, f64)>,
-    warnings: &mut Vec<String>,
     status: &mut Status,
     profiling_since: &mut Option<Instant>,
     announced: &std::cell::Cell<bool>,
     pid: u32,
 ) -> Option<End> {
+    let mut start_profiling = |phase: &mut Phase| {
+        if *phase == Phase::Starting {
+            *phase = Phase::Profiling;
+            *profiling_since = Some(Instant::now());
+        }
+    };
     match msg {
-        Message::Started { .. } => {}
-        Message::Method {
-            id,
-            class,
-            name,
-            descriptor,
-        } => methods.push((
-            id,
-            MethodDesc {
-                class,
-                name,
-                descriptor,
-            },
-        )),
-        Message::RootInstrumented { pattern, methods: n } => {
+        Message::RootInstrumented {
+            pattern,
+            methods: n,
+        } => {
             if !announced.get() {
                 announced.set(true);
                 status.line(&format!(
@@ -618,57 +626,47 @@ fn handle_message(
                     if n == 1 { "" } else { "s" }
                 ));
             }
-            if *phase == Phase::Starting {
-                *phase = Phase::Profiling;
-                *profiling_since = Some(Instant::now());
-            }
+            start_profiling(phase);
         }
         Message::RootNotFound {
             pattern,
+            class_loaded,
             suggestions,
         } => {
-            let mut line = format!(
-                "sprig: root {pattern} matches no loaded method yet; waiting for its class to load"
-            );
-            if !suggestions.is_empty() {
-                line.push_str(&format!(" (did you mean {}?)", suggestions.join(", ")));
+            let near = if suggestions.is_empty() {
+                String::new()
+            } else {
+                format!(" (near matches: {})", suggestions.join(", "))
+            };
+            if class_loaded {
+                return Some(End::AgentError(format!(
+                    "root {pattern} matches no method of the loaded classes{near}"
+                )));
             }
-            status.line(&line);
-            if *phase == Phase::Starting {
-                *phase = Phase::Profiling;
-                *profiling_since = Some(Instant::now());
-            }
+            status.line(&format!(
+                "sprig: root {pattern} matches no loaded class yet; it is instrumented when its class loads{near}"
+            ));
+            start_profiling(phase);
         }
-        Message::Thread {
-            index,
-            java_id,
-            name,
-        } => builder.set_thread_name(index, java_id, name),
-        Message::Calibration {
-            inner_ticks,
-            outer_ticks,
-            ..
-        } => *calibration = Some((inner_ticks, outer_ticks)),
         Message::Status(s) => *stats = s,
         Message::ClassFailed(f) => {
-            let line = if f.jvmti_error.is_empty() {
-                format!("class {} left uninstrumented: {}", f.class, f.reason)
+            let err = if f.jvmti_error.is_empty() {
+                String::new()
             } else {
-                format!("class {} left uninstrumented: {}: {}", f.class, f.jvmti_error, f.reason)
+                format!("{}: ", f.jvmti_error)
             };
-            status.line(&format!("sprig: warning: {line}"));
-            warnings.push(line);
+            status.line(&format!(
+                "sprig: warning: class {} left uninstrumented: {err}{}",
+                f.class, f.reason
+            ));
         }
-        Message::Warning(w) => {
-            status.line(&format!("sprig: warning: {w}"));
-            warnings.push(w);
-        }
+        Message::Warning(w) => status.line(&format!("sprig: warning: {w}")),
         Message::Error(e) => return Some(End::AgentError(e)),
         Message::Detached(s) => {
             *stats = s;
             return Some(End::Detached);
         }
-        other => warnings.push(format!("unexpected message from the agent: {other:?}")),
+        _ => {}
     }
     None
 }
@@ -679,11 +677,12 @@ fn write_report(args: &SessionArgs, profile: &Profile) -> Result<()> {
         max_depth: args.depth,
         ..RenderOptions::default()
     };
-    let renderer: Box<dyn report::Render> = match args.format {
-        Format::Text => Box::new(report::text::TextReport),
-        Format::Json => Box::new(report::json::JsonReport),
-        Format::Collapsed => Box::new(report::collapsed::CollapsedReport),
-    };
+    let renderer = match args.format {
+        Format::Text => sprig_callgraph::Format::Text,
+        Format::Json => sprig_callgraph::Format::Json,
+        Format::Collapsed => sprig_callgraph::Format::Collapsed,
+    }
+    .renderer();
     match &args.output {
         Some(path) => {
             let mut f = std::io::BufWriter::new(
