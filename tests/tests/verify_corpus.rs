@@ -516,7 +516,9 @@ fn image_entries(root: &Path, modules: Option<&[&str]>) -> Vec<(String, PathBuf)
     }
     let mut mods: Vec<String> = fs::read_dir(root)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .filter(|m| modules.is_none_or(|want| want.contains(&m.as_str())))
         .collect();
     mods.sort();
