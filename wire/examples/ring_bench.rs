@@ -19,7 +19,8 @@
 //!   drains on another thread at the same time (napping 100 µs whenever a
 //!   poll found less than a segment's worth, as the CLI does); producer
 //!   ns/event in total, and net of the time it spent waiting for space
-//!   (the adjust-time records it wrote).
+//!   (the adjust-time records it wrote), and its own CPU time per event
+//!   (which leaves out time it was preempted on a busy machine).
 //!
 //! Each thread times itself with `Instant` around its whole batch, so the
 //! per-event figures include the loop and the segment switches.
@@ -183,7 +184,9 @@ fn concurrent(base: &Path) {
     });
     let mut p = Producer::new(region.clone(), 0, Duration::from_secs(10));
     let t0 = Instant::now();
+    let cpu0 = clock::thread_cpu_ns();
     push_batch(&mut p, total, false);
+    let cpu = clock::thread_cpu_ns() - cpu0;
     let dt = t0.elapsed();
     p.release();
     stop.store(true, Ordering::Release);
@@ -193,8 +196,10 @@ fn concurrent(base: &Path) {
     let net = (dt.as_nanos() as f64 - adjust_ns as f64) / total as f64;
     println!(
         "concurrent, 1 producer + 1 consumer thread: {per:.2} ns/event in total, \
-         {net:.2} ns/event net of {:.1} ms waiting for space ({total} events)",
-        adjust_ns as f64 / 1e6
+         {net:.2} ns/event net of {:.1} ms waiting for space, \
+         {:.2} ns/event of producer CPU time ({total} events)",
+        adjust_ns as f64 / 1e6,
+        cpu as f64 / total as f64
     );
 }
 
