@@ -1,6 +1,6 @@
 //! Events per second the CCT builder consumes on one core.
 //!
-//! `cargo run --release -p sprig-callgraph --example builder_bench [events] [repeats]`
+//! `cargo run --release -p sprig-callgraph --example builder_bench [events] [repeats] [diverse]`
 //!
 //! The stream is a simulated program, generated before timing starts:
 //! 2,000 methods with 0-16 callees each (some wider than the builder's
@@ -11,9 +11,15 @@
 //! 4 threads whose events are handed over in chunks of 4,096 interleaved the
 //! way the ring consumer delivers them. Each repeat builds a fresh CCT from
 //! the whole stream (tree creation included); the median of the repeats is
-//! reported, with and without `finish()`.
+//! reported, with and without `finish()`, and per CPU second of the
+//! measuring thread (robust to other processes on the machine). Then the
+//! cost of the reports on the resulting profile.
+//!
+//! `diverse` is the adversarial case: every call site picks a random
+//! callee on every invocation, so nearly every call creates a new node.
 
-use sprig_callgraph::CctBuilder;
+use sprig_callgraph::report::Format;
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
 use sprig_wire::clock::thread_cpu_ns;
 use sprig_wire::event::{Event, EventKind};
 use std::hint::black_box;
@@ -90,7 +96,7 @@ struct Frame {
 /// Decides what one invocation of `m` at `depth` calls: each site runs
 /// with its chance, scaled down below depth 12 and zero from depth 60; a
 /// recursive method first calls itself `rec` more levels down.
-fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &[u32]) -> Vec<u32> {
+fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &[u32], diverse: bool) -> Vec<u32> {
     let mut p = Vec::new();
     if m < RECURSIVE {
         let left = rec.last().copied().unwrap_or(0);
@@ -106,14 +112,18 @@ fn plan(rng: &mut Rng, sites: &[Site], m: u32, depth: u64, rec: &[u32]) -> Vec<u
     for &(callee, chance, repeat) in sites {
         if rng.below(1000 * 40) < chance * scale {
             for _ in 0..repeat {
-                p.push(callee);
+                if diverse {
+                    p.push(RECURSIVE + rng.below(METHODS as u64 - RECURSIVE as u64) as u32);
+                } else {
+                    p.push(callee);
+                }
             }
         }
     }
     p
 }
 
-fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> {
+fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize, diverse: bool) -> Vec<Event> {
     let mut rng = Rng(seed);
     let mut out = Vec::with_capacity(events + 1_000);
     let mut stack: Vec<Frame> = Vec::new();
@@ -127,7 +137,7 @@ fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> 
             if out.len() >= events {
                 break;
             }
-            let p = plan(&mut rng, &program[root as usize], root, 0, &rec);
+            let p = plan(&mut rng, &program[root as usize], root, 0, &rec, diverse);
             stack.push(Frame {
                 method: root,
                 plan: p,
@@ -153,7 +163,14 @@ fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize) -> Vec<Event> 
                 }
             }
             let depth = stack.len() as u64;
-            let p = plan(&mut rng, &program[callee as usize], callee, depth, &rec);
+            let p = plan(
+                &mut rng,
+                &program[callee as usize],
+                callee,
+                depth,
+                &rec,
+                diverse,
+            );
             stack.push(Frame {
                 method: callee,
                 plan: p,
@@ -192,6 +209,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(16_000_000);
     let repeats: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
+    let diverse = args.next().is_some_and(|a| a == "diverse");
 
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let program = program(&mut rng);
@@ -201,6 +219,7 @@ fn main() {
                 &program,
                 0x9e37_79b9 + t as u64 * 7919,
                 total / THREADS as usize,
+                diverse,
             )
         })
         .collect();
@@ -241,6 +260,7 @@ fn main() {
     let mut full_rates = Vec::new();
     let mut nodes = 0;
     let mut max_depth = 0;
+    let mut last = None;
     for _ in 0..repeats {
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();
@@ -265,6 +285,7 @@ fn main() {
         if !p.warnings.is_empty() {
             eprintln!("unexpected warnings: {:?}", p.warnings);
         }
+        last = Some(p);
     }
     println!(
         "stream: {events} events, {THREADS} threads, chunks of {CHUNK}; CCT: {nodes} nodes, max depth {}, mean call depth {mean_depth:.1}",
@@ -283,5 +304,38 @@ fn main() {
     println!(
         "process() + finish(): median {:.1} million events/s",
         median(full_rates) / 1e6
+    );
+    let Some(p) = last else { return };
+    let opts = RenderOptions::default();
+    for (name, format) in [
+        ("text", Format::Text),
+        ("json", Format::Json),
+        ("collapsed", Format::Collapsed),
+    ] {
+        let mut out = Vec::new();
+        let start = Instant::now();
+        format
+            .renderer()
+            .render(&p, &opts, &mut out)
+            .expect("render to memory");
+        println!(
+            "render {name}: {:.1} ms, {} bytes",
+            start.elapsed().as_secs_f64() * 1e3,
+            out.len()
+        );
+    }
+    let mut snap = Vec::new();
+    let start = Instant::now();
+    p.write_snapshot(&mut snap).expect("write to memory");
+    let written = start.elapsed();
+    let start = Instant::now();
+    let back = Profile::read_snapshot(&mut snap.as_slice()).expect("read back");
+    let read = start.elapsed();
+    assert!(back == p, "snapshot round trip");
+    println!(
+        "snapshot: {} bytes, write {:.1} ms, read {:.1} ms",
+        snap.len(),
+        written.as_secs_f64() * 1e3,
+        read.as_secs_f64() * 1e3
     );
 }

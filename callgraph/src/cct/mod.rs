@@ -51,6 +51,7 @@ pub mod snapshot;
 use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -123,11 +124,22 @@ impl Hasher for KeyHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // A multiply alone leaves the low bits (the bucket index) depending
+        // on the key's low bits only, i.e. on the method id: fold the high
+        // half (the parent) in before and after (splitmix64's mixer).
+        let mut x = (self.0 ^ v).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        self.0 = x ^ (x >> 31);
     }
 }
 
 type WideMap = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
+
+#[inline]
+fn wide_key(parent: u32, method: u32) -> u64 {
+    ((parent as u64) << 32) | method as u64
+}
 
 /// Counters of stream problems on one thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -254,41 +266,51 @@ impl ThreadState {
     #[inline(never)]
     fn child_slow(&mut self, parent: u32, method: u32) -> u32 {
         let p = &self.nodes[parent as usize];
-        let key = ((parent as u64) << 32) | method as u64;
-        let found = if p.nchildren <= WIDE {
+        let c = if p.nchildren <= WIDE {
             let mut c = p.first_child;
             while c != NONE && self.nodes[c as usize].method != method {
                 c = self.nodes[c as usize].next_sibling;
             }
+            if c == NONE {
+                c = self.new_child(parent, method);
+                if self.nodes[parent as usize].nchildren == WIDE + 1 {
+                    // the list just got too long: index every child
+                    let mut k = c;
+                    while k != NONE {
+                        let n = &self.nodes[k as usize];
+                        self.wide.insert(wide_key(parent, n.method), k);
+                        k = n.next_sibling;
+                    }
+                }
+            }
             c
         } else {
-            self.wide.get(&key).copied().unwrap_or(NONE)
-        };
-        let c = if found != NONE {
-            found
-        } else {
-            let id = self.nodes.len() as u32;
-            let mut n = BNode::new(method);
-            n.next_sibling = self.nodes[parent as usize].first_child;
-            self.nodes.push(n);
-            let p = &mut self.nodes[parent as usize];
-            p.first_child = id;
-            p.nchildren += 1;
-            if p.nchildren == WIDE + 1 {
-                let mut c = id;
-                while c != NONE {
-                    let n = &self.nodes[c as usize];
-                    self.wide
-                        .insert(((parent as u64) << 32) | n.method as u64, c);
-                    c = n.next_sibling;
+            // one probe of the map whether the child exists or not
+            match self.wide.entry(wide_key(parent, method)) {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    let id = self.nodes.len() as u32;
+                    v.insert(id);
+                    let created = self.new_child(parent, method);
+                    debug_assert_eq!(created, id);
+                    id
                 }
-            } else if p.nchildren > WIDE + 1 {
-                self.wide.insert(key, id);
             }
-            id
         };
         self.nodes[parent as usize].last_hit = c;
         c
+    }
+
+    /// Appends a node for `method` as the first child of `parent`.
+    fn new_child(&mut self, parent: u32, method: u32) -> u32 {
+        let id = self.nodes.len() as u32;
+        let mut n = BNode::new(method);
+        n.next_sibling = self.nodes[parent as usize].first_child;
+        self.nodes.push(n);
+        let p = &mut self.nodes[parent as usize];
+        p.first_child = id;
+        p.nchildren += 1;
+        id
     }
 
     #[inline(always)]
