@@ -44,7 +44,8 @@ fn balanced(rng: &mut Rng, roots: usize) -> (Vec<Event>, Reference) {
                 adjust_sum += a;
                 evs.push(Event::new(EventKind::AdjustTime, 0, a));
             } else if r < 50 && stack.len() < 12 {
-                let m = 1 + rng.below(6) as u32;
+                // up to 20 distinct callees: wide nodes use the hash map
+                let m = 1 + rng.below(20) as u32;
                 let mut path = top.0.clone();
                 path.push(m);
                 stack.push((path, ts, adjust_sum));
