@@ -100,11 +100,12 @@ fn flatten(tree: &Tree) -> Reference {
 #[test]
 fn builder_matches_reference_model() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut wide_nodes = 0;
     for round in 0..200 {
         let threads = 1 + rng.below(3) as u32;
         let mut streams = Vec::new();
         for _ in 0..threads {
-            let roots = 1 + rng.below(4) as usize;
+            let roots = 1 + rng.below(16) as usize;
             streams.push(balanced(&mut rng, roots));
         }
         // hand the streams over in random slices, threads interleaved
@@ -122,6 +123,7 @@ fn builder_matches_reference_model() {
         assert_eq!(p.threads.len(), threads as usize);
         for (t, (_, reference)) in p.threads.iter().zip(&streams) {
             assert_eq!(&flatten(&t.tree), reference, "round {round}");
+            wide_nodes += t.tree.nodes.iter().filter(|n| n.children.len() > 8).count();
             assert!(t.tree.nodes.iter().all(|n| n.incomplete == 0));
             // well-formed: exact = raw - adjust without calibration, and
             // totals add up (self + children's totals)
@@ -133,6 +135,8 @@ fn builder_matches_reference_model() {
             }
         }
     }
+    // the builder indexes children in a hash map beyond 8: make sure that ran
+    assert!(wide_nodes > 10, "only {wide_nodes} wide nodes");
 }
 
 fn garbage(rng: &mut Rng, n: usize) -> Vec<Event> {
