@@ -148,8 +148,9 @@ pub struct StreamIssues {
     pub entries_outside_root: u64,
     /// Exit (method or root) with an empty shadow stack: ignored.
     pub exits_without_entry: u64,
-    /// Exit whose id is not the top frame's but is further down the stack:
-    /// the frames above it were closed at the exit's timestamp.
+    /// Exit whose id is not the top frame's but is further down the stack
+    /// (for a root exit: not the only frame's): the frames above it were
+    /// closed at the exit's timestamp.
     pub mismatched_exits: u64,
     /// Exit whose id is nowhere on the stack: ignored.
     pub unmatched_exits: u64,
@@ -159,8 +160,11 @@ pub struct StreamIssues {
     pub frames_open_at_thread_end: u64,
     /// Frames still open at the end of profiling, closed at the last timestamp.
     pub frames_open_at_finish: u64,
-    /// RootEntry while a root context was already open: counted as a nested call.
-    pub nested_root_entries: u64,
+    /// RootEntry while a root context was already open (its exits were
+    /// lost): the open frames were closed at the entry's timestamp.
+    pub root_entries_in_context: u64,
+    /// Frames closed that way (marked incomplete).
+    pub frames_closed_by_root_entry: u64,
     /// Exits whose timestamp was before the entry's (counted as 0 ticks).
     pub clock_went_backwards: u64,
     /// Records of a kind this build does not know.
@@ -169,7 +173,7 @@ pub struct StreamIssues {
 
 impl StreamIssues {
     fn describe(&self, thread: u32, out: &mut Vec<String>) {
-        let items: [(u64, &str); 9] = [
+        let items: [(u64, &str); 10] = [
             (
                 self.entries_outside_root,
                 "method entries outside a root context were ignored",
@@ -189,6 +193,10 @@ impl StreamIssues {
             (
                 self.frames_closed_by_mismatch,
                 "frames were closed by a mismatched exit (marked incomplete)",
+            ),
+            (
+                self.frames_closed_by_root_entry,
+                "frames were open when a new root context began (closed there, marked incomplete)",
             ),
             (
                 self.frames_open_at_thread_end,
@@ -222,7 +230,8 @@ impl StreamIssues {
         self.frames_closed_by_mismatch += o.frames_closed_by_mismatch;
         self.frames_open_at_thread_end += o.frames_open_at_thread_end;
         self.frames_open_at_finish += o.frames_open_at_finish;
-        self.nested_root_entries += o.nested_root_entries;
+        self.root_entries_in_context += o.root_entries_in_context;
+        self.frames_closed_by_root_entry += o.frames_closed_by_root_entry;
         self.clock_went_backwards += o.clock_went_backwards;
         self.unknown_kinds += o.unknown_kinds;
     }
@@ -368,6 +377,42 @@ impl ThreadState {
         }
     }
 
+    /// A root entry while a root context is open: the agent records
+    /// `RootEntry` only at depth 0, so the exits that would have closed the
+    /// open frames were lost. They are closed here.
+    #[cold]
+    fn root_entry_in_context(&mut self, ts: u64) {
+        self.issues.root_entries_in_context += 1;
+        let n = self.close_all(ts);
+        self.issues.frames_closed_by_root_entry += n;
+    }
+
+    /// A root exit that is not the only frame's: the agent records
+    /// `RootExit` only for the outermost root frame, so it closes the
+    /// lowest frame of that method and everything above it.
+    #[cold]
+    fn root_exit_slow(&mut self, method: u32, ts: u64) {
+        if self.stack.is_empty() {
+            self.issues.exits_without_entry += 1;
+            return;
+        }
+        match self.stack.iter().position(|f| f.method == method) {
+            None => self.issues.unmatched_exits += 1,
+            Some(pos) => {
+                self.issues.mismatched_exits += 1;
+                while self.stack.len() > pos + 1 {
+                    if let Some(f) = self.stack.pop() {
+                        self.issues.frames_closed_by_mismatch += 1;
+                        self.close_incomplete(f, ts);
+                    }
+                }
+                if let Some(f) = self.stack.pop() {
+                    self.close(f, ts);
+                }
+            }
+        }
+    }
+
     /// Closes every open frame at `ts`, innermost first; returns how many.
     fn close_all(&mut self, ts: u64) -> u64 {
         let mut n = 0;
@@ -392,7 +437,7 @@ impl ThreadState {
                         None => self.issues.entries_outside_root += 1,
                     }
                 }
-                K_EXIT | K_ROOT_EXIT => {
+                K_EXIT => {
                     self.last_ts = e.ts;
                     match self.stack.last() {
                         Some(&top) if top.method == e.id => {
@@ -404,14 +449,20 @@ impl ThreadState {
                 }
                 K_ROOT_ENTRY => {
                     self.last_ts = e.ts;
-                    let parent = match self.stack.last() {
-                        Some(top) => {
-                            self.issues.nested_root_entries += 1;
-                            top.node
+                    if !self.stack.is_empty() {
+                        self.root_entry_in_context(e.ts);
+                    }
+                    self.enter(0, e.id, e.ts);
+                }
+                K_ROOT_EXIT => {
+                    self.last_ts = e.ts;
+                    match self.stack.as_slice() {
+                        &[only] if only.method == e.id => {
+                            self.stack.clear();
+                            self.close(only, e.ts);
                         }
-                        None => 0,
-                    };
-                    self.enter(parent, e.id, e.ts);
+                        _ => self.root_exit_slow(e.id, e.ts),
+                    }
                 }
                 K_ADJUST => self.adjust_sum = self.adjust_sum.wrapping_add(e.ts),
                 K_THREAD_END => {

@@ -318,18 +318,70 @@ fn clock_backwards_and_unknown_kinds() {
 }
 
 #[test]
-fn nested_root_entry_is_a_nested_call() {
+fn root_entry_inside_a_context_starts_a_new_one() {
+    // The agent sends RootEntry only at depth 0: a second one means the
+    // exits of the open frames were lost.
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 0), enter(A, 5), root(B, 10), root_exit(B, 20)]);
+    let i = b.issues();
+    assert_eq!(
+        (i.root_entries_in_context, i.frames_closed_by_root_entry),
+        (1, 2)
+    );
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.roots.len(), 2);
+    assert_eq!(
+        (find(t, &[R]).total_ticks, find(t, &[R]).incomplete),
+        (10, 1)
+    );
+    assert_eq!(
+        (find(t, &[R, A]).total_ticks, find(t, &[R, A]).incomplete),
+        (5, 1)
+    );
+    assert_eq!(
+        (find(t, &[B]).total_ticks, find(t, &[B]).incomplete),
+        (10, 0)
+    );
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].contains("2 frames were open when a new root context began"));
+}
+
+#[test]
+fn root_exit_closes_the_outermost_root_frame() {
+    // recursive root: R { R { A ... } } with the inner exits lost
     let mut b = CctBuilder::new(NS);
     b.process(
         1,
-        &[root(R, 0), root(B, 10), root_exit(B, 20), root_exit(R, 30)],
+        &[root(R, 0), enter(R, 10), enter(A, 20), root_exit(R, 50)],
     );
-    assert_eq!(b.issues().nested_root_entries, 1);
+    assert_eq!(b.issues().frames_closed_by_mismatch, 2);
     let p = b.finish();
     let t = &p.threads[0].tree;
-    assert_eq!(t.roots.len(), 1);
-    assert_eq!(find(t, &[R, B]).total_ticks, 10);
+    assert_eq!(
+        (find(t, &[R]).total_ticks, find(t, &[R]).incomplete),
+        (50, 0)
+    );
+    assert_eq!(
+        (find(t, &[R, R]).total_ticks, find(t, &[R, R]).incomplete),
+        (40, 1)
+    );
+    assert_eq!(
+        (
+            find(t, &[R, R, A]).total_ticks,
+            find(t, &[R, R, A]).incomplete
+        ),
+        (30, 1)
+    );
+    // a balanced recursive root: the nested exit is a MethodExit
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[root(R, 0), enter(R, 10), exit(R, 20), root_exit(R, 30)],
+    );
+    let p = b.finish();
     assert!(p.warnings.is_empty());
+    assert_eq!(find(&p.threads[0].tree, &[R, R]).total_ticks, 10);
 }
 
 #[test]
