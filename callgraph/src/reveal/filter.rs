@@ -1,0 +1,123 @@
+//! Which classes may be instrumented: the default JDK exclusion, the user's
+//! `--include` / `--exclude` class patterns, and sprig's own classes.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::pattern::{MethodPattern, PatternError};
+
+/// Packages of the JDK that are not instrumented unless an include pattern
+/// names them. Their code is still "traversed for nothing" (see the module
+/// documentation of [`crate::reveal`]).
+pub const DEFAULT_EXCLUDES: &[&str] = &["java.**", "javax.**", "jdk.**", "sun.**", "com.sun.**"];
+
+/// The profiler's own classes: never instrumented, whatever the patterns say.
+pub const SPRIG_CLASSES: &str = "sprig.**";
+
+/// Why a class pattern could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad class pattern {text:?}: {source}")]
+pub struct FilterError {
+    pub text: String,
+    #[source]
+    pub source: PatternError,
+}
+
+/// A package or class glob in binary-name form: `com.acme.**` (the package
+/// and all subpackages), `com.acme.*` (classes of that one package),
+/// `com.acme.Foo` (that class and its nested classes), `com.acme.*Dao`.
+/// `*` stays within a package segment, `**` crosses dots; `/` is accepted
+/// for `.`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassFilter {
+    text: String,
+    glob: MethodPattern,
+}
+
+impl ClassFilter {
+    pub fn parse(text: &str) -> Result<ClassFilter, FilterError> {
+        let text = text.trim();
+        let glob = MethodPattern::parse(&format!("{text}::*")).map_err(|source| FilterError {
+            text: text.to_string(),
+            source,
+        })?;
+        Ok(ClassFilter {
+            text: text.to_string(),
+            glob,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the class (binary name with dots) or, for a nested class, its
+    /// outermost enclosing class matches.
+    pub fn matches_dotted(&self, dotted: &str) -> bool {
+        if self.glob.matches_class(dotted) {
+            return true;
+        }
+        match dotted.split_once('$') {
+            Some((outer, _)) => self.glob.matches_class(outer),
+            None => false,
+        }
+    }
+}
+
+/// The combined class filter of a revelation run. A class is instrumentable
+/// unless an `exclude` pattern or sprig's own package matches it, or a
+/// default JDK exclusion matches it and no `include` pattern does. Array
+/// pseudo-classes (`[I`) and lambda proxy classes (`$$Lambda`, hidden and not
+/// redefinable) are never instrumentable.
+#[derive(Debug)]
+pub struct Filters {
+    include: Vec<ClassFilter>,
+    exclude: Vec<ClassFilter>,
+    defaults: Vec<ClassFilter>,
+    sprig: ClassFilter,
+    /// Internal name → instrumentable.
+    cache: RefCell<HashMap<String, bool>>,
+}
+
+impl Filters {
+    pub fn new(include: Vec<ClassFilter>, exclude: Vec<ClassFilter>) -> Filters {
+        let fixed = |t: &str| ClassFilter::parse(t).expect("built-in class pattern parses");
+        Filters {
+            include,
+            exclude,
+            defaults: DEFAULT_EXCLUDES.iter().map(|t| fixed(t)).collect(),
+            sprig: fixed(SPRIG_CLASSES),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Whether methods of the class (internal name) may be instrumented.
+    pub fn instrumentable(&self, internal: &str) -> bool {
+        if let Some(&v) = self.cache.borrow().get(internal) {
+            return v;
+        }
+        let v = self.decide(internal);
+        self.cache.borrow_mut().insert(internal.to_string(), v);
+        v
+    }
+
+    /// Whether the class can never be instrumented, not even as a root: an
+    /// exclude pattern or sprig's own package names it, or it is an array or
+    /// a lambda proxy.
+    pub fn is_excluded(&self, internal: &str) -> bool {
+        if internal.starts_with('[') || internal.contains("$$Lambda") {
+            return true;
+        }
+        let dotted = internal.replace('/', ".");
+        self.sprig.matches_dotted(&dotted) || self.exclude.iter().any(|f| f.matches_dotted(&dotted))
+    }
+
+    fn decide(&self, internal: &str) -> bool {
+        if self.is_excluded(internal) {
+            return false;
+        }
+        let dotted = internal.replace('/', ".");
+        !self.defaults.iter().any(|f| f.matches_dotted(&dotted))
+            || self.include.iter().any(|f| f.matches_dotted(&dotted))
+    }
+}
