@@ -36,14 +36,14 @@ fn balanced(rng: &mut Rng, roots: usize) -> (Vec<Event>, Reference) {
         evs.push(Event::new(EventKind::RootEntry, root, ts));
         while let Some(top) = stack.last() {
             ts += rng.below(50);
-            let r = rng.below(100);
-            if r < 3 {
-                // the thread waited `a` ticks: the clock moved on by as much
-                let a = rng.below(30);
-                ts += a;
-                adjust_sum += a;
-                evs.push(Event::new(EventKind::AdjustTime, 0, a));
-            } else if r < 50 && stack.len() < 12 {
+            // Sometimes the probe of this event waits `a` ticks after its
+            // timestamp: the ring writes AdjustTime just before the event,
+            // and the wait is inside the frames open after the event.
+            let wait = if rng.below(100) < 3 { rng.below(30) } else { 0 };
+            if wait > 0 {
+                evs.push(Event::new(EventKind::AdjustTime, 0, wait));
+            }
+            if rng.below(100) < 50 && stack.len() < 12 {
                 // up to 20 distinct callees: wide nodes use the hash map
                 let m = 1 + rng.below(20) as u32;
                 let mut path = top.0.clone();
@@ -63,11 +63,10 @@ fn balanced(rng: &mut Rng, roots: usize) -> (Vec<Event>, Reference) {
                 e.1 += ts - start;
                 e.2 += adjust_sum - adj;
             }
+            ts += wait;
+            adjust_sum += wait;
         }
         ts += rng.below(100);
-        let a = rng.below(30);
-        evs.push(Event::new(EventKind::AdjustTime, 0, a)); // outside any frame
-        adjust_sum += a;
     }
     (evs, reference)
 }

@@ -7,9 +7,17 @@
 //!
 //! Hot path per event: one match on the kind, one shadow-stack push or pop,
 //! one child lookup through a per-node "last hit" cache, falling back to a
-//! short sibling list and, for nodes with many children, a hash map. Adjust
-//! time is O(1) per event: every thread keeps a running sum of adjust ticks,
-//! a frame remembers the sum at entry and takes the difference at exit.
+//! short sibling list and, for nodes with many children, a hash map.
+//!
+//! Adjust time is O(1) per event: every thread keeps a running sum of adjust
+//! ticks, a frame remembers the sum at entry and takes the difference at
+//! exit. Which frames a wait belongs to: a probe reads its timestamp, then
+//! may wait for ring space; the ring writes the `AdjustTime` record just
+//! before the event whose probe waited (wire `ring.rs`, "Backpressure"). So
+//! the wait came after that event's timestamp and is charged to the frames
+//! open *after* that event: a waiting entry probe's wait is inside the new
+//! frame, a waiting exit probe's wait is outside the frame it closed (but
+//! inside its callers).
 //!
 //! Stream problems are data, not panics: entries outside a root context,
 //! exits without entry, exits that do not match the top frame, frames still
@@ -245,6 +253,8 @@ struct ThreadState {
     stack: Vec<Frame>,
     wide: WideMap,
     adjust_sum: u64,
+    /// Adjust ticks read but not yet charged (until the next event).
+    pending_adjust: u64,
     last_ts: u64,
     issues: StreamIssues,
 }
@@ -257,6 +267,7 @@ impl ThreadState {
             stack: Vec::with_capacity(64),
             wide: WideMap::default(),
             adjust_sum: 0,
+            pending_adjust: 0,
             last_ts: 0,
             issues: StreamIssues::default(),
         }
@@ -464,7 +475,11 @@ impl ThreadState {
                         _ => self.root_exit_slow(e.id, e.ts),
                     }
                 }
-                K_ADJUST => self.adjust_sum = self.adjust_sum.wrapping_add(e.ts),
+                K_ADJUST => {
+                    // charged after the next event: see the module docs
+                    self.pending_adjust = self.pending_adjust.saturating_add(e.ts);
+                    continue;
+                }
                 K_THREAD_END => {
                     let ts = e.ts.max(self.last_ts);
                     self.last_ts = ts;
@@ -474,6 +489,10 @@ impl ThreadState {
                 K_THREAD_START => {}
                 k if k > K_LAST_KNOWN || k == 0 => self.issues.unknown_kinds += 1,
                 _ => {}
+            }
+            if self.pending_adjust != 0 {
+                self.adjust_sum = self.adjust_sum.wrapping_add(self.pending_adjust);
+                self.pending_adjust = 0;
             }
         }
     }

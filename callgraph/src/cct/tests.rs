@@ -151,19 +151,21 @@ fn calibration_never_below_zero() {
 
 #[test]
 fn adjust_time_subtracted_from_open_frames_only() {
+    // The ring writes AdjustTime just before the event whose probe waited;
+    // the wait came after that event's timestamp.
     let mut b = CctBuilder::new(NS);
     b.process(
         1,
         &[
             root(R, 0),
+            adjust(5), // A's entry probe waited after ts 10: inside A and R
             enter(A, 10),
-            adjust(5), // inside R and A
+            adjust(7), // A's exit probe waited after ts 40: inside R only
             exit(A, 40),
-            adjust(7), // inside R only
             enter(B, 50),
-            exit(B, 60), // B saw no adjust
+            exit(B, 60), // B saw no wait
+            adjust(3),   // R's exit probe waited after ts 100: in no frame
             root_exit(R, 100),
-            adjust(3), // no frame open: affects nothing
             root(R, 200),
             root_exit(R, 210),
         ],
@@ -184,17 +186,21 @@ fn adjust_time_subtracted_from_open_frames_only() {
 }
 
 #[test]
-fn adjust_time_is_per_thread() {
+fn adjust_time_is_per_thread_and_survives_batch_boundaries() {
     let mut b = CctBuilder::new(NS);
     b.process(1, &[root(R, 0)]);
     b.process(2, &[root(R, 0)]);
-    b.process(2, &[adjust(40)]);
+    b.process(2, &[adjust(40)]); // the waiting event comes in the next batch
+    b.process(1, &[enter(A, 10), exit(A, 20)]);
+    b.process(2, &[enter(A, 10), exit(A, 60)]);
     b.process(1, &[root_exit(R, 100)]);
     b.process(2, &[root_exit(R, 100)]);
     let p = b.finish();
     assert_eq!(p.threads[0].index, 1);
     assert_eq!(times_of(&p, 0, &[R]).total_ns, 100);
+    assert_eq!(times_of(&p, 0, &[R, A]).total_ns, 10);
     assert_eq!(times_of(&p, 1, &[R]).total_ns, 60);
+    assert_eq!(times_of(&p, 1, &[R, A]).total_ns, 10);
 }
 
 #[test]
