@@ -194,6 +194,9 @@ fn hot_spot_table(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let spots = hot_spots(p, &merged.tree);
+    if spots.is_empty() {
+        return Ok(());
+    }
     let all_self = spots
         .iter()
         .map(|h| h.self_ns)
