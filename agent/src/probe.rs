@@ -43,6 +43,8 @@ struct ThreadState {
     busy: Cell<bool>,
     /// Registration failed in this generation: never record on this thread.
     disabled: Cell<bool>,
+    /// Thread index in the current generation (valid with a producer).
+    index: Cell<u32>,
     tsc: Cell<bool>,
     clock: Cell<ClockKind>,
     producer: RefCell<Option<Producer>>,
@@ -55,6 +57,7 @@ impl ThreadState {
             depth: Cell::new(0),
             busy: Cell::new(false),
             disabled: Cell::new(false),
+            index: Cell::new(0),
             tsc: Cell::new(false),
             clock: Cell::new(ClockKind::Monotonic),
             producer: RefCell::new(None),
@@ -96,6 +99,25 @@ impl ThreadState {
         self.generation.set(generation);
         self.depth.set(0);
         self.disabled.set(false);
+    }
+}
+
+impl Drop for ThreadState {
+    /// The thread is ending: close its stream with `ThreadEnd`.
+    fn drop(&mut self) {
+        if !self.current() {
+            return;
+        }
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            let _ = p.push(Event::new(
+                EventKind::ThreadEnd,
+                self.index.get(),
+                self.now(),
+            ));
+            p.release();
+        }
     }
 }
 
@@ -208,6 +230,7 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     };
     s.busy.set(true);
     let index = threads::next_index();
+    s.index.set(index);
     let clock_kind = region.clock();
     s.clock.set(clock_kind);
     s.tsc.set(clock_kind == ClockKind::Tsc);

@@ -147,7 +147,7 @@ pub fn on_vm_death() {
     VM_DEAD.store(true, Ordering::Release);
     if BUSY.load(Ordering::Acquire) {
         flush_outbox();
-        send(Message::Error("the target JVM is exiting".into()));
+        send(Message::Warning("the target JVM is exiting".into()));
     }
 }
 

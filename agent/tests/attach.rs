@@ -258,7 +258,7 @@ fn vm_exit_mid_profile_is_reported() {
     cli.wait_msg(
         "VM exit error",
         Duration::from_secs(10),
-        |m| matches!(m, Message::Error(e) if e.contains("exiting")),
+        |m| matches!(m, Message::Warning(e) if e.contains("exiting")),
     );
     let status = jvm.wait_exit(Duration::from_secs(10)).expect("JVM exits");
     assert!(status.success(), "{}", jvm.transcript());

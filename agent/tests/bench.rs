@@ -18,8 +18,8 @@ use sprig_wire::Message;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const N: u64 = 200_000;
-const ROUNDS: u64 = 15;
+const N: u64 = 100_000;
+const ROUNDS: u64 = 40;
 
 /// `SPRIG_BENCH_ROUNDS` overrides the round count (e.g. to profile the
 /// target with perf while it runs).

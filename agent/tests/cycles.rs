@@ -68,10 +68,16 @@ fn run_cycles(jdk: &Jdk) {
 
     let mut original = None;
     let mut native = Vec::new();
+    // jcmd load → handshake → digest → Start → RootInstrumented, per cycle.
+    let mut latency = Vec::new();
+    // Handshake done → digest → Start → RootInstrumented (the agent's part).
+    let mut agent_latency = Vec::new();
     for cycle in 0..CYCLES {
         let mut cli = FakeCli::new();
+        let t_attach = std::time::Instant::now();
         jcmd_load(jdk, jvm.pid(), &cli.options());
         cli.accept(jvm.pid());
+        let t_connected = std::time::Instant::now();
         let before = digest(&mut cli, "fixture.Roots");
         assert!(before.0 >= 5, "{before:?}");
         let original = *original.get_or_insert(before);
@@ -83,6 +89,8 @@ fn run_cycles(jdk: &Jdk) {
         cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
             matches!(m, Message::RootInstrumented { methods: 1, .. })
         });
+        latency.push(t_attach.elapsed().as_millis() as u64);
+        agent_latency.push(t_connected.elapsed().as_micros() as u64);
         let during = digest(&mut cli, "fixture.Roots");
         assert_eq!(during.0, original.0);
         assert_ne!(
@@ -109,6 +117,20 @@ fn run_cycles(jdk: &Jdk) {
     cli.detach();
 
     let growth = native[CYCLES - 1] - native[4];
+    latency.sort_unstable();
+    agent_latency.sort_unstable();
+    eprintln!(
+        "jdk{}: connected to probes live: median {} us, max {} us",
+        jdk.major,
+        agent_latency[agent_latency.len() / 2],
+        agent_latency[agent_latency.len() - 1]
+    );
+    eprintln!(
+        "jdk{}: attach to probes live (incl. jcmd start-up): median {} ms, max {} ms",
+        jdk.major,
+        latency[latency.len() / 2],
+        latency[latency.len() - 1]
+    );
     eprintln!(
         "jdk{}: native committed KB per cycle: {native:?}; growth cycle 5..{CYCLES}: {growth} KB",
         jdk.major

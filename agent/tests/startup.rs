@@ -9,7 +9,13 @@ use std::time::Duration;
 
 #[test]
 fn agentpath_exact_root_counts() {
-    let jdk = sprig_tests::jdk17();
+    for jdk in sprig_tests::test_jdks("agentpath_exact_root_counts") {
+        one_jdk(&jdk);
+    }
+}
+
+fn one_jdk(jdk: &sprig_tests::Jdk) {
+    let jdk = jdk.clone();
     let classes = fixture_classes(&jdk);
     let mut cli = FakeCli::new();
     let agent = format!("-agentpath:{}={}", agent_lib().display(), cli.options());
@@ -50,6 +56,9 @@ fn agentpath_exact_root_counts() {
     for t in 0..3 {
         let c = &counts[&format!("worker-{t}")];
         assert_eq!(c.thread_start, 1, "{counts:#?}");
+        // ThreadEnd comes from the thread's TLS destructor, which may run
+        // after Thread.join() returned and the session ended: at most one.
+        assert!(c.thread_end <= 1, "{counts:#?}");
         assert_eq!(c.root_entry, 1000, "{counts:#?}");
         assert_eq!(c.root_exit, 1000, "{counts:#?}");
         assert_eq!(c.method_entry, 0);
@@ -60,7 +69,11 @@ fn agentpath_exact_root_counts() {
         .method_id("fixture.Roots", "work")
         .expect("Method message");
     for evs in cli.events.values() {
-        assert!(evs.iter().filter(|e| e.kind != 6).all(|e| e.id == id));
+        assert!(
+            evs.iter()
+                .filter(|e| (1..=4).contains(&e.kind))
+                .all(|e| e.id == id)
+        );
     }
 
     // After detach the JVM keeps running; the probes are silent.

@@ -83,6 +83,7 @@ pub fn jcmd_load(jdk: &Jdk, pid: u32, options: &str) -> String {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub thread_start: u64,
+    pub thread_end: u64,
     pub root_entry: u64,
     pub root_exit: u64,
     pub method_entry: u64,
@@ -255,6 +256,7 @@ impl FakeCli {
             for e in evs {
                 match e.kind() {
                     Some(EventKind::ThreadStart) => c.thread_start += 1,
+                    Some(EventKind::ThreadEnd) => c.thread_end += 1,
                     Some(EventKind::RootEntry) => c.root_entry += 1,
                     Some(EventKind::RootExit) => c.root_exit += 1,
                     Some(EventKind::MethodEntry) => c.method_entry += 1,
