@@ -701,10 +701,17 @@ impl CctBuilder {
                 st.lost_events = s.lost_events;
             }
             Message::Warning(w) => self.profile_template.warnings.push(format!("agent: {w}")),
-            Message::ClassFailed(f) => self.profile_template.warnings.push(format!(
-                "class {} was not instrumented: {} {}",
-                f.class, f.jvmti_error, f.reason
-            )),
+            Message::ClassFailed(f) => {
+                let why = [f.jvmti_error.as_str(), f.reason.as_str()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                self.profile_template.warnings.push(format!(
+                    "class {} failed to instrument or restore: {why}",
+                    f.class
+                ));
+            }
             _ => return false,
         }
         true
