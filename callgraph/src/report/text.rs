@@ -89,6 +89,24 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             "  calibration  none (probe cost not subtracted; adjust-time is)"
         )?,
     }
+    let waits = p
+        .threads
+        .iter()
+        .flat_map(|t| {
+            t.tree
+                .roots
+                .iter()
+                .filter_map(|&r| t.tree.nodes.get(r as usize))
+        })
+        .map(|n| n.adjust_ticks)
+        .fold(0u64, u64::saturating_add);
+    if waits > 0 {
+        writeln!(
+            out,
+            "  waits        {} ms the profiler blocked profiled threads (subtracted)",
+            ms(crate::profile::ticks_to_ns(waits, p.ticks_per_sec))
+        )?;
+    }
     if !p.warnings.is_empty() {
         writeln!(out, "  warnings")?;
         for w in &p.warnings {
