@@ -210,7 +210,11 @@ fn string_concat_leaf_native_abstract_have_no_callees() {
     assert!(callees(&bytes("Shape"), "area", "()D").unwrap().is_empty());
     let wide = callees(&calls, "wideLocals", "(J)J").unwrap();
     assert_eq!(wide.len(), 1, "{wide:?}");
-    assert_eq!(wide[0].name, "twice");
+    assert_eq!(
+        (wide[0].name.as_str(), wide[0].offset),
+        ("twice", 425),
+        "after wide iinc/lload/iload"
+    );
 }
 
 #[test]
@@ -350,5 +354,31 @@ fn malformed_input_is_an_error() {
             .unwrap_err()
             .to_string()
             .contains("extra bytes")
+    );
+}
+
+/// A bootstrap method other than LambdaMetafactory: every method-handle
+/// argument is reported as CallKind::MethodHandle. Made by renaming the
+/// bootstrap's `metafactory` (same length, so nothing else moves).
+#[test]
+fn other_bootstraps_report_method_handle_arguments() {
+    let mut b = bytes("Old");
+    let at = b
+        .windows(11)
+        .position(|w| w == b"metafactory")
+        .expect("Old uses metafactory");
+    b[at + 10] = b'z';
+    let task = callees(&b, "task", "()Ljava/lang/Runnable;").unwrap();
+    assert_eq!(
+        task,
+        vec![site(CallKind::MethodHandle, "Old", "reveal", "()I", 1)]
+    );
+    let info = class_info(&b).unwrap();
+    assert!(
+        info.methods
+            .iter()
+            .find(|m| m.name == "task")
+            .unwrap()
+            .has_calls
     );
 }
