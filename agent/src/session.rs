@@ -1,6 +1,35 @@
 //! The session: connect to the CLI, wait for `Start`, instrument, run the
 //! control loop on the `sprig-control` thread, and detach on every path
 //! (CLI request, CLI gone, ring abandoned, VM death) in bounded time.
+//!
+//! # What the CLI sees
+//!
+//! The agent option string is wire's `AgentOptions` (`dir=<session dir>,
+//! token=<32 hex>,cli=<pid>`); the ring is `<dir>/ring`, the socket
+//! `<dir>/control.sock`. Loading the agent while a session runs fails with
+//! return code 5 ("already running"); other codes are in
+//! `AgentError::code`.
+//!
+//! 1. Handshake (wire's `connect`): `AgentHello` → `CliHello`.
+//! 2. Before `Start` the agent answers `StatusRequest` and
+//!    `BytecodeDigest`; `Detach` ends the session at once (`Detached`).
+//! 3. `Start(SessionOptions)`: bad patterns, no roots or an unmappable
+//!    ring give `Error` then `Detached`. Otherwise `Started{clock,
+//!    ticks_per_sec}` (the ring's), possibly `Warning`s (revelation and
+//!    calibration are not there yet), then for every root method found a
+//!    `Method{id,..}` before any event with that id, then per pattern
+//!    `RootInstrumented{pattern, methods}` (probes live) or
+//!    `RootNotFound{pattern, class_loaded, suggestions}` (still armed: a
+//!    class loading later sends `Method`s and `RootInstrumented`).
+//!    `ClassFailed` for a class that could not be instrumented.
+//! 4. While profiling: `Thread{index,..}` for each new thread (queued,
+//!    forwarded within 200 ms), `Status` about once a second and on
+//!    `StatusRequest`, `Digest` on `BytecodeDigest`.
+//! 5. The end: on `Detach`, the socket closing, the ring dying (consumer
+//!    gone or stalled past `wait_bound_ms`) the agent restores every class
+//!    and sends `Detached(stats)` (after a `Warning` when the ring died),
+//!    then closes the socket. On VM exit it sends `Error("the target JVM
+//!    is exiting")` and the socket closes with the process.
 
 use crate::env::{self, Agent};
 use crate::error::AgentError;
@@ -187,7 +216,6 @@ fn spawn_control(
 /// A started session, owned by the control thread.
 pub struct Session {
     ch: Channel,
-    started: Instant,
 }
 
 /// Why the control loop ended.
@@ -197,6 +225,8 @@ enum End {
     CliGone,
     RingDead,
     VmDeath,
+    /// Instrumentation could not start (already reported with `Error`).
+    Failed,
     Channel(String),
 }
 
@@ -328,15 +358,12 @@ fn start_profiling(
         ));
     }
     probe::start(jni, region, so.wait_bound_ms);
-    let session = Session {
-        ch,
-        started: Instant::now(),
-    };
+    let session = Session { ch };
     if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
         send(Message::Error(format!(
             "cannot enable the class file load hook: {e}"
         )));
-        session.detach(agent, jni, End::Channel(e.to_string()));
+        session.detach(agent, jni, End::Failed);
         return None;
     }
     let report = instrument::instrument_loaded(&agent.jvmti, jni);
@@ -412,9 +439,8 @@ impl Session {
             End::Channel(e) => {
                 send(Message::Warning(format!("control channel failed: {e}")));
             }
-            End::Requested | End::CliGone | End::VmDeath => {}
+            End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
         }
-        let _ = self.started;
         send(Message::Detached(stats(counters)));
         let _ = self.ch.shutdown();
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;

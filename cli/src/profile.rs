@@ -408,6 +408,8 @@ enum Phase {
 /// Why the session ended.
 enum End {
     Detached,
+    /// The JVM exited (normal for `sprig run`, an early end for `profile`).
+    JvmExited(String),
     /// The JVM or the agent went away without detaching.
     Lost(String),
     /// The agent reported a fatal error.
@@ -422,6 +424,7 @@ fn drive(
     jvm_line: String,
     mut child: Option<&mut std::process::Child>,
 ) -> Result<ExitCode> {
+    let child_mode = child.is_some();
     signals::install();
     let writer = channel
         .try_clone()
@@ -471,7 +474,7 @@ fn drive(
                 }
                 Ok(Err(e)) => {
                     ended = Some(if e.is_closed() {
-                        End::Lost(format!("JVM {pid} closed the connection (did it exit?)"))
+                        connection_closed(pid, child.as_deref_mut())
                     } else {
                         End::Lost(format!("control connection failed: {e}"))
                     });
@@ -479,9 +482,7 @@ fn drive(
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    ended = Some(End::Lost(format!(
-                        "JVM {pid} closed the connection (did it exit?)"
-                    )));
+                    ended = Some(connection_closed(pid, child.as_deref_mut()));
                     break;
                 }
             }
@@ -528,7 +529,7 @@ fn drive(
             // Drain what the agent managed to publish, then stop.
             let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
             events += n as u64;
-            break End::Lost(format!("the JVM exited ({st})"));
+            break End::JvmExited(format!("the JVM exited ({st})"));
         }
 
         // Status line.
@@ -548,6 +549,23 @@ fn drive(
             std::thread::sleep(Duration::from_millis(2));
         }
     };
+
+    // An agent-reported error ends the session: make sure the agent has
+    // restored the JVM before we go (a new session may follow at once).
+    if matches!(end, End::AgentError(_)) && phase != Phase::Detaching {
+        let _ = writer.send(&Message::Detach);
+        let deadline = Instant::now() + DETACH_TIMEOUT;
+        while Instant::now() < deadline {
+            match messages.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(Message::Detached(s))) => {
+                    stats = s;
+                    break;
+                }
+                Ok(Ok(_)) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
 
     // Final drain: everything the agent published before it retired the ring.
     let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
@@ -569,6 +587,17 @@ fn drive(
 
     let (code, note) = match &end {
         End::Detached => (ExitCode::SUCCESS, None),
+        // `sprig run` profiles until the JVM ends: that is the normal end.
+        End::JvmExited(why) if child_mode => (
+            ExitCode::SUCCESS,
+            Some(format!("sprig: {why}; profile complete")),
+        ),
+        End::JvmExited(why) => (
+            ExitCode::from(3),
+            Some(format!(
+                "sprig: session ended early: {why}; showing what was collected"
+            )),
+        ),
         End::Lost(why) => (
             ExitCode::from(3),
             Some(format!(
@@ -583,7 +612,7 @@ fn drive(
     if let Some(note) = &note {
         status.line(note);
     }
-    if phase == Phase::Starting && matches!(end, End::Lost(_) | End::AgentError(_)) {
+    if phase == Phase::Starting && !matches!(end, End::Detached) {
         return Ok(code);
     }
     write_report(args, &profile)?;
@@ -594,6 +623,35 @@ fn drive(
         ));
     }
     Ok(code)
+}
+
+/// The control connection closed: the JVM exited (or is exiting) unless it is
+/// still there after a short wait, in which case the agent went away.
+fn connection_closed(pid: u32, child: Option<&mut std::process::Child>) -> End {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut child = child;
+    while Instant::now() < deadline {
+        let gone = match child.as_deref_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(Some(_))),
+            None => !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid),
+        };
+        if gone {
+            return End::JvmExited(format!("JVM {pid} exited"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    End::Lost(format!("the agent in JVM {pid} closed the connection"))
+}
+
+/// Whether `pid` has exited but not been reaped.
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
 }
 
 /// What the session loop itself does with a control message (the CCT
@@ -633,16 +691,30 @@ fn handle_message(
             class_loaded,
             suggestions,
         } => {
-            let near = if suggestions.is_empty() {
-                String::new()
-            } else {
-                format!(" (near matches: {})", suggestions.join(", "))
-            };
             if class_loaded {
+                let near = if suggestions.is_empty() {
+                    String::new()
+                } else {
+                    format!("; near matches: {}", suggestions.join(", "))
+                };
                 return Some(End::AgentError(format!(
                     "root {pattern} matches no method of the loaded classes{near}"
                 )));
             }
+            // Suggestions name loaded classes close to the pattern's class.
+            let mut classes: Vec<&str> = suggestions
+                .iter()
+                .map(|s| s.split("::").next().unwrap_or(s))
+                .collect();
+            classes.dedup();
+            let near = if classes.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (loaded classes with similar names: {})",
+                    classes.join(", ")
+                )
+            };
             status.line(&format!(
                 "sprig: root {pattern} matches no loaded class yet; it is instrumented when its class loads{near}"
             ));

@@ -142,7 +142,11 @@ impl Drop for TempDir {
 pub fn javac(jdk: &Jdk, src_dir: &Path, out: &Path, extra: &[&str]) {
     let mut sources = Vec::new();
     collect_java(src_dir, &mut sources);
-    assert!(!sources.is_empty(), "no .java files under {}", src_dir.display());
+    assert!(
+        !sources.is_empty(),
+        "no .java files under {}",
+        src_dir.display()
+    );
     let status = Command::new(jdk.javac())
         .args(["-nowarn", "-g", "-d"])
         .arg(out)
@@ -219,6 +223,8 @@ pub fn agent_lib() -> PathBuf {
 struct Lines {
     rx: Receiver<(Stream, String)>,
     seen: Arc<Mutex<Vec<(Stream, String)>>>,
+    /// One message per reader thread when its pipe reaches end of file.
+    eof: Receiver<()>,
 }
 
 /// Which pipe a line came from.
@@ -246,18 +252,21 @@ impl Proc {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
         let (tx, rx) = channel();
+        let (eof_tx, eof) = channel();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().expect("piped stdout");
         let err = child.stderr.take().expect("piped stderr");
         for (stream, pipe) in [
-            (Stream::Stdout, Box::new(out) as Box<dyn std::io::Read + Send>),
+            (
+                Stream::Stdout,
+                Box::new(out) as Box<dyn std::io::Read + Send>,
+            ),
             (Stream::Stderr, Box::new(err)),
         ] {
             let tx = tx.clone();
+            let eof_tx = eof_tx.clone();
             let seen = seen.clone();
             let tag = name.to_string();
             std::thread::spawn(move || {
@@ -267,17 +276,17 @@ impl Proc {
                         eprintln!("[{tag} {stream:?}] {line}");
                     }
                     seen.lock().unwrap().push((stream, line.clone()));
-                    if tx.send((stream, line)).is_err() {
-                        break;
-                    }
+                    // The receiver may be gone; keep collecting into `seen`.
+                    let _ = tx.send((stream, line));
                 }
+                let _ = eof_tx.send(());
             });
         }
         Proc {
             name: name.to_string(),
             stdin: child.stdin.take(),
             child,
-            lines: Lines { rx, seen },
+            lines: Lines { rx, seen, eof },
             exit: None,
             cwd: None,
         }
@@ -290,7 +299,12 @@ impl Proc {
     /// Waits for a line matching `pred` on either stream; returns it.
     /// Panics with everything printed so far when it does not come in time
     /// or the process ends first.
-    pub fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    pub fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> String {
         match self.try_wait_for(timeout, |_, l| pred(l)) {
             Some(l) => l,
             None => panic!(
@@ -349,8 +363,15 @@ impl Proc {
         loop {
             if let Ok(Some(s)) = self.child.try_wait() {
                 self.exit = Some(s);
-                // Give the reader threads a moment to drain the pipes.
-                std::thread::sleep(Duration::from_millis(50));
+                // Let the readers drain the pipes to end of file (bounded: a
+                // grandchild may still hold them open).
+                let drain = Instant::now() + Duration::from_secs(5);
+                for _ in 0..2 {
+                    let left = drain.saturating_duration_since(Instant::now());
+                    if self.lines.eof.recv_timeout(left).is_err() {
+                        break;
+                    }
+                }
                 return Some(s);
             }
             if Instant::now() >= deadline {
@@ -422,7 +443,11 @@ pub fn run_sprig(args: &[&str], timeout: Duration) -> (i32, String, String) {
 
 /// Like [`run_sprig`], with `TMPDIR` pointing at `tmpdir` (where sprig makes
 /// its private session directory).
-pub fn run_sprig_in(args: &[&str], tmpdir: Option<&Path>, timeout: Duration) -> (i32, String, String) {
+pub fn run_sprig_in(
+    args: &[&str],
+    tmpdir: Option<&Path>,
+    timeout: Duration,
+) -> (i32, String, String) {
     let mut cmd = Command::new(sprig_bin());
     cmd.args(args);
     if let Some(t) = tmpdir {
@@ -430,9 +455,12 @@ pub fn run_sprig_in(args: &[&str], tmpdir: Option<&Path>, timeout: Duration) -> 
     }
     let mut p = Proc::spawn("sprig", cmd);
     p.close_stdin();
-    let status = p
-        .wait_exit(timeout)
-        .unwrap_or_else(|| panic!("sprig {args:?} did not exit within {timeout:?}:\n{}", p.transcript()));
+    let status = p.wait_exit(timeout).unwrap_or_else(|| {
+        panic!(
+            "sprig {args:?} did not exit within {timeout:?}:\n{}",
+            p.transcript()
+        )
+    });
     (status.code().unwrap_or(-1), p.stdout(), p.stderr())
 }
 
