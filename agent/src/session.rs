@@ -28,7 +28,7 @@
 //! 5. The end: on `Detach`, the socket closing, the ring dying (consumer
 //!    gone or stalled past `wait_bound_ms`) the agent restores every class
 //!    and sends `Detached(stats)` (after a `Warning` when the ring died),
-//!    then closes the socket. On VM exit it sends `Error("the target JVM
+//!    then closes the socket. On VM exit it sends `Warning("the target JVM
 //!    is exiting")` and the socket closes with the process.
 
 use crate::env::{self, Agent};
