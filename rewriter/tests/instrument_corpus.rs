@@ -42,7 +42,7 @@ fn verify_dir(java: &str, loader: &Path, dir: &Path, probe: &Path) -> BTreeMap<S
 }
 
 /// Instruments and verifies one jar; returns (verified after, verified before).
-fn check_jar(jar: &str, javas: &[&str]) -> Option<(usize, usize)> {
+fn check_jar(jar: &str, javas: &[&str], strict: bool) -> Option<(usize, usize)> {
     if !Path::new(jar).exists() {
         println!("skipping {jar}: not present");
         return None;
@@ -59,6 +59,10 @@ fn check_jar(jar: &str, javas: &[&str]) -> Option<(usize, usize)> {
             .arg(&orig),
         Duration::from_secs(120),
     );
+    if class_files(&orig).is_empty() {
+        println!("skipping {jar}: no classes");
+        return None;
+    }
     assert!(o.status.success(), "unzip {jar}");
     javac(
         "javac",
@@ -90,42 +94,6 @@ fn check_jar(jar: &str, javas: &[&str]) -> Option<(usize, usize)> {
     for (m, why) in s.skipped.iter().take(20) {
         println!("  skipped {m}: {why}");
     }
-    // Negative control: the harness must notice a broken class. Renaming the
-    // StackMapTable attribute of a class with branches makes it unverifiable.
-    let broken_dir = tmp.path().join("broken");
-    let victim = class_files(&inst)
-        .into_iter()
-        .find(|f| {
-            std::fs::read(f)
-                .unwrap()
-                .windows(13)
-                .any(|w| w == b"StackMapTable")
-        })
-        .expect("a class with a StackMapTable");
-    let rel = victim.strip_prefix(&inst).unwrap();
-    let mut b = std::fs::read(&victim).unwrap();
-    let at = b.windows(13).position(|w| w == b"StackMapTable").unwrap();
-    b[at + 12] = b'X';
-    assert!(
-        run(
-            Command::new("cp").arg("-r").arg(&inst).arg(&broken_dir),
-            Duration::from_secs(60)
-        )
-        .status
-        .success()
-    );
-    std::fs::write(broken_dir.join(rel), &b).unwrap();
-    let victim_name = rel
-        .to_string_lossy()
-        .trim_end_matches(".class")
-        .replace('/', ".");
-    let control = verify_dir(javas[0], &tools, &broken_dir, &tools);
-    let verdict = &control[&victim_name];
-    assert!(
-        verdict.contains("VerifyError"),
-        "negative control {victim_name} verified: {verdict:?}"
-    );
-
     let mut result = (0, 0);
     for java in javas {
         let before = verify_dir(java, &tools, &orig, &tools);
@@ -153,12 +121,57 @@ fn check_jar(jar: &str, javas: &[&str]) -> Option<(usize, usize)> {
             broken.len()
         );
         assert!(
-            ok_before.len() > before.len() / 2,
+            !strict || ok_before.len() > before.len() / 2,
             "most originals should verify"
         );
         result = (ok_before.len() - broken.len(), ok_before.len());
+        if java == &javas[0] {
+            negative_control(java, &tools, &inst, &tmp.path().join("broken"), &ok_before);
+        }
     }
     Some(result)
+}
+
+/// The harness must notice a broken class: renaming the StackMapTable
+/// attribute of a class (that verified) with branches makes it unverifiable.
+fn negative_control(java: &str, tools: &Path, inst: &Path, broken_dir: &Path, ok: &[&String]) {
+    // Version 50 classes fail over to the inference verifier: use 51+.
+    let has_smt = |f: &Path| {
+        let b = std::fs::read(f).unwrap();
+        u16::from_be_bytes([b[6], b[7]]) >= 51 && b.windows(13).any(|w| w == b"StackMapTable")
+    };
+    let name_of = |f: &Path| {
+        f.strip_prefix(inst)
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".class")
+            .replace('/', ".")
+    };
+    let Some(victim) = class_files(inst)
+        .into_iter()
+        .find(|f| has_smt(f) && ok.contains(&&name_of(f)))
+    else {
+        return;
+    };
+    let mut b = std::fs::read(&victim).unwrap();
+    let at = b.windows(13).position(|w| w == b"StackMapTable").unwrap();
+    b[at + 12] = b'X';
+    assert!(
+        run(
+            Command::new("cp").arg("-r").arg(inst).arg(broken_dir),
+            Duration::from_secs(60)
+        )
+        .status
+        .success()
+    );
+    std::fs::write(broken_dir.join(victim.strip_prefix(inst).unwrap()), &b).unwrap();
+    let control = verify_dir(java, tools, broken_dir, tools);
+    let verdict = &control[&name_of(&victim)];
+    assert!(
+        verdict.contains("VerifyError"),
+        "negative control {} verified: {verdict:?}",
+        name_of(&victim)
+    );
 }
 
 fn javas() -> Vec<&'static str> {
@@ -173,7 +186,7 @@ fn javas() -> Vec<&'static str> {
 
 #[test]
 fn guava_verifies_after_instrumenting_every_method() {
-    check_jar("/usr/share/java/guava.jar", &javas());
+    check_jar("/usr/share/java/guava.jar", &javas(), true);
 }
 
 #[test]
@@ -183,6 +196,29 @@ fn commons_and_guice_verify_after_instrumenting_every_method() {
         "/usr/share/java/guice.jar",
         "/usr/share/java/commons-io.jar",
     ] {
-        check_jar(jar, &javas());
+        check_jar(jar, &javas(), true);
     }
+}
+
+/// Every jar under /usr/share/java (symlinks skipped). Heavy: run with
+/// `cargo test -p sprig-rewriter --test instrument_corpus -- --ignored --nocapture`.
+#[test]
+#[ignore = "heavy: every system jar"]
+fn every_system_jar_verifies_after_instrumenting_every_method() {
+    let mut jars: Vec<_> = std::fs::read_dir("/usr/share/java")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jar"))
+        .collect();
+    jars.sort();
+    let (mut ok, mut total) = (0, 0);
+    for jar in jars {
+        if let Some((a, b)) = check_jar(&jar.display().to_string(), &javas(), false) {
+            ok += a;
+            total += b;
+        }
+    }
+    println!("all system jars: {ok} of {total} classes verify after instrumentation");
 }
