@@ -38,7 +38,9 @@ import java.util.zip.ZipFile;
  *
  * <p>Output, one line each: {@code UNIT name total=N loaded=N orig_ok=N
  * instr_ok=N changed=N unchecked=N}, {@code NOLOAD unit class reason},
- * {@code ORIGFAIL unit class reason}, {@code FAIL unit class reason}, after a
+ * {@code ORIGFAIL unit class reason}, {@code FAIL unit class reason},
+ * {@code RETRIED unit class reason} (a JDK class checked as a child-first
+ * copy because its live version differs from the image), after a
  * first line {@code JAVA version}, and a final {@code DONE}.
  */
 public final class SprigVerify {
@@ -222,10 +224,12 @@ public final class SprigVerify {
         int loaded = items.size();
         int origOk = 0;
         int instrOk = 0;
+        // JDK classes whose original bytes cannot be redefined into the live class.
+        Map<Item, String> retry = u.kind.equals("jdk") ? new LinkedHashMap<>() : null;
         for (int from = 0; from < items.size(); from += BATCH) {
             List<Item> batch = items.subList(from, Math.min(items.size(), from + BATCH));
             List<Item> good = new ArrayList<>();
-            redefine(batch, false, good, "ORIGFAIL", u.name);
+            redefine(batch, false, good, "ORIGFAIL", u.name, retry);
             origOk += good.size();
             List<Item> instrumented = new ArrayList<>();
             redefine(good, true, instrumented, "FAIL", u.name);
@@ -234,8 +238,92 @@ public final class SprigVerify {
             List<Item> restored = new ArrayList<>();
             redefine(instrumented, false, restored, "RESTOREFAIL", u.name);
         }
+        if (retry != null && !retry.isEmpty()) {
+            int[] counts = retryChildFirst(u, retry);
+            origOk += counts[0];
+            instrOk += counts[1];
+        }
         out.println("UNIT " + u.name + " total=" + total + " loaded=" + loaded + " orig_ok=" + origOk
                 + " instr_ok=" + instrOk + " changed=" + changed + " unchecked=" + unchecked);
+    }
+
+    /**
+     * JDK classes whose live version differs from the image (JFR adds fields to
+     * jdk.internal.event classes when they load) cannot take their image bytes
+     * back. Outside java.* they can still be checked: a child-first loader
+     * defines fresh copies of them and of their unit's classes they need, and
+     * those copies are redefined like application classes. Returns
+     * {originals verified, instrumented verified}.
+     */
+    private static int[] retryChildFirst(Unit u, Map<Item, String> retry) {
+        ChildFirstLoader loader = new ChildFirstLoader(u);
+        List<Item> copies = new ArrayList<>();
+        Map<String, String> firstError = new HashMap<>();
+        for (Map.Entry<Item, String> e : retry.entrySet()) {
+            Item it = e.getKey();
+            firstError.put(it.className, e.getValue());
+            if (it.className.startsWith("java.")) {
+                out.println("ORIGFAIL " + u.name + " " + it.className + " " + e.getValue());
+                continue;
+            }
+            try {
+                Class<?> copy = Class.forName(it.className, false, loader);
+                copies.add(new Item(it.className, copy, it.original, it.instrumented));
+            } catch (Throwable t) {
+                out.println("ORIGFAIL " + u.name + " " + it.className + " " + e.getValue()
+                        + "; child-first copy: " + oneLine(t));
+            }
+        }
+        Map<Item, String> failed = new LinkedHashMap<>();
+        List<Item> good = new ArrayList<>();
+        redefine(copies, false, good, "ORIGFAIL", u.name, failed);
+        for (Map.Entry<Item, String> e : failed.entrySet()) {
+            out.println("ORIGFAIL " + u.name + " " + e.getKey().className + " "
+                    + firstError.get(e.getKey().className) + "; child-first copy: " + e.getValue());
+        }
+        for (Item it : good) {
+            out.println("RETRIED " + u.name + " " + it.className + " checked as a child-first copy: "
+                    + firstError.get(it.className));
+        }
+        List<Item> instrumented = new ArrayList<>();
+        redefine(good, true, instrumented, "FAIL", u.name);
+        return new int[] {good.size(), instrumented.size()};
+    }
+
+    /** Defines the unit's own classes (outside java.*) itself, before asking its parent. */
+    static final class ChildFirstLoader extends ClassLoader {
+        private final Unit unit;
+        private final Map<String, String> entries = new HashMap<>();
+
+        ChildFirstLoader(Unit unit) {
+            super("sprig-verify-child-first-" + unit.name, ClassLoader.getSystemClassLoader());
+            this.unit = unit;
+            for (Enumeration<? extends ZipEntry> en = unit.original.entries(); en.hasMoreElements(); ) {
+                String entry = en.nextElement().getName();
+                int slash = entry.indexOf('/');
+                if (slash > 0 && entry.endsWith(".class")) {
+                    String path = entry.substring(slash + 1, entry.length() - ".class".length());
+                    entries.put(path.replace('/', '.'), entry);
+                }
+            }
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> c = findLoadedClass(name);
+                String entry = entries.get(name);
+                if (c == null && entry != null && !name.startsWith("java.")) {
+                    try {
+                        byte[] b = unit.read(unit.original, entry);
+                        c = defineClass(name, b, 0, b.length);
+                    } catch (IOException e) {
+                        throw new ClassNotFoundException(name, e);
+                    }
+                }
+                return c != null ? c : super.loadClass(name, resolve);
+            }
+        }
     }
 
     /**
@@ -244,6 +332,12 @@ public final class SprigVerify {
      * A failed batch is split in halves until each failure is one class.
      */
     private static void redefine(List<Item> items, boolean instrumented, List<Item> ok, String tag, String unit) {
+        redefine(items, instrumented, ok, tag, unit, null);
+    }
+
+    /** As above; with {@code failed} set, single-class failures go there instead of the output. */
+    private static void redefine(List<Item> items, boolean instrumented, List<Item> ok, String tag, String unit,
+            Map<Item, String> failed) {
         if (items.isEmpty()) {
             return;
         }
@@ -257,12 +351,16 @@ public final class SprigVerify {
             ok.addAll(items);
         } catch (Throwable t) {
             if (items.size() == 1) {
-                out.println(tag + " " + unit + " " + items.get(0).className + " " + oneLine(t));
+                if (failed != null) {
+                    failed.put(items.get(0), oneLine(t));
+                } else {
+                    out.println(tag + " " + unit + " " + items.get(0).className + " " + oneLine(t));
+                }
                 return;
             }
             int mid = items.size() / 2;
-            redefine(items.subList(0, mid), instrumented, ok, tag, unit);
-            redefine(items.subList(mid, items.size()), instrumented, ok, tag, unit);
+            redefine(items.subList(0, mid), instrumented, ok, tag, unit, failed);
+            redefine(items.subList(mid, items.size()), instrumented, ok, tag, unit, failed);
         }
     }
 
