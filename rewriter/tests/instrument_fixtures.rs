@@ -381,3 +381,77 @@ fn fixtures_behave_and_count_exactly_release_17() {
 fn fixtures_behave_and_count_exactly_release_8() {
     check("8");
 }
+
+/// JDK 25 flexible constructor bodies: code (and a field write) before
+/// `super(...)`, exceptions before, inside and after the super call.
+#[test]
+fn flexible_constructor_bodies_on_jdk_25() {
+    if !Path::new(JDK25).exists() {
+        println!("skipping: JDK 25 not installed at {JDK25}");
+        return;
+    }
+    let tmp = TempDir::new("flex");
+    let (orig, inst, probe) = (
+        tmp.path().join("orig"),
+        tmp.path().join("inst"),
+        tmp.path().join("probe"),
+    );
+    for d in [&orig, &inst, &probe] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    javac(
+        &format!("{JDK25}/bin/javac"),
+        &["--release", "25"],
+        &[java_src("fixture25/Flex.java")],
+        &orig,
+    );
+    javac(
+        "javac",
+        &["--release", "8"],
+        &[java_src("probe/sprig/test/Probe.java")],
+        &probe,
+    );
+    let mut ids = HashMap::new();
+    let s = instrument_dir(&orig, &inst, &probe_set(PROBE), |c, m, d| {
+        let id = 10 + ids.len() as u32;
+        ids.insert(format!("{c}.{m}{d}"), id);
+        id
+    });
+    assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+    let java = format!("{JDK25}/bin/java");
+    let go = |cp: String| {
+        let o = run(
+            Command::new(&java).args(["-Xverify:all", "-Xshare:off", "-cp", &cp, "Flex"]),
+            Duration::from_secs(120),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let plain = go(orig.display().to_string());
+    assert_eq!(
+        plain,
+        "ok 2 3\ncaught negative\ncaught seven\ncaught base six\n"
+    );
+    let probed = go(format!("{}:{}", inst.display(), probe.display()));
+    assert!(probed.starts_with(&plain), "{probed}");
+    let count = |k: &str| format!("PROBE {} ", ids[k]);
+    let line = |k: &str| {
+        probed
+            .lines()
+            .find(|l| l.starts_with(&count(k)))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        line("Flex$Early.<init>(I)V"),
+        format!("{}2 2", count("Flex$Early.<init>(I)V"))
+    );
+    assert_eq!(
+        line("Flex$Base.<init>(I)V"),
+        format!("{}3 3", count("Flex$Base.<init>(I)V"))
+    );
+    assert_eq!(
+        line("Flex.attempt(I)V"),
+        format!("{}4 4", count("Flex.attempt(I)V"))
+    );
+}
