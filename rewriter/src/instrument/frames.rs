@@ -91,7 +91,7 @@ fn walk(
         let (delta, ntypes) = header(&mut r, ft)?;
         let off = match old {
             None => u32::from(delta),
-            Some(p) => p + u32::from(delta) + 1,
+            Some(p) => p.saturating_add(u32::from(delta) + 1),
         };
         old = Some(off);
         if let (Some(o), Some(s)) = (out.as_deref_mut(), s) {

@@ -888,3 +888,59 @@ fn old_class_with_jsr_ret_and_widening_runs_on_the_jvm() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// On javac output: instrumenting one method changes nothing but the pool
+/// count, the appended entries and that method's Code attribute.
+#[test]
+fn one_method_changes_only_its_code_on_javac_classes() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("sprig-inst-one-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let java = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/java");
+    let o = Command::new("timeout")
+        .args(["120", "javac", "-g", "-d"])
+        .arg(&dir)
+        .arg(format!("{java}/loader/VerifyLoader.java"))
+        .arg(format!("{java}/probe/sprig/test/Probe.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut checked = 0;
+    for rel in ["VerifyLoader.class", "sprig/test/Probe.class"] {
+        let class = std::fs::read(dir.join(rel)).unwrap();
+        let cin = ClassFile::parse(&class).unwrap();
+        assert_eq!(instrument(&class, &[], &probes()).unwrap().bytes, class);
+        for (i, m) in cin.methods.iter().enumerate() {
+            let Some(span) = m.code else { continue };
+            let name = String::from_utf8(cin.utf8(m.name).unwrap().to_vec()).unwrap();
+            let desc = String::from_utf8(cin.utf8(m.descriptor).unwrap().to_vec()).unwrap();
+            let r = instrument(&class, &[target(&name, &desc, 1 << 20)], &probes()).unwrap();
+            assert_eq!(r.methods[0].result, Ok(()), "{name}{desc}");
+            let out = &r.bytes;
+            let cout = ClassFile::parse(out).unwrap();
+            let grow = cout.cp_end - cin.cp_end;
+            let new = cout.methods[i].code.unwrap();
+            assert_eq!(&out[..8], &class[..8]);
+            assert_eq!(&out[10..cin.cp_end], &class[10..cin.cp_end]);
+            assert_eq!(
+                &out[cin.cp_end + grow..new.start],
+                &class[cin.cp_end..span.start],
+                "{name}: bytes before its Code"
+            );
+            assert_eq!(
+                &out[new.end..],
+                &class[span.end..],
+                "{name}: bytes after its Code"
+            );
+            for (j, other) in cin.methods.iter().enumerate() {
+                if let (Some(a), Some(b), true) = (other.code, cout.methods[j].code, j != i) {
+                    assert_eq!(&out[b.start..b.end], &class[a.start..a.end]);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
