@@ -1,6 +1,7 @@
 //! `sprig`: parse the command line, dispatch to one module per command,
 //! print errors as one line with a hint.
 
+mod output;
 mod profile;
 mod signals;
 
@@ -21,6 +22,9 @@ use clap::{Parser, Subcommand};
   sprig list
   sprig profile 4242 --root 'com.acme.Service::handle' --duration 30
   sprig profile 4242 --root 'com.acme.Service::*' --format json -o run.json
+  sprig profile 4242 --root 'com.acme.Service::handle' -o before.sprig
+  sprig report before.sprig --merged --back-trace 'com.acme.Dao::query'
+  sprig diff before.sprig after.sprig
   sprig run --root 'com.acme.Main::main' -- java -cp app.jar com.acme.Main
   sprig rewrite app.jar -o app-instrumented.jar --methods 'com.acme.**::*'")]
 struct Cli {
@@ -52,6 +56,10 @@ enum Command {
     /// out as a jar). Useful to check, with `java -Xverify:all`, a class that
     /// failed to redefine.
     Rewrite(sprig::rewrite::RewriteArgs),
+    /// Re-render a snapshot saved with `sprig profile ... -o run.sprig`.
+    Report(output::ReportArgs),
+    /// Compare two snapshots node by node (calls and exact time, a -> b).
+    Diff(output::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +69,8 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::profile(args),
         Command::Run(args) => profile::run(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
+        Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
+        Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

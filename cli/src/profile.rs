@@ -2,7 +2,7 @@
 //! into the JVM (attach or -agentpath), drive the session, build the CCT,
 //! write the report.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,12 +13,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::{attach, jvm};
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
+use sprig_callgraph::report::live::Live;
+use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions};
 use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
 use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::session::{Channel, Listener, PeerExpectation, SessionDir, SessionError};
 use sprig_wire::{Message, clock};
 
+use crate::output::{self, ViewArgs};
 use crate::signals;
 
 /// Options shared by `profile` and `run`.
@@ -40,10 +42,13 @@ pub struct SessionArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Report format: an aligned text tree, JSON (schema version 1), or
-    /// collapsed stacks for flame graph tools.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub view: ViewArgs,
+
+    /// Redraw the hottest paths on the terminal every second while
+    /// profiling (stderr; ignored when stderr is not a terminal).
+    #[arg(long)]
+    pub live: bool,
 
     /// Also instrument classes matching this pattern (package or class
     /// glob, e.g. `com.sun.tools.javac.**`), even in the JDK's packages.
@@ -69,14 +74,6 @@ pub struct SessionArgs {
     /// Instrument only the roots, not their callees.
     #[arg(long)]
     pub roots_only: bool,
-
-    /// Hide tree nodes below this percentage of their root's time.
-    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
-    pub min_percent: f64,
-
-    /// Show at most this many levels of the tree.
-    #[arg(long, value_name = "N")]
-    pub depth: Option<usize>,
 
     /// Longest a JVM thread waits for room in the event ring before it
     /// gives up and profiling switches off (milliseconds).
@@ -109,13 +106,6 @@ pub struct RunArgs {
     /// The java command line: `java [jvm options] MainClass|-jar app.jar [args]`.
     #[arg(last = true, required = true, value_name = "JAVA COMMAND")]
     pub command: Vec<String>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Collapsed,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -152,12 +142,7 @@ impl SessionArgs {
         {
             bail!("--duration must be a positive number of seconds, not {d}");
         }
-        if !(0.0..=100.0).contains(&self.min_percent) {
-            bail!(
-                "--min-percent must be between 0 and 100, not {}",
-                self.min_percent
-            );
-        }
+        self.view.validate()?;
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
         }
@@ -425,6 +410,13 @@ fn drive(
     mut child: Option<&mut std::process::Child>,
 ) -> Result<ExitCode> {
     let child_mode = child.is_some();
+    let live = args.live && std::io::stderr().is_terminal();
+    if args.live && !live {
+        eprintln!(
+            "sprig: note: --live needs stderr on a terminal; showing the report at the end only"
+        );
+    }
+    let mut last_live = Instant::now();
     signals::install();
     let writer = channel
         .try_clone()
@@ -544,6 +536,10 @@ fn drive(
                 r
             };
             status.update(since.elapsed(), events, rate, &stats);
+            if live && last_live.elapsed() >= Duration::from_secs(1) {
+                last_live = Instant::now();
+                draw_live(&builder, args);
+            }
         }
         if n == 0 {
             std::thread::sleep(Duration::from_millis(2));
@@ -744,32 +740,23 @@ fn handle_message(
 }
 
 fn write_report(args: &SessionArgs, profile: &Profile) -> Result<()> {
+    output::write(profile, &args.view, args.output.as_deref())
+}
+
+/// Redraws the live view (the hottest merged paths) on stderr.
+fn draw_live(builder: &CctBuilder, args: &SessionArgs) {
+    let snapshot = builder.snapshot();
     let opts = RenderOptions {
-        min_percent: args.min_percent,
-        max_depth: args.depth,
+        min_percent: args.view.min_percent.max(1.0),
+        max_depth: args.view.depth,
         ..RenderOptions::default()
     };
-    let renderer = match args.format {
-        Format::Text => sprig_callgraph::Format::Text,
-        Format::Json => sprig_callgraph::Format::Json,
-        Format::Collapsed => sprig_callgraph::Format::Collapsed,
+    let mut buf = Vec::new();
+    if (Live { max_lines: 30 })
+        .render(&snapshot, &opts, &mut buf)
+        .is_ok()
+    {
+        // Clear the screen, home the cursor, draw.
+        eprint!("\x1b[2J\x1b[H{}", String::from_utf8_lossy(&buf));
     }
-    .renderer();
-    match &args.output {
-        Some(path) => {
-            let mut f = std::io::BufWriter::new(
-                std::fs::File::create(path)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-            );
-            renderer.render(profile, &opts, &mut f)?;
-            f.flush()?;
-        }
-        None => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            renderer.render(profile, &opts, &mut out)?;
-            out.flush()?;
-        }
-    }
-    Ok(())
 }

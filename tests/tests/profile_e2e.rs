@@ -527,3 +527,64 @@ fn another_users_jvm_is_refused_with_a_clear_line() {
     assert!(err.contains("belongs to user"), "unclear error:\n{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn snapshots_re_render_and_diff() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_workload(&jdk, classes.path(), &[]);
+    run_scenario(&mut jvm, "calls", 1, 1);
+    let tmp = TempDir::new("snap");
+    let mut snaps = Vec::new();
+    for (i, n) in [(0, 200u32), (1, 300)] {
+        let path = tmp.path().join(format!("run{i}.sprig"));
+        let mut cmd = Command::new(sprig_bin());
+        cmd.args([
+            "profile",
+            &jvm.pid().to_string(),
+            "--root",
+            "fixtures.Calls::root",
+            "-o",
+        ])
+        .arg(&path);
+        let mut p = Proc::spawn("sprig", cmd);
+        p.wait_for("sprig: profiling", LONG, |l| {
+            l.starts_with("sprig: profiling")
+        });
+        run_scenario(&mut jvm, "calls", n, 1);
+        p.signal("INT");
+        assert!(
+            p.wait_exit(LONG).expect("stops").success(),
+            "{}",
+            p.transcript()
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.starts_with(b"SPRIGSNP"), "not a snapshot");
+        snaps.push(path);
+    }
+    let a = snaps[0].to_str().unwrap();
+    let b = snaps[1].to_str().unwrap();
+    let (code, out, err) = run_sprig(&["report", a, "--format", "json"], LONG);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).expect("report JSON");
+    let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
+        .iter()
+        .map(|(_, c)| c)
+        .sum();
+    assert_eq!(calls, 200);
+    let (code, out, err) = run_sprig(&["diff", a, b], LONG);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("fixtures.Calls.root"))
+        .unwrap_or_else(|| panic!("root missing from diff:\n{out}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cols[..2], &["200", "300"], "diff line: {line}");
+    // A file that is not a snapshot is one clear error.
+    let (code, _, err) = run_sprig(&["report", "/etc/hostname"], LONG);
+    assert_ne!(code, 0);
+    assert!(
+        err.starts_with("sprig: error:") && err.contains("not a readable sprig snapshot"),
+        "{err}"
+    );
+}

@@ -1,0 +1,210 @@
+//! Writing what a session produced: view options shared by `profile`,
+//! `run` and `report`, snapshots (`-o run.sprig`), and the `report` and
+//! `diff` commands that re-render snapshots.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use sprig::pattern;
+use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
+use sprig_callgraph::{Profile, RenderOptions};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Collapsed,
+}
+
+/// What the report shows.
+#[derive(Args, Debug, Clone)]
+pub struct ViewArgs {
+    /// Report format: an aligned text tree, JSON (schema version 1), or
+    /// collapsed stacks for flame graph tools. `-o FILE.sprig` writes a
+    /// snapshot instead (re-render it with `sprig report`).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Hide tree nodes below this percentage of their root's time.
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_percent: f64,
+
+    /// Show at most this many levels of the tree.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+
+    /// Show the tree merged over all threads instead of one tree per thread.
+    #[arg(long)]
+    pub merged: bool,
+
+    /// List this many hot spots (methods by exact self time); 0 for none.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub hot_spots: usize,
+
+    /// Show who called the methods matching PATTERN (`pkg.Class::method`),
+    /// with each caller's share of their time. Repeatable.
+    #[arg(long = "back-trace", value_name = "PATTERN")]
+    pub back_traces: Vec<String>,
+}
+
+impl ViewArgs {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.min_percent.is_finite() && (0.0..=100.0).contains(&self.min_percent)) {
+            bail!(
+                "--min-percent must be between 0 and 100, not {}",
+                self.min_percent
+            );
+        }
+        if self.depth == Some(0) {
+            bail!("--depth must be at least 1");
+        }
+        for b in &self.back_traces {
+            pattern::parse(b)
+                .map_err(|e| anyhow::anyhow!("bad --back-trace pattern {b:?}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn render_options(&self, profile: &Profile) -> Result<RenderOptions> {
+        let mut back_traces = Vec::new();
+        for b in &self.back_traces {
+            let p = pattern::parse(b)
+                .map_err(|e| anyhow::anyhow!("bad --back-trace pattern {b:?}: {e}"))?;
+            let ids = profile.methods_matching(|m| p.matches(&m.class, &m.name, &m.descriptor));
+            if ids.is_empty() {
+                eprintln!("sprig: warning: --back-trace {b} matches no profiled method");
+            }
+            back_traces.extend(ids);
+        }
+        Ok(RenderOptions {
+            min_percent: self.min_percent,
+            max_depth: self.depth,
+            merged: self.merged,
+            hot_spots: self.hot_spots,
+            back_traces,
+            ..RenderOptions::default()
+        })
+    }
+}
+
+fn is_snapshot_path(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "sprig")
+}
+
+/// Writes `profile` to `output` (stdout when None): a snapshot for a
+/// `.sprig` file, else the report in the chosen format.
+pub fn write(profile: &Profile, view: &ViewArgs, output: Option<&Path>) -> Result<()> {
+    match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let mut f = std::io::BufWriter::new(file);
+            if is_snapshot_path(path) {
+                profile.write_snapshot(&mut f)?;
+            } else {
+                render(profile, view, &mut f)?;
+            }
+            f.flush()
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            render(profile, view, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn render(profile: &Profile, view: &ViewArgs, out: &mut dyn Write) -> Result<()> {
+    let opts = view.render_options(profile)?;
+    let format = match view.format {
+        Format::Text => sprig_callgraph::Format::Text,
+        Format::Json => sprig_callgraph::Format::Json,
+        Format::Collapsed => sprig_callgraph::Format::Collapsed,
+    };
+    format.renderer().render(profile, &opts, out)?;
+    Ok(())
+}
+
+/// Reads a `.sprig` snapshot.
+pub fn read_snapshot(path: &Path) -> Result<Profile> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut r = std::io::BufReader::new(file);
+    Profile::read_snapshot(&mut r)
+        .with_context(|| format!("{} is not a readable sprig snapshot", path.display()))
+}
+
+/// `sprig report FILE.sprig`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A snapshot written by `sprig profile ... -o FILE.sprig`.
+    pub snapshot: PathBuf,
+
+    #[command(flatten)]
+    pub view: ViewArgs,
+
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn report(args: &ReportArgs) -> Result<()> {
+    args.view.validate()?;
+    let profile = read_snapshot(&args.snapshot)?;
+    write(&profile, &args.view, args.output.as_deref())
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// The merged trees side by side with the change per node.
+    Text,
+    /// `frame;frame self_a self_b` lines (differential flame graphs).
+    Collapsed,
+}
+
+/// `sprig diff A.sprig B.sprig`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The baseline snapshot.
+    pub a: PathBuf,
+    /// The snapshot compared against it.
+    pub b: PathBuf,
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Hide nodes below this percentage of the roots' time.
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_percent: f64,
+    /// Show at most this many levels.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+}
+
+pub fn diff(args: &DiffArgs) -> Result<()> {
+    if !(args.min_percent.is_finite() && (0.0..=100.0).contains(&args.min_percent)) {
+        bail!(
+            "--min-percent must be between 0 and 100, not {}",
+            args.min_percent
+        );
+    }
+    let a = read_snapshot(&args.a)?;
+    let b = read_snapshot(&args.b)?;
+    let d = sprig_callgraph::diff(&a, &b);
+    let opts = RenderOptions {
+        min_percent: args.min_percent,
+        max_depth: args.depth,
+        ..RenderOptions::default()
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        DiffFormat::Text => DiffText.render(&d, &opts, &mut out)?,
+        DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, &mut out)?,
+    }
+    out.flush()?;
+    Ok(())
+}
