@@ -11,6 +11,10 @@ use crate::pattern::{MethodPattern, PatternError};
 /// documentation of [`crate::reveal`]).
 pub const DEFAULT_EXCLUDES: &[&str] = &["java.**", "javax.**", "jdk.**", "sun.**", "com.sun.**"];
 
+/// Filtered supertypes whose methods the callback rule considers: the JDK
+/// code that receives user objects and calls them back.
+pub const CALLBACK_TYPES: &[&str] = &["java.**"];
+
 /// The profiler's own classes: never instrumented, whatever the patterns say.
 pub const SPRIG_CLASSES: &str = "sprig.**";
 
@@ -75,6 +79,7 @@ pub struct Filters {
     exclude: Vec<ClassFilter>,
     defaults: Vec<ClassFilter>,
     sprig: ClassFilter,
+    callback_types: Vec<ClassFilter>,
     /// Internal name → instrumentable.
     cache: RefCell<HashMap<String, bool>>,
 }
@@ -87,6 +92,7 @@ impl Filters {
             exclude,
             defaults: DEFAULT_EXCLUDES.iter().map(|t| fixed(t)).collect(),
             sprig: fixed(SPRIG_CLASSES),
+            callback_types: CALLBACK_TYPES.iter().map(|t| fixed(t)).collect(),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -99,6 +105,18 @@ impl Filters {
         let v = self.decide(internal);
         self.cache.borrow_mut().insert(internal.to_string(), v);
         v
+    }
+
+    /// Whether the callback rule considers methods of this (filtered)
+    /// supertype: it is not instrumentable and [`CALLBACK_TYPES`] names it.
+    pub fn calls_back(&self, internal: &str) -> bool {
+        if self.instrumentable(internal) {
+            return false;
+        }
+        let dotted = internal.replace('/', ".");
+        self.callback_types
+            .iter()
+            .any(|f| f.matches_dotted(&dotted))
     }
 
     /// Whether the class can never be instrumented, not even as a root: an

@@ -39,11 +39,18 @@
 //!    constructors or instance methods is reachable (its instances flow
 //!    through the subgraph). Once the subgraph has called into filtered code
 //!    at all (any call other than `Object.<init>`), every live class gets its
-//!    overrides of methods declared by its filtered supertypes marked
-//!    reachable (edge kind `Callback`): `Comparator.compare`, `Runnable.run`,
-//!    `Callable.call`, `Function.apply`, `Iterable.iterator`,
-//!    `Comparable.compareTo`, `Object.equals/hashCode/toString`, … —
-//!    `finalize` excepted (the finalizer thread never runs inside the root).
+//!    overrides of methods declared by its filtered `java.*` supertypes
+//!    marked reachable (edge kind `Callback`): `Comparator.compare`,
+//!    `Runnable.run`, `Callable.call`, `Function.apply`,
+//!    `Iterable.iterator`, `Comparable.compareTo`,
+//!    `Object.equals/hashCode/toString`, … — `finalize` excepted (the
+//!    finalizer thread never runs inside the root). Only `java.*` supertypes
+//!    count ([`CALLBACK_TYPES`]): the class library is what takes objects
+//!    and calls them back, while the other JDK packages are mostly API
+//!    interfaces a program implements *and calls itself*
+//!    (`javax.lang.model`, `com.sun.source` in javac), which rule 2 already
+//!    covers. Counting them too instruments ~780 more never-called javac
+//!    methods (see `tests/reveal_javac.rs`).
 //!
 //! Missed by design: objects of a class none of whose constructors or
 //! instance methods is reachable in the subgraph (created before the root
@@ -96,7 +103,9 @@ use sprig_rewriter::{CallKind, CallSite, ClassInfo};
 
 use crate::pattern::MethodPattern;
 
-pub use filter::{ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES};
+pub use filter::{
+    CALLBACK_TYPES, ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES,
+};
 pub use hierarchy::{Hierarchy, LoadedClass, has_code, is_virtual};
 
 use hierarchy::ACC_STATIC;
@@ -782,7 +791,7 @@ impl Revealer {
             .supertypes(class)
             .into_iter()
             .skip(1)
-            .filter(|s| !self.filters.instrumentable(s))
+            .filter(|s| self.filters.calls_back(s))
             .collect();
         let keys: Vec<MethodKey> = loaded
             .methods
