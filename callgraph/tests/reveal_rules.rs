@@ -1,0 +1,606 @@
+//! Revelation rules on small hand-made class models: filters, calls to
+//! classes not loaded yet, inherited implementations, abstract roots, class
+//! loaders, and the call protocol. (The tests on real javac output are in
+//! `reveal_java.rs` and `reveal_javac.rs`.)
+
+use sprig_callgraph::pattern::MethodPattern;
+use sprig_callgraph::reveal::{
+    ClassFilter, EdgeKind, Filters, LoadOutcome, MethodId, MethodKey, RevealConfig, RevealError,
+    Revealer, Scheme,
+};
+use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
+
+const PUBLIC: u16 = 0x0001;
+const STATIC: u16 = 0x0008;
+const INTERFACE: u16 = 0x0200 | 0x0400;
+const ABSTRACT: u16 = 0x0400;
+
+/// A method: (name, descriptor, access, has_calls); abstract ones get no code.
+type M<'a> = (&'a str, &'a str, u16, bool);
+
+fn class(name: &str, sup: Option<&str>, ifaces: &[&str], access: u16, methods: &[M]) -> ClassInfo {
+    ClassInfo {
+        name: name.into(),
+        super_name: sup.map(Into::into),
+        interfaces: ifaces.iter().map(|s| s.to_string()).collect(),
+        access,
+        major_version: 61,
+        methods: methods
+            .iter()
+            .map(|&(n, d, a, calls)| MethodInfo {
+                name: n.into(),
+                descriptor: d.into(),
+                access: a,
+                code_length: if a & ABSTRACT != 0 { 0 } else { 5 },
+                has_calls: calls,
+            })
+            .collect(),
+    }
+}
+
+fn site(kind: CallKind, owner: &str, name: &str, desc: &str) -> CallSite {
+    CallSite {
+        kind,
+        owner: owner.into(),
+        name: name.into(),
+        descriptor: desc.into(),
+        offset: 0,
+    }
+}
+
+fn load(rv: &mut Revealer, info: ClassInfo) -> LoadOutcome {
+    rv.on_class_loaded(info, 1, Vec::new)
+}
+
+fn names(out: &LoadOutcome) -> Vec<&str> {
+    out.methods.iter().map(|m| m.name.as_str()).collect()
+}
+
+fn object() -> ClassInfo {
+    class(
+        "java/lang/Object",
+        None,
+        &[],
+        PUBLIC,
+        &[
+            ("<init>", "()V", PUBLIC, false),
+            ("toString", "()Ljava/lang/String;", PUBLIC, true),
+            ("hashCode", "()I", PUBLIC | 0x0100, false),
+            ("finalize", "()V", 0x0004, false),
+        ],
+    )
+}
+
+fn lazy() -> Revealer {
+    Revealer::new(RevealConfig::default())
+}
+
+fn root(rv: &mut Revealer, p: &str) {
+    rv.add_root(MethodPattern::parse(p).unwrap());
+}
+
+fn key(c: &str, n: &str, d: &str) -> MethodKey {
+    MethodKey::new(c, n, d)
+}
+
+#[test]
+fn filters_default_include_exclude_and_sprig() {
+    let f = |inc: &[&str], exc: &[&str]| {
+        Filters::new(
+            inc.iter().map(|t| ClassFilter::parse(t).unwrap()).collect(),
+            exc.iter().map(|t| ClassFilter::parse(t).unwrap()).collect(),
+        )
+    };
+    let d = f(&[], &[]);
+    for jdk in [
+        "java/util/ArrayList",
+        "javax/swing/JFrame",
+        "jdk/internal/misc/Unsafe",
+        "sun/nio/ch/Net",
+        "com/sun/tools/javac/main/JavaCompiler",
+        "sprig/rt/Probe",
+        "[Ljava/lang/String;",
+        "app/App$$Lambda$14+0x0000000800c01234",
+    ] {
+        assert!(!d.instrumentable(jdk), "{jdk}");
+    }
+    assert!(d.instrumentable("com/acme/Foo"));
+    assert!(
+        d.instrumentable("javaish/Foo"),
+        "java.** is the java package only"
+    );
+    let javac = f(&["com.sun.tools.javac.**"], &["com.sun.tools.javac.util.*"]);
+    assert!(javac.instrumentable("com/sun/tools/javac/main/JavaCompiler"));
+    assert!(javac.instrumentable("com/sun/tools/javac/code/Symbol$ClassSymbol"));
+    assert!(
+        !javac.instrumentable("com/sun/tools/javac/util/List"),
+        "exclude wins"
+    );
+    assert!(!javac.instrumentable("com/sun/source/tree/Tree"));
+    let sprig = f(&["sprig.**"], &[]);
+    assert!(!sprig.instrumentable("sprig/rt/Probe"), "never sprig's own");
+    // A class name also covers its nested classes.
+    let nested = f(&[], &["com.acme.Outer"]);
+    assert!(!nested.instrumentable("com/acme/Outer$Inner"));
+    assert!(nested.instrumentable("com/acme/OuterX"));
+    assert!(f(&["java.util.*"], &[]).instrumentable("java/util/ArrayList"));
+    assert!(!f(&["java.util.*"], &[]).instrumentable("java/util/concurrent/Executors"));
+    let err = ClassFilter::parse("com..acme").unwrap_err();
+    assert!(err.to_string().contains("com..acme"));
+    assert!(RevealConfig::with_patterns(Scheme::Lazy, &["a.**"], &["::"]).is_err());
+}
+
+#[test]
+fn calls_into_classes_not_loaded_yet_wait_for_their_load() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    root(&mut rv, "a.Main::run");
+    let out = load(
+        &mut rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("run", "()V", STATIC, true)],
+        ),
+    );
+    assert_eq!(names(&out), ["run"]);
+    assert!(out.methods[0].is_root && out.methods[0].needs_first_call_check);
+    let run = out.methods[0].id;
+    let base = class(
+        "a/Base",
+        Some("java/lang/Object"),
+        &[],
+        PUBLIC,
+        &[
+            ("helper", "()V", STATIC, false),
+            ("other", "()V", STATIC, false),
+        ],
+    );
+    load(&mut rv, base);
+    // run calls Sub.helper (inherited from Base, Sub not loaded) and Late.go.
+    let r = rv
+        .on_first_call(
+            run,
+            &[
+                site(CallKind::Static, "a/Sub", "helper", "()V"),
+                site(CallKind::Static, "a/Late", "go", "()V"),
+            ],
+        )
+        .unwrap();
+    assert!(r.classes.is_empty(), "nothing loaded to instrument yet");
+    let stats = rv.stats();
+    assert_eq!(stats.reachable_unloaded, 2);
+    assert_eq!(stats.instrumented, 1);
+    // Late loads: go is handed out in the load.
+    let late = load(
+        &mut rv,
+        class(
+            "a/Late",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("go", "()V", STATIC, false)],
+        ),
+    );
+    assert_eq!(names(&late), ["go"]);
+    assert!(!late.methods[0].needs_first_call_check, "leaf");
+    assert_eq!(
+        rv.revealed_by(&key("a/Late", "go", "()V")),
+        Some(EdgeKind::Static)
+    );
+    // Sub loads, declaring nothing: Base.helper is instrumented by
+    // redefining Base, which was loaded already.
+    let sub = load(&mut rv, class("a/Sub", Some("a/Base"), &[], PUBLIC, &[]));
+    assert!(sub.methods.is_empty());
+    assert_eq!(sub.redefine.classes.len(), 1);
+    assert_eq!(sub.redefine.classes[0].class, "a/Base");
+    let m = &sub.redefine.classes[0].methods;
+    assert_eq!(
+        (m.len(), m[0].name.as_str(), m[0].added),
+        (1, "helper", true)
+    );
+    assert!(rv.id_of(&key("a/Base", "other", "()V")).is_none());
+    assert_eq!(rv.stats().reachable_unloaded, 0);
+}
+
+#[test]
+fn interface_call_reaches_implementation_inherited_from_a_superclass() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    load(
+        &mut rv,
+        class(
+            "java/lang/Runnable",
+            Some("java/lang/Object"),
+            &[],
+            INTERFACE,
+            &[("run", "()V", PUBLIC | ABSTRACT, false)],
+        ),
+    );
+    // S has run() but does not implement Runnable; T extends S implements Runnable.
+    load(
+        &mut rv,
+        class(
+            "a/S",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("run", "()V", PUBLIC, false),
+            ],
+        ),
+    );
+    load(
+        &mut rv,
+        class(
+            "a/T",
+            Some("a/S"),
+            &["java/lang/Runnable"],
+            PUBLIC,
+            &[("<init>", "()V", PUBLIC, true)],
+        ),
+    );
+    root(&mut rv, "a.Main::main");
+    load(
+        &mut rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("main", "()V", STATIC, true)],
+        ),
+    );
+    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    let r = rv
+        .on_first_call(
+            id,
+            &[site(
+                CallKind::Interface,
+                "java/lang/Runnable",
+                "run",
+                "()V",
+            )],
+        )
+        .unwrap();
+    let classes: Vec<&str> = r.classes.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(classes, ["a/S"]);
+    assert_eq!(
+        rv.revealed_by(&key("a/S", "run", "()V")),
+        Some(EdgeKind::Interface)
+    );
+    // A Runnable loaded later gets its run instrumented as it loads.
+    let u = load(
+        &mut rv,
+        class(
+            "a/U",
+            Some("java/lang/Object"),
+            &["java/lang/Runnable"],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("run", "()V", PUBLIC, true),
+            ],
+        ),
+    );
+    assert_eq!(names(&u), ["run"]);
+    // Repeated first calls are harmless; unknown ids are errors.
+    assert!(rv.on_first_call(id, &[]).unwrap().is_empty());
+    assert_eq!(
+        rv.on_first_call(MethodId(999), &[]),
+        Err(RevealError::UnknownMethod(MethodId(999)))
+    );
+}
+
+#[test]
+fn abstract_root_makes_every_implementation_a_root() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    load(
+        &mut rv,
+        class(
+            "a/Handler",
+            Some("java/lang/Object"),
+            &[],
+            INTERFACE,
+            &[("handle", "(I)V", PUBLIC | ABSTRACT, false)],
+        ),
+    );
+    load(
+        &mut rv,
+        class(
+            "a/One",
+            Some("java/lang/Object"),
+            &["a/Handler"],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("handle", "(I)V", PUBLIC, true),
+            ],
+        ),
+    );
+    root(&mut rv, "a.Handler::handle");
+    let r = rv.take_redefinitions();
+    assert_eq!(r.classes.len(), 1);
+    let one = &r.classes[0];
+    assert_eq!(
+        (one.class.as_str(), one.methods[0].is_root),
+        ("a/One", true)
+    );
+    let two = load(
+        &mut rv,
+        class(
+            "a/Two",
+            Some("java/lang/Object"),
+            &["a/Handler"],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("handle", "(I)V", PUBLIC, false),
+            ],
+        ),
+    );
+    assert_eq!(names(&two), ["handle"]);
+    assert!(two.methods[0].is_root);
+    assert_eq!(rv.stats().revealed_by[&EdgeKind::Root], 2);
+}
+
+#[test]
+fn root_named_late_marks_an_instrumented_method_and_redefines_it() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    root(&mut rv, "a.A::a");
+    load(
+        &mut rv,
+        class(
+            "a/A",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("a", "()V", STATIC, true), ("b", "()V", STATIC, false)],
+        ),
+    );
+    let a = rv.id_of(&key("a/A", "a", "()V")).unwrap();
+    let r = rv
+        .on_first_call(a, &[site(CallKind::Static, "a/A", "b", "()V")])
+        .unwrap();
+    let b = &r.classes[0].methods;
+    assert_eq!(
+        b.len(),
+        2,
+        "a batch lists every instrumented method of the class"
+    );
+    assert_eq!(b.iter().filter(|m| m.added).count(), 1);
+    root(&mut rv, "a.A::b");
+    let r = rv.take_redefinitions();
+    let b = r.classes[0].methods.iter().find(|m| m.name == "b").unwrap();
+    assert!(b.is_root && !b.added);
+    assert_eq!(
+        rv.revealed_by(&key("a/A", "b", "()V")),
+        Some(EdgeKind::Static)
+    );
+}
+
+#[test]
+fn roots_in_default_excluded_classes_but_never_in_excluded_ones() {
+    let config =
+        RevealConfig::with_patterns(Scheme::Lazy, &[], &["com.sun.tools.javac.util.**"]).unwrap();
+    let mut rv = Revealer::new(config);
+    load(&mut rv, object());
+    root(&mut rv, "com.sun.tools.javac.main.JavaCompiler::compile");
+    root(&mut rv, "com.sun.tools.javac.util.Log::error");
+    let c = load(
+        &mut rv,
+        class(
+            "com/sun/tools/javac/main/JavaCompiler",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[
+                ("compile", "()V", PUBLIC, true),
+                ("other", "()V", PUBLIC, true),
+            ],
+        ),
+    );
+    assert_eq!(names(&c), ["compile"]);
+    let l = load(
+        &mut rv,
+        class(
+            "com/sun/tools/javac/util/Log",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("error", "()V", PUBLIC, true)],
+        ),
+    );
+    assert!(l.methods.is_empty());
+    // Callees of the root stay filtered (no include pattern).
+    let id = c.methods[0].id;
+    let r = rv
+        .on_first_call(
+            id,
+            &[site(
+                CallKind::Virtual,
+                "com/sun/tools/javac/main/JavaCompiler",
+                "other",
+                "()V",
+            )],
+        )
+        .unwrap();
+    assert!(r.classes.is_empty());
+}
+
+#[test]
+fn a_second_class_loader_gets_the_same_methods_and_ids() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    root(&mut rv, "a.A::*");
+    let info = class(
+        "a/A",
+        Some("java/lang/Object"),
+        &[],
+        PUBLIC,
+        &[("<init>", "()V", PUBLIC, true), ("x", "()V", PUBLIC, false)],
+    );
+    let first = rv.on_class_loaded(info.clone(), 7, Vec::new);
+    let second = rv.on_class_loaded(info, 8, Vec::new);
+    assert_eq!(names(&first), ["<init>", "x"]);
+    let ids = |o: &LoadOutcome| o.methods.iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(ids(&first), ids(&second));
+    assert!(second.methods.iter().all(|m| !m.added));
+    assert_eq!(rv.hierarchy().get("a/A").unwrap().loaders, [7, 8]);
+    assert_eq!(rv.stats().loaded_classes, 2);
+}
+
+#[test]
+fn callback_rule_marks_overrides_of_java_methods_in_live_classes_only() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    let cmp = "(Ljava/lang/Object;Ljava/lang/Object;)I";
+    load(
+        &mut rv,
+        class(
+            "java/util/Comparator",
+            Some("java/lang/Object"),
+            &[],
+            INTERFACE,
+            &[("compare", cmp, PUBLIC | ABSTRACT, false)],
+        ),
+    );
+    for c in ["a/Live", "a/Dead"] {
+        load(
+            &mut rv,
+            class(
+                c,
+                Some("java/lang/Object"),
+                &["java/util/Comparator"],
+                PUBLIC,
+                &[
+                    ("<init>", "()V", PUBLIC, true),
+                    ("compare", cmp, PUBLIC, false),
+                    ("toString", "()Ljava/lang/String;", PUBLIC, false),
+                    ("finalize", "()V", PUBLIC, false),
+                    ("own", "()V", PUBLIC, false),
+                ],
+            ),
+        );
+    }
+    root(&mut rv, "a.Main::main");
+    load(
+        &mut rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("main", "()V", STATIC, true)],
+        ),
+    );
+    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    // main: new Live(); Collections.sort(list, live)
+    let r = rv
+        .on_first_call(
+            id,
+            &[
+                site(CallKind::Special, "a/Live", "<init>", "()V"),
+                site(
+                    CallKind::Static,
+                    "java/util/Collections",
+                    "sort",
+                    "(Ljava/util/List;Ljava/util/Comparator;)V",
+                ),
+            ],
+        )
+        .unwrap();
+    let live: Vec<&str> = r.classes[0]
+        .methods
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(r.classes.len(), 1);
+    assert_eq!(live, ["<init>", "compare", "toString"]);
+    assert_eq!(
+        rv.revealed_by(&key("a/Live", "compare", cmp)),
+        Some(EdgeKind::Callback)
+    );
+    assert!(rv.id_of(&key("a/Dead", "compare", cmp)).is_none());
+}
+
+#[test]
+fn eager_scans_everything_reachable_at_once() {
+    let mut rv = Revealer::new(RevealConfig {
+        scheme: Scheme::Eager,
+        ..RevealConfig::default()
+    });
+    load(&mut rv, object());
+    let methods: &[M] = &[
+        ("a", "()V", STATIC, true),
+        ("b", "()V", STATIC, true),
+        ("c", "()V", STATIC, false),
+        ("d", "()V", STATIC, false),
+    ];
+    load(
+        &mut rv,
+        class("a/A", Some("java/lang/Object"), &[], PUBLIC, methods),
+    );
+    root(&mut rv, "a.A::a");
+    let calls = |k: &MethodKey| -> Option<Vec<CallSite>> {
+        match k.name.as_str() {
+            "a" => Some(vec![site(CallKind::Static, "a/A", "b", "()V")]),
+            "b" => Some(vec![
+                site(CallKind::Static, "a/A", "c", "()V"),
+                site(CallKind::Static, "a/B", "e", "()V"),
+            ]),
+            _ => Some(Vec::new()),
+        }
+    };
+    let r = rv.reveal_all(calls);
+    let m: Vec<&str> = r.classes[0]
+        .methods
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(m, ["a", "b", "c"]);
+    assert!(
+        r.classes[0]
+            .methods
+            .iter()
+            .all(|m| !m.needs_first_call_check)
+    );
+    // B loads later: e is scanned with B's own call sites at its load.
+    let out = rv.on_class_loaded(
+        class(
+            "a/B",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("e", "()V", STATIC, true), ("f", "()V", STATIC, false)],
+        ),
+        1,
+        || {
+            vec![
+                (
+                    "e".into(),
+                    "()V".into(),
+                    vec![
+                        site(CallKind::Static, "a/B", "f", "()V"),
+                        site(CallKind::Static, "a/A", "d", "()V"),
+                    ],
+                ),
+                ("f".into(), "()V".into(), Vec::new()),
+            ]
+        },
+    );
+    assert_eq!(names(&out), ["e", "f"]);
+    // d (in A, already loaded) is a redefinition, and waits for a scan
+    // since only B's call sites were at hand.
+    assert_eq!(out.redefine.classes[0].class, "a/A");
+    assert!(out.scan_pending, "d waits for a scan");
+    assert_eq!(rv.stats().scanned, 5);
+    let r = rv.reveal_all(calls);
+    assert!(r.classes.is_empty());
+    assert_eq!(rv.stats().scanned, 6);
+}
