@@ -32,6 +32,8 @@ static PROFILING: AtomicBool = AtomicBool::new(false);
 static RING_DEAD: AtomicBool = AtomicBool::new(false);
 /// Threads currently inside a root context (mirrored into `Probe.active`).
 static ACTIVE_THREADS: AtomicI32 = AtomicI32::new(0);
+/// Whether `Probe.active` was last written non-zero.
+static PUBLISHED: AtomicBool = AtomicBool::new(false);
 static LOST: AtomicU64 = AtomicU64::new(0);
 static WAIT_BOUND_MS: AtomicU32 = AtomicU32::new(1000);
 static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
@@ -199,7 +201,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
 
 /// `Probe.nRootExit`: exit of a root method.
 #[inline]
-pub fn root_exit(id: u32, jni: Jni<'_>) {
+pub fn root_exit(id: u32) {
     let _ = STATE.try_with(|s| {
         let d = s.depth.get();
         if d == 0 || !s.current() {
@@ -209,7 +211,7 @@ pub fn root_exit(id: u32, jni: Jni<'_>) {
         s.depth.set(d - 1);
         if d == 1 {
             s.push(Event::new(EventKind::RootExit, id, ts));
-            close_root_context(jni);
+            close_root_context();
         } else {
             s.push(Event::new(EventKind::MethodExit, id, ts));
         }
@@ -243,21 +245,52 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
 }
 
 fn open_root_context(jni: Jni<'_>) {
-    if ACTIVE_THREADS.fetch_add(1, Ordering::AcqRel) == 0 {
-        probe_class::publish_active(jni, active_value);
+    // SeqCst pairs with `settle_active`: either this thread sees the flag
+    // cleared and publishes, or the settling thread sees this count.
+    ACTIVE_THREADS.fetch_add(1, Ordering::SeqCst);
+    if !PUBLISHED.load(Ordering::SeqCst) {
+        publish(jni);
     }
 }
 
-fn close_root_context(jni: Jni<'_>) {
-    if ACTIVE_THREADS.fetch_sub(1, Ordering::AcqRel) == 1 {
-        probe_class::publish_active(jni, active_value);
+/// Leaving a root context only counts down: `Probe.active` is lowered by
+/// the control thread (`settle_active`), so a root called in a tight loop
+/// does not write the Java field twice per call. Until then plain probes
+/// outside a root context take the native call and return at once.
+fn close_root_context() {
+    ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Writes `Probe.active` (under the probe class's write lock).
+fn publish(jni: Jni<'_>) {
+    probe_class::publish_active(jni, || {
+        let v = active_value();
+        PUBLISHED.store(v > 0, Ordering::SeqCst);
+        if v == 0 {
+            // A thread may have entered since `active_value` read the
+            // count and seen the flag still set: look again.
+            let again = active_value();
+            if again > 0 {
+                PUBLISHED.store(true, Ordering::SeqCst);
+                return again;
+            }
+        }
+        v
+    });
+}
+
+/// Control thread, every tick: lowers `Probe.active` to 0 once no thread is
+/// inside a root context.
+pub fn settle_active(jni: Jni<'_>) {
+    if PUBLISHED.load(Ordering::SeqCst) && ACTIVE_THREADS.load(Ordering::SeqCst) <= 0 {
+        publish(jni);
     }
 }
 
 /// The value `Probe.active` should hold now.
 fn active_value() -> i32 {
-    if PROFILING.load(Ordering::Acquire) {
-        ACTIVE_THREADS.load(Ordering::Acquire)
+    if PROFILING.load(Ordering::SeqCst) {
+        ACTIVE_THREADS.load(Ordering::SeqCst).max(0)
     } else {
         0
     }
@@ -269,10 +302,10 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);
-    ACTIVE_THREADS.store(0, Ordering::Release);
+    ACTIVE_THREADS.store(0, Ordering::SeqCst);
     GENERATION.fetch_add(1, Ordering::AcqRel);
-    PROFILING.store(true, Ordering::Release);
-    probe_class::publish_active(jni, active_value);
+    PROFILING.store(true, Ordering::SeqCst);
+    publish(jni);
     probe_class::set_on(jni, true);
 }
 
@@ -282,7 +315,7 @@ pub fn stop(jni: Jni<'_>) {
     PROFILING.store(false, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     probe_class::set_on(jni, false);
-    probe_class::publish_active(jni, active_value);
+    publish(jni);
 }
 
 /// Retires the ring (frames still running old instrumented code write into

@@ -391,6 +391,7 @@ impl Session {
         let mut last_status = Instant::now();
         let end = loop {
             flush_outbox();
+            probe::settle_active(jni);
             if VM_DEAD.load(Ordering::Acquire) {
                 break End::VmDeath;
             }

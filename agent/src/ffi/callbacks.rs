@@ -32,12 +32,8 @@ extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
     });
 }
 
-extern "system" fn n_root_exit(env: *mut JNIEnv, _cls: jclass, id: jint) {
-    guard(|| {
-        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
-        let jni = unsafe { Jni::from_raw(env) };
-        crate::probe::root_exit(id as u32, jni)
-    });
+extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| crate::probe::root_exit(id as u32));
 }
 
 type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);

@@ -84,6 +84,12 @@ public class Bench {
 
     static void outside(int n, int rounds) {
         long pair = Long.MAX_VALUE, plain = Long.MAX_VALUE, nano = Long.MAX_VALUE;
+        long rootCall = Long.MAX_VALUE;
+        for (int r = 0; r < rounds; r++) {
+            // `empty` is a root: each call opens and closes a root context.
+            rootCall = Math.min(rootCall, loopInstrumented(n));
+        }
+        report("outside_root_call", rootCall, n);
         for (int r = 0; r < rounds; r++) {
             pair = Math.min(pair, loopProbePair(n));
             plain = Math.min(plain, loopPlain(n));
@@ -92,6 +98,30 @@ public class Bench {
         report("outside_pair", pair, n);
         report("outside_plain", plain, n);
         report("outside_nanotime", nano, n);
+    }
+
+    /** A small unit of work, the root of the throughput runs. */
+    public static int work(int x) {
+        int h = x;
+        for (int k = 0; k < 8; k++) {
+            h = h * 31 + k;
+        }
+        return h;
+    }
+
+    /** Prints "tput W CALLS" for each of `windows` windows of `ms` milliseconds. */
+    static void tput(int windows, int ms) {
+        for (int w = 0; w < windows; w++) {
+            long end = System.nanoTime() + ms * 1000000L;
+            long calls = 0;
+            while (System.nanoTime() < end) {
+                for (int i = 0; i < 1000; i++) {
+                    acc += work(i);
+                }
+                calls += 1000;
+            }
+            System.out.println("tput " + w + " " + calls);
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -105,6 +135,9 @@ public class Bench {
                 int rounds = Integer.parseInt(w[2]);
                 root(n, rounds);
                 outside(n, rounds);
+                System.out.println("done");
+            } else if (w[0].equals("tput")) {
+                tput(Integer.parseInt(w[1]), Integer.parseInt(w[2]));
                 System.out.println("done");
             } else if (w[0].equals("quit")) {
                 return;
