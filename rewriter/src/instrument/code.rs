@@ -65,6 +65,7 @@ const INVOKESTATIC: u8 = 184;
 const NEW: u8 = 187;
 const ATHROW: u8 = 191;
 const WIDE: u8 = 196;
+const RET: u8 = 169;
 
 pub(crate) fn is_branch16(op: u8) -> bool {
     matches!(op, 153..=168 | 198 | 199)
@@ -238,9 +239,11 @@ pub(crate) struct Plan<'p> {
     pub(crate) id_push: &'p [u8],
     pub(crate) entry_ref: u16,
     pub(crate) exit_ref: u16,
-    /// For constructors: index of the `super(...)`/`this(...)` call after
-    /// which the entry probe goes. None: the entry probe starts the method.
-    pub(crate) entry_after: Option<usize>,
+    /// Constructors get their entry probe after the `super(...)`/`this(...)`
+    /// call(s) in `entry_after`; other methods at the start.
+    pub(crate) constructor: bool,
+    /// Sorted indices of the instructions after which the entry probe goes.
+    pub(crate) entry_after: Vec<u32>,
 }
 
 impl Plan<'_> {
@@ -248,11 +251,14 @@ impl Plan<'_> {
         self.id_push.len() as u32 + 3
     }
     fn prologue_len(&self) -> u32 {
-        if self.entry_after.is_none() {
-            self.probe_len()
-        } else {
+        if self.constructor {
             0
+        } else {
+            self.probe_len()
         }
+    }
+    fn entry_after(&self, i: usize) -> bool {
+        self.constructor && self.entry_after.binary_search(&(i as u32)).is_ok()
     }
     fn emit_probe(&self, out: &mut Vec<u8>, method: u16) {
         out.extend_from_slice(self.id_push);
@@ -295,7 +301,7 @@ pub(crate) fn layout(s: &mut Scratch, plan: &Plan<'_>) -> u32 {
             }
             s.at[i] = pos;
             pos += new_size(ins, s.wide[i], pos);
-            if plan.entry_after == Some(i) {
+            if plan.entry_after(i) {
                 pos += probe;
             }
         }
@@ -328,7 +334,7 @@ pub(crate) fn widened_conditionals(s: &Scratch) -> impl Iterator<Item = usize> +
 
 /// Writes the relocated code (probes included, handler excluded).
 pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>) {
-    if plan.entry_after.is_none() {
+    if !plan.constructor {
         plan.emit_probe(out, plan.entry_ref);
     }
     for (i, ins) in s.insns.iter().enumerate() {
@@ -384,41 +390,116 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
             }
             _ => out.extend_from_slice(old),
         }
-        if plan.entry_after == Some(i) {
+        if plan.entry_after(i) {
             plan.emit_probe(out, plan.entry_ref);
         }
     }
 }
 
-/// Finds the `invokespecial <init>` that initializes `this` in a
-/// constructor: the first one not paired with a preceding `new`.
-pub(crate) fn constructor_call(
+/// Where `this` is initialized in a constructor, from a flow analysis
+/// over branches, switches, `jsr` and exception edges.
+pub(crate) struct CtorFlow {
+    /// Indices of the `invokespecial <init>` calls that initialize `this`
+    /// (one per path; several when branches call different constructors).
+    pub(crate) calls: Vec<u32>,
+    /// Per instruction: reachable with `this` already initialized.
+    pub(crate) init: Vec<bool>,
+}
+
+/// Follows every path of a constructor, tracking whether `this` is
+/// initialized and how many `new` objects await their `<init>` call: an
+/// `invokespecial <init>` with none pending initializes `this`.
+pub(crate) fn constructor_flow(
     code: &[u8],
+    exceptions: &[u8],
     s: &Scratch,
     cf: &ClassFile<'_>,
-) -> Result<usize, SkipReason> {
-    let mut pending = 0u32;
-    let mut found = None;
-    for (i, ins) in s.insns.iter().enumerate() {
+) -> Result<CtorFlow, SkipReason> {
+    let n = s.insns.len();
+    let mut handlers = Vec::with_capacity(exceptions.len() / 8);
+    for e in exceptions.chunks_exact(8) {
+        let start = u32::from(u16::from_be_bytes([e[0], e[1]]));
+        let end = u32::from(u16::from_be_bytes([e[2], e[3]]));
+        let h = u32::from(u16::from_be_bytes([e[4], e[5]]));
+        let hi = index_of(&s.insns, h)
+            .ok_or_else(|| unsupported(format!("handler at {h} is not an instruction start")))?;
+        handlers.push((start, end, hi as usize));
+    }
+    let mut state: Vec<Option<(bool, u32)>> = vec![None; n];
+    let mut work = vec![0usize];
+    state[0] = Some((false, 0));
+    let mut calls = Vec::new();
+    fn merge(
+        state: &mut [Option<(bool, u32)>],
+        work: &mut Vec<usize>,
+        j: usize,
+        st: (bool, u32),
+    ) -> Result<(), SkipReason> {
+        match state[j] {
+            None => {
+                state[j] = Some(st);
+                work.push(j);
+                Ok(())
+            }
+            Some(x) if x == st => Ok(()),
+            Some(_) => Err(unsupported(
+                "constructor: paths disagree on whether this is initialized",
+            )),
+        }
+    }
+    while let Some(i) = work.pop() {
+        let Some((init, pending)) = state[i] else {
+            continue;
+        };
+        let ins = s.insns[i];
+        for &(st, en, h) in &handlers {
+            if ins.off >= st && ins.off < en {
+                merge(&mut state, &mut work, h, (init, 0))?;
+            }
+        }
+        let mut out = (init, pending);
         match ins.op {
-            NEW => pending += 1,
+            NEW => {
+                out.1 = pending
+                    .checked_add(1)
+                    .ok_or_else(|| unsupported("too many new"))?
+            }
             INVOKESPECIAL => {
                 let p = ins.off as usize;
                 let idx = u16::from_be_bytes([code[p + 1], code[p + 2]]);
                 if cf.member_name(idx)? == b"<init>" {
                     if pending > 0 {
-                        pending -= 1;
-                    } else if found.is_some() {
-                        return Err(unsupported("constructor has several super()/this() calls"));
+                        out.1 = pending - 1;
+                    } else if !init {
+                        out.0 = true;
+                        calls.push(i as u32);
                     } else {
-                        found = Some(i);
+                        return Err(unsupported(
+                            "constructor: <init> called on an initialized this",
+                        ));
                     }
                 }
             }
             _ => {}
         }
+        for &t in &s.targets[ins.t0 as usize..(ins.t0 + ins.tn) as usize] {
+            merge(&mut state, &mut work, t as usize, out)?;
+        }
+        let ends = matches!(
+            ins.op,
+            GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
+        ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET));
+        if !ends && i + 1 < n {
+            merge(&mut state, &mut work, i + 1, out)?;
+        }
     }
-    found.ok_or_else(|| unsupported("constructor without a super()/this() call"))
+    if calls.is_empty() {
+        return Err(unsupported("constructor without a super()/this() call"));
+    }
+    calls.sort_unstable();
+    calls.dedup();
+    let init = state.iter().map(|x| matches!(x, Some((true, _)))).collect();
+    Ok(CtorFlow { calls, init })
 }
 
 /// Maps an original offset to its new place, for debug tables: offset 0
@@ -519,8 +600,6 @@ impl<'a> CodeAttr<'a> {
 /// Everything `rewrite` needs besides the code itself.
 pub(crate) struct MethodJob<'p> {
     pub(crate) plan: Plan<'p>,
-    /// `<init>` of a class other than java/lang/Object.
-    pub(crate) constructor: bool,
 }
 
 /// Rewrites one `Code` attribute (header included) with probes.
@@ -534,9 +613,13 @@ pub(crate) fn rewrite(
     let ca = CodeAttr::parse(attr)?;
     let code_len = ca.code.len() as u32;
     decode(ca.code, s)?;
-    if job.constructor {
-        job.plan.entry_after = Some(constructor_call(ca.code, s, cf)?);
-    }
+    let ctor = if job.plan.constructor {
+        let f = constructor_flow(ca.code, ca.exceptions, s, cf)?;
+        job.plan.entry_after = f.calls.clone();
+        Some(f)
+    } else {
+        None
+    };
     let plan = &job.plan;
 
     let mut smt = None;
@@ -569,19 +652,36 @@ pub(crate) fn rewrite(
                 ));
             }
         }
-        if let (Some(k), Some((_, f))) = (plan.entry_after, &smt) {
-            let after = s.insns[k].off;
-            if f.uninit_this.iter().any(|&o| o > after) {
-                return Err(unsupported(
-                    "uninitialized this after the super()/this() call",
-                ));
+        if let (Some(c), Some((_, f))) = (&ctor, &smt) {
+            for &o in &f.uninit_this {
+                if index_of(&s.insns, o).is_some_and(|i| c.init[i as usize]) {
+                    return Err(unsupported(
+                        "a frame has uninitialized this where the flow says it is initialized",
+                    ));
+                }
             }
         }
     }
-    let cover_start = match plan.entry_after {
-        None => plan.prologue_len(),
-        Some(k) => s.pre.get(k + 1).copied().unwrap_or(end),
-    };
+    // Ranges the catch-all covers: everything after the entry probe, or in
+    // constructors every run of instructions where this is initialized.
+    let mut cover: Vec<(u32, u32)> = Vec::new();
+    match &ctor {
+        None => cover.push((plan.prologue_len(), end)),
+        Some(c) => {
+            let mut i = 0;
+            while i < c.init.len() {
+                if c.init[i] {
+                    let a = i;
+                    while i < c.init.len() && c.init[i] {
+                        i += 1;
+                    }
+                    cover.push((s.pre[a], s.pre.get(i).copied().unwrap_or(end)));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
     let max_stack = ca
         .max_stack
         .checked_add(1)
@@ -602,16 +702,18 @@ pub(crate) fn rewrite(
     out.push(INVOKESTATIC);
     put_u16(&mut out, plan.exit_ref);
     out.push(ATHROW);
-    let ne = ca.exceptions.len() / 8 + 1;
+    let ne = ca.exceptions.len() / 8 + cover.len();
     put_u16(
         &mut out,
         u16::try_from(ne).map_err(|_| unsupported("exception table full"))?,
     );
     emit_exception_table(ca.exceptions, code_len, s, end, &mut out)?;
-    put_u16(&mut out, cover_start as u16);
-    put_u16(&mut out, end as u16);
-    put_u16(&mut out, end as u16);
-    put_u16(&mut out, 0);
+    for &(a, b) in &cover {
+        put_u16(&mut out, a as u16);
+        put_u16(&mut out, b as u16);
+        put_u16(&mut out, end as u16);
+        put_u16(&mut out, 0);
+    }
 
     let throwable = if frames_required {
         pool.class(b"java/lang/Throwable")?

@@ -13,17 +13,32 @@
 //!   `ldc`/`ldc_w` of a `CONSTANT_Integer` holding the id's bit pattern.
 //!
 //! Constructors: the entry probe goes right after the `invokespecial <init>`
-//! that initializes `this` (the `super(...)`/`this(...)` call), and the
-//! catch-all covers only the code after it. An exception thrown while the
-//! arguments of `super(...)` are computed, or inside the super constructor,
-//! therefore records neither entry nor exit: every recorded entry gets
-//! exactly one exit. This keeps the handler frame trivial (no
+//! that initializes `this` (the `super(...)`/`this(...)` call; a flow
+//! analysis over branches, switches, `jsr` and exception edges finds it,
+//! one per path when different paths call different constructors), and the
+//! catch-all covers only the code where `this` is initialized (one
+//! exception-table range per run of such instructions). An exception thrown
+//! while the arguments of `super(...)` are computed, or inside the super
+//! constructor, therefore records neither entry nor exit: every recorded
+//! entry gets exactly one exit. This keeps the handler frame trivial (no
 //! `uninitializedThis`, no flagThisUninit), so it verifies on every class
-//! version and every HotSpot release; the cost is that the time spent in
-//! the super constructor call is not attributed to this constructor.
+//! version and every HotSpot release, JDK 25's flexible constructor bodies
+//! included; the cost is that the super constructor call shows up as a
+//! sibling of this constructor in the calling context tree, not a child.
+//! A StackMapTable frame with `uninitializedThis` where the flow analysis
+//! says `this` is initialized makes the method skipped, never mis-rewritten.
 //!
-//! The catch-all covers the exit probes before returns too: an exit probe
-//! that itself throws would be recorded twice. Probes must not throw.
+//! The catch-all covers the exit probes before returns too, so an exit
+//! probe that throws (say, StackOverflowError on the call) is retried once
+//! by the handler; a probe that records and then throws would be counted
+//! twice. Probes must not throw.
+//!
+//! Known limit: a conditional branch that no longer reaches after insertion
+//! is rewritten as `if<!cond> +8; goto_w L`, which makes the next
+//! instruction a branch target; with a StackMapTable this needs a frame
+//! there. When the original has one, it is used; otherwise the method is
+//! skipped (`Unsupported`) — none of the JDK 17/25 images or the system
+//! jars has such a method.
 //!
 //! Attributes inside `Code` that sprig does not know (for example javac's
 //! CharacterRangeTable) are copied unchanged; the JVM ignores them.
@@ -189,9 +204,9 @@ fn instrument_method(
             id_push: &push[..push_len],
             entry_ref,
             exit_ref,
-            entry_after: None,
+            constructor,
+            entry_after: Vec::new(),
         },
-        constructor,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
 }

@@ -944,3 +944,109 @@ fn one_method_changes_only_its_code_on_javac_classes() {
     assert!(checked >= 6, "{checked}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A constructor that calls `super()` on one path and `this()` on another
+/// (as Groovy emits): an entry probe after each call, and catch-all ranges
+/// only where `this` is initialized. Checked byte for byte and on the JVM.
+#[test]
+fn constructors_with_a_chaining_call_per_path() {
+    use std::process::Command;
+    let mut cb = Cb::default();
+    let obj = be16(cb.methodref("java/lang/Object", "<init>", "()V"));
+    let this0 = be16(cb.methodref("Multi", "<init>", "()V"));
+    let this1 = be16(cb.methodref("Multi", "<init>", "(I)V"));
+    let cls = be16(cb.class("Multi"));
+    let two = cb.code(
+        1,
+        2,
+        &[
+            0x1b, 0x99, 0, 10, 0x2a, 0xb7, obj[0], obj[1], 0xa7, 0, 7, 0x2a, 0xb7, this0[0],
+            this0[1], 0xb1,
+        ],
+        &[],
+        &[],
+    );
+    let one = cb.code(1, 1, &[0x2a, 0xb7, obj[0], obj[1], 0xb1], &[], &[]);
+    let mut main = Vec::new();
+    for v in [0x03u8, 0x04] {
+        main.extend([
+            0xbb, cls[0], cls[1], 0x59, v, 0xb7, this1[0], this1[1], 0x57,
+        ]);
+    }
+    main.push(0xb1);
+    let main = cb.code(3, 1, &main, &[], &[]);
+    let class = cb.build_named(
+        "Multi",
+        49,
+        &[
+            (1, "<init>", "(I)V", Some(two)),
+            (1, "<init>", "()V", Some(one)),
+            (9, "main", "([Ljava/lang/String;)V", Some(main)),
+        ],
+    );
+    let (out, a) = inst(&class, "<init>", "(I)V", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    let entry = be16(methodref_index(&out, "in"));
+    let exit = be16(methodref_index(&out, "out"));
+    let want = [
+        0x1b, 0x99, 0, 14, 0x2a, 0xb7, obj[0], obj[1], 0x04, 0xb8, entry[0], entry[1], 0xa7, 0, 11,
+        0x2a, 0xb7, this0[0], this0[1], 0x04, 0xb8, entry[0], entry[1], 0x04, 0xb8, exit[0],
+        exit[1], 0xb1, 0x04, 0xb8, exit[0], exit[1], 0xbf,
+    ];
+    assert_eq!(ca.code, want.as_slice());
+    assert_eq!(
+        ca.exceptions,
+        &[0, 12, 0, 15, 0, 28, 0, 0, 0, 23, 0, 28, 0, 28, 0, 0]
+    );
+
+    let ps = [ProbeSet {
+        class: "sprig/test/Probe".into(),
+        entry: "entry".into(),
+        exit: "exit".into(),
+    }];
+    let targets = [
+        target("<init>", "(I)V", 7),
+        target("<init>", "()V", 8),
+        target("main", "([Ljava/lang/String;)V", 9),
+    ];
+    let r = instrument(&class, &targets, &ps).unwrap();
+    assert_eq!(r.instrumented_count(), 3, "{:?}", r.methods);
+    let dir = std::env::temp_dir().join(format!("sprig-inst-multi-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("Multi.class"), &r.bytes).unwrap();
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/java/probe/sprig/test/Probe.java"
+    );
+    let o = Command::new("timeout")
+        .args(["120", "javac", "--release", "8", "-d"])
+        .arg(&dir)
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for java in ["java", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] {
+        if java.starts_with('/') && !std::path::Path::new(java).exists() {
+            println!("skipping {java}: not installed");
+            continue;
+        }
+        let o = Command::new("timeout")
+            .args(["120", java, "-Xverify:all", "-Xshare:off", "-cp"])
+            .arg(&dir)
+            .arg("Multi")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{java}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "PROBE 7 2 2\nPROBE 8 1 1\nPROBE 9 1 1\n",
+            "{java}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
