@@ -280,6 +280,9 @@ pub struct RootReport {
     pub instrumented: Vec<(String, u32)>,
     /// (pattern, whether some loaded class matched its class part, near matches)
     pub not_found: Vec<(String, bool, Vec<String>)>,
+    /// Patterns whose methods were found but whose classes all failed to
+    /// instrument (each failure was reported with `ClassFailed`).
+    pub failed: Vec<String>,
 }
 
 /// Instruments the root methods of every loaded class the patterns match:
@@ -351,7 +354,9 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
             let n = live.get(i).copied().unwrap_or(0);
             if n > 0 {
                 report.instrumented.push((pat.to_string(), n));
-            } else if matched[i] == 0 {
+            } else if matched[i] > 0 {
+                report.failed.push(pat.to_string());
+            } else {
                 let s = suggest::suggestions(pat, &class_methods[i], &names, 5);
                 report
                     .not_found

@@ -370,6 +370,12 @@ fn start_profiling(
     for (pattern, methods) in report.instrumented {
         send(Message::RootInstrumented { pattern, methods });
     }
+    for pattern in report.failed {
+        send(Message::Warning(format!(
+            "root {pattern}: no matching class could be instrumented (see the class failures); \
+             it stays armed for classes loaded later"
+        )));
+    }
     for (pattern, class_loaded, suggestions) in report.not_found {
         send(Message::RootNotFound {
             pattern,
