@@ -264,3 +264,38 @@ fn vm_exit_mid_profile_is_reported() {
     assert!(status.success(), "{}", jvm.transcript());
     check_flat(&cli, 1, 100);
 }
+
+#[test]
+fn a_frame_inside_the_root_at_detach_finishes_silently() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
+    wait_ready(&mut jvm);
+    let mut cli = FakeCli::new();
+    jcmd_load(&jdk, jvm.pid(), &cli.options());
+    cli.accept(jvm.pid());
+    cli.start(&["fixture.Roots::sleepy", "fixture.Roots::work"]);
+    cli.wait_msg(
+        "RootInstrumented",
+        Duration::from_secs(20),
+        |m| matches!(m, Message::RootInstrumented { pattern, .. } if pattern.ends_with("sleepy")),
+    );
+    jvm.send("slow 1500");
+    jvm.wait_for("in-root", Duration::from_secs(10), |l| l == "in-root");
+    // Detach (restore, retire the ring) while the frame is inside the root.
+    cli.detach();
+    let counts = cli.counts();
+    assert_eq!(counts["slow"].root_entry, 1);
+    assert_eq!(counts["slow"].root_exit, 0);
+    // The old instrumented frame calls work() and its exit probes after the
+    // ring was retired: nothing is recorded, nothing breaks.
+    jvm.wait_for("out-root", Duration::from_secs(10), |l| l == "out-root");
+    assert!(
+        jvm.wait_exit(Duration::from_millis(100)).is_none(),
+        "JVM died"
+    );
+    // ...and a new session is exact again.
+    let next = cycle(&jdk, &mut jvm, &["fixture.Roots::work"], "run 70 1");
+    check_flat(&next, 1, 70);
+    assert_no_verify_error(&jvm);
+}
