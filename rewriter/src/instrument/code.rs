@@ -60,12 +60,12 @@ pub(crate) const TABLESWITCH: u8 = 170;
 pub(crate) const LOOKUPSWITCH: u8 = 171;
 pub(crate) const GOTO_W: u8 = 200;
 pub(crate) const JSR_W: u8 = 201;
-const INVOKESPECIAL: u8 = 183;
+pub(crate) const INVOKESPECIAL: u8 = 183;
 const INVOKESTATIC: u8 = 184;
-const NEW: u8 = 187;
-const ATHROW: u8 = 191;
-const WIDE: u8 = 196;
-const RET: u8 = 169;
+pub(crate) const NEW: u8 = 187;
+pub(crate) const ATHROW: u8 = 191;
+pub(crate) const WIDE: u8 = 196;
+pub(crate) const RET: u8 = 169;
 
 pub(crate) fn is_branch16(op: u8) -> bool {
     matches!(op, 153..=168 | 198 | 199)
@@ -116,6 +116,14 @@ pub(crate) struct Scratch {
     /// New offset of instruction i itself.
     pub(crate) at: Vec<u32>,
     wide: Vec<bool>,
+}
+
+impl Scratch {
+    /// Target instruction indices of instruction `i` (switch default first).
+    pub(crate) fn targets_of(&self, i: usize) -> &[u32] {
+        let ins = &self.insns[i];
+        &self.targets[ins.t0 as usize..(ins.t0 + ins.tn) as usize]
+    }
 }
 
 /// Decodes `code` into `s.insns` with resolved targets.
@@ -396,112 +404,6 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
     }
 }
 
-/// Where `this` is initialized in a constructor, from a flow analysis
-/// over branches, switches, `jsr` and exception edges.
-pub(crate) struct CtorFlow {
-    /// Indices of the `invokespecial <init>` calls that initialize `this`
-    /// (one per path; several when branches call different constructors).
-    pub(crate) calls: Vec<u32>,
-    /// Per instruction: reachable with `this` already initialized.
-    pub(crate) init: Vec<bool>,
-}
-
-/// Follows every path of a constructor, tracking whether `this` is
-/// initialized and how many `new` objects await their `<init>` call: an
-/// `invokespecial <init>` with none pending initializes `this`.
-pub(crate) fn constructor_flow(
-    code: &[u8],
-    exceptions: &[u8],
-    s: &Scratch,
-    cf: &ClassFile<'_>,
-) -> Result<CtorFlow, SkipReason> {
-    let n = s.insns.len();
-    let mut handlers = Vec::with_capacity(exceptions.len() / 8);
-    for e in exceptions.chunks_exact(8) {
-        let start = u32::from(u16::from_be_bytes([e[0], e[1]]));
-        let end = u32::from(u16::from_be_bytes([e[2], e[3]]));
-        let h = u32::from(u16::from_be_bytes([e[4], e[5]]));
-        let hi = index_of(&s.insns, h)
-            .ok_or_else(|| unsupported(format!("handler at {h} is not an instruction start")))?;
-        handlers.push((start, end, hi as usize));
-    }
-    let mut state: Vec<Option<(bool, u32)>> = vec![None; n];
-    let mut work = vec![0usize];
-    state[0] = Some((false, 0));
-    let mut calls = Vec::new();
-    fn merge(
-        state: &mut [Option<(bool, u32)>],
-        work: &mut Vec<usize>,
-        j: usize,
-        st: (bool, u32),
-    ) -> Result<(), SkipReason> {
-        match state[j] {
-            None => {
-                state[j] = Some(st);
-                work.push(j);
-                Ok(())
-            }
-            Some(x) if x == st => Ok(()),
-            Some(_) => Err(unsupported(
-                "constructor: paths disagree on whether this is initialized",
-            )),
-        }
-    }
-    while let Some(i) = work.pop() {
-        let Some((init, pending)) = state[i] else {
-            continue;
-        };
-        let ins = s.insns[i];
-        for &(st, en, h) in &handlers {
-            if ins.off >= st && ins.off < en {
-                merge(&mut state, &mut work, h, (init, 0))?;
-            }
-        }
-        let mut out = (init, pending);
-        match ins.op {
-            NEW => {
-                out.1 = pending
-                    .checked_add(1)
-                    .ok_or_else(|| unsupported("too many new"))?
-            }
-            INVOKESPECIAL => {
-                let p = ins.off as usize;
-                let idx = u16::from_be_bytes([code[p + 1], code[p + 2]]);
-                if cf.member_name(idx)? == b"<init>" {
-                    if pending > 0 {
-                        out.1 = pending - 1;
-                    } else if !init {
-                        out.0 = true;
-                        calls.push(i as u32);
-                    } else {
-                        return Err(unsupported(
-                            "constructor: <init> called on an initialized this",
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-        for &t in &s.targets[ins.t0 as usize..(ins.t0 + ins.tn) as usize] {
-            merge(&mut state, &mut work, t as usize, out)?;
-        }
-        let ends = matches!(
-            ins.op,
-            GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
-        ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET));
-        if !ends && i + 1 < n {
-            merge(&mut state, &mut work, i + 1, out)?;
-        }
-    }
-    if calls.is_empty() {
-        return Err(unsupported("constructor without a super()/this() call"));
-    }
-    calls.sort_unstable();
-    calls.dedup();
-    let init = state.iter().map(|x| matches!(x, Some((true, _)))).collect();
-    Ok(CtorFlow { calls, init })
-}
-
 /// Maps an original offset to its new place, for debug tables: offset 0
 /// stays 0 (so parameters and the first line cover the entry probe), other
 /// offsets go to the probe code before the instruction there (or the next
@@ -614,7 +516,7 @@ pub(crate) fn rewrite(
     let code_len = ca.code.len() as u32;
     decode(ca.code, s)?;
     let ctor = if job.plan.constructor {
-        let f = constructor_flow(ca.code, ca.exceptions, s, cf)?;
+        let f = super::ctor::constructor_flow(ca.code, ca.exceptions, s, cf)?;
         job.plan.entry_after = f.calls.clone();
         Some(f)
     } else {

@@ -46,6 +46,7 @@
 mod bytes;
 pub(crate) mod classfile;
 mod code;
+mod ctor;
 mod debug;
 mod frames;
 mod pool;
