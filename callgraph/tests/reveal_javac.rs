@@ -21,6 +21,18 @@ use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{MethodKey, RevealConfig, Revealed, Revealer, Scheme};
 use sprig_rewriter::{callees, callees_all, class_info};
 
+/// The source set javac compiles: the fixture by default, or a javac
+/// `@argfile` named by `SPRIG_REVEAL_JAVAC_ARGS` for a bigger measurement.
+fn sources(src: &Path) -> Vec<String> {
+    match std::env::var("SPRIG_REVEAL_JAVAC_ARGS") {
+        Ok(file) => vec![format!("@{file}")],
+        Err(_) => ["app/App.java", "app/Main.java", "Dump.java"]
+            .iter()
+            .map(|f| src.join(f).display().to_string())
+            .collect(),
+    }
+}
+
 struct Run {
     loads: Vec<String>,
     bytes: HashMap<String, Vec<u8>>,
@@ -45,9 +57,7 @@ fn run() -> &'static Run {
                 "-d",
             ])
             .arg(work.join("out"))
-            .arg(src.join("app/App.java"))
-            .arg(src.join("app/Main.java"))
-            .arg(src.join("Dump.java"))
+            .args(sources(&src))
             .output()
             .expect("java runs");
         assert!(out.status.success(), "javac run failed: {out:?}");

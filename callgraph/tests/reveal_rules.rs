@@ -604,3 +604,57 @@ fn eager_scans_everything_reachable_at_once() {
     assert!(r.classes.is_empty());
     assert_eq!(rv.stats().scanned, 6);
 }
+
+#[test]
+fn method_reference_to_a_class_not_loaded_yet_dispatches_virtually_once_it_loads() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    root(&mut rv, "a.Main::main");
+    load(
+        &mut rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("main", "()V", STATIC, true)],
+        ),
+    );
+    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    // main: shapes.stream().mapToInt(Shape::area) before Shape is loaded.
+    rv.on_first_call(id, &[site(CallKind::Dynamic, "a/Shape", "area", "()I")])
+        .unwrap();
+    assert_eq!(rv.stats().reachable_unloaded, 1);
+    let shape = load(
+        &mut rv,
+        class(
+            "a/Shape",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC | ABSTRACT,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("area", "()I", PUBLIC | ABSTRACT, false),
+            ],
+        ),
+    );
+    assert!(shape.methods.is_empty(), "abstract area has no code");
+    let circle = load(
+        &mut rv,
+        class(
+            "a/Circle",
+            Some("a/Shape"),
+            &[],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("area", "()I", PUBLIC, false),
+            ],
+        ),
+    );
+    assert_eq!(names(&circle), ["area"]);
+    assert_eq!(
+        rv.revealed_by(&key("a/Circle", "area", "()I")),
+        Some(EdgeKind::Dynamic)
+    );
+}

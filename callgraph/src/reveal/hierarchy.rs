@@ -33,18 +33,16 @@ pub struct LoadedClass {
     pub methods: Vec<MethodInfo>,
     /// Every class loader id that defined this name, in load order.
     pub loaders: Vec<u64>,
-    /// (name, descriptor) → index into `methods`.
-    by_sig: HashMap<(String, String), usize>,
+    /// Method name → indices into `methods` (its overloads).
+    by_name: HashMap<String, Vec<usize>>,
 }
 
 impl LoadedClass {
     fn new(info: ClassInfo, loader: u64) -> LoadedClass {
-        let by_sig = info
-            .methods
-            .iter()
-            .enumerate()
-            .map(|(i, m)| ((m.name.clone(), m.descriptor.clone()), i))
-            .collect();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, m) in info.methods.iter().enumerate() {
+            by_name.entry(m.name.clone()).or_default().push(i);
+        }
         LoadedClass {
             name: info.name,
             super_name: info.super_name,
@@ -52,7 +50,7 @@ impl LoadedClass {
             access: info.access,
             methods: info.methods,
             loaders: vec![loader],
-            by_sig,
+            by_name,
         }
     }
 
@@ -62,11 +60,11 @@ impl LoadedClass {
 
     /// The declared method `name` + `descriptor`, if any.
     pub fn method(&self, name: &str, descriptor: &str) -> Option<&MethodInfo> {
-        // The map is keyed by owned strings; the lookup allocates two small
-        // strings, which is cheap next to everything else revelation does.
-        self.by_sig
-            .get(&(name.to_string(), descriptor.to_string()))
+        self.by_name
+            .get(name)?
+            .iter()
             .map(|&i| &self.methods[i])
+            .find(|m| m.descriptor == descriptor)
     }
 
     /// The direct supertypes: the superclass first, then the interfaces.

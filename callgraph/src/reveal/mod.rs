@@ -49,13 +49,15 @@
 //!    and calls them back, while the other JDK packages are mostly API
 //!    interfaces a program implements *and calls itself*
 //!    (`javax.lang.model`, `com.sun.source` in javac), which rule 2 already
-//!    covers. Counting them too instruments ~780 more never-called javac
-//!    methods (see `tests/reveal_javac.rs`).
+//!    covers. Counting them too instruments ~700 more never-called javac
+//!    methods (6,557 instead of 5,859 for 3,969 called; see
+//!    `tests/reveal_javac.rs`).
 //!
-//! Missed by design: objects of a class none of whose constructors or
-//! instance methods is reachable in the subgraph (created before the root
-//! ran and passed in) that the JDK calls back. The agent can close that gap
-//! at run time through [`Revealer::on_reflective_call`]-style reports.
+//! Missed by design: JDK callbacks into objects of a class none of whose
+//! constructors or instance methods is reachable in the subgraph, e.g. a
+//! comparator created before the root ran, kept in a field and handed to
+//! `List.sort` from inside the subgraph. Naming such methods as extra roots
+//! covers them.
 //!
 //! # Reflection
 //!
@@ -86,9 +88,17 @@
 //!    [`Revealer::on_first_call`] with the method's call sites (rewriter
 //!    `callees` on its original bytes); redefine the returned batch.
 //!
+//! 5. Reflective sites in a batch: when the agent sees the target of such a
+//!    call (e.g. by watching `Method.invoke`), [`Revealer::on_reflective_call`].
+//!
 //! Every batch lists *all* instrumented methods of each class (the agent
 //! rewrites the original bytes), with [`Instrument::added`] set on the new
-//! ones. Classes in a batch are sorted by name.
+//! ones. Classes in a batch are sorted by name. The mirror counts a class as
+//! loaded from its `on_class_loaded` on, so under concurrent loading a batch
+//! can name a class whose load hook has returned but which the JVM has not
+//! defined yet: the agent redefines it once it is prepared. Hidden classes
+//! other than lambda proxies (which are recognised by name and never
+//! instrumented) should not be passed in: they cannot be redefined.
 
 mod filter;
 mod hierarchy;
@@ -961,6 +971,28 @@ impl Revealer {
         let waiting: Vec<NodeIndex> = self.by_class.get(name).cloned().unwrap_or_default();
         for n in waiting {
             let key = self.graph[n].clone();
+            let incoming: Vec<(NodeIndex, EdgeKind)> = self
+                .graph
+                .edges_directed(n, Direction::Incoming)
+                .map(|e| (e.source(), *e.weight()))
+                .collect();
+            // A method reference or reflective target turns out to be
+            // overridable: dispatch it like a virtual call from now on.
+            let overridable = self
+                .hierarchy
+                .resolve(name, &key.name, &key.descriptor)
+                .and_then(|k| self.hierarchy.declared(&k.class, &k.name, &k.descriptor))
+                .is_some_and(is_virtual);
+            for &(caller, k) in &incoming {
+                if overridable
+                    && matches!(
+                        k,
+                        EdgeKind::Dynamic | EdgeKind::MethodHandle | EdgeKind::Reflective
+                    )
+                {
+                    self.virtual_call(Some(caller), name, &key.name, &key.descriptor, k, false);
+                }
+            }
             if self
                 .hierarchy
                 .declared(name, &key.name, &key.descriptor)
@@ -972,11 +1004,6 @@ impl Revealer {
             let Some(real) = self.hierarchy.resolve(name, &key.name, &key.descriptor) else {
                 continue;
             };
-            let incoming: Vec<(NodeIndex, EdgeKind)> = self
-                .graph
-                .edges_directed(n, Direction::Incoming)
-                .map(|e| (e.source(), *e.weight()))
-                .collect();
             let kind = self.state[n.index()].revealed_by;
             if incoming.is_empty() {
                 self.mark(real.clone(), kind, None);
