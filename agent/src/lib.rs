@@ -14,7 +14,7 @@
 
 mod env;
 mod error;
-pub mod ffi;
+mod ffi;
 mod instrument;
 mod methods;
 mod probe;

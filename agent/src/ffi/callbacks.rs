@@ -59,8 +59,6 @@ pub struct ClassFile<'b> {
     pub name: Option<&'b str>,
     /// Whether this is a retransformation (or redefinition) of a loaded class.
     pub redefining: bool,
-    /// Whether the defining loader is the bootstrap loader.
-    pub bootstrap: bool,
     pub bytes: &'b [u8],
 }
 
@@ -69,7 +67,7 @@ extern "system" fn class_file_load_hook(
     jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
     class_being_redefined: jclass,
-    loader: jobject,
+    _loader: jobject,
     name: *const c_char,
     _protection_domain: jobject,
     class_data_len: jint,
@@ -94,7 +92,6 @@ extern "system" fn class_file_load_hook(
         let input = ClassFile {
             name: name_str,
             redefining: !class_being_redefined.is_null(),
-            bootstrap: loader.is_null(),
             bytes,
         };
         // SAFETY: the VM passes this thread's JNIEnv.

@@ -43,10 +43,6 @@ impl Local<'_> {
     pub(super) fn raw(&self) -> jobject {
         self.raw
     }
-
-    pub fn is_null(&self) -> bool {
-        self.raw.is_null()
-    }
 }
 
 /// A global reference, usable from every thread. Never deleted: the agent

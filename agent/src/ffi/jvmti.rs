@@ -117,17 +117,6 @@ impl Event {
     }
 }
 
-/// A JVMTI phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    OnLoad,
-    Primordial,
-    Start,
-    Live,
-    Dead,
-    Other(u32),
-}
-
 /// A method of a loaded class. Valid while its class is loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MethodId(jmethodID);
@@ -246,20 +235,6 @@ impl Jvmti {
                 no_thread
             )
         }
-    }
-
-    pub fn phase(&self) -> Result<Phase, JvmtiError> {
-        let mut p: sys::jvmtiPhase = 0;
-        // SAFETY: `p` is a valid out pointer.
-        unsafe { jvmti_call!(self.env, GetPhase, &mut p)? };
-        Ok(match p {
-            sys::JVMTI_PHASE_ONLOAD => Phase::OnLoad,
-            sys::JVMTI_PHASE_PRIMORDIAL => Phase::Primordial,
-            sys::JVMTI_PHASE_START => Phase::Start,
-            sys::JVMTI_PHASE_LIVE => Phase::Live,
-            sys::JVMTI_PHASE_DEAD => Phase::Dead,
-            other => Phase::Other(other),
-        })
     }
 
     /// A VM system property (`java.vm.version`, ...).

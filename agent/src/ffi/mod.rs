@@ -7,8 +7,8 @@ mod jni;
 mod jvmti;
 
 pub use callbacks::{ClassFile, install, probe_natives};
-pub use jni::{AttachedThread, FieldId, Global, JavaVm, Jni, JniError, Local};
-pub use jvmti::{Event, Jvmti, JvmtiError, MethodId, Phase};
+pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local};
+pub use jvmti::{Event, Jvmti, JvmtiError, MethodId};
 
 /// The agent option string the VM passed (`None` when absent).
 ///
