@@ -2,7 +2,7 @@
 //! (startup mode) or by the attach mechanism (dynamic attach). This file
 //! holds only the exported entry points; see the modules for the rest:
 //!
-//! - [`ffi`]: the FFI boundary (raw JVMTI/JNI pointers, safe wrappers,
+//! - `ffi`: the FFI boundary (raw JVMTI/JNI pointers, safe wrappers,
 //!   the callbacks the VM calls).
 //! - `session`: connect to the CLI, control loop, detach.
 //! - `probe`: the probe runtime (hot path); `probe_class`: the embedded
