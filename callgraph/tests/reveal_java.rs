@@ -586,3 +586,41 @@ fn hierarchy_resolves_like_the_jvm() {
     );
     assert_eq!(h.resolve("app/Util", "nope", "()V"), None);
 }
+
+#[test]
+fn explain_gives_the_chain_from_the_root() {
+    let sim = scripted(Scheme::Lazy);
+    let chain: Vec<(String, EdgeKind)> = sim
+        .rv
+        .explain(&key("Hexagon", "area", "()I"))
+        .unwrap()
+        .into_iter()
+        .map(|(k, e)| (k.to_string(), e))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("app/App.run(I)I".to_string(), EdgeKind::Root),
+            ("app/Shape.describe()I".to_string(), EdgeKind::Virtual),
+            ("app/Hexagon.area()I".to_string(), EdgeKind::Virtual),
+        ]
+    );
+    let cb = sim
+        .rv
+        .explain(&key("Circle", "toString", "()Ljava/lang/String;"))
+        .unwrap();
+    assert_eq!(cb.len(), 1, "a callback has no caller in the subgraph");
+    assert_eq!(cb[0].1, EdgeKind::Callback);
+    assert!(sim.rv.explain(&key("Never", "touch", "()V")).is_none());
+}
+
+#[test]
+fn revealer_can_live_behind_the_agents_mutex() {
+    fn send<T: Send + 'static>() {}
+    send::<Revealer>();
+    let shared = std::sync::Mutex::new(Revealer::new(RevealConfig::default()));
+    std::thread::scope(|s| {
+        s.spawn(|| shared.lock().unwrap().add_root(root()));
+    });
+    assert_eq!(shared.lock().unwrap().stats().instrumented, 0);
+}

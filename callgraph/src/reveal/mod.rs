@@ -433,6 +433,48 @@ impl Revealer {
             .map(|(i, &n)| (MethodId(i as u32), &self.graph[n]))
     }
 
+    /// Why a method is reachable: a shortest chain of revealed edges from a
+    /// root (or from a method reached without a caller, such as a callback
+    /// or a later class's override of a root) to it, as (method, kind of the
+    /// edge that reached it) pairs, the start first. `None` when the method
+    /// is not reachable.
+    pub fn explain(&self, key: &MethodKey) -> Option<Vec<(MethodKey, EdgeKind)>> {
+        let target = *self.nodes.get(key)?;
+        // Breadth first backwards from the target until a node without
+        // callers (a root, or one reached without a caller).
+        let mut via: HashMap<NodeIndex, (NodeIndex, EdgeKind)> = HashMap::new();
+        let mut queue = VecDeque::from([target]);
+        let mut seen = HashSet::from([target]);
+        let mut start = target;
+        while let Some(n) = queue.pop_front() {
+            let mut callers = self
+                .graph
+                .edges_directed(n, Direction::Incoming)
+                .filter(|e| e.source() != n)
+                .peekable();
+            if callers.peek().is_none() || self.state[n.index()].is_root {
+                start = n;
+                break;
+            }
+            for e in callers {
+                if seen.insert(e.source()) {
+                    via.insert(e.source(), (n, *e.weight()));
+                    queue.push_back(e.source());
+                }
+            }
+        }
+        let mut chain = vec![(
+            self.graph[start].clone(),
+            self.state[start.index()].revealed_by,
+        )];
+        let mut at = start;
+        while let Some(&(next, kind)) = via.get(&at) {
+            chain.push((self.graph[next].clone(), kind));
+            at = next;
+        }
+        Some(chain)
+    }
+
     pub fn stats(&self) -> RevealStats {
         let mut revealed_by = BTreeMap::new();
         for &n in &self.ids {
