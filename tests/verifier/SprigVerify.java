@@ -128,6 +128,9 @@ public final class SprigVerify {
     }
 
     private static PrintStream out;
+    /** The run's JDK units, and the loader of child-first copies of their classes (made on first use). */
+    private static final List<Unit> jdkUnits = new ArrayList<>();
+    private static ChildFirstLoader jdkCopies;
 
     public static void main(String[] args) throws Exception {
         out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
@@ -154,6 +157,8 @@ public final class SprigVerify {
         for (Unit u : units) {
             if (u.kind.equals("app")) {
                 world.add(u);
+            } else {
+                jdkUnits.add(u);
             }
         }
         for (Unit u : units) {
@@ -249,14 +254,17 @@ public final class SprigVerify {
 
     /**
      * JDK classes whose live version differs from the image (JFR adds fields to
-     * jdk.internal.event classes when they load) cannot take their image bytes
-     * back. Outside java.* they can still be checked: a child-first loader
-     * defines fresh copies of them and of their unit's classes they need, and
+     * event classes when they load) cannot take their image bytes back.
+     * Outside java.* they can still be checked: a child-first loader defines
+     * fresh copies of them and of the JDK classes they need, and
      * those copies are redefined like application classes. Returns
      * {originals verified, instrumented verified}.
      */
     private static int[] retryChildFirst(Unit u, Map<Item, String> retry) {
-        ChildFirstLoader loader = new ChildFirstLoader(u);
+        if (jdkCopies == null) {
+            jdkCopies = new ChildFirstLoader(jdkUnits);
+        }
+        ChildFirstLoader loader = jdkCopies;
         List<Item> copies = new ArrayList<>();
         Map<String, String> firstError = new HashMap<>();
         for (Map.Entry<Item, String> e : retry.entrySet()) {
@@ -290,20 +298,27 @@ public final class SprigVerify {
         return new int[] {good.size(), instrumented.size()};
     }
 
-    /** Defines the unit's own classes (outside java.*) itself, before asking its parent. */
+    /**
+     * Defines every class of the run's JDK units (outside java.*) itself,
+     * before asking its parent, so copies link against copies even across
+     * modules (jdk.jfr.Event extends java.base's jdk.internal.event.Event).
+     */
     static final class ChildFirstLoader extends ClassLoader {
-        private final Unit unit;
+        private final Map<String, Unit> units = new HashMap<>();
         private final Map<String, String> entries = new HashMap<>();
 
-        ChildFirstLoader(Unit unit) {
-            super("sprig-verify-child-first-" + unit.name, ClassLoader.getSystemClassLoader());
-            this.unit = unit;
-            for (Enumeration<? extends ZipEntry> en = unit.original.entries(); en.hasMoreElements(); ) {
-                String entry = en.nextElement().getName();
-                int slash = entry.indexOf('/');
-                if (slash > 0 && entry.endsWith(".class")) {
-                    String path = entry.substring(slash + 1, entry.length() - ".class".length());
-                    entries.put(path.replace('/', '.'), entry);
+        ChildFirstLoader(List<Unit> jdkUnits) {
+            super("sprig-verify-child-first", ClassLoader.getSystemClassLoader());
+            for (Unit unit : jdkUnits) {
+                for (Enumeration<? extends ZipEntry> en = unit.original.entries(); en.hasMoreElements(); ) {
+                    String entry = en.nextElement().getName();
+                    int slash = entry.indexOf('/');
+                    if (slash > 0 && entry.endsWith(".class")) {
+                        String name = entry.substring(slash + 1, entry.length() - ".class".length()).replace('/', '.');
+                        if (entries.putIfAbsent(name, entry) == null) {
+                            units.put(name, unit);
+                        }
+                    }
                 }
             }
         }
@@ -315,6 +330,7 @@ public final class SprigVerify {
                 String entry = entries.get(name);
                 if (c == null && entry != null && !name.startsWith("java.")) {
                     try {
+                        Unit unit = units.get(name);
                         byte[] b = unit.read(unit.original, entry);
                         c = defineClass(name, b, 0, b.length);
                     } catch (IOException e) {
