@@ -624,3 +624,38 @@ fn revealer_can_live_behind_the_agents_mutex() {
     });
     assert_eq!(shared.lock().unwrap().stats().instrumented, 0);
 }
+
+/// At attach the agent feeds already loaded classes in whatever order
+/// GetLoadedClasses gives: subclasses may come before their superclasses.
+#[test]
+fn attach_in_any_load_order_reveals_the_same() {
+    let reveal = |order: &[String]| {
+        let mut rv = Revealer::new(RevealConfig::default());
+        for name in order {
+            let bytes = &run().bytes[name];
+            rv.on_class_loaded(class_info(bytes).unwrap(), 0, Vec::new);
+        }
+        rv.add_root(root());
+        rv.take_redefinitions();
+        let run_id = rv.id_of(&key("App", "run", "(I)I")).unwrap();
+        let sites = Sim::callees_of(&key("App", "run", "(I)I")).unwrap();
+        rv.on_first_call(run_id, &sites).unwrap();
+        let describe = rv.id_of(&key("Shape", "describe", "()I")).unwrap();
+        let sites = Sim::callees_of(&key("Shape", "describe", "()I")).unwrap();
+        rv.on_first_call(describe, &sites).unwrap();
+        rv.instrumented()
+            .map(|(_, k)| k.to_string())
+            .collect::<BTreeSet<_>>()
+    };
+    let in_order = reveal(&run().loads);
+    let mut reversed = run().loads.clone();
+    reversed.reverse();
+    assert_eq!(reveal(&reversed), in_order);
+    for m in [
+        "app/Hexagon.area()I",
+        "app/Triangle.area()I",
+        "app/Circle.area()I",
+    ] {
+        assert!(in_order.contains(m), "{m}");
+    }
+}

@@ -61,8 +61,9 @@
 //!
 //! # Reflection
 //!
-//! Call sites of `Method.invoke`, `Constructor.newInstance` and
-//! `Class.newInstance` inside the subgraph are reported in
+//! Call sites of `Method.invoke`, `Constructor.newInstance`,
+//! `Class.newInstance` and `MethodHandle.invoke/invokeExact/
+//! invokeWithArguments` inside the subgraph are reported in
 //! [`Revealed::reflective_sites`]; when the agent learns the actual target
 //! it calls [`Revealer::on_reflective_call`].
 //!
@@ -357,6 +358,9 @@ fn is_reflective(site: &CallSite) -> bool {
         ("java/lang/reflect/Method", "invoke")
             | ("java/lang/reflect/Constructor", "newInstance")
             | ("java/lang/Class", "newInstance")
+            | ("java/lang/invoke/MethodHandle", "invoke")
+            | ("java/lang/invoke/MethodHandle", "invokeExact")
+            | ("java/lang/invoke/MethodHandle", "invokeWithArguments")
     )
 }
 
