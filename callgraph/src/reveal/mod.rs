@@ -327,6 +327,48 @@ struct VirtualCall {
 }
 
 /// The revelation state machine (see the module documentation).
+///
+/// ```
+/// use sprig_callgraph::pattern::MethodPattern;
+/// use sprig_callgraph::reveal::{RevealConfig, Revealer};
+/// use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
+///
+/// let method = |name: &str, has_calls| MethodInfo {
+///     name: name.into(),
+///     descriptor: "()V".into(),
+///     access: 0x0009, // public static
+///     code_length: 4,
+///     has_calls,
+/// };
+/// let class = |name: &str, methods| ClassInfo {
+///     name: name.into(),
+///     super_name: Some("java/lang/Object".into()),
+///     interfaces: vec![],
+///     access: 0x0001,
+///     major_version: 61,
+///     methods,
+/// };
+/// let mut rv = Revealer::new(RevealConfig::default());
+/// rv.add_root(MethodPattern::parse("com.acme.Main::run").unwrap());
+/// // ClassFileLoadHook of com/acme/Main: instrument `run`, with a first-call check.
+/// let out = rv.on_class_loaded(class("com/acme/Main", vec![method("run", true)]), 1, Vec::new);
+/// let run = &out.methods[0];
+/// assert!(run.is_root && run.needs_first_call_check);
+/// // `run` runs for the first time; it calls Util.help, whose class is not loaded yet.
+/// let help = CallSite {
+///     kind: CallKind::Static,
+///     owner: "com/acme/Util".into(),
+///     name: "help".into(),
+///     descriptor: "()V".into(),
+///     offset: 0,
+/// };
+/// let batch = rv.on_first_call(run.id, &[help]).unwrap();
+/// assert!(batch.classes.is_empty());
+/// // Util loads later: `help` is instrumented in its load, no redefinition.
+/// let out = rv.on_class_loaded(class("com/acme/Util", vec![method("help", false)]), 1, Vec::new);
+/// assert_eq!(out.methods[0].name, "help");
+/// assert!(!out.methods[0].needs_first_call_check); // a leaf
+/// ```
 #[derive(Debug)]
 pub struct Revealer {
     scheme: Scheme,
