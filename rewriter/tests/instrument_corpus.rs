@@ -222,3 +222,102 @@ fn every_system_jar_verifies_after_instrumenting_every_method() {
     }
     println!("all system jars: {ok} of {total} classes verify after instrumentation");
 }
+
+/// Every class of a JDK runtime image outside `java.*` (which only the boot
+/// loader may define), defined child-first by VerifyLoader from the image's
+/// modules flattened into one directory. Heavy: run with
+/// `cargo test --release -p sprig-rewriter --test instrument_corpus jdk_image -- --ignored --nocapture`.
+fn check_jdk_image(jdk: &str) {
+    let tmp = TempDir::new("jdkimg");
+    let img = tmp.path().join("img");
+    let flat = tmp.path().join("orig");
+    let inst = tmp.path().join("inst");
+    let tools = tmp.path().join("tools");
+    for d in [&img, &flat, &tools] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let o = run(
+        Command::new(format!("{jdk}/bin/jimage"))
+            .arg("extract")
+            .arg("--dir")
+            .arg(&img)
+            .arg(format!("{jdk}/lib/modules")),
+        Duration::from_secs(300),
+    );
+    assert!(o.status.success());
+    for m in std::fs::read_dir(&img).unwrap() {
+        let m = m.unwrap().path();
+        let o = run(
+            Command::new("cp")
+                .arg("-r")
+                .arg(format!("{}/.", m.display()))
+                .arg(&flat),
+            Duration::from_secs(300),
+        );
+        assert!(o.status.success());
+    }
+    javac(
+        "javac",
+        &["--release", "11"],
+        &[java_src("loader/VerifyLoader.java")],
+        &tools,
+    );
+    let s = instrument_dir_filtered(
+        &flat,
+        &inst,
+        &probe_set("sprig/test/Probe"),
+        |_, _, _| 77_777,
+        |n| !n.starts_with("java/"),
+    );
+    println!(
+        "{jdk}: {} classes, {} methods instrumented, {} skipped",
+        s.classes,
+        s.instrumented,
+        s.skipped.len()
+    );
+    for (m, why) in s.skipped.iter().take(20) {
+        println!("  skipped {m}: {why}");
+    }
+    let java = format!("{jdk}/bin/java");
+    let before = verify_dir(&java, &tools, &flat, &tools);
+    let after = verify_dir(&java, &tools, &inst, &tools);
+    let ok_before: Vec<&String> = before
+        .iter()
+        .filter(|(_, e)| e.is_empty())
+        .map(|(n, _)| n)
+        .collect();
+    let broken: Vec<(&String, &String)> = ok_before
+        .iter()
+        .filter_map(|n| after.get(*n).filter(|e| !e.is_empty()).map(|e| (*n, e)))
+        .collect();
+    println!(
+        "{java}: {} of {} classes verify after instrumentation",
+        ok_before.len() - broken.len(),
+        ok_before.len()
+    );
+    for (n, e) in broken.iter().take(20) {
+        println!("  BROKEN {n}: {e}");
+    }
+    assert!(
+        broken.is_empty(),
+        "{} JDK classes no longer verify",
+        broken.len()
+    );
+    assert!(ok_before.len() > 15_000);
+}
+
+#[test]
+#[ignore = "heavy: a whole JDK image"]
+fn jdk_17_image_verifies_after_instrumenting_every_method() {
+    check_jdk_image("/usr/lib/jvm/java-17-openjdk-amd64");
+}
+
+#[test]
+#[ignore = "heavy: a whole JDK image"]
+fn jdk_25_image_verifies_after_instrumenting_every_method() {
+    if !Path::new(JDK25).exists() {
+        println!("skipping: JDK 25 not installed at {JDK25}");
+        return;
+    }
+    check_jdk_image(JDK25);
+}

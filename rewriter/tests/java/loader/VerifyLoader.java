@@ -21,6 +21,21 @@ public class VerifyLoader extends ClassLoader {
         this.root = root;
     }
 
+    /** Child-first for classes under the root (java.* cannot be defined here). */
+    @Override
+    protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+        synchronized (getClassLoadingLock(name)) {
+            Class<?> c = findLoadedClass(name);
+            if (c == null && !name.startsWith("java.") && Files.exists(root.resolve(name.replace('.', '/') + ".class"))) {
+                c = findClass(name);
+            }
+            if (c == null) {
+                return super.loadClass(name, resolve);
+            }
+            return c;
+        }
+    }
+
     @Override
     protected Class<?> findClass(String name) throws ClassNotFoundException {
         Path p = root.resolve(name.replace('.', '/') + ".class");
@@ -39,7 +54,8 @@ public class VerifyLoader extends ClassLoader {
             s.filter(p -> p.toString().endsWith(".class")).forEach(p -> {
                 String rel = root.relativize(p).toString();
                 String n = rel.substring(0, rel.length() - 6).replace('/', '.');
-                if (!n.startsWith("META-INF") && !n.endsWith("module-info") && !n.endsWith("package-info")) {
+                if (!n.startsWith("META-INF") && !n.startsWith("java.") && !n.endsWith("module-info")
+                        && !n.endsWith("package-info")) {
                     names.add(n);
                 }
             });
