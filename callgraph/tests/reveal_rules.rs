@@ -456,7 +456,7 @@ fn a_second_class_loader_gets_the_same_methods_and_ids() {
 }
 
 #[test]
-fn callback_rule_marks_overrides_of_java_methods_in_live_classes_only() {
+fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of_all() {
     let mut rv = lazy();
     load(&mut rv, object());
     let cmp = "(Ljava/lang/Object;Ljava/lang/Object;)I";
@@ -515,18 +515,47 @@ fn callback_rule_marks_overrides_of_java_methods_in_live_classes_only() {
             ],
         )
         .unwrap();
-    let live: Vec<&str> = r.classes[0]
-        .methods
+    let batch: Vec<(&str, Vec<&str>)> = r
+        .classes
         .iter()
-        .map(|m| m.name.as_str())
+        .map(|c| {
+            let m = c.methods.iter().map(|m| m.name.as_str()).collect();
+            (c.class.as_str(), m)
+        })
         .collect();
-    assert_eq!(r.classes.len(), 1);
-    assert_eq!(live, ["<init>", "compare", "toString"]);
+    // Live: every override of a java.* method. Dead (never constructed in
+    // the subgraph, maybe handed in from outside): its implementation of the
+    // callback interface Comparator, which being reachable makes Dead live
+    // in turn (toString); never its own methods.
+    assert_eq!(
+        batch,
+        [
+            ("a/Dead", vec!["compare", "toString"]),
+            ("a/Live", vec!["<init>", "compare", "toString"])
+        ]
+    );
     assert_eq!(
         rv.revealed_by(&key("a/Live", "compare", cmp)),
         Some(EdgeKind::Callback)
     );
-    assert!(rv.id_of(&key("a/Dead", "compare", cmp)).is_none());
+    assert!(rv.id_of(&key("a/Dead", "own", "()V")).is_none());
+    assert!(rv.id_of(&key("a/Dead", "finalize", "()V")).is_none());
+    // A Comparator loaded later gets its compare at its load (and, live
+    // through it, its toString).
+    let late = load(
+        &mut rv,
+        class(
+            "a/Late",
+            Some("java/lang/Object"),
+            &["java/util/Comparator"],
+            PUBLIC,
+            &[
+                ("compare", cmp, PUBLIC, false),
+                ("toString", "()Ljava/lang/String;", PUBLIC, false),
+            ],
+        ),
+    );
+    assert_eq!(names(&late), ["compare", "toString"]);
 }
 
 #[test]

@@ -15,6 +15,17 @@ pub const DEFAULT_EXCLUDES: &[&str] = &["java.**", "javax.**", "jdk.**", "sun.**
 /// code that receives user objects and calls them back.
 pub const CALLBACK_TYPES: &[&str] = &["java.**"];
 
+/// Interfaces whose implementations the callback rule marks in every loaded
+/// class, live or not: the objects programs create in one place and hand to
+/// the JDK to be called back in another.
+pub const CALLBACK_INTERFACES: &[&str] = &[
+    "java.util.function.*",
+    "java.util.Comparator",
+    "java.lang.Runnable",
+    "java.util.concurrent.Callable",
+    "java.util.EventListener",
+];
+
 /// The profiler's own classes: never instrumented, whatever the patterns say.
 pub const SPRIG_CLASSES: &str = "sprig.**";
 
@@ -80,6 +91,7 @@ pub struct Filters {
     defaults: Vec<ClassFilter>,
     sprig: ClassFilter,
     callback_types: Vec<ClassFilter>,
+    callback_interfaces: Vec<ClassFilter>,
     /// Internal name → instrumentable.
     cache: RefCell<HashMap<String, bool>>,
 }
@@ -93,6 +105,7 @@ impl Filters {
             defaults: DEFAULT_EXCLUDES.iter().map(|t| fixed(t)).collect(),
             sprig: fixed(SPRIG_CLASSES),
             callback_types: CALLBACK_TYPES.iter().map(|t| fixed(t)).collect(),
+            callback_interfaces: CALLBACK_INTERFACES.iter().map(|t| fixed(t)).collect(),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -115,6 +128,18 @@ impl Filters {
         }
         let dotted = internal.replace('/', ".");
         self.callback_types
+            .iter()
+            .any(|f| f.matches_dotted(&dotted))
+    }
+
+    /// Whether the callback rule marks implementations of this (filtered)
+    /// type even in classes that are not live ([`CALLBACK_INTERFACES`]).
+    pub fn is_callback_interface(&self, internal: &str) -> bool {
+        if !self.calls_back(internal) {
+            return false;
+        }
+        let dotted = internal.replace('/', ".");
+        self.callback_interfaces
             .iter()
             .any(|f| f.matches_dotted(&dotted))
     }

@@ -53,11 +53,18 @@
 //!    methods (6,557 instead of 5,859 for 3,969 called; see
 //!    `tests/reveal_javac.rs`).
 //!
-//! Missed by design: JDK callbacks into objects of a class none of whose
-//! constructors or instance methods is reachable in the subgraph, e.g. a
-//! comparator created before the root ran, kept in a field and handed to
-//! `List.sort` from inside the subgraph. Naming such methods as extra roots
-//! covers them.
+//! 4. Objects created outside the subgraph and handed to the JDK from inside
+//!    it (a comparator the caller of the root passes in): classes that
+//!    implement a callback interface ([`CALLBACK_INTERFACES`]:
+//!    `java.util.function.*`, `Comparator`, `Runnable`, `Callable`,
+//!    `EventListener`) get their implementations of those interfaces marked
+//!    whether live or not, once the subgraph calls into filtered code (and,
+//!    being reachable, these make their class live for rule 3).
+//!
+//! Missed by design: JDK callbacks through other `java.*` types into objects
+//! of a class none of whose constructors or instance methods is reachable in
+//! the subgraph (e.g. `toString` of an object created before the root ran,
+//! printed from inside it). Naming such methods as extra roots covers them.
 //!
 //! # Reflection
 //!
@@ -383,6 +390,8 @@ pub struct Revealer {
     instrumented_by_class: HashMap<String, Vec<NodeIndex>>,
     virtual_calls: HashMap<String, HashMap<(String, String), VirtualCall>>,
     live: HashSet<String>,
+    /// Loaded classes implementing a callback interface.
+    handed: Vec<String>,
     calls_filtered: bool,
     loading: Option<String>,
     dirty: BTreeSet<String>,
@@ -421,6 +430,7 @@ impl Revealer {
             instrumented_by_class: HashMap::new(),
             virtual_calls: HashMap::new(),
             live: HashSet::new(),
+            handed: Vec::new(),
             calls_filtered: false,
             loading: None,
             dirty: BTreeSet::new(),
@@ -853,7 +863,8 @@ impl Revealer {
     }
 
     /// The subgraph called into filtered code: the callback rule applies to
-    /// every live class from now on.
+    /// every live class, and every class implementing a callback interface,
+    /// from now on.
     fn note_filtered_call(&mut self) {
         if self.calls_filtered {
             return;
@@ -863,6 +874,11 @@ impl Revealer {
         live.sort();
         for class in live {
             self.callbacks(&class);
+        }
+        for class in self.handed.clone() {
+            if !self.live.contains(&class) {
+                self.callbacks(&class);
+            }
         }
     }
 
@@ -876,7 +892,9 @@ impl Revealer {
         }
     }
 
-    /// The callback rule for one live, loaded class.
+    /// The callback rule for one loaded class: its overrides of methods of
+    /// filtered `java.*` supertypes when the class is live, else only those
+    /// of callback interfaces ([`CALLBACK_INTERFACES`]).
     fn callbacks(&mut self, class: &str) {
         let Some(loaded) = self.hierarchy.get(class) else {
             return;
@@ -884,13 +902,19 @@ impl Revealer {
         if !self.filters.instrumentable(class) {
             return;
         }
+        let live = self.live.contains(class);
         let filtered_supers: Vec<String> = self
             .hierarchy
             .supertypes(class)
             .into_iter()
             .skip(1)
-            .filter(|s| self.filters.calls_back(s))
+            .filter(|s| {
+                self.filters.calls_back(s) && (live || self.filters.is_callback_interface(s))
+            })
             .collect();
+        if filtered_supers.is_empty() {
+            return;
+        }
         let keys: Vec<MethodKey> = loaded
             .methods
             .iter()
@@ -1139,8 +1163,19 @@ impl Revealer {
                 entry.targets.push(t);
             }
         }
-        // The callback rule for a class that was live before it loaded.
-        if self.calls_filtered && self.live.contains(name) {
+        // The callback rule, for a class that was live before it loaded or
+        // that implements a callback interface.
+        let handed = self.filters.instrumentable(name)
+            && self
+                .hierarchy
+                .supertypes(name)
+                .iter()
+                .skip(1)
+                .any(|s| self.filters.is_callback_interface(s));
+        if handed {
+            self.handed.push(name.to_string());
+        }
+        if self.calls_filtered && (handed || self.live.contains(name)) {
             self.callbacks(name);
         }
     }

@@ -10,7 +10,7 @@ import java.util.List;
 public class App {
     private final List<String> seen = new ArrayList<>();
 
-    public int run(int n) throws Exception {
+    public int run(int n, Comparator<String> outside) throws Exception {
         int total = Util.twice(n);
         total += fact(5);
         Shape[] shapes = {new Circle(2), new Square(3)};
@@ -24,6 +24,7 @@ public class App {
         List<String> words = new ArrayList<>(List.of("pear", "fig", "apple"));
         words.sort(Comparator.comparing(App::keyOf));
         Collections.sort(words, new ByLength());
+        words.sort(outside);
         total += words.stream().map(w -> w.length()).reduce(0, Integer::sum);
         Runnable tick = () -> seen.add("tick");
         tick.run();
@@ -150,6 +151,13 @@ class French implements Greeter {
 class ByLength implements Comparator<String> {
     public int compare(String a, String b) {
         return Integer.compare(a.length(), b.length());
+    }
+}
+
+/** Created by Main, outside the root, and handed to the JDK from inside it. */
+class ByName implements Comparator<String> {
+    public int compare(String a, String b) {
+        return a.compareTo(b);
     }
 }
 
