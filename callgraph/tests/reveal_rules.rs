@@ -687,3 +687,50 @@ fn method_reference_to_a_class_not_loaded_yet_dispatches_virtually_once_it_loads
         Some(EdgeKind::Dynamic)
     );
 }
+
+#[test]
+fn roots_report_how_many_methods_they_matched() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    let a = class(
+        "a/A",
+        Some("java/lang/Object"),
+        &[],
+        PUBLIC,
+        &[
+            ("run", "()V", PUBLIC, true),
+            ("run", "(I)V", PUBLIC, true),
+            ("stop", "()V", PUBLIC, true),
+        ],
+    );
+    load(&mut rv, a);
+    root(&mut rv, "a.A::run");
+    root(&mut rv, "a.B::go");
+    root(&mut rv, "a.*::stop");
+    let hits = |rv: &Revealer| {
+        rv.roots()
+            .map(|(p, n)| (p.to_string(), n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hits(&rv),
+        [
+            ("a.A::run".to_string(), 2),
+            ("a.B::go".to_string(), 0),
+            ("a.*::stop".to_string(), 1)
+        ]
+    );
+    load(
+        &mut rv,
+        class(
+            "a/B",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("go", "()V", STATIC, false), ("stop", "()V", PUBLIC, false)],
+        ),
+    );
+    assert_eq!(hits(&rv)[1].1, 1);
+    assert_eq!(hits(&rv)[2].1, 2);
+    assert_eq!(rv.stats().revealed_by[&EdgeKind::Root], 5);
+}

@@ -381,6 +381,8 @@ pub struct Revealer {
     scheme: Scheme,
     filters: Filters,
     roots: Vec<MethodPattern>,
+    /// Methods each root pattern matched in loaded classes so far.
+    root_hits: Vec<usize>,
     hierarchy: Hierarchy,
     graph: DiGraph<MethodKey, EdgeKind>,
     nodes: HashMap<MethodKey, NodeIndex>,
@@ -421,6 +423,7 @@ impl Revealer {
             scheme: config.scheme,
             filters: Filters::new(config.include, config.exclude),
             roots: Vec::new(),
+            root_hits: Vec::new(),
             hierarchy: Hierarchy::new(),
             graph: DiGraph::new(),
             nodes: HashMap::new(),
@@ -576,10 +579,19 @@ impl Revealer {
                 .map(|c| c.name.clone())
                 .collect(),
         };
+        let mut hits = 0;
         for class in classes {
-            self.mark_roots(&class, &pattern);
+            hits += self.mark_roots(&class, &pattern);
         }
         self.roots.push(pattern);
+        self.root_hits.push(hits);
+    }
+
+    /// The root patterns with the number of methods each has matched in
+    /// loaded classes so far (0: nothing loaded matches it yet — worth a
+    /// warning that names the pattern).
+    pub fn roots(&self) -> impl Iterator<Item = (&MethodPattern, usize)> {
+        self.roots.iter().zip(self.root_hits.iter().copied())
     }
 
     /// Everything revealed since the last batch: classes to redefine and
@@ -1040,14 +1052,15 @@ impl Revealer {
         }
     }
 
-    fn mark_roots(&mut self, class: &str, pattern: &MethodPattern) {
+    /// Marks the methods of `class` that `pattern` names; returns how many.
+    fn mark_roots(&mut self, class: &str, pattern: &MethodPattern) -> usize {
         // Roots may sit in default-excluded (JDK) classes, never in
         // excluded or sprig's own ones.
         if self.filters.is_excluded(class) {
-            return;
+            return 0;
         }
         let Some(loaded) = self.hierarchy.get(class) else {
-            return;
+            return 0;
         };
         let matching: Vec<(String, String, bool)> = loaded
             .methods
@@ -1055,6 +1068,7 @@ impl Revealer {
             .filter(|m| pattern.matches_method(&m.name, &m.descriptor))
             .map(|m| (m.name.clone(), m.descriptor.clone(), has_code(m)))
             .collect();
+        let hits = matching.len();
         for (name, desc, code) in matching {
             if code {
                 let n = self.mark_node(MethodKey::new(class, &name, &desc), EdgeKind::Root, None);
@@ -1064,20 +1078,22 @@ impl Revealer {
                 self.virtual_call(None, class, &name, &desc, EdgeKind::Root, true);
             }
         }
+        hits
     }
 
     /// Everything that happens when a new class name arrives.
     fn class_arrived(&mut self, name: &str) {
         // Root patterns.
         let dotted = name.replace('/', ".");
-        let roots: Vec<MethodPattern> = self
+        let roots: Vec<(usize, MethodPattern)> = self
             .roots
             .iter()
-            .filter(|p| p.matches_class(&dotted))
-            .cloned()
+            .enumerate()
+            .filter(|(_, p)| p.matches_class(&dotted))
+            .map(|(i, p)| (i, p.clone()))
             .collect();
-        for p in &roots {
-            self.mark_roots(name, p);
+        for (i, p) in &roots {
+            self.root_hits[*i] += self.mark_roots(name, p);
         }
         // Placeholders: calls made before this class was loaded.
         let waiting: Vec<NodeIndex> = self.by_class.get(name).cloned().unwrap_or_default();
