@@ -97,15 +97,17 @@ fn one_line(e: &anyhow::Error) -> String {
     s
 }
 
-/// A suggestion for errors users can act on.
+/// A suggestion for errors whose message does not already say what to do
+/// (the attach and discovery errors carry their own advice).
 fn hint(e: &anyhow::Error) -> Option<&'static str> {
     let text = one_line(e);
-    if text.contains("ermission denied") {
+    if text.contains("(return code 5)") {
+        // The agent's Agent_OnAttach refuses a second concurrent session.
+        Some(
+            "another sprig session is profiling this JVM: stop it first (or wait for it to detach)",
+        )
+    } else if text.contains("ermission denied") && !text.contains("run sprig") {
         Some("run sprig as the user that owns the JVM, or as root")
-    } else if text.contains("does not accept attach") {
-        Some("start the JVM with `sprig run --root ... -- java ...` instead")
-    } else if text.contains("agent library") {
-        Some("build it with `cargo build --release -p sprig-agent` next to the sprig binary")
     } else {
         None
     }

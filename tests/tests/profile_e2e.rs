@@ -588,3 +588,40 @@ fn snapshots_re_render_and_diff() {
         "{err}"
     );
 }
+
+#[test]
+fn a_second_session_on_the_same_jvm_is_refused_clearly() {
+    each_jdk(
+        "a_second_session_on_the_same_jvm_is_refused_clearly",
+        |jdk| {
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            run_scenario(&mut jvm, "calls", 1, 1);
+            let tmp = TempDir::new("second");
+            let out = tmp.path().join("first.json");
+            let first = start_profile(jvm.pid(), "fixtures.Calls::root", &out, &[]);
+            let err = expect_error(
+                &[
+                    "profile",
+                    &jvm.pid().to_string(),
+                    "--root",
+                    "fixtures.Calls::root",
+                ],
+                "could not load the agent",
+                Some(&jvm),
+            );
+            assert!(
+                err.contains("another sprig session"),
+                "no clear hint:\n{err}"
+            );
+            // The first session is unharmed.
+            run_scenario(&mut jvm, "calls", 25, 1);
+            let report = stop_profile(first, &out);
+            let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
+                .iter()
+                .map(|(_, c)| c)
+                .sum();
+            assert_eq!(calls, 25);
+        },
+    );
+}
