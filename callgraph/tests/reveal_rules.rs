@@ -734,3 +734,84 @@ fn roots_report_how_many_methods_they_matched() {
     assert_eq!(hits(&rv)[2].1, 2);
     assert_eq!(rv.stats().revealed_by[&EdgeKind::Root], 5);
 }
+
+#[test]
+fn batches_from_several_first_calls_merge_into_one_redefinition() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    root(&mut rv, "a.M::*");
+    let statics = |n: &[&'static str]| -> Vec<M<'static>> {
+        n.iter().map(|&m| (m, "()V", STATIC, false)).collect()
+    };
+    let mut m = statics(&["x", "y"]);
+    m.iter_mut().for_each(|m| m.3 = true);
+    load(
+        &mut rv,
+        class("a/M", Some("java/lang/Object"), &[], PUBLIC, &m),
+    );
+    load(
+        &mut rv,
+        class(
+            "a/A",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &statics(&["p", "q"]),
+        ),
+    );
+    load(
+        &mut rv,
+        class(
+            "a/B",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &statics(&["r", "s"]),
+        ),
+    );
+    let x = rv.id_of(&key("a/M", "x", "()V")).unwrap();
+    let y = rv.id_of(&key("a/M", "y", "()V")).unwrap();
+    let mut all = rv
+        .on_first_call(x, &[site(CallKind::Static, "a/B", "r", "()V")])
+        .unwrap();
+    all.merge(rv.on_first_call(x, &[]).unwrap()); // nothing new
+    let second = rv
+        .on_first_call(
+            y,
+            &[
+                site(CallKind::Static, "a/A", "q", "()V"),
+                site(CallKind::Static, "a/B", "s", "()V"),
+            ],
+        )
+        .unwrap();
+    // On its own, the second batch lists B.r as already handed out.
+    let b = second.classes.iter().find(|c| c.class == "a/B").unwrap();
+    assert_eq!(
+        b.methods
+            .iter()
+            .map(|m| (m.name.as_str(), m.added))
+            .collect::<Vec<_>>(),
+        [("r", false), ("s", true)]
+    );
+    all.merge(second);
+    let shape: Vec<(&str, Vec<(&str, bool)>)> = all
+        .classes
+        .iter()
+        .map(|c| {
+            let m = c
+                .methods
+                .iter()
+                .map(|m| (m.name.as_str(), m.added))
+                .collect();
+            (c.class.as_str(), m)
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("a/A", vec![("q", true)]),
+            ("a/B", vec![("r", true), ("s", true)])
+        ]
+    );
+    assert_eq!(all.added(), 3);
+}

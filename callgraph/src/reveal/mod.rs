@@ -275,6 +275,29 @@ impl Revealed {
             .filter(|m| m.added)
             .count()
     }
+
+    /// Folds a later batch into this one, so the agent can apply several
+    /// revelation steps (e.g. first calls from several threads) in one
+    /// redefinition: a later batch of a class supersedes the earlier one
+    /// (it lists every instrumented method), keeping `added` on methods
+    /// either batch added. Classes stay sorted by name.
+    pub fn merge(&mut self, later: Revealed) {
+        for batch in later.classes {
+            match self
+                .classes
+                .binary_search_by(|c| c.class.as_str().cmp(&batch.class))
+            {
+                Ok(i) => {
+                    let earlier = std::mem::replace(&mut self.classes[i], batch);
+                    for m in &mut self.classes[i].methods {
+                        m.added |= earlier.methods.iter().any(|e| e.id == m.id && e.added);
+                    }
+                }
+                Err(i) => self.classes.insert(i, batch),
+            }
+        }
+        self.reflective_sites.extend(later.reflective_sites);
+    }
 }
 
 /// The result of [`Revealer::on_class_loaded`].
