@@ -116,6 +116,12 @@ pub(crate) struct Scratch {
     /// New offset of instruction i itself.
     pub(crate) at: Vec<u32>,
     wide: Vec<bool>,
+    /// Far conditional branches sent through a trampoline: (u, i) sorted,
+    /// meaning `goto_w` for instruction i's target sits right after the
+    /// unconditional instruction u.
+    pub(crate) tramps: Vec<(u32, u32)>,
+    /// New offset of each trampoline, parallel to `tramps`.
+    pub(crate) tramp_at: Vec<u32>,
 }
 
 impl Scratch {
@@ -289,9 +295,28 @@ fn new_size(ins: &Insn, wide: bool, at: u32) -> u32 {
     }
 }
 
+/// Instructions after which control never falls through.
+pub(crate) fn is_unconditional(code: &[u8], ins: &Insn) -> bool {
+    matches!(
+        ins.op,
+        GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
+    ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET))
+}
+
 /// Computes `s.pre`/`s.at`, widening branches until every 16-bit branch
 /// reaches. Returns the end of the relocated original code.
-pub(crate) fn layout(s: &mut Scratch, plan: &Plan<'_>) -> u32 {
+///
+/// With `frames` (the original frame offsets, when the method needs stack
+/// map frames), a far conditional branch whose next instruction has no
+/// frame is not widened (that would need a new frame there) but sent
+/// through a trampoline: `goto_w L` placed after the nearest unconditional
+/// instruction between the branch and L, whose frame is a copy of L's.
+pub(crate) fn layout(
+    s: &mut Scratch,
+    plan: &Plan<'_>,
+    code: &[u8],
+    frames: Option<&[u32]>,
+) -> Result<u32, SkipReason> {
     let n = s.insns.len();
     s.pre.clear();
     s.pre.resize(n, 0);
@@ -299,9 +324,13 @@ pub(crate) fn layout(s: &mut Scratch, plan: &Plan<'_>) -> u32 {
     s.at.resize(n, 0);
     s.wide.clear();
     s.wide.resize(n, false);
+    s.tramps.clear();
+    s.tramp_at.clear();
     let probe = plan.probe_len();
     loop {
         let mut pos = plan.prologue_len();
+        s.tramp_at.clear();
+        let mut k = 0;
         for (i, ins) in s.insns.iter().enumerate() {
             s.pre[i] = pos;
             if is_return(ins.op) {
@@ -312,20 +341,58 @@ pub(crate) fn layout(s: &mut Scratch, plan: &Plan<'_>) -> u32 {
             if plan.entry_after(i) {
                 pos += probe;
             }
-        }
-        let mut changed = false;
-        for (i, ins) in s.insns.iter().enumerate() {
-            if is_branch16(ins.op) && !s.wide[i] {
-                let t = s.targets[ins.t0 as usize] as usize;
-                let d = i64::from(s.pre[t]) - i64::from(s.at[i]);
-                if d < i64::from(i16::MIN) || d > i64::from(i16::MAX) {
-                    s.wide[i] = true;
-                    changed = true;
-                }
+            while k < s.tramps.len() && s.tramps[k].0 as usize == i {
+                s.tramp_at.push(pos);
+                pos += 5;
+                k += 1;
             }
         }
+        let mut changed = false;
+        for i in 0..n {
+            let ins = s.insns[i];
+            if !is_branch16(ins.op) || s.wide[i] {
+                continue;
+            }
+            let t = s.targets[ins.t0 as usize] as usize;
+            let tramp = s.tramps.iter().position(|&(_, c)| c as usize == i);
+            let dest = match tramp {
+                Some(k) => s.tramp_at[k],
+                None => s.pre[t],
+            };
+            let d = i64::from(dest) - i64::from(s.at[i]);
+            if d >= i64::from(i16::MIN) && d <= i64::from(i16::MAX) {
+                continue;
+            }
+            let conditional = ins.op != GOTO && ins.op != JSR;
+            let next_has_frame = |f: &[u32]| {
+                s.insns
+                    .get(i + 1)
+                    .is_some_and(|x| f.binary_search(&x.off).is_ok())
+            };
+            match frames {
+                Some(f) if conditional && !next_has_frame(f) => {
+                    if tramp.is_some() {
+                        return Err(unsupported(
+                            "a trampoline for a far conditional branch is out of reach",
+                        ));
+                    }
+                    let found = if t < i {
+                        (t..i).rev().find(|&j| is_unconditional(code, &s.insns[j]))
+                    } else {
+                        (i + 1..t).find(|&j| is_unconditional(code, &s.insns[j]))
+                    };
+                    let u = found.ok_or_else(|| {
+                        unsupported("no place for a trampoline near a far conditional branch")
+                    })?;
+                    let at = s.tramps.partition_point(|&x| x < (u as u32, i as u32));
+                    s.tramps.insert(at, (u as u32, i as u32));
+                }
+                _ => s.wide[i] = true,
+            }
+            changed = true;
+        }
         if !changed {
-            return pos;
+            return Ok(pos);
         }
     }
 }
@@ -354,7 +421,16 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
             (i64::from(s.pre[s.targets[(ins.t0 + k) as usize] as usize]) - i64::from(at)) as i32
         };
         let old = &code[ins.off as usize..(ins.off + ins.len) as usize];
+        let tramp = s.tramps.iter().position(|&(_, c)| c as usize == i);
         match ins.op {
+            op if is_branch16(op) && tramp.is_some() => {
+                let k = tramp.unwrap_or(0);
+                out.push(op);
+                put_u16(
+                    out,
+                    (i64::from(s.tramp_at[k]) - i64::from(at)) as i16 as u16,
+                );
+            }
             op if is_branch16(op) && s.wide[i] => {
                 if op == GOTO || op == JSR {
                     out.push(if op == GOTO { GOTO_W } else { JSR_W });
@@ -400,6 +476,16 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
         }
         if plan.entry_after(i) {
             plan.emit_probe(out, plan.entry_ref);
+        }
+        for (k, &(u, c)) in s.tramps.iter().enumerate() {
+            if u as usize == i {
+                let dest = s.pre[s.targets_of(c as usize)[0] as usize];
+                out.push(GOTO_W);
+                put_u32(
+                    out,
+                    (i64::from(dest) - i64::from(s.tramp_at[k])) as i32 as u32,
+                );
+            }
         }
     }
 }
@@ -502,6 +588,53 @@ impl<'a> CodeAttr<'a> {
 /// Everything `rewrite` needs besides the code itself.
 pub(crate) struct MethodJob<'p> {
     pub(crate) plan: Plan<'p>,
+    pub(crate) access: u16,
+    pub(crate) descriptor: &'p [u8],
+}
+
+/// The implicit frame at method start: `this` (uninitialized in
+/// constructors) and the parameters.
+fn initial_locals(
+    cf: &ClassFile<'_>,
+    job: &MethodJob<'_>,
+    pool: &mut Pool<'_, '_>,
+) -> Result<Vec<frames::VType>, SkipReason> {
+    use frames::VType;
+    let mut v = Vec::new();
+    if job.access & 0x0008 == 0 {
+        v.push(if job.plan.constructor {
+            VType(6, 0)
+        } else {
+            VType(7, cf.this_class)
+        });
+    }
+    let d = job.descriptor;
+    let bad = || unsupported("bad method descriptor");
+    if d.first() != Some(&b'(') {
+        return Err(bad());
+    }
+    let mut i = 1;
+    while d.get(i).ok_or_else(bad)? != &b')' {
+        let start = i;
+        while d.get(i) == Some(&b'[') {
+            i += 1;
+        }
+        match d.get(i).ok_or_else(bad)? {
+            b'L' => i += d[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1,
+            b'B' | b'C' | b'I' | b'S' | b'Z' | b'F' | b'J' | b'D' => i += 1,
+            _ => return Err(bad()),
+        }
+        let ty = &d[start..i];
+        v.push(match ty {
+            [b'B' | b'C' | b'I' | b'S' | b'Z'] => VType(1, 0),
+            [b'F'] => VType(2, 0),
+            [b'J'] => VType(4, 0),
+            [b'D'] => VType(3, 0),
+            [b'L', name @ .., b';'] => VType(7, pool.class(name)?),
+            _ => VType(7, pool.class(ty)?),
+        });
+    }
+    Ok(v)
 }
 
 /// Rewrites one `Code` attribute (header included) with probes.
@@ -535,7 +668,27 @@ pub(crate) fn rewrite(
     }
     let frames_required = smt.is_some() || cf.major >= 51;
 
-    let end = layout(s, plan);
+    let frame_offs: Option<&[u32]> = if frames_required {
+        Some(
+            smt.as_ref()
+                .map(|(_, f)| f.offsets.as_slice())
+                .unwrap_or(&[]),
+        )
+    } else {
+        None
+    };
+    let end = layout(s, plan, ca.code, frame_offs)?;
+    let expanded = if s.tramps.is_empty() {
+        None
+    } else {
+        let Some((k, _)) = &smt else {
+            return Err(unsupported(
+                "far branch in a method without a StackMapTable",
+            ));
+        };
+        let initial = initial_locals(cf, job, pool)?;
+        Some(frames::expand(ca.attrs[*k].1, initial)?)
+    };
     let handler_len = plan.probe_len() + 1;
     let total = end as usize + handler_len as usize;
     if total > 65535 {
@@ -635,7 +788,10 @@ pub(crate) fn rewrite(
         put_u32(&mut out, 0);
         let body_start = out.len();
         match &smt {
-            Some((sk, f)) if *sk == k => frames::emit(body, f, s, end, throwable, &mut out)?,
+            Some((sk, f)) if *sk == k => match &expanded {
+                Some(full) => frames::emit_expanded(full, s, end, throwable, &mut out)?,
+                None => frames::emit(body, f, s, end, throwable, &mut out)?,
+            },
             _ => match cf.utf8(name)? {
                 b"LineNumberTable" => super::debug::line_numbers(body, s, end, &mut out)?,
                 b"LocalVariableTable" | b"LocalVariableTypeTable" => {

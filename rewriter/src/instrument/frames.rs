@@ -190,3 +190,143 @@ pub(crate) fn handler_frame(handler: u32, prev: Option<u32>, throwable: u16, out
 
 /// Size in bytes of [`handler_frame`]'s output.
 pub(crate) const HANDLER_FRAME_LEN: u32 = 10;
+
+/// One verification type: tag and, for Object/Uninitialized, its operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct VType(pub(crate) u8, pub(crate) u16);
+
+/// A frame with its locals and stack spelled out.
+#[derive(Clone, Debug)]
+pub(crate) struct Full {
+    /// Original offset.
+    pub(crate) off: u32,
+    pub(crate) locals: Vec<VType>,
+    pub(crate) stack: Vec<VType>,
+}
+
+fn read_vt(r: &mut Reader<'_>) -> Result<VType, SkipReason> {
+    let tag = r.u8("verification type")?;
+    match tag {
+        0..=6 => Ok(VType(tag, 0)),
+        ITEM_OBJECT | ITEM_UNINITIALIZED => Ok(VType(tag, r.u16("verification type operand")?)),
+        _ => Err(unsupported(format!("bad verification type tag {tag}"))),
+    }
+}
+
+/// Decodes every frame into full form, starting from the method's
+/// implicit initial locals.
+pub(crate) fn expand(body: &[u8], initial: Vec<VType>) -> Result<Vec<Full>, SkipReason> {
+    let mut r = Reader::new(body);
+    let n = r.u16("number of frames")?;
+    let mut locals = initial;
+    let mut prev: Option<u32> = None;
+    let mut out = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let ft = r.u8("frame type")?;
+        let (delta, ntypes) = header(&mut r, ft)?;
+        let off = prev.map_or(u32::from(delta), |p| p.saturating_add(u32::from(delta) + 1));
+        prev = Some(off);
+        let mut stack = Vec::new();
+        match ft {
+            64..=127 | SAME_LOCALS_1_EXTENDED => stack.push(read_vt(&mut r)?),
+            248..=250 => {
+                let k = usize::from(251 - ft);
+                if k > locals.len() {
+                    return Err(unsupported("chop frame removes more locals than exist"));
+                }
+                locals.truncate(locals.len() - k);
+            }
+            252..=254 => {
+                for _ in 0..ntypes {
+                    locals.push(read_vt(&mut r)?);
+                }
+            }
+            FULL => {
+                let nl = r.u16("locals")?;
+                locals = (0..nl).map(|_| read_vt(&mut r)).collect::<Result<_, _>>()?;
+                let ns = r.u16("stack")?;
+                stack = (0..ns).map(|_| read_vt(&mut r)).collect::<Result<_, _>>()?;
+            }
+            _ => {}
+        }
+        out.push(Full {
+            off,
+            locals: locals.clone(),
+            stack,
+        });
+    }
+    if r.remaining() != 0 {
+        return Err(unsupported("StackMapTable has trailing bytes"));
+    }
+    Ok(out)
+}
+
+fn write_vts(vts: &[VType], s: &Scratch, out: &mut Vec<u8>) -> Result<(), SkipReason> {
+    put_u16(
+        out,
+        u16::try_from(vts.len()).map_err(|_| unsupported("frame too large"))?,
+    );
+    for v in vts {
+        out.push(v.0);
+        match v.0 {
+            ITEM_OBJECT => put_u16(out, v.1),
+            ITEM_UNINITIALIZED => {
+                let i = index_of(&s.insns, u32::from(v.1)).ok_or_else(|| {
+                    unsupported(format!(
+                        "Uninitialized({}) is not an instruction start",
+                        v.1
+                    ))
+                })?;
+                put_u16(out, s.at[i as usize] as u16);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Writes a StackMapTable body of full frames: every original frame at its
+/// new offset, one per trampoline (a copy of its target's frame), and the
+/// catch-all handler's frame.
+pub(crate) fn emit_expanded(
+    frames: &[Full],
+    s: &Scratch,
+    handler: u32,
+    throwable: u16,
+    out: &mut Vec<u8>,
+) -> Result<(), SkipReason> {
+    let mut entries: Vec<(u32, &Full)> = Vec::with_capacity(frames.len() + s.tramps.len());
+    for f in frames {
+        let i = index_of(&s.insns, f.off).ok_or_else(|| {
+            unsupported(format!(
+                "stack map frame at {} is not an instruction start",
+                f.off
+            ))
+        })?;
+        entries.push((s.pre[i as usize], f));
+    }
+    for (k, &(_, c)) in s.tramps.iter().enumerate() {
+        let target = s.insns[s.targets_of(c as usize)[0] as usize].off;
+        let f = frames
+            .iter()
+            .find(|f| f.off == target)
+            .ok_or_else(|| unsupported("far branch target without a stack map frame"))?;
+        entries.push((s.tramp_at[k], f));
+    }
+    entries.sort_by_key(|e| e.0);
+    put_u16(
+        out,
+        u16::try_from(entries.len() + 1).map_err(|_| unsupported("StackMapTable is full"))?,
+    );
+    let mut prev: Option<u32> = None;
+    for (off, f) in entries {
+        let delta = prev.map_or(off, |p| off - p - 1);
+        prev = Some(off);
+        out.push(FULL);
+        put_u16(out, delta as u16);
+        write_vts(&f.locals, s, out)?;
+        write_vts(&f.stack, s, out)?;
+    }
+    handler_frame(handler, prev, throwable, out);
+    Ok(())
+}

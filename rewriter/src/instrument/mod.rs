@@ -33,12 +33,15 @@
 //! by the handler; a probe that records and then throws would be counted
 //! twice. Probes must not throw.
 //!
-//! Known limit: a conditional branch that no longer reaches after insertion
-//! is rewritten as `if<!cond> +8; goto_w L`, which makes the next
-//! instruction a branch target; with a StackMapTable this needs a frame
-//! there. When the original has one, it is used; otherwise the method is
-//! skipped (`Unsupported`) — none of the JDK 17/25 images or the system
-//! jars has such a method.
+//! Far branches: a 16-bit branch that no longer reaches after insertion
+//! becomes `goto_w`/`jsr_w`, or for a conditional `if<!cond> +8; goto_w L`
+//! (which makes the next instruction a branch target). When the method has
+//! stack map frames and that next instruction has none, the conditional
+//! instead jumps to a trampoline `goto_w L` placed after the nearest
+//! unconditional instruction between it and L; the trampoline's frame is a
+//! copy of L's, and the method's frames are then all written as full
+//! frames. A trampoline out of reach, or no unconditional instruction in
+//! between, skips the method (`Unsupported`).
 //!
 //! Attributes inside `Code` that sprig does not know (for example javac's
 //! CharacterRangeTable) are copied unchanged; the JVM ignores them.
@@ -116,6 +119,7 @@ pub fn instrument(
                         &probes[t.probes],
                         &mut refs[t.probes],
                         constructor,
+                        (m.access, &desc),
                         &mut pool,
                         &mut scratch,
                     ) {
@@ -185,6 +189,7 @@ fn instrument_method(
     probes: &ProbeSet,
     refs: &mut Option<(u16, u16)>,
     constructor: bool,
+    (access, descriptor): (u16, &[u8]),
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
@@ -208,6 +213,8 @@ fn instrument_method(
             constructor,
             entry_after: Vec::new(),
         },
+        access,
+        descriptor,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
 }

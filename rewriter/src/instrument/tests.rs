@@ -450,9 +450,14 @@ fn far_branches_are_widened_in_old_class_files() {
     }
 }
 
+/// A far backward conditional whose next instruction has no frame goes
+/// through a trampoline after the nearest unconditional instruction; all
+/// frames are rewritten as full frames and the trampoline gets a copy of
+/// its target's frame.
 #[test]
-fn far_conditional_without_frame_is_skipped_in_new_class_files() {
+fn far_conditional_without_frame_goes_through_a_trampoline() {
     let n = 32761usize;
+    // 0 nop; 1 iload_0; 2 ifne 7; 5 iconst_0; 6 ireturn; 7.. nops; iload_0; ifeq 1; iconst_1; ireturn
     let mut c = vec![0x00, 0x1a, 0x9a, 0, 5, 0x03, 0xac];
     c.resize(7 + n, 0);
     c.push(0x1a);
@@ -460,15 +465,35 @@ fn far_conditional_without_frame_is_skipped_in_new_class_files() {
     c.extend_from_slice(&(-((8 + n - 1) as i32) as i16).to_be_bytes());
     c.extend_from_slice(&[0x04, 0xac]);
     let mut cb = Cb::default();
-    let smt = vec![0, 2, 1, 4];
+    // same frames at 1 (delta 1) and 7 (delta 5)
+    let smt = vec![0, 2, 1, 5];
     let f = cb.code(1, 1, &c, &[], &[("StackMapTable", smt)]);
     let class = cb.build(51, &[(8, "f", "(I)I", Some(f))]);
-    let r = instrument(&class, &[target("f", "(I)I", 1)], &probes()).unwrap();
-    assert!(matches!(&r.methods[0].result, Err(SkipReason::Unsupported(m)) if m.contains("frame")));
+    let (out, a) = inst(&class, "f", "(I)I", 1);
+    let ca = CodeAttr::parse(&a).unwrap();
+    // prologue 4; exit probe 4 before the ireturn at 6 → ireturn at 14;
+    // trampoline at 15 (goto_w to L = 5); nops from 20.
+    assert_eq!(ca.code[14], 0xac);
+    let mut tramp = vec![0xc8];
+    tramp.extend_from_slice(&(5 - 15i32).to_be_bytes());
+    assert_eq!(&ca.code[15..20], tramp.as_slice());
+    let ifeq = 20 + n + 1;
+    assert_eq!(ca.code[ifeq - 1], 0x1a);
+    assert_eq!(ca.code[ifeq], 0x99, "the conditional stays a short ifeq");
     assert_eq!(
-        r.bytes, class,
-        "a skipped method leaves the class byte-identical"
+        i32::from(i16::from_be_bytes([ca.code[ifeq + 1], ca.code[ifeq + 2]])),
+        15 - ifeq as i32
     );
+    let t = be16(class_index(&out, "java/lang/Throwable"));
+    let end = (ifeq + 3 + 1 + 4 + 1) as u16; // iconst_1, exit probe, ireturn
+    assert_eq!(ca.code.len(), end as usize + 5);
+    let h = be16(end - 20 - 1);
+    // full frames: L at 5 (locals [int]), trampoline at 15 (copy of L's), 20, handler
+    let want = vec![
+        0, 4, 255, 0, 5, 0, 1, 1, 0, 0, 255, 0, 9, 0, 1, 1, 0, 0, 255, 0, 4, 0, 1, 1, 0, 0, 255,
+        h[0], h[1], 0, 0, 0, 1, 7, t[0], t[1],
+    ];
+    assert_eq!(attr(&out, &ca, "StackMapTable"), want.as_slice());
 }
 
 #[test]
