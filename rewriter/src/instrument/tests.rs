@@ -450,6 +450,49 @@ fn far_branches_are_widened_in_old_class_files() {
     }
 }
 
+fn trampoline_class(code: &[u8]) -> Vec<u8> {
+    let mut cb = Cb::default();
+    // same frames at 1 (delta 1) and 7 (delta 5)
+    let smt = vec![0, 2, 1, 5];
+    let f = cb.code(1, 1, code, &[], &[("StackMapTable", smt)]);
+    cb.build(51, &[(8, "f", "(I)I", Some(f))])
+}
+
+/// Mutations of the frames and code around a trampoline: errors or
+/// skips, never a panic.
+#[test]
+fn hostile_bytes_around_trampolines() {
+    let n = 32761usize;
+    let mut c = vec![0x00, 0x1a, 0x9a, 0, 5, 0x03, 0xac];
+    c.resize(7 + n, 0);
+    c.extend_from_slice(&[0x1a, 0x99]);
+    c.extend_from_slice(&(-((8 + n - 1) as i32) as i16).to_be_bytes());
+    c.extend_from_slice(&[0x04, 0xac]);
+    let class = trampoline_class(&c);
+    let targets = [target("f", "(I)I", 1)];
+    assert_eq!(
+        instrument(&class, &targets, &probes())
+            .unwrap()
+            .instrumented_count(),
+        1
+    );
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..3000 {
+        let mut m = class.clone();
+        for _ in 0..1 + rng(&mut seed) % 3 {
+            let span = 160u64;
+            let off = (rng(&mut seed) % span) as usize;
+            let at = if rng(&mut seed) % 2 == 0 {
+                off
+            } else {
+                m.len() - 1 - off
+            };
+            m[at] = rng(&mut seed) as u8;
+        }
+        let _ = instrument(&m, &targets, &probes());
+    }
+}
+
 /// A far backward conditional whose next instruction has no frame goes
 /// through a trampoline after the nearest unconditional instruction; all
 /// frames are rewritten as full frames and the trampoline gets a copy of
@@ -464,11 +507,7 @@ fn far_conditional_without_frame_goes_through_a_trampoline() {
     c.push(0x99);
     c.extend_from_slice(&(-((8 + n - 1) as i32) as i16).to_be_bytes());
     c.extend_from_slice(&[0x04, 0xac]);
-    let mut cb = Cb::default();
-    // same frames at 1 (delta 1) and 7 (delta 5)
-    let smt = vec![0, 2, 1, 5];
-    let f = cb.code(1, 1, &c, &[], &[("StackMapTable", smt)]);
-    let class = cb.build(51, &[(8, "f", "(I)I", Some(f))]);
+    let class = trampoline_class(&c);
     let (out, a) = inst(&class, "f", "(I)I", 1);
     let ca = CodeAttr::parse(&a).unwrap();
     // prologue 4; exit probe 4 before the ireturn at 6 → ireturn at 14;
