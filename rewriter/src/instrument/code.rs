@@ -386,6 +386,10 @@ pub(crate) fn layout(
                     })?;
                     let at = s.tramps.partition_point(|&x| x < (u as u32, i as u32));
                     s.tramps.insert(at, (u as u32, i as u32));
+                    // `tramp_at` is stale now: lay out again before
+                    // looking at any other trampoline.
+                    changed = true;
+                    break;
                 }
                 _ => s.wide[i] = true,
             }

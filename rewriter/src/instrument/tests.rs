@@ -1114,3 +1114,54 @@ fn constructors_with_a_chaining_call_per_path() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Several far conditionals sharing one trampoline site.
+#[test]
+fn several_trampolines_at_one_place() {
+    for (gap1, gap2, expect) in [
+        (32755usize, 1usize, 2),
+        (32753, 4, 2),
+        (32750, 2, 0),
+        (32700, 40, 0),
+    ] {
+        // 0 nop; 1 iload_0 (L); 2 ifne 7; 5 iconst_0; 6 ireturn; 7.. nops;
+        // iload_0; ifeq L; nops; iload_0; ifgt L; iconst_1; ireturn
+        let mut c = vec![0x00, 0x1a, 0x9a, 0, 5, 0x03, 0xac];
+        c.resize(7 + gap1, 0);
+        for op in [0x99u8, 0x9d] {
+            c.push(0x1a);
+            let here = c.len() as i32;
+            c.push(op);
+            c.extend_from_slice(&((1 - here) as i16).to_be_bytes());
+            if op == 0x99 {
+                c.resize(c.len() + gap2, 0);
+            }
+        }
+        c.extend_from_slice(&[0x04, 0xac]);
+        let class = trampoline_class(&c);
+        let (_, a) = inst(&class, "f", "(I)I", 1);
+        let ca = CodeAttr::parse(&a).unwrap();
+        let mut s = Scratch::default();
+        decode(ca.code, &mut s).unwrap();
+        let (mut seen, mut tramps) = (0, 0);
+        for ins in &s.insns {
+            if ins.op == 0x99 || ins.op == 0x9d {
+                let p = ins.off as usize;
+                let t = p as i64 + i64::from(i16::from_be_bytes([ca.code[p + 1], ca.code[p + 2]]));
+                let dest = if ca.code[t as usize] == 0xc8 {
+                    tramps += 1;
+                    let o = i32::from_be_bytes(
+                        ca.code[t as usize + 1..t as usize + 5].try_into().unwrap(),
+                    );
+                    t + i64::from(o)
+                } else {
+                    t
+                };
+                assert_eq!(dest, 5, "reaches L directly or through a trampoline");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 2);
+        assert_eq!(tramps, expect, "gaps {gap1} {gap2}");
+    }
+}
