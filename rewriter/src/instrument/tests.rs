@@ -482,7 +482,7 @@ fn hostile_bytes_around_trampolines() {
         for _ in 0..1 + rng(&mut seed) % 3 {
             let span = 160u64;
             let off = (rng(&mut seed) % span) as usize;
-            let at = if rng(&mut seed) % 2 == 0 {
+            let at = if rng(&mut seed).is_multiple_of(2) {
                 off
             } else {
                 m.len() - 1 - off
