@@ -11,6 +11,7 @@
 use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
 use crate::methods;
 use crate::probe_class;
+use crate::reveal;
 use crate::session;
 use crate::suggest;
 use sprig_callgraph::pattern::MethodPattern;
@@ -144,21 +145,67 @@ pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         return None;
     }
     let class = dotted(name);
-    let patterns: Vec<(usize, MethodPattern)> = with_plan(|p| {
+    let (patterns, n_patterns) = with_plan(|p| {
         if !p.instrumenting || p.denied.contains(name) {
-            return Vec::new();
+            return None;
         }
-        p.patterns
+        let matching: Vec<(usize, MethodPattern)> = p
+            .patterns
             .iter()
             .enumerate()
             .filter(|(_, pat)| pat.matches_class(&class))
             .map(|(i, pat)| (i, pat.clone()))
-            .collect()
-    })?;
+            .collect();
+        Some((matching, p.patterns.len()))
+    })??;
+    let (targets, owner) = if reveal::enabled() {
+        revealed_targets(name, input, &class, &patterns)
+    } else {
+        root_targets(name, input, &class, &patterns)?
+    };
+    if targets.is_empty() {
+        return None;
+    }
+    install(name, input, &targets, &owner, n_patterns)
+}
+
+/// The methods the revealer planned for the class, each with the root
+/// pattern it counts for (`usize::MAX`: not a root).
+fn revealed_targets(
+    name: &str,
+    input: &ClassFile<'_>,
+    class: &str,
+    patterns: &[(usize, MethodPattern)],
+) -> (Vec<Target>, Vec<usize>) {
+    let planned = reveal::targets(name, input.bytes, input.redefining);
+    let _ = class;
+    let mut targets = Vec::with_capacity(planned.len());
+    let mut owner = Vec::with_capacity(planned.len());
+    for (t, root) in planned {
+        let pi = if root {
+            patterns
+                .iter()
+                .find(|(_, p)| p.matches_method(&t.name, &t.descriptor))
+                .map_or(usize::MAX, |(i, _)| *i)
+        } else {
+            usize::MAX
+        };
+        targets.push(t);
+        owner.push(pi);
+    }
+    (targets, owner)
+}
+
+/// Roots-only sessions: the methods the root patterns name.
+fn root_targets(
+    name: &str,
+    input: &ClassFile<'_>,
+    class: &str,
+    patterns: &[(usize, MethodPattern)],
+) -> Option<(Vec<Target>, Vec<usize>)> {
     if patterns.is_empty() {
         return None;
     }
-    let n_patterns = patterns.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
     let info = match sprig_rewriter::class_info(input.bytes) {
         Ok(info) => info,
         Err(e) => {
@@ -179,7 +226,7 @@ pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         else {
             continue;
         };
-        let id = announce_method(&class, &m.name, &m.descriptor);
+        let id = announce_method(class, &m.name, &m.descriptor);
         targets.push(Target {
             name: m.name.clone(),
             descriptor: m.descriptor.clone(),
@@ -188,10 +235,18 @@ pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         });
         owner.push(*pi);
     }
-    if targets.is_empty() {
-        return None;
-    }
-    let result = sprig_rewriter::instrument(input.bytes, &targets, probe_sets());
+    Some((targets, owner))
+}
+
+/// Rewrites the class with `targets` and records what was instrumented.
+fn install(
+    name: &str,
+    input: &ClassFile<'_>,
+    targets: &[Target],
+    owner: &[usize],
+    n_patterns: usize,
+) -> Option<Vec<u8>> {
+    let result = sprig_rewriter::instrument(input.bytes, targets, probe_sets());
     let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
     let plan = guard.as_mut()?;
     let out = match result {
@@ -205,17 +260,20 @@ pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         methods: 0,
         per_pattern: vec![0; n_patterns],
     };
-    for (outcome, pi) in out.methods.iter().zip(&owner) {
+    for (outcome, pi) in out.methods.iter().zip(owner) {
         if outcome.result.is_ok() {
             rec.methods += 1;
-            rec.per_pattern[*pi] += 1;
+            if let Some(n) = rec.per_pattern.get_mut(*pi) {
+                *n += 1;
+            }
         }
     }
     if rec.methods == 0 {
         return None;
     }
     if input.redefining {
-        plan.pending.entry(name.to_string()).or_default().add(&rec);
+        // Every retransformation installs the class's whole plan.
+        plan.pending.insert(name.to_string(), rec);
     } else {
         // A class loading now: its probes are live once it is defined.
         plan.counters.methods += u64::from(rec.methods);
@@ -256,7 +314,7 @@ pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
 }
 
 /// Assigns (and announces, the first time) the id of a method.
-fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
+pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
     let (id, new) = methods::id_for(class, name, descriptor);
     if new {
         session::send(Message::Method {
@@ -292,6 +350,7 @@ pub struct RootReport {
 /// matches.
 pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
     let patterns = with_plan(|p| p.patterns.clone()).unwrap_or_default();
+    let revealing = reveal::enabled();
     jni.with_local_frame(64, |jni| {
         let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
         let mut names = Vec::with_capacity(classes.len());
@@ -315,7 +374,9 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
             if !hits.is_empty() && jvmti.is_modifiable(c).unwrap_or(false) {
                 let methods = declared_methods(jvmti, c);
                 let mut any = false;
-                for (name, desc, mods) in &methods {
+                // Revealing: the revealer plans the roots (`reveal::start`).
+                let own_roots = if revealing { &[][..] } else { &methods[..] };
+                for (name, desc, mods) in own_roots {
                     if mods & i32::from(ACC_NATIVE | ACC_ABSTRACT) != 0 {
                         continue;
                     }
@@ -338,7 +399,14 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
             }
             names.push(class);
         }
-        retransform_batch(jvmti, &batch, true);
+        if revealing {
+            let hits = reveal::start(jvmti, jni, &patterns);
+            for (m, h) in matched.iter_mut().zip(hits) {
+                *m = u32::try_from(h).unwrap_or(u32::MAX);
+            }
+        } else {
+            retransform_batch(&batch, true, |cs| retransform_locals(jvmti, cs));
+        }
         let mut report = RootReport::default();
         let live = with_plan(|p| {
             let mut per = vec![0u32; patterns.len()];
@@ -381,20 +449,24 @@ fn declared_methods(jvmti: &Jvmti, c: Local<'_>) -> Vec<(String, String, i32)> {
 /// Retransforms `batch`; when `instrumenting`, commits what the hook
 /// rewrote. On a batch failure retries one class at a time; a class that
 /// fails is reported and stays as it was.
-fn retransform_batch(jvmti: &Jvmti, batch: &[(Local<'_>, String)], instrumenting: bool) {
+pub fn retransform_batch<C>(
+    batch: &[(C, String)],
+    instrumenting: bool,
+    retransform: impl Fn(&[&C]) -> Result<(), JvmtiError>,
+) {
     if batch.is_empty() {
         return;
     }
-    let classes: Vec<Local<'_>> = batch.iter().map(|(c, _)| *c).collect();
+    let classes: Vec<&C> = batch.iter().map(|(c, _)| c).collect();
     let t0 = Instant::now();
-    let result = jvmti.retransform(&classes);
+    let result = retransform(&classes);
     let mut elapsed = t0.elapsed().as_nanos() as u64;
     let mut failures = Vec::new();
     let mut batches = 1;
     if result.is_err() {
         for (c, name) in batch {
             let t = Instant::now();
-            let r = jvmti.retransform(std::slice::from_ref(c));
+            let r = retransform(&[c]);
             elapsed += t.elapsed().as_nanos() as u64;
             batches += 1;
             if let Err(e) = r {
@@ -417,9 +489,12 @@ fn retransform_batch(jvmti: &Jvmti, batch: &[(Local<'_>, String)], instrumenting
             if failed.contains(name.as_str()) {
                 continue;
             }
+            // The class now holds exactly this record's probes.
             plan.counters.methods += u64::from(rec.methods);
-            plan.counters.classes += 1;
-            plan.committed.entry(name.clone()).or_default().add(&rec);
+            match plan.committed.insert(name.clone(), rec) {
+                Some(old) => plan.counters.methods -= u64::from(old.methods),
+                None => plan.counters.classes += 1,
+            }
         }
     }
     for (name, e) in failures {
@@ -430,6 +505,11 @@ fn retransform_batch(jvmti: &Jvmti, batch: &[(Local<'_>, String)], instrumenting
         };
         report_failure(Some(plan), &name, e.to_string(), reason.to_string());
     }
+}
+
+fn retransform_locals(jvmti: &Jvmti, classes: &[&Local<'_>]) -> Result<(), JvmtiError> {
+    let v: Vec<Local<'_>> = classes.iter().map(|c| **c).collect();
+    jvmti.retransform(&v)
 }
 
 /// Stops instrumenting and retransforms every instrumented class back to
@@ -459,7 +539,7 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
                     batch.push((c, internal.to_string()));
                 }
             }
-            retransform_batch(jvmti, &batch, false);
+            retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
     }
     let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());

@@ -9,6 +9,8 @@
 //!   `sprig.rt.Probe` class; `threads`: thread registry; `methods`: method
 //!   ids and first calls.
 //! - `instrument`: class file load hook, RetransformClasses, restore.
+//! - `reveal`: drives callgraph's revealer (Scheme B/A): class mirror,
+//!   first-call revelation, redefinition batches.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -19,6 +21,7 @@ mod instrument;
 mod methods;
 mod probe;
 mod probe_class;
+mod reveal;
 mod session;
 mod suggest;
 mod threads;

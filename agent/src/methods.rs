@@ -3,7 +3,7 @@
 //! Ids are assigned per (class, name, descriptor) and announced to the CLI
 //! with a `Method` message before any probe carrying them can run. A global
 //! bitmap records which ids have been entered at least once; the first call
-//! of a method is where Scheme B revelation (issue 5) will hook in.
+//! of a method is where Scheme B revelation hooks in (`probe`, `reveal`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -57,25 +57,27 @@ pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
 }
 
 /// Records that `id` was entered; cheap when it was entered before.
+/// Returns true for the first entry of `id` in this session (exactly one
+/// thread sees true), where Scheme B reveals the callees of `id`.
 #[inline]
-pub fn mark_called(id: u32) {
+pub fn mark_called(id: u32) -> bool {
     if id >= MAX_TRACKED {
-        return;
+        return false;
     }
     let word = &CALLED[(id / 64) as usize];
     let bit = 1u64 << (id % 64);
     if word.load(Ordering::Relaxed) & bit != 0 {
-        return;
+        return false;
     }
     if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
-        first_call(id);
+        first_call();
+        return true;
     }
+    false
 }
 
-/// The first entry of `id` in this session. Scheme B (issue 5) reveals the
-/// callees of `id` from here.
 #[cold]
-fn first_call(_id: u32) {
+fn first_call() {
     CALLED_COUNT.fetch_add(1, Ordering::Relaxed);
 }
 

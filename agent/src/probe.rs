@@ -14,6 +14,7 @@
 use crate::ffi::Jni;
 use crate::methods;
 use crate::probe_class;
+use crate::reveal;
 use crate::threads;
 use sprig_wire::clock;
 use sprig_wire::ring::{Producer, Region};
@@ -138,16 +139,42 @@ fn ring_dead() {
 
 /// `Probe.nEnter`: entry of an instrumented method.
 #[inline]
-pub fn enter(id: u32) {
+pub fn enter(id: u32, jni: Jni<'_>) {
     let _ = STATE.try_with(|s| {
-        if s.depth.get() == 0 || !s.current() {
+        if s.depth.get() == 0 || s.busy.get() || !s.current() {
             return;
         }
         let ts = s.now();
         s.depth.set(s.depth.get() + 1);
+        if methods::mark_called(id) {
+            reveal_first_call(s, id, jni);
+        }
         s.push(Event::new(EventKind::MethodEntry, id, ts));
-        methods::mark_called(id);
     });
+}
+
+/// The first call of `id` (in a root context): reveal its callees on this
+/// thread, with the recursion guard set (Java code the redefinition runs
+/// on this thread, e.g. class loading for verification, is not recorded),
+/// and record the time as `AdjustTime` just before the entry event, so it
+/// is charged to no frame.
+#[cold]
+#[inline(never)]
+fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
+    if !reveal::enabled() {
+        return;
+    }
+    let Some(agent) = crate::env::get() else {
+        return;
+    };
+    s.busy.set(true);
+    let t0 = s.now();
+    let worked = reveal::first_call(&agent.jvmti, jni, id);
+    let spent = s.now().saturating_sub(t0);
+    s.busy.set(false);
+    if worked && spent > 0 {
+        s.push(Event::new(EventKind::AdjustTime, 0, spent));
+    }
 }
 
 /// `Probe.nExit`: normal or exceptional exit of an instrumented method.
@@ -156,7 +183,7 @@ pub fn exit(id: u32) {
     let _ = STATE.try_with(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
-        if d <= 1 || !s.current() {
+        if d <= 1 || s.busy.get() || !s.current() {
             return;
         }
         let ts = s.now();
@@ -180,8 +207,10 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
         if d > 0 {
             let ts = s.now();
             s.depth.set(d + 1);
+            if methods::mark_called(id) {
+                reveal_first_call(s, id, jni);
+            }
             s.push(Event::new(EventKind::MethodEntry, id, ts));
-            methods::mark_called(id);
             return;
         }
         if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
@@ -194,8 +223,10 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
         open_root_context(jni);
         let ts = s.now();
         s.depth.set(1);
+        if methods::mark_called(id) {
+            reveal_first_call(s, id, jni);
+        }
         s.push(Event::new(EventKind::RootEntry, id, ts));
-        methods::mark_called(id);
     });
 }
 
@@ -204,7 +235,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
 pub fn root_exit(id: u32) {
     let _ = STATE.try_with(|s| {
         let d = s.depth.get();
-        if d == 0 || !s.current() {
+        if d == 0 || s.busy.get() || !s.current() {
             return;
         }
         let ts = s.now();

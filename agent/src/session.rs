@@ -15,8 +15,8 @@
 //!    `BytecodeDigest`; `Detach` ends the session at once (`Detached`).
 //! 3. `Start(SessionOptions)`: bad patterns, no roots or an unmappable
 //!    ring give `Error` then `Detached`. Otherwise `Started{clock,
-//!    ticks_per_sec}` (the ring's), possibly `Warning`s (revelation and
-//!    calibration are not there yet), then for every root method found a
+//!    ticks_per_sec}` (the ring's), possibly `Warning`s (calibration is not
+//!    there yet), then for every root method found a
 //!    `Method{id,..}` before any event with that id, then per pattern
 //!    `RootInstrumented{pattern, methods}` (probes live) or
 //!    `RootNotFound{pattern, class_loaded, suggestions}` (still armed: a
@@ -38,6 +38,7 @@ use crate::instrument;
 use crate::methods;
 use crate::probe;
 use crate::probe_class;
+use crate::reveal;
 use crate::threads;
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions};
@@ -248,7 +249,7 @@ fn stats(counters: instrument::Counters) -> AgentStats {
         lost_events: probe::lost_events(),
         redefinition_batches: counters.batches,
         redefinition_ns: counters.redefinition_ns,
-        reveal_ns: 0,
+        reveal_ns: reveal::reveal_ns(),
         failed_classes: counters.failed,
         threads: threads::count(),
     }
@@ -347,10 +348,11 @@ fn start_profiling(
     OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
     methods::reset();
     threads::reset();
-    if !so.roots_only {
-        send(Message::Warning(
-            "callee revelation is not available yet: only the root methods are instrumented".into(),
-        ));
+    if !so.roots_only
+        && let Err(e) = reveal::configure(so.scheme, &so.include, &so.exclude)
+    {
+        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        return refuse(ch, e);
     }
     if so.calibrate {
         send(Message::Warning(
@@ -398,6 +400,7 @@ impl Session {
         let end = loop {
             flush_outbox();
             probe::settle_active(jni);
+            reveal::service(&agent.jvmti, jni);
             if VM_DEAD.load(Ordering::Acquire) {
                 break End::VmDeath;
             }
@@ -429,11 +432,15 @@ impl Session {
     /// `Detached` and closes the channel.
     fn detach(self, agent: &'static Agent, jni: Jni<'_>, end: End) {
         probe::stop(jni);
+        let serial = reveal::quiesce();
         let counters = if matches!(end, End::VmDeath) {
             instrument::counters()
         } else {
             instrument::restore_all(&agent.jvmti, jni)
         };
+        drop(serial);
+        let summary = reveal::summary();
+        reveal::end(jni);
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = probe::retire_ring();
         flush_outbox();
@@ -447,6 +454,9 @@ impl Session {
                 send(Message::Warning(format!("control channel failed: {e}")));
             }
             End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
+        }
+        if let Some(text) = summary {
+            send(Message::Warning(text));
         }
         send(Message::Detached(stats(counters)));
         let _ = self.ch.shutdown();

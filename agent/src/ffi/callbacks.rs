@@ -16,8 +16,12 @@ fn guard(f: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(f));
 }
 
-extern "system" fn n_enter(_env: *mut JNIEnv, _cls: jclass, id: jint) {
-    guard(|| crate::probe::enter(id as u32));
+extern "system" fn n_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        crate::probe::enter(id as u32, jni)
+    });
 }
 
 extern "system" fn n_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {

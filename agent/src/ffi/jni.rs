@@ -45,8 +45,8 @@ impl Local<'_> {
     }
 }
 
-/// A global reference, usable from every thread. Never deleted: the agent
-/// only keeps global references to its own bootstrap-loaded probe class.
+/// A global reference, usable from every thread: the probe class (never
+/// deleted) and the classes revelation may redefine (deleted at detach).
 #[derive(Debug)]
 pub struct Global {
     raw: jobject,
@@ -215,6 +215,24 @@ impl<'a> Jni<'a> {
             return Err(self.fail("NewGlobalRef"));
         }
         Ok(Global { raw: g })
+    }
+
+    /// Deletes a global reference (the class it names may unload again).
+    pub fn delete_global(&self, g: Global) {
+        if !g.raw.is_null() {
+            // SAFETY: `g` is a global reference created by `new_global` and
+            // consumed here, so it is deleted exactly once.
+            unsafe { jni_call!(self.env, DeleteGlobalRef, g.raw) };
+        }
+    }
+
+    /// The superclass of a class (`None` for `java.lang.Object`,
+    /// interfaces and primitives).
+    pub fn superclass(&self, class: Local<'_>) -> Option<Local<'a>> {
+        // SAFETY: `class` is a live class reference of this thread.
+        let s = unsafe { jni_call!(self.env, GetSuperclass, class.raw()) };
+        // SAFETY: GetSuperclass returns null or a new local reference.
+        (!s.is_null()).then(|| unsafe { Local::from_raw(s) })
     }
 
     /// Deletes a local reference early (null is ignored).

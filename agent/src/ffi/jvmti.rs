@@ -1,7 +1,7 @@
 //! Safe wrappers over the JVMTI function table (jvmti-bindings' raw `sys`
 //! table). Every call checks for a missing slot and maps the error code.
 
-use super::jni::{Jni, Local};
+use super::jni::{FieldOwner, Global, Jni, Local};
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject};
 use jvmti_bindings::sys::jvmti::{
     self as sys, jvmtiCapabilities, jvmtiEnv, jvmtiEventCallbacks, jvmtiThreadInfo,
@@ -387,6 +387,56 @@ impl Jvmti {
         let n = jint::try_from(raw.len()).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
         // SAFETY: `raw` holds `n` live class references of this thread.
         unsafe { jvmti_call!(self.env, RetransformClasses, n, raw.as_ptr()) }
+    }
+
+    /// Retransforms classes held by global references (any attached thread).
+    pub fn retransform_globals(&self, classes: &[&Global]) -> Result<(), JvmtiError> {
+        if classes.is_empty() {
+            return Ok(());
+        }
+        let raw: Vec<jclass> = classes.iter().map(|c| c.class_raw()).collect();
+        let n = jint::try_from(raw.len()).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        // SAFETY: `raw` holds `n` live global class references.
+        unsafe { jvmti_call!(self.env, RetransformClasses, n, raw.as_ptr()) }
+    }
+
+    /// The interfaces a class declares directly, as local references.
+    pub fn implemented_interfaces<'a>(
+        &self,
+        _jni: &Jni<'a>,
+        class: Local<'_>,
+    ) -> Result<Vec<Local<'a>>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut ifaces: *mut jclass = std::ptr::null_mut();
+        // SAFETY: `class` is a live class reference; valid out pointers; the
+        // thread is attached (holds `_jni`), so the references are its own.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetImplementedInterfaces,
+                class.raw(),
+                &mut count,
+                &mut ifaces
+            )?
+        };
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        if !ifaces.is_null() {
+            for i in 0..count.max(0) as usize {
+                // SAFETY: JVMTI returned an array of `count` references, each
+                // a local reference of this thread.
+                out.push(unsafe { Local::from_raw(*ifaces.add(i)) });
+            }
+        }
+        self.deallocate(ifaces.cast());
+        Ok(out)
+    }
+
+    /// A class's access flags (interface, abstract, public, final, ...).
+    pub fn class_modifiers(&self, class: Local<'_>) -> Result<i32, JvmtiError> {
+        let mut mods: jint = 0;
+        // SAFETY: `class` is a live class reference; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetClassModifiers, class.raw(), &mut mods)? };
+        Ok(mods)
     }
 
     /// The current thread's name and its `java.lang.Thread` object.

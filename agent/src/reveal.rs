@@ -1,0 +1,574 @@
+//! The revelation driver: feeds callgraph's [`Revealer`] with the loaded
+//! classes, the class loads and the first calls, and applies the batches it
+//! hands back (Scheme B lazy, Scheme A eager; see DESIGN.md).
+//!
+//! # Where the facts come from
+//!
+//! - Classes loaded before the attach: cheap JVMTI facts only (signature,
+//!   superclass, interfaces, modifiers, declared methods), no class bytes.
+//!   Their methods count as "having calls" (the bytes are not at hand), so
+//!   their first call is always checked.
+//! - Class bytes: the class file load hook sees them when a class loads and
+//!   every time sprig retransforms one; the call sites of every method of a
+//!   class with instrumented methods are cached then. A method can only run
+//!   instrumented after its class went through the hook, so its call sites
+//!   are known at its first call.
+//!
+//! # First calls
+//!
+//! The probing thread does the work itself, as JFluid does: under the
+//! revealer lock it scans the method's call sites and records the new
+//! instrumentation plan (announcing new ids), then it retransforms the named
+//! classes in one batch. The probe records the time as `AdjustTime`, so the
+//! thread is not charged for it.
+//!
+//! # Locks
+//!
+//! `REDEFINE` (one batch at a time) is taken before anything else and only
+//! with a bound; `STATE` and instrument's plan lock are never held together
+//! nor across a JVMTI call that can run the hook. The hook only takes
+//! `STATE` and the plan lock, one at a time.
+
+use crate::ffi::{Global, Jni, Jvmti, Local};
+use crate::instrument::{self, PLAIN_PROBES, ROOT_PROBES};
+use sprig_callgraph::pattern::MethodPattern;
+use sprig_callgraph::reveal::{
+    ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
+    Scheme,
+};
+use sprig_rewriter::{CallSite, ClassInfo, MethodInfo, Target};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+const ACC_NATIVE: u16 = 0x0100;
+const ACC_ABSTRACT: u16 = 0x0400;
+/// Longest a thread waits for another thread's redefinition batch; past it
+/// the batch goes to the control thread.
+const REDEFINE_WAIT: Duration = Duration::from_secs(2);
+/// Eager scheme: at most this many capture-and-scan rounds at start.
+const EAGER_ROUNDS: usize = 64;
+
+/// Revelation is on for the current session.
+static ON: AtomicBool = AtomicBool::new(false);
+static REVEAL_NS: AtomicU64 = AtomicU64::new(0);
+static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Call sites of one class's methods by (name, descriptor).
+type Sites = HashMap<(String, String), Vec<CallSite>>;
+
+/// One method the hook instruments in a class.
+#[derive(Clone, Debug)]
+struct Planned {
+    name: String,
+    descriptor: String,
+    id: u32,
+    root: bool,
+}
+
+struct State {
+    revealer: Revealer,
+    /// Probe id → (revealer id, whether the first call is checked).
+    by_probe: HashMap<u32, (RevealId, bool)>,
+    /// Classes (internal names) → the methods the hook instruments.
+    plan: HashMap<String, Vec<Planned>>,
+    /// Call sites of classes whose bytes went through the hook.
+    sites: HashMap<String, Sites>,
+    /// Classes to retransform from the control thread.
+    deferred: BTreeSet<String>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+static REDEFINE: Mutex<()> = Mutex::new(());
+/// Class references of loaded, instrumentable classes by internal name.
+static CLASSES: Mutex<Option<HashMap<String, Vec<Global>>>> = Mutex::new(None);
+
+fn state() -> MutexGuard<'static, Option<State>> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn classes() -> MutexGuard<'static, Option<HashMap<String, Vec<Global>>>> {
+    CLASSES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether revelation runs in this session.
+#[inline]
+pub fn enabled() -> bool {
+    ON.load(Ordering::Acquire)
+}
+
+/// Time spent revealing (scans, planning) in this session.
+pub fn reveal_ns() -> u64 {
+    REVEAL_NS.load(Ordering::Relaxed)
+}
+
+/// Builds the revealer of a session. Errors name the bad filter pattern.
+pub fn configure(
+    scheme: sprig_wire::control::Scheme,
+    include: &[String],
+    exclude: &[String],
+) -> Result<(), String> {
+    let parse = |v: &[String]| -> Result<Vec<ClassFilter>, String> {
+        v.iter()
+            .map(|t| ClassFilter::parse(t).map_err(|e| e.to_string()))
+            .collect()
+    };
+    let scheme = match scheme {
+        sprig_wire::control::Scheme::Lazy => Scheme::Lazy,
+        sprig_wire::control::Scheme::Eager => Scheme::Eager,
+    };
+    let config = RevealConfig {
+        scheme,
+        include: parse(include)?,
+        exclude: parse(exclude)?,
+    };
+    *state() = Some(State {
+        revealer: Revealer::new(config),
+        by_probe: HashMap::new(),
+        plan: HashMap::new(),
+        sites: HashMap::new(),
+        deferred: BTreeSet::new(),
+    });
+    *classes() = Some(HashMap::new());
+    REVEAL_NS.store(0, Ordering::Relaxed);
+    HIDDEN_SKIPPED.store(0, Ordering::Relaxed);
+    ON.store(true, Ordering::Release);
+    Ok(())
+}
+
+fn internal_name(signature: &str) -> Option<&str> {
+    signature.strip_prefix('L')?.strip_suffix(';')
+}
+
+fn signature_name(jvmti: &Jvmti, c: Local<'_>) -> Option<String> {
+    let sig = jvmti.class_signature(c).ok()?;
+    internal_name(&sig).map(str::to_string)
+}
+
+/// A loaded class's facts from JVMTI (no bytes).
+fn class_facts(jvmti: &Jvmti, jni: Jni<'_>, c: Local<'_>, name: &str) -> Option<ClassInfo> {
+    let super_name = jni.superclass(c).and_then(|s| {
+        let n = signature_name(jvmti, s);
+        jni.delete_local(s);
+        n
+    });
+    let mut interfaces = Vec::new();
+    for i in jvmti.implemented_interfaces(&jni, c).ok()? {
+        if let Some(n) = signature_name(jvmti, i) {
+            interfaces.push(n);
+        }
+        jni.delete_local(i);
+    }
+    let access = jvmti.class_modifiers(c).ok()? as u16;
+    let methods = jvmti
+        .class_methods(c)
+        .ok()?
+        .into_iter()
+        .filter_map(|m| {
+            let (name, descriptor) = jvmti.method_name(m).ok()?;
+            let access = jvmti.method_modifiers(m).ok()? as u16;
+            let code = access & (ACC_NATIVE | ACC_ABSTRACT) == 0;
+            Some(MethodInfo {
+                name,
+                descriptor,
+                access,
+                code_length: u32::from(code),
+                has_calls: code,
+            })
+        })
+        .collect();
+    Some(ClassInfo {
+        name: name.to_string(),
+        super_name,
+        interfaces,
+        access,
+        major_version: 0,
+        methods,
+    })
+}
+
+/// Session start: mirrors every loaded class, arms the roots and applies
+/// the first batch (lazy: the roots; eager: the whole reachable graph,
+/// capturing class bytes round by round). Returns the number of methods
+/// each root pattern matched.
+pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize> {
+    let t0 = Instant::now();
+    jni.with_local_frame(64, |jni| {
+        let loaded = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return;
+        };
+        let mut refs = Vec::new();
+        for &c in &loaded {
+            jni.with_local_frame(32, |jni| {
+                let Some(name) = signature_name(jvmti, c) else {
+                    return;
+                };
+                if !jvmti.is_modifiable(c).unwrap_or(false) {
+                    HIDDEN_SKIPPED.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                if let Some(info) = class_facts(jvmti, jni, c, &name) {
+                    st.revealer.on_class_loaded(info, 0, Vec::new);
+                }
+                if st.revealer.instrumentable(&name)
+                    && let Ok(g) = jni.new_global(c)
+                {
+                    refs.push((name, g));
+                }
+            });
+        }
+        drop(guard);
+        let mut cache = classes();
+        if let Some(map) = cache.as_mut() {
+            for (name, g) in refs {
+                map.entry(name).or_default().push(g);
+            }
+        }
+    });
+    let hits = {
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return vec![0; roots.len()];
+        };
+        for r in roots {
+            st.revealer.add_root(r.clone());
+        }
+        st.revealer.roots().map(|(_, n)| n).collect::<Vec<_>>()
+    };
+    let eager = state()
+        .as_ref()
+        .is_some_and(|s| s.revealer.scheme() == Scheme::Eager);
+    let first = plan_step(|rv, _| rv.take_redefinitions());
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    redefine(jvmti, Some(jni), first);
+    if eager {
+        for _ in 0..EAGER_ROUNDS {
+            let t = Instant::now();
+            let batch = plan_step(|rv, sites| rv.reveal_all(|k| lookup(sites, k)));
+            REVEAL_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            if batch.is_empty() {
+                break;
+            }
+            redefine(jvmti, Some(jni), batch);
+        }
+    }
+    hits
+}
+
+fn lookup(sites: &HashMap<String, Sites>, k: &MethodKey) -> Option<Vec<CallSite>> {
+    sites
+        .get(&k.class)?
+        .get(&(k.name.clone(), k.descriptor.clone()))
+        .cloned()
+}
+
+/// Runs one revelation step under the state lock and records its plan.
+/// Returns the classes to retransform.
+fn plan_step(step: impl FnOnce(&mut Revealer, &HashMap<String, Sites>) -> Revealed) -> Vec<String> {
+    let mut guard = state();
+    let Some(st) = guard.as_mut() else {
+        return Vec::new();
+    };
+    let revealed = step(&mut st.revealer, &st.sites);
+    apply(st, revealed)
+}
+
+/// Records a batch in the plan (announcing new method ids) and returns its
+/// class names.
+fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
+    let mut names = Vec::with_capacity(revealed.classes.len());
+    for batch in revealed.classes {
+        let dotted = batch.class.replace('/', ".");
+        let planned = batch
+            .methods
+            .iter()
+            .map(|m| {
+                let id = instrument::announce_method(&dotted, &m.name, &m.descriptor);
+                st.by_probe.insert(id, (m.id, m.needs_first_call_check));
+                Planned {
+                    name: m.name.clone(),
+                    descriptor: m.descriptor.clone(),
+                    id,
+                    root: m.is_root,
+                }
+            })
+            .collect();
+        st.plan.insert(batch.class.clone(), planned);
+        names.push(batch.class);
+    }
+    names
+}
+
+/// Retransforms `names` in one batch (bounded wait for another thread's
+/// batch; past the bound the control thread does it). With `jni`, classes
+/// not seen yet are looked up among the loaded classes.
+fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
+    if names.is_empty() {
+        return;
+    }
+    let deadline = Instant::now() + REDEFINE_WAIT;
+    let _serial = loop {
+        match REDEFINE.try_lock() {
+            Ok(g) => break g,
+            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Err(TryLockError::WouldBlock) => {
+                defer(names);
+                return;
+            }
+        }
+    };
+    if !enabled() {
+        return; // the session is ending: the restore owns the classes now
+    }
+    let missing: Vec<&String> = {
+        let cache = classes();
+        let Some(map) = cache.as_ref() else {
+            return;
+        };
+        names.iter().filter(|n| !map.contains_key(*n)).collect()
+    };
+    if !missing.is_empty() {
+        match jni {
+            Some(jni) => find_classes(jvmti, jni, &missing),
+            None => {
+                defer(names.clone());
+                return;
+            }
+        }
+    }
+    let cache = classes();
+    let Some(map) = cache.as_ref() else {
+        return;
+    };
+    let mut batch: Vec<(&Global, String)> = Vec::new();
+    let mut later = Vec::new();
+    for n in &names {
+        match map.get(n) {
+            Some(refs) => batch.extend(refs.iter().map(|g| (g, n.clone()))),
+            // Loading right now: defined soon, redone from the control thread.
+            None => later.push(n.clone()),
+        }
+    }
+    instrument::retransform_batch(&batch, true, |cs| {
+        let refs: Vec<&Global> = cs.iter().map(|g| **g).collect();
+        jvmti.retransform_globals(&refs)
+    });
+    drop(cache);
+    defer(later);
+}
+
+/// Adds the loaded classes named in `missing` to the reference cache.
+fn find_classes(jvmti: &Jvmti, jni: Jni<'_>, missing: &[&String]) {
+    let want: BTreeSet<&str> = missing.iter().map(|s| s.as_str()).collect();
+    jni.with_local_frame(64, |jni| {
+        let loaded = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut found = Vec::new();
+        for &c in &loaded {
+            if let Some(name) = signature_name(jvmti, c)
+                && want.contains(name.as_str())
+                && jvmti.is_modifiable(c).unwrap_or(false)
+                && let Ok(g) = jni.new_global(c)
+            {
+                found.push((name, g));
+            }
+        }
+        let mut cache = classes();
+        if let Some(map) = cache.as_mut() {
+            for (name, g) in found {
+                map.entry(name).or_default().push(g);
+            }
+        }
+    });
+}
+
+fn defer(names: Vec<String>) {
+    if names.is_empty() {
+        return;
+    }
+    if let Some(st) = state().as_mut() {
+        st.deferred.extend(names);
+    }
+}
+
+/// The first entry of probe id `id` (called by the probe, on the probing
+/// thread, with its recursion guard set). Scans the method's call sites and
+/// instruments what they reach. Returns whether any work was done.
+pub fn first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
+    let t0 = Instant::now();
+    let names = {
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return false;
+        };
+        let Some(&(rid, true)) = st.by_probe.get(&id) else {
+            return false;
+        };
+        let Some(key) = st.revealer.method(rid).cloned() else {
+            return false;
+        };
+        let Some(sites) = lookup(&st.sites, &key) else {
+            // The class never went through the hook (it failed): nothing to scan.
+            return false;
+        };
+        st.by_probe.insert(id, (rid, false));
+        match st.revealer.on_first_call(rid, &sites) {
+            Ok(revealed) => apply(st, revealed),
+            Err(_) => Vec::new(),
+        }
+    };
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    redefine(jvmti, Some(jni), names);
+    true
+}
+
+/// The class file load hook in a revealing session: the methods of `name`
+/// to instrument in `bytes` (with the probe pair of each), caching the call
+/// sites of the class. At load the class joins the mirror first; batches it
+/// causes for other classes go to the control thread.
+pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)> {
+    let t0 = Instant::now();
+    let mut guard = state();
+    let Some(st) = guard.as_mut() else {
+        return Vec::new();
+    };
+    if !redefining {
+        let Ok(info) = sprig_rewriter::class_info(bytes) else {
+            return Vec::new();
+        };
+        let outcome = st.revealer.on_class_loaded(info, 0, || {
+            sprig_rewriter::callees_all(bytes).unwrap_or_default()
+        });
+        // Later batches name this class with every planned method.
+        let own = Revealed {
+            classes: vec![sprig_callgraph::reveal::ClassBatch {
+                class: name.to_string(),
+                loaders: Vec::new(),
+                methods: outcome.methods,
+            }],
+            reflective_sites: Vec::new(),
+        };
+        if !own.classes[0].methods.is_empty() {
+            apply(st, own);
+        }
+        let others = apply(st, outcome.redefine);
+        st.deferred.extend(others);
+        if outcome.scan_pending {
+            let State {
+                revealer, sites, ..
+            } = &mut *st;
+            let revealed = revealer.reveal_all(|k| lookup(sites, k));
+            let more = apply(st, revealed);
+            st.deferred.extend(more);
+        }
+    }
+    let Some(planned) = st.plan.get(name) else {
+        REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        return Vec::new();
+    };
+    let out: Vec<(Target, bool)> = planned
+        .iter()
+        .map(|p| {
+            (
+                Target {
+                    name: p.name.clone(),
+                    descriptor: p.descriptor.clone(),
+                    id: p.id,
+                    probes: if p.root { ROOT_PROBES } else { PLAIN_PROBES },
+                },
+                p.root,
+            )
+        })
+        .collect();
+    if !st.sites.contains_key(name)
+        && let Ok(all) = sprig_rewriter::callees_all(bytes)
+    {
+        let table: Sites = all.into_iter().map(|(n, d, s)| ((n, d), s)).collect();
+        st.sites.insert(name.to_string(), table);
+    }
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    out
+}
+
+/// Control thread, every tick: retransforms classes whose batches were
+/// deferred (loads that revealed methods of other classes, classes not yet
+/// defined, batches past the wait bound).
+pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
+    if !enabled() {
+        return;
+    }
+    let names: Vec<String> = match state().as_mut() {
+        Some(st) => std::mem::take(&mut st.deferred).into_iter().collect(),
+        None => return,
+    };
+    if names.is_empty() {
+        return;
+    }
+    // Classes still undefined come back through `defer`; drop the ones the
+    // JVM does not know at all after a lookup (never defined).
+    redefine(jvmti, Some(jni), names);
+}
+
+/// Revelation counters for the report (`None` when revelation is off).
+pub fn summary() -> Option<String> {
+    let guard = state();
+    let st = guard.as_ref()?;
+    let stats = st.revealer.stats();
+    let kinds: Vec<String> = stats
+        .revealed_by
+        .iter()
+        .map(|(k, n)| format!("{} {n}", edge_name(*k)))
+        .collect();
+    Some(format!(
+        "revelation: {} methods instrumented by edge kind ({}), {} scanned, {} reachable \
+         ({} in classes not loaded), {} classes mirrored, {} hidden or unmodifiable classes \
+         skipped, {} reflective call sites not followed",
+        stats.instrumented,
+        kinds.join(", "),
+        stats.scanned,
+        stats.reachable,
+        stats.reachable_unloaded,
+        stats.loaded_classes,
+        HIDDEN_SKIPPED.load(Ordering::Relaxed),
+        stats.reflective_sites,
+    ))
+}
+
+fn edge_name(k: EdgeKind) -> &'static str {
+    match k {
+        EdgeKind::Root => "root",
+        EdgeKind::Static => "static",
+        EdgeKind::Special => "special",
+        EdgeKind::Virtual => "virtual",
+        EdgeKind::Interface => "interface",
+        EdgeKind::Dynamic => "dynamic",
+        EdgeKind::MethodHandle => "method-handle",
+        EdgeKind::Reflective => "reflective",
+        EdgeKind::Callback => "callback",
+    }
+}
+
+/// Stops revelation before the restore: no batch starts after this, and
+/// the returned guard keeps a batch already running from finishing after
+/// the restore (hold it across the restore).
+pub fn quiesce() -> MutexGuard<'static, ()> {
+    ON.store(false, Ordering::Release);
+    REDEFINE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Session end (after the restore): class references released, the
+/// revealer dropped.
+pub fn end(jni: Jni<'_>) {
+    ON.store(false, Ordering::Release);
+    if let Some(map) = classes().take() {
+        for g in map.into_values().flatten() {
+            jni.delete_global(g);
+        }
+    }
+    *state() = None;
+}
