@@ -77,6 +77,10 @@ struct State {
     sites: HashMap<String, Sites>,
     /// Classes to retransform from the control thread.
     deferred: BTreeSet<String>,
+    /// Classes loaded before the attach but not prepared yet (JVMTI cannot
+    /// list their methods): they join the mirror once prepared, checked
+    /// before each revelation step.
+    unprepared: Vec<(String, Global)>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -129,6 +133,7 @@ pub fn configure(
         plan: HashMap::new(),
         sites: HashMap::new(),
         deferred: BTreeSet::new(),
+        unprepared: Vec::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -210,8 +215,15 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
                     HIDDEN_SKIPPED.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
-                if let Some(info) = class_facts(jvmti, jni, c, &name) {
-                    st.revealer.on_class_loaded(info, 0, Vec::new);
+                match class_facts(jvmti, jni, c, &name) {
+                    Some(info) => {
+                        st.revealer.on_class_loaded(info, 0, Vec::new);
+                    }
+                    None => {
+                        if let Ok(g) = jni.new_global(c) {
+                            st.unprepared.push((name.clone(), g));
+                        }
+                    }
                 }
                 if st.revealer.instrumentable(&name)
                     && let Ok(g) = jni.new_global(c)
@@ -417,14 +429,63 @@ pub fn first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
             return false;
         };
         st.by_probe.insert(id, (rid, false));
-        match st.revealer.on_first_call(rid, &sites) {
-            Ok(revealed) => apply(st, revealed),
-            Err(_) => Vec::new(),
+        let mut names = mirror_prepared(jvmti, jni, st);
+        if let Ok(revealed) = st.revealer.on_first_call(rid, &sites) {
+            names.extend(apply(st, revealed));
         }
+        names.sort();
+        names.dedup();
+        names
     };
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), names);
     true
+}
+
+/// Adds the classes of `unprepared` that are prepared by now to the mirror
+/// (their planned methods go to the next batch).
+fn mirror_prepared(jvmti: &Jvmti, jni: Jni<'_>, st: &mut State) -> Vec<String> {
+    let mut names = Vec::new();
+    if st.unprepared.is_empty() {
+        return names;
+    }
+    let mut still = Vec::new();
+    let mut done = Vec::new();
+    for (name, g) in std::mem::take(&mut st.unprepared) {
+        let info = jni.with_local_frame(32, |jni| class_facts(jvmti, jni, g.as_local(), &name));
+        match info {
+            Some(info) => {
+                let outcome = st.revealer.on_class_loaded(info, 0, Vec::new);
+                // Already defined: what it plans needs a redefinition.
+                names.extend(apply(st, own_batch(&name, outcome.methods)));
+                names.extend(apply(st, outcome.redefine));
+                done.push(g);
+            }
+            None => still.push((name, g)),
+        }
+    }
+    st.unprepared = still;
+    for g in done {
+        jni.delete_global(g);
+    }
+    names
+}
+
+/// A batch of one class's planned methods (nothing when empty).
+fn own_batch(name: &str, methods: Vec<sprig_callgraph::reveal::Instrument>) -> Revealed {
+    let classes = if methods.is_empty() {
+        Vec::new()
+    } else {
+        vec![sprig_callgraph::reveal::ClassBatch {
+            class: name.to_string(),
+            loaders: Vec::new(),
+            methods,
+        }]
+    };
+    Revealed {
+        classes,
+        reflective_sites: Vec::new(),
+    }
 }
 
 /// The class file load hook in a revealing session: the methods of `name`
@@ -444,18 +505,7 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         let outcome = st.revealer.on_class_loaded(info, 0, || {
             sprig_rewriter::callees_all(bytes).unwrap_or_default()
         });
-        // Later batches name this class with every planned method.
-        let own = Revealed {
-            classes: vec![sprig_callgraph::reveal::ClassBatch {
-                class: name.to_string(),
-                loaders: Vec::new(),
-                methods: outcome.methods,
-            }],
-            reflective_sites: Vec::new(),
-        };
-        if !own.classes[0].methods.is_empty() {
-            apply(st, own);
-        }
+        apply(st, own_batch(name, outcome.methods));
         let others = apply(st, outcome.redefine);
         st.deferred.extend(others);
         if outcome.scan_pending {

@@ -52,6 +52,17 @@ pub struct Global {
     raw: jobject,
 }
 
+impl Global {
+    /// The reference as a class argument for JNI/JVMTI calls on any
+    /// attached thread (valid while `self` is not deleted).
+    pub fn as_local(&self) -> Local<'_> {
+        // SAFETY: a live global reference may be passed wherever a local
+        // reference is expected; the borrow keeps it from being deleted
+        // while the wrapper exists.
+        unsafe { Local::from_raw(self.raw) }
+    }
+}
+
 // SAFETY: JNI global references are valid in every thread until deleted.
 unsafe impl Send for Global {}
 // SAFETY: see `Send`; a global reference is an immutable handle.
