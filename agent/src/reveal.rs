@@ -81,6 +81,10 @@ struct State {
     /// list their methods): they join the mirror once prepared, checked
     /// before each revelation step.
     unprepared: Vec<(String, Global)>,
+    /// Eager scheme: scans wait for class bytes a redefinition captures.
+    scan_pending: bool,
+    /// Times each class was put back for want of a class reference.
+    retries: HashMap<String, u32>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -134,6 +138,8 @@ pub fn configure(
         sites: HashMap::new(),
         deferred: BTreeSet::new(),
         unprepared: Vec::new(),
+        scan_pending: false,
+        retries: HashMap::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -257,17 +263,66 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), first);
     if eager {
-        for _ in 0..EAGER_ROUNDS {
-            let t = Instant::now();
-            let batch = plan_step(|rv, sites| rv.reveal_all(|k| lookup(sites, k)));
-            REVEAL_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            if batch.is_empty() {
-                break;
-            }
-            redefine(jvmti, Some(jni), batch);
+        if let Some(st) = state().as_mut() {
+            st.scan_pending = true;
         }
+        settle(jvmti, jni);
     }
     hits
+}
+
+/// Applies pending work now: batches deferred by class loads, then in the
+/// eager scheme the scans that waited for class bytes, round by round
+/// (each redefinition captures the bytes the next round scans). Bounded.
+fn settle(jvmti: &Jvmti, jni: Jni<'_>) -> bool {
+    let mut worked = false;
+    for round in 0..EAGER_ROUNDS {
+        let t = Instant::now();
+        let names = {
+            let mut guard = state();
+            let Some(st) = guard.as_mut() else {
+                return worked;
+            };
+            let mut names: Vec<String> = if round == 0 {
+                let mut v = mirror_prepared(jvmti, jni, st);
+                v.extend(std::mem::take(&mut st.deferred));
+                v
+            } else {
+                Vec::new()
+            };
+            if st.scan_pending && st.revealer.scheme() == Scheme::Eager {
+                let State {
+                    revealer, sites, ..
+                } = &mut *st;
+                let revealed = revealer.reveal_all(|k| lookup(sites, k));
+                st.scan_pending = !revealed.classes.is_empty();
+                names.extend(apply(st, revealed));
+            }
+            names.sort();
+            names.dedup();
+            names
+        };
+        REVEAL_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if names.is_empty() {
+            break;
+        }
+        worked = true;
+        redefine(jvmti, Some(jni), names);
+        // The redefinition captured class bytes: eager scans may go on.
+        if let Some(st) = state().as_mut()
+            && st.revealer.scheme() == Scheme::Eager
+        {
+            st.scan_pending = true;
+        }
+    }
+    worked
+}
+
+/// Whether [`settle`] has anything to do.
+fn unsettled() -> bool {
+    state()
+        .as_ref()
+        .is_some_and(|st| !st.deferred.is_empty() || st.scan_pending || !st.unprepared.is_empty())
 }
 
 fn lookup(sites: &HashMap<String, Sites>, k: &MethodKey) -> Option<Vec<CallSite>> {
@@ -399,12 +454,22 @@ fn find_classes(jvmti: &Jvmti, jni: Jni<'_>, missing: &[&String]) {
     });
 }
 
+/// Classes named by a batch but never defined (a load that failed) are
+/// retried this many times (control-thread ticks), then dropped.
+const MAX_RETRIES: u32 = 50;
+
 fn defer(names: Vec<String>) {
     if names.is_empty() {
         return;
     }
     if let Some(st) = state().as_mut() {
-        st.deferred.extend(names);
+        for n in names {
+            let tries = st.retries.entry(n.clone()).or_insert(0);
+            *tries += 1;
+            if *tries <= MAX_RETRIES {
+                st.deferred.insert(n);
+            }
+        }
     }
 }
 
@@ -412,6 +477,14 @@ fn defer(names: Vec<String>) {
 /// thread, with its recursion guard set). Scans the method's call sites and
 /// instruments what they reach. Returns whether any work was done.
 pub fn first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
+    let scanned = scan_first_call(jvmti, jni, id);
+    // Work class loads left for later (and eager scans) is done now too, so
+    // what this call goes on to run is instrumented.
+    let settled = unsettled() && settle(jvmti, jni);
+    scanned || settled
+}
+
+fn scan_first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
     let t0 = Instant::now();
     let names = {
         let mut guard = state();
@@ -509,12 +582,8 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         let others = apply(st, outcome.redefine);
         st.deferred.extend(others);
         if outcome.scan_pending {
-            let State {
-                revealer, sites, ..
-            } = &mut *st;
-            let revealed = revealer.reveal_all(|k| lookup(sites, k));
-            let more = apply(st, revealed);
-            st.deferred.extend(more);
+            // Scanned (and redefined) by the next `settle`.
+            st.scan_pending = true;
         }
     }
     let Some(planned) = st.plan.get(name) else {
@@ -549,19 +618,9 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
 /// deferred (loads that revealed methods of other classes, classes not yet
 /// defined, batches past the wait bound).
 pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
-    if !enabled() {
-        return;
+    if enabled() && unsettled() {
+        settle(jvmti, jni);
     }
-    let names: Vec<String> = match state().as_mut() {
-        Some(st) => std::mem::take(&mut st.deferred).into_iter().collect(),
-        None => return,
-    };
-    if names.is_empty() {
-        return;
-    }
-    // Classes still undefined come back through `defer`; drop the ones the
-    // JVM does not know at all after a lookup (never defined).
-    redefine(jvmti, Some(jni), names);
 }
 
 /// Revelation counters for the report (`None` when revelation is off).

@@ -1,0 +1,301 @@
+//! Call-subgraph revelation end to end (Scheme B lazy and Scheme A eager):
+//! a JVM running `reveal.Driver` (fixtures/src/reveal), `sprig profile` with
+//! one root per scenario, and the exact call count of every node of the
+//! calling context tree: static, virtual and interface calls, default
+//! methods, a class loaded only after profiling started, lambdas and method
+//! references run by JDK code, recursion and exceptions. Both schemes, with
+//! the scenario classes loaded after the attach (cold) and before it (warm,
+//! mirrored from JVMTI facts), must give exactly the same tree.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Every root of the scenarios.
+const ROOTS: [&str; 6] = [
+    "reveal.Virtual::root",
+    "reveal.Iface::root",
+    "reveal.Late::root",
+    "reveal.Lambdas::root",
+    "reveal.Recur::root",
+    "reveal.Exc::root",
+];
+
+/// Scenarios in the order they run (`early` before `late`: the late worker
+/// class loads only when `late` runs, after the root's first call).
+const SCENARIOS: [&str; 7] = [
+    "virtual", "iface", "early", "late", "lambda", "recur", "throws",
+];
+
+fn start_driver(jdk: &Jdk, classes: &Path) -> Proc {
+    let cwd = TempDir::new("reveal-cwd");
+    let mut cmd = Command::new(jdk.java());
+    cmd.current_dir(cwd.path())
+        .arg("-cp")
+        .arg(classes)
+        .arg("reveal.Driver");
+    let mut p = Proc::spawn(&format!("driver-jdk{}", jdk.major), cmd);
+    p.cwd = Some(cwd);
+    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+    p
+}
+
+fn run(jvm: &mut Proc, scenario: &str, n: u32, threads: u32) {
+    jvm.send(&format!("run {scenario} {n} {threads}"));
+    let done = format!("done {scenario} ");
+    jvm.wait_for(&done, LONG, |l| l.starts_with(&done));
+}
+
+fn start_profile(pid: u32, out: &Path, extra: &[&str]) -> Proc {
+    let mut cmd = Command::new(sprig_bin());
+    cmd.arg("profile").arg(pid.to_string());
+    for r in ROOTS {
+        cmd.args(["--root", r]);
+    }
+    cmd.args(["--format", "json", "-o"]).arg(out).args(extra);
+    let mut p = Proc::spawn("sprig", cmd);
+    // Cold: no root class is loaded yet, all roots stay armed.
+    p.wait_for("sprig: profiling (or all roots armed)", LONG, |l| {
+        l.starts_with("sprig: profiling") || l.contains("reveal.Exc::root matches no loaded class")
+    });
+    p
+}
+
+/// The tests start JVMs: one at a time on this file's share of the cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
+    sprig.signal("INT");
+    let status = sprig
+        .wait_exit(LONG)
+        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
+    assert!(status.success(), "sprig: {status}\n{}", sprig.transcript());
+    let text = std::fs::read_to_string(out).expect("report written");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// Calls per CCT path (`Class.method > Class.method > ...`), summed over
+/// every thread. Also checks that no node is incomplete.
+fn paths(report: &Value) -> BTreeMap<String, u64> {
+    fn walk(node: &Value, prefix: &str, out: &mut BTreeMap<String, u64>) {
+        let class = node["class"].as_str().expect("class");
+        let name = format!(
+            "{}.{}",
+            class.strip_prefix("reveal.").unwrap_or(class),
+            node["method"].as_str().expect("method")
+        );
+        let path = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix} > {name}")
+        };
+        assert_eq!(node["incomplete"], 0, "incomplete frames at {path}");
+        *out.entry(path.clone()).or_insert(0) += node["calls"].as_u64().expect("calls");
+        for c in node["children"].as_array().into_iter().flatten() {
+            walk(c, &path, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for t in report["threads"].as_array().expect("threads") {
+        for r in t["roots"].as_array().expect("roots") {
+            walk(r, "", &mut out);
+        }
+    }
+    out
+}
+
+/// The exact tree for `n` runs of every scenario.
+fn expected(n: u64) -> BTreeMap<String, u64> {
+    let rows: &[(&str, u64)] = &[
+        // virtual calls over a hierarchy; Cube.area calls super.area()
+        ("Virtual.root", 1),
+        ("Virtual.root > Shape.describe", 3),
+        ("Virtual.root > Shape.describe > Circle.area", 1),
+        ("Virtual.root > Shape.describe > Square.area", 1),
+        ("Virtual.root > Shape.describe > Cube.area", 1),
+        ("Virtual.root > Shape.describe > Cube.area > Square.area", 1),
+        // interface calls; English inherits the default twice(), French overrides it
+        ("Iface.root", 1),
+        ("Iface.root > Greeter.twice", 1),
+        ("Iface.root > Greeter.twice > English.greet", 2),
+        ("Iface.root > French.twice", 1),
+        ("Iface.root > French.twice > French.greet", 1),
+        // early + late runs; LateWorker loads after the root's first call
+        ("Late.root", 2),
+        ("Late.root > EarlyWorker.work", 1),
+        ("Late.root > LateWorker.work", 1),
+        ("Late.root > LateWorker.work > LateWorker.helper", 1),
+        // a stream over 4 words (map + filter), a sort of 2, a Runnable in a FutureTask
+        ("Lambdas.root", 1),
+        ("Lambdas.root > Lambdas.shout", 4),
+        ("Lambdas.root > Lambdas.lambda$root$0", 4),
+        ("Lambdas.root > Lambdas.byLength", 1),
+        ("Lambdas.root > Lambdas.lambda$root$1", 1),
+        ("Lambdas.root > Lambdas.lambda$root$1 > Lambdas.bump", 1),
+        // mutual recursion from 4 down to 0
+        ("Recur.root", 1),
+        ("Recur.root > Recur.even", 1),
+        ("Recur.root > Recur.even > Recur.odd", 1),
+        ("Recur.root > Recur.even > Recur.odd > Recur.even", 1),
+        (
+            "Recur.root > Recur.even > Recur.odd > Recur.even > Recur.odd",
+            1,
+        ),
+        (
+            "Recur.root > Recur.even > Recur.odd > Recur.even > Recur.odd > Recur.even",
+            1,
+        ),
+        // level3 throws on every second call, through level2 and level1
+        ("Exc.root", 1),
+        ("Exc.root > Exc.level1", 1),
+        ("Exc.root > Exc.level1 > Exc.level2", 1),
+        ("Exc.root > Exc.level1 > Exc.level2 > Exc.level3", 1),
+        ("Exc.root > Exc.after", 1),
+    ];
+    rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
+}
+
+fn assert_tree(got: &BTreeMap<String, u64>, want: &BTreeMap<String, u64>, what: &str) {
+    let show = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(p, c)| format!("  {c:>6}  {p}\n"))
+            .collect::<String>()
+    };
+    assert_eq!(
+        got,
+        want,
+        "{what}: tree differs\n got:\n{}want:\n{}",
+        show(got),
+        show(want)
+    );
+}
+
+/// One session: optionally warm the scenarios before the attach, profile
+/// with `extra` options, run every scenario `n` times, compare the tree.
+fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
+    const N: u32 = 7;
+    let mut jvm = start_driver(jdk, classes);
+    if warm {
+        for s in SCENARIOS.iter().filter(|s| **s != "late") {
+            run(&mut jvm, s, 200, 1);
+        }
+    }
+    let out_dir = TempDir::new("reveal-out");
+    let out = out_dir.path().join("report.json");
+    let sprig = start_profile(jvm.pid(), &out, extra);
+    for s in SCENARIOS {
+        run(&mut jvm, s, N, 1);
+    }
+    let report = stop_profile(sprig, &out);
+    let what = format!("JDK {} warm={warm} {extra:?}", jdk.major);
+    assert_tree(&paths(&report), &expected(u64::from(N)), &what);
+    let warnings = report["warnings"].to_string();
+    assert!(
+        !warnings.contains("revelation is not available"),
+        "{what}: {warnings}"
+    );
+    assert!(warnings.contains("revelation: "), "{what}: {warnings}");
+    let stats = &report["stats"];
+    let called = stats["called_methods"].as_u64().expect("called");
+    let instrumented = stats["instrumented_methods"]
+        .as_u64()
+        .expect("instrumented");
+    // 28 distinct methods run (LateWorker.work/helper included).
+    assert_eq!(called, 28, "{what}: called methods");
+    assert!(instrumented >= called, "{what}: {instrumented} < {called}");
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+}
+
+#[test]
+fn lazy_reveals_the_subgraph_with_exact_counts() {
+    let _serial = serial();
+    for jdk in test_jdks("lazy_reveals_the_subgraph_with_exact_counts") {
+        let classes = fixture_classes(&jdk);
+        session(&jdk, classes.path(), false, &[]);
+        session(&jdk, classes.path(), true, &[]);
+    }
+}
+
+#[test]
+fn eager_gives_the_same_tree() {
+    let _serial = serial();
+    for jdk in test_jdks("eager_gives_the_same_tree") {
+        let classes = fixture_classes(&jdk);
+        session(&jdk, classes.path(), false, &["--scheme", "eager"]);
+        session(&jdk, classes.path(), true, &["--scheme", "eager"]);
+    }
+}
+
+#[test]
+fn roots_only_instruments_only_the_roots() {
+    let _serial = serial();
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_driver(&jdk, classes.path());
+    let out_dir = TempDir::new("reveal-out");
+    let out = out_dir.path().join("report.json");
+    let sprig = start_profile(jvm.pid(), &out, &["--roots-only"]);
+    run(&mut jvm, "virtual", 5, 1);
+    let report = stop_profile(sprig, &out);
+    let got = paths(&report);
+    assert_eq!(got, BTreeMap::from([("Virtual.root".to_string(), 5)]));
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+}
+
+/// Many threads make their first calls at once: every thread's stream stays
+/// well formed, roots are counted exactly, and callees are never
+/// over-counted or misplaced (a thread that runs a callee while another
+/// thread is still instrumenting it may miss that call). A second run, all
+/// revealed, is exact.
+#[test]
+fn concurrent_first_calls() {
+    let _serial = serial();
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_driver(&jdk, classes.path());
+    let out_dir = TempDir::new("reveal-out");
+    let (cold, warm) = (
+        out_dir.path().join("cold.json"),
+        out_dir.path().join("warm.json"),
+    );
+    let sprig = start_profile(jvm.pid(), &cold, &[]);
+    for s in ["virtual", "iface", "lambda", "throws"] {
+        run(&mut jvm, s, 50, 8);
+    }
+    let report = stop_profile(sprig, &cold);
+    let got = paths(&report);
+    let want = expected(400);
+    for (path, calls) in &got {
+        let bound = want
+            .get(path)
+            .unwrap_or_else(|| panic!("unexpected node {path}"));
+        assert!(calls <= bound, "{path}: {calls} > {bound}");
+    }
+    for root in ["Virtual.root", "Iface.root", "Lambdas.root", "Exc.root"] {
+        assert_eq!(got.get(root), Some(&400), "{root}");
+    }
+    // Attach again: the classes are loaded and were instrumented before.
+    let sprig = start_profile(jvm.pid(), &warm, &[]);
+    run(&mut jvm, "virtual", 1, 1);
+    run(&mut jvm, "virtual", 25, 8);
+    let got = paths(&stop_profile(sprig, &warm));
+    let want: BTreeMap<String, u64> = expected(201)
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("Virtual."))
+        .collect();
+    assert_tree(&got, &want, "second session");
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+}
