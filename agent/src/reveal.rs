@@ -624,7 +624,7 @@ pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
 }
 
 /// Revelation counters for the report (`None` when revelation is off).
-pub fn summary() -> Option<String> {
+pub fn summary(counters: &instrument::Counters) -> Option<String> {
     let guard = state();
     let st = guard.as_ref()?;
     let stats = st.revealer.stats();
@@ -636,7 +636,8 @@ pub fn summary() -> Option<String> {
     Some(format!(
         "revelation: {} methods instrumented by edge kind ({}), {} scanned, {} reachable \
          ({} in classes not loaded), {} classes mirrored, {} hidden or unmodifiable classes \
-         skipped, {} reflective call sites not followed",
+         skipped, {} reflective call sites not followed; {:.1} ms revealing, {} redefinition \
+         batches in {:.1} ms",
         stats.instrumented,
         kinds.join(", "),
         stats.scanned,
@@ -645,6 +646,9 @@ pub fn summary() -> Option<String> {
         stats.loaded_classes,
         HIDDEN_SKIPPED.load(Ordering::Relaxed),
         stats.reflective_sites,
+        reveal_ns() as f64 / 1e6,
+        counters.batches,
+        counters.redefinition_ns as f64 / 1e6,
     ))
 }
 

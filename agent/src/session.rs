@@ -439,7 +439,7 @@ impl Session {
             instrument::restore_all(&agent.jvmti, jni)
         };
         drop(serial);
-        let summary = reveal::summary();
+        let summary = reveal::summary(&counters);
         reveal::end(jni);
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = probe::retire_ring();
