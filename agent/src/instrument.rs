@@ -7,6 +7,12 @@
 //! the class is retransformed while the hook returns nothing, which gives
 //! back exactly the class as it was (and composes with other agents). The
 //! same hook instruments matching classes that load later.
+//!
+//! What the hook instruments in a class: with revelation on (the default),
+//! the methods `reveal` planned for it (roots with the root probes, the rest
+//! with the plain ones); with `--roots-only`, the methods the root patterns
+//! name. Every retransformation installs a class's whole plan, so the
+//! counters replace a class's record rather than add to it.
 
 use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
 use crate::methods;

@@ -24,10 +24,14 @@
 //!    `ClassFailed` for a class that could not be instrumented.
 //! 4. While profiling: `Thread{index,..}` for each new thread (queued,
 //!    forwarded within 200 ms), `Status` about once a second and on
-//!    `StatusRequest`, `Digest` on `BytecodeDigest`.
+//!    `StatusRequest`, `Digest` on `BytecodeDigest`. With revelation on,
+//!    `Method{id,..}` for every method revealed (sent by the revealing
+//!    thread before the redefinition that makes its probes live) and
+//!    `ClassFailed` for revealed classes that could not be redefined.
 //! 5. The end: on `Detach`, the socket closing, the ring dying (consumer
 //!    gone or stalled past `wait_bound_ms`) the agent restores every class
-//!    and sends `Detached(stats)` (after a `Warning` when the ring died),
+//!    and sends `Detached(stats)` (after a `Warning` when the ring died and
+//!    a `Warning` with the revelation summary when revelation was on),
 //!    then closes the socket. On VM exit it sends `Warning("the target JVM
 //!    is exiting")` and the socket closes with the process.
 
