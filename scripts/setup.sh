@@ -3,9 +3,24 @@
 # kind, and nothing that is already there. Idempotent; safe to run often.
 #   JDK 17 (javac, jcmd) from Debian's packages: the baseline the tests need.
 #   A JDK 25 is used too when one is installed under /usr/lib/jvm (not required).
+# With --bench it also installs what the benchmark harness (bench/) runs:
+#   H2 (libh2-java) and Jetty 9 with its servlet API (libjetty9-java).
 set -euo pipefail
 
+bench=0
+for arg in "$@"; do
+    case "$arg" in
+        --bench) bench=1 ;;
+        *) echo "setup: unknown option $arg (known: --bench)" >&2; exit 2 ;;
+    esac
+done
+
 need_apt=()
+if [ "$bench" -eq 1 ]; then
+    # Each package once, and only when its jar is missing.
+    [ -f /usr/share/java/h2.jar ] || need_apt+=(libh2-java)
+    [ -f /usr/share/java/jetty9-server.jar ] || need_apt+=(libjetty9-java)
+fi
 if [ ! -x /usr/lib/jvm/java-17-openjdk-amd64/bin/javac ]; then
     need_apt+=(openjdk-17-jdk-headless)
 fi
@@ -22,6 +37,26 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if [ "$bench" -eq 1 ]; then
+    # javac's benchmark compiles sources from the JDK 17 src.zip. Debian's
+    # openjdk-17-jdk links lib/src.zip to the openjdk-17-source package;
+    # installing that package would also upgrade the JDK, so when the zip is
+    # missing only its file is taken from the package into the bench cache.
+    cache="${XDG_CACHE_HOME:-$HOME/.cache}/sprig-bench"
+    if [ ! -r /usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip ] && [ ! -s "$cache/jdk17-src.zip" ]; then
+        echo "setup: fetching the JDK 17 sources (openjdk-17-source, not installed) into $cache" >&2
+        command -v apt-get >/dev/null 2>&1 || { echo "setup: apt-get not found" >&2; exit 1; }
+        mkdir -p "$cache"
+        tmp=$(mktemp -d)
+        trap 'rm -rf "$tmp"' EXIT
+        chmod 755 "$tmp"
+        (cd "$tmp" && apt-get download -qq openjdk-17-source 2>/dev/null) \
+            || { apt-get update -qq && (cd "$tmp" && apt-get download -qq openjdk-17-source); }
+        dpkg-deb --fsys-tarfile "$tmp"/openjdk-17-source_*.deb \
+            | tar -xO ./usr/lib/jvm/openjdk-17/lib/src.zip > "$cache/jdk17-src.zip.part"
+        mv "$cache/jdk17-src.zip.part" "$cache/jdk17-src.zip"
+    fi
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found: sprig needs a Rust toolchain (1.95 or newer) on PATH" >&2

@@ -1,0 +1,176 @@
+//! sprig-bench: sprig's cost and accuracy on real JVM programs, bare and
+//! profiled side by side in the same JVM, in JFluid's columns; plus the probe,
+//! attach and throughput microbenchmarks. See BENCHMARKS.md.
+//!
+//! `cargo run --release -p sprig-bench -- [--quick] [--json OUT] [--only NAME]`
+
+mod env;
+mod micro;
+mod proc;
+mod profile;
+mod stats;
+mod workloads;
+
+use anyhow::{Result, bail};
+use clap::Parser;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+const MICRO: [&str; 3] = ["probe", "attach", "throughput"];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sprig-bench",
+    about = "Benchmarks sprig on real JVM workloads (bare vs profiled)"
+)]
+struct Args {
+    /// A few minutes instead of up to half an hour: fewer repeats and iterations.
+    #[arg(long)]
+    quick: bool,
+    /// Write every figure (medians, min/max, raw series) as JSON to OUT.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Run only these benchmarks (repeat or comma-separate): probe, attach,
+    /// throughput, javac, h2, jetty, calls, coarse.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Repeats of each workload's bare/profiled windows (default 1 quick, 3 full).
+    #[arg(long, value_name = "N")]
+    repeats: Option<usize>,
+    /// Do not run scripts/setup.sh --bench first.
+    #[arg(long)]
+    no_setup: bool,
+    /// Use this sprig binary (libsprig_agent.so next to it) instead of building one.
+    #[arg(long, value_name = "PATH")]
+    sprig: Option<PathBuf>,
+    /// JDK home the workloads run on (default: Debian's JDK 17).
+    #[arg(long, value_name = "DIR")]
+    jdk: Option<PathBuf>,
+}
+
+pub struct Ctx {
+    pub env: env::Env,
+    pub quick: bool,
+    pub repeats: usize,
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("sprig-bench: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Ok(false) when a benchmark failed (the others still ran).
+fn real_main() -> Result<bool> {
+    let args = Args::parse();
+    let all: Vec<&str> = MICRO
+        .iter()
+        .chain(workloads::NAMES.iter())
+        .copied()
+        .collect();
+    for o in &args.only {
+        if !all.contains(&o.as_str()) {
+            bail!("--only {o}: unknown benchmark (known: {})", all.join(", "));
+        }
+    }
+    let selected: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
+        .collect();
+    let started = Instant::now();
+    let env = env::Env::prepare(env::Options {
+        setup: !args.no_setup,
+        sprig: args.sprig.clone(),
+        jdk: args.jdk.clone(),
+    })?;
+    let ctx = Ctx {
+        quick: args.quick,
+        repeats: args
+            .repeats
+            .unwrap_or(if args.quick { 1 } else { 3 })
+            .max(1),
+        env,
+    };
+    println!("machine: {}", ctx.env.machine);
+    println!(
+        "sprig: {}  (mode: {})",
+        ctx.env.sprig.display(),
+        if ctx.quick { "quick" } else { "full" }
+    );
+    let mut micro_out = serde_json::Map::new();
+    let mut workload_out = Vec::new();
+    let mut failures = Vec::new();
+    for name in &selected {
+        let t = Instant::now();
+        eprintln!("sprig-bench: == {name}");
+        let result = if MICRO.contains(name) {
+            let r = match *name {
+                "probe" => micro::probe_cost(&ctx),
+                "attach" => micro::attach_latency(&ctx),
+                _ => micro::throughput(&ctx),
+            };
+            r.map(|v| {
+                micro::print(name, &v);
+                micro_out.insert(name.to_string(), v);
+            })
+        } else {
+            workloads::define(&ctx, name)
+                .and_then(|def| {
+                    println!("{}: {}", def.name, def.what);
+                    workloads::run(&ctx, &def)
+                })
+                .map(|v| workload_out.push(v))
+        };
+        match result {
+            Ok(()) => eprintln!(
+                "sprig-bench: {name} done in {:.0} s",
+                t.elapsed().as_secs_f64()
+            ),
+            Err(e) => {
+                eprintln!("sprig-bench: FAILED {name}: {e:#}");
+                failures.push(json!({"benchmark": name, "error": format!("{e:#}")}));
+            }
+        }
+    }
+    if !workload_out.is_empty() {
+        println!();
+        println!(
+            "workloads (medians over repeats [min-max]; B = lazy, A = eager; times per iteration)"
+        );
+        workloads::print_table(&workload_out);
+    }
+    let ok = failures.is_empty();
+    let doc = json!({
+        "sprig_bench": 1,
+        "mode": if ctx.quick { "quick" } else { "full" },
+        "repeats": ctx.repeats,
+        "machine": ctx.env.machine,
+        "elapsed_s": started.elapsed().as_secs_f64(),
+        "micro": Value::Object(micro_out),
+        "workloads": workload_out,
+        "failures": failures,
+    });
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
+        eprintln!("sprig-bench: wrote {}", path.display());
+    }
+    println!("elapsed: {:.0} s", started.elapsed().as_secs_f64());
+    let mut ctx = ctx;
+    if !ok {
+        ctx.env.scratch.keep = true;
+        eprintln!(
+            "sprig-bench: {} benchmark(s) failed; logs kept in {}",
+            doc["failures"].as_array().map_or(0, Vec::len),
+            ctx.env.logs().display()
+        );
+    }
+    Ok(ok)
+}

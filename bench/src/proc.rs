@@ -1,0 +1,329 @@
+//! Child processes under guards: a JVM driven through stdin/stdout, and a
+//! `sprig profile` session stopped with SIGINT. Both are killed on drop, every
+//! wait is bounded, and a JVM's "error ..." line fails the wait at once.
+
+use anyhow::{Context, Result, anyhow, bail};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+/// How many of a JVM's last stdout lines an error message quotes.
+const TAIL: usize = 12;
+
+/// A JVM running one of the bench fixtures.
+pub struct Jvm {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    tail: VecDeque<String>,
+    stderr_log: PathBuf,
+}
+
+impl Jvm {
+    /// Starts `java ARGS`, stderr to `log_dir/NAME.stderr`, and waits for its
+    /// "ready" line.
+    pub fn start(
+        java: &Path,
+        args: &[String],
+        name: &str,
+        log_dir: &Path,
+        ready_within: Duration,
+    ) -> Result<Jvm> {
+        let stderr_log = log_dir.join(format!("{name}.stderr"));
+        let err = File::create(&stderr_log)
+            .with_context(|| format!("creating {}", stderr_log.display()))?;
+        let mut child = Command::new(java)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err))
+            .spawn()
+            .with_context(|| format!("starting {}", java.display()))?;
+        let stdout = child.stdout.take().context("JVM stdout")?;
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut jvm = Jvm {
+            name: name.to_owned(),
+            child,
+            stdin,
+            lines,
+            tail: VecDeque::new(),
+            stderr_log,
+        };
+        jvm.expect("ready", ready_within)?;
+        Ok(jvm)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn send(&mut self, line: &str) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("JVM stdin closed")?;
+        writeln!(stdin, "{line}")
+            .and_then(|_| stdin.flush())
+            .with_context(|| format!("{}: writing {line:?}", self.name))
+    }
+
+    /// The next line starting with `prefix` (other lines are skipped).
+    pub fn expect(&mut self, prefix: &str, within: Duration) -> Result<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let line = self.next_line(deadline, prefix)?;
+            if line.starts_with(prefix) {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Every line up to the one starting with `end` (exclusive).
+    pub fn collect_until(&mut self, end: &str, within: Duration) -> Result<Vec<String>> {
+        let deadline = Instant::now() + within;
+        let mut out = Vec::new();
+        loop {
+            let line = self.next_line(deadline, end)?;
+            if line.starts_with(end) {
+                return Ok(out);
+            }
+            out.push(line);
+        }
+    }
+
+    fn next_line(&mut self, deadline: Instant, waiting_for: &str) -> Result<String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                if self.tail.len() == TAIL {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(line.clone());
+                if line.starts_with("error") {
+                    bail!(
+                        "{}: the workload failed: {line}{}",
+                        self.name,
+                        self.context()
+                    );
+                }
+                Ok(line)
+            }
+            Err(RecvTimeoutError::Timeout) => Err(anyhow!(
+                "{}: no {waiting_for:?} line within the time bound{}",
+                self.name,
+                self.context()
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait().ok();
+                Err(anyhow!(
+                    "{}: the JVM exited ({}) while sprig-bench waited for {waiting_for:?}{}",
+                    self.name,
+                    status.map_or("unknown status".to_owned(), |s| s.to_string()),
+                    self.context()
+                ))
+            }
+        }
+    }
+
+    fn context(&self) -> String {
+        let err = std::fs::read_to_string(&self.stderr_log).unwrap_or_default();
+        let err_tail: Vec<&str> = err.lines().rev().take(TAIL).collect();
+        let err_tail: Vec<&str> = err_tail.into_iter().rev().collect();
+        format!(
+            "\n  last stdout lines: {:?}\n  last stderr lines ({}): {:?}",
+            self.tail,
+            self.stderr_log.display(),
+            err_tail
+        )
+    }
+
+    /// Asks the fixture to quit and waits for it (bounded), killing it otherwise.
+    pub fn quit(mut self) -> Result<()> {
+        let _ = self.send("quit");
+        self.stdin = None;
+        match wait_bounded(&mut self.child, Duration::from_secs(20))? {
+            Some(s) if s.success() => Ok(()),
+            Some(s) => bail!("{}: the JVM exited with {s}{}", self.name, self.context()),
+            None => bail!("{}: the JVM did not exit within 20 s of quit", self.name),
+        }
+    }
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits up to `within` for the child to exit; Ok(None) when it did not.
+fn wait_bounded(child: &mut Child, within: Duration) -> Result<Option<ExitStatus>> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What a `sprig profile` session is asked to do.
+#[derive(Clone, Debug)]
+pub struct SprigArgs {
+    pub roots: Vec<String>,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    /// `lazy` or `eager`.
+    pub scheme: String,
+}
+
+/// A running `sprig profile PID ... --format json -o FILE`.
+pub struct Sprig {
+    child: Child,
+    stderr: Receiver<(Instant, String)>,
+    stderr_seen: Vec<String>,
+    out: PathBuf,
+    spawned: Instant,
+}
+
+/// A stopped session: its JSON report, the stderr it printed, and timings.
+pub struct Stopped {
+    pub report: serde_json::Value,
+    pub stderr: Vec<String>,
+    /// From SIGINT to the `sprig` process's exit (detach + report).
+    pub stop_time: Duration,
+}
+
+impl Sprig {
+    pub fn start(sprig: &Path, pid: u32, args: &SprigArgs, out: &Path) -> Result<Sprig> {
+        let _ = std::fs::remove_file(out);
+        let mut cmd = Command::new(sprig);
+        cmd.arg("profile").arg(pid.to_string());
+        for r in &args.roots {
+            cmd.arg("--root").arg(r);
+        }
+        for i in &args.include {
+            cmd.arg("--include").arg(i);
+        }
+        for x in &args.exclude {
+            cmd.arg("--exclude").arg(x);
+        }
+        cmd.args(["--scheme", &args.scheme, "--format", "json", "-o"])
+            .arg(out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let spawned = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", sprig.display()))?;
+        let stderr = child.stderr.take().context("sprig stderr")?;
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Sprig {
+            child,
+            stderr: rx,
+            stderr_seen: Vec::new(),
+            out: out.to_path_buf(),
+            spawned,
+        })
+    }
+
+    /// Waits for the line saying the root is instrumented (or will be when
+    /// its class loads); returns the time from spawning `sprig` to that line.
+    pub fn wait_profiling(&mut self, within: Duration) -> Result<Duration> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok((at, line)) => {
+                    let started = line.starts_with("sprig: profiling")
+                        || (line.starts_with("sprig: root ")
+                            && line.contains("when its class loads"));
+                    self.stderr_seen.push(line);
+                    if started {
+                        return Ok(at.duration_since(self.spawned));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => bail!(
+                    "sprig did not start profiling within {:?}; its stderr: {:?}",
+                    within,
+                    self.stderr_seen
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().ok();
+                    bail!(
+                        "sprig exited ({}) before profiling started; its stderr: {:?}",
+                        status.map_or("unknown status".to_owned(), |s| s.to_string()),
+                        self.stderr_seen
+                    )
+                }
+            }
+        }
+    }
+
+    /// SIGINT, wait (bounded) for a clean exit, read the JSON report.
+    pub fn stop(mut self, within: Duration) -> Result<Stopped> {
+        let t0 = Instant::now();
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .context("running kill -INT")?;
+        if !sent.success() {
+            bail!("kill -INT {pid} failed");
+        }
+        let status = wait_bounded(&mut self.child, within)?;
+        let stop_time = t0.elapsed();
+        while let Ok((_, line)) = self.stderr.recv_timeout(Duration::from_millis(200)) {
+            self.stderr_seen.push(line);
+        }
+        let stderr = std::mem::take(&mut self.stderr_seen);
+        match status {
+            None => bail!("sprig did not exit within {within:?} of SIGINT; stderr: {stderr:?}"),
+            Some(s) if !s.success() => bail!("sprig exited with {s}; stderr: {stderr:?}"),
+            Some(_) => {}
+        }
+        let text = std::fs::read_to_string(&self.out)
+            .with_context(|| format!("reading sprig's report {}", self.out.display()))?;
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("parsing sprig's JSON report {}", self.out.display()))?;
+        Ok(Stopped {
+            report,
+            stderr,
+            stop_time,
+        })
+    }
+}
+
+impl Drop for Sprig {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}

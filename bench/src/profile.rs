@@ -1,0 +1,184 @@
+//! What the harness reads from one sprig JSON report (schema version 1).
+//! Fields that later versions add (calibration, revelation statistics) are
+//! carried through as they come, so the tables show them once they land.
+
+use anyhow::{Result, bail};
+use serde_json::{Map, Value};
+
+/// The five statistics every version reports.
+const BASE_STATS: [&str; 5] = [
+    "events",
+    "instrumented_methods",
+    "called_methods",
+    "lost_events",
+    "duration_ms",
+];
+
+#[derive(Clone, Debug, Default)]
+pub struct ProfileSummary {
+    pub events: u64,
+    pub instrumented: u64,
+    pub called: u64,
+    pub lost: u64,
+    pub duration_ms: u64,
+    /// Statistics beyond the five base ones (e.g. revelation and redefinition time).
+    pub extra_stats: Map<String, Value>,
+    /// `calibration` as reported (null when the report has none).
+    pub calibration: Value,
+    pub warnings: Vec<String>,
+    /// Sum over every thread's root nodes.
+    pub root_calls: u64,
+    pub root_total_ns: f64,
+    pub root_raw_ns: f64,
+    /// Calls summed over every node of every thread's tree.
+    pub all_calls: u64,
+    /// Distinct (class, method, descriptor) seen in the trees.
+    pub distinct_methods: usize,
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn key(n: &Value) -> String {
+    format!(
+        "{}::{}{}",
+        n.get("class").and_then(Value::as_str).unwrap_or("?"),
+        n.get("method").and_then(Value::as_str).unwrap_or("?"),
+        n.get("descriptor").and_then(Value::as_str).unwrap_or("")
+    )
+}
+
+/// Depth-first over a node and its children, with an explicit stack (deep
+/// recursion in the profiled program must not overflow ours).
+fn walk<'a>(root: &'a Value, mut visit: impl FnMut(&'a Value)) {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        visit(n);
+        if let Some(ch) = n.get("children").and_then(Value::as_array) {
+            stack.extend(ch.iter());
+        }
+    }
+}
+
+impl ProfileSummary {
+    pub fn from_json(v: &Value) -> Result<ProfileSummary> {
+        if v.get("version").and_then(Value::as_u64) != Some(1) {
+            bail!("sprig's report is not JSON schema version 1");
+        }
+        let Some(stats) = v.get("stats") else {
+            bail!("sprig's report has no stats");
+        };
+        let mut s = ProfileSummary {
+            events: u(stats, "events"),
+            instrumented: u(stats, "instrumented_methods"),
+            called: u(stats, "called_methods"),
+            lost: u(stats, "lost_events"),
+            duration_ms: u(stats, "duration_ms"),
+            calibration: v.get("calibration").cloned().unwrap_or(Value::Null),
+            ..ProfileSummary::default()
+        };
+        if let Some(m) = stats.as_object() {
+            for (k, val) in m {
+                if !BASE_STATS.contains(&k.as_str()) {
+                    s.extra_stats.insert(k.clone(), val.clone());
+                }
+            }
+        }
+        if let Some(w) = v.get("warnings").and_then(Value::as_array) {
+            s.warnings = w
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                .collect();
+        }
+        let mut methods = std::collections::BTreeSet::new();
+        for t in v
+            .get("threads")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for r in t
+                .get("roots")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                s.root_calls += u(r, "calls");
+                s.root_total_ns += f(r, "total_ns");
+                s.root_raw_ns += r
+                    .get("raw_total_ns")
+                    .and_then(Value::as_f64)
+                    .unwrap_or_else(|| f(r, "total_ns"));
+                walk(r, |n| {
+                    s.all_calls += u(n, "calls");
+                    methods.insert(key(n));
+                });
+            }
+        }
+        s.distinct_methods = methods.len();
+        Ok(s)
+    }
+
+    /// Calls of every node of `class::method` anywhere in the trees.
+    pub fn calls_of(report: &Value, class: &str, method: &str) -> u64 {
+        let mut total = 0;
+        for t in report
+            .get("threads")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for r in t
+                .get("roots")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                walk(r, |n| {
+                    if n.get("class").and_then(Value::as_str) == Some(class)
+                        && n.get("method").and_then(Value::as_str) == Some(method)
+                    {
+                        total += u(n, "calls");
+                    }
+                });
+            }
+        }
+        total
+    }
+
+    /// The agent said it instruments only the roots (callee revelation missing).
+    pub fn roots_only(&self) -> bool {
+        self.warnings
+            .iter()
+            .any(|w| w.contains("revelation is not available"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sums_roots_and_nodes() {
+        let r = json!({"version":1,"target":{"pid":1,"jvm":"x"},
+            "stats":{"events":10,"instrumented_methods":3,"called_methods":2,"lost_events":0,"duration_ms":5,"reveal_ms":7},
+            "calibration":null,"warnings":["callee revelation is not available yet: x"],
+            "threads":[{"id":1,"name":"main","roots":[
+              {"class":"a.B","method":"r","descriptor":"()V","calls":2,"total_ns":100,"self_ns":40,"raw_total_ns":120,
+               "children":[{"class":"a.B","method":"c","descriptor":"()V","calls":5,"total_ns":60,"self_ns":60,"raw_total_ns":70,"children":[]}]}]}]});
+        let s = ProfileSummary::from_json(&r).unwrap();
+        assert_eq!((s.root_calls, s.all_calls, s.distinct_methods), (2, 7, 2));
+        assert_eq!((s.root_total_ns, s.root_raw_ns), (100.0, 120.0));
+        assert_eq!(s.extra_stats.get("reveal_ms"), Some(&json!(7)));
+        assert!(s.roots_only() && s.calibration.is_null());
+        assert_eq!(ProfileSummary::calls_of(&r, "a.B", "c"), 5);
+        assert!(ProfileSummary::from_json(&json!({"version":2})).is_err());
+        assert!(ProfileSummary::from_json(&json!([])).is_err());
+    }
+}

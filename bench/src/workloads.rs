@@ -1,0 +1,437 @@
+//! Real workloads, bare and under sprig in the same JVM, in JFluid's columns.
+//!
+//! Per workload one JVM (bench.Driver) is started and warmed up; then, per
+//! repeat: K bare iterations, and for each root and scheme: attach, K
+//! profiled iterations, detach, K iterations after detach. Every iteration is
+//! timed inside the JVM around the call of Work.iteration().
+
+use crate::Ctx;
+use crate::env::{extract, src_zip};
+use crate::proc::{Jvm, Sprig, SprigArgs};
+use crate::profile::ProfileSummary;
+use crate::stats::{Summary, fmt, json_of, median};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// One root configuration of a workload.
+pub struct RootDef {
+    pub label: &'static str,
+    pub roots: Vec<String>,
+    pub include: Vec<String>,
+    /// The root is the workload's own iteration method, so its bare time is
+    /// the measured iteration time and charged/bare is defined.
+    pub whole: bool,
+}
+
+pub struct WorkloadDef {
+    pub name: &'static str,
+    pub what: String,
+    pub args: Vec<String>,
+    pub warmup: usize,
+    pub iterations: usize,
+    pub roots: Vec<RootDef>,
+    /// Longest one iteration may take (profiled), for the wait bound.
+    pub iteration_bound: Duration,
+}
+
+fn root(label: &'static str, roots: &[&str], include: &[&str], whole: bool) -> RootDef {
+    RootDef {
+        label,
+        roots: roots.iter().map(|s| s.to_string()).collect(),
+        include: include.iter().map(|s| s.to_string()).collect(),
+        whole,
+    }
+}
+
+pub const NAMES: [&str; 5] = ["javac", "h2", "jetty", "calls", "coarse"];
+
+/// The workload's definition; javac extracts its sources into the scratch dir.
+pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
+    let q = ctx.quick;
+    let (warmup, iterations) = if q { (4, 3) } else { (10, 6) };
+    let javac_inc = ["com.sun.tools.javac.**"];
+    Ok(match name {
+        "javac" => {
+            let prefixes: &[&str] = if q {
+                &["java.base/java/util/concurrent/atomic/"]
+            } else {
+                &[
+                    "java.base/java/util/concurrent/atomic/",
+                    "java.base/java/util/concurrent/locks/",
+                ]
+            };
+            let zip = src_zip(&ctx.env.jdk)?;
+            let src = ctx.env.scratch.path.join("javac-src");
+            let mut files = 0;
+            for p in prefixes {
+                files += extract(&zip, p, &src)?;
+            }
+            WorkloadDef {
+                name: "javac",
+                what: format!(
+                    "JDK {} javac in process compiling {files} files ({}) from {} each iteration",
+                    ctx.env.jdk_version,
+                    prefixes.join(" + "),
+                    zip.display()
+                ),
+                args: vec![
+                    "javac".into(),
+                    src.join("java.base").display().to_string(),
+                    "java.base".into(),
+                    ctx.env.scratch.path.join("javac-out").display().to_string(),
+                ],
+                warmup: if q { 4 } else { 8 },
+                iterations: if q { 3 } else { 5 },
+                roots: vec![
+                    root("whole", &["bench.JavacWork::iteration"], &javac_inc, true),
+                    root("compile", &["com.sun.tools.javac.main.JavaCompiler::compile"], &javac_inc, false),
+                    root("partial", &["com.sun.tools.javac.jvm.Gen::genClass"], &javac_inc, false),
+                ],
+                iteration_bound: Duration::from_secs(600),
+            }
+        }
+        "h2" => WorkloadDef {
+            name: "h2",
+            what: "H2 (Debian libh2-java) in memory over JDBC: per iteration 500 inserts, 500 indexed lookups, 20 joins with GROUP BY, 1 delete of 500 rows".into(),
+            args: vec!["h2".into(), "500".into()],
+            warmup: warmup * 3,
+            iterations: iterations * 2,
+            roots: vec![
+                root("whole", &["bench.H2Work::iteration"], &[], true),
+                root(
+                    "statement",
+                    &["org.h2.command.Command::executeQuery", "org.h2.command.Command::executeUpdate"],
+                    &[],
+                    false,
+                ),
+                root("partial", &["org.h2.command.dml.Delete::update"], &[], false),
+            ],
+            iteration_bound: Duration::from_secs(300),
+        },
+        "jetty" => WorkloadDef {
+            name: "jetty",
+            what: "Jetty 9 (Debian libjetty9-java) serving bench.HelloServlet on 127.0.0.1; per iteration 400 keep-alive GETs from 2 client threads in the same JVM".into(),
+            args: vec!["jetty".into(), "400".into(), "2".into()],
+            warmup: warmup * 3,
+            iterations: iterations * 2,
+            roots: vec![
+                root("server", &["org.eclipse.jetty.server.Server::handle"], &[], false),
+                root("servlet", &["bench.HelloServlet::doGet"], &[], false),
+            ],
+            iteration_bound: Duration::from_secs(300),
+        },
+        "calls" => WorkloadDef {
+            name: "calls",
+            what: "call-intensive: 10 x (9 recursive walks + 1 checksum walk) over a 32767-node tree, 2 calls per node".into(),
+            args: vec!["calls".into()],
+            warmup: warmup * 5,
+            iterations: iterations * 2,
+            roots: vec![
+                root("whole", &["bench.CallsWork::iteration"], &[], true),
+                root("partial", &["bench.CallsWork::checksumPhase"], &[], false),
+            ],
+            iteration_bound: Duration::from_secs(300),
+        },
+        "coarse" => WorkloadDef {
+            name: "coarse",
+            what: "coarse-grained: 10 calls per iteration to loops of 2M steps with no calls inside".into(),
+            args: vec!["coarse".into(), "2000000".into()],
+            warmup: warmup * 2,
+            iterations: iterations * 2,
+            roots: vec![
+                root("whole", &["bench.CoarseWork::iteration"], &[], true),
+                root("partial", &["bench.CoarseWork::blockB"], &[], false),
+            ],
+            iteration_bound: Duration::from_secs(120),
+        },
+        other => bail!("unknown workload {other} (known: {})", NAMES.join(", ")),
+    })
+}
+
+fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
+    jvm.send(&format!("iter {k}"))?;
+    let line = jvm.expect("times", bound * (k as u32).max(1))?;
+    let times: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|t| t.parse::<f64>().map(|ns| ns / 1e6))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("unexpected output {line:?}"))?;
+    if times.len() != k {
+        bail!("asked for {k} iterations, got {} times", times.len());
+    }
+    Ok(times)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// One profiled window's figures.
+struct Sample {
+    bare_mean: f64,
+    bare_median: f64,
+    total_mean: f64,
+    total_median: f64,
+    after_mean: f64,
+    p: ProfileSummary,
+    attach_ms: f64,
+    detach_ms: f64,
+    k: usize,
+    whole: bool,
+}
+
+impl Sample {
+    fn calls_per_iter(&self) -> f64 {
+        self.p.all_calls as f64 / self.k as f64
+    }
+    fn root_ms(&self) -> f64 {
+        self.p.root_raw_ns / 1e6 / self.k as f64
+    }
+    fn charged_ms(&self) -> f64 {
+        self.p.root_total_ns / 1e6 / self.k as f64
+    }
+    fn overhead(&self) -> f64 {
+        (self.total_mean / self.bare_mean - 1.0) * 100.0
+    }
+    fn steady(&self) -> f64 {
+        (self.total_median / self.bare_median - 1.0) * 100.0
+    }
+    fn charged_bare(&self) -> Option<f64> {
+        self.whole.then(|| self.charged_ms() / self.bare_mean)
+    }
+    fn share(&self) -> f64 {
+        self.root_ms() / self.total_mean
+    }
+}
+
+/// Runs one workload; returns its JSON rows.
+pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
+    let mut args = vec![
+        "-cp".to_string(),
+        ctx.env.classpath.clone(),
+        "bench.Driver".into(),
+    ];
+    args.extend(def.args.iter().cloned());
+    let mut jvm = Jvm::start(
+        &ctx.env.java(),
+        &args,
+        def.name,
+        &ctx.env.logs(),
+        Duration::from_secs(300),
+    )?;
+    eprintln!(
+        "sprig-bench: {}: warm-up ({} iterations)",
+        def.name, def.warmup
+    );
+    let warm = iterate(&mut jvm, def.warmup, def.iteration_bound)?;
+    let schemes: Vec<&str> = vec!["lazy", "eager"];
+    let k = def.iterations;
+    // samples[root][scheme] over repeats
+    let mut samples: Vec<Vec<Vec<Sample>>> = def
+        .roots
+        .iter()
+        .map(|_| schemes.iter().map(|_| Vec::new()).collect())
+        .collect();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut roots_only_seen = false;
+    let out = ctx.env.scratch.path.join(format!("{}.json", def.name));
+    for rep in 0..ctx.repeats {
+        let bare = iterate(&mut jvm, k, def.iteration_bound)?;
+        for (ri, r) in def.roots.iter().enumerate() {
+            for (si, scheme) in schemes.iter().enumerate() {
+                // Scheme A differs from B only once callees are revealed.
+                if *scheme == "eager" && roots_only_seen {
+                    let note = format!(
+                        "{} {}: eager skipped (only roots are instrumented yet)",
+                        def.name, r.label
+                    );
+                    if !skipped.contains(&note) {
+                        skipped.push(note);
+                    }
+                    continue;
+                }
+                eprintln!(
+                    "sprig-bench: {}: repeat {}/{}, root {} ({}), scheme {scheme}",
+                    def.name,
+                    rep + 1,
+                    ctx.repeats,
+                    r.label,
+                    r.roots.join(" ")
+                );
+                let sargs = SprigArgs {
+                    roots: r.roots.clone(),
+                    include: r.include.clone(),
+                    exclude: vec![],
+                    scheme: scheme.to_string(),
+                };
+                let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
+                let attach = sprig.wait_profiling(Duration::from_secs(120))?;
+                let prof = iterate(&mut jvm, k, def.iteration_bound)?;
+                let stopped = sprig.stop(Duration::from_secs(120))?;
+                let p = ProfileSummary::from_json(&stopped.report)?;
+                if p.lost > 0 {
+                    bail!(
+                        "{} root {} scheme {scheme}: sprig reported {} lost events",
+                        def.name,
+                        r.label,
+                        p.lost
+                    );
+                }
+                if p.root_calls == 0 {
+                    bail!(
+                        "{} root {} scheme {scheme}: no root call recorded; sprig's stderr: {:?}",
+                        def.name,
+                        r.label,
+                        stopped.stderr
+                    );
+                }
+                if r.whole && p.root_calls != k as u64 {
+                    bail!(
+                        "{} root {}: {} root calls recorded, {k} made",
+                        def.name,
+                        r.label,
+                        p.root_calls
+                    );
+                }
+                roots_only_seen |= p.roots_only();
+                let after = iterate(&mut jvm, k, def.iteration_bound)?;
+                samples[ri][si].push(Sample {
+                    bare_mean: mean(&bare),
+                    bare_median: median(&bare),
+                    total_mean: mean(&prof),
+                    total_median: median(&prof),
+                    after_mean: mean(&after),
+                    p,
+                    attach_ms: attach.as_secs_f64() * 1e3,
+                    detach_ms: stopped.stop_time.as_secs_f64() * 1e3,
+                    k,
+                    whole: r.whole,
+                });
+            }
+        }
+    }
+    jvm.quit()?;
+    let mut rows = Vec::new();
+    for (ri, r) in def.roots.iter().enumerate() {
+        for (si, scheme) in schemes.iter().enumerate() {
+            let s = &samples[ri][si];
+            if s.is_empty() {
+                continue;
+            }
+            let col = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { s.iter().map(f).collect() };
+            let cb: Vec<f64> = s.iter().filter_map(Sample::charged_bare).collect();
+            let last = &s[s.len() - 1].p;
+            rows.push(json!({
+                "workload": def.name, "root": r.label, "patterns": r.roots, "include": r.include,
+                "scheme": scheme, "repeats": s.len(), "iterations_per_window": k,
+                "calls_per_iter": json_of(&col(&|x| x.calls_per_iter())),
+                "bare_ms": json_of(&col(&|x| x.bare_mean)),
+                "total_ms": json_of(&col(&|x| x.total_mean)),
+                "overhead_pct": json_of(&col(&|x| x.overhead())),
+                "steady_overhead_pct": json_of(&col(&|x| x.steady())),
+                "root_ms": json_of(&col(&|x| x.root_ms())),
+                "charged_ms": json_of(&col(&|x| x.charged_ms())),
+                "charged_over_bare": json_of(&cb),
+                "root_share": json_of(&col(&|x| x.share())),
+                "instrumented_methods": json_of(&col(&|x| x.p.instrumented as f64)),
+                "called_methods": json_of(&col(&|x| x.p.called as f64)),
+                "methods_in_tree": json_of(&col(&|x| x.p.distinct_methods as f64)),
+                "after_detach_ms": json_of(&col(&|x| x.after_mean)),
+                "attach_ms": json_of(&col(&|x| x.attach_ms)),
+                "detach_and_report_ms": json_of(&col(&|x| x.detach_ms)),
+                "events": json_of(&col(&|x| x.p.events as f64)),
+                "profiled_window_ms": json_of(&col(&|x| x.p.duration_ms as f64)),
+                "lost_events": 0,
+                "extra_stats": last.extra_stats,
+                "calibration": last.calibration,
+                "warnings": last.warnings,
+            }));
+        }
+    }
+    Ok(json!({
+        "workload": def.name, "what": def.what, "warmup_ms": json_of(&warm),
+        "rows": rows, "skipped": skipped,
+    }))
+}
+
+fn sum(v: &Value, k: &str) -> Option<Summary> {
+    let x = v.get(k)?;
+    Some(Summary {
+        median: x.get("median")?.as_f64()?,
+        min: x.get("min")?.as_f64()?,
+        max: x.get("max")?.as_f64()?,
+        n: x.get("n")?.as_u64()? as usize,
+    })
+}
+
+/// The table in JFluid's columns (medians over repeats, [min-max]).
+pub fn print_table(results: &[Value]) {
+    println!(
+        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
+        "program",
+        "root",
+        "sch",
+        "calls/iter",
+        "bare ms",
+        "total ms",
+        "overhead %",
+        "steady %",
+        "root ms",
+        "charged",
+        "charged/bare",
+        "share",
+        "instr/call",
+        "after detach ms"
+    );
+    for w in results {
+        for r in w
+            .get("rows")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let m = |k: &str| sum(r, k).map_or(f64::NAN, |s| s.median);
+            let st = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
+            println!(
+                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
+                st("workload"),
+                st("root"),
+                if st("scheme") == "lazy" { "B" } else { "A" },
+                m("calls_per_iter"),
+                fmt(sum(r, "bare_ms"), 2),
+                fmt(sum(r, "total_ms"), 2),
+                fmt(sum(r, "overhead_pct"), 1),
+                m("steady_overhead_pct"),
+                m("root_ms"),
+                m("charged_ms"),
+                sum(r, "charged_over_bare").map_or("-".to_owned(), |s| format!("{:.3}", s.median)),
+                m("root_share"),
+                format!(
+                    "{:.0}/{:.0}",
+                    m("instrumented_methods"),
+                    m("called_methods")
+                ),
+                fmt(sum(r, "after_detach_ms"), 2),
+            );
+            if let Some(x) = r.get("extra_stats").and_then(Value::as_object)
+                && !x.is_empty()
+            {
+                println!("        stats: {}", Value::Object(x.clone()));
+            }
+        }
+        for s in w
+            .get("skipped")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            println!("        note: {}", s.as_str().unwrap_or(""));
+        }
+    }
+}
