@@ -331,7 +331,8 @@ fn a_jvm_in_its_own_pid_and_mount_namespace() {
             .exists()
     );
 
-    let options = format!("{}=in-container", fixtures().agent_jar.display());
+    // The jar as the JVM sees it: copied into its private /tmp at start.
+    let options = "/tmp/classes/probe-agent.jar=in-container".to_string();
     attach::load_agent(&info, &instrument(&home), &options, ATTACH_TIMEOUT).unwrap();
     assert!(
         jvm.wait_for_output("agentmain:in-container", Duration::from_secs(10)),

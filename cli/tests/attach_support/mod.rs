@@ -201,16 +201,29 @@ impl Jvm {
                     "private",
                     "sh",
                     "-c",
-                    "mount -t tmpfs tmpfs /tmp && \"$0\" \"$@\" & wait",
+                    // The classes may live under /tmp (a target dir there),
+                    // which the private tmpfs hides: enter their directory
+                    // first (a working directory survives the mount) and
+                    // copy them into the private /tmp (the JVM would turn a
+                    // relative class path into a hidden absolute one).
+                    // The agent jar crosses the mount on an open descriptor.
+                    "cd \"$SPRIG_CLASSES\" && exec 3<\"$SPRIG_AGENT_JAR\" && mount -t tmpfs tmpfs /tmp && mkdir /tmp/classes && cp -R . /tmp/classes && cat <&3 >/tmp/classes/probe-agent.jar && exec 3<&- && \"$0\" \"$@\" & wait",
                 ])
+                .env("SPRIG_CLASSES", &fixtures.classes)
+                .env("SPRIG_AGENT_JAR", &fixtures.agent_jar)
                 .arg(&java);
                 c
             }
         };
+        let classpath = if run_as == RunAs::Container {
+            PathBuf::from("/tmp/classes")
+        } else {
+            fixtures.classes.clone()
+        };
         cmd.args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .args(flags)
             .arg("-cp")
-            .arg(&fixtures.classes)
+            .arg(&classpath)
             .arg("Sleeper")
             .envs(env.iter().copied())
             .current_dir(&cwd.0)
