@@ -309,7 +309,7 @@ impl Sprig {
         }
         let text = std::fs::read_to_string(&self.out)
             .with_context(|| format!("reading sprig's report {}", self.out.display()))?;
-        let report: serde_json::Value = serde_json::from_str(&text)
+        let report = parse_deep(text)
             .with_context(|| format!("parsing sprig's JSON report {}", self.out.display()))?;
         Ok(Stopped {
             report,
@@ -326,4 +326,23 @@ impl Drop for Sprig {
         }
         let _ = self.child.wait();
     }
+}
+
+/// Parses a report whose trees may nest far deeper than serde_json's default
+/// limit of 128 (javac's call trees do), on a thread with a large stack.
+fn parse_deep(text: String) -> Result<serde_json::Value> {
+    let worker = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || -> Result<serde_json::Value> {
+            use serde::Deserialize;
+            let mut de = serde_json::Deserializer::from_str(&text);
+            de.disable_recursion_limit();
+            let v = serde_json::Value::deserialize(&mut de)?;
+            de.end()?;
+            Ok(v)
+        })
+        .context("spawning the JSON parser thread")?;
+    worker
+        .join()
+        .map_err(|_| anyhow!("the JSON parser thread panicked"))?
 }
