@@ -82,6 +82,14 @@ fn root_calls(
     out
 }
 
+/// Calls of `fixtures.Calls::root` summed over the worker threads.
+fn calls_to_calls_root(report: &Value) -> u64 {
+    root_calls(report, "fixtures.Calls", "root", "worker-")
+        .iter()
+        .map(|(_, c)| c)
+        .sum()
+}
+
 fn check_schema(report: &Value, pid: u32) {
     assert_eq!(report["version"], 1);
     assert_eq!(report["target"]["pid"].as_u64(), Some(pid as u64));
@@ -201,10 +209,7 @@ fn duration_stops_profiling_and_the_jvm_survives_twenty_cycles() {
             sprig.transcript()
         );
         let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-            .iter()
-            .map(|(_, c)| c)
-            .sum();
+        let calls: u64 = calls_to_calls_root(&report);
         assert_eq!(calls, 100, "cycle {cycle}: {report}");
         if cycle == 0 {
             after_first = rss(jvm.pid());
@@ -270,10 +275,7 @@ fn killing_the_cli_restores_the_jvm_within_two_seconds() {
             );
             run_scenario(&mut jvm, "calls", 10, 1);
             let report = stop_profile(second, &out2);
-            let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-                .iter()
-                .map(|(_, c)| c)
-                .sum();
+            let calls: u64 = calls_to_calls_root(&report);
             assert_eq!(calls, 10);
         },
     );
@@ -299,10 +301,7 @@ fn the_jvm_exiting_mid_profile_prints_what_was_collected() {
         sprig.transcript()
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-        .iter()
-        .map(|(_, c)| c)
-        .sum();
+    let calls: u64 = calls_to_calls_root(&report);
     assert_eq!(calls, 50, "{report}");
 }
 
@@ -457,10 +456,7 @@ fn a_root_method_that_does_not_exist_suggests_near_matches() {
     let sprig = start_profile(jvm.pid(), "fixtures.Calls::root", &out, &[]);
     run_scenario(&mut jvm, "calls", 7, 1);
     let report = stop_profile(sprig, &out);
-    let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-        .iter()
-        .map(|(_, c)| c)
-        .sum();
+    let calls: u64 = calls_to_calls_root(&report);
     assert_eq!(calls, 7);
 }
 
@@ -567,10 +563,7 @@ fn snapshots_re_render_and_diff() {
     let (code, out, err) = run_sprig(&["report", a, "--format", "json"], LONG);
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).expect("report JSON");
-    let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-        .iter()
-        .map(|(_, c)| c)
-        .sum();
+    let calls: u64 = calls_to_calls_root(&report);
     assert_eq!(calls, 200);
     let (code, out, err) = run_sprig(&["diff", a, b], LONG);
     assert_eq!(code, 0, "{err}");
@@ -617,10 +610,7 @@ fn a_second_session_on_the_same_jvm_is_refused_clearly() {
             // The first session is unharmed.
             run_scenario(&mut jvm, "calls", 25, 1);
             let report = stop_profile(first, &out);
-            let calls: u64 = root_calls(&report, "fixtures.Calls", "root", "worker-")
-                .iter()
-                .map(|(_, c)| c)
-                .sum();
+            let calls: u64 = calls_to_calls_root(&report);
             assert_eq!(calls, 25);
         },
     );
