@@ -149,6 +149,14 @@ impl SessionArgs {
         Ok(())
     }
 
+    /// The clock the probes read for `--clock`.
+    fn clock_kind(&self) -> ClockKind {
+        match self.clock {
+            ClockArg::Wall => ClockKind::Tsc,
+            ClockArg::Cpu => ClockKind::ThreadCpu,
+        }
+    }
+
     fn session_options(&self) -> SessionOptions {
         SessionOptions {
             roots: self.roots.clone(),
@@ -158,10 +166,7 @@ impl SessionArgs {
                 SchemeArg::Lazy => Scheme::Lazy,
                 SchemeArg::Eager => Scheme::Eager,
             },
-            clock: match self.clock {
-                ClockArg::Wall => ClockKind::Tsc,
-                ClockArg::Cpu => ClockKind::ThreadCpu,
-            },
+            clock: self.clock_kind(),
             roots_only: self.roots_only,
             calibrate: true,
             wait_bound_ms: self.wait_bound_ms,
@@ -183,11 +188,7 @@ fn prepare(args: &SessionArgs, owner: Option<(u32, u32)>) -> Result<Prepared> {
         None => SessionDir::create_in(&std::env::temp_dir()),
     }
     .context("cannot create the private session directory")?;
-    let requested = match args.clock {
-        ClockArg::Wall => ClockKind::Tsc,
-        ClockArg::Cpu => ClockKind::ThreadCpu,
-    };
-    let (clock_kind, ticks_per_sec) = clock::choose(requested);
+    let (clock_kind, ticks_per_sec) = clock::choose(args.clock_kind());
     let segment_bytes: u32 = 64 * 1024;
     let cfg = RingConfig {
         segment_bytes,
@@ -439,7 +440,7 @@ fn drive(
     let mut detach_sent_at: Option<Instant> = None;
     let mut signals_seen = 0;
     let mut rate_window = (Instant::now(), 0u64, 0.0f64);
-    let announced_roots = std::cell::Cell::new(false);
+    let mut announced_roots = false;
 
     let end = loop {
         let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
@@ -457,7 +458,7 @@ fn drive(
                         &mut stats,
                         &mut status,
                         &mut profiling_since,
-                        &announced_roots,
+                        &mut announced_roots,
                         pid,
                     ) {
                         ended = Some(e);
@@ -611,7 +612,7 @@ fn drive(
     if phase == Phase::Starting && !matches!(end, End::Detached) {
         return Ok(code);
     }
-    write_report(args, &profile)?;
+    output::write(&profile, &args.view, args.output.as_deref())?;
     if profile.stats.lost_events > 0 {
         status.line(&format!(
             "sprig: warning: {} events were lost (the ring was full for longer than the wait bound)",
@@ -659,7 +660,7 @@ fn handle_message(
     stats: &mut AgentStats,
     status: &mut Status,
     profiling_since: &mut Option<Instant>,
-    announced: &std::cell::Cell<bool>,
+    announced: &mut bool,
     pid: u32,
 ) -> Option<End> {
     let mut start_profiling = |phase: &mut Phase| {
@@ -673,8 +674,8 @@ fn handle_message(
             pattern,
             methods: n,
         } => {
-            if !announced.get() {
-                announced.set(true);
+            if !*announced {
+                *announced = true;
                 status.line(&format!(
                     "sprig: profiling JVM {pid}: root {pattern} instrumented ({n} method{})",
                     if n == 1 { "" } else { "s" }
@@ -737,10 +738,6 @@ fn handle_message(
         _ => {}
     }
     None
-}
-
-fn write_report(args: &SessionArgs, profile: &Profile) -> Result<()> {
-    output::write(profile, &args.view, args.output.as_deref())
 }
 
 /// Redraws the live view (the hottest merged paths) on stderr.
