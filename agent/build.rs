@@ -1,12 +1,18 @@
-//! Compiles the probe class (java/sprig/rt/Probe.java) with `javac --release 8`
-//! into OUT_DIR; the agent embeds the class file with `include_bytes!`.
+//! Compiles the probe class (java/sprig/rt/Probe.java) and the calibration
+//! class (Calib.java) with `javac --release 8` into OUT_DIR; the agent embeds
+//! the class files with `include_bytes!`.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let src = PathBuf::from("java/sprig/rt/Probe.java");
-    println!("cargo:rerun-if-changed={}", src.display());
+    let sources = [
+        PathBuf::from("java/sprig/rt/Probe.java"),
+        PathBuf::from("java/sprig/rt/Calib.java"),
+    ];
+    for src in &sources {
+        println!("cargo:rerun-if-changed={}", src.display());
+    }
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let javac = match std::env::var_os("JAVA_HOME") {
@@ -18,23 +24,25 @@ fn main() {
     let result = Command::new(&javac)
         .args(["--release", "8", "-nowarn", "-Xlint:-options", "-d"])
         .arg(&out)
-        .arg(&src)
+        .args(&sources)
         .output();
     match result {
         Err(e) => panic!(
             "sprig-agent needs a JDK's javac to compile {} (tried {}): {e}. \
              Install a JDK (9 or later) or set JAVA_HOME.",
-            src.display(),
+            sources[0].display(),
             javac.display()
         ),
         Ok(o) if !o.status.success() => panic!(
             "javac failed on {}:\n{}{}",
-            src.display(),
+            sources[0].display(),
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         ),
         Ok(_) => {}
     }
-    let class = out.join("sprig/rt/Probe.class");
-    assert!(class.is_file(), "javac did not write {}", class.display());
+    for name in ["Probe", "Calib"] {
+        let class = out.join(format!("sprig/rt/{name}.class"));
+        assert!(class.is_file(), "javac did not write {}", class.display());
+    }
 }

@@ -14,6 +14,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod calibrate;
 mod env;
 mod error;
 mod ffi;

@@ -126,6 +126,27 @@ impl Drop for ThreadState {
 
 thread_local! {
     static STATE: ThreadState = const { ThreadState::new() };
+    /// Calibration only: a private ring this thread records into instead of
+    /// the session's, so its events never reach the CLI while taking the
+    /// same probe path (see `with_private_ring`).
+    static PRIVATE_RING: RefCell<Option<Arc<Region>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the calling thread's probes recording into `region`
+/// instead of the session's ring, as thread index 0 and without a `Thread`
+/// message (probe calibration). The thread's probe state is forgotten
+/// before and after, so it holds no producer of `region` afterwards.
+pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
+    forget_thread_state();
+    let _ = PRIVATE_RING.try_with(|p| *p.borrow_mut() = Some(region));
+    let out = f();
+    let _ = PRIVATE_RING.try_with(|p| p.borrow_mut().take());
+    forget_thread_state();
+    out
+}
+
+fn forget_thread_state() {
+    let _ = STATE.try_with(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
 #[cold]
@@ -254,22 +275,29 @@ pub fn root_exit(id: u32) {
 #[cold]
 #[inline(never)]
 fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
-    let region = match REGION.read() {
-        Ok(r) => r.clone(),
-        Err(_) => None,
+    let private = PRIVATE_RING.try_with(|p| p.borrow().clone()).ok().flatten();
+    let is_private = private.is_some();
+    let region = match private {
+        Some(r) => Some(r),
+        None => match REGION.read() {
+            Ok(r) => r.clone(),
+            Err(_) => None,
+        },
     };
     let Some(region) = region else {
         return false;
     };
     s.busy.set(true);
-    let index = threads::next_index();
+    let index = if is_private { 0 } else { threads::next_index() };
     s.index.set(index);
     let clock_kind = region.clock();
     s.clock.set(clock_kind);
     s.tsc.set(clock_kind == ClockKind::Tsc);
     let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
-    threads::announce(jni, index);
+    if !is_private {
+        threads::announce(jni, index);
+    }
     s.push(Event::new(EventKind::ThreadStart, index, s.now()));
     s.busy.set(false);
     true

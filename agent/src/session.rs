@@ -13,10 +13,12 @@
 //! 1. Handshake (wire's `connect`): `AgentHello` → `CliHello`.
 //! 2. Before `Start` the agent answers `StatusRequest` and
 //!    `BytecodeDigest`; `Detach` ends the session at once (`Detached`).
-//! 3. `Start(SessionOptions)`: bad patterns, no roots or an unmappable
-//!    ring give `Error` then `Detached`. Otherwise `Started{clock,
-//!    ticks_per_sec}` (the ring's), possibly `Warning`s (calibration is not
-//!    there yet), then for every root method found a
+//! 3. `Start(SessionOptions)`: bad patterns, no roots (unless only a
+//!    calibration is asked: `sprig calibrate`) or an unmappable ring give
+//!    `Error` then `Detached`. Otherwise `Started{clock, ticks_per_sec}`
+//!    (the ring's), then `Calibration` (or a `Warning` if it failed) when
+//!    asked (a calibration-only session then ends with `Detached`), then
+//!    for every root method found a
 //!    `Method{id,..}` before any event with that id, then per pattern
 //!    `RootInstrumented{pattern, methods}` (probes live) or
 //!    `RootNotFound{pattern, class_loaded, suggestions}` (still armed: a
@@ -35,6 +37,7 @@
 //!    then closes the socket. On VM exit it sends `Warning("the target JVM
 //!    is exiting")` and the socket closes with the process.
 
+use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::AgentError;
 use crate::ffi::{Event, JavaVm, Jni};
@@ -62,6 +65,8 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Control loop tick.
 const TICK: Duration = Duration::from_millis(200);
 const STATUS_EVERY: Duration = Duration::from_secs(1);
+/// Time the probe calibration may take at the start of a session.
+const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
 /// Queued messages beyond this are dropped (a runaway thread count).
 const OUTBOX_LIMIT: usize = 1 << 16;
 
@@ -324,7 +329,10 @@ fn start_profiling(
     opts: &AgentOptions,
     so: SessionOptions,
 ) -> Option<Session> {
-    if so.roots.is_empty() {
+    // No root and calibration asked: `sprig calibrate`, a session that only
+    // measures the probes and detaches.
+    let calibrate_only = so.roots.is_empty() && so.calibrate;
+    if so.roots.is_empty() && !calibrate_only {
         return refuse(ch, "no root pattern given".into());
     }
     let patterns = match so
@@ -353,18 +361,36 @@ fn start_profiling(
     methods::reset();
     threads::reset();
     if !so.roots_only
+        && !calibrate_only
         && let Err(e) = reveal::configure(so.scheme, &so.include, &so.exclude)
     {
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         return refuse(ch, e);
     }
-    if so.calibrate {
-        send(Message::Warning(
-            "probe calibration is not available yet: times include the probes' cost".into(),
-        ));
-    }
+    let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
     probe::start(jni, region, so.wait_bound_ms);
+    if so.calibrate {
+        // Before any root is instrumented: no user event can interleave.
+        match calibrate::run(jni, &opts.dir, clock, ticks_per_sec, CALIBRATION_BUDGET) {
+            Ok(f) => {
+                send(Message::Calibration {
+                    inner_ticks: f.inner_ticks,
+                    outer_ticks: f.outer_ticks,
+                    samples: f.samples,
+                });
+            }
+            Err(e) => {
+                send(Message::Warning(format!(
+                    "probe calibration failed ({e}): times include the probes' cost"
+                )));
+            }
+        }
+    }
     let session = Session { ch };
+    if calibrate_only {
+        session.detach(agent, jni, End::Requested);
+        return None;
+    }
     if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
         send(Message::Error(format!(
             "cannot enable the class file load hook: {e}"

@@ -56,6 +56,13 @@ enum Command {
     /// out as a jar). Useful to check, with `java -Xverify:all`, a class that
     /// failed to redefine.
     Rewrite(sprig::rewrite::RewriteArgs),
+    /// Measure what sprig's probes cost inside a running JVM, then detach.
+    ///
+    /// `profile` runs the same calibration at every attach and subtracts
+    /// the result from every call: t_I (inner) from the called method's own
+    /// time, t_O (outer) from its caller's. The figures depend on the JVM,
+    /// the clock and the machine; this shows them without profiling.
+    Calibrate(profile::CalibrateArgs),
     /// Re-render a snapshot saved with `sprig profile ... -o run.sprig`.
     Report(output::ReportArgs),
     /// Compare two snapshots node by node (calls and exact time, a -> b).
@@ -68,6 +75,7 @@ fn main() -> ExitCode {
         Command::List => sprig::list::run(&mut std::io::stdout().lock()).map(|_| ExitCode::SUCCESS),
         Command::Profile(args) => profile::profile(args),
         Command::Run(args) => profile::run(args),
+        Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),

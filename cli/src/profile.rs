@@ -2,7 +2,7 @@
 //! into the JVM (attach or -agentpath), drive the session, build the CCT,
 //! write the report.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -74,6 +74,12 @@ pub struct SessionArgs {
     /// Instrument only the roots, not their callees.
     #[arg(long)]
     pub roots_only: bool,
+
+    /// Skip the probe calibration at attach (about 0.2 s). Times then
+    /// include the probes' own cost, which dominates short methods; see
+    /// `sprig calibrate`.
+    #[arg(long)]
+    pub no_calibrate: bool,
 
     /// Longest a JVM thread waits for room in the event ring before it
     /// gives up and profiling switches off (milliseconds).
@@ -168,7 +174,7 @@ impl SessionArgs {
             },
             clock: self.clock_kind(),
             roots_only: self.roots_only,
-            calibrate: true,
+            calibrate: !self.no_calibrate,
             wait_bound_ms: self.wait_bound_ms,
         }
     }
@@ -183,16 +189,24 @@ struct Prepared {
 }
 
 fn prepare(args: &SessionArgs, owner: Option<(u32, u32)>) -> Result<Prepared> {
+    prepare_with(args.clock_kind(), args.ring_mib, owner)
+}
+
+fn prepare_with(
+    clock_kind: ClockKind,
+    ring_mib: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<Prepared> {
     let dir = match owner {
         Some((uid, gid)) => SessionDir::create_for_owner(uid, gid),
         None => SessionDir::create_in(&std::env::temp_dir()),
     }
     .context("cannot create the private session directory")?;
-    let (clock_kind, ticks_per_sec) = clock::choose(args.clock_kind());
+    let (clock_kind, ticks_per_sec) = clock::choose(clock_kind);
     let segment_bytes: u32 = 64 * 1024;
     let cfg = RingConfig {
         segment_bytes,
-        segments: (args.ring_mib * 1024 * 1024) / segment_bytes,
+        segments: (ring_mib * 1024 * 1024) / segment_bytes,
         clock: clock_kind,
         ticks_per_sec,
     };
@@ -213,17 +227,34 @@ pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
     if !(args.attach_timeout.is_finite() && args.attach_timeout > 0.0) {
         bail!("--attach-timeout must be a positive number of seconds");
     }
-    let target = jvm::inspect(args.pid)?;
+    let timeout = Duration::from_secs_f64(args.attach_timeout);
+    let (prepared, channel, jvm_line) = attach_to(
+        args.pid,
+        args.session.clock_kind(),
+        args.session.ring_mib,
+        timeout,
+    )?;
+    drive(&args.session, &prepared, channel, args.pid, jvm_line, None)
+}
+
+/// Loads the agent into JVM `pid` and waits for it to connect back: the
+/// session's files, the control channel and the JVM's name and version.
+fn attach_to(
+    pid: u32,
+    clock_kind: ClockKind,
+    ring_mib: u32,
+    timeout: Duration,
+) -> Result<(Prepared, Channel, String)> {
+    let target = jvm::inspect(pid)?;
     let agent = attach::agent_library_path()?;
     let me = sprig_wire::session::euid();
     let owner = (me == 0 && target.uid != 0).then_some((target.uid, target.gid));
-    let prepared = prepare(&args.session, owner)?;
+    let prepared = prepare_with(clock_kind, ring_mib, owner)?;
     let options = prepared.dir.agent_options(std::process::id());
-    let timeout = Duration::from_secs_f64(args.attach_timeout);
     let started = Instant::now();
     attach::load_agent(&target, &agent, &options.format(), timeout)?;
     let expect = PeerExpectation {
-        pid: Some(args.pid),
+        pid: Some(pid),
         uid: target.uid,
         token: prepared.dir.token(),
     };
@@ -234,15 +265,158 @@ pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
         .listener
         .accept(&expect, left)
         .map_err(|e| match e {
-            SessionError::Timeout(_) => anyhow!(
-                "the agent loaded into JVM {} but never connected back within {:?}",
-                args.pid,
-                left
-            ),
+            SessionError::Timeout(_) => {
+                anyhow!("the agent loaded into JVM {pid} but never connected back within {left:?}")
+            }
             other => anyhow!(other).context("the agent's connection was refused"),
         })?;
     let jvm_line = format!("{} {}", jvm_info.vm_name, jvm_info.version);
-    drive(&args.session, &prepared, channel, args.pid, jvm_line, None)
+    Ok((prepared, channel, jvm_line))
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// PID of the JVM (see `sprig list`).
+    pub pid: u32,
+
+    /// The clock to calibrate, as for `sprig profile --clock`.
+    #[arg(long, value_enum, default_value_t = ClockArg::Wall)]
+    pub clock: ClockArg,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Give up attaching after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub attach_timeout: f64,
+}
+
+/// `sprig calibrate <pid>`: attaches, measures the probes' cost inside the
+/// JVM exactly as `profile` does at the start of a session, prints it,
+/// detaches. Nothing is instrumented but sprig's own calibration class.
+pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    if !(args.attach_timeout.is_finite() && args.attach_timeout > 0.0) {
+        bail!("--attach-timeout must be a positive number of seconds");
+    }
+    let clock_kind = match args.clock {
+        ClockArg::Wall => ClockKind::Tsc,
+        ClockArg::Cpu => ClockKind::ThreadCpu,
+    };
+    let timeout = Duration::from_secs_f64(args.attach_timeout);
+    let (prepared, channel, jvm_line) = attach_to(args.pid, clock_kind, 1, timeout)?;
+    let writer = channel
+        .try_clone()
+        .context("cannot duplicate the control socket")?;
+    writer.send(&Message::Start(SessionOptions {
+        roots: Vec::new(),
+        include: Vec::new(),
+        exclude: Vec::new(),
+        scheme: Scheme::Lazy,
+        clock: clock_kind,
+        roots_only: true,
+        calibrate: true,
+        wait_bound_ms: 2000,
+    }))?;
+    let messages = spawn_reader(channel);
+    let mut clock_used = prepared.region.clock();
+    let mut ticks_per_sec = prepared.region.ticks_per_sec();
+    let mut figures: Option<(f64, f64, u32)> = None;
+    let mut problems: Vec<String> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            bail!(
+                "the agent in JVM {} did not finish calibrating within 30 s",
+                args.pid
+            );
+        }
+        match messages.recv_timeout(left) {
+            Ok(Ok(Message::Started {
+                clock,
+                ticks_per_sec: t,
+            })) => {
+                clock_used = clock;
+                ticks_per_sec = t;
+            }
+            Ok(Ok(Message::Calibration {
+                inner_ticks,
+                outer_ticks,
+                samples,
+            })) => figures = Some((inner_ticks, outer_ticks, samples)),
+            Ok(Ok(Message::Warning(w))) => problems.push(w),
+            Ok(Ok(Message::Error(e))) => bail!("the agent failed: {e}"),
+            Ok(Ok(Message::Detached(_))) => break,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => bail!("the agent's connection broke before calibration ended: {e}"),
+            Err(_) => bail!(
+                "the agent in JVM {} did not finish calibrating within 30 s",
+                args.pid
+            ),
+        }
+    }
+    let Some((inner, outer, samples)) = figures else {
+        bail!(
+            "the agent could not calibrate: {}",
+            if problems.is_empty() {
+                "no figures came back".to_string()
+            } else {
+                problems.join("; ")
+            }
+        );
+    };
+    let ns = |ticks: f64| ticks * 1e9 / ticks_per_sec.max(1) as f64;
+    let (inner_ns, outer_ns) = (ns(inner), ns(outer));
+    let clock_name = format!("{clock_used:?}").to_lowercase();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let js = |out: &mut dyn Write, v: &str| sprig_callgraph::report::json::write_str(out, v);
+        write!(out, "{{\n  \"pid\": {},\n  \"jvm\": ", args.pid)?;
+        js(&mut out, &jvm_line)?;
+        write!(out, ",\n  \"clock\": ")?;
+        js(&mut out, &clock_name)?;
+        writeln!(out, ",\n  \"ticks_per_sec\": {ticks_per_sec},")?;
+        writeln!(
+            out,
+            "  \"calibration\": {{\"inner_ns\": {inner_ns:.3}, \"outer_ns\": {outer_ns:.3}, \
+             \"pair_ns\": {:.3}, \"batches\": {samples}, \"calls_per_batch\": 1000}},",
+            inner_ns + outer_ns
+        )?;
+        write!(out, "  \"warnings\": [")?;
+        for (i, p) in problems.iter().enumerate() {
+            if i > 0 {
+                write!(out, ", ")?;
+            }
+            js(&mut out, p)?;
+        }
+        writeln!(out, "]\n}}")?;
+    } else {
+        writeln!(out, "sprig calibrate: pid {}, {jvm_line}", args.pid)?;
+        writeln!(out, "  clock        {clock_name} ({ticks_per_sec} ticks/s)")?;
+        writeln!(
+            out,
+            "  inner  t_I   {inner_ns:8.2} ns per call, inside the called method's own time"
+        )?;
+        writeln!(
+            out,
+            "  outer  t_O   {outer_ns:8.2} ns per call, inside the caller's time"
+        )?;
+        writeln!(
+            out,
+            "  pair         {:8.2} ns per instrumented call (entry + exit probe)",
+            inner_ns + outer_ns
+        )?;
+        writeln!(
+            out,
+            "  samples      {samples} batches of 1000 calls, the median batch kept"
+        )?;
+        for p in &problems {
+            writeln!(out, "  warning      {p}")?;
+        }
+    }
+    drop(prepared);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `sprig run -- java ...`.
@@ -542,9 +716,13 @@ fn drive(
                 draw_live(&builder, args);
             }
         }
-        if n == 0 {
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        // Read in bursts: a consumer polling the segments the probes are
+        // writing makes their cache lines bounce between cores on every
+        // event, which the probes pay for. 1 ms between polls keeps the
+        // ring (32 MiB by default: about 2 M events) far from full at any
+        // realistic event rate.
+        let _ = n;
+        std::thread::sleep(Duration::from_millis(1));
     };
 
     // An agent-reported error ends the session: make sure the agent has

@@ -345,6 +345,50 @@ impl<'a> Jni<'a> {
         }
         Some(id as u64)
     }
+
+    /// Calls the static method `name` with descriptor `(I)V` of `class`
+    /// with `arg`. A Java exception it throws is cleared and reported as
+    /// an error.
+    pub fn call_static_void_int(
+        &self,
+        class: Local<'_>,
+        name: &str,
+        arg: i32,
+    ) -> Result<(), JniError> {
+        let n = CString::new(name).map_err(|_| JniError::Nul)?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let mid = unsafe {
+            jni_call!(
+                self.env,
+                GetStaticMethodID,
+                class.raw(),
+                n.as_ptr(),
+                c"(I)V".as_ptr()
+            )
+        };
+        if mid.is_null() {
+            return Err(self.fail("GetStaticMethodID"));
+        }
+        let args = [jvalue { i: arg }];
+        // SAFETY: `mid` is a static `(I)V` method of `class`; `args` holds
+        // exactly its one int argument.
+        unsafe {
+            jni_call!(
+                self.env,
+                CallStaticVoidMethodA,
+                class.raw(),
+                mid,
+                args.as_ptr()
+            )
+        };
+        if self.exception_clear() {
+            return Err(JniError::Call {
+                call: "CallStaticVoidMethodA",
+                exception: true,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The Java VM (invocation interface).

@@ -1,0 +1,366 @@
+//! Probe calibration inside the target, at the start of a session.
+//!
+//! JFluid's method: run many entry/exit pairs of the very probes the
+//! profiled code runs, in batches (here the median batch is kept, see
+//! `typical`). The
+//! class `sprig.rt.Calib` is instrumented by the rewriter exactly like
+//! user code (`loop` with the root probes, `empty` with the plain ones)
+//! and defined once per JVM in the bootstrap loader. The agent's control
+//! thread calls `Calib.loop(n)` through JNI until the JIT has compiled it;
+//! its probes record into a private ring (same producer code as the
+//! session's ring, see `probe::with_private_ring`) that this module drains
+//! after every batch, so no calibration event reaches the CLI.
+//!
+//! From the timestamps of one batch (`e_k`, `x_k`: entry and exit of the
+//! k-th call of `empty`):
+//! - inner time t_I = mean of `x_k - e_k`: what a call's own measured time
+//!   holds of its two probes (entry after its clock read, exit up to its
+//!   clock read);
+//! - outer time t_O = mean spacing `e_{k+1} - e_k` minus the mean inner
+//!   time: what the caller's measured time holds of the pair (entry up to
+//!   its clock read, exit after it, the call and return themselves).
+//!
+//! The CCT builder then charges a node `own - calls * t_I - children * t_O`.
+
+use crate::ffi::Jni;
+use crate::instrument;
+use crate::probe;
+use sprig_wire::ring::{Consumer, Region, RingConfig};
+use sprig_wire::{ClockKind, Event, EventKind};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Internal name of the calibration class.
+const CLASS: &str = "sprig/rt/Calib";
+static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sprig/rt/Calib.class"));
+
+/// Method ids of the calibration class: above `methods::MAX_TRACKED`, so
+/// they never collide with a session's ids and take no first-call
+/// revelation (the probes otherwise run the same code).
+pub const LOOP_ID: u32 = u32::MAX - 1;
+pub const EMPTY_ID: u32 = u32::MAX - 2;
+const _: () = assert!(LOOP_ID >= crate::methods::MAX_TRACKED);
+const _: () = assert!(EMPTY_ID >= crate::methods::MAX_TRACKED);
+
+/// Calls of `empty` per batch.
+const BATCH: i32 = 1000;
+/// The private ring is drained after this many batches (about 16,000
+/// events, about a millisecond of probing): like the CLI, which reads the
+/// session's ring every millisecond, so the probes write through as many
+/// ring segments between two reads as they do while profiling.
+const DRAIN_EVERY: u32 = 8;
+/// Batches run before any is measured (interpreter and C1 code).
+const WARMUP_BATCHES: u32 = 100;
+/// At least this many batches are measured when the time allows.
+const MIN_MEASURED: u32 = 50;
+
+/// The calibration result, in ticks of the session clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figures {
+    pub inner_ticks: f64,
+    pub outer_ticks: f64,
+    /// Batches measured (each of `BATCH` calls).
+    pub samples: u32,
+}
+
+/// Calibrates the probes on the calling (agent) thread within about
+/// `budget`. `dir` is the private session directory (the private ring's
+/// file lives there while this runs); `clock` and `ticks_per_sec` are the
+/// session ring's, so the figures are in the ticks the events carry.
+pub fn run(
+    jni: Jni<'_>,
+    dir: &Path,
+    clock: ClockKind,
+    ticks_per_sec: u64,
+    budget: Duration,
+) -> Result<Figures, String> {
+    let path = dir.join("calibration.ring");
+    let _ = std::fs::remove_file(&path);
+    let cfg = RingConfig {
+        segment_bytes: 64 << 10,
+        segments: 16,
+        clock,
+        ticks_per_sec,
+    };
+    let region = Region::create(&path, &cfg).map_err(|e| format!("private ring: {e}"))?;
+    let _ = std::fs::remove_file(&path);
+    let mut consumer = Consumer::new(region.clone());
+    let result = jni.with_local_frame(16, |jni| {
+        let class = calibration_class(jni)?;
+        probe::with_private_ring(region, || measure(jni, class, &mut consumer, budget))
+    });
+    drop(consumer);
+    result
+}
+
+/// The calibration class, defined (instrumented) by the first session in
+/// this JVM.
+fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> {
+    if let Some(c) = jni.find_class(CLASS).map_err(|e| e.to_string())? {
+        return Ok(c);
+    }
+    let targets = [
+        sprig_rewriter::Target {
+            name: "loop".into(),
+            descriptor: "(I)V".into(),
+            id: LOOP_ID,
+            // The root probe set comes first (see `instrument::probe_sets`).
+            probes: 0,
+        },
+        sprig_rewriter::Target {
+            name: "empty".into(),
+            descriptor: "()V".into(),
+            id: EMPTY_ID,
+            probes: instrument::PLAIN_PROBES,
+        },
+    ];
+    let out = sprig_rewriter::instrument(BYTES, &targets, instrument::probe_sets())
+        .map_err(|e| format!("cannot instrument the calibration class: {e}"))?;
+    if out.instrumented_count() != targets.len() {
+        return Err("the calibration class was not fully instrumented".into());
+    }
+    jni.define_bootstrap_class(CLASS, &out.bytes)
+        .map_err(|e| format!("cannot define the calibration class: {e}"))
+}
+
+fn measure(
+    jni: Jni<'_>,
+    class: crate::ffi::Local<'_>,
+    consumer: &mut Consumer,
+    budget: Duration,
+) -> Result<Figures, String> {
+    let start = Instant::now();
+    let mut events: Vec<Event> =
+        Vec::with_capacity((2 * BATCH as usize + 16) * DRAIN_EVERY as usize);
+    let mut figures: Vec<(f64, f64)> = Vec::new();
+    let mut measured = 0u32;
+    let mut batches = 0u32;
+    loop {
+        let elapsed = start.elapsed();
+        let warm = batches >= WARMUP_BATCHES;
+        if warm && (elapsed >= budget || (measured >= MIN_MEASURED && elapsed >= budget / 2)) {
+            break;
+        }
+        if elapsed >= budget * 3 {
+            break;
+        }
+        jni.call_static_void_int(class, "loop", BATCH)
+            .map_err(|e| format!("Calib.loop: {e}"))?;
+        batches += 1;
+        if !batches.is_multiple_of(DRAIN_EVERY) {
+            continue;
+        }
+        events.clear();
+        consumer.poll(&mut |_, evs| events.extend_from_slice(evs));
+        if !warm {
+            continue;
+        }
+        for batch in split_batches(&events) {
+            if let Some(f) = batch_figures(batch) {
+                measured += 1;
+                figures.push(f);
+            }
+        }
+    }
+    match typical(&figures) {
+        Some((inner, outer)) => Ok(Figures {
+            inner_ticks: inner,
+            outer_ticks: outer,
+            samples: measured,
+        }),
+        None => Err(format!(
+            "no usable batch in {batches} (the probes recorded nothing: is profiling on?)"
+        )),
+    }
+}
+
+/// The median over batches of the inner and of the outer time. JFluid
+/// kept the minimum batch; here the minimum sits about 1 ns per pair below
+/// the median, which in a call-intensive root adds up to more error than
+/// anything else (a batch is already a mean over 1,000 calls, so
+/// preemption and interrupts only move the upper tail).
+pub fn typical(figures: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if figures.is_empty() {
+        return None;
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Some((
+        med(figures.iter().map(|f| f.0).collect()),
+        med(figures.iter().map(|f| f.1).collect()),
+    ))
+}
+
+/// The batches (root contexts) in a drained sequence of events: each
+/// slice runs from a `RootEntry` of the loop to the next one.
+fn split_batches(events: &[Event]) -> impl Iterator<Item = &[Event]> {
+    let starts: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind() == Some(EventKind::RootEntry) && e.id == LOOP_ID)
+        .map(|(i, _)| i)
+        .collect();
+    let ends: Vec<usize> = starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain(std::iter::once(events.len()))
+        .collect();
+    starts
+        .into_iter()
+        .zip(ends)
+        .map(move |(a, b)| &events[a..b])
+}
+
+/// Inner and outer time (mean ticks) of one batch: the events of one
+/// `Calib.loop` call. `None` when the batch is not one clean root context
+/// of entry/exit pairs (e.g. the ring made the thread wait).
+pub fn batch_figures(events: &[Event]) -> Option<(f64, f64)> {
+    let start = events
+        .iter()
+        .position(|e| e.kind() == Some(EventKind::RootEntry) && e.id == LOOP_ID)?;
+    let mut entries: Vec<u64> = Vec::with_capacity(events.len() / 2);
+    let mut inners: Vec<u64> = Vec::with_capacity(events.len() / 2);
+    let mut inner_sum: u128 = 0;
+    let mut open: Option<u64> = None;
+    for e in &events[start + 1..] {
+        match e.kind()? {
+            EventKind::MethodEntry if e.id == EMPTY_ID && open.is_none() => {
+                open = Some(e.ts);
+                entries.push(e.ts);
+            }
+            EventKind::MethodExit if e.id == EMPTY_ID => {
+                let t = open.take()?;
+                let d = e.ts.checked_sub(t)?;
+                inner_sum += u128::from(d);
+                inners.push(d);
+            }
+            EventKind::RootExit if e.id == LOOP_ID && open.is_none() => break,
+            _ => return None,
+        }
+    }
+    let n = entries.len();
+    if n < 2 || inners.len() != n {
+        return None;
+    }
+    let inner = inner_sum as f64 / n as f64;
+    // The spacing covers calls 0..n-1: take their inner time out of the
+    // same calls, so a call slowed down (say, preempted) counts in both
+    // terms and cancels instead of making the outer time negative.
+    let span = entries[n - 1].checked_sub(entries[0])?;
+    let inner_first: u64 = inners[..n - 1].iter().sum();
+    let outer = span.checked_sub(inner_first)? as f64 / (n - 1) as f64;
+    Some((inner, outer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventKind, id: u32, ts: u64) -> Event {
+        Event::new(kind, id, ts)
+    }
+
+    #[test]
+    fn figures_from_a_synthetic_batch() {
+        // Entries every 30 ticks, each call 12 ticks long: t_I 12, t_O 18.
+        let mut v = vec![ev(EventKind::RootEntry, LOOP_ID, 100)];
+        for k in 0..10u64 {
+            let e = 110 + 30 * k;
+            v.push(ev(EventKind::MethodEntry, EMPTY_ID, e));
+            v.push(ev(EventKind::MethodExit, EMPTY_ID, e + 12));
+        }
+        v.push(ev(EventKind::RootExit, LOOP_ID, 500));
+        let (i, o) = batch_figures(&v).unwrap();
+        assert!((i - 12.0).abs() < 1e-9, "{i}");
+        assert!((o - 18.0).abs() < 1e-9, "{o}");
+    }
+
+    #[test]
+    fn uneven_calls_average() {
+        let mut v = vec![ev(EventKind::RootEntry, LOOP_ID, 0)];
+        // inner 10 and 20 (mean 15), entries at 0, 40, 80 (spacing 40).
+        for (e, d) in [(0u64, 10u64), (40, 20), (80, 15)] {
+            v.push(ev(EventKind::MethodEntry, EMPTY_ID, e));
+            v.push(ev(EventKind::MethodExit, EMPTY_ID, e + d));
+        }
+        v.push(ev(EventKind::RootExit, LOOP_ID, 120));
+        let (i, o) = batch_figures(&v).unwrap();
+        assert!((i - 15.0).abs() < 1e-9, "{i}");
+        assert!((o - 25.0).abs() < 1e-9, "{o}");
+    }
+
+    #[test]
+    fn a_slow_last_call_does_not_make_the_outer_time_negative() {
+        // Calls 0 and 1 take 10 ticks at a spacing of 30; the last one is
+        // preempted for 1,000 ticks.
+        let v = vec![
+            ev(EventKind::RootEntry, LOOP_ID, 0),
+            ev(EventKind::MethodEntry, EMPTY_ID, 0),
+            ev(EventKind::MethodExit, EMPTY_ID, 10),
+            ev(EventKind::MethodEntry, EMPTY_ID, 30),
+            ev(EventKind::MethodExit, EMPTY_ID, 40),
+            ev(EventKind::MethodEntry, EMPTY_ID, 60),
+            ev(EventKind::MethodExit, EMPTY_ID, 1060),
+            ev(EventKind::RootExit, LOOP_ID, 1070),
+        ];
+        let (i, o) = batch_figures(&v).unwrap();
+        assert!((o - 20.0).abs() < 1e-9, "{o}");
+        assert!(i > 300.0, "{i}");
+    }
+
+    #[test]
+    fn a_batch_with_a_wait_or_a_broken_pair_is_rejected() {
+        let mut v = vec![ev(EventKind::RootEntry, LOOP_ID, 0)];
+        v.push(ev(EventKind::MethodEntry, EMPTY_ID, 10));
+        v.push(ev(EventKind::AdjustTime, 0, 500));
+        v.push(ev(EventKind::MethodExit, EMPTY_ID, 20));
+        assert_eq!(batch_figures(&v), None);
+        let v = vec![
+            ev(EventKind::RootEntry, LOOP_ID, 0),
+            ev(EventKind::MethodExit, EMPTY_ID, 20),
+        ];
+        assert_eq!(batch_figures(&v), None);
+        let v = vec![
+            ev(EventKind::RootEntry, LOOP_ID, 0),
+            ev(EventKind::MethodEntry, EMPTY_ID, 30),
+            ev(EventKind::MethodExit, EMPTY_ID, 20),
+        ];
+        assert_eq!(batch_figures(&v), None);
+        assert_eq!(batch_figures(&[]), None);
+    }
+
+    #[test]
+    fn drained_events_split_into_batches() {
+        let mut v = vec![ev(EventKind::ThreadStart, 0, 1)];
+        for b in 0..3u64 {
+            let t = 1000 * b;
+            v.push(ev(EventKind::RootEntry, LOOP_ID, t));
+            for k in 0..4u64 {
+                v.push(ev(EventKind::MethodEntry, EMPTY_ID, t + 10 + 20 * k));
+                v.push(ev(EventKind::MethodExit, EMPTY_ID, t + 15 + 20 * k));
+            }
+            v.push(ev(EventKind::RootExit, LOOP_ID, t + 100));
+        }
+        let batches: Vec<&[Event]> = split_batches(&v).collect();
+        assert_eq!(batches.len(), 3);
+        for b in batches {
+            assert_eq!(batch_figures(b), Some((5.0, 15.0)));
+        }
+    }
+
+    #[test]
+    fn the_typical_batch_is_the_median() {
+        assert_eq!(typical(&[]), None);
+        let f = [
+            (10.0, 5.0),
+            (50.0, 9.0),
+            (11.0, 6.0),
+            (12.0, 100.0),
+            (9.0, 7.0),
+        ];
+        assert_eq!(typical(&f), Some((11.0, 7.0)));
+    }
+}
