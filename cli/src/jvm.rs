@@ -49,6 +49,12 @@ pub struct JvmProcess {
 pub enum JvmError {
     #[error("no process with PID {pid}")]
     NoSuchProcess { pid: u32 },
+    #[error(
+        "cannot read {}: the kernel protects PID {pid} (another container, a ptrace policy \
+         or a security module), so sprig cannot check it is a JVM and sends it no signal",
+        path.display()
+    )]
+    Protected { pid: u32, path: PathBuf },
     #[error("PID {pid} is a thread of process {tgid}: use PID {tgid}")]
     Thread { pid: u32, tgid: u32 },
     #[error("PID {pid} is `{comm}` ({cmdline}), not a HotSpot JVM: sprig sends it no signal")]
@@ -279,13 +285,20 @@ fn read_error(pid: u32, path: &Path, e: io::Error) -> JvmError {
     match e.kind() {
         io::ErrorKind::NotFound => JvmError::Exited { pid },
         io::ErrorKind::PermissionDenied => {
-            let owner = fs::metadata(format!("/proc/{pid}"))
-                .map(|m| user_name(m.uid()))
-                .unwrap_or_else(|_| "?".to_owned());
+            let owner_uid = fs::metadata(format!("/proc/{pid}")).map(|m| m.uid()).ok();
+            let my_uid = crate::attach::sys::effective_ids().0;
+            if my_uid == 0 || owner_uid == Some(my_uid) {
+                // Not a question of users: the kernel protects the process
+                // (another namespace, a ptrace policy, a security module).
+                return JvmError::Protected {
+                    pid,
+                    path: path.to_owned(),
+                };
+            }
             JvmError::PermissionDenied {
                 pid,
-                owner,
-                me: user_name(crate::attach::sys::effective_ids().0),
+                owner: owner_uid.map_or_else(|| "?".to_owned(), user_name),
+                me: user_name(my_uid),
             }
         }
         _ if e.raw_os_error() == Some(libc::ESRCH) => JvmError::Exited { pid },
