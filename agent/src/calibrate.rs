@@ -104,8 +104,7 @@ fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> 
             name: "loop".into(),
             descriptor: "(I)V".into(),
             id: LOOP_ID,
-            // The root probe set comes first (see `instrument::probe_sets`).
-            probes: 0,
+            probes: instrument::ROOT_PROBES,
         },
         sprig_rewriter::Target {
             name: "empty".into(),

@@ -37,6 +37,7 @@ use sprig_callgraph::reveal::{
     Scheme,
 };
 use sprig_rewriter::{CallSite, ClassInfo, MethodInfo, Target};
+use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -624,32 +625,23 @@ pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
 }
 
 /// Revelation counters for the report (`None` when revelation is off).
-pub fn summary(counters: &instrument::Counters) -> Option<String> {
+pub fn stats() -> Option<RevealStats> {
     let guard = state();
     let st = guard.as_ref()?;
     let stats = st.revealer.stats();
-    let kinds: Vec<String> = stats
-        .revealed_by
-        .iter()
-        .map(|(k, n)| format!("{} {n}", edge_name(*k)))
-        .collect();
-    Some(format!(
-        "revelation: {} methods instrumented by edge kind ({}), {} scanned, {} reachable \
-         ({} in classes not loaded), {} classes mirrored, {} hidden or unmodifiable classes \
-         skipped, {} reflective call sites not followed; {:.1} ms revealing, {} redefinition \
-         batches in {:.1} ms",
-        stats.instrumented,
-        kinds.join(", "),
-        stats.scanned,
-        stats.reachable,
-        stats.reachable_unloaded,
-        stats.loaded_classes,
-        HIDDEN_SKIPPED.load(Ordering::Relaxed),
-        stats.reflective_sites,
-        reveal_ns() as f64 / 1e6,
-        counters.batches,
-        counters.redefinition_ns as f64 / 1e6,
-    ))
+    Some(RevealStats {
+        revealed_by: stats
+            .revealed_by
+            .iter()
+            .map(|(k, n)| (edge_name(*k).to_string(), *n as u64))
+            .collect(),
+        scanned: stats.scanned as u64,
+        reachable: stats.reachable as u64,
+        reachable_unloaded: stats.reachable_unloaded as u64,
+        classes_mirrored: stats.loaded_classes as u64,
+        unmodifiable_skipped: HIDDEN_SKIPPED.load(Ordering::Relaxed),
+        reflective_sites_unfollowed: stats.reflective_sites as u64,
+    })
 }
 
 fn edge_name(k: EdgeKind) -> &'static str {

@@ -251,6 +251,13 @@ fn jvm_info(agent: &Agent) -> JvmInfo {
 }
 
 fn stats(counters: instrument::Counters) -> AgentStats {
+    stats_with(counters, reveal::stats())
+}
+
+fn stats_with(
+    counters: instrument::Counters,
+    reveal: Option<sprig_wire::control::RevealStats>,
+) -> AgentStats {
     AgentStats {
         instrumented_methods: counters.methods,
         instrumented_classes: counters.classes,
@@ -261,6 +268,7 @@ fn stats(counters: instrument::Counters) -> AgentStats {
         reveal_ns: reveal::reveal_ns(),
         failed_classes: counters.failed,
         threads: threads::count(),
+        reveal,
     }
 }
 
@@ -469,7 +477,7 @@ impl Session {
             instrument::restore_all(&agent.jvmti, jni)
         };
         drop(serial);
-        let summary = reveal::summary(&counters);
+        let revelation = reveal::stats();
         reveal::end(jni);
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = probe::retire_ring();
@@ -485,10 +493,7 @@ impl Session {
             }
             End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
         }
-        if let Some(text) = summary {
-            send(Message::Warning(text));
-        }
-        send(Message::Detached(stats(counters)));
+        send(Message::Detached(stats_with(counters, revelation)));
         let _ = self.ch.shutdown();
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();

@@ -108,6 +108,9 @@ pub struct Target {
     pub jvm: String,
 }
 
+use sprig_wire::control::AgentStats;
+pub use sprig_wire::control::RevealStats;
+
 /// Counters of the run; the CLI fills what the builder cannot know.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -117,6 +120,35 @@ pub struct Stats {
     pub called_methods: u64,
     pub lost_events: u64,
     pub duration_ms: u64,
+    pub instrumented_classes: u64,
+    /// Classes that failed to instrument or restore (each one is a warning).
+    pub failed_classes: u64,
+    /// Threads that entered a root context.
+    pub threads: u64,
+    /// Redefinition (retransformation) batches and the time they took.
+    pub redefinition_batches: u64,
+    pub redefinition_ns: u64,
+    /// Time spent finding callees to instrument (scanning, the hierarchy).
+    pub reveal_ns: u64,
+    /// What revelation did (`None` with `--roots-only`).
+    pub reveal: Option<RevealStats>,
+}
+
+impl Stats {
+    /// Takes over the agent's counters (events, duration and lost events
+    /// stay the CLI's business).
+    pub fn set_agent(&mut self, a: &AgentStats) {
+        self.instrumented_methods = a.instrumented_methods;
+        self.called_methods = a.called_methods;
+        self.lost_events = self.lost_events.max(a.lost_events);
+        self.instrumented_classes = a.instrumented_classes;
+        self.failed_classes = a.failed_classes;
+        self.threads = a.threads;
+        self.redefinition_batches = a.redefinition_batches;
+        self.redefinition_ns = a.redefinition_ns;
+        self.reveal_ns = a.reveal_ns;
+        self.reveal = a.reveal.clone();
+    }
 }
 
 /// One calling context: a method reached through one path from a root.

@@ -110,3 +110,70 @@ fn deep_recursion_round_trips() {
     assert_eq!(back, p);
     assert_eq!(back.threads[0].tree.nodes.len() as u64, DEPTH + 1);
 }
+
+/// The agent's counters, revelation included, survive a snapshot; a
+/// version 1 file (without them) still reads, with the counters at zero.
+#[test]
+fn agent_stats_round_trip_and_version_1_still_reads() {
+    use sprig_callgraph::profile::RevealStats;
+    let s = common::load(&common::scripts()[0]);
+    let mut p = s.profile.clone();
+    p.stats.instrumented_classes = 7;
+    p.stats.failed_classes = 1;
+    p.stats.threads = 3;
+    p.stats.redefinition_batches = 4;
+    p.stats.redefinition_ns = 12_345_678;
+    p.stats.reveal_ns = 2_000_000;
+    p.stats.reveal = Some(RevealStats {
+        revealed_by: vec![("root".into(), 1), ("virtual".into(), 9)],
+        scanned: 5,
+        reachable: 12,
+        reachable_unloaded: 2,
+        classes_mirrored: 480,
+        unmodifiable_skipped: 25,
+        reflective_sites_unfollowed: 0,
+    });
+    let data = bytes(&p);
+    let back = Profile::read_snapshot(&mut data.as_slice()).expect("read back");
+    assert_eq!(back.stats, p.stats);
+    let json = String::from_utf8(render(&back, &s.opts, Format::Json)).unwrap();
+    assert!(
+        json.contains(r#""redefinition_batches":4,"redefinition_ms":12.345678,"reveal_ms":2"#),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#""revealed_by":{"root":1,"virtual":9}"#),
+        "{json}"
+    );
+    let text = String::from_utf8(render(&back, &s.opts, Format::Text)).unwrap();
+    assert!(
+        text.contains("redefined    7 classes in 4 batches, 12.3 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("instrumented by edge: root 1, virtual 9"),
+        "{text}"
+    );
+
+    // A version 1 file: the same bytes without the agent block.
+    let plain = bytes(&s.profile);
+    let mut v1 = plain.clone();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    // magic(8) version(4) ticks(8) clock(str) pid(4) jvm(str) stats(5*8) calibration(1+16)
+    let str_len = |at: usize| u32::from_le_bytes(v1[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 8 + 4 + 8;
+    at += 4 + str_len(at);
+    at += 4;
+    at += 4 + str_len(at);
+    at += 5 * 8 + 1 + 16;
+    // agent block of a profile with no revelation: 6 u64 and a 0 flag.
+    v1.drain(at..at + 6 * 8 + 1);
+    let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
+    assert_eq!(old, s.profile);
+    let mut v3 = plain;
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    assert!(matches!(
+        Profile::read_snapshot(&mut v3.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(3))
+    ));
+}

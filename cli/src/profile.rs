@@ -753,9 +753,8 @@ fn drive(
     {
         let (_, st) = builder.profile_fields_mut();
         st.events = events;
-        st.instrumented_methods = stats.instrumented_methods;
-        st.called_methods = stats.called_methods;
-        st.lost_events = stats.lost_events.max(prepared.region.lost_events());
+        st.set_agent(&stats);
+        st.lost_events = st.lost_events.max(prepared.region.lost_events());
         st.duration_ms = duration_ms;
     }
     let profile: Profile = builder.finish();

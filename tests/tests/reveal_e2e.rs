@@ -204,8 +204,30 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
         !warnings.contains("revelation is not available"),
         "{what}: {warnings}"
     );
-    assert!(warnings.contains("revelation: "), "{what}: {warnings}");
+    assert!(!warnings.contains("revelation: "), "{what}: {warnings}");
     let stats = &report["stats"];
+    // Revelation counters are part of the stats, not a warning.
+    let rev = &stats["revelation"];
+    let by_edge: u64 = rev["revealed_by"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: no revelation stats: {stats}"))
+        .values()
+        .map(|v| v.as_u64().expect("count"))
+        .sum();
+    assert_eq!(
+        Some(by_edge),
+        stats["instrumented_methods"].as_u64(),
+        "{what}: methods by edge kind must add up to the instrumented ones: {stats}"
+    );
+    assert!(
+        rev["revealed_by"]["root"].as_u64() >= Some(1),
+        "{what}: {rev}"
+    );
+    assert!(rev["scanned"].as_u64() >= Some(1), "{what}: {rev}");
+    assert!(
+        stats["redefinition_batches"].as_u64() >= Some(1),
+        "{what}: {stats}"
+    );
     let called = stats["called_methods"].as_u64().expect("called");
     let instrumented = stats["instrumented_methods"]
         .as_u64()

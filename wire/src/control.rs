@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`
@@ -88,6 +88,29 @@ pub struct AgentStats {
     pub reveal_ns: u64,
     pub failed_classes: u64,
     pub threads: u64,
+    /// Revelation (absent with `--roots-only` and before a session starts).
+    pub reveal: Option<RevealStats>,
+}
+
+/// What callee revelation (Scheme A or B) did in a session.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct RevealStats {
+    /// Methods instrumented, by the kind of call edge that first reached
+    /// them (`root`, `static`, `special`, `virtual`, `interface`,
+    /// `dynamic`, `method-handle`, `reflective`, `callback`).
+    pub revealed_by: Vec<(String, u64)>,
+    /// Methods whose callees were scanned (first calls under Scheme B).
+    pub scanned: u64,
+    /// Methods found reachable, instrumented or not.
+    pub reachable: u64,
+    /// Reachable methods whose class is not loaded yet.
+    pub reachable_unloaded: u64,
+    /// Loaded classes in the class-hierarchy mirror.
+    pub classes_mirrored: u64,
+    /// Hidden or unmodifiable classes left alone.
+    pub unmodifiable_skipped: u64,
+    /// Reflective call sites (`Method.invoke`, ...) whose target was not followed.
+    pub reflective_sites_unfollowed: u64,
 }
 
 /// A class that could not be instrumented or restored.

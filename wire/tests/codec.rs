@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use sprig_wire::codec::{self, CodecError, MAX_FRAME};
 use sprig_wire::control::{
-    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, Scheme, SessionOptions,
+    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, RevealStats, Scheme,
+    SessionOptions,
 };
 
 fn clock() -> impl Strategy<Value = ClockKind> {
@@ -44,6 +45,15 @@ fn stats() -> impl Strategy<Value = AgentStats> {
         reveal_ns: a[6],
         failed_classes: a[7],
         threads: a[8],
+        reveal: (a[0] % 2 == 1).then(|| RevealStats {
+            revealed_by: vec![("virtual".into(), a[1]), ("root".into(), a[2])],
+            scanned: a[3],
+            reachable: a[4],
+            reachable_unloaded: a[5],
+            classes_mirrored: a[6],
+            unmodifiable_skipped: a[7],
+            reflective_sites_unfollowed: a[8],
+        }),
     })
 }
 

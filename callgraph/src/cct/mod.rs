@@ -695,10 +695,7 @@ impl CctBuilder {
                     format!("{} {}", jvm.vm_name, jvm.version).trim().to_owned();
             }
             Message::Status(s) | Message::Detached(s) => {
-                let st = &mut self.profile_template.stats;
-                st.instrumented_methods = s.instrumented_methods;
-                st.called_methods = s.called_methods;
-                st.lost_events = s.lost_events;
+                self.profile_template.stats.set_agent(s);
             }
             Message::Warning(w) => self.profile_template.warnings.push(format!("agent: {w}")),
             Message::ClassFailed(f) => {

@@ -7,6 +7,11 @@
 //! target:      u32 pid, str jvm
 //! stats:       u64 events, instrumented_methods, called_methods, lost_events, duration_ms
 //! calibration: u8 present, f64 inner_ns, f64 outer_ns
+//! agent (v2):  u64 instrumented_classes, failed_classes, threads,
+//!              redefinition_batches, redefinition_ns, reveal_ns,
+//!              u8 revelation present [u32 n, n × (str kind, u64 methods),
+//!              u64 scanned, reachable, reachable_unloaded, classes_mirrored,
+//!              unmodifiable_skipped, reflective_sites_unfollowed]
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
@@ -28,7 +33,9 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
+/// Oldest version this build still reads (v1 lacks the agent block).
+const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
 const MAX_STR: u32 = 1 << 20;
 /// Most elements reserved ahead of reading them.
@@ -40,7 +47,9 @@ pub enum SnapshotError {
     Io(#[from] io::Error),
     #[error("not a sprig snapshot (bad magic)")]
     BadMagic,
-    #[error("snapshot version {0} is not supported (this sprig reads version {SNAPSHOT_VERSION})")]
+    #[error(
+        "snapshot version {0} is not supported (this sprig reads versions {OLDEST_VERSION} to {SNAPSHOT_VERSION})"
+    )]
     UnsupportedVersion(u32),
     #[error("snapshot is damaged: {0}")]
     Corrupt(String),
@@ -163,6 +172,37 @@ impl Profile {
                 w.f64(0.0)?;
             }
         }
+        for v in [
+            s.instrumented_classes,
+            s.failed_classes,
+            s.threads,
+            s.redefinition_batches,
+            s.redefinition_ns,
+            s.reveal_ns,
+        ] {
+            w.u64(v)?;
+        }
+        match &s.reveal {
+            None => w.u8(0)?,
+            Some(r) => {
+                w.u8(1)?;
+                w.len(r.revealed_by.len())?;
+                for (k, n) in &r.revealed_by {
+                    w.str(k)?;
+                    w.u64(*n)?;
+                }
+                for v in [
+                    r.scanned,
+                    r.reachable,
+                    r.reachable_unloaded,
+                    r.classes_mirrored,
+                    r.unmodifiable_skipped,
+                    r.reflective_sites_unfollowed,
+                ] {
+                    w.u64(v)?;
+                }
+            }
+        }
         w.len(self.methods.len())?;
         for (&id, m) in &self.methods {
             w.u32(id)?;
@@ -192,7 +232,7 @@ impl Profile {
             return Err(SnapshotError::BadMagic);
         }
         let version = r.u32()?;
-        if version != SNAPSHOT_VERSION {
+        if !(OLDEST_VERSION..=SNAPSHOT_VERSION).contains(&version) {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         let mut p = Profile::new(r.u64()?);
@@ -211,6 +251,39 @@ impl Profile {
             1 => Some(Calibration::new(inner, outer)),
             x => return Err(corrupt(format!("calibration flag {x}"))),
         };
+        if version >= 2 {
+            let st = &mut p.stats;
+            st.instrumented_classes = r.u64()?;
+            st.failed_classes = r.u64()?;
+            st.threads = r.u64()?;
+            st.redefinition_batches = r.u64()?;
+            st.redefinition_ns = r.u64()?;
+            st.reveal_ns = r.u64()?;
+            st.reveal = match r.u8()? {
+                0 => None,
+                1 => {
+                    let n = r.u32()?;
+                    let mut revealed_by = Vec::new();
+                    for _ in 0..n.min(64) {
+                        let k = r.str()?;
+                        revealed_by.push((k, r.u64()?));
+                    }
+                    if n > 64 {
+                        return Err(corrupt(format!("{n} edge kinds")));
+                    }
+                    Some(crate::profile::RevealStats {
+                        revealed_by,
+                        scanned: r.u64()?,
+                        reachable: r.u64()?,
+                        reachable_unloaded: r.u64()?,
+                        classes_mirrored: r.u64()?,
+                        unmodifiable_skipped: r.u64()?,
+                        reflective_sites_unfollowed: r.u64()?,
+                    })
+                }
+                x => return Err(corrupt(format!("revelation flag {x}"))),
+            };
+        }
         let n = r.u32()?;
         for _ in 0..n {
             let id = r.u32()?;

@@ -3,7 +3,12 @@
 //! ```text
 //! {"version":1,
 //!  "target":{"pid","jvm"},
-//!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms"},
+//!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms",
+//!           "instrumented_classes","failed_classes","threads","redefinition_batches",
+//!           "redefinition_ms","reveal_ms",
+//!           "revelation":{"revealed_by":{kind:methods},"scanned","reachable",
+//!                         "reachable_unloaded","classes_mirrored","unmodifiable_skipped",
+//!                         "reflective_sites_unfollowed"} | null},
 //!  "calibration":{"inner_ns","outer_ns"} | null,
 //!  "threads":[{"id","name","roots":[NODE]}]}
 //! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
@@ -128,9 +133,43 @@ impl Render for Json {
         let s = &p.stats;
         write!(
             out,
-            "\"stats\":{{\"events\":{},\"instrumented_methods\":{},\"called_methods\":{},\"lost_events\":{},\"duration_ms\":{}}},",
+            "\"stats\":{{\"events\":{},\"instrumented_methods\":{},\"called_methods\":{},\"lost_events\":{},\"duration_ms\":{},",
             s.events, s.instrumented_methods, s.called_methods, s.lost_events, s.duration_ms
         )?;
+        write!(
+            out,
+            "\"instrumented_classes\":{},\"failed_classes\":{},\"threads\":{},\"redefinition_batches\":{},\"redefinition_ms\":{},\"reveal_ms\":{},\"revelation\":",
+            s.instrumented_classes,
+            s.failed_classes,
+            s.threads,
+            s.redefinition_batches,
+            num_f64(s.redefinition_ns as f64 / 1e6),
+            num_f64(s.reveal_ns as f64 / 1e6)
+        )?;
+        match &s.reveal {
+            None => out.write_all(b"null")?,
+            Some(r) => {
+                out.write_all(b"{\"revealed_by\":{")?;
+                for (i, (k, n)) in r.revealed_by.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    write_str(out, k)?;
+                    write!(out, ":{n}")?;
+                }
+                write!(
+                    out,
+                    "}},\"scanned\":{},\"reachable\":{},\"reachable_unloaded\":{},\"classes_mirrored\":{},\"unmodifiable_skipped\":{},\"reflective_sites_unfollowed\":{}}}",
+                    r.scanned,
+                    r.reachable,
+                    r.reachable_unloaded,
+                    r.classes_mirrored,
+                    r.unmodifiable_skipped,
+                    r.reflective_sites_unfollowed
+                )?;
+            }
+        }
+        out.write_all(b"},")?;
         indent(out, 1)?;
         match p.calibration {
             Some(c) => write!(

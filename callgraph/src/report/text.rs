@@ -78,6 +78,39 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         "  methods      {} instrumented, {} called",
         s.instrumented_methods, s.called_methods
     )?;
+    if s.redefinition_batches > 0 || s.reveal_ns > 0 {
+        writeln!(
+            out,
+            "  redefined    {} classes in {} batches, {:.1} ms; {:.1} ms finding callees",
+            s.instrumented_classes,
+            s.redefinition_batches,
+            s.redefinition_ns as f64 / 1e6,
+            s.reveal_ns as f64 / 1e6
+        )?;
+    }
+    if let Some(r) = &s.reveal {
+        let kinds: Vec<String> = r
+            .revealed_by
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        writeln!(
+            out,
+            "  revelation   instrumented by edge: {}; {} scanned, {} reachable ({} not loaded), \
+             {} classes mirrored, {} unmodifiable skipped, {} reflective sites not followed",
+            if kinds.is_empty() {
+                "none".to_string()
+            } else {
+                kinds.join(", ")
+            },
+            r.scanned,
+            r.reachable,
+            r.reachable_unloaded,
+            r.classes_mirrored,
+            r.unmodifiable_skipped,
+            r.reflective_sites_unfollowed
+        )?;
+    }
     match p.calibration {
         Some(c) => writeln!(
             out,
