@@ -20,7 +20,7 @@ use sprig_wire::clock;
 use sprig_wire::ring::{Producer, Region};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -31,8 +31,19 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 static PROFILING: AtomicBool = AtomicBool::new(false);
 /// Set when a producer found the ring dead; the control thread detaches.
 static RING_DEAD: AtomicBool = AtomicBool::new(false);
-/// Threads currently inside a root context (mirrored into `Probe.active`).
-static ACTIVE_THREADS: AtomicI32 = AtomicI32::new(0);
+/// Threads currently inside a root context (low 32 bits, mirrored into
+/// `Probe.active`) and root contexts opened so far (high 32 bits, wrapping):
+/// one atomic add per root entry and exit keeps both.
+static ACTIVE_THREADS: AtomicU64 = AtomicU64::new(0);
+const ONE_OPEN: u64 = 1 << 32;
+/// Control thread only: the open count it saw with no thread inside a root
+/// context while `Probe.active` was still raised (`NOT_SEEN` otherwise).
+static SETTLE_SEEN: AtomicU64 = AtomicU64::new(NOT_SEEN);
+const NOT_SEEN: u64 = u64::MAX;
+/// How often the control thread looks at the count while `Probe.active` is
+/// raised: it lowers the field one to two ticks after the last root
+/// context ended, when no root context opened in between.
+pub const SETTLE_TICK: Duration = Duration::from_millis(2);
 /// Whether `Probe.active` was last written non-zero.
 static PUBLISHED: AtomicBool = AtomicBool::new(false);
 static LOST: AtomicU64 = AtomicU64::new(0);
@@ -88,6 +99,16 @@ impl ThreadState {
             && p.push(ev).is_err()
         {
             ring_dead();
+        }
+    }
+
+    /// Appends `ev` only if it fits the producer's current segment (never
+    /// waits); false when the caller must take the JNI path.
+    #[inline(always)]
+    fn try_push(&self, ev: Event) -> bool {
+        match self.producer.try_borrow_mut() {
+            Ok(mut p) => p.as_mut().is_some_and(|p| p.try_push(ev)),
+            Err(_) => false,
         }
     }
 
@@ -249,6 +270,114 @@ pub fn root_exit(id: u32) {
     });
 }
 
+/// A fast probe recorded what it had to (or had nothing to record).
+pub const FAST_DONE: i32 = 0;
+/// A fast probe did nothing: the Java side calls the JNI native instead.
+pub const FAST_SLOW: i32 = 1;
+
+/// Nothing to record here: done, unless this library runs no session (an
+/// older copy of the agent bound the probe class's fast path in an earlier
+/// attach), in which case the JNI native, bound to the current library,
+/// decides.
+#[inline(always)]
+fn fast_nothing() -> i32 {
+    if PROFILING.load(Ordering::Relaxed) {
+        FAST_DONE
+    } else {
+        FAST_SLOW
+    }
+}
+
+/// Fast `enter` (FFM critical downcall, JDK 22+): the common case of
+/// `enter`; a first call (revelation needs JNI and JVMTI) and a full
+/// segment (claiming one may wait) go to the JNI path.
+#[inline]
+pub fn fast_enter(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d == 0 || s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            if !methods::was_called(id) {
+                return FAST_SLOW;
+            }
+            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d + 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `exit`: as `exit`, a full segment goes to the JNI path.
+#[inline]
+pub fn fast_exit(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d <= 1 || s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d - 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `rootEnter`: only a root nested in an open root context (a plain
+/// entry); opening a root context (registration, publishing
+/// `Probe.active`) takes the JNI path.
+#[inline]
+pub fn fast_root_enter(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            if s.busy.get() {
+                return fast_nothing();
+            }
+            let d = s.depth.get();
+            if d == 0 || !s.current() || !methods::was_called(id) {
+                return FAST_SLOW;
+            }
+            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d + 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `rootExit`, closing the root context included (one atomic add).
+#[inline]
+pub fn fast_root_exit(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d == 0 || s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            let kind = if d == 1 {
+                EventKind::RootExit
+            } else {
+                EventKind::MethodExit
+            };
+            if !s.try_push(Event::new(kind, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d - 1);
+            if d == 1 {
+                close_root_context();
+            }
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
 /// First root entry of this thread in this session: index, producer,
 /// `ThreadStart`, and the `Thread` message.
 #[cold]
@@ -278,18 +407,24 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
 fn open_root_context(jni: Jni<'_>) {
     // SeqCst pairs with `settle_active`: either this thread sees the flag
     // cleared and publishes, or the settling thread sees this count.
-    ACTIVE_THREADS.fetch_add(1, Ordering::SeqCst);
+    ACTIVE_THREADS.fetch_add(1 + ONE_OPEN, Ordering::SeqCst);
     if !PUBLISHED.load(Ordering::SeqCst) {
         publish(jni);
     }
 }
 
 /// Leaving a root context only counts down: `Probe.active` is lowered by
-/// the control thread (`settle_active`), so a root called in a tight loop
-/// does not write the Java field twice per call. Until then plain probes
-/// outside a root context take the native call and return at once.
+/// the control thread (`settle_active`) a few milliseconds later, so a root
+/// called in a tight loop does not write the Java field twice per call.
+/// Until then plain probes outside a root context take the native call and
+/// return at once.
 fn close_root_context() {
     ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Threads inside a root context in a packed `ACTIVE_THREADS` value.
+fn inside(v: u64) -> i32 {
+    v as u32 as i32
 }
 
 /// Writes `Probe.active` (under the probe class's write lock).
@@ -310,18 +445,34 @@ fn publish(jni: Jni<'_>) {
     });
 }
 
-/// Control thread, every tick: lowers `Probe.active` to 0 once no thread is
-/// inside a root context.
-pub fn settle_active(jni: Jni<'_>) {
-    if PUBLISHED.load(Ordering::SeqCst) && ACTIVE_THREADS.load(Ordering::SeqCst) <= 0 {
-        publish(jni);
+/// Control thread, every tick: lowers `Probe.active` to 0 once no thread
+/// has been inside a root context for a whole tick (the open count did not
+/// move between two looks at a zero count). Returns how long the control
+/// thread may wait before the next look: `SETTLE_TICK` while the field is
+/// raised, `None` (its own tick) otherwise.
+pub fn settle_active(jni: Jni<'_>) -> Option<Duration> {
+    if !PUBLISHED.load(Ordering::SeqCst) {
+        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+        return None;
     }
+    let v = ACTIVE_THREADS.load(Ordering::SeqCst);
+    if inside(v) > 0 {
+        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+        return Some(SETTLE_TICK);
+    }
+    let opens = v >> 32;
+    if SETTLE_SEEN.swap(opens, Ordering::Relaxed) == opens {
+        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+        publish(jni);
+        return None;
+    }
+    Some(SETTLE_TICK)
 }
 
 /// The value `Probe.active` should hold now.
 fn active_value() -> i32 {
     if PROFILING.load(Ordering::SeqCst) {
-        ACTIVE_THREADS.load(Ordering::SeqCst).max(0)
+        inside(ACTIVE_THREADS.load(Ordering::SeqCst)).max(0)
     } else {
         0
     }
@@ -334,6 +485,7 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);
     ACTIVE_THREADS.store(0, Ordering::SeqCst);
+    SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     PROFILING.store(true, Ordering::SeqCst);
     publish(jni);

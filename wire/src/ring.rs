@@ -646,6 +646,24 @@ impl Producer {
         }
     }
 
+    /// Appends one event only if it fits the segment this producer owns
+    /// (a slot store and a Release store of the count); returns false,
+    /// having written nothing, when a new segment must be claimed first
+    /// (which may wait: see [`Producer::push`]).
+    #[inline]
+    pub fn try_push(&mut self, ev: Event) -> bool {
+        if self.pos < self.cap {
+            // SAFETY: as in `push`: pos < cap means this producer owns
+            // segment `seg` with `cap` slots at `slots` and its count at
+            // `committed`, inside the mapping kept alive by `region`.
+            unsafe { publish(self.slots, self.committed, self.pos, ev) };
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Hands the current segment to the consumer (marks it FULL). The next
     /// push claims a new one. Called on drop; call it when the thread ends.
     pub fn release(&mut self) {
