@@ -39,6 +39,17 @@ const ONE_OPEN: u64 = 1 << 32;
 /// Control thread only: the open count it saw with no thread inside a root
 /// context while `Probe.active` was still raised (`NOT_SEEN` otherwise).
 static SETTLE_SEEN: AtomicU64 = AtomicU64::new(NOT_SEEN);
+/// When the last root context ended (`wall_now`).
+static LAST_CLOSE: AtomicU64 = AtomicU64::new(0);
+/// `QUIET` in `wall_now` ticks.
+static QUIET_TICKS: AtomicU64 = AtomicU64::new(1_000_000);
+/// Whether `wall_now` reads the TSC.
+static WALL_TSC: AtomicBool = AtomicBool::new(false);
+/// A thread is lowering `Probe.active` from a probe.
+static LOWERING: AtomicBool = AtomicBool::new(false);
+/// How long no thread must have been inside a root context before a probe
+/// outside one lowers `Probe.active`.
+const QUIET: Duration = Duration::from_millis(1);
 const NOT_SEEN: u64 = u64::MAX;
 /// How often the control thread looks at the count while `Probe.active` is
 /// raised: it lowers the field one to two ticks after the last root
@@ -162,7 +173,13 @@ fn ring_dead() {
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
     let _ = STATE.try_with(|s| {
-        if s.depth.get() == 0 || s.busy.get() || !s.current() {
+        if s.depth.get() == 0 {
+            if stale_active() {
+                lower_if_quiet(jni);
+            }
+            return;
+        }
+        if s.busy.get() || !s.current() {
             return;
         }
         let ts = s.now();
@@ -296,7 +313,14 @@ pub fn fast_enter(id: u32) -> i32 {
     STATE
         .try_with(|s| {
             let d = s.depth.get();
-            if d == 0 || s.busy.get() || !s.current() {
+            if d == 0 {
+                // The JNI path lowers `Probe.active` once it is stale.
+                if stale_active() && quiet() {
+                    return FAST_SLOW;
+                }
+                return fast_nothing();
+            }
+            if s.busy.get() || !s.current() {
                 return fast_nothing();
             }
             if !methods::was_called(id) {
@@ -413,13 +437,61 @@ fn open_root_context(jni: Jni<'_>) {
     }
 }
 
-/// Leaving a root context only counts down: `Probe.active` is lowered by
-/// the control thread (`settle_active`) a few milliseconds later, so a root
-/// called in a tight loop does not write the Java field twice per call.
-/// Until then plain probes outside a root context take the native call and
-/// return at once.
+/// Leaving a root context only counts down (and the last one out notes the
+/// time): `Probe.active` is lowered later, by the first probe outside any
+/// root context once no root context has been open for `QUIET`
+/// (`lower_if_quiet`), or else by the control thread (`settle_active`), so a
+/// root called in a tight loop does not write the Java field twice per
+/// call. Until then plain probes outside a root context take the native
+/// call and return at once.
 fn close_root_context() {
-    ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst);
+    if inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1 {
+        LAST_CLOSE.store(wall_now(), Ordering::Relaxed);
+    }
+}
+
+/// `Probe.active` is raised while no thread is inside a root context: an
+/// instrumented method runs outside any root context and pays the native
+/// call. Two loads of read-mostly words.
+#[inline(always)]
+fn stale_active() -> bool {
+    PUBLISHED.load(Ordering::Relaxed) && inside(ACTIVE_THREADS.load(Ordering::Relaxed)) <= 0
+}
+
+/// Whether the last root context ended at least `QUIET` ago.
+#[inline]
+fn quiet() -> bool {
+    wall_now().wrapping_sub(LAST_CLOSE.load(Ordering::Relaxed))
+        >= QUIET_TICKS.load(Ordering::Relaxed)
+}
+
+/// An instrumented method runs outside any root context while
+/// `Probe.active` is still raised: once the last root context ended at
+/// least `QUIET` ago, this thread lowers the field itself (one thread at a
+/// time; the others go on), so out-of-context calls get cheap within about
+/// a millisecond, while a root called in a tight loop (gaps shorter than
+/// `QUIET`) never has the field written twice per call.
+#[cold]
+#[inline(never)]
+fn lower_if_quiet(jni: Jni<'_>) {
+    if !quiet() || LOWERING.swap(true, Ordering::Acquire) {
+        return;
+    }
+    if stale_active() {
+        publish(jni);
+    }
+    LOWERING.store(false, Ordering::Release);
+}
+
+/// A clock every thread can compare: the TSC when the session's clock is
+/// the TSC, `CLOCK_MONOTONIC` nanoseconds otherwise.
+#[inline(always)]
+fn wall_now() -> u64 {
+    if WALL_TSC.load(Ordering::Relaxed) {
+        clock::read_tsc()
+    } else {
+        clock::monotonic_ns()
+    }
 }
 
 /// Threads inside a root context in a packed `ACTIVE_THREADS` value.
@@ -480,6 +552,18 @@ fn active_value() -> i32 {
 
 /// Starts recording into `region` (a new session).
 pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+    let tsc = region.clock() == ClockKind::Tsc;
+    let per_sec = if tsc {
+        region.ticks_per_sec()
+    } else {
+        clock::NANOS_PER_SEC
+    };
+    WALL_TSC.store(tsc, Ordering::Relaxed);
+    QUIET_TICKS.store(
+        (u128::from(per_sec) * QUIET.as_nanos() / 1_000_000_000) as u64,
+        Ordering::Relaxed,
+    );
+    LAST_CLOSE.store(0, Ordering::Relaxed);
     *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
