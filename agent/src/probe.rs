@@ -52,8 +52,9 @@ static LOWERING: AtomicBool = AtomicBool::new(false);
 const QUIET: Duration = Duration::from_millis(1);
 const NOT_SEEN: u64 = u64::MAX;
 /// How often the control thread looks at the count while `Probe.active` is
-/// raised: it lowers the field one to two ticks after the last root
-/// context ended, when no root context opened in between.
+/// raised with no thread inside a root context: it lowers the field one to
+/// two ticks later when no root context opened in between (socket read
+/// timeouts round this up to the kernel's tick).
 pub const SETTLE_TICK: Duration = Duration::from_millis(2);
 /// Whether `Probe.active` was last written non-zero.
 static PUBLISHED: AtomicBool = AtomicBool::new(false);
@@ -517,20 +518,18 @@ fn publish(jni: Jni<'_>) {
     });
 }
 
-/// Control thread, every tick: lowers `Probe.active` to 0 once no thread
-/// has been inside a root context for a whole tick (the open count did not
-/// move between two looks at a zero count). Returns how long the control
-/// thread may wait before the next look: `SETTLE_TICK` while the field is
-/// raised, `None` (its own tick) otherwise.
+/// Control thread, every tick: the backstop of `lower_if_quiet` (which
+/// needs a probe call outside any root context): lowers `Probe.active` to 0
+/// once no thread has been inside a root context for a whole tick (the
+/// open count did not move between two looks at a zero count). Returns how
+/// long the control thread may wait before the next look: `SETTLE_TICK`
+/// while the field is raised with no thread inside, `None` (its own tick)
+/// otherwise.
 pub fn settle_active(jni: Jni<'_>) -> Option<Duration> {
-    if !PUBLISHED.load(Ordering::SeqCst) {
+    let v = ACTIVE_THREADS.load(Ordering::SeqCst);
+    if !PUBLISHED.load(Ordering::SeqCst) || inside(v) > 0 {
         SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
         return None;
-    }
-    let v = ACTIVE_THREADS.load(Ordering::SeqCst);
-    if inside(v) > 0 {
-        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
-        return Some(SETTLE_TICK);
     }
     let opens = v >> 32;
     if SETTLE_SEEN.swap(opens, Ordering::Relaxed) == opens {
