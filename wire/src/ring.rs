@@ -970,6 +970,32 @@ mod tests {
     }
 
     #[test]
+    fn try_push_only_fills_the_owned_segment() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut prod = Producer::new(r.clone(), 3, Duration::from_secs(1));
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        let ev = |i: u32| Event::new(EventKind::Marker, i, u64::from(i));
+        // No segment yet: nothing written, the caller must push.
+        assert!(!prod.try_push(ev(0)));
+        prod.push(ev(0)).unwrap();
+        // Capacity 4: three more fit, the fifth needs a new segment.
+        for i in 1..4 {
+            assert!(prod.try_push(ev(i)));
+        }
+        assert!(!prod.try_push(ev(4)));
+        prod.push(ev(4)).unwrap();
+        assert!(prod.try_push(ev(5)));
+        let mut got = Vec::new();
+        cons.poll(&mut |t, evs| {
+            assert_eq!(t, 3);
+            got.extend_from_slice(evs)
+        });
+        let ids: Vec<u32> = got.iter().map(|e| e.id).collect();
+        assert_eq!(ids, (0..6).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn full_ring_then_dead_without_consumer() {
         let (_d, p) = tmp_path("ring");
         let r = Region::create(&p, &small()).unwrap();
