@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// Internal name of the calibration class.
 const CLASS: &str = "sprig/rt/Calib";
-static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sprig/rt/Calib.class"));
+static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Calib.class"));
 
 /// Method ids of the calibration class: above `methods::MAX_TRACKED`, so
 /// they never collide with a session's ids and take no first-call
@@ -44,11 +44,12 @@ const _: () = assert!(EMPTY_ID >= crate::methods::MAX_TRACKED);
 
 /// Calls of `empty` per batch.
 const BATCH: i32 = 1000;
-/// The private ring is drained after this many batches (about 16,000
-/// events, about a millisecond of probing): like the CLI, which reads the
-/// session's ring every millisecond, so the probes write through as many
-/// ring segments between two reads as they do while profiling.
-const DRAIN_EVERY: u32 = 8;
+/// The private ring is drained after this many batches (about 48,000
+/// events, one to two milliseconds of probing): like the CLI, which pauses
+/// 2 ms between reads of the session's ring, so the probes write through
+/// about as many ring segments between two reads as they do while
+/// profiling.
+const DRAIN_EVERY: u32 = 24;
 /// Batches run before any is measured (interpreter and C1 code).
 const WARMUP_BATCHES: u32 = 100;
 /// At least this many batches are measured when the time allows.
@@ -78,7 +79,7 @@ pub fn run(
     let _ = std::fs::remove_file(&path);
     let cfg = RingConfig {
         segment_bytes: 64 << 10,
-        segments: 16,
+        segments: 32,
         clock,
         ticks_per_sec,
     };

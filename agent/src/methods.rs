@@ -76,6 +76,16 @@ pub fn mark_called(id: u32) -> bool {
     false
 }
 
+/// Whether `id` needs no first-call handling any more: entered before in
+/// this session, or not tracked. Never changes the bitmap.
+#[inline]
+pub fn was_called(id: u32) -> bool {
+    if id >= MAX_TRACKED {
+        return true;
+    }
+    CALLED[(id / 64) as usize].load(Ordering::Relaxed) & (1u64 << (id % 64)) != 0
+}
+
 #[cold]
 fn first_call() {
     CALLED_COUNT.fetch_add(1, Ordering::Relaxed);

@@ -20,7 +20,7 @@ use sprig_wire::clock;
 use sprig_wire::ring::{Producer, Region};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -31,8 +31,31 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 static PROFILING: AtomicBool = AtomicBool::new(false);
 /// Set when a producer found the ring dead; the control thread detaches.
 static RING_DEAD: AtomicBool = AtomicBool::new(false);
-/// Threads currently inside a root context (mirrored into `Probe.active`).
-static ACTIVE_THREADS: AtomicI32 = AtomicI32::new(0);
+/// Threads currently inside a root context (low 32 bits, mirrored into
+/// `Probe.active`) and root contexts opened so far (high 32 bits, wrapping):
+/// one atomic add per root entry and exit keeps both.
+static ACTIVE_THREADS: AtomicU64 = AtomicU64::new(0);
+const ONE_OPEN: u64 = 1 << 32;
+/// Control thread only: the open count it saw with no thread inside a root
+/// context while `Probe.active` was still raised (`NOT_SEEN` otherwise).
+static SETTLE_SEEN: AtomicU64 = AtomicU64::new(NOT_SEEN);
+/// When the last root context ended (`wall_now`).
+static LAST_CLOSE: AtomicU64 = AtomicU64::new(0);
+/// `QUIET` in `wall_now` ticks.
+static QUIET_TICKS: AtomicU64 = AtomicU64::new(1_000_000);
+/// Whether `wall_now` reads the TSC.
+static WALL_TSC: AtomicBool = AtomicBool::new(false);
+/// A thread is lowering `Probe.active` from a probe.
+static LOWERING: AtomicBool = AtomicBool::new(false);
+/// How long no thread must have been inside a root context before a probe
+/// outside one lowers `Probe.active`.
+const QUIET: Duration = Duration::from_millis(1);
+const NOT_SEEN: u64 = u64::MAX;
+/// How often the control thread looks at the count while `Probe.active` is
+/// raised with no thread inside a root context: it lowers the field one to
+/// two ticks later when no root context opened in between (socket read
+/// timeouts round this up to the kernel's tick).
+pub const SETTLE_TICK: Duration = Duration::from_millis(2);
 /// Whether `Probe.active` was last written non-zero.
 static PUBLISHED: AtomicBool = AtomicBool::new(false);
 static LOST: AtomicU64 = AtomicU64::new(0);
@@ -88,6 +111,16 @@ impl ThreadState {
             && p.push(ev).is_err()
         {
             ring_dead();
+        }
+    }
+
+    /// Appends `ev` only if it fits the producer's current segment (never
+    /// waits); false when the caller must take the JNI path.
+    #[inline(always)]
+    fn try_push(&self, ev: Event) -> bool {
+        match self.producer.try_borrow_mut() {
+            Ok(mut p) => p.as_mut().is_some_and(|p| p.try_push(ev)),
+            Err(_) => false,
         }
     }
 
@@ -162,7 +195,13 @@ fn ring_dead() {
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
     let _ = STATE.try_with(|s| {
-        if s.depth.get() == 0 || s.busy.get() || !s.current() {
+        if s.depth.get() == 0 {
+            if stale_active() {
+                lower_if_quiet(jni);
+            }
+            return;
+        }
+        if s.busy.get() || !s.current() {
             return;
         }
         let ts = s.now();
@@ -270,6 +309,121 @@ pub fn root_exit(id: u32) {
     });
 }
 
+/// A fast probe recorded what it had to (or had nothing to record).
+pub const FAST_DONE: i32 = 0;
+/// A fast probe did nothing: the Java side calls the JNI native instead.
+pub const FAST_SLOW: i32 = 1;
+
+/// Nothing to record here: done, unless this library runs no session (an
+/// older copy of the agent bound the probe class's fast path in an earlier
+/// attach), in which case the JNI native, bound to the current library,
+/// decides.
+#[inline(always)]
+fn fast_nothing() -> i32 {
+    if PROFILING.load(Ordering::Relaxed) {
+        FAST_DONE
+    } else {
+        FAST_SLOW
+    }
+}
+
+/// Fast `enter` (FFM critical downcall, JDK 22+): the common case of
+/// `enter`; a first call (revelation needs JNI and JVMTI) and a full
+/// segment (claiming one may wait) go to the JNI path.
+#[inline]
+pub fn fast_enter(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d == 0 {
+                // The JNI path lowers `Probe.active` once it is stale.
+                if stale_active() && quiet() {
+                    return FAST_SLOW;
+                }
+                return fast_nothing();
+            }
+            if s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            if !methods::was_called(id) {
+                return FAST_SLOW;
+            }
+            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d + 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `exit`: as `exit`, a full segment goes to the JNI path.
+#[inline]
+pub fn fast_exit(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d <= 1 || s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d - 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `rootEnter`: only a root nested in an open root context (a plain
+/// entry); opening a root context (registration, publishing
+/// `Probe.active`) takes the JNI path.
+#[inline]
+pub fn fast_root_enter(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            if s.busy.get() {
+                return fast_nothing();
+            }
+            let d = s.depth.get();
+            if d == 0 || !s.current() || !methods::was_called(id) {
+                return FAST_SLOW;
+            }
+            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d + 1);
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
+/// Fast `rootExit`, closing the root context included (one atomic add).
+#[inline]
+pub fn fast_root_exit(id: u32) -> i32 {
+    STATE
+        .try_with(|s| {
+            let d = s.depth.get();
+            if d == 0 || s.busy.get() || !s.current() {
+                return fast_nothing();
+            }
+            let kind = if d == 1 {
+                EventKind::RootExit
+            } else {
+                EventKind::MethodExit
+            };
+            if !s.try_push(Event::new(kind, id, s.now())) {
+                return FAST_SLOW;
+            }
+            s.depth.set(d - 1);
+            if d == 1 {
+                close_root_context();
+            }
+            FAST_DONE
+        })
+        .unwrap_or(FAST_SLOW)
+}
+
 /// First root entry of this thread in this session: index, producer,
 /// `ThreadStart`, and the `Thread` message.
 #[cold]
@@ -306,18 +460,72 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
 fn open_root_context(jni: Jni<'_>) {
     // SeqCst pairs with `settle_active`: either this thread sees the flag
     // cleared and publishes, or the settling thread sees this count.
-    ACTIVE_THREADS.fetch_add(1, Ordering::SeqCst);
+    ACTIVE_THREADS.fetch_add(1 + ONE_OPEN, Ordering::SeqCst);
     if !PUBLISHED.load(Ordering::SeqCst) {
         publish(jni);
     }
 }
 
-/// Leaving a root context only counts down: `Probe.active` is lowered by
-/// the control thread (`settle_active`), so a root called in a tight loop
-/// does not write the Java field twice per call. Until then plain probes
-/// outside a root context take the native call and return at once.
+/// Leaving a root context only counts down (and the last one out notes the
+/// time): `Probe.active` is lowered later, by the first probe outside any
+/// root context once no root context has been open for `QUIET`
+/// (`lower_if_quiet`), or else by the control thread (`settle_active`), so a
+/// root called in a tight loop does not write the Java field twice per
+/// call. Until then plain probes outside a root context take the native
+/// call and return at once.
 fn close_root_context() {
-    ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst);
+    if inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1 {
+        LAST_CLOSE.store(wall_now(), Ordering::Relaxed);
+    }
+}
+
+/// `Probe.active` is raised while no thread is inside a root context: an
+/// instrumented method runs outside any root context and pays the native
+/// call. Two loads of read-mostly words.
+#[inline(always)]
+fn stale_active() -> bool {
+    PUBLISHED.load(Ordering::Relaxed) && inside(ACTIVE_THREADS.load(Ordering::Relaxed)) <= 0
+}
+
+/// Whether the last root context ended at least `QUIET` ago.
+#[inline]
+fn quiet() -> bool {
+    wall_now().wrapping_sub(LAST_CLOSE.load(Ordering::Relaxed))
+        >= QUIET_TICKS.load(Ordering::Relaxed)
+}
+
+/// An instrumented method runs outside any root context while
+/// `Probe.active` is still raised: once the last root context ended at
+/// least `QUIET` ago, this thread lowers the field itself (one thread at a
+/// time; the others go on), so out-of-context calls get cheap within about
+/// a millisecond, while a root called in a tight loop (gaps shorter than
+/// `QUIET`) never has the field written twice per call.
+#[cold]
+#[inline(never)]
+fn lower_if_quiet(jni: Jni<'_>) {
+    if !quiet() || LOWERING.swap(true, Ordering::Acquire) {
+        return;
+    }
+    if stale_active() {
+        publish(jni);
+    }
+    LOWERING.store(false, Ordering::Release);
+}
+
+/// A clock every thread can compare: the TSC when the session's clock is
+/// the TSC, `CLOCK_MONOTONIC` nanoseconds otherwise.
+#[inline(always)]
+fn wall_now() -> u64 {
+    if WALL_TSC.load(Ordering::Relaxed) {
+        clock::read_tsc()
+    } else {
+        clock::monotonic_ns()
+    }
+}
+
+/// Threads inside a root context in a packed `ACTIVE_THREADS` value.
+fn inside(v: u64) -> i32 {
+    v as u32 as i32
 }
 
 /// Writes `Probe.active` (under the probe class's write lock).
@@ -338,18 +546,32 @@ fn publish(jni: Jni<'_>) {
     });
 }
 
-/// Control thread, every tick: lowers `Probe.active` to 0 once no thread is
-/// inside a root context.
-pub fn settle_active(jni: Jni<'_>) {
-    if PUBLISHED.load(Ordering::SeqCst) && ACTIVE_THREADS.load(Ordering::SeqCst) <= 0 {
-        publish(jni);
+/// Control thread, every tick: the backstop of `lower_if_quiet` (which
+/// needs a probe call outside any root context): lowers `Probe.active` to 0
+/// once no thread has been inside a root context for a whole tick (the
+/// open count did not move between two looks at a zero count). Returns how
+/// long the control thread may wait before the next look: `SETTLE_TICK`
+/// while the field is raised with no thread inside, `None` (its own tick)
+/// otherwise.
+pub fn settle_active(jni: Jni<'_>) -> Option<Duration> {
+    let v = ACTIVE_THREADS.load(Ordering::SeqCst);
+    if !PUBLISHED.load(Ordering::SeqCst) || inside(v) > 0 {
+        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+        return None;
     }
+    let opens = v >> 32;
+    if SETTLE_SEEN.swap(opens, Ordering::Relaxed) == opens {
+        SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+        publish(jni);
+        return None;
+    }
+    Some(SETTLE_TICK)
 }
 
 /// The value `Probe.active` should hold now.
 fn active_value() -> i32 {
     if PROFILING.load(Ordering::SeqCst) {
-        ACTIVE_THREADS.load(Ordering::SeqCst).max(0)
+        inside(ACTIVE_THREADS.load(Ordering::SeqCst)).max(0)
     } else {
         0
     }
@@ -357,11 +579,24 @@ fn active_value() -> i32 {
 
 /// Starts recording into `region` (a new session).
 pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+    let tsc = region.clock() == ClockKind::Tsc;
+    let per_sec = if tsc {
+        region.ticks_per_sec()
+    } else {
+        clock::NANOS_PER_SEC
+    };
+    WALL_TSC.store(tsc, Ordering::Relaxed);
+    QUIET_TICKS.store(
+        (u128::from(per_sec) * QUIET.as_nanos() / 1_000_000_000) as u64,
+        Ordering::Relaxed,
+    );
+    LAST_CLOSE.store(0, Ordering::Relaxed);
     *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);
     ACTIVE_THREADS.store(0, Ordering::SeqCst);
+    SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     PROFILING.store(true, Ordering::SeqCst);
     publish(jni);

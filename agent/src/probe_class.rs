@@ -3,7 +3,7 @@
 //! it), its natives bound on every attach, and its two flags written.
 
 use crate::error::AgentError;
-use crate::ffi::{FieldId, Global, Jni, probe_natives};
+use crate::ffi::{FieldId, Global, Jni, Local, probe_natives};
 use std::sync::{Mutex, OnceLock};
 
 /// Internal name of the probe class.
@@ -15,7 +15,17 @@ pub const ROOT_EXIT: &str = "rootExit";
 pub const ENTER: &str = "enter";
 pub const EXIT: &str = "exit";
 
-static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sprig/rt/Probe.class"));
+/// The JNI-only class (JDK 8 class file), used on JDK 17–21.
+static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
+/// The class with the FFM fast path (JDK 22 class file), used on JDK 22+;
+/// empty when the build found no javac 22 or later.
+static BYTES_FFM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ffm/sprig/rt/Probe.class"));
+/// Setting this in the target's environment keeps the JNI-only class on
+/// JDK 22+ (for comparisons).
+const JNI_ONLY_ENV: &str = "SPRIG_AGENT_JNI_PROBES";
+/// Setting this in the target's environment makes the agent say on stderr
+/// which probe path it bound.
+const DEBUG_ENV: &str = "SPRIG_AGENT_DEBUG";
 
 struct ProbeClass {
     class: Global,
@@ -27,25 +37,107 @@ static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 /// Serialises every write of the two fields, so the last writer always
 /// writes the latest value.
 static WRITE: Mutex<()> = Mutex::new(());
+/// Whether to define the JDK 22+ class in this JVM.
+fn wants_ffm() -> bool {
+    if BYTES_FFM.is_empty() || std::env::var_os(JNI_ONLY_ENV).is_some() {
+        return false;
+    }
+    let Some(agent) = crate::env::get() else {
+        return false;
+    };
+    // A VM property: JVMTI does not see `java.specification.version`.
+    let version = agent
+        .jvmti
+        .system_property("java.vm.specification.version")
+        .unwrap_or_default();
+    version
+        .split('.')
+        .next()
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|v| v >= 22)
+}
 
 /// Defines the class if this JVM does not have it yet (a previous attach
 /// defined it otherwise) and binds its natives to this library.
 pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
     let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
     jni.with_local_frame(16, |jni| {
-        let class = match jni.find_class(CLASS)? {
-            Some(c) => c,
-            None => jni.define_bootstrap_class(CLASS, BYTES)?,
+        let (class, ffm, fresh) = match jni.find_class(CLASS)? {
+            // GetStaticFieldID initialises the class (done long ago).
+            Some(c) => (c, jni.find_static_field(c, "FAST", c"Z").is_some(), false),
+            None => {
+                let ffm = wants_ffm();
+                let bytes = if ffm { BYTES_FFM } else { BYTES };
+                (jni.define_bootstrap_class(CLASS, bytes)?, ffm, true)
+            }
         };
-        jni.register_natives(class, &probe_natives())?;
+        // Before the class initialises: its initialiser asks for the
+        // address of the fast probes.
+        jni.register_natives(class, &probe_natives(ffm))?;
         if PROBE.get().is_none() {
-            let active = jni.static_int_field(class, "active")?;
-            let on = jni.static_int_field(class, "on")?;
+            let allowed = if ffm && fresh {
+                allow_native_access(jni)
+            } else {
+                None
+            };
+            // GetStaticFieldID initialises the class.
+            let fields = jni
+                .static_int_field(class, "active")
+                .and_then(|active| Ok((active, jni.static_int_field(class, "on")?)));
+            if let Some((module, field)) = allowed {
+                jni.set_boolean_field(module, field, false);
+            }
+            let (active, on) = fields?;
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass { class, active, on });
         }
+        let fast = ffm
+            && jni
+                .find_static_field(class, "FAST", c"Z")
+                .is_some_and(|f| jni.static_boolean(&class, f));
+        if std::env::var_os(DEBUG_ENV).is_some() {
+            eprintln!(
+                "sprig agent: probe path: {}",
+                if fast {
+                    "FFM critical downcalls, JNI for slow paths"
+                } else {
+                    "JNI"
+                }
+            );
+        }
         Ok(())
     })
+}
+
+/// The probe class's initialiser links its fast path with
+/// `Linker.downcallHandle`, a restricted method: on JDK 22+ its first call
+/// from the class path prints a warning on the target's stderr unless
+/// native access is enabled for unnamed modules. The initialiser is the
+/// agent's own code, not the application's: enable native access for
+/// unnamed modules (the private `Module.ALL_UNNAMED_MODULE.
+/// enableNativeAccess`, reachable through JNI) just around it. Returns the
+/// module and field to put back to false afterwards; `None` when it was
+/// already enabled, when the command line denies native access (then the
+/// class falls back to JNI only), or when this JDK keeps the flag elsewhere
+/// (then the warning may appear).
+fn allow_native_access<'a>(jni: Jni<'a>) -> Option<(Local<'a>, FieldId)> {
+    let denied = crate::env::get().is_some_and(|a| {
+        a.jvmti
+            .system_property("jdk.module.illegal.native.access")
+            .is_ok_and(|v| v == "deny")
+    });
+    if denied {
+        return None;
+    }
+    let module_class = jni.find_class("java/lang/Module").ok()??;
+    let all = jni.find_static_field(module_class, "ALL_UNNAMED_MODULE", c"Ljava/lang/Module;")?;
+    let module = jni.static_object(&module_class, all)?;
+    let flag = jni.find_field(module_class, "enableNativeAccess", c"Z")?;
+    if jni.boolean_field(module, flag) {
+        return None;
+    }
+    jni.set_boolean_field(module, flag, true);
+    Some((module, flag))
 }
 
 /// Writes `Probe.on` (root probes call into the agent only while it is 1).

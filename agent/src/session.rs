@@ -437,7 +437,7 @@ impl Session {
         let mut last_status = Instant::now();
         let end = loop {
             flush_outbox();
-            probe::settle_active(jni);
+            let wait = probe::settle_active(jni).map_or(TICK, |w| w.min(TICK));
             reveal::service(&agent.jvmti, jni);
             if VM_DEAD.load(Ordering::Acquire) {
                 break End::VmDeath;
@@ -445,7 +445,7 @@ impl Session {
             if probe::ring_is_dead() {
                 break End::RingDead;
             }
-            match self.ch.recv_timeout(TICK) {
+            match self.ch.recv_timeout(wait) {
                 Ok(Some(Message::Detach)) => break End::Requested,
                 Ok(Some(Message::StatusRequest)) => {
                     send(Message::Status(self.status()));

@@ -33,13 +33,16 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
     } else {
         (500_000, 11, 7)
     };
-    let mut jvm = Jvm::start(
+    // The agent names the probe path it binds (JNI, or FFM critical
+    // downcalls on JDK 22+) on the target's stderr.
+    let mut jvm = Jvm::start_with_env(
         &ctx.env.java(),
         &[
             "-cp".into(),
             ctx.env.classpath.clone(),
             "bench.ProbeCost".into(),
         ],
+        &[("SPRIG_AGENT_DEBUG", "1")],
         "probe-cost",
         &ctx.env.logs(),
         Duration::from_secs(60),
@@ -69,9 +72,9 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         sprig.wait_profiling(SPRIG_START)?;
         jvm.send(&format!("cost {n} {rounds} direct"))?;
         let lines = jvm.collect_until("done", Duration::from_secs(600))?;
-        // The agent lowers Probe.active on its control tick after the last
-        // root context ends: measure again once no root context has been
-        // open for a second (the steady out-of-context cost).
+        // Probe.active is lowered about 1 ms after the last root
+        // context ends: measure again once no root context has been open
+        // for a second (the steady out-of-context cost).
         std::thread::sleep(Duration::from_secs(1));
         jvm.send(&format!("outside {n} {rounds}"))?;
         let settled = jvm.collect_until("done", Duration::from_secs(600))?;
@@ -116,6 +119,13 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         bail!("probe cost: no repeat measured");
     }
     let repeats = per_rep.len();
+    let probe_path = jvm
+        .stderr_text()
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("sprig agent: probe path: "))
+        .unwrap_or("unknown (no line from the agent)")
+        .to_owned();
     jvm.quit()?;
     let col = |f: &dyn Fn(&BTreeMap<String, f64>) -> Option<f64>| -> Vec<f64> {
         per_rep.iter().filter_map(f).collect()
@@ -147,6 +157,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
     let nano_in = col(&|m| get(m, "in_nano"));
     Ok(json!({
         "calls_per_loop": n, "rounds": rounds, "repeats": repeats,
+        "probe_path": probe_path,
         "nanotime_ns": json_of(&nano_in),
         "in_root_pair_ns": json_of(&in_pair),
         "in_root_ratio": json_of(&in_ratio),
@@ -154,7 +165,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         "out_of_context_measures": out_kind,
         "out_of_context_ns": json_of(&out_pair),
         "out_of_context_ratio": json_of(&out_ratio),
-        "out_of_context_note": "measured 1 s after the last root context ended; the *_right_after_root figures are the same loops run at once after a root context ended, before the agent's control tick lowers Probe.active",
+        "out_of_context_note": "measured 1 s after the last root context ended; the *_right_after_root figures are the same loops run at once after a root context ended (a probe outside any root context lowers Probe.active once the last root context ended 1 ms ago; the first loop pays the native call until then)",
         "out_of_context_right_after_root_ns": json_of(&after_pair),
         "out_of_context_right_after_root_ratio": json_of(&after_ratio),
         "revealed_callee": revealed,
@@ -329,6 +340,10 @@ pub fn print(name: &str, v: &Value) {
             println!(
                 "probe cost (ns per call; ratios to one System.nanoTime() in the same JVM run)"
             );
+            println!(
+                "  probe path                      {}",
+                v.get("probe_path").and_then(Value::as_str).unwrap_or("?")
+            );
             println!("  nanoTime                        {}", s("nanotime_ns"));
             println!(
                 "  pair in root context            {} ns = {} x nanoTime  (goal <= 1.0)",
@@ -347,7 +362,7 @@ pub fn print(name: &str, v: &Value) {
                     .unwrap_or("?")
             );
             println!(
-                "  outside, right after a root ctx {} ns = {} x nanoTime  (before the agent's tick lowers Probe.active)",
+                "  outside, right after a root ctx {} ns = {} x nanoTime  (a probe lowers Probe.active ~1 ms after the last root context)",
                 s("out_of_context_right_after_root_ns"),
                 s("out_of_context_right_after_root_ratio")
             );

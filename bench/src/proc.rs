@@ -34,11 +34,24 @@ impl Jvm {
         log_dir: &Path,
         ready_within: Duration,
     ) -> Result<Jvm> {
+        Jvm::start_with_env(java, args, &[], name, log_dir, ready_within)
+    }
+
+    /// [`Jvm::start`] with extra environment variables.
+    pub fn start_with_env(
+        java: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        name: &str,
+        log_dir: &Path,
+        ready_within: Duration,
+    ) -> Result<Jvm> {
         let stderr_log = log_dir.join(format!("{name}.stderr"));
         let err = File::create(&stderr_log)
             .with_context(|| format!("creating {}", stderr_log.display()))?;
         let mut child = Command::new(java)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err))
@@ -69,6 +82,11 @@ impl Jvm {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The JVM's stderr so far (it goes to a log file).
+    pub fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
     }
 
     pub fn send(&mut self, line: &str) -> Result<()> {

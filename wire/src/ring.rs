@@ -646,6 +646,24 @@ impl Producer {
         }
     }
 
+    /// Appends one event only if it fits the segment this producer owns
+    /// (a slot store and a Release store of the count); returns false,
+    /// having written nothing, when a new segment must be claimed first
+    /// (which may wait: see [`Producer::push`]).
+    #[inline]
+    pub fn try_push(&mut self, ev: Event) -> bool {
+        if self.pos < self.cap {
+            // SAFETY: as in `push`: pos < cap means this producer owns
+            // segment `seg` with `cap` slots at `slots` and its count at
+            // `committed`, inside the mapping kept alive by `region`.
+            unsafe { publish(self.slots, self.committed, self.pos, ev) };
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Hands the current segment to the consumer (marks it FULL). The next
     /// push claims a new one. Called on drop; call it when the thread ends.
     pub fn release(&mut self) {
@@ -949,6 +967,32 @@ mod tests {
         assert_eq!(ids, (0..14).collect::<Vec<_>>());
         // Nothing new: nothing delivered.
         assert_eq!(cons.poll(&mut |_, _| panic!("no events expected")), 0);
+    }
+
+    #[test]
+    fn try_push_only_fills_the_owned_segment() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut prod = Producer::new(r.clone(), 3, Duration::from_secs(1));
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        let ev = |i: u32| Event::new(EventKind::Marker, i, u64::from(i));
+        // No segment yet: nothing written, the caller must push.
+        assert!(!prod.try_push(ev(0)));
+        prod.push(ev(0)).unwrap();
+        // Capacity 4: three more fit, the fifth needs a new segment.
+        for i in 1..4 {
+            assert!(prod.try_push(ev(i)));
+        }
+        assert!(!prod.try_push(ev(4)));
+        prod.push(ev(4)).unwrap();
+        assert!(prod.try_push(ev(5)));
+        let mut got = Vec::new();
+        cons.poll(&mut |t, evs| {
+            assert_eq!(t, 3);
+            got.extend_from_slice(evs)
+        });
+        let ids: Vec<u32> = got.iter().map(|e| e.id).collect();
+        assert_eq!(ids, (0..6).collect::<Vec<_>>());
     }
 
     #[test]

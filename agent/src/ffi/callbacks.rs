@@ -5,7 +5,7 @@
 
 use super::jni::{Jni, NativeMethod};
 use super::jvmti::{Jvmti, JvmtiError};
-use jvmti_bindings::sys::jni::{JNIEnv, jclass, jint, jobject, jthread};
+use jvmti_bindings::sys::jni::{JNIEnv, jclass, jint, jlong, jobject, jthread};
 use jvmti_bindings::sys::jvmti::{jvmtiEnv, jvmtiEventCallbacks};
 use std::ffi::{CStr, c_char, c_uchar};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -42,19 +42,72 @@ extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
 
 type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
 
-/// The natives of `sprig.rt.Probe`, for RegisterNatives.
-pub fn probe_natives() -> [NativeMethod; 4] {
+/// The fast probes of the JDK 22+ probe class, called through FFM downcall
+/// handles linked with `Linker.Option.critical(false)`: no JNIEnv, no
+/// thread-state transition, and the thread stays in Java state (safepoints
+/// wait for it), so they never block: they return `probe::FAST_SLOW` for
+/// everything that needs JNI, JVMTI or a wait, and the Java side then calls
+/// the JNI native of the same probe.
+type FastProbe = extern "C" fn(jint) -> jint;
+
+extern "C" fn fast_enter(id: jint) -> jint {
+    fast_guard(|| crate::probe::fast_enter(id as u32))
+}
+
+extern "C" fn fast_exit(id: jint) -> jint {
+    fast_guard(|| crate::probe::fast_exit(id as u32))
+}
+
+extern "C" fn fast_root_enter(id: jint) -> jint {
+    fast_guard(|| crate::probe::fast_root_enter(id as u32))
+}
+
+extern "C" fn fast_root_exit(id: jint) -> jint {
+    fast_guard(|| crate::probe::fast_root_exit(id as u32))
+}
+
+/// Runs a fast probe; a panic sends the Java side to the JNI path.
+#[inline(always)]
+fn fast_guard(f: impl FnOnce() -> i32) -> jint {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(crate::probe::FAST_SLOW)
+}
+
+/// `Probe.fastAddress(which)`: the address of fast probe `which` (enter,
+/// exit, rootEnter, rootExit), 0 for any other number.
+extern "system" fn n_fast_address(_env: *mut JNIEnv, _cls: jclass, which: jint) -> jlong {
+    let f: Option<FastProbe> = match which {
+        0 => Some(fast_enter),
+        1 => Some(fast_exit),
+        2 => Some(fast_root_enter),
+        3 => Some(fast_root_exit),
+        _ => None,
+    };
+    f.map_or(0, |f| f as usize as jlong)
+}
+
+/// The natives of `sprig.rt.Probe`, for RegisterNatives: the four JNI
+/// probes, and with `fast` (the JDK 22+ class) `fastAddress`.
+pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
     let m = |name: &'static CStr, f: ProbeNative| NativeMethod {
         name,
         signature: c"(I)V",
         fn_ptr: f as *mut std::ffi::c_void,
     };
-    [
+    let mut v = vec![
         m(c"nEnter", n_enter),
         m(c"nExit", n_exit),
         m(c"nRootEnter", n_root_enter),
         m(c"nRootExit", n_root_exit),
-    ]
+    ];
+    if fast {
+        type AddressNative = extern "system" fn(*mut JNIEnv, jclass, jint) -> jlong;
+        v.push(NativeMethod {
+            name: c"fastAddress",
+            signature: c"(I)J",
+            fn_ptr: (n_fast_address as AddressNative) as *mut std::ffi::c_void,
+        });
+    }
+    v
 }
 
 /// What the class file load hook sees, in safe form.

@@ -273,6 +273,74 @@ impl<'a> Jni<'a> {
         Ok(FieldId(f))
     }
 
+    /// The id of a static field `name` of type `sig`, or `None` (the
+    /// `NoSuchFieldError` cleared) when the class has no such field.
+    pub fn find_static_field(&self, class: Local<'_>, name: &str, sig: &CStr) -> Option<FieldId> {
+        let n = CString::new(name).ok()?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let f = unsafe {
+            jni_call!(
+                self.env,
+                GetStaticFieldID,
+                class.raw(),
+                n.as_ptr(),
+                sig.as_ptr()
+            )
+        };
+        if f.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        Some(FieldId(f))
+    }
+
+    /// The id of an instance field `name` of type `sig`, or `None` (the
+    /// error cleared) when the class has no such field.
+    pub fn find_field(&self, class: Local<'_>, name: &str, sig: &CStr) -> Option<FieldId> {
+        let n = CString::new(name).ok()?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let f = unsafe { jni_call!(self.env, GetFieldID, class.raw(), n.as_ptr(), sig.as_ptr()) };
+        if f.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        Some(FieldId(f))
+    }
+
+    /// Reads a static `boolean` field (`field` must be one of `class`).
+    pub fn static_boolean(&self, class: &impl FieldOwner, field: FieldId) -> bool {
+        // SAFETY: the caller got `field` as a boolean field of `class`.
+        unsafe { jni_call!(self.env, GetStaticBooleanField, class.class_raw(), field.0) != 0 }
+    }
+
+    /// Reads a static object field (`field` must be one of `class`).
+    pub fn static_object(&self, class: &impl FieldOwner, field: FieldId) -> Option<Local<'a>> {
+        // SAFETY: the caller got `field` as an object field of `class`.
+        let o = unsafe { jni_call!(self.env, GetStaticObjectField, class.class_raw(), field.0) };
+        // SAFETY: GetStaticObjectField returns a local reference or null.
+        (!o.is_null()).then(|| unsafe { Local::from_raw(o) })
+    }
+
+    /// Reads an instance `boolean` field of `obj`.
+    pub fn boolean_field(&self, obj: Local<'_>, field: FieldId) -> bool {
+        // SAFETY: the caller got `field` as a boolean field of `obj`'s class.
+        unsafe { jni_call!(self.env, GetBooleanField, obj.raw(), field.0) != 0 }
+    }
+
+    /// Writes an instance `boolean` field of `obj`.
+    pub fn set_boolean_field(&self, obj: Local<'_>, field: FieldId, value: bool) {
+        // SAFETY: the caller got `field` as a boolean field of `obj`'s class.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetBooleanField,
+                obj.raw(),
+                field.0,
+                u8::from(value)
+            )
+        };
+    }
+
     /// Writes a static `int` field (volatile fields get volatile semantics).
     pub fn set_static_int(&self, class: &impl FieldOwner, field: FieldId, value: i32) {
         // SAFETY: `field` is an int field id of `class` (both from the probe

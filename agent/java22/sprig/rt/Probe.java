@@ -1,0 +1,128 @@
+package sprig.rt;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The probes that sprig injects into profiled methods, for JDK 22 and
+ * later: the same class, fields and natives as the JDK 8+ variant
+ * (java/sprig/rt/Probe.java), plus a fast path. Each probe first calls the
+ * agent through an FFM downcall handle linked with
+ * {@code Linker.Option.critical(false)} (no JNIEnv, no thread-state
+ * transition); when that returns non-zero (a first call to reveal, a thread
+ * to register, a full buffer, a panic) it calls the JNI native as the
+ * JDK 8+ variant always does.
+ *
+ * <p>If the handles cannot be linked (native access denied, no linker) the
+ * class initialises anyway with {@code FAST} false and uses JNI only.
+ */
+public final class Probe {
+    /** Number of threads currently inside a root context (written by the agent). */
+    static volatile int active;
+    /** Non-zero while a profiling session is on (written by the agent). */
+    static volatile int on;
+    /** Whether the fast path is linked (read by the agent). */
+    static final boolean FAST;
+
+    private static final MethodHandle ENTER;
+    private static final MethodHandle EXIT;
+    private static final MethodHandle ROOT_ENTER;
+    private static final MethodHandle ROOT_EXIT;
+
+    static {
+        MethodHandle[] h = new MethodHandle[4];
+        boolean fast = false;
+        try {
+            Linker linker = Linker.nativeLinker();
+            FunctionDescriptor fd = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT);
+            Linker.Option critical = Linker.Option.critical(false);
+            for (int i = 0; i < h.length; i++) {
+                long address = fastAddress(i);
+                if (address == 0) {
+                    throw new IllegalStateException("no fast probe " + i);
+                }
+                h[i] = linker.downcallHandle(MemorySegment.ofAddress(address), fd, critical);
+            }
+            fast = true;
+        } catch (Throwable t) {
+            h = new MethodHandle[4];
+        }
+        FAST = fast;
+        ENTER = h[0];
+        EXIT = h[1];
+        ROOT_ENTER = h[2];
+        ROOT_EXIT = h[3];
+    }
+
+    private Probe() {}
+
+    public static void enter(int id) {
+        if (active != 0 && (!FAST || fastEnter(id) != 0)) {
+            nEnter(id);
+        }
+    }
+
+    public static void exit(int id) {
+        if (active != 0 && (!FAST || fastExit(id) != 0)) {
+            nExit(id);
+        }
+    }
+
+    public static void rootEnter(int id) {
+        if (on != 0 && (!FAST || fastRootEnter(id) != 0)) {
+            nRootEnter(id);
+        }
+    }
+
+    public static void rootExit(int id) {
+        if (on != 0 && (!FAST || fastRootExit(id) != 0)) {
+            nRootExit(id);
+        }
+    }
+
+    private static int fastEnter(int id) {
+        try {
+            return (int) ENTER.invokeExact(id);
+        } catch (Throwable t) {
+            return 1;
+        }
+    }
+
+    private static int fastExit(int id) {
+        try {
+            return (int) EXIT.invokeExact(id);
+        } catch (Throwable t) {
+            return 1;
+        }
+    }
+
+    private static int fastRootEnter(int id) {
+        try {
+            return (int) ROOT_ENTER.invokeExact(id);
+        } catch (Throwable t) {
+            return 1;
+        }
+    }
+
+    private static int fastRootExit(int id) {
+        try {
+            return (int) ROOT_EXIT.invokeExact(id);
+        } catch (Throwable t) {
+            return 1;
+        }
+    }
+
+    /** The address of fast probe {@code which} (0 enter, 1 exit, 2 rootEnter, 3 rootExit). */
+    private static native long fastAddress(int which);
+
+    private static native void nEnter(int id);
+
+    private static native void nExit(int id);
+
+    private static native void nRootEnter(int id);
+
+    private static native void nRootExit(int id);
+}
