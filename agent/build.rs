@@ -6,8 +6,9 @@
 //! - `ffm/sprig/rt/Probe.class` from java22/sprig/rt/Probe.java with
 //!   `javac --release 22` (FFM critical downcalls first; used on JDK 22+),
 //!   when a javac 22 or later is found (`SPRIG_JAVAC22`, `JAVA_HOME`, `javac`
-//!   on the PATH, /usr/lib/jvm/*). Without one an empty file is written and
-//!   the agent uses the JNI class on every JDK.
+//!   on the PATH, /usr/lib/jvm/*). Without one (or with
+//!   `SPRIG_JAVAC22=none`) an empty file is written and the agent uses the
+//!   JNI class on every JDK.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +48,8 @@ fn main() {
             false
         }
     });
+    // Integration tests read this to know which class JDK 22+ gets.
+    println!("cargo:rustc-env=SPRIG_FFM_PROBE={}", u8::from(built));
     if !built {
         std::fs::create_dir_all(ffm_class.parent().expect("has a parent"))
             .expect("create OUT_DIR/ffm");
@@ -90,10 +93,14 @@ fn javac_version(javac: &Path) -> Option<u32> {
     v.split(['.', '-', '+']).next()?.parse().ok()
 }
 
-/// A javac that can compile for release 22.
+/// A javac that can compile for release 22 (`SPRIG_JAVAC22=none`: none,
+/// as on a machine with only JDK 17).
 fn javac22() -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(j) = std::env::var_os("SPRIG_JAVAC22") {
+        if j == "none" {
+            return None;
+        }
         candidates.push(PathBuf::from(j));
     }
     if let Some(home) = std::env::var_os("JAVA_HOME") {

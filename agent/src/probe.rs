@@ -10,6 +10,17 @@
 //! Root probes open the root context at depth 0 (`RootEntry`), count as a
 //! plain entry when nested; plain probes record only inside a root context.
 //! An exit at depth 0 (an old frame finishing after a re-attach) is ignored.
+//!
+//! On JDK 22+ the probe class calls the `fast_*` functions first (FFM
+//! critical downcalls: no JNIEnv, no thread-state transition, so they must
+//! never block); they handle the common cases and return `FAST_SLOW` for
+//! everything that needs JNI, JVMTI or a wait, and the Java side then calls
+//! the JNI native, which does the whole probe.
+//!
+//! Cost on this machine kind: one `rdtsc` is ~8.5 ns, a JNI call to an
+//! empty native ~8 ns, a critical downcall ~2.3 ns, the thread-local lookup
+//! (`__tls_get_addr` in a cdylib) ~2.5 ns: a pair cannot go below ~37 ns
+//! on the JNI path and ~22 ns on the FFM path.
 
 use crate::ffi::Jni;
 use crate::methods;
