@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 3] = ["probe", "attach", "throughput"];
+const MICRO: [&str; 4] = ["probe", "attach", "throughput", "ring"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,7 +33,7 @@ struct Args {
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
     /// Run only these benchmarks (repeat or comma-separate): probe, attach,
-    /// throughput, javac, h2, jetty, calls, coarse.
+    /// throughput, ring, javac, h2, jetty, calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
     /// Repeats of each workload's bare/profiled windows (default 1 quick, 3 full).
@@ -115,6 +115,7 @@ fn real_main() -> Result<bool> {
             let r = match *name {
                 "probe" => micro::probe_cost(&ctx),
                 "attach" => micro::attach_latency(&ctx),
+                "ring" => micro::ring_rates(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {

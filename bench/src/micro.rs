@@ -412,6 +412,93 @@ pub fn print(name: &str, v: &Value) {
             );
             println!("  re-warm to within 2% (ms)       {}", s("rewarm_ms"));
         }
+        "ring" => {
+            println!("event ring (wire's ring_bench, in process, medians over rounds)");
+            for line in v["output"].as_array().into_iter().flatten() {
+                println!("  {}", line.as_str().unwrap_or(""));
+            }
+        }
         _ => {}
+    }
+}
+
+/// Ring producer and consumer rates: runs the wire crate's `ring_bench`
+/// example (release) and keeps its figures. Lines with a median become
+/// `{label: {median, min, max}}`; the concurrent run's line is kept as text.
+pub fn ring_rates(_ctx: &Ctx) -> Result<Value> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .current_dir(crate::env::repo_root())
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "sprig-wire",
+            "--example",
+            "ring_bench",
+        ])
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run the ring benchmark: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!(
+            "the ring benchmark failed ({}):\n{text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(parse_ring_bench(&text))
+}
+
+/// Parses `ring_bench` output (see wire/examples/ring_bench.rs).
+pub fn parse_ring_bench(text: &str) -> Value {
+    let mut figures = serde_json::Map::new();
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        lines.push(Value::from(line));
+        let Some((label, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(after) = rest.trim().strip_prefix("median") else {
+            continue;
+        };
+        // "median   1.03 (min 0.98, max 1.20) ns/event"
+        let nums: Vec<f64> = after
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let unit = after.rsplit(')').next().unwrap_or("").trim();
+        if nums.len() >= 3 {
+            figures.insert(
+                label.trim().to_owned(),
+                json!({"median": nums[0], "min": nums[1], "max": nums[2], "unit": unit}),
+            );
+        }
+    }
+    json!({"figures": figures, "output": lines})
+}
+
+#[cfg(test)]
+mod ring_tests {
+    use super::*;
+
+    #[test]
+    fn parses_ring_bench_lines() {
+        let v = parse_ring_bench(
+            "ring_bench: default region 512 x 64 KiB in /tmp; load average 1 1 1\n\
+             producer warm, 1 thread(s), push      : median     1.03 (min 0.98, max 1.20) ns/event\n\
+             consumer after warm rounds (1 producer(s)): median  1270.50 (min 900.00, max 1300.00) M events/s\n\
+             concurrent, 1 producer + 1 consumer thread: 2.10 ns/event in total\n",
+        );
+        let f = &v["figures"];
+        assert_eq!(f["producer warm, 1 thread(s), push"]["median"], 1.03);
+        assert_eq!(f["producer warm, 1 thread(s), push"]["unit"], "ns/event");
+        assert_eq!(
+            f["consumer after warm rounds (1 producer(s))"]["max"],
+            1300.0
+        );
+        assert_eq!(f.as_object().unwrap().len(), 2);
+        assert_eq!(v["output"].as_array().unwrap().len(), 4);
     }
 }

@@ -88,6 +88,21 @@ impl ProfileSummary {
                     s.extra_stats.insert(k.clone(), val.clone());
                 }
             }
+            // Reveal latency per batch: what one first call that needs a
+            // redefinition costs the thread, on average (finding the callees
+            // plus the redefinition).
+            let f = |k: &str| m.get(k).and_then(Value::as_f64);
+            if let (Some(b), Some(redef), Some(reveal)) = (
+                f("redefinition_batches"),
+                f("redefinition_ms"),
+                f("reveal_ms"),
+            ) && b > 0.0
+            {
+                s.extra_stats.insert(
+                    "ms_per_batch".into(),
+                    Value::from(((redef + reveal) / b * 100.0).round() / 100.0),
+                );
+            }
         }
         if let Some(w) = v.get("warnings").and_then(Value::as_array) {
             s.warnings = w
@@ -176,6 +191,13 @@ mod tests {
         assert_eq!((s.root_calls, s.all_calls, s.distinct_methods), (2, 7, 2));
         assert_eq!((s.root_total_ns, s.root_raw_ns), (100.0, 120.0));
         assert_eq!(s.extra_stats.get("reveal_ms"), Some(&json!(7)));
+        assert_eq!(s.extra_stats.get("ms_per_batch"), None);
+        let r2 = json!({"version":1,"target":{"pid":1,"jvm":"x"},
+            "stats":{"events":1,"instrumented_methods":1,"called_methods":1,"lost_events":0,"duration_ms":5,
+                     "redefinition_batches":4,"redefinition_ms":30.0,"reveal_ms":10.0},
+            "calibration":null,"warnings":[],"threads":[]});
+        let s2 = ProfileSummary::from_json(&r2).unwrap();
+        assert_eq!(s2.extra_stats.get("ms_per_batch"), Some(&json!(10.0)));
         assert!(s.roots_only() && s.calibration.is_null());
         assert_eq!(ProfileSummary::calls_of(&r, "a.B", "c"), 5);
         assert!(ProfileSummary::from_json(&json!({"version":2})).is_err());
