@@ -44,6 +44,7 @@ pub fn probe_sets() -> &'static [ProbeSet] {
             class: probe_class::CLASS.to_string(),
             entry: entry.to_string(),
             exit: exit.to_string(),
+            entry_receiver: false,
         };
         let mut v = vec![
             set(probe_class::ROOT_ENTER, probe_class::ROOT_EXIT),

@@ -83,6 +83,7 @@ pub fn run_to(args: &RewriteArgs, out: &mut dyn Write) -> anyhow::Result<Summary
         class: args.probe_class.replace('.', "/"),
         entry: args.probe_entry.clone(),
         exit: args.probe_exit.clone(),
+        entry_receiver: false,
     };
     let mut rw = Rewriter {
         patterns,

@@ -62,6 +62,7 @@ fn run(jdk: &Path, threads: usize) -> Result<(), String> {
         class: "sprig/rt/Probe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }];
     let chunk = classes.len().div_ceil(threads);
     let start = Instant::now();

@@ -18,7 +18,10 @@ pub use error::Error;
 pub use instrument::instrument;
 
 /// Where the injected calls go. Each probe is `static void name(int id)`
-/// (descriptor `(I)V`) in `class`.
+/// (descriptor `(I)V`) in `class`, except an entry probe with
+/// `entry_receiver`, which is `static void name(Object receiver)`
+/// (`(Ljava/lang/Object;)V`) and gets `this` (instance methods only, not
+/// constructors): sprig watches `Method.invoke` this way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeSet {
     /// Internal name of the probe class, e.g. `sprig/rt/Probe`.
@@ -27,6 +30,8 @@ pub struct ProbeSet {
     pub entry: String,
     /// Name of the exit probe method (normal and exceptional exits).
     pub exit: String,
+    /// The entry probe takes the receiver instead of the id.
+    pub entry_receiver: bool,
 }
 
 /// One method to instrument.

@@ -174,6 +174,7 @@ fn check(seed: usize, muts: &[Mutation]) -> Result<(), TestCaseError> {
         class: "sprig/rt/Probe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }];
     let info = class_info(&bytes);
     let _ = callees_all(&bytes);
@@ -260,6 +261,7 @@ fn seeds_instrument_cleanly() {
         class: "sprig/rt/Probe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }];
     for (name, bytes, targets) in seeds() {
         callees_all(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));

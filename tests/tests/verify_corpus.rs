@@ -725,11 +725,13 @@ fn verify_corpus() {
         class: "sprig/rt/Probe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     };
     let jdk_probes = ProbeSet {
         class: "java/lang/SprigProbe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     };
     let mut next_id: u32 = 1;
     let mut groups = Vec::new();

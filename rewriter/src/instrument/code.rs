@@ -251,6 +251,8 @@ pub(crate) fn index_of(insns: &[Insn], off: u32) -> Option<u32> {
 pub(crate) struct Plan<'p> {
     /// Bytes pushing the id (iconst/bipush/sipush/ldc/ldc_w).
     pub(crate) id_push: &'p [u8],
+    /// Bytes pushing the entry probe's argument: the id, or `aload_0`.
+    pub(crate) entry_push: &'p [u8],
     pub(crate) entry_ref: u16,
     pub(crate) exit_ref: u16,
     /// Constructors get their entry probe after the `super(...)`/`this(...)`
@@ -264,20 +266,28 @@ impl Plan<'_> {
     fn probe_len(&self) -> u32 {
         self.id_push.len() as u32 + 3
     }
+    fn entry_len(&self) -> u32 {
+        self.entry_push.len() as u32 + 3
+    }
     fn prologue_len(&self) -> u32 {
         if self.constructor {
             0
         } else {
-            self.probe_len()
+            self.entry_len()
         }
     }
     fn entry_after(&self, i: usize) -> bool {
         self.constructor && self.entry_after.binary_search(&(i as u32)).is_ok()
     }
-    fn emit_probe(&self, out: &mut Vec<u8>, method: u16) {
+    fn emit_exit(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.id_push);
         out.push(INVOKESTATIC);
-        put_u16(out, method);
+        put_u16(out, self.exit_ref);
+    }
+    fn emit_entry(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.entry_push);
+        out.push(INVOKESTATIC);
+        put_u16(out, self.entry_ref);
     }
 }
 
@@ -339,7 +349,7 @@ pub(crate) fn layout(
             s.at[i] = pos;
             pos += new_size(ins, s.wide[i], pos);
             if plan.entry_after(i) {
-                pos += probe;
+                pos += plan.entry_len();
             }
             while k < s.tramps.len() && s.tramps[k].0 as usize == i {
                 s.tramp_at.push(pos);
@@ -414,11 +424,11 @@ pub(crate) fn widened_conditionals(s: &Scratch) -> impl Iterator<Item = usize> +
 /// Writes the relocated code (probes included, handler excluded).
 pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>) {
     if !plan.constructor {
-        plan.emit_probe(out, plan.entry_ref);
+        plan.emit_entry(out);
     }
     for (i, ins) in s.insns.iter().enumerate() {
         if is_return(ins.op) {
-            plan.emit_probe(out, plan.exit_ref);
+            plan.emit_exit(out);
         }
         let at = s.at[i];
         let target = |k: u32| -> i32 {
@@ -479,7 +489,7 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
             _ => out.extend_from_slice(old),
         }
         if plan.entry_after(i) {
-            plan.emit_probe(out, plan.entry_ref);
+            plan.emit_entry(out);
         }
         for (k, &(u, c)) in s.tramps.iter().enumerate() {
             if u as usize == i {

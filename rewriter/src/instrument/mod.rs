@@ -197,17 +197,34 @@ fn instrument_method(
         Some(r) => r,
         None => {
             let class = modified_utf8(&probes.class);
-            let e = pool.methodref(&class, &modified_utf8(&probes.entry), b"(I)V")?;
+            let entry_descriptor: &[u8] = if probes.entry_receiver {
+                b"(Ljava/lang/Object;)V"
+            } else {
+                b"(I)V"
+            };
+            let e = pool.methodref(&class, &modified_utf8(&probes.entry), entry_descriptor)?;
             let x = pool.methodref(&class, &modified_utf8(&probes.exit), b"(I)V")?;
             *refs = Some((e, x));
             (e, x)
         }
     };
+    const ACC_STATIC: u16 = 0x0008;
+    if probes.entry_receiver && access & ACC_STATIC != 0 {
+        return Err(SkipReason::Unsupported(
+            "a receiver entry probe needs an instance method".into(),
+        ));
+    }
     let mut push = [0u8; 3];
     let push_len = id_push(t.id, pool, &mut push)?;
+    const ALOAD_0: u8 = 0x2a;
     let mut job = MethodJob {
         plan: Plan {
             id_push: &push[..push_len],
+            entry_push: if probes.entry_receiver {
+                &[ALOAD_0]
+            } else {
+                &push[..push_len]
+            },
             entry_ref,
             exit_ref,
             constructor,

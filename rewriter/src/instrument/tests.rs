@@ -142,6 +142,7 @@ fn probes() -> Vec<ProbeSet> {
         class: "P".into(),
         entry: "in".into(),
         exit: "out".into(),
+        entry_receiver: false,
     }]
 }
 
@@ -879,6 +880,7 @@ fn old_class_with_jsr_ret_and_widening_runs_on_the_jvm() {
         class: "sprig/test/Probe".into(),
         entry: "entry".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }];
     let targets = [
         target("main", "([Ljava/lang/String;)V", 70_000),
@@ -1067,6 +1069,7 @@ fn constructors_with_a_chaining_call_per_path() {
         class: "sprig/test/Probe".into(),
         entry: "entry".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }];
     let targets = [
         target("<init>", "(I)V", 7),
@@ -1164,4 +1167,80 @@ fn several_trampolines_at_one_place() {
         assert_eq!(seen, 2);
         assert_eq!(tramps, expect, "gaps {gap1} {gap2}");
     }
+}
+
+/// A receiver entry probe (`aload_0`, `(Ljava/lang/Object;)V`) on an
+/// instance method verifies and runs; a static method is refused.
+#[test]
+fn receiver_entry_probe_verifies_and_runs() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("sprig-inst-recv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Recv.java"),
+        "public class Recv { int v;\n\
+         int work(int x) { if (x > 3) { return x * 2; } v += x; return v; }\n\
+         public static void main(String[] a) { Recv r = new Recv(); int s = 0;\n\
+         for (int i = 0; i < 10; i++) { s += r.work(i); } System.out.println(\"sum \" + s); } }\n",
+    )
+    .unwrap();
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/java/probe/sprig/test/Probe.java"
+    );
+    let o = Command::new("timeout")
+        .args(["120", "javac", "--release", "8", "-d"])
+        .arg(&dir)
+        .arg(dir.join("Recv.java"))
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let class = std::fs::read(dir.join("Recv.class")).unwrap();
+    let ps = [ProbeSet {
+        class: "sprig/test/Probe".into(),
+        entry: "receiver".into(),
+        exit: "exit".into(),
+        entry_receiver: true,
+    }];
+    let r = instrument(
+        &class,
+        &[
+            target("work", "(I)I", 5),
+            target("main", "([Ljava/lang/String;)V", 6),
+        ],
+        &ps,
+    )
+    .unwrap();
+    assert_eq!(r.methods[0].result, Ok(()));
+    assert!(
+        matches!(r.methods[1].result, Err(SkipReason::Unsupported(_))),
+        "{:?}",
+        r.methods[1]
+    );
+    std::fs::write(dir.join("Recv.class"), &r.bytes).unwrap();
+    for java in ["java", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] {
+        if java.starts_with('/') && !std::path::Path::new(java).exists() {
+            println!("skipping {java}: not installed");
+            continue;
+        }
+        let o = Command::new("timeout")
+            .args(["120", java, "-Xverify:all", "-Xshare:off", "-cp"])
+            .arg(&dir)
+            .arg("Recv")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{java}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "sum 88\nPROBE 5 0 10\nPROBE 4294967294 10 0\n",
+            "{java}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

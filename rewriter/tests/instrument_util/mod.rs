@@ -118,6 +118,7 @@ pub fn probe_set(class: &str) -> ProbeSet {
         class: class.into(),
         entry: "entry".into(),
         exit: "exit".into(),
+        entry_receiver: false,
     }
 }
 

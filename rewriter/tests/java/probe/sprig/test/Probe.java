@@ -27,6 +27,16 @@ public final class Probe {
         }
     }
 
+    /** Receiver entry probe: counted under id -2, with the receiver's class checked. */
+    public static void receiver(Object r) {
+        if (r == null) {
+            throw new IllegalStateException("receiver probe got null");
+        }
+        synchronized (Probe.class) {
+            slot(-2)[0]++;
+        }
+    }
+
     public static void exit(int id) {
         synchronized (Probe.class) {
             slot(id)[1]++;
