@@ -32,6 +32,8 @@ use std::time::Instant;
 pub const ROOT_PROBES: usize = 0;
 /// Index of the plain probe pair (revealed methods, issue 5).
 pub const PLAIN_PROBES: usize = 1;
+/// The receiver probe on `Method.invoke`/`Constructor.newInstance`.
+pub const REFLECT_PROBES: usize = 2;
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
@@ -49,8 +51,12 @@ pub fn probe_sets() -> &'static [ProbeSet] {
         let mut v = vec![
             set(probe_class::ROOT_ENTER, probe_class::ROOT_EXIT),
             set(probe_class::ENTER, probe_class::EXIT),
+            ProbeSet {
+                entry_receiver: true,
+                ..set(probe_class::REFLECT_ENTER, probe_class::REFLECT_EXIT)
+            },
         ];
-        debug_assert_eq!(v.len(), PLAIN_PROBES + 1);
+        debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
         v.shrink_to_fit();
         v
     })

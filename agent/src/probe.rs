@@ -224,6 +224,29 @@ pub fn enter(id: u32, jni: Jni<'_>) {
     });
 }
 
+/// `Probe.nReflect`: `Method.invoke` or `Constructor.newInstance` is about
+/// to run `method`. Inside a root context the agent reveals (and
+/// instruments) the target on this thread before the call proceeds, and
+/// the time goes out as `AdjustTime` like a first call's.
+pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
+    let _ = STATE.try_with(|s| {
+        if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
+            return;
+        }
+        let Some(agent) = crate::env::get() else {
+            return;
+        };
+        s.busy.set(true);
+        let t0 = s.now();
+        let worked = reveal::reflective_call(&agent.jvmti, jni, method);
+        let spent = s.now().saturating_sub(t0);
+        s.busy.set(false);
+        if worked && spent > 0 {
+            s.push(Event::new(EventKind::AdjustTime, 0, spent));
+        }
+    });
+}
+
 /// The first call of `id` (in a root context): reveal its callees on this
 /// thread, with the recursion guard set (Java code the redefinition runs
 /// on this thread, e.g. class loading for verification, is not recorded),

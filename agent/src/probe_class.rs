@@ -14,6 +14,10 @@ pub const ROOT_EXIT: &str = "rootExit";
 /// Probe pair used in every other instrumented method.
 pub const ENTER: &str = "enter";
 pub const EXIT: &str = "exit";
+/// Receiver probe on `Method.invoke`/`Constructor.newInstance`, and its
+/// (empty) exit.
+pub const REFLECT_ENTER: &str = "reflect";
+pub const REFLECT_EXIT: &str = "reflectExit";
 
 /// The JNI-only class (JDK 8 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));

@@ -30,7 +30,7 @@
 //! `STATE` and the plan lock, one at a time.
 
 use crate::ffi::{Global, Jni, Jvmti, Local};
-use crate::instrument::{self, PLAIN_PROBES, ROOT_PROBES};
+use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
@@ -66,7 +66,24 @@ struct Planned {
     descriptor: String,
     id: u32,
     root: bool,
+    /// `Method.invoke`/`Constructor.newInstance`: the receiver probe that
+    /// hands the reflected method to the agent.
+    reflect: bool,
 }
+
+/// What sprig instruments to see the targets of reflective calls.
+const REFLECTION_WATCH: [(&str, &str, &str); 2] = [
+    (
+        "java/lang/reflect/Method",
+        "invoke",
+        "(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;",
+    ),
+    (
+        "java/lang/reflect/Constructor",
+        "newInstance",
+        "([Ljava/lang/Object;)Ljava/lang/Object;",
+    ),
+];
 
 struct State {
     revealer: Revealer,
@@ -86,6 +103,11 @@ struct State {
     scan_pending: bool,
     /// Times each class was put back for want of a class reference.
     retries: HashMap<String, u32>,
+    /// `Method.invoke` and `Constructor.newInstance` are (being) watched:
+    /// a reflective call site was revealed.
+    watching_reflection: bool,
+    /// Targets of reflective calls already revealed.
+    reflected: std::collections::HashSet<MethodKey>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -141,6 +163,8 @@ pub fn configure(
         unprepared: Vec::new(),
         scan_pending: false,
         retries: HashMap::new(),
+        watching_reflection: false,
+        reflected: std::collections::HashSet::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -348,6 +372,25 @@ fn plan_step(step: impl FnOnce(&mut Revealer, &HashMap<String, Sites>) -> Reveal
 /// class names.
 fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
     let mut names = Vec::with_capacity(revealed.classes.len());
+    if !revealed.reflective_sites.is_empty() && !st.watching_reflection {
+        // The subgraph calls through reflection: watch the two entry points
+        // (they are JDK classes, outside every filter).
+        st.watching_reflection = true;
+        for (class, name, descriptor) in REFLECTION_WATCH {
+            let id = instrument::announce_method(&class.replace('/', "."), name, descriptor);
+            st.plan.insert(
+                class.to_string(),
+                vec![Planned {
+                    name: name.to_string(),
+                    descriptor: descriptor.to_string(),
+                    id,
+                    root: false,
+                    reflect: true,
+                }],
+            );
+            names.push(class.to_string());
+        }
+    }
     for batch in revealed.classes {
         let dotted = batch.class.replace('/', ".");
         let planned = batch
@@ -361,6 +404,7 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
                     descriptor: m.descriptor.clone(),
                     id,
                     root: m.is_root,
+                    reflect: false,
                 }
             })
             .collect();
@@ -472,6 +516,44 @@ fn defer(names: Vec<String>) {
             }
         }
     }
+}
+
+/// `Method.invoke` or `Constructor.newInstance` is about to call `method`
+/// on a thread inside a root context: reveal the target (and what
+/// dispatches to it) and instrument it now, before it runs. Returns
+/// whether anything was done (the first time per target).
+pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, method: Local<'_>) -> bool {
+    let t0 = Instant::now();
+    let Some(mid) = jni.from_reflected_method(method) else {
+        return false;
+    };
+    let key = jni.with_local_frame(8, |jni| {
+        let class = jvmti.method_declaring_class(&jni, mid).ok()?;
+        let class = signature_name(jvmti, class)?;
+        let (name, descriptor) = jvmti.method_name(mid).ok()?;
+        Some(MethodKey::new(&class, &name, &descriptor))
+    });
+    let Some(key) = key else {
+        return false;
+    };
+    let names = {
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return false;
+        };
+        if !st.reflected.insert(key.clone()) {
+            return false;
+        }
+        let mut names = mirror_prepared(jvmti, jni, st);
+        let revealed = st.revealer.on_reflective_call(None, &key);
+        names.extend(apply(st, revealed));
+        names.sort();
+        names.dedup();
+        names
+    };
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    redefine(jvmti, Some(jni), names);
+    true
 }
 
 /// The first entry of probe id `id` (called by the probe, on the probing
@@ -599,7 +681,13 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
                     name: p.name.clone(),
                     descriptor: p.descriptor.clone(),
                     id: p.id,
-                    probes: if p.root { ROOT_PROBES } else { PLAIN_PROBES },
+                    probes: if p.reflect {
+                        REFLECT_PROBES
+                    } else if p.root {
+                        ROOT_PROBES
+                    } else {
+                        PLAIN_PROBES
+                    },
                 },
                 p.root,
             )
@@ -640,7 +728,7 @@ pub fn stats() -> Option<RevealStats> {
         reachable_unloaded: stats.reachable_unloaded as u64,
         classes_mirrored: stats.loaded_classes as u64,
         unmodifiable_skipped: HIDDEN_SKIPPED.load(Ordering::Relaxed),
-        reflective_sites_unfollowed: stats.reflective_sites as u64,
+        reflective_sites: stats.reflective_sites as u64,
     })
 }
 

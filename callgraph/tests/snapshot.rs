@@ -131,7 +131,7 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         reachable_unloaded: 2,
         classes_mirrored: 480,
         unmodifiable_skipped: 25,
-        reflective_sites_unfollowed: 0,
+        reflective_sites: 0,
     });
     let data = bytes(&p);
     let back = Profile::read_snapshot(&mut data.as_slice()).expect("read back");

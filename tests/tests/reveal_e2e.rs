@@ -18,19 +18,20 @@ use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
 const LONG: Duration = Duration::from_secs(60);
 
 /// Every root of the scenarios.
-const ROOTS: [&str; 6] = [
+const ROOTS: [&str; 7] = [
     "reveal.Virtual::root",
     "reveal.Iface::root",
     "reveal.Late::root",
     "reveal.Lambdas::root",
     "reveal.Recur::root",
     "reveal.Exc::root",
+    "reveal.Reflect::root",
 ];
 
 /// Scenarios in the order they run (`early` before `late`: the late worker
 /// class loads only when `late` runs, after the root's first call).
-const SCENARIOS: [&str; 7] = [
-    "virtual", "iface", "early", "late", "lambda", "recur", "throws",
+const SCENARIOS: [&str; 8] = [
+    "virtual", "iface", "early", "late", "lambda", "recur", "throws", "reflect",
 ];
 
 fn start_driver(jdk: &Jdk, classes: &Path) -> Proc {
@@ -161,6 +162,12 @@ fn expected(n: u64) -> BTreeMap<String, u64> {
         ("Exc.root > Exc.level1 > Exc.level2", 1),
         ("Exc.root > Exc.level1 > Exc.level2 > Exc.level3", 1),
         ("Exc.root > Exc.after", 1),
+        // reflection: Method.invoke of a static method, Constructor.newInstance,
+        // Method.invoke of an instance method (the targets sit under the root)
+        ("Reflect.root", 1),
+        ("Reflect.root > Reflect.target", 1),
+        ("Reflect.root > Reflect.<init>", 1),
+        ("Reflect.root > Reflect.scaled", 1),
     ];
     rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
 }
@@ -214,11 +221,14 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
         .values()
         .map(|v| v.as_u64().expect("count"))
         .sum();
+    // ... plus Method.invoke and Constructor.newInstance, watched for the
+    // reflective calls.
     assert_eq!(
-        Some(by_edge),
+        Some(by_edge + 2),
         stats["instrumented_methods"].as_u64(),
         "{what}: methods by edge kind must add up to the instrumented ones: {stats}"
     );
+    assert!(rev["reflective_sites"].as_u64() >= Some(2), "{what}: {rev}");
     assert!(
         rev["revealed_by"]["root"].as_u64() >= Some(1),
         "{what}: {rev}"
@@ -232,8 +242,9 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
     let instrumented = stats["instrumented_methods"]
         .as_u64()
         .expect("instrumented");
-    // 28 distinct methods run (LateWorker.work/helper included).
-    assert_eq!(called, 28, "{what}: called methods");
+    // 32 distinct methods run (LateWorker.work/helper and the four of
+    // Reflect included).
+    assert_eq!(called, 32, "{what}: called methods");
     assert!(instrumented >= called, "{what}: {instrumented} < {called}");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));

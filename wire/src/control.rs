@@ -109,8 +109,9 @@ pub struct RevealStats {
     pub classes_mirrored: u64,
     /// Hidden or unmodifiable classes left alone.
     pub unmodifiable_skipped: u64,
-    /// Reflective call sites (`Method.invoke`, ...) whose target was not followed.
-    pub reflective_sites_unfollowed: u64,
+    /// Reflective call sites (`Method.invoke`, ...) found in the subgraph;
+    /// sprig then watches `Method.invoke` and `Constructor.newInstance`.
+    pub reflective_sites: u64,
 }
 
 /// A class that could not be instrumented or restored.

@@ -52,7 +52,7 @@ fn stats() -> impl Strategy<Value = AgentStats> {
             reachable_unloaded: a[5],
             classes_mirrored: a[6],
             unmodifiable_skipped: a[7],
-            reflective_sites_unfollowed: a[8],
+            reflective_sites: a[8],
         }),
     })
 }

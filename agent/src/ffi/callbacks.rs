@@ -40,6 +40,15 @@ extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
     guard(|| crate::probe::root_exit(id as u32));
 }
 
+extern "system" fn n_reflect(env: *mut JNIEnv, _cls: jclass, method: jobject) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `method` is a local reference valid for this call.
+        let (jni, method) = unsafe { (Jni::from_raw(env), super::jni::Local::from_raw(method)) };
+        crate::probe::reflect(jni, method)
+    });
+}
+
 type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
 
 /// The fast probes of the JDK 22+ probe class, called through FFM downcall
@@ -86,7 +95,7 @@ extern "system" fn n_fast_address(_env: *mut JNIEnv, _cls: jclass, which: jint) 
 }
 
 /// The natives of `sprig.rt.Probe`, for RegisterNatives: the four JNI
-/// probes, and with `fast` (the JDK 22+ class) `fastAddress`.
+/// probes, `nReflect`, and with `fast` (the JDK 22+ class) `fastAddress`.
 pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
     let m = |name: &'static CStr, f: ProbeNative| NativeMethod {
         name,
@@ -99,6 +108,12 @@ pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
         m(c"nRootEnter", n_root_enter),
         m(c"nRootExit", n_root_exit),
     ];
+    type ReflectNative = extern "system" fn(*mut JNIEnv, jclass, jobject);
+    v.push(NativeMethod {
+        name: c"nReflect",
+        signature: c"(Ljava/lang/Object;)V",
+        fn_ptr: (n_reflect as ReflectNative) as *mut std::ffi::c_void,
+    });
     if fast {
         type AddressNative = extern "system" fn(*mut JNIEnv, jclass, jint) -> jlong;
         v.push(NativeMethod {

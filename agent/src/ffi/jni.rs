@@ -414,6 +414,20 @@ impl<'a> Jni<'a> {
         Some(id as u64)
     }
 
+    /// The method a `java.lang.reflect.Method` or `Constructor` object
+    /// reflects (`None` for anything else or a pending exception).
+    pub fn from_reflected_method(&self, method: Local<'_>) -> Option<super::jvmti::MethodId> {
+        if method.raw.is_null() {
+            return None;
+        }
+        // SAFETY: `method` is a live local reference of this thread.
+        let mid = unsafe { jni_call!(self.env, FromReflectedMethod, method.raw()) };
+        if self.exception_clear() || mid.is_null() {
+            return None;
+        }
+        Some(super::jvmti::MethodId(mid))
+    }
+
     /// Calls the static method `name` with descriptor `(I)V` of `class`
     /// with `arg`. A Java exception it throws is cleared and reported as
     /// an error.

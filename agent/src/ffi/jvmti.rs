@@ -119,7 +119,7 @@ impl Event {
 
 /// A method of a loaded class. Valid while its class is loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MethodId(jmethodID);
+pub struct MethodId(pub(super) jmethodID);
 
 /// One JVMTI environment. The agent keeps exactly one for the life of the
 /// library and reuses it across attaches.
@@ -429,6 +429,24 @@ impl Jvmti {
         }
         self.deallocate(ifaces.cast());
         Ok(out)
+    }
+
+    /// The class declaring `m`, as a local reference of this thread.
+    pub fn method_declaring_class<'a>(
+        &self,
+        _jni: &Jni<'a>,
+        m: MethodId,
+    ) -> Result<Local<'a>, JvmtiError> {
+        let mut class: jclass = std::ptr::null_mut();
+        // SAFETY: `m` is a method id of a loaded class (from JNI
+        // FromReflectedMethod of a live object); valid out pointer; the
+        // thread is attached (holds `_jni`), so the reference is its own.
+        unsafe { jvmti_call!(self.env, GetMethodDeclaringClass, m.0, &mut class)? };
+        if class.is_null() {
+            return Err(JvmtiError(23));
+        }
+        // SAFETY: a local reference JVMTI created for this thread.
+        Ok(unsafe { Local::from_raw(class) })
     }
 
     /// A class's access flags (interface, abstract, public, final, ...).

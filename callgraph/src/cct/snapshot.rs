@@ -11,7 +11,7 @@
 //!              redefinition_batches, redefinition_ns, reveal_ns,
 //!              u8 revelation present [u32 n, n × (str kind, u64 methods),
 //!              u64 scanned, reachable, reachable_unloaded, classes_mirrored,
-//!              unmodifiable_skipped, reflective_sites_unfollowed]
+//!              unmodifiable_skipped, reflective_sites]
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
@@ -197,7 +197,7 @@ impl Profile {
                     r.reachable_unloaded,
                     r.classes_mirrored,
                     r.unmodifiable_skipped,
-                    r.reflective_sites_unfollowed,
+                    r.reflective_sites,
                 ] {
                     w.u64(v)?;
                 }
@@ -278,7 +278,7 @@ impl Profile {
                         reachable_unloaded: r.u64()?,
                         classes_mirrored: r.u64()?,
                         unmodifiable_skipped: r.u64()?,
-                        reflective_sites_unfollowed: r.u64()?,
+                        reflective_sites: r.u64()?,
                     })
                 }
                 x => return Err(corrupt(format!("revelation flag {x}"))),

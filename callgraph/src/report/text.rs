@@ -97,7 +97,7 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  revelation   instrumented by edge: {}; {} scanned, {} reachable ({} not loaded), \
-             {} classes mirrored, {} unmodifiable skipped, {} reflective sites not followed",
+             {} classes mirrored, {} unmodifiable skipped, {} reflective call sites",
             if kinds.is_empty() {
                 "none".to_string()
             } else {
@@ -108,7 +108,7 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             r.reachable_unloaded,
             r.classes_mirrored,
             r.unmodifiable_skipped,
-            r.reflective_sites_unfollowed
+            r.reflective_sites
         )?;
     }
     match p.calibration {

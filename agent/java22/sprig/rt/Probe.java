@@ -118,6 +118,23 @@ public final class Probe {
     /** The address of fast probe {@code which} (0 enter, 1 exit, 2 rootEnter, 3 rootExit). */
     private static native long fastAddress(int which);
 
+    /**
+     * Entry of {@code java.lang.reflect.Method.invoke} and
+     * {@code Constructor.newInstance} while a session watches reflection:
+     * hands the reflected method to the agent, which instruments the target
+     * (when it belongs to the profiled subgraph) before it runs.
+     */
+    public static void reflect(Object method) {
+        if (active != 0) {
+            nReflect(method);
+        }
+    }
+
+    /** The exit probe paired with {@link #reflect}: nothing to record. */
+    public static void reflectExit(int id) {}
+
+    private static native void nReflect(Object method);
+
     private static native void nEnter(int id);
 
     private static native void nExit(int id);
