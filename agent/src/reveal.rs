@@ -524,7 +524,7 @@ fn defer(names: Vec<String>) {
 /// whether anything was done (the first time per target).
 pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, method: Local<'_>) -> bool {
     let t0 = Instant::now();
-    let Some(mid) = jni.from_reflected_method(method) else {
+    let Some(mid) = jni.reflected_method(method) else {
         return false;
     };
     let key = jni.with_local_frame(8, |jni| {

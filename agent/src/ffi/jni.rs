@@ -416,7 +416,7 @@ impl<'a> Jni<'a> {
 
     /// The method a `java.lang.reflect.Method` or `Constructor` object
     /// reflects (`None` for anything else or a pending exception).
-    pub fn from_reflected_method(&self, method: Local<'_>) -> Option<super::jvmti::MethodId> {
+    pub fn reflected_method(&self, method: Local<'_>) -> Option<super::jvmti::MethodId> {
         if method.raw.is_null() {
             return None;
         }
