@@ -1093,28 +1093,7 @@ fn constructors_with_a_chaining_call_per_path() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for java in ["java", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] {
-        if java.starts_with('/') && !std::path::Path::new(java).exists() {
-            println!("skipping {java}: not installed");
-            continue;
-        }
-        let o = Command::new("timeout")
-            .args(["120", java, "-Xverify:all", "-Xshare:off", "-cp"])
-            .arg(&dir)
-            .arg("Multi")
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{java}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout),
-            "PROBE 7 2 2\nPROBE 8 1 1\nPROBE 9 1 1\n",
-            "{java}"
-        );
-    }
+    assert_runs_verified(&dir, "Multi", "PROBE 7 2 2\nPROBE 8 1 1\nPROBE 9 1 1\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1220,6 +1199,18 @@ fn receiver_entry_probe_verifies_and_runs() {
         r.methods[1]
     );
     std::fs::write(dir.join("Recv.class"), &r.bytes).unwrap();
+    assert_runs_verified(
+        &dir,
+        "Recv",
+        "sum 88\nPROBE 5 0 10\nPROBE 4294967294 10 0\n",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `main` from `dir` under `-Xverify:all` on JDK 17 and, where
+/// installed, Temurin 25, and checks it succeeds and prints `want`.
+fn assert_runs_verified(dir: &std::path::Path, main: &str, want: &str) {
+    use std::process::Command;
     for java in ["java", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] {
         if java.starts_with('/') && !std::path::Path::new(java).exists() {
             println!("skipping {java}: not installed");
@@ -1227,8 +1218,8 @@ fn receiver_entry_probe_verifies_and_runs() {
         }
         let o = Command::new("timeout")
             .args(["120", java, "-Xverify:all", "-Xshare:off", "-cp"])
-            .arg(&dir)
-            .arg("Recv")
+            .arg(dir)
+            .arg(main)
             .output()
             .unwrap();
         assert!(
@@ -1236,11 +1227,6 @@ fn receiver_entry_probe_verifies_and_runs() {
             "{java}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout),
-            "sum 88\nPROBE 5 0 10\nPROBE 4294967294 10 0\n",
-            "{java}"
-        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{java}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
