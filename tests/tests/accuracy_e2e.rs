@@ -29,7 +29,16 @@ const SCENARIOS: [(&str, &str, u32); 3] = [
     ("calls", "callsRoot", 5),
     ("deep", "deepRoot", 100),
 ];
-const ROUNDS: u32 = 9;
+const ROUNDS: u32 = 15;
+
+/// The tests of this file run one at a time: a second JVM busy on the other
+/// core preempts the measured threads (the test harness runs two tests at
+/// once by default).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn start_fixture(jdk: &Jdk, classes: &Path) -> Proc {
     let mut cmd = Command::new(jdk.java());
@@ -131,6 +140,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn charged_time_matches_bare_time() {
+    let _serial = serial();
     for jdk in test_jdks("charged_time_matches_bare_time") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_fixture(&jdk, classes.path());
@@ -260,6 +270,7 @@ fn charged_time_matches_bare_time() {
 /// `sprig calibrate <pid>` measures the probes and leaves the JVM as it was.
 #[test]
 fn calibrate_command_reports_the_probe_cost() {
+    let _serial = serial();
     for jdk in test_jdks("calibrate_command_reports_the_probe_cost") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_fixture(&jdk, classes.path());
@@ -299,6 +310,7 @@ fn calibrate_command_reports_the_probe_cost() {
 /// `--no-calibrate`: no calibration in the report, and charged equals raw.
 #[test]
 fn no_calibrate_leaves_raw_times() {
+    let _serial = serial();
     let jdk = sprig_tests::jdk17();
     let classes = fixture_classes(&jdk);
     let mut jvm = start_fixture(&jdk, classes.path());
