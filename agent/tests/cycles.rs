@@ -16,20 +16,6 @@ const CYCLES: usize = 20;
 /// the last cycle.
 const NATIVE_GROWTH_BOUND_KB: i64 = 8 * 1024;
 
-fn digest(cli: &mut FakeCli, class: &str) -> (u32, u64) {
-    cli.send(&Message::BytecodeDigest {
-        class: class.to_string(),
-    });
-    match cli.wait_msg("Digest", Duration::from_secs(10), |m| {
-        matches!(m, Message::Digest { .. })
-    }) {
-        Message::Digest {
-            methods, digest, ..
-        } => (methods, digest),
-        _ => unreachable!(),
-    }
-}
-
 /// Total committed native memory of the JVM in KB (NMT summary).
 fn native_committed_kb(jdk: &Jdk, pid: u32) -> i64 {
     let out = Command::new(jdk.home.join("bin/jcmd"))
@@ -78,7 +64,7 @@ fn run_cycles(jdk: &Jdk) {
         jcmd_load(jdk, jvm.pid(), &cli.options());
         cli.accept(jvm.pid());
         let t_connected = std::time::Instant::now();
-        let before = digest(&mut cli, "fixture.Roots");
+        let before = cli.digest("fixture.Roots");
         assert!(before.0 >= 5, "{before:?}");
         let original = *original.get_or_insert(before);
         assert_eq!(
@@ -91,7 +77,7 @@ fn run_cycles(jdk: &Jdk) {
         });
         latency.push(t_attach.elapsed().as_millis() as u64);
         agent_latency.push(t_connected.elapsed().as_micros() as u64);
-        let during = digest(&mut cli, "fixture.Roots");
+        let during = cli.digest("fixture.Roots");
         assert_eq!(during.0, original.0);
         assert_ne!(
             during.1, original.1,
@@ -113,7 +99,7 @@ fn run_cycles(jdk: &Jdk) {
     let mut cli = FakeCli::new();
     jcmd_load(jdk, jvm.pid(), &cli.options());
     cli.accept(jvm.pid());
-    assert_eq!(Some(digest(&mut cli, "fixture.Roots")), original);
+    assert_eq!(Some(cli.digest("fixture.Roots")), original);
     cli.detach();
 
     let growth = native[CYCLES - 1] - native[4];

@@ -206,6 +206,22 @@ impl FakeCli {
         }
     }
 
+    /// The agent's digest of the bytecodes the VM holds for `class`
+    /// (dotted name): (methods, FNV-1a hash).
+    pub fn digest(&mut self, class: &str) -> (u32, u64) {
+        self.send(&Message::BytecodeDigest {
+            class: class.to_string(),
+        });
+        match self.wait_msg("Digest", Duration::from_secs(10), |m| {
+            matches!(m, Message::Digest { .. })
+        }) {
+            Message::Digest {
+                methods, digest, ..
+            } => (methods, digest),
+            _ => unreachable!(),
+        }
+    }
+
     /// Sends `Detach`, waits for `Detached`, drains the ring.
     pub fn detach(&mut self) -> AgentStats {
         self.send(&Message::Detach);
