@@ -700,8 +700,11 @@ impl Producer {
                 // Acquire above pairs with the consumer's Release store of
                 // FREE: its reads of the old events are done.
                 h.thread.store(self.thread, Ordering::Relaxed);
+                // Release: a consumer that reads the counter past this
+                // claim (Acquire) also sees every segment this producer
+                // claimed before, as OWNED or FULL (see `Consumer::poll`).
                 h.seq.store(
-                    r.header().claims.fetch_add(1, Ordering::Relaxed),
+                    r.header().claims.fetch_add(1, Ordering::AcqRel),
                     Ordering::Relaxed,
                 );
                 h.committed.store(0, Ordering::Relaxed);
@@ -870,6 +873,14 @@ impl Consumer {
             return 0;
         }
         self.visible.clear();
+        // Only segments claimed before this poll began. A producer can fill
+        // a segment and claim the next one while the scan below runs: the
+        // scan may then miss the first (its header was read while still
+        // FREE) but see the second, and deliver a thread's events out of
+        // order. Every segment claimed before `limit` was read stays OWNED or
+        // FULL until this consumer frees it, and (Acquire here, Release on
+        // the claim) is seen as such; later ones wait for the next poll.
+        let limit = r.header().claims.load(Ordering::Acquire);
         for i in 0..r.segments {
             let h = r.seg(i);
             let state = h.state.load(Ordering::Acquire);
@@ -882,6 +893,11 @@ impl Consumer {
                 });
             }
         }
+        // A claim number no producer has handed out yet (at or past the
+        // counter read after the scan) is a damaged header: it is read and
+        // freed like any other, never left to wedge the ring.
+        let limit_end = r.header().claims.load(Ordering::Acquire);
+        self.visible.retain(|v| v.seq < limit || v.seq >= limit_end);
         self.visible
             .sort_unstable_by_key(|v| (v.thread, v.seq, v.index));
         let mut delivered = 0;
