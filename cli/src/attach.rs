@@ -81,6 +81,17 @@ pub enum AttachError {
         source: io::Error,
     },
     #[error(
+        "JVM {pid} cannot open its attach socket: {} is left from a dead JVM that had the same PID and belongs to uid {owner}, so the JVM may not replace it ({source}); remove it as root and retry",
+        path.display()
+    )]
+    StaleSocket {
+        pid: u32,
+        path: PathBuf,
+        owner: u32,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
         "sprig's agent library is not installed: looked for {}; build it with `cargo build -p sprig-agent` (it goes next to the sprig binary)",
         looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" and ")
     )]
@@ -195,7 +206,7 @@ pub fn load_agent(
 
     let creds = TargetCredentials::of(jvm);
     let socket = jvm.root.join(format!("tmp/.java_pid{}", jvm.ns_pid));
-    let mut stream = match connect_existing(&socket, &creds, pid)? {
+    let mut stream = match connect_existing(jvm, &socket, &creds)? {
         Some(stream) => stream,
         None => start_attach_listener(jvm, &socket, &creds, deadline)?,
     };
@@ -339,16 +350,42 @@ fn is_socket(path: &Path) -> bool {
 }
 
 /// Connects to the JVM's attach socket if it is already listening. `None`
-/// when there is no socket, or a stale one (left by a JVM that died, whose
-/// PID was reused) that refuses connections.
+/// when there is no socket, or a stale one: left by a JVM that died, whose
+/// PID was reused (PIDs wrap at 32768 on many machines). A stale socket
+/// refuses connections, or is not the JVM's to begin with: owned by another
+/// user, or older than the process.
 fn connect_existing(
+    jvm: &JvmProcess,
     socket: &Path,
     creds: &TargetCredentials,
-    pid: u32,
 ) -> Result<Option<UnixStream>, AttachError> {
-    if !is_socket(socket) {
+    let Ok(meta) = fs::symlink_metadata(socket) else {
+        return Ok(None);
+    };
+    if !meta.file_type().is_socket() {
         return Ok(None);
     }
+    if meta.uid() != jvm.uid {
+        // In the sticky /tmp the JVM may not rename its new socket over
+        // another user's file: without this, SIGQUIT would start nothing.
+        // Made by a dead JVM (HotSpot makes it as the JVM's user), so
+        // removing it takes nothing from anyone.
+        return match fs::remove_file(socket) {
+            Ok(()) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(AttachError::StaleSocket {
+                pid: jvm.pid,
+                path: socket.to_owned(),
+                owner: meta.uid(),
+                source,
+            }),
+        };
+    }
+    if socket_is_stale(jvm, &meta) {
+        // The JVM's own user: its listener renames the new socket over it.
+        return Ok(None);
+    }
+    let pid = jvm.pid;
     match creds.run(|| UnixStream::connect(socket)) {
         Ok(stream) => Ok(Some(stream)),
         Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(None),
@@ -360,6 +397,17 @@ fn connect_existing(
             ),
             source,
         }),
+    }
+}
+
+/// A socket of the JVM's user made before the process started is a dead
+/// JVM's.
+fn socket_is_stale(jvm: &JvmProcess, meta: &fs::Metadata) -> bool {
+    let socket_age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+    match (socket_age, process_age(jvm)) {
+        // Two clocks (wall and boot time): allow a second of slack.
+        (Some(socket), Some(process)) => socket > process + Duration::from_secs(1),
+        _ => false,
     }
 }
 

@@ -298,6 +298,34 @@ fn a_non_root_user_is_refused_another_users_jvm() {
     assert!(jvm.alive());
 }
 
+/// PIDs wrap (at 32768 here), and a JVM that was killed leaves its attach
+/// socket in /tmp: the JVM that reuses its PID must still be attachable,
+/// whether the dead JVM's socket belongs to another user or to its own.
+#[test]
+fn a_dead_jvms_socket_under_the_same_pid_is_not_an_obstacle() {
+    if !attach_support::is_root("a_dead_jvms_socket_under_the_same_pid_is_not_an_obstacle") {
+        return;
+    }
+    let home = jdk17();
+    for owner in [0, NOBODY] {
+        let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+        let info = jvm::inspect(jvm.pid).unwrap();
+        let socket = format!("/tmp/.java_pid{}", jvm.pid);
+        // A socket nobody listens on any more, as a SIGKILLed JVM leaves it.
+        drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+        std::os::unix::fs::chown(&socket, Some(owner), Some(owner)).unwrap();
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let err = attach::load_agent(&info, &missing_library(), "", ATTACH_TIMEOUT).unwrap_err();
+        assert!(
+            matches!(err, AttachError::AgentLoadFailed { code: Some(-1), .. }),
+            "stale socket of uid {owner}: {err:?}"
+        );
+        assert_no_trigger_files(&jvm);
+        assert!(!jvm.output().contains("Full thread dump"));
+        assert!(jvm.alive());
+    }
+}
+
 #[test]
 fn the_same_user_with_another_group_is_told_so() {
     if !attach_support::is_root("the_same_user_with_another_group_is_told_so") {

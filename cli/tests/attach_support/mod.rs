@@ -279,6 +279,10 @@ impl Jvm {
                 panic!("no java process under unshare")
             });
             jvm.pid = pid;
+        } else {
+            // Nothing attached yet, so a socket here is a dead JVM's whose
+            // PID this one reuses (tests assert that none gets created).
+            let _ = fs::remove_file(format!("/tmp/.java_pid{pid}"));
         }
         jvm
     }
