@@ -1,8 +1,8 @@
 //! Probe calibration inside the target, at the start of a session.
 //!
 //! JFluid's method: run many entry/exit pairs of the very probes the
-//! profiled code runs, in batches (here the median batch is kept, see
-//! `typical`). The
+//! profiled code runs, in batches (here the median batch of the fastest
+//! window of batches is kept, see `best`). The
 //! class `sprig.rt.Calib` is instrumented by the rewriter exactly like
 //! user code (`loop` with the root probes, `empty` with the plain ones)
 //! and defined once per JVM in the bootstrap loader. The agent's control
@@ -51,9 +51,7 @@ const BATCH: i32 = 1000;
 /// profiling.
 const DRAIN_EVERY: u32 = 24;
 /// Batches run before any is measured (interpreter and C1 code).
-const WARMUP_BATCHES: u32 = 100;
-/// At least this many batches are measured when the time allows.
-const MIN_MEASURED: u32 = 50;
+const WARMUP_BATCHES: u32 = 96;
 
 /// The calibration result, in ticks of the session clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,13 +130,13 @@ fn measure(
     let start = Instant::now();
     let mut events: Vec<Event> =
         Vec::with_capacity((2 * BATCH as usize + 16) * DRAIN_EVERY as usize);
-    let mut figures: Vec<(f64, f64)> = Vec::new();
+    let mut windows: Vec<Window> = Vec::new();
+    let mut window: Vec<(f64, f64)> = Vec::new();
     let mut measured = 0u32;
     let mut batches = 0u32;
     loop {
         let elapsed = start.elapsed();
-        let warm = batches >= WARMUP_BATCHES;
-        if warm && (elapsed >= budget || (measured >= MIN_MEASURED && elapsed >= budget / 2)) {
+        if batches >= WARMUP_BATCHES && elapsed >= budget && settled(&windows) {
             break;
         }
         if elapsed >= budget * 3 {
@@ -152,23 +150,35 @@ fn measure(
         }
         events.clear();
         consumer.poll(&mut |_, evs| events.extend_from_slice(evs));
-        if !warm {
+        if batches <= WARMUP_BATCHES {
             continue;
         }
         for batch in split_batches(&events) {
             if let Some(f) = batch_figures(batch) {
                 measured += 1;
-                figures.push(f);
+                window.push(f);
             }
         }
+        if window.len() >= WINDOW {
+            windows.extend(Window::of(&window));
+            window.clear();
+        }
     }
-    // The later half only: on a busy JVM the C2 compile of the loop can
-    // arrive well into the measuring time, and earlier batches ran slower
-    // code than the profiled methods will.
-    match typical(&figures[figures.len() / 2..]) {
-        Some((inner, outer)) => Ok(Figures {
-            inner_ticks: inner,
-            outer_ticks: outer,
+    windows.extend(Window::of(&window));
+    if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {
+        let list: Vec<String> = windows
+            .iter()
+            .map(|w| format!("{:.1}+{:.1}", w.inner + w.outer, w.spread))
+            .collect();
+        eprintln!(
+            "sprig agent: calibration windows (pair ticks + spread): {}",
+            list.join(" ")
+        );
+    }
+    match best(&windows) {
+        Some(w) => Ok(Figures {
+            inner_ticks: w.inner,
+            outer_ticks: w.outer,
             samples: measured,
         }),
         None => Err(format!(
@@ -177,11 +187,82 @@ fn measure(
     }
 }
 
-/// The median over batches of the inner and of the outer time. JFluid
-/// kept the minimum batch; here the minimum sits about 1 ns per pair below
-/// the median, which in a call-intensive root adds up to more error than
-/// anything else (a batch is already a mean over 1,000 calls, so
-/// preemption and interrupts only move the upper tail).
+/// Batches per window (four drains, a few milliseconds).
+const WINDOW: usize = 4 * DRAIN_EVERY as usize;
+
+/// The median batch of a few milliseconds of calibration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub inner: f64,
+    pub outer: f64,
+    /// Interquartile range of the batches' pair time, relative to the
+    /// median pair: a window that was disturbed part of the time is wide.
+    pub spread: f64,
+}
+
+impl Window {
+    /// `None` for a window of fewer than a quarter of `WINDOW` batches.
+    pub fn of(batches: &[(f64, f64)]) -> Option<Window> {
+        if batches.len() < WINDOW / 4 {
+            return None;
+        }
+        let (inner, outer) = typical(batches)?;
+        let mut pairs: Vec<f64> = batches.iter().map(|b| b.0 + b.1).collect();
+        pairs.sort_by(f64::total_cmp);
+        let q = |f: f64| pairs[((pairs.len() - 1) as f64 * f) as usize];
+        let pair = inner + outer;
+        let spread = if pair > 0.0 {
+            (q(0.75) - q(0.25)) / pair
+        } else {
+            f64::INFINITY
+        };
+        Some(Window {
+            inner,
+            outer,
+            spread,
+        })
+    }
+}
+
+/// Windows needed before the result can be trusted.
+const MIN_WINDOWS: usize = 6;
+
+/// The probes run at their settled speed once the best window is not among
+/// the latest two (the JIT has finished with the loop; a C2 compile that
+/// lands late makes the newest windows the fastest, and calibration goes
+/// on, up to three budgets).
+fn settled(windows: &[Window]) -> bool {
+    if windows.len() < MIN_WINDOWS {
+        return false;
+    }
+    let best_at = windows
+        .iter()
+        .enumerate()
+        .min_by(|a, b| (a.1.inner + a.1.outer).total_cmp(&(b.1.inner + b.1.outer)))
+        .map(|(i, _)| i);
+    best_at.is_some_and(|i| i + 2 < windows.len())
+}
+
+/// The fastest window's median batch. Every disturbance (a compiler thread
+/// or the CLI on the same core, preemption, code not yet compiled) only
+/// slows a window, so the fastest is the probes' own cost; a window's
+/// median is immune to the odd batch that ran fast (the minimum batch,
+/// JFluid's choice, sits about 1 ns per pair below it). Of windows within
+/// 2% of the fastest, the steadiest is taken.
+pub fn best(windows: &[Window]) -> Option<Window> {
+    let fastest = windows
+        .iter()
+        .map(|w| w.inner + w.outer)
+        .min_by(f64::total_cmp)?;
+    windows
+        .iter()
+        .filter(|w| w.inner + w.outer <= fastest * 1.02)
+        .min_by(|a, b| a.spread.total_cmp(&b.spread))
+        .copied()
+}
+
+/// The median over batches of the inner and of the outer time (each batch
+/// is already a mean over 1,000 calls).
 pub fn typical(figures: &[(f64, f64)]) -> Option<(f64, f64)> {
     if figures.is_empty() {
         return None;
@@ -365,5 +446,47 @@ mod tests {
             (9.0, 7.0),
         ];
         assert_eq!(typical(&f), Some((11.0, 7.0)));
+    }
+
+    fn w(pair: f64, spread: f64) -> Window {
+        Window {
+            inner: pair / 2.0,
+            outer: pair / 2.0,
+            spread,
+        }
+    }
+
+    #[test]
+    fn a_window_is_its_median_batch_with_its_spread() {
+        assert_eq!(Window::of(&[(10.0, 10.0); 3]), None);
+        let mut batches = vec![(10.0, 10.0); WINDOW];
+        batches[0] = (1.0, 1.0);
+        batches[1] = (90.0, 90.0);
+        let win = Window::of(&batches).unwrap();
+        assert_eq!((win.inner, win.outer, win.spread), (10.0, 10.0, 0.0));
+        let wide: Vec<(f64, f64)> = (0..WINDOW).map(|i| (i as f64, 0.0)).collect();
+        let win = Window::of(&wide).unwrap();
+        assert!(win.spread > 0.9 && win.spread < 1.1, "{win:?}");
+    }
+
+    #[test]
+    fn the_fastest_window_wins_and_of_close_ones_the_steadiest() {
+        assert_eq!(best(&[]), None);
+        // Disturbed windows are slower; the odd fast batch is inside a
+        // window's median already.
+        let ws = [w(60.0, 0.1), w(42.0, 0.05), w(50.0, 0.01), w(42.5, 0.01)];
+        assert_eq!(best(&ws), Some(ws[3]));
+        let ws = [w(60.0, 0.1), w(42.0, 0.05), w(50.0, 0.01)];
+        assert_eq!(best(&ws), Some(ws[1]));
+    }
+
+    #[test]
+    fn calibration_goes_on_while_the_windows_still_get_faster() {
+        let falling: Vec<Window> = (0..10).map(|i| w(60.0 - i as f64, 0.01)).collect();
+        assert!(!settled(&falling));
+        assert!(!settled(&falling[..3]));
+        let mut flat = falling.clone();
+        flat.extend([w(52.0, 0.01), w(51.5, 0.01)]);
+        assert!(settled(&flat));
     }
 }

@@ -414,7 +414,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         )?;
         writeln!(
             out,
-            "  samples      {samples} batches of 1000 calls, the median batch kept"
+            "  samples      {samples} batches of 1000 calls, the median batch of the fastest few ms kept"
         )?;
         for p in &problems {
             writeln!(out, "  warning      {p}")?;
