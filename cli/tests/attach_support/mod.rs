@@ -230,6 +230,8 @@ impl Jvm {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // A second of slack below: file times are not finer than the clock.
+        let spawned = std::time::SystemTime::now() - Duration::from_secs(1);
         let mut child = cmd.spawn().expect("start java");
         let mut pid = child.id();
         let output = Arc::new(Mutex::new(String::new()));
@@ -280,9 +282,16 @@ impl Jvm {
             });
             jvm.pid = pid;
         } else {
-            // Nothing attached yet, so a socket here is a dead JVM's whose
-            // PID this one reuses (tests assert that none gets created).
-            let _ = fs::remove_file(format!("/tmp/.java_pid{pid}"));
+            // A socket older than this JVM is a dead JVM's whose PID this
+            // one reuses (tests assert that none gets created). With -Xrs
+            // the JVM makes its own at startup: that one stays.
+            let socket = format!("/tmp/.java_pid{pid}");
+            if fs::metadata(&socket)
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m < spawned)
+            {
+                let _ = fs::remove_file(&socket);
+            }
         }
         jvm
     }
