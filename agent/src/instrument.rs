@@ -326,10 +326,11 @@ pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
     );
 }
 
-/// Assigns (and announces, the first time) the id of a method.
+/// Assigns (and announces, the first time) the id of a method, and makes
+/// its probes record.
 pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
-    let (id, new) = methods::id_for(class, name, descriptor);
-    if new {
+    let (id, _) = methods::id_for(class, name, descriptor);
+    if methods::mark_announced(id) {
         session::send(Message::Method {
             id,
             class: class.to_string(),
@@ -337,7 +338,15 @@ pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
             descriptor: descriptor.to_string(),
         });
     }
+    methods::activate(id);
     id
+}
+
+/// The id of a method that gets dormant probes (not announced, not
+/// active); `None` when ids have run past what can be dormant.
+pub fn dormant_method(class: &str, name: &str, descriptor: &str) -> Option<u32> {
+    let (id, _) = methods::id_for(class, name, descriptor);
+    (id < methods::MAX_TRACKED).then_some(id)
 }
 
 /// A loaded class as JVMTI names it: `Lpkg/Name;` → `pkg/Name`.

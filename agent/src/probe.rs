@@ -212,7 +212,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
             }
             return;
         }
-        if s.busy.get() || !s.current() {
+        if s.busy.get() || !s.current() || !methods::is_active(id) {
             return;
         }
         let ts = s.now();
@@ -277,7 +277,7 @@ pub fn exit(id: u32) {
     let _ = STATE.try_with(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
-        if d <= 1 || s.busy.get() || !s.current() {
+        if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return;
         }
         let ts = s.now();
@@ -376,7 +376,7 @@ pub fn fast_enter(id: u32) -> i32 {
                 }
                 return fast_nothing();
             }
-            if s.busy.get() || !s.current() {
+            if s.busy.get() || !s.current() || !methods::is_active(id) {
                 return fast_nothing();
             }
             if !methods::was_called(id) {
@@ -397,7 +397,7 @@ pub fn fast_exit(id: u32) -> i32 {
     STATE
         .try_with(|s| {
             let d = s.depth.get();
-            if d <= 1 || s.busy.get() || !s.current() {
+            if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
                 return fast_nothing();
             }
             if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {

@@ -22,6 +22,21 @@
 //! classes in one batch. The probe records the time as `AdjustTime`, so the
 //! thread is not charged for it.
 //!
+//! # Dormant probes
+//!
+//! When the hook rewrites a class for its revealed methods (lazy scheme),
+//! it gives every other method with code (`<clinit>` excepted) the plain
+//! probes too, with ids that stay inactive: such a probe returns before
+//! recording anything (`methods::is_active`). A later batch whose methods
+//! all hold probes already (same probe kind) only activates their ids and
+//! announces them: no redefinition. On javac this cut the redefinition
+//! batches about six-fold (BENCHMARKS.md). Soundness of the revelation
+//! means a dormant method is not called inside a root context, except on
+//! the paths revelation misses by design (see callgraph's reveal docs) or
+//! a call racing its own revelation on another thread; if such a call is
+//! still running when its id activates, its exit arrives without an
+//! entry, which the CCT builder tolerates. `--no-dormant` turns this off.
+//!
 //! # Locks
 //!
 //! `REDEFINE` (one batch at a time) is taken before anything else and only
@@ -58,6 +73,10 @@ static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Call sites of one class's methods by (name, descriptor).
 type Sites = HashMap<(String, String), Vec<CallSite>>;
+
+/// The methods of one class holding probes, by (name, descriptor): probe
+/// id and whether the probes are the root pair.
+type Probed = HashMap<(String, String), (u32, bool)>;
 
 /// One method the hook instruments in a class.
 #[derive(Clone, Debug)]
@@ -108,6 +127,14 @@ struct State {
     watching_reflection: bool,
     /// Targets of reflective calls already revealed.
     reflected: std::collections::HashSet<MethodKey>,
+    /// Per class, every method the hook last gave probes, active or
+    /// dormant: (name, descriptor) → (probe id, root probes).
+    installed: HashMap<String, Probed>,
+    /// Methods activated in classes that already held their (dormant)
+    /// probes: revelations that cost no redefinition.
+    activated_in_place: u64,
+    /// Redefined classes get dormant probes in their other methods.
+    dormant: bool,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -139,6 +166,7 @@ pub fn configure(
     scheme: sprig_wire::control::Scheme,
     include: &[String],
     exclude: &[String],
+    dormant: bool,
 ) -> Result<(), String> {
     let parse = |v: &[String]| -> Result<Vec<ClassFilter>, String> {
         v.iter()
@@ -165,6 +193,11 @@ pub fn configure(
         retries: HashMap::new(),
         watching_reflection: false,
         reflected: std::collections::HashSet::new(),
+        installed: HashMap::new(),
+        activated_in_place: 0,
+        // Eager instruments everything reachable at once: dormant probes
+        // would save it no redefinition, only cost calls outside the root.
+        dormant: dormant && scheme == Scheme::Lazy,
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -393,6 +426,14 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
     }
     for batch in revealed.classes {
         let dotted = batch.class.replace('/', ".");
+        // Every method of the batch already holds its probes (dormant
+        // until now): activating them is all it takes.
+        let in_place = st.installed.get(&batch.class).is_some_and(|have| {
+            batch.methods.iter().all(|m| {
+                have.get(&(m.name.clone(), m.descriptor.clone()))
+                    .is_some_and(|&(_, root)| root == m.is_root)
+            })
+        });
         let planned = batch
             .methods
             .iter()
@@ -409,7 +450,11 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
             })
             .collect();
         st.plan.insert(batch.class.clone(), planned);
-        names.push(batch.class);
+        if in_place {
+            st.activated_in_place += batch.methods.iter().filter(|m| m.added).count() as u64;
+        } else {
+            names.push(batch.class);
+        }
     }
     names
 }
@@ -673,7 +718,7 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         return Vec::new();
     };
-    let out: Vec<(Target, bool)> = planned
+    let mut out: Vec<(Target, bool)> = planned
         .iter()
         .map(|p| {
             (
@@ -693,6 +738,41 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
             )
         })
         .collect();
+    // The class's other methods get dormant probes, so revealing them
+    // later needs no redefinition (reflection's watch points excepted).
+    if st.dormant
+        && !planned.iter().any(|p| p.reflect)
+        && let Ok(info) = sprig_rewriter::class_info(bytes)
+    {
+        let dotted = name.replace('/', ".");
+        for m in &info.methods {
+            let has_code = m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0 && m.code_length > 0;
+            if !has_code
+                || m.name == "<clinit>"
+                || out
+                    .iter()
+                    .any(|(t, _)| t.name == m.name && t.descriptor == m.descriptor)
+            {
+                continue;
+            }
+            if let Some(id) = instrument::dormant_method(&dotted, &m.name, &m.descriptor) {
+                out.push((
+                    Target {
+                        name: m.name.clone(),
+                        descriptor: m.descriptor.clone(),
+                        id,
+                        probes: PLAIN_PROBES,
+                    },
+                    false,
+                ));
+            }
+        }
+    }
+    let have = out
+        .iter()
+        .map(|(t, root)| ((t.name.clone(), t.descriptor.clone()), (t.id, *root)))
+        .collect();
+    st.installed.insert(name.to_string(), have);
     if !st.sites.contains_key(name)
         && let Ok(all) = sprig_rewriter::callees_all(bytes)
     {
@@ -729,7 +809,18 @@ pub fn stats() -> Option<RevealStats> {
         classes_mirrored: stats.loaded_classes as u64,
         unmodifiable_skipped: HIDDEN_SKIPPED.load(Ordering::Relaxed),
         reflective_sites: stats.reflective_sites as u64,
+        dormant: dormant_count(st),
+        activated_in_place: st.activated_in_place,
     })
+}
+
+/// Methods holding probes that never became active.
+fn dormant_count(st: &State) -> u64 {
+    st.installed
+        .values()
+        .flat_map(|m| m.values())
+        .filter(|(id, _)| !crate::methods::is_active(*id))
+        .count() as u64
 }
 
 fn edge_name(k: EdgeKind) -> &'static str {

@@ -259,7 +259,10 @@ fn stats_with(
     reveal: Option<sprig_wire::control::RevealStats>,
 ) -> AgentStats {
     AgentStats {
-        instrumented_methods: counters.methods,
+        // Probed methods whose probes record (dormant ones do not).
+        instrumented_methods: counters
+            .methods
+            .saturating_sub(reveal.as_ref().map_or(0, |r| r.dormant)),
         instrumented_classes: counters.classes,
         called_methods: methods::called_count(),
         lost_events: probe::lost_events(),
@@ -370,7 +373,7 @@ fn start_profiling(
     threads::reset();
     if !so.roots_only
         && !calibrate_only
-        && let Err(e) = reveal::configure(so.scheme, &so.include, &so.exclude)
+        && let Err(e) = reveal::configure(so.scheme, &so.include, &so.exclude, !so.no_dormant)
     {
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         return refuse(ch, e);

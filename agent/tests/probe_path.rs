@@ -60,6 +60,7 @@ fn check(jdk: &Jdk, jni_only: bool, path: &str) {
         roots_only: false,
         calibrate: false,
         wait_bound_ms: 2000,
+        no_dormant: false,
     }));
     cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
         matches!(m, Message::RootInstrumented { .. })

@@ -44,6 +44,7 @@ fn watched_reflection_classes_are_restored_on_detach() {
             roots_only: false,
             calibrate: false,
             wait_bound_ms: 2000,
+            no_dormant: false,
         }));
         cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
             matches!(m, Message::RootInstrumented { methods: 1, .. })

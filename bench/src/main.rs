@@ -39,6 +39,10 @@ struct Args {
     /// Repeats of each workload's bare/profiled windows (default 1 quick, 3 full).
     #[arg(long, value_name = "N")]
     repeats: Option<usize>,
+    /// Also run Scheme B without dormant probes (`--no-dormant`, row `Br`):
+    /// every revelation redefines its class again. Slow on javac.
+    #[arg(long)]
+    compare_dormant: bool,
     /// Do not run scripts/setup.sh --bench first.
     #[arg(long)]
     no_setup: bool,
@@ -54,6 +58,7 @@ pub struct Ctx {
     pub env: env::Env,
     pub quick: bool,
     pub repeats: usize,
+    pub compare_dormant: bool,
 }
 
 fn main() -> ExitCode {
@@ -92,6 +97,7 @@ fn real_main() -> Result<bool> {
         jdk: args.jdk.clone(),
     })?;
     let ctx = Ctx {
+        compare_dormant: args.compare_dormant,
         quick: args.quick,
         repeats: args
             .repeats

@@ -207,7 +207,7 @@ pub struct SprigArgs {
     pub roots: Vec<String>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
-    /// `lazy` or `eager`.
+    /// `lazy`, `eager`, or `lazy-redefine` (lazy with `--no-dormant`).
     pub scheme: String,
 }
 
@@ -242,7 +242,11 @@ impl Sprig {
         for x in &args.exclude {
             cmd.arg("--exclude").arg(x);
         }
-        cmd.args(["--scheme", &args.scheme, "--format", "json", "-o"])
+        match args.scheme.as_str() {
+            "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
+            scheme => cmd.args(["--scheme", scheme]),
+        };
+        cmd.args(["--format", "json", "-o"])
             .arg(out)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

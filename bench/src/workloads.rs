@@ -230,7 +230,10 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         def.name, def.warmup
     );
     let warm = iterate(&mut jvm, def.warmup, def.iteration_bound)?;
-    let schemes: Vec<&str> = vec!["lazy", "eager"];
+    let mut schemes: Vec<&str> = vec!["lazy", "eager"];
+    if ctx.compare_dormant {
+        schemes.insert(1, "lazy-redefine");
+    }
     let k = def.iterations;
     // samples[root][scheme] over repeats
     let mut samples: Vec<Vec<Vec<Sample>>> = def
@@ -246,9 +249,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         for (ri, r) in def.roots.iter().enumerate() {
             for (si, scheme) in schemes.iter().enumerate() {
                 // Scheme A differs from B only once callees are revealed.
-                if *scheme == "eager" && roots_only_seen {
+                if *scheme != "lazy" && roots_only_seen {
                     let note = format!(
-                        "{} {}: eager skipped (only roots are instrumented yet)",
+                        "{} {}: {scheme} skipped (only roots are instrumented yet)",
                         def.name, r.label
                     );
                     if !skipped.contains(&note) {
@@ -402,7 +405,11 @@ pub fn print_table(results: &[Value]) {
                 "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
                 st("workload"),
                 st("root"),
-                if st("scheme") == "lazy" { "B" } else { "A" },
+                match st("scheme").as_str() {
+                    "lazy" => "B",
+                    "lazy-redefine" => "Br",
+                    _ => "A",
+                },
                 m("calls_per_iter"),
                 fmt(sum(r, "bare_ms"), 2),
                 fmt(sum(r, "total_ms"), 2),

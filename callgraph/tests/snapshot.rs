@@ -132,6 +132,8 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         classes_mirrored: 480,
         unmodifiable_skipped: 25,
         reflective_sites: 0,
+        dormant: 40,
+        activated_in_place: 3,
     });
     let data = bytes(&p);
     let back = Profile::read_snapshot(&mut data.as_slice()).expect("read back");
@@ -154,6 +156,18 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         text.contains("instrumented by edge: root 1, virtual 9"),
         "{text}"
     );
+    assert!(
+        text.contains("dormant      40 methods hold probes that never recorded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3 revealed later without a redefinition"),
+        "{text}"
+    );
+    assert!(
+        json.contains(r#""dormant":40,"activated_in_place":3}"#),
+        "{json}"
+    );
 
     // A version 1 file: the same bytes without the agent block.
     let plain = bytes(&s.profile);
@@ -170,10 +184,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
     v1.drain(at..at + 6 * 8 + 1);
     let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
     assert_eq!(old, s.profile);
-    let mut v3 = plain;
-    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let mut v4 = plain;
+    v4[8..12].copy_from_slice(&4u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v3.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(3))
+        Profile::read_snapshot(&mut v4.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(4))
     ));
 }

@@ -75,6 +75,16 @@ pub struct SessionArgs {
     #[arg(long)]
     pub roots_only: bool,
 
+    /// By default, a class redefined for some of its methods gets probes in
+    /// all of them; the others stay dormant (they record nothing) until
+    /// revelation reaches them, which then costs no second redefinition.
+    /// Redefinitions pause the JVM (tens of ms each on a big application),
+    /// dormant probes cost a few ns per call outside the profiled root.
+    /// This flag redefines a class again for every revelation instead
+    /// (`--scheme eager` never uses dormant probes).
+    #[arg(long)]
+    pub no_dormant: bool,
+
     /// Skip the probe calibration at attach (about 0.2 s). Times then
     /// include the probes' own cost, which dominates short methods; see
     /// `sprig calibrate`.
@@ -181,6 +191,7 @@ impl SessionArgs {
             roots_only: self.roots_only,
             calibrate: !self.no_calibrate,
             wait_bound_ms: self.wait_bound_ms,
+            no_dormant: self.no_dormant,
         }
     }
 }
@@ -322,6 +333,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         roots_only: true,
         calibrate: true,
         wait_bound_ms: 2000,
+        no_dormant: false,
     }))?;
     let messages = spawn_reader(channel);
     let mut clock_used = prepared.region.clock();

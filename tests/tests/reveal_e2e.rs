@@ -189,7 +189,8 @@ fn assert_tree(got: &BTreeMap<String, u64>, want: &BTreeMap<String, u64>, what: 
 
 /// One session: optionally warm the scenarios before the attach, profile
 /// with `extra` options, run every scenario `n` times, compare the tree.
-fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
+/// Runs every scenario under a profile; returns the report's `stats`.
+fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
     const N: u32 = 7;
     let mut jvm = start_driver(jdk, classes);
     if warm {
@@ -228,6 +229,13 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
         stats["instrumented_methods"].as_u64(),
         "{what}: methods by edge kind must add up to the instrumented ones: {stats}"
     );
+    println!(
+        "{what}: {} instrumented, {} dormant, {} activated in place, {} batches",
+        stats["instrumented_methods"],
+        rev["dormant"],
+        rev["activated_in_place"],
+        stats["redefinition_batches"]
+    );
     assert!(rev["reflective_sites"].as_u64() >= Some(2), "{what}: {rev}");
     assert!(
         rev["revealed_by"]["root"].as_u64() >= Some(1),
@@ -248,6 +256,7 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) {
     assert!(instrumented >= called, "{what}: {instrumented} < {called}");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));
+    stats.clone()
 }
 
 #[test]
@@ -255,8 +264,29 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
     let _serial = serial();
     for jdk in test_jdks("lazy_reveals_the_subgraph_with_exact_counts") {
         let classes = fixture_classes(&jdk);
-        session(&jdk, classes.path(), false, &[]);
+        let dormant = session(&jdk, classes.path(), false, &[]);
         session(&jdk, classes.path(), true, &[]);
+        // The same tree when every revelation redefines its class again.
+        let redefining = session(&jdk, classes.path(), false, &["--no-dormant"]);
+        let n = |s: &Value, k: &str| s[k].as_u64().unwrap_or(0);
+        let rev = |s: &Value, k: &str| s["revelation"][k].as_u64().unwrap_or(u64::MAX);
+        // Classes redefined for some methods hold probes in the others,
+        // and later revelations in them needed no redefinition.
+        assert!(rev(&dormant, "dormant") >= 1, "{dormant}");
+        assert!(rev(&dormant, "activated_in_place") >= 1, "{dormant}");
+        assert_eq!(rev(&redefining, "dormant"), 0, "{redefining}");
+        assert_eq!(rev(&redefining, "activated_in_place"), 0, "{redefining}");
+        assert_eq!(
+            n(&dormant, "instrumented_methods"),
+            n(&redefining, "instrumented_methods"),
+            "dormant probes are not counted as instrumented"
+        );
+        assert!(
+            n(&dormant, "redefinition_batches") < n(&redefining, "redefinition_batches"),
+            "batches: {} with dormant probes, {} without",
+            n(&dormant, "redefinition_batches"),
+            n(&redefining, "redefinition_batches")
+        );
     }
 }
 
@@ -265,8 +295,8 @@ fn eager_gives_the_same_tree() {
     let _serial = serial();
     for jdk in test_jdks("eager_gives_the_same_tree") {
         let classes = fixture_classes(&jdk);
-        session(&jdk, classes.path(), false, &["--scheme", "eager"]);
-        session(&jdk, classes.path(), true, &["--scheme", "eager"]);
+        let _ = session(&jdk, classes.path(), false, &["--scheme", "eager"]);
+        let _ = session(&jdk, classes.path(), true, &["--scheme", "eager"]);
     }
 }
 

@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`
@@ -61,6 +61,9 @@ pub struct SessionOptions {
     /// Longest time (ms) a producer waits for ring space before it records
     /// adjust-time and, if the consumer is gone, switches profiling off.
     pub wait_bound_ms: u32,
+    /// Redefine a class again for each revelation in it, instead of giving
+    /// all its methods (dormant) probes the first time.
+    pub no_dormant: bool,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.
@@ -112,6 +115,13 @@ pub struct RevealStats {
     /// Reflective call sites (`Method.invoke`, ...) found in the subgraph;
     /// sprig then watches `Method.invoke` and `Constructor.newInstance`.
     pub reflective_sites: u64,
+    /// Methods that hold probes but were never revealed: a redefined class
+    /// gets probes in all its methods, dormant (recording nothing) until
+    /// revelation reaches them.
+    pub dormant: u64,
+    /// Methods revealed in a class that already held their dormant probes,
+    /// activated without a redefinition.
+    pub activated_in_place: u64,
 }
 
 /// A class that could not be instrumented or restored.

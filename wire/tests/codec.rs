@@ -53,6 +53,8 @@ fn stats() -> impl Strategy<Value = AgentStats> {
             classes_mirrored: a[6],
             unmodifiable_skipped: a[7],
             reflective_sites: a[8],
+            dormant: a[2],
+            activated_in_place: a[3],
         }),
     })
 }
@@ -70,6 +72,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
     )
         .prop_map(
             |(roots, include, exclude, scheme, clock, roots_only, calibrate, wait_bound_ms)| {
+                let no_dormant = wait_bound_ms % 2 == 1;
                 SessionOptions {
                     roots,
                     include,
@@ -79,6 +82,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     roots_only,
                     calibrate,
                     wait_bound_ms,
+                    no_dormant,
                 }
             },
         )

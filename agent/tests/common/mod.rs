@@ -165,6 +165,7 @@ impl FakeCli {
             roots_only: true,
             calibrate: false,
             wait_bound_ms: 2000,
+            no_dormant: false,
         }));
     }
 

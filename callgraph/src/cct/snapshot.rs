@@ -11,7 +11,8 @@
 //!              redefinition_batches, redefinition_ns, reveal_ns,
 //!              u8 revelation present [u32 n, n × (str kind, u64 methods),
 //!              u64 scanned, reachable, reachable_unloaded, classes_mirrored,
-//!              unmodifiable_skipped, reflective_sites]
+//!              unmodifiable_skipped, reflective_sites,
+//!              (v3) dormant, activated_in_place]
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
@@ -33,7 +34,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -198,6 +199,8 @@ impl Profile {
                     r.classes_mirrored,
                     r.unmodifiable_skipped,
                     r.reflective_sites,
+                    r.dormant,
+                    r.activated_in_place,
                 ] {
                     w.u64(v)?;
                 }
@@ -279,6 +282,8 @@ impl Profile {
                         classes_mirrored: r.u64()?,
                         unmodifiable_skipped: r.u64()?,
                         reflective_sites: r.u64()?,
+                        dormant: if version >= 3 { r.u64()? } else { 0 },
+                        activated_in_place: if version >= 3 { r.u64()? } else { 0 },
                     })
                 }
                 x => return Err(corrupt(format!("revelation flag {x}"))),

@@ -8,7 +8,7 @@
 //!           "redefinition_ms","reveal_ms",
 //!           "revelation":{"revealed_by":{kind:methods},"scanned","reachable",
 //!                         "reachable_unloaded","classes_mirrored","unmodifiable_skipped",
-//!                         "reflective_sites"} | null},
+//!                         "reflective_sites","dormant","activated_in_place"} | null},
 //!  "calibration":{"inner_ns","outer_ns"} | null,
 //!  "threads":[{"id","name","roots":[NODE]}]}
 //! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
@@ -159,13 +159,15 @@ impl Render for Json {
                 }
                 write!(
                     out,
-                    "}},\"scanned\":{},\"reachable\":{},\"reachable_unloaded\":{},\"classes_mirrored\":{},\"unmodifiable_skipped\":{},\"reflective_sites\":{}}}",
+                    "}},\"scanned\":{},\"reachable\":{},\"reachable_unloaded\":{},\"classes_mirrored\":{},\"unmodifiable_skipped\":{},\"reflective_sites\":{},\"dormant\":{},\"activated_in_place\":{}}}",
                     r.scanned,
                     r.reachable,
                     r.reachable_unloaded,
                     r.classes_mirrored,
                     r.unmodifiable_skipped,
-                    r.reflective_sites
+                    r.reflective_sites,
+                    r.dormant,
+                    r.activated_in_place
                 )?;
             }
         }

@@ -110,6 +110,14 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             r.unmodifiable_skipped,
             r.reflective_sites
         )?;
+        if r.dormant > 0 || r.activated_in_place > 0 {
+            writeln!(
+                out,
+                "  dormant      {} methods hold probes that never recorded (their class was \
+                 redefined for others); {} revealed later without a redefinition",
+                r.dormant, r.activated_in_place
+            )?;
+        }
     }
     match p.calibration {
         Some(c) => writeln!(
