@@ -17,9 +17,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids at or above this are still profiled but not tracked for first calls.
 pub const MAX_TRACKED: u32 = 1 << 20;
-const WORDS: usize = (MAX_TRACKED / 64) as usize;
+/// Words of the bitmaps (and of the probe class's `LIVE` array).
+pub const WORDS: usize = (MAX_TRACKED / 64) as usize;
 
 static CALLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+/// First calls claimed: the claiming thread reveals the callees, then sets
+/// the `CALLED` bit; others entering meanwhile wait for it (bounded).
+static CLAIMED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 static CALLED_COUNT: AtomicU64 = AtomicU64::new(0);
 static ACTIVE: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 
@@ -42,7 +46,7 @@ pub fn reset() {
         next: 1,
         announced: HashSet::new(),
     });
-    for w in CALLED.iter().chain(&ACTIVE) {
+    for w in CALLED.iter().chain(&ACTIVE).chain(&CLAIMED) {
         w.store(0, Ordering::Relaxed);
     }
     CALLED_COUNT.store(0, Ordering::Relaxed);
@@ -76,10 +80,13 @@ pub fn mark_announced(id: u32) -> bool {
     }
 }
 
-/// Makes the probes of `id` record from now on.
+/// Makes the probes of `id` record from now on; the probe class's Java
+/// copy of the bitmap follows (its probes skip the agent for dormant ids).
 pub fn activate(id: u32) {
     if id < MAX_TRACKED {
-        ACTIVE[(id / 64) as usize].fetch_or(1u64 << (id % 64), Ordering::Release);
+        let word = (id / 64) as usize;
+        ACTIVE[word].fetch_or(1u64 << (id % 64), Ordering::Release);
+        crate::probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
     }
 }
 
@@ -91,24 +98,76 @@ pub fn is_active(id: u32) -> bool {
         || ACTIVE[(id / 64) as usize].load(Ordering::Acquire) & (1u64 << (id % 64)) != 0
 }
 
-/// Records that `id` was entered; cheap when it was entered before.
-/// Returns true for the first entry of `id` in this session (exactly one
-/// thread sees true), where Scheme B reveals the callees of `id`.
+/// What an entry of `id` has to do about its first call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstCall {
+    /// Handled before (or `id` is not tracked): go on.
+    Done,
+    /// This thread makes the first call: reveal, then [`first_call_done`].
+    Mine,
+    /// Another thread is revealing it right now: wait for it
+    /// ([`wait_first_call`]), or the callees may not hold probes yet.
+    Pending,
+}
+
+/// Claims the first call of `id`; cheap once it was handled. Exactly one
+/// thread gets `Mine` per session.
 #[inline]
-pub fn mark_called(id: u32) -> bool {
+pub fn claim_first_call(id: u32) -> FirstCall {
     if id >= MAX_TRACKED {
-        return false;
+        return FirstCall::Done;
     }
-    let word = &CALLED[(id / 64) as usize];
-    let bit = 1u64 << (id % 64);
-    if word.load(Ordering::Relaxed) & bit != 0 {
-        return false;
+    let (w, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+    if CALLED[w].load(Ordering::Acquire) & bit != 0 {
+        return FirstCall::Done;
     }
-    if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+    if CLAIMED[w].fetch_or(bit, Ordering::AcqRel) & bit == 0 {
         first_call();
-        return true;
+        FirstCall::Mine
+    } else if CALLED[w].load(Ordering::Acquire) & bit != 0 {
+        FirstCall::Done
+    } else {
+        FirstCall::Pending
     }
-    false
+}
+
+/// The first call of `id` is handled: its callees hold their probes.
+pub fn first_call_done(id: u32) {
+    if id < MAX_TRACKED {
+        CALLED[(id / 64) as usize].fetch_or(1u64 << (id % 64), Ordering::Release);
+    }
+}
+
+/// Waits until the first call of `id` is handled, at most `bound`.
+/// Returns whether it was.
+#[cold]
+pub fn wait_first_call(id: u32, bound: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + bound;
+    let mut spins = 0u32;
+    loop {
+        if was_called(id) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+}
+
+/// Records that `id` was entered as a completed first call (tests).
+#[cfg(test)]
+fn mark_called(id: u32) -> bool {
+    let mine = claim_first_call(id) == FirstCall::Mine;
+    if mine {
+        first_call_done(id);
+    }
+    mine
 }
 
 /// Whether `id` needs no first-call handling any more: entered before in
@@ -135,8 +194,16 @@ pub fn called_count() -> u64 {
 mod tests {
     use super::*;
 
+    /// The tables are global: one test at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     #[test]
     fn ids_and_first_calls() {
+        let _s = serial();
         reset();
         let (a, new_a) = id_for("p.A", "run", "()V");
         let (b, new_b) = id_for("p.A", "run", "(I)V");
@@ -157,7 +224,25 @@ mod tests {
     }
 
     #[test]
+    fn a_first_call_in_progress_makes_others_wait() {
+        let _s = serial();
+        reset();
+        let (a, _) = id_for("p.C", "run", "()V");
+        assert_eq!(claim_first_call(a), FirstCall::Mine);
+        assert_eq!(claim_first_call(a), FirstCall::Pending);
+        assert!(!wait_first_call(a, std::time::Duration::from_millis(5)));
+        let waiter =
+            std::thread::spawn(move || wait_first_call(a, std::time::Duration::from_secs(5)));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        first_call_done(a);
+        assert!(waiter.join().unwrap());
+        assert_eq!(claim_first_call(a), FirstCall::Done);
+        assert_eq!(called_count(), 1);
+    }
+
+    #[test]
     fn ids_start_dormant_and_are_announced_once() {
+        let _s = serial();
         reset();
         let (a, _) = id_for("p.B", "run", "()V");
         assert!(!is_active(a));

@@ -217,9 +217,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         }
         let ts = s.now();
         s.depth.set(s.depth.get() + 1);
-        if methods::mark_called(id) {
-            reveal_first_call(s, id, jni);
-        }
+        check_first_call(s, id, jni);
         s.push(Event::new(EventKind::MethodEntry, id, ts));
     });
 }
@@ -245,6 +243,49 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
             s.push(Event::new(EventKind::AdjustTime, 0, spent));
         }
     });
+}
+
+/// Longest a thread waits for another thread revealing the callees of a
+/// method it is entering (past it, it goes on; a call may be missed).
+const FIRST_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An entry in a root context: the first call of `id` reveals its callees
+/// (on this thread); a thread entering while another one reveals them
+/// waits, so it never runs a callee whose probes are not in place yet.
+#[inline]
+fn check_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
+    match methods::claim_first_call(id) {
+        methods::FirstCall::Done => {}
+        methods::FirstCall::Mine => {
+            // Done even if revealing unwinds: no thread may wait for
+            // nothing on every entry.
+            struct Done(u32);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    methods::first_call_done(self.0);
+                }
+            }
+            let _done = Done(id);
+            reveal_first_call(s, id, jni);
+        }
+        methods::FirstCall::Pending => await_first_call(s, id),
+    }
+}
+
+/// Waits (bounded) for the thread revealing the callees of `id`; the time
+/// goes out as `AdjustTime`, like the revealing thread's.
+#[cold]
+#[inline(never)]
+fn await_first_call(s: &ThreadState, id: u32) {
+    let t0 = s.now();
+    if !methods::wait_first_call(id, FIRST_CALL_WAIT) {
+        // Give up on this one for good rather than wait at every entry.
+        methods::first_call_done(id);
+    }
+    let spent = s.now().saturating_sub(t0);
+    if spent > 0 {
+        s.push(Event::new(EventKind::AdjustTime, 0, spent));
+    }
 }
 
 /// The first call of `id` (in a root context): reveal its callees on this
@@ -301,9 +342,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
         if d > 0 {
             let ts = s.now();
             s.depth.set(d + 1);
-            if methods::mark_called(id) {
-                reveal_first_call(s, id, jni);
-            }
+            check_first_call(s, id, jni);
             s.push(Event::new(EventKind::MethodEntry, id, ts));
             return;
         }
@@ -317,9 +356,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) {
         open_root_context(jni);
         let ts = s.now();
         s.depth.set(1);
-        if methods::mark_called(id) {
-            reveal_first_call(s, id, jni);
-        }
+        check_first_call(s, id, jni);
         s.push(Event::new(EventKind::RootEntry, id, ts));
     });
 }

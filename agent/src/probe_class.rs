@@ -35,12 +35,17 @@ struct ProbeClass {
     class: Global,
     active: FieldId,
     on: FieldId,
+    /// `Probe.LIVE`, the Java copy of the active-id bitmap (absent in a
+    /// probe class an older sprig defined in this JVM).
+    live: Option<Global>,
 }
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 /// Serialises every write of the two fields, so the last writer always
 /// writes the latest value.
 static WRITE: Mutex<()> = Mutex::new(());
+/// Serialises writes of `Probe.LIVE` words.
+static LIVE_WRITE: Mutex<()> = Mutex::new(());
 /// Whether to define the JDK 22+ class in this JVM.
 fn wants_ffm() -> bool {
     if BYTES_FFM.is_empty() || std::env::var_os(JNI_ONLY_ENV).is_some() {
@@ -92,8 +97,17 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 jni.set_boolean_field(module, field, false);
             }
             let (active, on) = fields?;
+            let live = jni
+                .find_static_field(class, "LIVE", c"[J")
+                .and_then(|f| jni.static_object(&class, f))
+                .and_then(|a| jni.new_global(a).ok());
             let class = jni.new_global(class)?;
-            let _ = PROBE.set(ProbeClass { class, active, on });
+            let _ = PROBE.set(ProbeClass {
+                class,
+                active,
+                on,
+                live,
+            });
         }
         let fast = ffm
             && jni
@@ -142,6 +156,40 @@ fn allow_native_access<'a>(jni: Jni<'a>) -> Option<(Local<'a>, FieldId)> {
     }
     jni.set_boolean_field(module, flag, true);
     Some((module, flag))
+}
+
+/// Copies word `word` of the active-id bitmap (`methods`) into
+/// `Probe.LIVE`, reading it under the lock so the last writer writes the
+/// latest value. Any thread the JVM knows (hooks, probes, the agent's).
+pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
+    let Some(p) = PROBE.get() else {
+        return;
+    };
+    let Some(live) = &p.live else {
+        return;
+    };
+    let Some(agent) = crate::env::get() else {
+        return;
+    };
+    let Some(jni) = agent.vm.current_jni() else {
+        return;
+    };
+    let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
+    let Ok(index) = i32::try_from(word) else {
+        return;
+    };
+    jni.set_long_array_region(live.as_local(), index, &[current() as i64]);
+}
+
+/// Clears `Probe.LIVE` (a new session: every id dormant).
+pub fn clear_live(jni: Jni<'_>) {
+    if let Some(p) = PROBE.get()
+        && let Some(live) = &p.live
+    {
+        let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let zeros = vec![0i64; crate::methods::WORDS];
+        jni.set_long_array_region(live.as_local(), 0, &zeros);
+    }
 }
 
 /// Writes `Probe.on` (root probes call into the agent only while it is 1).

@@ -370,6 +370,7 @@ fn start_profiling(
     *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
     OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
     methods::reset();
+    probe_class::clear_live(jni);
     threads::reset();
     if !so.roots_only
         && !calibrate_only

@@ -318,10 +318,9 @@ fn roots_only_instruments_only_the_roots() {
 }
 
 /// Many threads make their first calls at once: every thread's stream stays
-/// well formed, roots are counted exactly, and callees are never
-/// over-counted or misplaced (a thread that runs a callee while another
-/// thread is still instrumenting it may miss that call). A second run, all
-/// revealed, is exact.
+/// well formed and every count is exact (a thread entering a method whose
+/// callees another thread is still instrumenting waits for it). A second
+/// run, all revealed, is exact too.
 #[test]
 fn concurrent_first_calls() {
     let _serial = serial();
@@ -340,15 +339,18 @@ fn concurrent_first_calls() {
     let report = stop_profile(sprig, &cold);
     let got = paths(&report);
     let want = expected(400);
-    for (path, calls) in &got {
-        let bound = want
-            .get(path)
-            .unwrap_or_else(|| panic!("unexpected node {path}"));
-        assert!(calls <= bound, "{path}: {calls} > {bound}");
-    }
-    for root in ["Virtual.root", "Iface.root", "Lambdas.root", "Exc.root"] {
-        assert_eq!(got.get(root), Some(&400), "{root}");
-    }
+    let scenario_want: BTreeMap<String, u64> = want
+        .iter()
+        .filter(|(p, _)| {
+            ["Virtual.", "Iface.", "Lambdas.", "Exc."]
+                .iter()
+                .any(|r| p.starts_with(r))
+        })
+        .map(|(p, n)| (p.clone(), *n))
+        .collect();
+    // A thread entering a method whose callees another thread is still
+    // instrumenting waits for it: nothing is missed.
+    assert_tree(&got, &scenario_want, "first session, 8 threads at once");
     // Attach again: the classes are loaded and were instrumented before.
     let sprig = start_profile(jvm.pid(), &warm, &[]);
     run(&mut jvm, "virtual", 1, 1);

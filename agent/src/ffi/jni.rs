@@ -356,6 +356,28 @@ impl<'a> Jni<'a> {
         };
     }
 
+    /// Writes `values` into the `long[]` `array` from index `start`. An
+    /// index out of bounds leaves a pending exception, which is cleared:
+    /// returns false then.
+    pub fn set_long_array_region(&self, array: Local<'_>, start: i32, values: &[i64]) -> bool {
+        let Ok(len) = i32::try_from(values.len()) else {
+            return false;
+        };
+        // SAFETY: `array` is a live reference to a long[] (the probe
+        // class's LIVE field) and `values` holds `len` elements.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetLongArrayRegion,
+                array.raw(),
+                start,
+                len,
+                values.as_ptr()
+            )
+        };
+        !self.exception_clear()
+    }
+
     /// Runs `f` inside a fresh local frame, so the local references it
     /// creates are released at the end.
     pub fn with_local_frame<R>(&self, capacity: usize, f: impl FnOnce(Jni<'_>) -> R) -> R {

@@ -15,17 +15,31 @@ public final class Probe {
     static volatile int active;
     /** Non-zero while a profiling session is on (written by the agent). */
     static volatile int on;
+    /**
+     * Which method ids record: bit {@code id % 64} of {@code LIVE[id / 64]},
+     * written by the agent. A dormant probe (a method of a redefined class
+     * that revelation has not reached) stops here, in Java, instead of
+     * calling into the agent. Read after {@code active}, a volatile read,
+     * so the JIT cannot keep a stale word across calls. Ids past the array
+     * always record.
+     */
+    static final long[] LIVE = new long[1 << 14];
 
     private Probe() {}
 
+    private static boolean live(int id) {
+        int w = id >>> 6;
+        return w >= LIVE.length || (LIVE[w] & (1L << id)) != 0;
+    }
+
     public static void enter(int id) {
-        if (active != 0) {
+        if (active != 0 && live(id)) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0) {
+        if (active != 0 && live(id)) {
             nExit(id);
         }
     }
