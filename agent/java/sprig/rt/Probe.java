@@ -22,6 +22,13 @@ public final class Probe {
      * calling into the agent. Read after {@code active}, a volatile read,
      * so the JIT cannot keep a stale word across calls. Ids past the array
      * always record.
+     *
+     * <p>Checked before {@code active}: a dormant probe is then one plain
+     * load and a test, with no volatile read to stop the JIT moving other
+     * loads around it. (Compiled code may reuse a word it loaded earlier
+     * within one loop; a method activates when revelation first reaches
+     * it, before the calls that lead to it run, so such a loop is on a path
+     * revelation missed.)
      */
     static final long[] LIVE = new long[1 << 14];
 
@@ -33,13 +40,13 @@ public final class Probe {
     }
 
     public static void enter(int id) {
-        if (active != 0 && live(id)) {
+        if (live(id) && active != 0) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0 && live(id)) {
+        if (live(id) && active != 0) {
             nExit(id);
         }
     }

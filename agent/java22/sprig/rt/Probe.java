@@ -31,6 +31,13 @@ public final class Probe {
      * calling into the agent. Read after {@code active}, a volatile read,
      * so the JIT cannot keep a stale word across calls. Ids past the array
      * always record.
+     *
+     * <p>Checked before {@code active}: a dormant probe is then one plain
+     * load and a test, with no volatile read to stop the JIT moving other
+     * loads around it. (Compiled code may reuse a word it loaded earlier
+     * within one loop; a method activates when revelation first reaches
+     * it, before the calls that lead to it run, so such a loop is on a path
+     * revelation missed.)
      */
     static final long[] LIVE = new long[1 << 14];
     /** Whether the fast path is linked (read by the agent). */
@@ -74,13 +81,13 @@ public final class Probe {
     }
 
     public static void enter(int id) {
-        if (active != 0 && live(id) && (!FAST || fastEnter(id) != 0)) {
+        if (live(id) && active != 0 && (!FAST || fastEnter(id) != 0)) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0 && live(id) && (!FAST || fastExit(id) != 0)) {
+        if (live(id) && active != 0 && (!FAST || fastExit(id) != 0)) {
             nExit(id);
         }
     }
