@@ -78,8 +78,9 @@ pub struct SessionArgs {
     /// By default, a class redefined for some of its methods gets probes in
     /// all of them; the others stay dormant (they record nothing) until
     /// revelation reaches them, which then costs no second redefinition.
-    /// Redefinitions pause the JVM (tens of ms each on a big application),
-    /// dormant probes cost a few ns per call outside the profiled root.
+    /// Redefinitions pause the JVM (tens of ms each on a big application);
+    /// a dormant probe costs a load and a test in Java per call, and makes
+    /// the method's bytecode a little larger.
     /// This flag redefines a class again for every revelation instead
     /// (`--scheme eager` never uses dormant probes).
     #[arg(long)]
