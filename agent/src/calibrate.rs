@@ -168,7 +168,7 @@ fn measure(
     if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {
         let list: Vec<String> = windows
             .iter()
-            .map(|w| format!("{:.1}+{:.1}", w.inner + w.outer, w.spread))
+            .map(|w| format!("{:.1}+{:.1}", w.pair(), w.spread))
             .collect();
         eprintln!(
             "sprig agent: calibration windows (pair ticks + spread): {}",
@@ -201,6 +201,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// Inner plus outer time: what one instrumented call costs.
+    pub fn pair(&self) -> f64 {
+        self.inner + self.outer
+    }
+
     /// `None` for a window of fewer than a quarter of `WINDOW` batches.
     pub fn of(batches: &[(f64, f64)]) -> Option<Window> {
         if batches.len() < WINDOW / 4 {
@@ -238,7 +243,7 @@ fn settled(windows: &[Window]) -> bool {
     let best_at = windows
         .iter()
         .enumerate()
-        .min_by(|a, b| (a.1.inner + a.1.outer).total_cmp(&(b.1.inner + b.1.outer)))
+        .min_by(|a, b| a.1.pair().total_cmp(&b.1.pair()))
         .map(|(i, _)| i);
     best_at.is_some_and(|i| i + 2 < windows.len())
 }
@@ -250,13 +255,10 @@ fn settled(windows: &[Window]) -> bool {
 /// JFluid's choice, sits about 1 ns per pair below it). Of windows within
 /// 2% of the fastest, the steadiest is taken.
 pub fn best(windows: &[Window]) -> Option<Window> {
-    let fastest = windows
-        .iter()
-        .map(|w| w.inner + w.outer)
-        .min_by(f64::total_cmp)?;
+    let fastest = windows.iter().map(Window::pair).min_by(f64::total_cmp)?;
     windows
         .iter()
-        .filter(|w| w.inner + w.outer <= fastest * 1.02)
+        .filter(|w| w.pair() <= fastest * 1.02)
         .min_by(|a, b| a.spread.total_cmp(&b.spread))
         .copied()
 }

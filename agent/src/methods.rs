@@ -36,16 +36,28 @@ struct Table {
     announced: HashSet<u32>,
 }
 
+impl Table {
+    fn new() -> Table {
+        Table {
+            ids: HashMap::new(),
+            next: 1,
+            announced: HashSet::new(),
+        }
+    }
+}
+
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+
+/// The bitmap word and bit of `id`; `None` for ids past the bitmaps.
+#[inline]
+fn slot(id: u32) -> Option<(usize, u64)> {
+    (id < MAX_TRACKED).then(|| ((id / 64) as usize, 1u64 << (id % 64)))
+}
 
 /// Forgets every id and first call (a new session).
 pub fn reset() {
     let mut t = TABLE.lock().unwrap_or_else(|p| p.into_inner());
-    *t = Some(Table {
-        ids: HashMap::new(),
-        next: 1,
-        announced: HashSet::new(),
-    });
+    *t = Some(Table::new());
     for w in CALLED.iter().chain(&ACTIVE).chain(&CLAIMED) {
         w.store(0, Ordering::Relaxed);
     }
@@ -56,11 +68,7 @@ pub fn reset() {
 /// (the caller then announces it).
 pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
     let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
-    let t = guard.get_or_insert_with(|| Table {
-        ids: HashMap::new(),
-        next: 1,
-        announced: HashSet::new(),
-    });
+    let t = guard.get_or_insert_with(Table::new);
     let key = (class.to_string(), name.to_string(), descriptor.to_string());
     if let Some(&id) = t.ids.get(&key) {
         return (id, false);
@@ -83,9 +91,8 @@ pub fn mark_announced(id: u32) -> bool {
 /// Makes the probes of `id` record from now on; the probe class's Java
 /// copy of the bitmap follows (its probes skip the agent for dormant ids).
 pub fn activate(id: u32) {
-    if id < MAX_TRACKED {
-        let word = (id / 64) as usize;
-        ACTIVE[word].fetch_or(1u64 << (id % 64), Ordering::Release);
+    if let Some((word, bit)) = slot(id) {
+        ACTIVE[word].fetch_or(bit, Ordering::Release);
         crate::probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
     }
 }
@@ -94,8 +101,7 @@ pub fn activate(id: u32) {
 /// are never handed out dormant).
 #[inline]
 pub fn is_active(id: u32) -> bool {
-    id >= MAX_TRACKED
-        || ACTIVE[(id / 64) as usize].load(Ordering::Acquire) & (1u64 << (id % 64)) != 0
+    slot(id).is_none_or(|(w, bit)| ACTIVE[w].load(Ordering::Acquire) & bit != 0)
 }
 
 /// What an entry of `id` has to do about its first call.
@@ -114,10 +120,9 @@ pub enum FirstCall {
 /// thread gets `Mine` per session.
 #[inline]
 pub fn claim_first_call(id: u32) -> FirstCall {
-    if id >= MAX_TRACKED {
+    let Some((w, bit)) = slot(id) else {
         return FirstCall::Done;
-    }
-    let (w, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+    };
     if CALLED[w].load(Ordering::Acquire) & bit != 0 {
         return FirstCall::Done;
     }
@@ -133,8 +138,8 @@ pub fn claim_first_call(id: u32) -> FirstCall {
 
 /// The first call of `id` is handled: its callees hold their probes.
 pub fn first_call_done(id: u32) {
-    if id < MAX_TRACKED {
-        CALLED[(id / 64) as usize].fetch_or(1u64 << (id % 64), Ordering::Release);
+    if let Some((w, bit)) = slot(id) {
+        CALLED[w].fetch_or(bit, Ordering::Release);
     }
 }
 
@@ -171,13 +176,11 @@ fn mark_called(id: u32) -> bool {
 }
 
 /// Whether `id` needs no first-call handling any more: entered before in
-/// this session, or not tracked. Never changes the bitmap.
+/// this session, or not tracked. Never changes the bitmap. Acquire: a
+/// thread that waited for another's first call sees what it revealed.
 #[inline]
 pub fn was_called(id: u32) -> bool {
-    if id >= MAX_TRACKED {
-        return true;
-    }
-    CALLED[(id / 64) as usize].load(Ordering::Relaxed) & (1u64 << (id % 64)) != 0
+    slot(id).is_none_or(|(w, bit)| CALLED[w].load(Ordering::Acquire) & bit != 0)
 }
 
 #[cold]

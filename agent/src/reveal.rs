@@ -699,10 +699,15 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
     let Some(st) = guard.as_mut() else {
         return Vec::new();
     };
+    // The class as parsed at load, kept for the dormant probes below.
+    let mut parsed: Option<ClassInfo> = None;
     if !redefining {
         let Ok(info) = sprig_rewriter::class_info(bytes) else {
             return Vec::new();
         };
+        if st.dormant {
+            parsed = Some(info.clone());
+        }
         let outcome = st.revealer.on_class_loaded(info, 0, || {
             sprig_rewriter::callees_all(bytes).unwrap_or_default()
         });
@@ -740,38 +745,35 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         .collect();
     // The class's other methods get dormant probes, so revealing them
     // later needs no redefinition (reflection's watch points excepted).
+    let mut have: Probed = out
+        .iter()
+        .map(|(t, root)| ((t.name.clone(), t.descriptor.clone()), (t.id, *root)))
+        .collect();
     if st.dormant
         && !planned.iter().any(|p| p.reflect)
-        && let Ok(info) = sprig_rewriter::class_info(bytes)
+        && let Some(info) = parsed.or_else(|| sprig_rewriter::class_info(bytes).ok())
     {
         let dotted = name.replace('/', ".");
-        for m in &info.methods {
+        for m in info.methods {
             let has_code = m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0 && m.code_length > 0;
-            if !has_code
-                || m.name == "<clinit>"
-                || out
-                    .iter()
-                    .any(|(t, _)| t.name == m.name && t.descriptor == m.descriptor)
-            {
+            let key = (m.name, m.descriptor);
+            if !has_code || key.0 == "<clinit>" || have.contains_key(&key) {
                 continue;
             }
-            if let Some(id) = instrument::dormant_method(&dotted, &m.name, &m.descriptor) {
+            if let Some(id) = instrument::dormant_method(&dotted, &key.0, &key.1) {
                 out.push((
                     Target {
-                        name: m.name.clone(),
-                        descriptor: m.descriptor.clone(),
+                        name: key.0.clone(),
+                        descriptor: key.1.clone(),
                         id,
                         probes: PLAIN_PROBES,
                     },
                     false,
                 ));
+                have.insert(key, (id, false));
             }
         }
     }
-    let have = out
-        .iter()
-        .map(|(t, root)| ((t.name.clone(), t.descriptor.clone()), (t.id, *root)))
-        .collect();
     st.installed.insert(name.to_string(), have);
     if !st.sites.contains_key(name)
         && let Ok(all) = sprig_rewriter::callees_all(bytes)

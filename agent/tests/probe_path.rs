@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use sprig_tests::{Jdk, Proc};
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
 use sprig_wire::{EventKind, Message};
 use std::process::Command;
 use std::time::Duration;
@@ -51,17 +50,7 @@ fn check(jdk: &Jdk, jni_only: bool, path: &str) {
     let mut cli = FakeCli::new();
     jcmd_load(jdk, jvm.pid(), &cli.options());
     cli.accept(jvm.pid());
-    cli.send(&Message::Start(SessionOptions {
-        roots: vec!["fixture.Roots::outer".into()],
-        include: vec![],
-        exclude: vec![],
-        scheme: Scheme::Lazy,
-        clock: ClockKind::Tsc,
-        roots_only: false,
-        calibrate: false,
-        wait_bound_ms: 2000,
-        no_dormant: false,
-    }));
+    cli.start_revealing(&["fixture.Roots::outer"]);
     cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
         matches!(m, Message::RootInstrumented { .. })
     });

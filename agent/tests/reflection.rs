@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
 use std::time::Duration;
 
 const WATCHED: [&str; 2] = ["java.lang.reflect.Method", "java.lang.reflect.Constructor"];
@@ -35,17 +34,7 @@ fn watched_reflection_classes_are_restored_on_detach() {
         for (c, d) in WATCHED.iter().zip(&before) {
             assert!(d.0 > 0, "JDK {}: {c} not found: {d:?}", jdk.major);
         }
-        cli.send(&Message::Start(SessionOptions {
-            roots: vec!["reveal.Reflect::root".into()],
-            include: vec![],
-            exclude: vec![],
-            scheme: Scheme::Lazy,
-            clock: ClockKind::Tsc,
-            roots_only: false,
-            calibrate: false,
-            wait_bound_ms: 2000,
-            no_dormant: false,
-        }));
+        cli.start_revealing(&["reveal.Reflect::root"]);
         cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
             matches!(m, Message::RootInstrumented { methods: 1, .. })
         });

@@ -14,6 +14,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The options of a test session: no calibration, TSC clock, lazy scheme.
+fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
+    SessionOptions {
+        roots: roots.iter().map(|s| s.to_string()).collect(),
+        include: vec![],
+        exclude: vec![],
+        scheme: Scheme::Lazy,
+        clock: ClockKind::Tsc,
+        roots_only,
+        calibrate: false,
+        wait_bound_ms: 2000,
+        no_dormant: false,
+    }
+}
+
 pub fn agent_lib() -> PathBuf {
     sprig_tests::agent_lib()
 }
@@ -155,18 +170,14 @@ impl FakeCli {
         self.ch.as_ref().expect("connected").send(m).expect("send");
     }
 
+    /// Starts a session that instruments only `roots`.
     pub fn start(&mut self, roots: &[&str]) {
-        self.send(&Message::Start(SessionOptions {
-            roots: roots.iter().map(|s| s.to_string()).collect(),
-            include: vec![],
-            exclude: vec![],
-            scheme: Scheme::Lazy,
-            clock: ClockKind::Tsc,
-            roots_only: true,
-            calibrate: false,
-            wait_bound_ms: 2000,
-            no_dormant: false,
-        }));
+        self.send(&Message::Start(session_options(roots, true)));
+    }
+
+    /// Starts a session that reveals what `roots` call (Scheme B).
+    pub fn start_revealing(&mut self, roots: &[&str]) {
+        self.send(&Message::Start(session_options(roots, false)));
     }
 
     pub fn poll(&mut self) {
