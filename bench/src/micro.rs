@@ -54,7 +54,11 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
     // pattern (a root called inside an open root context records as a nested
     // call, but through the root probes).
     let mut args = SprigArgs {
-        roots: vec!["bench.ProbeCost::inRoot".into()],
+        // holdRoot keeps a thread inside a root context for the "beside" loops.
+        roots: vec![
+            "bench.ProbeCost::inRoot".into(),
+            "bench.ProbeCost::holdRoot".into(),
+        ],
         include: vec![],
         exclude: vec!["bench.Uninstrumented".into()],
         scheme: "lazy".into(),
@@ -78,12 +82,15 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         std::thread::sleep(Duration::from_secs(1));
         jvm.send(&format!("outside {n} {rounds}"))?;
         let settled = jvm.collect_until("done", Duration::from_secs(600))?;
+        // The same loops while another thread sits inside a root context.
+        jvm.send(&format!("beside {n} {rounds}"))?;
+        let beside = jvm.collect_until("done", Duration::from_secs(600))?;
         let stopped = sprig.stop(SPRIG_STOP)?;
         let p = ProfileSummary::from_json(&stopped.report)?;
         check_lost(&p, "probe cost")?;
         // The prime call makes 1000 target() calls, the measured one n * rounds.
         let target_calls = ProfileSummary::calls_of(&stopped.report, "bench.ProbeCost", "target");
-        if target_calls == 0 && args.roots.len() == 1 {
+        if target_calls == 0 && args.roots.len() == 2 {
             eprintln!("sprig-bench: probe cost: target() was not revealed; naming it as a root");
             args.roots.push("bench.ProbeCost::target".into());
             continue;
@@ -100,7 +107,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
             revealed_reps += 1;
         }
         let mut series: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for (prefix, ls) in [("", &lines), ("settled_", &settled)] {
+        for (prefix, ls) in [("", &lines), ("settled_", &settled), ("", &beside)] {
             for l in ls {
                 let w: Vec<&str> = l.split_whitespace().collect();
                 if w.len() == 3 && w[0] == "round" {
@@ -154,6 +161,13 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
     let after_pair = col(&|m| Some(get(m, out_key)? - get(m, "out_plain")?));
     let after_ratio =
         col(&|m| Some((get(m, out_key)? - get(m, "out_plain")?) / get(m, "out_nano")?));
+    let beside_pair = col(&|m| Some(get(m, "beside_out_target")? - get(m, "beside_out_plain")?));
+    let beside_ratio = col(&|m| {
+        Some(
+            (get(m, "beside_out_target")? - get(m, "beside_out_plain")?)
+                / get(m, "beside_out_nano")?,
+        )
+    });
     let nano_in = col(&|m| get(m, "in_nano"));
     Ok(json!({
         "calls_per_loop": n, "rounds": rounds, "repeats": repeats,
@@ -168,8 +182,11 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         "out_of_context_note": "measured 1 s after the last root context ended; the *_right_after_root figures are the same loops run at once after a root context ended (a probe outside any root context lowers Probe.active once the last root context ended 1 ms ago; the first loop pays the native call until then)",
         "out_of_context_right_after_root_ns": json_of(&after_pair),
         "out_of_context_right_after_root_ratio": json_of(&after_ratio),
+        "beside_root_ns": json_of(&beside_pair),
+        "beside_root_ratio": json_of(&beside_ratio),
+        "beside_root_measures": "outTarget() called outside any root context while another thread is inside the root holdRoot()",
         "revealed_callee": revealed,
-        "target_instrumented_as": if args.roots.len() == 1 { "revealed callee (plain probe pair)" } else { "second root pattern, nested in the root context (root probes)" },
+        "target_instrumented_as": if args.roots.len() == 2 { "revealed callee (plain probe pair)" } else { "second root pattern, nested in the root context (root probes)" },
         "calibration": last.calibration,
         "warnings": last.warnings,
         "raw_medians_per_repeat": per_rep,
@@ -365,6 +382,11 @@ pub fn print(name: &str, v: &Value) {
                 "  outside, right after a root ctx {} ns = {} x nanoTime  (a probe lowers Probe.active ~1 ms after the last root context)",
                 s("out_of_context_right_after_root_ns"),
                 s("out_of_context_right_after_root_ratio")
+            );
+            println!(
+                "  outside, another thread inside {} ns = {} x nanoTime  (a server profiled on one request path)",
+                s("beside_root_ns"),
+                s("beside_root_ratio")
             );
             println!(
                 "    target instrumented as: {}",
