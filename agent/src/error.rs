@@ -26,6 +26,11 @@ pub enum AgentError {
     Thread(std::io::Error),
     #[error("internal error (panic) in the agent")]
     Panic,
+    #[error(
+        "this JVM holds the probe class of an older sprig (defined by an earlier attach); \
+         profile it with that sprig, or restart the JVM"
+    )]
+    OldProbeClass,
 }
 
 impl AgentError {
@@ -39,6 +44,7 @@ impl AgentError {
             AgentError::Busy => 5,
             AgentError::Thread(_) => 6,
             AgentError::Panic => 7,
+            AgentError::OldProbeClass => 8,
         }
     }
 

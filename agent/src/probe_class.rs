@@ -38,6 +38,9 @@ struct ProbeClass {
     /// `Probe.LIVE`, the Java copy of the active-id bitmap (absent in a
     /// probe class an older sprig defined in this JVM).
     live: Option<Global>,
+    /// The `int[]` behind `Probe.INSIDE` (open root contexts per thread-id
+    /// slot), cleared when a session starts.
+    inside: Option<Global>,
 }
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
@@ -46,6 +49,21 @@ static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 static WRITE: Mutex<()> = Mutex::new(());
 /// Serialises writes of `Probe.LIVE` words.
 static LIVE_WRITE: Mutex<()> = Mutex::new(());
+/// Type of `Probe.INSIDE`.
+const INSIDE_SIG: &std::ffi::CStr = c"Ljava/util/concurrent/atomic/AtomicIntegerArray;";
+
+/// The `int[]` inside `Probe.INSIDE` (the `AtomicIntegerArray`'s private
+/// `array` field, which JNI reads like any other).
+fn inside_array<'a>(jni: Jni<'a>, class: Local<'_>) -> Option<Local<'a>> {
+    let field = jni.find_static_field(class, "INSIDE", INSIDE_SIG)?;
+    let atomic = jni.static_object(&class, field)?;
+    let atomic_class = jni
+        .find_class("java/util/concurrent/atomic/AtomicIntegerArray")
+        .ok()??;
+    let array = jni.find_field(atomic_class, "array", c"[I")?;
+    jni.object_field(atomic, array)
+}
+
 /// Whether to define the JDK 22+ class in this JVM.
 fn wants_ffm() -> bool {
     if BYTES_FFM.is_empty() || std::env::var_os(JNI_ONLY_ENV).is_some() {
@@ -73,6 +91,9 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
     jni.with_local_frame(16, |jni| {
         let (class, ffm, fresh) = match jni.find_class(CLASS)? {
             // GetStaticFieldID initialises the class (done long ago).
+            Some(c) if jni.find_static_field(c, "INSIDE", INSIDE_SIG).is_none() => {
+                return Err(AgentError::OldProbeClass);
+            }
             Some(c) => (c, jni.find_static_field(c, "FAST", c"Z").is_some(), false),
             None => {
                 let ffm = wants_ffm();
@@ -101,12 +122,14 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 .find_static_field(class, "LIVE", c"[J")
                 .and_then(|f| jni.static_object(&class, f))
                 .and_then(|a| jni.new_global(a).ok());
+            let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
                 active,
                 on,
                 live,
+                inside,
             });
         }
         let fast = ffm
@@ -181,16 +204,25 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
     jni.set_long_array_region(live.as_local(), index, &[current() as i64]);
 }
 
-/// Clears `Probe.LIVE` (a new session: every id dormant).
+/// Clears `Probe.LIVE` (a new session: every id dormant) and
+/// `Probe.INSIDE` (no root context of this session is open yet; counts a
+/// session that stopped mid-root left behind only cost native calls).
 pub fn clear_live(jni: Jni<'_>) {
-    if let Some(p) = PROBE.get()
-        && let Some(live) = &p.live
-    {
+    let Some(p) = PROBE.get() else {
+        return;
+    };
+    if let Some(live) = &p.live {
         let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
         let zeros = vec![0i64; crate::methods::WORDS];
         jni.set_long_array_region(live.as_local(), 0, &zeros);
     }
+    if let Some(inside) = &p.inside {
+        jni.set_int_array_region(inside.as_local(), 0, &[0; INSIDE_SLOTS]);
+    }
 }
+
+/// Slots of `Probe.INSIDE`.
+const INSIDE_SLOTS: usize = 1 << 12;
 
 /// Writes `Probe.on` (root probes call into the agent only while it is 1).
 pub fn set_on(jni: Jni<'_>, on: bool) {

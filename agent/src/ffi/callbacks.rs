@@ -28,16 +28,23 @@ extern "system" fn n_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
     guard(|| crate::probe::exit(id as u32));
 }
 
-extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
-    guard(|| {
+/// Returns 1 when it opened a root context on this thread (the Java side
+/// counts it in `Probe.INSIDE`), 0 otherwise (a panic included).
+extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
         let jni = unsafe { Jni::from_raw(env) };
-        crate::probe::root_enter(id as u32, jni)
-    });
+        jint::from(crate::probe::root_enter(id as u32, jni))
+    }))
+    .unwrap_or(0)
 }
 
-extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
-    guard(|| crate::probe::root_exit(id as u32));
+/// Returns 1 when it closed this thread's root context, 0 otherwise.
+extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
+        jint::from(crate::probe::root_exit(id as u32))
+    }))
+    .unwrap_or(0)
 }
 
 extern "system" fn n_reflect(env: *mut JNIEnv, _cls: jclass, method: jobject) {
@@ -102,11 +109,17 @@ pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
         signature: c"(I)V",
         fn_ptr: f as *mut std::ffi::c_void,
     };
+    type RootNative = extern "system" fn(*mut JNIEnv, jclass, jint) -> jint;
+    let r = |name: &'static CStr, f: RootNative| NativeMethod {
+        name,
+        signature: c"(I)I",
+        fn_ptr: f as *mut std::ffi::c_void,
+    };
     let mut v = vec![
         m(c"nEnter", n_enter),
         m(c"nExit", n_exit),
-        m(c"nRootEnter", n_root_enter),
-        m(c"nRootExit", n_root_exit),
+        r(c"nRootEnter", n_root_enter),
+        r(c"nRootExit", n_root_exit),
     ];
     type ReflectNative = extern "system" fn(*mut JNIEnv, jclass, jobject);
     v.push(NativeMethod {

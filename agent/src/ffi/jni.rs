@@ -378,6 +378,35 @@ impl<'a> Jni<'a> {
         !self.exception_clear()
     }
 
+    /// Writes `values` into the `int[]` `array` from index `start`; false
+    /// (the exception cleared) when out of bounds.
+    pub fn set_int_array_region(&self, array: Local<'_>, start: i32, values: &[i32]) -> bool {
+        let Ok(len) = i32::try_from(values.len()) else {
+            return false;
+        };
+        // SAFETY: `array` is a live reference to an int[] (the array behind
+        // the probe class's INSIDE field) and `values` holds `len` elements.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetIntArrayRegion,
+                array.raw(),
+                start,
+                len,
+                values.as_ptr()
+            )
+        };
+        !self.exception_clear()
+    }
+
+    /// Reads an instance object field of `obj`.
+    pub fn object_field(&self, obj: Local<'_>, field: FieldId) -> Option<Local<'a>> {
+        // SAFETY: the caller got `field` as an object field of `obj`'s class.
+        let o = unsafe { jni_call!(self.env, GetObjectField, obj.raw(), field.0) };
+        // SAFETY: GetObjectField returns a local reference or null.
+        (!o.is_null()).then(|| unsafe { Local::from_raw(o) })
+    }
+
     /// Runs `f` inside a fresh local frame, so the local references it
     /// creates are released at the end.
     pub fn with_local_frame<R>(&self, capacity: usize, f: impl FnOnce(Jni<'_>) -> R) -> R {

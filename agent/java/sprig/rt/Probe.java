@@ -1,5 +1,7 @@
 package sprig.rt;
 
+import java.util.concurrent.atomic.AtomicIntegerArray;
+
 /**
  * The probes that sprig injects into profiled methods. Defined once per JVM
  * in the bootstrap loader by the sprig agent, which binds the natives on
@@ -8,7 +10,9 @@ package sprig.rt;
  * {@code rootExit(id)}) before each return and in a catch-all handler.
  *
  * <p>Outside any root context an instrumented method costs one volatile load
- * and a branch: {@code active} counts the threads inside a root context.
+ * and a branch while no thread is inside a root context ({@code active}
+ * counts them), and a look at its thread's slot of {@code INSIDE} while
+ * some other thread is.
  */
 public final class Probe {
     /** Number of threads currently inside a root context (written by the agent). */
@@ -31,8 +35,29 @@ public final class Probe {
      * revelation missed.)
      */
     static final long[] LIVE = new long[1 << 14];
+    /**
+     * Root contexts open per thread-id slot: a root probe whose native
+     * call opened a context on this thread adds one at the thread's slot,
+     * the one that closed it takes one away (the agent says which through
+     * the natives' return values). A plain probe calls into the agent only
+     * when its thread's slot is non-zero, so an instrumented method that
+     * runs outside any root context costs no native call while other
+     * threads are inside one (a server profiled on one request path). Two
+     * threads sharing a slot only cost each other a native call that
+     * returns at once. Cleared by the agent when a session starts.
+     */
+    static final AtomicIntegerArray INSIDE = new AtomicIntegerArray(1 << 12);
 
     private Probe() {}
+
+    private static int slot() {
+        return (int) Thread.currentThread().getId() & ((1 << 12) - 1);
+    }
+
+    /** Whether this thread may be inside a root context. */
+    private static boolean inside() {
+        return INSIDE.get(slot()) != 0;
+    }
 
     private static boolean live(int id) {
         int w = id >>> 6;
@@ -40,26 +65,26 @@ public final class Probe {
     }
 
     public static void enter(int id) {
-        if (live(id) && active != 0) {
+        if (live(id) && active != 0 && inside()) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (live(id) && active != 0) {
+        if (live(id) && active != 0 && inside()) {
             nExit(id);
         }
     }
 
     public static void rootEnter(int id) {
-        if (on != 0) {
-            nRootEnter(id);
+        if (on != 0 && nRootEnter(id) != 0) {
+            INSIDE.incrementAndGet(slot());
         }
     }
 
     public static void rootExit(int id) {
-        if (on != 0) {
-            nRootExit(id);
+        if (on != 0 && nRootExit(id) != 0) {
+            INSIDE.decrementAndGet(slot());
         }
     }
 
@@ -84,7 +109,9 @@ public final class Probe {
 
     private static native void nExit(int id);
 
-    private static native void nRootEnter(int id);
+    /** Returns 1 when this call opened a root context on this thread. */
+    private static native int nRootEnter(int id);
 
-    private static native void nRootExit(int id);
+    /** Returns 1 when this call closed this thread's root context. */
+    private static native int nRootExit(int id);
 }

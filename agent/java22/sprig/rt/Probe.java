@@ -5,6 +5,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * The probes that sprig injects into profiled methods, for JDK 22 and
@@ -40,6 +41,18 @@ public final class Probe {
      * revelation missed.)
      */
     static final long[] LIVE = new long[1 << 14];
+    /**
+     * Root contexts open per thread-id slot: a root probe whose native
+     * call opened a context on this thread adds one at the thread's slot,
+     * the one that closed it takes one away (the agent says which through
+     * the natives' return values). A plain probe calls into the agent only
+     * when its thread's slot is non-zero, so an instrumented method that
+     * runs outside any root context costs no native call while other
+     * threads are inside one (a server profiled on one request path). Two
+     * threads sharing a slot only cost each other a native call that
+     * returns at once. Cleared by the agent when a session starts.
+     */
+    static final AtomicIntegerArray INSIDE = new AtomicIntegerArray(1 << 12);
     /** Whether the fast path is linked (read by the agent). */
     static final boolean FAST;
 
@@ -75,32 +88,50 @@ public final class Probe {
 
     private Probe() {}
 
+    private static int slot() {
+        return (int) Thread.currentThread().threadId() & ((1 << 12) - 1);
+    }
+
+    /** Whether this thread may be inside a root context. */
+    private static boolean inside() {
+        return INSIDE.get(slot()) != 0;
+    }
+
     private static boolean live(int id) {
         int w = id >>> 6;
         return w >= LIVE.length || (LIVE[w] & (1L << id)) != 0;
     }
 
     public static void enter(int id) {
-        if (live(id) && active != 0 && (!FAST || fastEnter(id) != 0)) {
+        if (live(id) && active != 0 && inside() && (!FAST || fastEnter(id) != 0)) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (live(id) && active != 0 && (!FAST || fastExit(id) != 0)) {
+        if (live(id) && active != 0 && inside() && (!FAST || fastExit(id) != 0)) {
             nExit(id);
         }
     }
 
     public static void rootEnter(int id) {
-        if (on != 0 && (!FAST || fastRootEnter(id) != 0)) {
-            nRootEnter(id);
+        // The fast path never opens a root context.
+        if (on != 0 && (!FAST || fastRootEnter(id) != 0) && nRootEnter(id) != 0) {
+            INSIDE.incrementAndGet(slot());
         }
     }
 
     public static void rootExit(int id) {
-        if (on != 0 && (!FAST || fastRootExit(id) != 0)) {
-            nRootExit(id);
+        if (on == 0) {
+            return;
+        }
+        // 0: done; 1: take the JNI path; 2: done, and the context closed.
+        int r = FAST ? fastRootExit(id) : 1;
+        if (r == 1) {
+            r = nRootExit(id) != 0 ? 2 : 0;
+        }
+        if (r == 2) {
+            INSIDE.decrementAndGet(slot());
         }
     }
 
@@ -160,7 +191,9 @@ public final class Probe {
 
     private static native void nExit(int id);
 
-    private static native void nRootEnter(int id);
+    /** Returns 1 when this call opened a root context on this thread. */
+    private static native int nRootEnter(int id);
 
-    private static native void nRootExit(int id);
+    /** Returns 1 when this call closed this thread's root context. */
+    private static native int nRootExit(int id);
 }
