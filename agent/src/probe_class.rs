@@ -50,18 +50,12 @@ static WRITE: Mutex<()> = Mutex::new(());
 /// Serialises writes of `Probe.LIVE` words.
 static LIVE_WRITE: Mutex<()> = Mutex::new(());
 /// Type of `Probe.INSIDE`.
-const INSIDE_SIG: &std::ffi::CStr = c"Ljava/util/concurrent/atomic/AtomicIntegerArray;";
+const INSIDE_SIG: &std::ffi::CStr = c"[I";
 
-/// The `int[]` inside `Probe.INSIDE` (the `AtomicIntegerArray`'s private
-/// `array` field, which JNI reads like any other).
+/// The `int[]` of `Probe.INSIDE`.
 fn inside_array<'a>(jni: Jni<'a>, class: Local<'_>) -> Option<Local<'a>> {
     let field = jni.find_static_field(class, "INSIDE", INSIDE_SIG)?;
-    let atomic = jni.static_object(&class, field)?;
-    let atomic_class = jni
-        .find_class("java/util/concurrent/atomic/AtomicIntegerArray")
-        .ok()??;
-    let array = jni.find_field(atomic_class, "array", c"[I")?;
-    jni.object_field(atomic, array)
+    jni.static_object(&class, field)
 }
 
 /// Whether to define the JDK 22+ class in this JVM.

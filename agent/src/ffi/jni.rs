@@ -399,14 +399,6 @@ impl<'a> Jni<'a> {
         !self.exception_clear()
     }
 
-    /// Reads an instance object field of `obj`.
-    pub fn object_field(&self, obj: Local<'_>, field: FieldId) -> Option<Local<'a>> {
-        // SAFETY: the caller got `field` as an object field of `obj`'s class.
-        let o = unsafe { jni_call!(self.env, GetObjectField, obj.raw(), field.0) };
-        // SAFETY: GetObjectField returns a local reference or null.
-        (!o.is_null()).then(|| unsafe { Local::from_raw(o) })
-    }
-
     /// Runs `f` inside a fresh local frame, so the local references it
     /// creates are released at the end.
     pub fn with_local_frame<R>(&self, capacity: usize, f: impl FnOnce(Jni<'_>) -> R) -> R {

@@ -1,7 +1,5 @@
 package sprig.rt;
 
-import java.util.concurrent.atomic.AtomicIntegerArray;
-
 /**
  * The probes that sprig injects into profiled methods. Defined once per JVM
  * in the bootstrap loader by the sprig agent, which binds the natives on
@@ -45,46 +43,61 @@ public final class Probe {
      * threads are inside one (a server profiled on one request path). Two
      * threads sharing a slot only cost each other a native call that
      * returns at once. Cleared by the agent when a session starts.
+     *
+     * <p>A plain {@code int[]}, read with a plain load: a thread always
+     * sees its own updates, and an array load costs the same in the
+     * interpreter, C1 and C2 code (an {@code AtomicIntegerArray} read goes
+     * through a VarHandle, which costs a chain of calls in code the JIT has
+     * not optimised yet: a profiled Jetty request path ran at half speed).
+     * Updates, once per root context, take {@code INSIDE_LOCK}, so two
+     * threads sharing a slot never lose one.
      */
-    static final AtomicIntegerArray INSIDE = new AtomicIntegerArray(1 << 12);
+    static final int[] INSIDE = new int[1 << 12];
+
+    private static final Object INSIDE_LOCK = new Object();
+
+    private static final int SLOT_MASK = (1 << 12) - 1;
 
     private Probe() {}
 
     private static int slot() {
-        return (int) Thread.currentThread().getId() & ((1 << 12) - 1);
-    }
-
-    /** Whether this thread may be inside a root context. */
-    private static boolean inside() {
-        return INSIDE.get(slot()) != 0;
-    }
-
-    private static boolean live(int id) {
-        int w = id >>> 6;
-        return w >= LIVE.length || (LIVE[w] & (1L << id)) != 0;
+        return (int) Thread.currentThread().getId() & (SLOT_MASK);
     }
 
     public static void enter(int id) {
-        if (live(id) && active != 0 && inside()) {
+        // Written out rather than in helper methods: each call costs in the
+        // interpreter, where much of a freshly redefined class runs.
+        int w = id >>> 6;
+        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
+                && active != 0
+                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (live(id) && active != 0 && inside()) {
+        // As in enter.
+        int w = id >>> 6;
+        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
+                && active != 0
+                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
             nExit(id);
         }
     }
 
     public static void rootEnter(int id) {
         if (on != 0 && nRootEnter(id) != 0) {
-            INSIDE.incrementAndGet(slot());
+            synchronized (INSIDE_LOCK) {
+                INSIDE[slot()]++;
+            }
         }
     }
 
     public static void rootExit(int id) {
         if (on != 0 && nRootExit(id) != 0) {
-            INSIDE.decrementAndGet(slot());
+            synchronized (INSIDE_LOCK) {
+                INSIDE[slot()]--;
+            }
         }
     }
 

@@ -5,7 +5,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * The probes that sprig injects into profiled methods, for JDK 22 and
@@ -51,8 +50,21 @@ public final class Probe {
      * threads are inside one (a server profiled on one request path). Two
      * threads sharing a slot only cost each other a native call that
      * returns at once. Cleared by the agent when a session starts.
+     *
+     * <p>A plain {@code int[]}, read with a plain load: a thread always
+     * sees its own updates, and an array load costs the same in the
+     * interpreter, C1 and C2 code (an {@code AtomicIntegerArray} read goes
+     * through a VarHandle, which costs a chain of calls in code the JIT has
+     * not optimised yet: a profiled Jetty request path ran at half speed).
+     * Updates, once per root context, take {@code INSIDE_LOCK}, so two
+     * threads sharing a slot never lose one.
      */
-    static final AtomicIntegerArray INSIDE = new AtomicIntegerArray(1 << 12);
+    static final int[] INSIDE = new int[1 << 12];
+
+    private static final Object INSIDE_LOCK = new Object();
+
+    private static final int SLOT_MASK = (1 << 12) - 1;
+
     /** Whether the fast path is linked (read by the agent). */
     static final boolean FAST;
 
@@ -89,27 +101,28 @@ public final class Probe {
     private Probe() {}
 
     private static int slot() {
-        return (int) Thread.currentThread().threadId() & ((1 << 12) - 1);
-    }
-
-    /** Whether this thread may be inside a root context. */
-    private static boolean inside() {
-        return INSIDE.get(slot()) != 0;
-    }
-
-    private static boolean live(int id) {
-        int w = id >>> 6;
-        return w >= LIVE.length || (LIVE[w] & (1L << id)) != 0;
+        return (int) Thread.currentThread().threadId() & (SLOT_MASK);
     }
 
     public static void enter(int id) {
-        if (live(id) && active != 0 && inside() && (!FAST || fastEnter(id) != 0)) {
+        // Written out rather than in helper methods: each call costs in the
+        // interpreter, where much of a freshly redefined class runs.
+        int w = id >>> 6;
+        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
+                && active != 0
+                && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
+                && (!FAST || fastEnter(id) != 0)) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (live(id) && active != 0 && inside() && (!FAST || fastExit(id) != 0)) {
+        // As in enter.
+        int w = id >>> 6;
+        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
+                && active != 0
+                && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
+                && (!FAST || fastExit(id) != 0)) {
             nExit(id);
         }
     }
@@ -117,7 +130,9 @@ public final class Probe {
     public static void rootEnter(int id) {
         // The fast path never opens a root context.
         if (on != 0 && (!FAST || fastRootEnter(id) != 0) && nRootEnter(id) != 0) {
-            INSIDE.incrementAndGet(slot());
+            synchronized (INSIDE_LOCK) {
+                INSIDE[slot()]++;
+            }
         }
     }
 
@@ -131,7 +146,9 @@ public final class Probe {
             r = nRootExit(id) != 0 ? 2 : 0;
         }
         if (r == 2) {
-            INSIDE.decrementAndGet(slot());
+            synchronized (INSIDE_LOCK) {
+                INSIDE[slot()]--;
+            }
         }
     }
 
