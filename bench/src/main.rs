@@ -43,6 +43,13 @@ struct Args {
     /// every revelation redefines its class again. Slow on javac.
     #[arg(long)]
     compare_dormant: bool,
+    /// Keep profiling N more iterations after the measured window, then
+    /// time one more window, against a bare window also timed after N more
+    /// bare iterations: the "settled %" column, the overhead once the JIT
+    /// has recompiled what revelation deoptimised (what a long session on a
+    /// server costs). Default 0: not measured.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    settle: usize,
     /// Do not run scripts/setup.sh --bench first.
     #[arg(long)]
     no_setup: bool,
@@ -59,6 +66,8 @@ pub struct Ctx {
     pub quick: bool,
     pub repeats: usize,
     pub compare_dormant: bool,
+    /// Extra profiled iterations before the settled window (0: none).
+    pub settle: usize,
 }
 
 fn main() -> ExitCode {
@@ -98,6 +107,7 @@ fn real_main() -> Result<bool> {
     })?;
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
+        settle: args.settle,
         quick: args.quick,
         repeats: args
             .repeats

@@ -218,6 +218,8 @@ pub struct Sprig {
     stderr_seen: Vec<String>,
     out: PathBuf,
     spawned: Instant,
+    /// CPU time of the `sprig` process when profiling began.
+    cpu_at_start: Option<Duration>,
 }
 
 /// A stopped session: its JSON report, the stderr it printed, and timings.
@@ -226,6 +228,10 @@ pub struct Stopped {
     pub stderr: Vec<String>,
     /// From SIGINT to the `sprig` process's exit (detach + report).
     pub stop_time: Duration,
+    /// CPU time (user + system) the `sprig` process used from its
+    /// `profiling` line to the SIGINT: reading the ring and building the
+    /// tree, on cores the workload may need.
+    pub cli_cpu: Option<Duration>,
 }
 
 impl Sprig {
@@ -271,6 +277,7 @@ impl Sprig {
             stderr_seen: Vec::new(),
             out: out.to_path_buf(),
             spawned,
+            cpu_at_start: None,
         })
     }
 
@@ -287,6 +294,7 @@ impl Sprig {
                             && line.contains("when its class loads"));
                     self.stderr_seen.push(line);
                     if started {
+                        self.cpu_at_start = process_cpu(self.child.id());
                         return Ok(at.duration_since(self.spawned));
                     }
                 }
@@ -309,6 +317,9 @@ impl Sprig {
 
     /// SIGINT, wait (bounded) for a clean exit, read the JSON report.
     pub fn stop(mut self, within: Duration) -> Result<Stopped> {
+        let cli_cpu = process_cpu(self.child.id())
+            .zip(self.cpu_at_start)
+            .map(|(now, then)| now.saturating_sub(then));
         let t0 = Instant::now();
         let pid = self.child.id().to_string();
         let sent = Command::new("kill")
@@ -337,8 +348,21 @@ impl Sprig {
             report,
             stderr,
             stop_time,
+            cli_cpu,
         })
     }
+}
+
+/// User plus system CPU time of a live process, from /proc/PID/stat
+/// (fields 14 and 15, in clock ticks of 1/100 s on Linux x86-64).
+fn process_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: count from its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3, so field n is f[n - 3].
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 impl Drop for Sprig {
@@ -367,4 +391,27 @@ fn parse_deep(text: String) -> Result<serde_json::Value> {
     worker
         .join()
         .map_err(|_| anyhow!("the JSON parser thread panicked"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_cpu_reads_this_process_and_grows_with_work() {
+        let pid = std::process::id();
+        let before = process_cpu(pid).expect("own /proc stat");
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < Duration::from_millis(150) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let after = process_cpu(pid).expect("own /proc stat");
+        assert!(
+            after >= before + Duration::from_millis(50),
+            "{before:?} -> {after:?}"
+        );
+        assert!(process_cpu(u32::MAX).is_none());
+    }
 }

@@ -3,7 +3,9 @@
 //! Per workload one JVM (bench.Driver) is started and warmed up; then, per
 //! repeat: K bare iterations, and for each root and scheme: attach, K
 //! profiled iterations, detach, K iterations after detach. Every iteration is
-//! timed inside the JVM around the call of Work.iteration().
+//! timed inside the JVM around the call of Work.iteration(). With `--settle
+//! N`, profiling goes on for N more iterations and one more window of K
+//! before the detach (the settled overhead).
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
@@ -179,28 +181,47 @@ struct Sample {
     total_mean: f64,
     total_median: f64,
     after_mean: f64,
+    /// With `--settle`: medians of the bare window timed after `settle`
+    /// more bare iterations, and of the profiled window timed after
+    /// `settle` more profiled ones.
+    settled: Option<(f64, f64)>,
     p: ProfileSummary,
     attach_ms: f64,
     detach_ms: f64,
+    /// CPU the `sprig` process used while profiling, ms.
+    cli_cpu_ms: Option<f64>,
     k: usize,
+    settle: usize,
     whole: bool,
 }
 
 impl Sample {
+    /// Iterations the report covers: the measured window, and with
+    /// `--settle` the settling iterations and the settled window too.
+    fn profiled(&self) -> f64 {
+        (if self.settled.is_some() {
+            2 * self.k + self.settle
+        } else {
+            self.k
+        }) as f64
+    }
     fn calls_per_iter(&self) -> f64 {
-        self.p.all_calls as f64 / self.k as f64
+        self.p.all_calls as f64 / self.profiled()
     }
     fn root_ms(&self) -> f64 {
-        self.p.root_raw_ns / 1e6 / self.k as f64
+        self.p.root_raw_ns / 1e6 / self.profiled()
     }
     fn charged_ms(&self) -> f64 {
-        self.p.root_total_ns / 1e6 / self.k as f64
+        self.p.root_total_ns / 1e6 / self.profiled()
     }
     fn overhead(&self) -> f64 {
         (self.total_mean / self.bare_mean - 1.0) * 100.0
     }
     fn steady(&self) -> f64 {
         (self.total_median / self.bare_median - 1.0) * 100.0
+    }
+    fn settled(&self) -> Option<f64> {
+        self.settled.map(|(bare, prof)| (prof / bare - 1.0) * 100.0)
     }
     fn charged_bare(&self) -> Option<f64> {
         self.whole.then(|| self.charged_ms() / self.bare_mean)
@@ -273,9 +294,25 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     exclude: vec![],
                     scheme: scheme.to_string(),
                 };
+                // With --settle, a bare window just as far from the last
+                // disturbance: this workload keeps getting faster for a
+                // while, so the bare window at the repeat's start is no
+                // reference for a window timed after many more iterations.
+                let settled_bare = if ctx.settle > 0 {
+                    iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    Some(median(&iterate(&mut jvm, k, def.iteration_bound)?))
+                } else {
+                    None
+                };
                 let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
                 let attach = sprig.wait_profiling(Duration::from_secs(120))?;
                 let prof = iterate(&mut jvm, k, def.iteration_bound)?;
+                let settled_median = if ctx.settle > 0 {
+                    iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    Some(median(&iterate(&mut jvm, k, def.iteration_bound)?))
+                } else {
+                    None
+                };
                 let stopped = sprig.stop(Duration::from_secs(120))?;
                 let p = ProfileSummary::from_json(&stopped.report)?;
                 if p.lost > 0 {
@@ -294,9 +331,14 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         stopped.stderr
                     );
                 }
-                if r.whole && p.root_calls != k as u64 {
+                let made = if settled_median.is_some() {
+                    2 * k + ctx.settle
+                } else {
+                    k
+                };
+                if r.whole && p.root_calls != made as u64 {
                     bail!(
-                        "{} root {}: {} root calls recorded, {k} made",
+                        "{} root {}: {} root calls recorded, {made} made",
                         def.name,
                         r.label,
                         p.root_calls
@@ -310,10 +352,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     total_mean: mean(&prof),
                     total_median: median(&prof),
                     after_mean: mean(&after),
+                    settled: settled_bare.zip(settled_median),
                     p,
                     attach_ms: attach.as_secs_f64() * 1e3,
                     detach_ms: stopped.stop_time.as_secs_f64() * 1e3,
+                    cli_cpu_ms: stopped.cli_cpu.map(|d| d.as_secs_f64() * 1e3),
                     k,
+                    settle: ctx.settle,
                     whole: r.whole,
                 });
             }
@@ -329,6 +374,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             }
             let col = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { s.iter().map(f).collect() };
             let cb: Vec<f64> = s.iter().filter_map(Sample::charged_bare).collect();
+            let settled: Vec<f64> = s.iter().filter_map(Sample::settled).collect();
             let last = &s[s.len() - 1].p;
             rows.push(json!({
                 "workload": def.name, "root": r.label, "patterns": r.roots, "include": r.include,
@@ -338,6 +384,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "total_ms": json_of(&col(&|x| x.total_mean)),
                 "overhead_pct": json_of(&col(&|x| x.overhead())),
                 "steady_overhead_pct": json_of(&col(&|x| x.steady())),
+                "settled_overhead_pct": json_of(&settled),
+                "settle_iterations": ctx.settle,
                 "root_ms": json_of(&col(&|x| x.root_ms())),
                 "charged_ms": json_of(&col(&|x| x.charged_ms())),
                 "charged_over_bare": json_of(&cb),
@@ -350,6 +398,12 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "detach_and_report_ms": json_of(&col(&|x| x.detach_ms)),
                 "events": json_of(&col(&|x| x.p.events as f64)),
                 "profiled_window_ms": json_of(&col(&|x| x.p.duration_ms as f64)),
+                "cli_cpu_ms": json_of(&s.iter().filter_map(|x| x.cli_cpu_ms).collect::<Vec<_>>()),
+                "cli_cpu_pct_of_window": json_of(
+                    &s.iter()
+                        .filter_map(|x| Some(x.cli_cpu_ms? / x.p.duration_ms as f64 * 100.0))
+                        .collect::<Vec<_>>()
+                ),
                 "lost_events": 0,
                 "extra_stats": last.extra_stats,
                 "calibration": last.calibration,
@@ -376,7 +430,7 @@ fn sum(v: &Value, k: &str) -> Option<Summary> {
 /// The table in JFluid's columns (medians over repeats, [min-max]).
 pub fn print_table(results: &[Value]) {
     println!(
-        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
+        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
         "program",
         "root",
         "sch",
@@ -385,6 +439,7 @@ pub fn print_table(results: &[Value]) {
         "total ms",
         "overhead %",
         "steady %",
+        "settled %",
         "root ms",
         "charged",
         "charged/bare",
@@ -402,7 +457,7 @@ pub fn print_table(results: &[Value]) {
             let m = |k: &str| sum(r, k).map_or(f64::NAN, |s| s.median);
             let st = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
             println!(
-                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
+                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
                 st("workload"),
                 st("root"),
                 match st("scheme").as_str() {
@@ -415,6 +470,8 @@ pub fn print_table(results: &[Value]) {
                 fmt(sum(r, "total_ms"), 2),
                 fmt(sum(r, "overhead_pct"), 1),
                 m("steady_overhead_pct"),
+                sum(r, "settled_overhead_pct")
+                    .map_or("-".to_owned(), |s| format!("{:.1}", s.median)),
                 m("root_ms"),
                 m("charged_ms"),
                 sum(r, "charged_over_bare").map_or("-".to_owned(), |s| format!("{:.3}", s.median)),
@@ -430,6 +487,12 @@ pub fn print_table(results: &[Value]) {
                 && !x.is_empty()
             {
                 println!("        stats: {}", Value::Object(x.clone()));
+            }
+            if let Some(c) = sum(r, "cli_cpu_pct_of_window") {
+                println!(
+                    "        sprig process CPU while profiling: {:.0}% of one core (median over repeats)",
+                    c.median
+                );
             }
         }
         for s in w
