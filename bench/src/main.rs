@@ -36,6 +36,10 @@ struct Args {
     /// throughput, ring, javac, h2, jetty, calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
+    /// Of the workloads, run only the rows of these roots (repeat or
+    /// comma-separate): whole, compile, partial, statement, server, servlet.
+    #[arg(long, value_name = "LABEL", value_delimiter = ',')]
+    rows: Vec<String>,
     /// Repeats of each workload's bare/profiled windows (default 1 quick, 3 full).
     #[arg(long, value_name = "N")]
     repeats: Option<usize>,
@@ -68,6 +72,8 @@ pub struct Ctx {
     pub compare_dormant: bool,
     /// Extra profiled iterations before the settled window (0: none).
     pub settle: usize,
+    /// Root labels to run (empty: all).
+    pub rows: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -108,6 +114,7 @@ fn real_main() -> Result<bool> {
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
         settle: args.settle,
+        rows: args.rows.clone(),
         quick: args.quick,
         repeats: args
             .repeats

@@ -265,9 +265,25 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     let mut skipped: Vec<String> = Vec::new();
     let mut roots_only_seen = false;
     let out = ctx.env.scratch.path.join(format!("{}.json", def.name));
+    let wanted = |label: &str| ctx.rows.is_empty() || ctx.rows.iter().any(|r| r == label);
+    if !def.roots.iter().any(|r| wanted(r.label)) {
+        bail!(
+            "{}: no row among --rows {}; its rows are {}",
+            def.name,
+            ctx.rows.join(","),
+            def.roots
+                .iter()
+                .map(|r| r.label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     for rep in 0..ctx.repeats {
         let bare = iterate(&mut jvm, k, def.iteration_bound)?;
         for (ri, r) in def.roots.iter().enumerate() {
+            if !wanted(r.label) {
+                continue;
+            }
             for (si, scheme) in schemes.iter().enumerate() {
                 // Scheme A differs from B only once callees are revealed.
                 if *scheme != "lazy" && roots_only_seen {
