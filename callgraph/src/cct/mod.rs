@@ -637,8 +637,16 @@ impl CctBuilder {
     }
 
     /// Sets the calibrated probe cost in ticks of the session clock (as the
-    /// agent's `Calibration` message carries it).
+    /// agent's `Calibration` message carries it). The agent calibrates at
+    /// attach and again at a requested detach: of two calibrations the one
+    /// with the smaller pair (inner + outer) stays, since anything that
+    /// disturbs a calibration only makes the probes look slower.
     pub fn set_calibration_ticks(&mut self, inner_ticks: f64, outer_ticks: f64) {
+        if let Some((i, o)) = self.pending_calibration_ticks
+            && i + o <= inner_ticks + outer_ticks
+        {
+            return;
+        }
         self.calibration = None;
         self.pending_calibration_ticks = Some((inner_ticks, outer_ticks));
     }

@@ -135,6 +135,26 @@ fn calibration_in_ticks_converted_with_frequency() {
 }
 
 #[test]
+fn of_two_calibrations_the_faster_stays() {
+    // A disturbed calibration (first, then last) never replaces a faster one.
+    for order in [[(8.0, 6.0), (4.0, 2.0)], [(4.0, 2.0), (8.0, 6.0)]] {
+        let mut b = CctBuilder::new(2 * NS);
+        for (i, o) in order {
+            assert!(b.apply_message(&Message::Calibration {
+                inner_ticks: i,
+                outer_ticks: o,
+                samples: 100,
+            }));
+        }
+        b.process(1, &known_stream());
+        let p = b.finish();
+        let c = p.calibration.expect("calibration kept");
+        assert_eq!((c.inner_ns, c.outer_ns), (2.0, 1.0), "{order:?}");
+        assert_eq!(times_of(&p, 0, &[R]).total_ns, 40);
+    }
+}
+
+#[test]
 fn calibration_never_below_zero() {
     let mut b = CctBuilder::new(NS);
     b.set_calibration(Calibration::new(30.0, 30.0));
