@@ -818,6 +818,20 @@ fn drive(
     Ok(code)
 }
 
+/// Whether process `pid` is gone (or a zombie) within `bound`.
+fn jvm_gone_within(pid: u32, bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    loop {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The control connection closed: the JVM exited (or is exiting) unless it is
 /// still there after a short wait, in which case the agent went away.
 fn connection_closed(pid: u32, child: Option<&mut std::process::Child>) -> End {
@@ -929,6 +943,12 @@ fn handle_message(
         Message::Error(e) => return Some(End::AgentError(e)),
         Message::Detached(s) => {
             *stats = s;
+            // Not asked for: the agent ended the session itself. When the
+            // JVM is exiting it may still get its `Detached` out before the
+            // process goes; that is an early end, not a normal detach.
+            if *phase != Phase::Detaching && jvm_gone_within(pid, Duration::from_secs(2)) {
+                return Some(End::JvmExited(format!("JVM {pid} exited")));
+            }
             return Some(End::Detached);
         }
         _ => {}
