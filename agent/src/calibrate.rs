@@ -27,7 +27,6 @@ use crate::instrument;
 use crate::probe;
 use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::{ClockKind, Event, EventKind};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Internal name of the calibration class.
@@ -63,26 +62,22 @@ pub struct Figures {
 }
 
 /// Calibrates the probes on the calling (agent) thread within about
-/// `budget`. `dir` is the private session directory (the private ring's
-/// file lives there while this runs); `clock` and `ticks_per_sec` are the
-/// session ring's, so the figures are in the ticks the events carry.
+/// `budget`, recording into a private ring in anonymous shared memory, like
+/// the session's; `clock` and `ticks_per_sec` are the session ring's, so the
+/// figures are in the ticks the events carry.
 pub fn run(
     jni: Jni<'_>,
-    dir: &Path,
     clock: ClockKind,
     ticks_per_sec: u64,
     budget: Duration,
 ) -> Result<Figures, String> {
-    let path = dir.join("calibration.ring");
-    let _ = std::fs::remove_file(&path);
     let cfg = RingConfig {
         segment_bytes: 64 << 10,
         segments: 32,
         clock,
         ticks_per_sec,
     };
-    let region = Region::create(&path, &cfg).map_err(|e| format!("private ring: {e}"))?;
-    let _ = std::fs::remove_file(&path);
+    let (region, _fd) = Region::create_memfd(&cfg).map_err(|e| format!("private ring: {e}"))?;
     let mut consumer = Consumer::new(region.clone());
     let result = jni.with_local_frame(16, |jni| {
         let class = calibration_class(jni)?;

@@ -238,7 +238,7 @@ pub struct Session {
     /// its ticks per second): a second measurement, seconds or minutes after
     /// the first, which the CLI takes when it is the faster (see
     /// `calibrate_again`).
-    recalibrate: Option<(std::path::PathBuf, sprig_wire::ClockKind, u64)>,
+    recalibrate: Option<(sprig_wire::ClockKind, u64)>,
 }
 
 /// Why the control loop ended.
@@ -343,14 +343,16 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
             }
         }
     };
-    start_profiling(agent, jni, ch, &opts, session_opts)
+    // The ring came as a sealed memfd with the `Start` frame.
+    let ring = ch.take_fd();
+    start_profiling(agent, jni, ch, ring, session_opts)
 }
 
 fn start_profiling(
     agent: &'static Agent,
     jni: Jni<'_>,
     ch: Channel,
-    opts: &AgentOptions,
+    ring: Option<std::os::fd::OwnedFd>,
     so: SessionOptions,
 ) -> Option<Session> {
     // No root and calibration asked: `sprig calibrate`, a session that only
@@ -368,7 +370,10 @@ fn start_profiling(
         Ok(p) => p,
         Err(e) => return refuse(ch, e.to_string()),
     };
-    let region = match Region::open(&opts.ring_path()) {
+    let Some(ring) = ring else {
+        return refuse(ch, "no event ring came with the Start message".into());
+    };
+    let region = match Region::from_fd(ring) {
         Ok(r) => r,
         Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
     };
@@ -396,7 +401,7 @@ fn start_profiling(
     probe::start(jni, region, so.wait_bound_ms);
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
-        match calibrate::run(jni, &opts.dir, clock, ticks_per_sec, CALIBRATION_BUDGET) {
+        match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
             Ok(f) => send_calibration(f),
             Err(e) => {
                 send(Message::Warning(format!(
@@ -407,8 +412,7 @@ fn start_profiling(
     }
     let session = Session {
         ch,
-        recalibrate: (so.calibrate && !calibrate_only)
-            .then(|| (opts.dir.clone(), clock, ticks_per_sec)),
+        recalibrate: (so.calibrate && !calibrate_only).then_some((clock, ticks_per_sec)),
     };
     if calibrate_only {
         session.detach(agent, jni, End::Requested);
@@ -490,8 +494,8 @@ impl Session {
     /// a disturbance only ever slows a calibration, so the CLI keeps the
     /// faster of the two.
     fn calibrate_again(&self, jni: Jni<'_>) {
-        if let Some((dir, clock, ticks_per_sec)) = &self.recalibrate
-            && let Ok(f) = calibrate::run(jni, dir, *clock, *ticks_per_sec, CALIBRATION_BUDGET)
+        if let Some((clock, ticks_per_sec)) = self.recalibrate
+            && let Ok(f) = calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET)
         {
             send_calibration(f);
         }

@@ -3,6 +3,7 @@
 //! write the report.
 
 use std::io::{IsTerminal, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -198,10 +199,13 @@ impl SessionArgs {
 }
 
 /// Everything created for one session on the CLI side. Dropping it removes
-/// the private directory, the socket and the ring file.
+/// the private directory and the socket; the ring (a memfd) goes with the
+/// last reference to its mapping.
 struct Prepared {
     dir: SessionDir,
     region: Arc<Region>,
+    /// The ring's sealed memfd, handed to the agent with `Start`.
+    ring_fd: OwnedFd,
     listener: Listener,
 }
 
@@ -227,13 +231,14 @@ fn prepare_with(
         clock: clock_kind,
         ticks_per_sec,
     };
-    let region = Region::create(&dir.ring_path(), &cfg).context("cannot create the event ring")?;
-    dir.adopt(&dir.ring_path())
-        .context("cannot hand the event ring to the JVM's user")?;
+    // Anonymous shared memory, handed over the control socket: nothing on
+    // a disk, nothing another user could open or truncate.
+    let (region, ring_fd) = Region::create_memfd(&cfg).context("cannot create the event ring")?;
     let listener = Listener::bind(&dir).context("cannot create the control socket")?;
     Ok(Prepared {
         dir,
         region,
+        ring_fd,
         listener,
     })
 }
@@ -325,17 +330,20 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let writer = channel
         .try_clone()
         .context("cannot duplicate the control socket")?;
-    writer.send(&Message::Start(SessionOptions {
-        roots: Vec::new(),
-        include: Vec::new(),
-        exclude: Vec::new(),
-        scheme: Scheme::Lazy,
-        clock: clock_kind,
-        roots_only: true,
-        calibrate: true,
-        wait_bound_ms: 2000,
-        no_dormant: false,
-    }))?;
+    writer.send_with_fd(
+        &Message::Start(SessionOptions {
+            roots: Vec::new(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            scheme: Scheme::Lazy,
+            clock: clock_kind,
+            roots_only: true,
+            calibrate: true,
+            wait_bound_ms: 2000,
+            no_dormant: false,
+        }),
+        prepared.ring_fd.as_fd(),
+    )?;
     let messages = spawn_reader(channel);
     let mut clock_used = prepared.region.clock();
     let mut ticks_per_sec = prepared.region.ticks_per_sec();
@@ -614,7 +622,10 @@ fn drive(
     let writer = channel
         .try_clone()
         .context("cannot duplicate the control socket")?;
-    writer.send(&Message::Start(args.session_options()))?;
+    writer.send_with_fd(
+        &Message::Start(args.session_options()),
+        prepared.ring_fd.as_fd(),
+    )?;
     let messages = spawn_reader(channel);
     let ticks_per_sec = prepared.region.ticks_per_sec();
     let mut consumer = Consumer::new(prepared.region.clone());

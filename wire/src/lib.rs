@@ -10,6 +10,7 @@ pub mod clock;
 pub mod codec;
 pub mod control;
 pub mod event;
+pub mod memfd;
 pub mod ring;
 pub mod session;
 

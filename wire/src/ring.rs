@@ -65,15 +65,18 @@
 //!
 //! One thing validation cannot stop: a peer that may write the file may
 //! also truncate it, and touching a mapped page past the new end raises
-//! SIGBUS. Within one user that peer could kill the process anyway; when
-//! root profiles another user's JVM (the ring handed to that user), a
-//! sealed memfd passed over the socket would close this gap.
+//! SIGBUS. Sessions therefore use [`Region::create_memfd`]: anonymous
+//! shared memory sealed against shrinking and growing, passed to the agent
+//! as a descriptor ([`Region::from_fd`] insists on the seals). The path
+//! based [`Region::create`] and [`Region::open`] remain for tools and tests.
 
 use crate::clock;
 use crate::control::{ClockKind, PROTOCOL_VERSION};
 use crate::event::{Event, EventKind};
+use crate::memfd;
 use memmap2::MmapRaw;
 use std::fs::{File, OpenOptions};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -301,7 +304,41 @@ impl Region {
             .open(path)?;
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         file.set_len(len)?;
-        let region = Region::map(&file, cfg, len as usize)?;
+        Region::init(&file, cfg, len)
+    }
+
+    /// Creates the ring in anonymous shared memory, a memfd sealed against
+    /// shrinking and growing, and maps it; returns the region and the
+    /// descriptor to hand to the other side ([`Region::from_fd`], e.g. over
+    /// the control socket with [`crate::session::Channel::send_with_fd`]).
+    ///
+    /// Unlike a file in a directory, the memory is never written back to a
+    /// disk (on a disk-backed `/tmp`, writeback write-protects the ring's
+    /// pages every few seconds and the probes' next stores take page
+    /// faults), and the seals mean no peer can truncate it under a mapping
+    /// (SIGBUS).
+    pub fn create_memfd(cfg: &RingConfig) -> Result<(Arc<Region>, OwnedFd), RingError> {
+        let len = cfg.validate()?;
+        let fd = memfd::create("sprig-ring")?;
+        let file = File::from(fd);
+        file.set_len(len)?;
+        memfd::seal_size(&file)?;
+        let region = Region::init(&file, cfg, len)?;
+        Ok((region, OwnedFd::from(file)))
+    }
+
+    /// Maps a ring received as a descriptor (see [`Region::create_memfd`]),
+    /// validating it like [`Region::open`]; the descriptor must carry the
+    /// size seals, so the sender cannot truncate it under this mapping.
+    pub fn from_fd(fd: OwnedFd) -> Result<Arc<Region>, RingError> {
+        memfd::check_size_sealed(&fd)?;
+        Region::open_file(File::from(fd))
+    }
+
+    /// Writes the header of a fresh (zeroed) ring of `len` bytes in `file`
+    /// and maps it.
+    fn init(file: &File, cfg: &RingConfig, len: u64) -> Result<Arc<Region>, RingError> {
+        let region = Region::map(file, cfg, len as usize)?;
         let h = region.header();
         h.version.store(PROTOCOL_VERSION, Ordering::Relaxed);
         h.header_bytes.store(HEADER_BYTES as u32, Ordering::Relaxed);
@@ -324,6 +361,10 @@ impl Region {
             .write(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)?;
+        Region::open_file(file)
+    }
+
+    fn open_file(file: File) -> Result<Arc<Region>, RingError> {
         let file_len = file.metadata()?.len();
         if file_len < HEADER_BYTES as u64 {
             return Err(RingError::Layout(format!(

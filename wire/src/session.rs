@@ -1,19 +1,22 @@
 //! The private session directory, the control-socket listener (CLI side),
 //! the connector (agent side) and the framed [`Channel`] between them.
 //!
-//! Security model: everything lives in a fresh directory
+//! Security model: the control socket lives in a fresh directory
 //! `/tmp/sprig-<uid>-<random>` created with mode 0700 (by `mkdir`, which
-//! fails if the name exists, so nobody can pre-plant it); the socket and the
-//! ring file inside are 0600. The listener additionally checks the peer's
-//! credentials (`SO_PEERCRED`: uid, and pid when known) and a 16-byte random
-//! token that only the agent's option string carries; the agent checks that
-//! the listener is the CLI process named in its options.
+//! fails if the name exists, so nobody can pre-plant it); the socket inside
+//! is 0600. The listener additionally checks the peer's credentials
+//! (`SO_PEERCRED`: uid, and pid when known) and a 16-byte random token that
+//! only the agent's option string carries; the agent checks that the
+//! listener is the CLI process named in its options. The event ring is not
+//! a file in that directory: the CLI creates it as a sealed memfd and hands
+//! the descriptor to the agent with `Start` ([`Channel::send_with_fd`]), so
+//! no other process can open it and neither side can resize it.
 
 use crate::codec::{self, CodecError};
 use crate::control::{AgentOptions, JvmInfo, Message, PROTOCOL_VERSION};
 use std::fs::{self, DirBuilder, File};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -23,7 +26,8 @@ use thiserror::Error;
 
 /// Name of the control socket inside the session directory.
 pub const SOCKET_NAME: &str = "control.sock";
-/// Name of the ring file inside the session directory.
+/// Name of a ring file inside the session directory (tests and tools;
+/// sessions pass the ring as a memfd instead).
 pub const RING_NAME: &str = "ring";
 
 /// Reads `n` random bytes from `/dev/urandom`.
@@ -580,6 +584,8 @@ pub struct Channel {
     /// Bytes received but not yet decoded (a partial frame survives a
     /// `recv_timeout` that timed out).
     rbuf: Vec<u8>,
+    /// Descriptors received with the bytes (`SCM_RIGHTS`), oldest first.
+    fds: Vec<OwnedFd>,
 }
 
 impl Channel {
@@ -588,7 +594,35 @@ impl Channel {
             stream,
             write_lock: Arc::new(Mutex::new(())),
             rbuf: Vec::new(),
+            fds: Vec::new(),
         })
+    }
+
+    /// Sends one message with a descriptor attached (`SCM_RIGHTS` on the
+    /// frame's bytes); the peer takes it with [`Channel::take_fd`] once it
+    /// has received the message.
+    pub fn send_with_fd(&self, msg: &Message, fd: BorrowedFd<'_>) -> Result<(), SessionError> {
+        let frame = codec::encode(msg)?;
+        let _guard = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let sent = send_fd(&self.stream, &frame, fd).map_err(closed_or_io)?;
+        use std::io::Write;
+        (&self.stream)
+            .write_all(&frame[sent..])
+            .map_err(closed_or_io)
+    }
+
+    /// The oldest descriptor received and not yet taken. Descriptors come
+    /// with the bytes of the message they were sent with, so after that
+    /// message has been received this returns its descriptor.
+    pub fn take_fd(&mut self) -> Option<OwnedFd> {
+        if self.fds.is_empty() {
+            None
+        } else {
+            Some(self.fds.remove(0))
+        }
     }
 
     /// Sends one message (one `write_all` under the channel's write lock).
@@ -601,16 +635,7 @@ impl Channel {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         use std::io::Write;
-        (&self.stream).write_all(&frame).map_err(|e| {
-            if matches!(
-                e.kind(),
-                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
-            ) {
-                SessionError::Closed
-            } else {
-                SessionError::Io(e)
-            }
-        })
+        (&self.stream).write_all(&frame).map_err(closed_or_io)
     }
 
     /// Blocks until the next message arrives.
@@ -647,7 +672,7 @@ impl Channel {
                 }
             };
             self.stream.set_read_timeout(wait)?;
-            match (&self.stream).read(&mut chunk) {
+            match recv_with_fds(&self.stream, &mut chunk, &mut self.fds) {
                 Ok(0) => {
                     return Err(if self.rbuf.is_empty() {
                         SessionError::Closed
@@ -685,6 +710,7 @@ impl Channel {
             stream: self.stream.try_clone()?,
             write_lock: Arc::clone(&self.write_lock),
             rbuf: Vec::new(),
+            fds: Vec::new(),
         })
     }
 
@@ -705,6 +731,107 @@ impl Channel {
             other => other,
         }
     }
+}
+
+fn closed_or_io(e: io::Error) -> SessionError {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    ) {
+        SessionError::Closed
+    } else {
+        SessionError::Io(e)
+    }
+}
+
+/// Room for the control message of one descriptor (`CMSG_SPACE` of an
+/// int, rounded up generously), in u64 words for alignment.
+const CMSG_WORDS: usize = 8;
+/// Most descriptors one receive accepts; more are closed at once.
+const MAX_FDS: usize = 4;
+
+/// `sendmsg` of (a first part of) `bytes` with `fd` attached; returns how
+/// many bytes went out (at least one).
+fn send_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    let mut cbuf = [0u64; CMSG_WORDS];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    assert!(space <= std::mem::size_of_val(&cbuf));
+    msg.msg_controllen = space as _;
+    // SAFETY: msg_control points at `cbuf`, which holds `space` bytes, so
+    // CMSG_FIRSTHDR is non-null and the header and its int payload (at
+    // CMSG_DATA, within CMSG_LEN(int) <= space) lie inside `cbuf`.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd.as_raw_fd());
+    }
+    loop {
+        // SAFETY: the socket is live (borrowed from `stream`); `msg` points
+        // at `iov` (over `bytes`) and `cbuf`, all alive for the call.
+        let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if n > 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// `recvmsg` into `buf`, keeping any descriptors that came along
+/// (close-on-exec) in `fds`; returns the byte count like `read`.
+fn recv_with_fds(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; CMSG_WORDS * MAX_FDS];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: the socket is live (borrowed from `stream`); `msg` points at
+    // `iov` (over `buf`) and `cbuf`, both writable and alive for the call.
+    let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled `msg` and `cbuf`; CMSG_FIRSTHDR/NXTHDR walk
+    // only headers inside msg_controllen, and each SCM_RIGHTS payload holds
+    // (cmsg_len - CMSG_LEN(0)) / sizeof(int) descriptors now owned by us.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let payload = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                for i in 0..payload / std::mem::size_of::<libc::c_int>() {
+                    let fd = std::ptr::read_unaligned(data.add(i));
+                    let owned = OwnedFd::from_raw_fd(fd);
+                    if fds.len() < MAX_FDS {
+                        fds.push(owned);
+                    }
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok(n as usize)
 }
 
 fn expected_len(buf: &[u8]) -> usize {

@@ -203,3 +203,33 @@ fn thread_index_reuse_keeps_order() {
     });
     assert_eq!(next, 2 * cap);
 }
+
+/// The memfd ring is sealed: its size cannot change under a mapping, and
+/// `from_fd` refuses a descriptor without those seals (a plain file, an
+/// unsealed memfd).
+#[test]
+fn memfd_ring_is_sealed_and_unsealed_descriptors_are_refused() {
+    use std::os::fd::OwnedFd;
+    let (region, fd) = Region::create_memfd(&cfg()).unwrap();
+    assert!(!region.is_empty());
+    let file = std::fs::File::from(fd.try_clone().unwrap());
+    for len in [0, region.len() as u64 * 2] {
+        let e = file.set_len(len).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPERM), "set_len({len}): {e}");
+    }
+    // The same memory mapped again through the descriptor.
+    let again = Region::from_fd(fd).unwrap();
+    assert_eq!(again.len(), region.len());
+
+    let unsealed = sprig_wire::memfd::create("unsealed").unwrap();
+    std::fs::File::from(unsealed.try_clone().unwrap())
+        .set_len(region.len() as u64)
+        .unwrap();
+    assert!(matches!(Region::from_fd(unsealed), Err(RingError::Io(_))));
+
+    let dir = SessionDir::create().unwrap();
+    let p = dir.ring_path();
+    drop(Region::create(&p, &cfg()).unwrap());
+    let plain = OwnedFd::from(std::fs::File::open(&p).unwrap());
+    assert!(matches!(Region::from_fd(plain), Err(RingError::Io(_))));
+}

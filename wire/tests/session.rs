@@ -413,3 +413,61 @@ fn slow_hello_survives_accepting_in_short_slices() {
         }
     );
 }
+
+/// The ring travels as a descriptor with `Start`: the agent side maps the
+/// very memory the CLI created (an event pushed there is consumed here),
+/// and messages before and after the descriptor arrive intact.
+#[test]
+fn the_ring_descriptor_travels_with_start() {
+    use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
+    use sprig_wire::event::{Event, EventKind};
+    use sprig_wire::ring::{Consumer, Producer, Region, RingConfig};
+    use std::os::fd::AsFd;
+
+    let dir = SessionDir::create().unwrap();
+    let listener = Listener::bind(&dir).unwrap();
+    let opts = dir.agent_options(std::process::id());
+    let agent = thread::spawn(move || {
+        let mut ch = connect(&opts, jvm(), T).unwrap();
+        assert_eq!(ch.recv().unwrap(), Message::StatusRequest);
+        let Message::Start(o) = ch.recv().unwrap() else {
+            panic!("expected Start")
+        };
+        assert_eq!(o.roots, vec!["a.B::c".to_string()]);
+        let region = Region::from_fd(ch.take_fd().expect("the ring came with Start")).unwrap();
+        let mut p = Producer::new(region, 7, Duration::from_secs(1));
+        p.push(Event::new(EventKind::MethodEntry, 42, 1234))
+            .unwrap();
+        p.release();
+        ch.send(&Message::Warning("pushed".into())).unwrap();
+        assert_eq!(ch.recv().unwrap(), Message::Detach);
+        assert!(ch.take_fd().is_none());
+    });
+    let (mut ch, _) = listener.accept(&expect_me(&dir), T).unwrap();
+    let cfg = RingConfig {
+        segment_bytes: 4096,
+        segments: 4,
+        clock: ClockKind::Tsc,
+        ticks_per_sec: 1_000_000_000,
+    };
+    let (region, fd) = Region::create_memfd(&cfg).unwrap();
+    ch.send(&Message::StatusRequest).unwrap();
+    let start = Message::Start(SessionOptions {
+        roots: vec!["a.B::c".into()],
+        include: vec![],
+        exclude: vec![],
+        scheme: Scheme::Lazy,
+        clock: ClockKind::Tsc,
+        roots_only: true,
+        calibrate: false,
+        wait_bound_ms: 1000,
+        no_dormant: false,
+    });
+    ch.send_with_fd(&start, fd.as_fd()).unwrap();
+    assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));
+    let mut seen = Vec::new();
+    Consumer::new(region).poll(&mut |t, evs| seen.extend(evs.iter().map(|e| (t, e.id))));
+    assert_eq!(seen, vec![(7, 42)]);
+    ch.send(&Message::Detach).unwrap();
+    agent.join().unwrap();
+}

@@ -112,6 +112,7 @@ pub struct FakeCli {
     listener: Listener,
     pub region: std::sync::Arc<Region>,
     consumer: Consumer,
+    ring_fd: std::os::fd::OwnedFd,
     pub ch: Option<Channel>,
     pub msgs: Vec<Message>,
     pub events: BTreeMap<u32, Vec<Event>>,
@@ -133,12 +134,13 @@ impl FakeCli {
             clock,
             ticks_per_sec,
         };
-        let region = Region::create(&dir.ring_path(), &cfg).expect("ring");
+        let (region, ring_fd) = Region::create_memfd(&cfg).expect("ring");
         let consumer = Consumer::new(region.clone());
         FakeCli {
             dir,
             listener,
             region,
+            ring_fd,
             consumer,
             ch: None,
             msgs: Vec::new(),
@@ -170,14 +172,24 @@ impl FakeCli {
         self.ch.as_ref().expect("connected").send(m).expect("send");
     }
 
+    /// Sends `Start` with the ring attached, as the CLI does.
+    fn send_start(&self, o: sprig_wire::control::SessionOptions) {
+        use std::os::fd::AsFd;
+        self.ch
+            .as_ref()
+            .expect("connected")
+            .send_with_fd(&Message::Start(o), self.ring_fd.as_fd())
+            .expect("send Start");
+    }
+
     /// Starts a session that instruments only `roots`.
     pub fn start(&mut self, roots: &[&str]) {
-        self.send(&Message::Start(session_options(roots, true)));
+        self.send_start(session_options(roots, true));
     }
 
     /// Starts a session that reveals what `roots` call (Scheme B).
     pub fn start_revealing(&mut self, roots: &[&str]) {
-        self.send(&Message::Start(session_options(roots, false)));
+        self.send_start(session_options(roots, false));
     }
 
     pub fn poll(&mut self) {
