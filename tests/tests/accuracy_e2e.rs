@@ -1,15 +1,18 @@
 //! Exact time, end to end (issue 6): the probes' cost is calibrated inside
 //! the target at attach and subtracted per call, so the time sprig charges a
 //! root comes close to the same root's bare time (JFluid's accuracy metric,
-//! charged ÷ bare), measured in the same JVM before sprig attached.
+//! charged ÷ bare).
 //!
-//! Fixture `accuracy.Accuracy` (fixtures/src/accuracy): (a) `spin`, a root
-//! whose three children spin for 200 µs, 500 µs and 1 ms; (b) `calls`,
-//! 200,000 calls of a method doing a few ns of dependent arithmetic; (c)
-//! `deep`, a recursion 1,000 frames deep. The bare time is the median over
-//! rounds of K root calls timed inside the JVM; the charged time is the
-//! median over the same number of rounds, each on its own thread
-//! (`measure-S-r`), of sprig's exact root time per call, after a warm-up
+//! Fixture `accuracy.Accuracy` driving `accuracy.Work` (fixtures/src/accuracy):
+//! (a) `spin`, a root whose three children spin for 200 µs, 500 µs and 1 ms;
+//! (b) `calls`, 200,000 calls of a method doing a few ns of dependent
+//! arithmetic; (c) `deep`, a recursion 1,000 frames deep. The bare time
+//! comes from `accuracy.Bare`, a twin of `Work` (the same class file under
+//! another name, defined by the fixture, never instrumented), timed on the
+//! same thread right before and after each profiled round: a host that
+//! slows this machine's cores for a while slows the twin alike, and rounds
+//! whose twin ran slower than before the attach are not judged. Each
+//! profiled round runs on its own thread (`measure-S-r`), after a warm-up
 //! thread has let the JIT compile the instrumented code.
 //!
 //! Run with `--nocapture` to see the figures.
@@ -50,35 +53,26 @@ fn start_fixture(jdk: &Jdk, classes: &Path) -> Proc {
     p
 }
 
-/// Bare time per root call in ns, (median, min) over `ROUNDS` rounds
-/// (after one warm-up series that is thrown away).
-fn bare_ns(jvm: &mut Proc, scenario: &str, k: u32) -> (f64, f64) {
-    let prefix = format!("bare {scenario} ");
-    jvm.send(&format!("bare {scenario} {k} {ROUNDS}"));
-    jvm.wait_for(&prefix, LONG, |l| l.starts_with(&prefix));
-    jvm.send(&format!("bare {scenario} {k} {ROUNDS}"));
-    // The second answer is the last line with the prefix once it arrives.
-    let line = jvm.wait_for(&prefix, LONG, |l| l.starts_with(&prefix));
-    let line = {
-        let all: Vec<String> = jvm
-            .stdout()
-            .lines()
-            .filter(|l| l.starts_with(&prefix))
-            .map(str::to_string)
-            .collect();
-        if all.len() >= 2 {
-            all[all.len() - 1].clone()
-        } else {
-            line
-        }
-    };
-    let field = |i: usize| -> f64 {
-        line.split_whitespace()
-            .nth(i)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("bad bare line {line:?}"))
-    };
-    (field(2), field(3))
+/// The numbers after `prefix` on `line`.
+fn numbers(line: &str, prefix: &str) -> Vec<f64> {
+    line.strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{line:?} does not start with {prefix:?}"))
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad line {line:?}")))
+        .collect()
+}
+
+/// Median ns per root call over `ROUNDS` rounds before sprig attached, of
+/// `Work` itself (`bare`) or of its never-instrumented twin (`twin`), after
+/// one warm-up series that is thrown away.
+fn before_attach(jvm: &mut Proc, what: &str, scenario: &str, k: u32) -> f64 {
+    let prefix = format!("{what} {scenario} ");
+    let mut line = String::new();
+    for _ in 0..2 {
+        jvm.send(&format!("{what} {scenario} {k} {ROUNDS}"));
+        line = jvm.wait_for(&prefix, LONG, |l| l.starts_with(&prefix));
+    }
+    numbers(&line, &prefix)[0]
 }
 
 /// Parses a report that may nest deeper than serde_json's default limit
@@ -98,23 +92,54 @@ fn parse_deep(text: String) -> Value {
         .expect("parser thread")
 }
 
-/// One measuring thread: (charged ns per root call, raw ns per root call,
-/// child self ns per call by method name).
-type Round = (f64, f64, Vec<(String, f64)>);
+/// One profiled round: what sprig charged thread `measure-S-r`, and the
+/// bare time of the twin timed on that thread just before and after.
+struct Round {
+    /// Charged (exact) ns per root call.
+    charged: f64,
+    /// Raw ns per root call (probe cost included).
+    raw: f64,
+    /// Exact self ns per call of each child of the root, by method name.
+    children: Vec<(String, f64)>,
+    /// The twin's ns per root call: mean of the rounds before and after.
+    bare: f64,
+}
 
-/// Per measuring thread of `scenario`.
-fn measured(report: &Value, scenario: &str) -> Vec<Round> {
-    let prefix = format!("measure-{scenario}-");
+impl Round {
+    fn ratio(&self) -> f64 {
+        self.charged / self.bare
+    }
+
+    /// The share of the probes' cost (raw - bare) left after subtraction.
+    fn left(&self) -> f64 {
+        (self.charged - self.bare) / (self.raw - self.bare)
+    }
+}
+
+/// The rounds of `scenario`: sprig's report per measuring thread, joined
+/// with the fixture's `round S r before profiled after` lines.
+fn rounds(report: &Value, jvm: &Proc, scenario: &str) -> Vec<Round> {
+    let prefix = format!("round {scenario} ");
+    let mut twin = std::collections::HashMap::new();
+    for line in jvm.stdout().lines().filter(|l| l.starts_with(&prefix)) {
+        let v = numbers(line, &prefix);
+        twin.insert(v[0] as usize, (v[1] + v[3]) / 2.0);
+    }
+    let thread_prefix = format!("measure-{scenario}-");
     let mut out = Vec::new();
     for t in report["threads"].as_array().expect("threads") {
-        if !t["name"].as_str().unwrap_or("").starts_with(&prefix) {
+        let Some(index) = t["name"]
+            .as_str()
+            .and_then(|n| n.strip_prefix(&thread_prefix))
+            .and_then(|r| r.parse::<usize>().ok())
+        else {
             continue;
-        }
+        };
         let roots = t["roots"].as_array().expect("roots");
         assert_eq!(roots.len(), 1, "one root per measuring thread: {t}");
         let r = &roots[0];
         let calls = r["calls"].as_f64().expect("calls");
-        let kids = r["children"]
+        let children = r["children"]
             .as_array()
             .expect("children")
             .iter()
@@ -125,23 +150,32 @@ fn measured(report: &Value, scenario: &str) -> Vec<Round> {
                 )
             })
             .collect();
-        out.push((
-            r["total_ns"].as_f64().expect("total_ns") / calls,
-            r["raw_total_ns"].as_f64().expect("raw_total_ns") / calls,
-            kids,
-        ));
+        let bare = *twin
+            .get(&index)
+            .unwrap_or_else(|| panic!("no twin timing for round {index} of {scenario}"));
+        out.push(Round {
+            charged: r["total_ns"].as_f64().expect("total_ns") / calls,
+            raw: r["raw_total_ns"].as_f64().expect("raw_total_ns") / calls,
+            children,
+            bare,
+        });
     }
     out
 }
 
-/// (charged, raw) per root call of the median round among the `n` with the
-/// least raw time: the rounds least disturbed by other threads and
-/// processes (a disturbance only ever adds time).
-fn quietest(rounds: &[Round], n: usize) -> (f64, f64) {
-    let mut v: Vec<(f64, f64)> = rounds.iter().map(|r| (r.0, r.1)).collect();
-    v.sort_by(|a, b| a.1.total_cmp(&b.1));
-    v.truncate(n.max(1));
-    v[v.len() / 2]
+/// The rounds to judge: of those whose twin ran within 10% of its speed
+/// before the attach (the host had not slowed the cores: a slowed core
+/// makes the probes cost more than the calibration measured), the `n` with
+/// the least raw time against their twin (the least preempted: a
+/// disturbance only ever adds time). Empty when no round ran at speed.
+fn judged(rounds: &[Round], quiet_twin: f64, n: usize) -> Vec<&Round> {
+    let mut v: Vec<&Round> = rounds
+        .iter()
+        .filter(|r| (r.bare / quiet_twin - 1.0).abs() <= 0.10)
+        .collect();
+    v.sort_by(|a, b| (a.raw / a.bare).total_cmp(&(b.raw / b.bare)));
+    v.truncate(n);
+    v
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -156,17 +190,31 @@ fn charged_time_matches_bare_time() {
     for jdk in test_jdks("charged_time_matches_bare_time") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_fixture(&jdk, classes.path());
-        let bare: Vec<(f64, f64)> = SCENARIOS
-            .iter()
-            .map(|(s, _, k)| bare_ns(&mut jvm, s, *k))
-            .collect();
+        // Before the attach: the root itself and its twin, which must run
+        // alike (the same bytecode under another name).
+        let mut quiet_twin = Vec::new();
+        for (s, _, k) in SCENARIOS {
+            let bare = before_attach(&mut jvm, "bare", s, k);
+            let twin = before_attach(&mut jvm, "twin", s, k);
+            println!(
+                "JDK {} {s:5}: before the attach: bare {:9.1} µs/root call, twin {:9.1} µs",
+                jdk.major,
+                bare / 1e3,
+                twin / 1e3
+            );
+            assert!(
+                (twin / bare - 1.0).abs() < 0.25,
+                "{s}: the twin ({twin} ns) does not run like the root ({bare} ns)"
+            );
+            quiet_twin.push(twin);
+        }
 
         let tmp = TempDir::new("accuracy");
         let out = tmp.path().join("report.json");
         let mut cmd = Command::new(sprig_bin());
         cmd.args(["profile", &jvm.pid().to_string()]);
         for (_, m, _) in SCENARIOS {
-            cmd.args(["--root", &format!("accuracy.Accuracy::{m}")]);
+            cmd.args(["--root", &format!("accuracy.Work::{m}")]);
         }
         cmd.args(["--format", "json", "-o"]).arg(&out);
         let mut sprig = Proc::spawn("sprig", cmd);
@@ -183,7 +231,12 @@ fn charged_time_matches_bare_time() {
             .wait_exit(LONG)
             .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
         assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
-        let report = parse_deep(std::fs::read_to_string(&out).expect("report written"));
+        let text = std::fs::read_to_string(&out).expect("report written");
+        assert!(
+            !text.contains("accuracy.Bare"),
+            "the twin must stay uninstrumented"
+        );
+        let report = parse_deep(text);
         jvm.send("exit");
 
         let cal = &report["calibration"];
@@ -194,99 +247,92 @@ fn charged_time_matches_bare_time() {
             "calibration out of range: {cal}"
         );
         assert_eq!(report["stats"]["lost_events"], 0, "lost events");
+        assert!(
+            report["stats"]["instrumented_methods"].as_u64() >= Some(7),
+            "the roots and their callees are instrumented, the twin is not: {}",
+            report["stats"]
+        );
         println!(
             "JDK {}: calibration t_I {inner:.1} ns, t_O {outer:.1} ns",
             jdk.major
         );
 
-        // Per scenario: bare (median, min), charged (median, min), raw median.
-        for ((s, _, _), (bare, bare_min)) in SCENARIOS.iter().zip(&bare) {
-            let m = measured(&report, s);
-            assert_eq!(m.len(), ROUNDS as usize, "measuring threads of {s}");
-            let charged = median(m.iter().map(|x| x.0).collect());
-            let charged_min = m.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
-            let raw = median(m.iter().map(|x| x.1).collect());
-            let ratio = charged / bare;
-            let best = charged_min / bare_min;
+        for ((s, _, _), quiet) in SCENARIOS.iter().zip(&quiet_twin) {
+            let all = rounds(&report, &jvm, s);
+            assert_eq!(all.len(), ROUNDS as usize, "measuring threads of {s}");
+            let at_speed = all
+                .iter()
+                .filter(|r| (r.bare / quiet - 1.0).abs() <= 0.10)
+                .count();
+            let judge = judged(&all, *quiet, 5);
             println!(
-                "JDK {} {s:5}: bare {:9.1} µs/root call, charged {:9.1} µs: charged/bare {ratio:.3} \
-                 (best rounds {best:.3}); uncalibrated raw/bare {:.3}",
+                "JDK {} {s:5}: every round: charged/twin {:.3} (median), raw/twin {:.3}; \
+                 {at_speed} of {} rounds with the twin at its speed before the attach",
                 jdk.major,
-                bare / 1e3,
-                charged / 1e3,
-                raw / bare
+                median(all.iter().map(Round::ratio).collect()),
+                median(all.iter().map(|r| r.raw / r.bare).collect()),
+                all.len()
             );
-            // The share of the probes' cost (raw - bare) left after the
-            // subtraction.
-            let left = (charged - bare) / (raw - bare);
+            assert!(
+                !judge.is_empty(),
+                "{s}: in no round did the twin run within 10% of its speed before the attach \
+                 ({:.0} ns): the machine ran slowed throughout; twin per round: {:?}",
+                quiet,
+                all.iter().map(|r| r.bare.round()).collect::<Vec<_>>()
+            );
+            let ratio = median(judge.iter().map(|r| r.ratio()).collect());
+            let raw = median(judge.iter().map(|r| r.raw / r.bare).collect());
+            let left = median(judge.iter().map(|r| r.left()).collect());
+            println!(
+                "JDK {} {s:5}: judged on {} round(s): charged/bare {ratio:.3}, raw/bare {raw:.3}, \
+                 {:.0}% of the probe cost left",
+                jdk.major,
+                judge.len(),
+                left * 100.0
+            );
             match *s {
                 "spin" => {
-                    // (a) the goal, on the least disturbed rounds (a spin
-                    // loop only ever runs long when the thread is preempted).
+                    // (a) the goal.
                     assert!(
-                        (0.97..=1.03).contains(&best),
-                        "spin: charged/bare {best:.3} (best rounds) outside 0.97..1.03"
+                        (0.97..=1.03).contains(&ratio),
+                        "spin: charged/bare {ratio:.3} outside 0.97..1.03"
                     );
                     for (name, known) in [("spin200", 200e3), ("spin500", 500e3), ("spin1000", 1e6)]
                     {
-                        let own: Vec<f64> = m
-                            .iter()
-                            .map(|x| {
-                                x.2.iter()
-                                    .find(|(n, _)| n == name)
-                                    .unwrap_or_else(|| panic!("{name} missing under spinRoot"))
-                                    .1
-                            })
-                            .collect();
-                        let best_own = own.iter().copied().fold(f64::INFINITY, f64::min);
-                        let err = median(own) / known - 1.0;
-                        let best_err = best_own / known - 1.0;
+                        let own = |r: &Round| {
+                            r.children
+                                .iter()
+                                .find(|(n, _)| n == name)
+                                .unwrap_or_else(|| panic!("{name} missing under spinRoot"))
+                                .1
+                        };
+                        let err = median(judge.iter().map(|r| own(r)).collect()) / known - 1.0;
                         println!(
-                            "JDK {}   {name:8}: exact self {:+.2}% from {:.0} µs (best round {:+.2}%)",
+                            "JDK {}   {name:8}: exact self {:+.2}% from {:.0} µs",
                             jdk.major,
                             err * 100.0,
                             known / 1e3,
-                            best_err * 100.0
                         );
                         assert!(
-                            best_err.abs() <= 0.05,
-                            "{name}: exact self {best_own} ns not within 5% of {known} ns"
+                            err.abs() <= 0.05,
+                            "{name}: exact self not within 5% of {known} ns ({:+.2}%)",
+                            err * 100.0
                         );
                     }
                 }
                 "calls" => {
                     // (b) the probes cost five to ten times the work here;
-                    // the subtraction must take most of that away. The goal
-                    // (charged/bare <= 1.25) needs 97%, which calibration
-                    // does not reach: the probes cost 2-4 ns more per call
-                    // in this loop than in the calibration loop (see
-                    // BENCHMARKS.md); on the AMD machines the quietest
-                    // rounds keep 7-18% on JDK 17 and -7-18% on JDK 25, so
-                    // the bound is 30%, which still fails a calibration that
-                    // is off by a third. Judged on the least disturbed
-                    // rounds, like (a): a round preempted by the CLI, the
-                    // JIT or GC on the two shared cores carries time in both
-                    // its raw and its charged figure that no calibration can
-                    // know of, which pushes the share left towards 1 (the
-                    // median round keeps up to 30% there).
-                    assert!(raw / bare > 3.0, "calls: probes should dominate raw time");
-                    let (q_charged, q_raw) = quietest(&m, 5);
-                    let q_left = (q_charged - bare) / (q_raw - bare);
-                    println!(
-                        "JDK {} calls: the 5 least disturbed rounds: charged/bare {:.3}, raw/bare {:.3}, \
-                         {:.0}% of the probe cost left ({:.0}% in the median round)",
-                        jdk.major,
-                        q_charged / bare,
-                        q_raw / bare,
-                        q_left * 100.0,
-                        left * 100.0
-                    );
+                    // the subtraction must take most of that away. The
+                    // goal (charged/bare <= 1.25) needs 97%: met on JDK 25
+                    // (FFM probes: 0.90-1.02 here), not on JDK 17, where the
+                    // JNI probe pair costs 24-27 ns in this loop against
+                    // 21.6 ns in the calibration loop (10-24% left,
+                    // charged/bare 1.2-2.3 by session; BENCHMARKS.md).
+                    assert!(raw > 3.0, "calls: probes should dominate raw time");
                     assert!(
-                        q_charged / bare > 0.5 && q_left <= 0.3,
-                        "calls: charged/bare {:.3} on the least disturbed rounds, {:.0}% of the probe \
-                         cost left",
-                        q_charged / bare,
-                        q_left * 100.0
+                        ratio > 0.5 && left <= 0.3,
+                        "calls: charged/bare {ratio:.3}, {:.0}% of the probe cost left",
+                        left * 100.0
                     );
                 }
                 _ => {
@@ -350,6 +396,9 @@ fn no_calibrate_leaves_raw_times() {
     let jdk = sprig_tests::jdk17();
     let classes = fixture_classes(&jdk);
     let mut jvm = start_fixture(&jdk, classes.path());
+    // Loads `Work`, so the root is instrumented at once.
+    jvm.send("bare spin 1 1");
+    jvm.wait_for("bare spin", LONG, |l| l.starts_with("bare spin"));
     let tmp = TempDir::new("nocal");
     let out = tmp.path().join("r.json");
     let mut cmd = Command::new(sprig_bin());
@@ -357,7 +406,7 @@ fn no_calibrate_leaves_raw_times() {
         "profile",
         &jvm.pid().to_string(),
         "--root",
-        "accuracy.Accuracy::spinRoot",
+        "accuracy.Work::spinRoot",
         "--no-calibrate",
         "--format",
         "json",
@@ -374,14 +423,14 @@ fn no_calibrate_leaves_raw_times() {
     assert!(sprig.wait_exit(LONG).is_some_and(|s| s.success()));
     let report = parse_deep(std::fs::read_to_string(&out).expect("report"));
     assert!(report["calibration"].is_null(), "{}", report["calibration"]);
-    let m = measured(&report, "spin");
+    let m = rounds(&report, &jvm, "spin");
     assert_eq!(m.len(), 1);
     // Without calibration only adjust-time is taken out, which is zero here.
     assert!(
-        (m[0].0 - m[0].1).abs() <= 2.0 + 1e-6 * m[0].1,
+        (m[0].charged - m[0].raw).abs() <= 2.0 + 1e-6 * m[0].raw,
         "charged {} raw {}",
-        m[0].0,
-        m[0].1
+        m[0].charged,
+        m[0].raw
     );
     jvm.send("exit");
 }
