@@ -98,7 +98,9 @@ pub struct SessionArgs {
     #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
     pub wait_bound_ms: u32,
 
-    /// Size of the shared event ring in MiB.
+    /// Size of the shared event ring in MiB (anonymous shared memory,
+    /// all of it taken when the session starts; a thread waits, and the
+    /// wait is taken out of its times, when the ring is full).
     #[arg(long, value_name = "MIB", default_value_t = 32)]
     pub ring_mib: u32,
 }
