@@ -325,9 +325,9 @@ fn charged_time_matches_bare_time() {
                     // the subtraction must take most of that away. The
                     // goal (charged/bare <= 1.25) needs 97%: met on JDK 25
                     // (FFM probes: 0.90-1.02 here), not on JDK 17, where the
-                    // JNI probe pair costs 24-27 ns in this loop against
-                    // 21.6 ns in the calibration loop (10-24% left,
-                    // charged/bare 1.2-2.3 by session; BENCHMARKS.md).
+                    // JNI probe pair costs 22-24 ns in this loop against
+                    // 21.6 ns in the calibration loop (6-7% left here,
+                    // charged/bare about 1.4; BENCHMARKS.md, fifth session).
                     assert!(raw > 3.0, "calls: probes should dominate raw time");
                     assert!(
                         ratio > 0.5 && left <= 0.3,
