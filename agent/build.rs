@@ -2,7 +2,7 @@
 //! with `include_bytes!`:
 //! - `jni/sprig/rt/Probe.class` from java/sprig/rt/Probe.java with
 //!   `javac --release 8` (JNI natives only; used on JDK 8–21), required,
-//!   and beside it `jni/sprig/rt/Calib.class` (probe calibration, every JDK);
+//!   and beside it `jni/sprig/rt/Calibration.class` (probe calibration, every JDK);
 //! - `ffm/sprig/rt/Probe.class` from java22/sprig/rt/Probe.java with
 //!   `javac --release 22` (FFM critical downcalls first; used on JDK 22+),
 //!   when a javac 22 or later is found (`SPRIG_JAVAC22`, `JAVA_HOME`, `javac`
@@ -15,7 +15,7 @@ use std::process::Command;
 
 fn main() {
     let src = PathBuf::from("java/sprig/rt/Probe.java");
-    let calib = PathBuf::from("java/sprig/rt/Calib.java");
+    let calib = PathBuf::from("java/sprig/rt/Calibration.java");
     let src22 = PathBuf::from("java22/sprig/rt/Probe.java");
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed={}", calib.display());

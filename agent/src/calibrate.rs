@@ -3,10 +3,10 @@
 //! JFluid's method: run many entry/exit pairs of the very probes the
 //! profiled code runs, in batches (here the median batch of the fastest
 //! window of batches is kept, see `best`). The
-//! class `sprig.rt.Calib` is instrumented by the rewriter exactly like
+//! class `sprig.rt.Calibration` is instrumented by the rewriter exactly like
 //! user code (`loop` with the root probes, `empty` with the plain ones)
 //! and defined once per JVM in the bootstrap loader. The agent's control
-//! thread calls `Calib.loop(n)` through JNI until the JIT has compiled it;
+//! thread calls `Calibration.loop(n)` through JNI until the JIT has compiled it;
 //! its probes record into a private ring (same producer code as the
 //! session's ring, see `probe::with_private_ring`) that this module drains
 //! after every batch, so no calibration event reaches the CLI.
@@ -29,17 +29,21 @@ use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::time::{Duration, Instant};
 
-/// Internal name of the calibration class.
-const CLASS: &str = "sprig/rt/Calib";
-static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Calib.class"));
+/// Internal name of the calibration class. (An earlier sprig defined
+/// `sprig/rt/Calib`, with method ids past the tracked range, in the JVMs it
+/// attached to; this class has a name of its own so those JVMs get it too.)
+const CLASS: &str = "sprig/rt/Calibration";
+static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Calibration.class"));
 
-/// Method ids of the calibration class: above `methods::MAX_TRACKED`, so
-/// they never collide with a session's ids and take no first-call
-/// revelation (the probes otherwise run the same code).
-pub const LOOP_ID: u32 = u32::MAX - 1;
-pub const EMPTY_ID: u32 = u32::MAX - 2;
-const _: () = assert!(LOOP_ID >= crate::methods::MAX_TRACKED);
-const _: () = assert!(EMPTY_ID >= crate::methods::MAX_TRACKED);
+/// Method ids of the calibration class: the last two ids of the tracked
+/// range, which the session's id table never hands out
+/// (`methods::RESERVED_FIRST`). Being tracked ids, switched on and marked
+/// called before the calibration runs (`methods::reserve_calibration`),
+/// they take every check a revealed user method's probes take (the Java
+/// `LIVE` bit, the agent's active and first-call bitmaps) and nothing else.
+pub const LOOP_ID: u32 = crate::methods::MAX_TRACKED - 1;
+pub const EMPTY_ID: u32 = crate::methods::MAX_TRACKED - 2;
+const _: () = assert!(EMPTY_ID >= crate::methods::RESERVED_FIRST);
 
 /// Calls of `empty` per batch.
 const BATCH: i32 = 1000;
@@ -79,6 +83,7 @@ pub fn run(
     };
     let (region, _fd) = Region::create_memfd(&cfg).map_err(|e| format!("private ring: {e}"))?;
     let mut consumer = Consumer::new(region.clone());
+    crate::methods::reserve_calibration(&[LOOP_ID, EMPTY_ID]);
     let result = jni.with_local_frame(16, |jni| {
         let class = calibration_class(jni)?;
         probe::with_private_ring(region, || measure(jni, class, &mut consumer, budget))
@@ -129,6 +134,21 @@ fn measure(
     let mut window: Vec<(f64, f64)> = Vec::new();
     let mut measured = 0u32;
     let mut batches = 0u32;
+    // Each window runs on the next CPU this thread may use: the host can
+    // slow one of this machine's virtual CPUs for seconds while the other
+    // runs at full speed (a calibration that ran slow throughout over-
+    // subtracted, charging a call-dense root 0 ns), and the fastest window
+    // is the one kept. Put back as it was afterwards.
+    let affinity = crate::ffi::Affinity::current().filter(|a| a.cpus().len() > 1);
+    let mut next_cpu = 0usize;
+    let mut rotate = |affinity: &Option<crate::ffi::Affinity>| {
+        if let Some(a) = affinity {
+            let cpus = a.cpus();
+            a.pin(cpus[next_cpu % cpus.len()]);
+            next_cpu += 1;
+        }
+    };
+    rotate(&affinity);
     loop {
         let elapsed = start.elapsed();
         if batches >= WARMUP_BATCHES && elapsed >= budget && settled(&windows) {
@@ -138,7 +158,7 @@ fn measure(
             break;
         }
         jni.call_static_void_int(class, "loop", BATCH)
-            .map_err(|e| format!("Calib.loop: {e}"))?;
+            .map_err(|e| format!("Calibration.loop: {e}"))?;
         batches += 1;
         if !batches.is_multiple_of(DRAIN_EVERY) {
             continue;
@@ -157,7 +177,11 @@ fn measure(
         if window.len() >= WINDOW {
             windows.extend(Window::of(&window));
             window.clear();
+            rotate(&affinity);
         }
+    }
+    if let Some(a) = &affinity {
+        a.restore();
     }
     windows.extend(Window::of(&window));
     if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {

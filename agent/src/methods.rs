@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids at or above this are still profiled but not tracked for first calls.
 pub const MAX_TRACKED: u32 = 1 << 20;
+/// Ids from here to `MAX_TRACKED` are never handed out to methods: the
+/// probe calibration's own methods use them (`calibrate`).
+pub const RESERVED_FIRST: u32 = MAX_TRACKED - 2;
 /// Words of the bitmaps (and of the probe class's `LIVE` array).
 pub const WORDS: usize = (MAX_TRACKED / 64) as usize;
 
@@ -73,6 +76,11 @@ pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
     if let Some(&id) = t.ids.get(&key) {
         return (id, false);
     }
+    if t.next == RESERVED_FIRST {
+        // Past the reserved ids: untracked ids (always recording, no
+        // first-call revelation) for what a session assigns beyond.
+        t.next = MAX_TRACKED;
+    }
     let id = t.next;
     t.next = t.next.wrapping_add(1);
     t.ids.insert(key, id);
@@ -94,6 +102,16 @@ pub fn activate(id: u32) {
     if let Some((word, bit)) = slot(id) {
         ACTIVE[word].fetch_or(bit, Ordering::Release);
         crate::probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
+    }
+}
+
+/// Switches the reserved calibration ids on and marks their first calls
+/// done, so their probes run exactly the checks of a revealed method's.
+pub fn reserve_calibration(ids: &[u32]) {
+    for &id in ids {
+        debug_assert!((RESERVED_FIRST..MAX_TRACKED).contains(&id));
+        activate(id);
+        first_call_done(id);
     }
 }
 
@@ -202,6 +220,29 @@ mod tests {
 
     fn serial() -> std::sync::MutexGuard<'static, ()> {
         SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[test]
+    fn ids_skip_the_calibration_ids() {
+        let _s = serial();
+        reset();
+        if let Some(t) = TABLE.lock().unwrap().as_mut() {
+            t.next = RESERVED_FIRST - 1;
+        }
+        let (a, _) = id_for("p.A", "x", "()V");
+        let (b, _) = id_for("p.A", "y", "()V");
+        let (c, _) = id_for("p.A", "z", "()V");
+        assert_eq!(
+            (a, b, c),
+            (RESERVED_FIRST - 1, MAX_TRACKED, MAX_TRACKED + 1)
+        );
+        assert!(!is_active(RESERVED_FIRST) && !was_called(RESERVED_FIRST));
+        reserve_calibration(&[RESERVED_FIRST, MAX_TRACKED - 1]);
+        for id in [RESERVED_FIRST, MAX_TRACKED - 1] {
+            assert!(is_active(id) && was_called(id));
+            assert_eq!(claim_first_call(id), FirstCall::Done);
+        }
+        reset();
     }
 
     #[test]

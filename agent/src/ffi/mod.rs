@@ -3,10 +3,12 @@
 //! agent uses the safe wrappers re-exported here.
 
 mod callbacks;
+mod cpu;
 mod jni;
 mod jvmti;
 
 pub use callbacks::{ClassFile, install, probe_natives};
+pub use cpu::Affinity;
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local};
 pub use jvmti::{Event, Jvmti, JvmtiError, MethodId};
 

@@ -7,8 +7,8 @@ package sprig.rt;
  * {@code empty} the plain ones), so the probes measured here take the same
  * path as the probes in the user's methods, compiled by the same JIT.
  */
-public final class Calib {
-    private Calib() {}
+public final class Calibration {
+    private Calibration() {}
 
     /** One batch: {@code n} calls of an empty instrumented method. */
     public static void loop(int n) {
