@@ -140,15 +140,14 @@ fn measure(
     // subtracted, charging a call-dense root 0 ns), and the fastest window
     // is the one kept. Put back as it was afterwards.
     let affinity = crate::ffi::Affinity::current().filter(|a| a.cpus().len() > 1);
-    let mut next_cpu = 0usize;
-    let mut rotate = |affinity: &Option<crate::ffi::Affinity>| {
-        if let Some(a) = affinity {
+    let pin = |n: usize| {
+        if let Some(a) = &affinity {
             let cpus = a.cpus();
-            a.pin(cpus[next_cpu % cpus.len()]);
-            next_cpu += 1;
+            a.pin(cpus[n % cpus.len()]);
         }
     };
-    rotate(&affinity);
+    let mut cpu_turn = 0usize;
+    pin(cpu_turn);
     loop {
         let elapsed = start.elapsed();
         if batches >= WARMUP_BATCHES && elapsed >= budget && settled(&windows) {
@@ -177,7 +176,8 @@ fn measure(
         if window.len() >= WINDOW {
             windows.extend(Window::of(&window));
             window.clear();
-            rotate(&affinity);
+            cpu_turn += 1;
+            pin(cpu_turn);
         }
     }
     if let Some(a) = &affinity {

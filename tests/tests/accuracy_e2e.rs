@@ -110,6 +110,13 @@ impl Round {
         self.charged / self.bare
     }
 
+    /// Whether the twin ran within 10% of its speed before the attach
+    /// (`quiet`): the host had not slowed the cores (a slowed core makes
+    /// the probes cost more than the calibration measured).
+    fn at_speed(&self, quiet: f64) -> bool {
+        (self.bare / quiet - 1.0).abs() <= 0.10
+    }
+
     /// The share of the probes' cost (raw - bare) left after subtraction.
     fn left(&self) -> f64 {
         (self.charged - self.bare) / (self.raw - self.bare)
@@ -163,16 +170,11 @@ fn rounds(report: &Value, jvm: &Proc, scenario: &str) -> Vec<Round> {
     out
 }
 
-/// The rounds to judge: of those whose twin ran within 10% of its speed
-/// before the attach (the host had not slowed the cores: a slowed core
-/// makes the probes cost more than the calibration measured), the `n` with
-/// the least raw time against their twin (the least preempted: a
+/// The rounds to judge: of those at speed ([`Round::at_speed`]), the `n`
+/// with the least raw time against their twin (the least preempted: a
 /// disturbance only ever adds time). Empty when no round ran at speed.
 fn judged(rounds: &[Round], quiet_twin: f64, n: usize) -> Vec<&Round> {
-    let mut v: Vec<&Round> = rounds
-        .iter()
-        .filter(|r| (r.bare / quiet_twin - 1.0).abs() <= 0.10)
-        .collect();
+    let mut v: Vec<&Round> = rounds.iter().filter(|r| r.at_speed(quiet_twin)).collect();
     v.sort_by(|a, b| (a.raw / a.bare).total_cmp(&(b.raw / b.bare)));
     v.truncate(n);
     v
@@ -260,10 +262,7 @@ fn charged_time_matches_bare_time() {
         for ((s, _, _), quiet) in SCENARIOS.iter().zip(&quiet_twin) {
             let all = rounds(&report, &jvm, s);
             assert_eq!(all.len(), ROUNDS as usize, "measuring threads of {s}");
-            let at_speed = all
-                .iter()
-                .filter(|r| (r.bare / quiet - 1.0).abs() <= 0.10)
-                .count();
+            let at_speed = all.iter().filter(|r| r.at_speed(*quiet)).count();
             let judge = judged(&all, *quiet, 5);
             println!(
                 "JDK {} {s:5}: every round: charged/twin {:.3} (median), raw/twin {:.3}; \

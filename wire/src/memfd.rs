@@ -7,7 +7,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The seals a ring must carry: no one may shrink or grow it (a mapped page
-/// past a shrunk end raises SIGBUS), and no seal may be added or removed.
+/// past a shrunk end raises SIGBUS). [`seal_size`] also adds
+/// `F_SEAL_SEAL`, so the seals cannot change afterwards.
 const SIZE_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
 
 /// A new memfd named `name` (shown in `/proc/PID/maps`), close-on-exec,

@@ -602,16 +602,7 @@ impl Channel {
     /// frame's bytes); the peer takes it with [`Channel::take_fd`] once it
     /// has received the message.
     pub fn send_with_fd(&self, msg: &Message, fd: BorrowedFd<'_>) -> Result<(), SessionError> {
-        let frame = codec::encode(msg)?;
-        let _guard = self
-            .write_lock
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let sent = send_fd(&self.stream, &frame, fd).map_err(closed_or_io)?;
-        use std::io::Write;
-        (&self.stream)
-            .write_all(&frame[sent..])
-            .map_err(closed_or_io)
+        self.send_frame(msg, Some(fd))
     }
 
     /// The oldest descriptor received and not yet taken. Descriptors come
@@ -629,13 +620,25 @@ impl Channel {
     /// Blocks while the socket buffer is full; bound that with
     /// [`Channel::set_write_timeout`] on threads that must not stall.
     pub fn send(&self, msg: &Message) -> Result<(), SessionError> {
+        self.send_frame(msg, None)
+    }
+
+    /// Encodes `msg` and writes the frame under the write lock, its first
+    /// bytes with `fd` attached when there is one.
+    fn send_frame(&self, msg: &Message, fd: Option<BorrowedFd<'_>>) -> Result<(), SessionError> {
         let frame = codec::encode(msg)?;
         let _guard = self
             .write_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let sent = match fd {
+            Some(fd) => send_fd(&self.stream, &frame, fd).map_err(closed_or_io)?,
+            None => 0,
+        };
         use std::io::Write;
-        (&self.stream).write_all(&frame).map_err(closed_or_io)
+        (&self.stream)
+            .write_all(&frame[sent..])
+            .map_err(closed_or_io)
     }
 
     /// Blocks until the next message arrives.
@@ -750,6 +753,18 @@ const CMSG_WORDS: usize = 8;
 /// Most descriptors one receive accepts; more are closed at once.
 const MAX_FDS: usize = 4;
 
+/// A message header over one buffer (`iov`) with `cbuf` as the whole
+/// control buffer; both must outlive every use of the header.
+fn msghdr(iov: &mut libc::iovec, cbuf: &mut [u64]) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(cbuf) as _;
+    msg
+}
+
 /// `sendmsg` of (a first part of) `bytes` with `fd` attached; returns how
 /// many bytes went out (at least one).
 fn send_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
@@ -758,11 +773,7 @@ fn send_fd(stream: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<
         iov_len: bytes.len(),
     };
     let mut cbuf = [0u64; CMSG_WORDS];
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
+    let mut msg = msghdr(&mut iov, &mut cbuf);
     // SAFETY: CMSG_SPACE is a pure size computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     assert!(space <= std::mem::size_of_val(&cbuf));
@@ -799,12 +810,7 @@ fn recv_with_fds(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) ->
         iov_len: buf.len(),
     };
     let mut cbuf = [0u64; CMSG_WORDS * MAX_FDS];
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    let mut msg = msghdr(&mut iov, &mut cbuf);
     // SAFETY: the socket is live (borrowed from `stream`); `msg` points at
     // `iov` (over `buf`) and `cbuf`, both writable and alive for the call.
     let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };

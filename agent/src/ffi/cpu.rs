@@ -1,15 +1,15 @@
 //! The calling thread's CPU affinity (calibration runs its windows on each
 //! CPU the thread may use in turn, see `calibrate`).
 
-/// The CPUs the calling thread may run on, or `None` when the kernel does
-/// not say.
+/// The CPUs a thread may run on, as read by [`Affinity::current`].
 pub struct Affinity {
     set: libc::cpu_set_t,
     cpus: Vec<usize>,
 }
 
 impl Affinity {
-    /// The calling thread's current affinity.
+    /// The calling thread's current affinity, or `None` when the kernel
+    /// does not say.
     pub fn current() -> Option<Affinity> {
         // SAFETY: cpu_set_t is plain data; zeroed is an empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
