@@ -7,7 +7,11 @@
 //! - Classes loaded before the attach: cheap JVMTI facts only (signature,
 //!   superclass, interfaces, modifiers, declared methods), no class bytes.
 //!   Their methods count as "having calls" (the bytes are not at hand), so
-//!   their first call is always checked.
+//!   their first call is always checked. JVMTI lists no methods of a class
+//!   that is loaded but not linked yet (the verifier loads classes it only
+//!   checks assignments against): such a class joins the mirror from the
+//!   ClassPrepare event, on the thread linking it, before any of its code
+//!   can run, and gets what revelation reaches in it instrumented there.
 //! - Class bytes: the class file load hook sees them when a class loads and
 //!   every time sprig retransforms one; the call sites of every method of a
 //!   class with instrumented methods are cached then. A method can only run
@@ -44,7 +48,7 @@
 //! nor across a JVMTI call that can run the hook. The hook only takes
 //! `STATE` and the plan lock, one at a time.
 
-use crate::ffi::{Global, Jni, Jvmti, Local};
+use crate::ffi::{Event, Global, Jni, Jvmti, Local};
 use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
@@ -70,6 +74,9 @@ const EAGER_ROUNDS: usize = 64;
 static ON: AtomicBool = AtomicBool::new(false);
 static REVEAL_NS: AtomicU64 = AtomicU64::new(0);
 static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
+/// ClassPrepare is on for this session: classes not prepared at the attach
+/// join the mirror when linked, and the revelation steps stop polling them.
+static WATCHING_LINKS: AtomicBool = AtomicBool::new(false);
 
 /// Call sites of one class's methods by (name, descriptor).
 type Sites = HashMap<(String, String), Vec<CallSite>>;
@@ -115,9 +122,10 @@ struct State {
     /// Classes to retransform from the control thread.
     deferred: BTreeSet<String>,
     /// Classes loaded before the attach but not prepared yet (JVMTI cannot
-    /// list their methods): they join the mirror once prepared, checked
-    /// before each revelation step.
-    unprepared: Vec<(String, Global)>,
+    /// list their methods), by name: they join the mirror when the JVM
+    /// links them (`on_class_prepare`, before any of their code runs), and
+    /// failing that at the next revelation step.
+    unprepared: HashMap<String, Vec<Global>>,
     /// Eager scheme: scans wait for class bytes a redefinition captures.
     scan_pending: bool,
     /// Times each class was put back for want of a class reference.
@@ -188,7 +196,7 @@ pub fn configure(
         plan: HashMap::new(),
         sites: HashMap::new(),
         deferred: BTreeSet::new(),
-        unprepared: Vec::new(),
+        unprepared: HashMap::new(),
         scan_pending: false,
         retries: HashMap::new(),
         watching_reflection: false,
@@ -202,6 +210,7 @@ pub fn configure(
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
     HIDDEN_SKIPPED.store(0, Ordering::Relaxed);
+    WATCHING_LINKS.store(false, Ordering::Relaxed);
     ON.store(true, Ordering::Release);
     Ok(())
 }
@@ -285,7 +294,7 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
                     }
                     None => {
                         if let Ok(g) = jni.new_global(c) {
-                            st.unprepared.push((name.clone(), g));
+                            st.unprepared.entry(name.clone()).or_default().push(g);
                         }
                     }
                 }
@@ -296,7 +305,21 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
                 }
             });
         }
+        let watch_links = !st.unprepared.is_empty();
         drop(guard);
+        if watch_links {
+            match jvmti.set_event(Event::ClassPrepare, true) {
+                Ok(()) => WATCHING_LINKS.store(true, Ordering::Release),
+                // The revelation steps poll them instead, a little late.
+                Err(e) => {
+                    crate::session::send(sprig_wire::control::Message::Warning(format!(
+                        "revelation: cannot watch class linking ({e}): overrides in \
+                         classes loaded before the attach but linked later may miss \
+                         their first calls"
+                    )));
+                }
+            }
+        }
         let mut cache = classes();
         if let Some(map) = cache.as_mut() {
             for (name, g) in refs {
@@ -317,7 +340,15 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
     let eager = state()
         .as_ref()
         .is_some_and(|s| s.revealer.scheme() == Scheme::Eager);
-    let first = plan_step(|rv, _| rv.take_redefinitions());
+    // Classes linked between the listing above and the event's start.
+    let swept = match state().as_mut() {
+        Some(st) => mirror_prepared_of(jvmti, jni, st, None),
+        None => Vec::new(),
+    };
+    let mut first = plan_step(|rv, _| rv.take_redefinitions());
+    first.extend(swept);
+    first.sort();
+    first.dedup();
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), first);
     if eager {
@@ -380,7 +411,7 @@ fn settle(jvmti: &Jvmti, jni: Jni<'_>) -> bool {
 fn unsettled() -> bool {
     state()
         .as_ref()
-        .is_some_and(|st| !st.deferred.is_empty() || st.scan_pending || !st.unprepared.is_empty())
+        .is_some_and(|st| !st.deferred.is_empty() || st.scan_pending || polls_unprepared(st))
 }
 
 fn lookup(sites: &HashMap<String, Sites>, k: &MethodKey) -> Option<Vec<CallSite>> {
@@ -459,11 +490,32 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
     names
 }
 
+thread_local! {
+    /// This thread holds `REDEFINE` (a redefinition can link a class, and
+    /// linking posts ClassPrepare on the same thread).
+    static REDEFINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Clears `REDEFINING` when the batch ends, however it ends.
+struct Redefining;
+
+impl Drop for Redefining {
+    fn drop(&mut self) {
+        let _ = REDEFINING.try_with(|r| r.set(false));
+    }
+}
+
 /// Retransforms `names` in one batch (bounded wait for another thread's
 /// batch; past the bound the control thread does it). With `jni`, classes
-/// not seen yet are looked up among the loaded classes.
+/// not seen yet are looked up among the loaded classes. Called again from
+/// inside this thread's own batch (a ClassPrepare posted while the JVM
+/// links a class of it), the classes go to the control thread.
 fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
     if names.is_empty() {
+        return;
+    }
+    if REDEFINING.try_with(|r| r.get()).unwrap_or(true) {
+        defer(names);
         return;
     }
     let deadline = Instant::now() + REDEFINE_WAIT;
@@ -480,6 +532,8 @@ fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
             }
         }
     };
+    let _ = REDEFINING.try_with(|r| r.set(true));
+    let _redefining = Redefining;
     if !enabled() {
         return; // the session is ending: the restore owns the classes now
     }
@@ -643,33 +697,100 @@ fn scan_first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
     true
 }
 
-/// Adds the classes of `unprepared` that are prepared by now to the mirror
-/// (their planned methods go to the next batch).
+/// Whether the revelation steps must look for newly prepared classes
+/// themselves (ClassPrepare could not be enabled).
+fn polls_unprepared(st: &State) -> bool {
+    !st.unprepared.is_empty() && !WATCHING_LINKS.load(Ordering::Acquire)
+}
+
+/// Adds the classes of `unprepared` that are prepared by now to the mirror,
+/// when ClassPrepare does not. Returns the classes to retransform.
 fn mirror_prepared(jvmti: &Jvmti, jni: Jni<'_>, st: &mut State) -> Vec<String> {
-    let mut names = Vec::new();
-    if st.unprepared.is_empty() {
-        return names;
+    if !polls_unprepared(st) {
+        return Vec::new();
     }
-    let mut still = Vec::new();
+    mirror_prepared_of(jvmti, jni, st, None)
+}
+
+/// Adds the classes of `unprepared` named `only` (all when `None`) that
+/// are prepared by now to the mirror. Returns the classes to retransform.
+fn mirror_prepared_of(
+    jvmti: &Jvmti,
+    jni: Jni<'_>,
+    st: &mut State,
+    only: Option<&str>,
+) -> Vec<String> {
+    let mut names = Vec::new();
+    let todo: Vec<(String, Vec<Global>)> = match only {
+        Some(n) => st.unprepared.remove_entry(n).into_iter().collect(),
+        None => st.unprepared.drain().collect(),
+    };
     let mut done = Vec::new();
-    for (name, g) in std::mem::take(&mut st.unprepared) {
-        let info = jni.with_local_frame(32, |jni| class_facts(jvmti, jni, g.as_local(), &name));
-        match info {
-            Some(info) => {
-                let outcome = st.revealer.on_class_loaded(info, 0, Vec::new);
-                // Already defined: what it plans needs a redefinition.
-                names.extend(apply(st, own_batch(&name, outcome.methods)));
-                names.extend(apply(st, outcome.redefine));
-                done.push(g);
+    for (name, globals) in todo {
+        let mut still = Vec::new();
+        for g in globals {
+            let info = jni.with_local_frame(32, |jni| class_facts(jvmti, jni, g.as_local(), &name));
+            match info {
+                Some(info) => {
+                    let outcome = st.revealer.on_class_loaded(info, 0, Vec::new);
+                    // Already defined: what it plans needs a redefinition.
+                    names.extend(apply(st, own_batch(&name, outcome.methods)));
+                    names.extend(apply(st, outcome.redefine));
+                    done.push(g);
+                }
+                None => still.push(g),
             }
-            None => still.push((name, g)),
+        }
+        if !still.is_empty() {
+            st.unprepared.insert(name, still);
         }
     }
-    st.unprepared = still;
     for g in done {
         jni.delete_global(g);
     }
     names
+}
+
+/// ClassPrepare: a class loaded before the attach but not linked then is
+/// linked now, before any of its code runs. Mirror it and instrument what
+/// revelation reaches in it (an override of a method the subgraph calls)
+/// at once, on this thread: waiting for the next revelation step would let
+/// its first calls go unseen.
+pub fn on_class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
+    if !enabled() {
+        return;
+    }
+    if state().as_ref().is_none_or(|st| st.unprepared.is_empty()) {
+        return;
+    }
+    let Some(name) = signature_name(jvmti, class) else {
+        return;
+    };
+    let t0 = Instant::now();
+    let (names, eager) = {
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return;
+        };
+        if !st.unprepared.contains_key(&name) {
+            return;
+        }
+        let mut names = mirror_prepared_of(jvmti, jni, st, Some(&name));
+        names.sort();
+        names.dedup();
+        let eager = st.revealer.scheme() == Scheme::Eager;
+        if eager {
+            // Its methods' call sites come with the bytes the redefinition
+            // captures: the eager scans wait for them.
+            st.scan_pending = true;
+        }
+        (names, eager)
+    };
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    redefine(jvmti, Some(jni), names);
+    if eager {
+        settle(jvmti, jni);
+    }
 }
 
 /// A batch of one class's planned methods (nothing when empty).
@@ -856,5 +977,12 @@ pub fn end(jni: Jni<'_>) {
             jni.delete_global(g);
         }
     }
-    *state() = None;
+    let st = state().take();
+    // The references to classes that were still unprepared.
+    for g in st
+        .into_iter()
+        .flat_map(|st| st.unprepared.into_values().flatten())
+    {
+        jni.delete_global(g);
+    }
 }

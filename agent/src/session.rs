@@ -516,6 +516,7 @@ impl Session {
         let revelation = reveal::stats();
         reveal::end(jni);
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
+        let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
         let _ = probe::retire_ring();
         flush_outbox();
         match &end {

@@ -29,10 +29,18 @@ const ROOTS: [&str; 7] = [
 ];
 
 /// Scenarios in the order they run (`early` before `late`: the late worker
-/// class loads only when `late` runs, after the root's first call).
-const SCENARIOS: [&str; 8] = [
-    "virtual", "iface", "early", "late", "lambda", "recur", "throws", "reflect",
+/// class loads only when `late` runs, after the root's first call; the
+/// unlinked worker, loaded at the driver's start, is linked only when
+/// `unlinked` runs, last, so no revelation step follows its linking).
+const SCENARIOS: [&str; 9] = [
+    "virtual", "iface", "early", "late", "lambda", "recur", "throws", "reflect", "unlinked",
 ];
+
+/// Scenarios a warm session runs before the attach: not those whose point
+/// is a class that has not been loaded (`late`) or linked (`unlinked`) yet.
+fn warms(scenario: &str) -> bool {
+    !matches!(scenario, "late" | "unlinked")
+}
 
 fn start_driver(jdk: &Jdk, classes: &Path) -> Proc {
     let cwd = TempDir::new("reveal-cwd");
@@ -131,11 +139,14 @@ fn expected(n: u64) -> BTreeMap<String, u64> {
         ("Iface.root > Greeter.twice > English.greet", 2),
         ("Iface.root > French.twice", 1),
         ("Iface.root > French.twice > French.greet", 1),
-        // early + late runs; LateWorker loads after the root's first call
-        ("Late.root", 2),
+        // early + late + unlinked runs; LateWorker loads after the root's
+        // first call, UnlinkedWorker was loaded before the attach and is
+        // linked after the root's first call
+        ("Late.root", 3),
         ("Late.root > EarlyWorker.work", 1),
         ("Late.root > LateWorker.work", 1),
         ("Late.root > LateWorker.work > LateWorker.helper", 1),
+        ("Late.root > UnlinkedWorker.work", 1),
         // a stream over 4 words (map + filter), a sort of 2, a Runnable in a FutureTask
         ("Lambdas.root", 1),
         ("Lambdas.root > Lambdas.shout", 4),
@@ -194,7 +205,7 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
     const N: u32 = 7;
     let mut jvm = start_driver(jdk, classes);
     if warm {
-        for s in SCENARIOS.iter().filter(|s| **s != "late") {
+        for s in SCENARIOS.iter().filter(|s| warms(s)) {
             run(&mut jvm, s, 200, 1);
         }
     }
@@ -250,9 +261,9 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
     let instrumented = stats["instrumented_methods"]
         .as_u64()
         .expect("instrumented");
-    // 32 distinct methods run (LateWorker.work/helper and the four of
-    // Reflect included).
-    assert_eq!(called, 32, "{what}: called methods");
+    // 33 distinct methods run (LateWorker.work/helper, UnlinkedWorker.work
+    // and the four of Reflect included).
+    assert_eq!(called, 33, "{what}: called methods");
     assert!(instrumented >= called, "{what}: {instrumented} < {called}");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));

@@ -200,6 +200,32 @@ extern "system" fn class_file_load_hook(
     });
 }
 
+/// A class is linked (before any of its code runs): revelation mirrors it
+/// now if it was loaded before the attach but not prepared then.
+extern "system" fn class_prepare(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    klass: jclass,
+) {
+    guard(|| {
+        if klass.is_null() {
+            return;
+        }
+        // SAFETY: the VM passes the environment the event is enabled in,
+        // this thread's JNIEnv, and a local reference to the class valid
+        // for the callback.
+        let (jvmti, jni, class) = unsafe {
+            (
+                Jvmti::from_raw(jvmti_env),
+                Jni::from_raw(jni_env),
+                super::jni::Local::from_raw(klass),
+            )
+        };
+        crate::reveal::on_class_prepare(&jvmti, jni, class);
+    });
+}
+
 extern "system" fn vm_init(_jvmti_env: *mut jvmtiEnv, jni_env: *mut JNIEnv, _thread: jthread) {
     guard(|| {
         // SAFETY: the VM passes this thread's JNIEnv.
@@ -218,5 +244,6 @@ pub fn install(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.VMInit = Some(vm_init);
     cb.VMDeath = Some(vm_death);
     cb.ClassFileLoadHook = Some(class_file_load_hook);
+    cb.ClassPrepare = Some(class_prepare);
     jvmti.set_event_callbacks(&cb)
 }

@@ -105,6 +105,7 @@ pub enum Event {
     VmInit,
     VmDeath,
     ClassFileLoadHook,
+    ClassPrepare,
 }
 
 impl Event {
@@ -113,6 +114,7 @@ impl Event {
             Event::VmInit => sys::JVMTI_EVENT_VM_INIT,
             Event::VmDeath => sys::JVMTI_EVENT_VM_DEATH,
             Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+            Event::ClassPrepare => sys::JVMTI_EVENT_CLASS_PREPARE,
         }
     }
 }
