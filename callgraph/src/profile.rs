@@ -266,6 +266,26 @@ pub struct Times {
     /// Exact time in the node's own code: own measured time minus adjust,
     /// minus `calls * t_I + m * t_O`, never below 0.
     pub self_ns: u64,
+    /// Calibrated probe cost taken out of the subtree (what `total_ns`
+    /// lost to the subtraction beyond adjust-time).
+    pub probe_ns: u64,
+    /// The part of `probe_ns` taken out of the node's own code.
+    pub probe_self_ns: u64,
+}
+
+impl Times {
+    /// Whether more probe cost was taken out of the subtree than time is
+    /// left: a few percent of error in the probes' cost (which moves by
+    /// a few ns a call with the code around the probes) is then tens of
+    /// percent of the figure.
+    pub fn probe_bound(&self) -> bool {
+        self.probe_ns > self.total_ns
+    }
+
+    /// The same for the node's own code (`self_ns`).
+    pub fn self_probe_bound(&self) -> bool {
+        self.probe_self_ns > self.self_ns
+    }
 }
 
 /// Everything a report shows.
@@ -362,7 +382,7 @@ impl Profile {
         // Children have greater indices: walking backwards sees them first.
         for i in (0..len).rev() {
             let n = &tree.nodes[i];
-            let (mut kids_net, mut kids_total) = (0u64, 0u64);
+            let (mut kids_net, mut kids_total, mut kids_probe) = (0u64, 0u64, 0u64);
             for &c in n
                 .children
                 .iter()
@@ -370,14 +390,18 @@ impl Profile {
             {
                 kids_net = kids_net.saturating_add(net(&tree.nodes[c as usize]));
                 kids_total = kids_total.saturating_add(out[c as usize].total_ns);
+                kids_probe = kids_probe.saturating_add(out[c as usize].probe_ns);
             }
             let own = ticks_to_ns(net(n).saturating_sub(kids_net), self.ticks_per_sec);
             let self_ns = own.saturating_sub(self.probe_cost_ns(n.calls, n.child_calls));
+            let probe_self_ns = own - self_ns;
             out[i] = Times {
                 raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
                 adjust_ns: ticks_to_ns(n.adjust_ticks, self.ticks_per_sec),
                 total_ns: self_ns.saturating_add(kids_total),
                 self_ns,
+                probe_ns: probe_self_ns.saturating_add(kids_probe),
+                probe_self_ns,
             };
         }
         out
@@ -497,6 +521,39 @@ mod tests {
         assert_eq!(times[0].raw_total_ns, 1000);
         assert_eq!(times[0].adjust_ns, 100);
         assert_eq!(p.probe_cost_ns(2, 10), 110);
+        // Probe cost taken out: the child's own 200, the root's 110 and,
+        // in its subtree, the child's.
+        assert_eq!((times[1].probe_self_ns, times[1].probe_ns), (200, 200));
+        assert_eq!((times[0].probe_self_ns, times[0].probe_ns), (110, 310));
+        assert!(!times[0].probe_bound() && !times[1].probe_bound());
+    }
+
+    #[test]
+    fn a_time_mostly_probe_cost_is_probe_bound() {
+        // 10 calls of 25 ns with t_I = 20: 50 ns left, 200 taken out.
+        let mut p = Profile::new(1_000_000_000);
+        p.calibration = Some(Calibration::new(20.0, 10.0));
+        let mut t = Tree::default();
+        let r = t.push(None, leaf(1, 1, 10_000));
+        t.push(Some(r), leaf(2, 10, 250));
+        t.recount();
+        let times = p.times(&t);
+        assert_eq!((times[1].self_ns, times[1].probe_self_ns), (50, 200));
+        assert!(times[1].probe_bound() && times[1].self_probe_bound());
+        // The root's 9,750 ns of own code carry 20 + 10 * 10 ns.
+        assert_eq!(times[0].probe_ns, 320);
+        assert!(!times[0].probe_bound() && !times[0].self_probe_bound());
+        // A subtraction clamped at 0 counts only what it took.
+        let mut t = Tree::default();
+        t.push(None, leaf(1, 3, 30));
+        t.recount();
+        let times = p.times(&t);
+        assert_eq!((times[0].self_ns, times[0].probe_self_ns), (0, 30));
+        assert!(times[0].probe_bound());
+        p.calibration = None;
+        let times = p.times(&t);
+        assert_eq!(times[0].probe_ns, 0);
+        assert!(!times[0].probe_bound());
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //!            1        0.300        0.100   100.0%  com.acme.App.run()V
 //!           10        0.200        0.200    66.7%  \- com.acme.App.work(I)I
 //! ```
+//!
+//! A time written `~0.200` had more calibrated probe cost taken out of it
+//! than is left: the probes' cost moves by a few ns a call with the code
+//! around them, which is then tens of percent of the figure ([`LEGEND`]).
 
 use super::view::{back_node_name, back_traces, hot_spots, tree_view};
 use super::{Render, RenderOptions, ms, percent, us};
@@ -18,6 +22,19 @@ use std::io::{self, Write};
 
 /// Guides are drawn for this many levels; deeper lines show their depth.
 const MAX_GUIDES: usize = 24;
+
+/// Printed under a table that marked a time with `~`.
+pub const LEGEND: &str = "  ~ more probe cost was subtracted than time is left: a probe pair's cost moves\n    \
+by a few ns with the code around it, so such a time may be off by tens of percent";
+
+/// A time in ms, marked `~` when it is mostly subtracted probe cost.
+fn ms_marked(ns: u64, probe_bound: bool) -> String {
+    if probe_bound {
+        format!("~{}", ms(ns))
+    } else {
+        ms(ns)
+    }
+}
 
 pub struct Text;
 
@@ -213,6 +230,7 @@ fn thread_tree(
     )?;
     // open[d]: the last line drawn at depth d has later siblings.
     let mut open: Vec<bool> = Vec::new();
+    let mut marked = false;
     for line in &view.lines {
         let node = &t.tree.nodes[line.node as usize];
         let times = view.times[line.node as usize];
@@ -223,12 +241,14 @@ fn thread_tree(
         if node.incomplete > 0 {
             name.push_str(&format!(" [{} incomplete]", node.incomplete));
         }
+        let (total_bound, self_bound) = (times.probe_bound(), times.self_probe_bound());
+        marked |= total_bound || self_bound;
         writeln!(
             out,
             "{:>12} {:>12} {:>12} {:>8}  {}{}",
             node.calls,
-            ms(times.total_ns),
-            ms(times.self_ns),
+            ms_marked(times.total_ns, total_bound),
+            ms_marked(times.self_ns, self_bound),
             percent(times.total_ns, line.root_total_ns),
             guides(&open, line.depth, line.last),
             name
@@ -242,6 +262,9 @@ fn thread_tree(
             t.tree.nodes.len() - view.lines.len(),
             t.tree.nodes.len()
         )?;
+    }
+    if marked {
+        writeln!(out, "{LEGEND}")?;
     }
     Ok(())
 }
@@ -272,17 +295,22 @@ fn hot_spot_table(
         "{:>12} {:>8} {:>12} {:>12} {:>12}  method",
         "self ms", "self %", "calls", "total ms", "avg us"
     )?;
+    let mut marked = false;
     for h in spots.iter().take(limit) {
+        marked |= h.self_probe_bound();
         writeln!(
             out,
             "{:>12} {:>8} {:>12} {:>12} {:>12}  {}",
-            ms(h.self_ns),
+            ms_marked(h.self_ns, h.self_probe_bound()),
             percent(h.self_ns, all_self),
             h.calls,
             ms(h.total_ns),
             us(h.avg_ns),
             p.display_name(h.method)
         )?;
+    }
+    if marked {
+        writeln!(out, "{LEGEND}")?;
     }
     Ok(())
 }

@@ -160,6 +160,16 @@ pub struct HotSpot {
     pub total_ns: u64,
     /// `total_ns / calls`.
     pub avg_ns: u64,
+    /// Calibrated probe cost taken out of the method's own code.
+    pub probe_self_ns: u64,
+}
+
+impl HotSpot {
+    /// More probe cost was taken out of the method's own code than time is
+    /// left in it (see [`crate::profile::Times::probe_bound`]).
+    pub fn self_probe_bound(&self) -> bool {
+        self.probe_self_ns > self.self_ns
+    }
 }
 
 /// Which nodes are the outermost occurrence of their method on their path
@@ -205,9 +215,11 @@ pub fn hot_spots(profile: &Profile, tree: &Tree) -> Vec<HotSpot> {
             self_ns: 0,
             total_ns: 0,
             avg_ns: 0,
+            probe_self_ns: 0,
         });
         h.calls = h.calls.saturating_add(n.calls);
         h.self_ns = h.self_ns.saturating_add(times[i].self_ns);
+        h.probe_self_ns = h.probe_self_ns.saturating_add(times[i].probe_self_ns);
         if outer[i] {
             h.total_ns = h.total_ns.saturating_add(times[i].total_ns);
         }
