@@ -663,7 +663,31 @@ pub fn first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
     // Work class loads left for later (and eager scans) is done now too, so
     // what this call goes on to run is instrumented.
     let settled = unsettled() && settle(jvmti, jni);
-    scanned || settled
+    // A batch another thread took before us (the control thread's tick,
+    // a class being linked) may instrument what this call runs next: let
+    // it finish first.
+    let waited = await_batches();
+    scanned || settled || waited
+}
+
+/// Waits (bounded) until no other thread is redefining; true when it had
+/// to wait. Returns at once on the thread that holds the batch lock.
+fn await_batches() -> bool {
+    if REDEFINING.try_with(|r| r.get()).unwrap_or(true) {
+        return false;
+    }
+    let deadline = Instant::now() + REDEFINE_WAIT;
+    let mut waited = false;
+    loop {
+        match REDEFINE.try_lock() {
+            Ok(_) | Err(TryLockError::Poisoned(_)) => return waited,
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                waited = true;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Err(TryLockError::WouldBlock) => return waited,
+        }
+    }
 }
 
 fn scan_first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
@@ -778,10 +802,10 @@ pub fn on_class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
         let mut names = mirror_prepared_of(jvmti, jni, st, Some(&name));
         names.sort();
         names.dedup();
-        let eager = st.revealer.scheme() == Scheme::Eager;
+        // Eager: the call sites of what is instrumented in it come with the
+        // bytes the redefinition captures, and the scans wait for them.
+        let eager = st.revealer.scheme() == Scheme::Eager && !names.is_empty();
         if eager {
-            // Its methods' call sites come with the bytes the redefinition
-            // captures: the eager scans wait for them.
             st.scan_pending = true;
         }
         (names, eager)
