@@ -41,6 +41,9 @@ struct ProbeClass {
     /// The `int[]` behind `Probe.INSIDE` (open root contexts per thread-id
     /// slot), cleared when a session starts.
     inside: Option<Global>,
+    /// `Probe.virtualRoots`: root calls on virtual threads, not profiled
+    /// (absent in a probe class an older sprig defined in this JVM).
+    virtual_roots: Option<FieldId>,
 }
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
@@ -117,6 +120,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 .and_then(|f| jni.static_object(&class, f))
                 .and_then(|a| jni.new_global(a).ok());
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
+            let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -124,6 +128,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 on,
                 live,
                 inside,
+                virtual_roots,
             });
         }
         let fast = ffm
@@ -212,6 +217,22 @@ pub fn clear_live(jni: Jni<'_>) {
     }
     if let Some(inside) = &p.inside {
         jni.set_int_array_region(inside.as_local(), 0, &[0; INSIDE_SLOTS]);
+    }
+    if let Some(f) = p.virtual_roots {
+        jni.set_static_long(&p.class, f, 0);
+    }
+}
+
+/// Root calls the probes skipped this session because they ran on a
+/// virtual thread (`Probe.virtualRoots`; 0 with an older probe class).
+pub fn virtual_roots(jni: Jni<'_>) -> u64 {
+    match PROBE.get() {
+        Some(ProbeClass {
+            class,
+            virtual_roots: Some(f),
+            ..
+        }) => jni.static_long(class, *f).max(0) as u64,
+        _ => 0,
     }
 }
 

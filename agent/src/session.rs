@@ -506,6 +506,16 @@ impl Session {
             self.calibrate_again(jni);
         }
         probe::stop(jni);
+        let on_virtual = probe_class::virtual_roots(jni);
+        if on_virtual > 0 {
+            send(Message::Warning(format!(
+                "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig keeps \
+                 a thread's probe state with the carrier thread, and a virtual thread that \
+                 blocks inside the root can go on on another carrier",
+                if on_virtual == 1 { "" } else { "s" },
+                if on_virtual == 1 { "was" } else { "were" },
+            )));
+        }
         let serial = reveal::quiesce();
         let counters = if matches!(end, End::VmDeath) {
             instrument::counters()

@@ -582,6 +582,80 @@ fn snapshots_re_render_and_diff() {
     );
 }
 
+/// Root calls on virtual threads are left out and reported, not mixed
+/// into a carrier thread's tree: a virtual thread that blocks inside the
+/// root goes on on any carrier, while another runs on the first.
+#[test]
+fn root_calls_on_virtual_threads_are_left_out_and_reported() {
+    each_jdk(
+        "root_calls_on_virtual_threads_are_left_out_and_reported",
+        |jdk| {
+            if jdk.major < 21 {
+                eprintln!("skipped on JDK {}: no virtual threads", jdk.major);
+                return;
+            }
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            // Loads `Calls` (the root is instrumented when attaching).
+            run_scenario(&mut jvm, "calls", 1, 1);
+            let tmp = TempDir::new("vthreads");
+            let out = tmp.path().join("run.json");
+            let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
+            // 2 platform threads x 5 calls, then 40 virtual threads x 3 calls,
+            // then the platform threads again.
+            run_scenario(&mut jvm, "sleepy", 5, 2);
+            jvm.send("vrun sleepy 3 40");
+            jvm.wait_for("done sleepy", LONG, |l| {
+                assert!(!l.starts_with("error"), "{l}");
+                l.starts_with("done sleepy")
+            });
+            run_scenario(&mut jvm, "sleepy", 5, 2);
+            let report = stop_profile(sprig, &out);
+            let mut per_thread: Vec<(String, u64)> = Vec::new();
+            for t in report["threads"].as_array().expect("threads") {
+                let roots = t["roots"].as_array().expect("roots");
+                assert_eq!(roots.len(), 1, "one root per thread: {t}");
+                let root = &roots[0];
+                assert_eq!(root["method"], "sleepy", "{t}");
+                assert_eq!(root["incomplete"], 0, "{t}");
+                let calls = root["calls"].as_u64().unwrap();
+                let kids: Vec<(String, u64)> = root["children"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| {
+                        (
+                            c["method"].as_str().unwrap().to_string(),
+                            c["calls"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                assert_eq!(
+                    kids,
+                    vec![("a".to_string(), calls), ("b".to_string(), calls)],
+                    "{t}"
+                );
+                per_thread.push((t["name"].as_str().unwrap().to_string(), calls));
+            }
+            per_thread.sort();
+            // Each `run` starts two new platform threads.
+            let worker = |n: &str| (format!("worker-{n}"), 5);
+            assert_eq!(
+                per_thread,
+                vec![worker("0"), worker("0"), worker("1"), worker("1")],
+                "only the platform threads' calls: {report}"
+            );
+            let warnings = report["warnings"].to_string();
+            assert!(
+                warnings.contains("120 root calls ran on virtual threads and were not profiled"),
+                "{warnings}"
+            );
+            jvm.send("exit");
+            let _ = jvm.wait_exit(Duration::from_secs(10));
+        },
+    );
+}
+
 #[test]
 fn a_second_session_on_the_same_jvm_is_refused_clearly() {
     each_jdk(

@@ -341,6 +341,26 @@ impl<'a> Jni<'a> {
         };
     }
 
+    /// Reads a static `long` field (`field` must be one of `class`).
+    pub fn static_long(&self, class: &impl FieldOwner, field: FieldId) -> i64 {
+        // SAFETY: the caller got `field` as a long field of `class`.
+        unsafe { jni_call!(self.env, GetStaticLongField, class.class_raw(), field.0) }
+    }
+
+    /// Writes a static `long` field (`field` must be one of `class`).
+    pub fn set_static_long(&self, class: &impl FieldOwner, field: FieldId, value: i64) {
+        // SAFETY: the caller got `field` as a long field of `class`.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetStaticLongField,
+                class.class_raw(),
+                field.0,
+                value
+            )
+        };
+    }
+
     /// Writes a static `int` field (volatile fields get volatile semantics).
     pub fn set_static_int(&self, class: &impl FieldOwner, field: FieldId, value: i32) {
         // SAFETY: `field` is an int field id of `class` (both from the probe

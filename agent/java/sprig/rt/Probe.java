@@ -58,7 +58,47 @@ public final class Probe {
 
     private static final int SLOT_MASK = (1 << 12) - 1;
 
+    /**
+     * Root calls made on virtual threads while a session was on: not
+     * profiled, because the agent keeps a thread's probe state with the
+     * carrier (platform) thread that runs it, and a virtual thread that
+     * blocks inside the root may go on on another carrier while a second
+     * one runs on the first. Counted here (under {@code INSIDE_LOCK}); the
+     * agent zeroes it when a session starts and reports it at the end.
+     */
+    static long virtualRoots;
+
+    /**
+     * The common superclass of virtual threads on JDK 19+ (the class file
+     * targets JDK 8, so it cannot name {@code Thread.isVirtual}); null on
+     * older JDKs. {@code isInstance} on a constant class compiles to a type
+     * check.
+     */
+    private static final Class<?> VIRTUAL = virtualThreadClass();
+
     private Probe() {}
+
+    private static Class<?> virtualThreadClass() {
+        for (String name : new String[] {"java.lang.BaseVirtualThread", "java.lang.VirtualThread"}) {
+            try {
+                return Class.forName(name, false, null);
+            } catch (Throwable e) {
+                // not this JDK's name
+            }
+        }
+        return null;
+    }
+
+    private static boolean onVirtualThread() {
+        Class<?> v = VIRTUAL;
+        return v != null && v.isInstance(Thread.currentThread());
+    }
+
+    private static void countVirtualRoot() {
+        synchronized (INSIDE_LOCK) {
+            virtualRoots++;
+        }
+    }
 
     private static int slot() {
         return (int) Thread.currentThread().getId() & (SLOT_MASK);
@@ -86,7 +126,14 @@ public final class Probe {
     }
 
     public static void rootEnter(int id) {
-        if (on != 0 && nRootEnter(id) != 0) {
+        if (on == 0) {
+            return;
+        }
+        if (onVirtualThread()) {
+            countVirtualRoot();
+            return;
+        }
+        if (nRootEnter(id) != 0) {
             synchronized (INSIDE_LOCK) {
                 INSIDE[slot()]++;
             }
@@ -94,7 +141,7 @@ public final class Probe {
     }
 
     public static void rootExit(int id) {
-        if (on != 0 && nRootExit(id) != 0) {
+        if (on != 0 && !onVirtualThread() && nRootExit(id) != 0) {
             synchronized (INSIDE_LOCK) {
                 INSIDE[slot()]--;
             }

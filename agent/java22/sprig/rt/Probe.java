@@ -65,6 +65,16 @@ public final class Probe {
 
     private static final int SLOT_MASK = (1 << 12) - 1;
 
+    /**
+     * Root calls made on virtual threads while a session was on: not
+     * profiled, because the agent keeps a thread's probe state with the
+     * carrier (platform) thread that runs it, and a virtual thread that
+     * blocks inside the root may go on on another carrier while a second
+     * one runs on the first. Counted here (under {@code INSIDE_LOCK}); the
+     * agent zeroes it when a session starts and reports it at the end.
+     */
+    static long virtualRoots;
+
     /** Whether the fast path is linked (read by the agent). */
     static final boolean FAST;
 
@@ -128,8 +138,17 @@ public final class Probe {
     }
 
     public static void rootEnter(int id) {
+        if (on == 0) {
+            return;
+        }
+        if (Thread.currentThread().isVirtual()) {
+            synchronized (INSIDE_LOCK) {
+                virtualRoots++;
+            }
+            return;
+        }
         // The fast path never opens a root context.
-        if (on != 0 && (!FAST || fastRootEnter(id) != 0) && nRootEnter(id) != 0) {
+        if ((!FAST || fastRootEnter(id) != 0) && nRootEnter(id) != 0) {
             synchronized (INSIDE_LOCK) {
                 INSIDE[slot()]++;
             }
@@ -137,7 +156,7 @@ public final class Probe {
     }
 
     public static void rootExit(int id) {
-        if (on == 0) {
+        if (on == 0 || Thread.currentThread().isVirtual()) {
             return;
         }
         // 0: done; 1: take the JNI path; 2: done, and the context closed.
