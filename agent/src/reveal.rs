@@ -514,23 +514,9 @@ fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
     if names.is_empty() {
         return;
     }
-    if REDEFINING.try_with(|r| r.get()).unwrap_or(true) {
+    let (Some(_serial), _) = lock_batches() else {
         defer(names);
         return;
-    }
-    let deadline = Instant::now() + REDEFINE_WAIT;
-    let _serial = loop {
-        match REDEFINE.try_lock() {
-            Ok(g) => break g,
-            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            Err(TryLockError::WouldBlock) => {
-                defer(names);
-                return;
-            }
-        }
     };
     let _ = REDEFINING.try_with(|r| r.set(true));
     let _redefining = Redefining;
@@ -673,19 +659,28 @@ pub fn first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
 /// Waits (bounded) until no other thread is redefining; true when it had
 /// to wait. Returns at once on the thread that holds the batch lock.
 fn await_batches() -> bool {
+    lock_batches().1
+}
+
+/// The batch lock `REDEFINE`, waited for up to `REDEFINE_WAIT`, and whether
+/// another thread's batch had to be waited for. `None` past the bound, and
+/// at once on the thread that holds the lock already (a ClassPrepare posted
+/// inside its own batch).
+fn lock_batches() -> (Option<MutexGuard<'static, ()>>, bool) {
     if REDEFINING.try_with(|r| r.get()).unwrap_or(true) {
-        return false;
+        return (None, false);
     }
     let deadline = Instant::now() + REDEFINE_WAIT;
     let mut waited = false;
     loop {
         match REDEFINE.try_lock() {
-            Ok(_) | Err(TryLockError::Poisoned(_)) => return waited,
+            Ok(g) => return (Some(g), waited),
+            Err(TryLockError::Poisoned(p)) => return (Some(p.into_inner()), waited),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 waited = true;
                 std::thread::sleep(Duration::from_micros(200));
             }
-            Err(TryLockError::WouldBlock) => return waited,
+            Err(TryLockError::WouldBlock) => return (None, waited),
         }
     }
 }
