@@ -51,7 +51,9 @@ struct Args {
     /// time one more window, against a bare window also timed after N more
     /// bare iterations: the "settled %" column, the overhead once the JIT
     /// has recompiled what revelation deoptimised (what a long session on a
-    /// server costs). Default 0: not measured.
+    /// server costs). Default 0: not measured. sprig's results are reset
+    /// before the settled window, so the profile columns (calls/iter, root
+    /// ms, charged, charged/bare, share) then describe that window.
     #[arg(long, value_name = "N", default_value_t = 0)]
     settle: usize,
     /// Do not run scripts/setup.sh --bench first.
@@ -169,6 +171,12 @@ fn real_main() -> Result<bool> {
         println!(
             "workloads (medians over repeats [min-max]; B = lazy, A = eager; times per iteration)"
         );
+        if ctx.settle > 0 {
+            println!(
+                "(with --settle {}: calls/iter, root ms, charged, charged/bare and share are of the settled window)",
+                ctx.settle
+            );
+        }
         workloads::print_table(&workload_out);
     }
     let ok = failures.is_empty();

@@ -315,20 +315,50 @@ impl Sprig {
         }
     }
 
+    /// `kill -SIG` to the sprig process.
+    fn signal(&self, sig: &str) -> Result<()> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .with_context(|| format!("running kill -{sig}"))?;
+        if !sent.success() {
+            bail!("kill -{sig} {pid} failed");
+        }
+        Ok(())
+    }
+
+    /// SIGUSR1: sprig forgets what it recorded so far; waits (bounded) for
+    /// the line saying so. Called between iterations, so no root call is
+    /// open at the cut.
+    pub fn reset(&mut self, within: Duration) -> Result<()> {
+        self.signal("USR1")?;
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok((_, line)) => {
+                    let done = line.starts_with("sprig: results reset");
+                    self.stderr_seen.push(line);
+                    if done {
+                        return Ok(());
+                    }
+                }
+                Err(_) => bail!(
+                    "sprig did not confirm the reset within {within:?}; its stderr: {:?}",
+                    self.stderr_seen
+                ),
+            }
+        }
+    }
+
     /// SIGINT, wait (bounded) for a clean exit, read the JSON report.
     pub fn stop(mut self, within: Duration) -> Result<Stopped> {
         let cli_cpu = process_cpu(self.child.id())
             .zip(self.cpu_at_start)
             .map(|(now, then)| now.saturating_sub(then));
         let t0 = Instant::now();
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .context("running kill -INT")?;
-        if !sent.success() {
-            bail!("kill -INT {pid} failed");
-        }
+        self.signal("INT")?;
         let status = wait_bounded(&mut self.child, within)?;
         let stop_time = t0.elapsed();
         while let Ok((_, line)) = self.stderr.recv_timeout(Duration::from_millis(200)) {

@@ -21,6 +21,8 @@ pub struct ProfileSummary {
     pub called: u64,
     pub lost: u64,
     pub duration_ms: u64,
+    /// How long profiling ran before a reset (`--settle`); 0 without one.
+    pub reset_after_ms: u64,
     /// Statistics beyond the five base ones (e.g. revelation and redefinition time).
     pub extra_stats: Map<String, Value>,
     /// `calibration` as reported (null when the report has none).
@@ -79,6 +81,7 @@ impl ProfileSummary {
             called: u(stats, "called_methods"),
             lost: u(stats, "lost_events"),
             duration_ms: u(stats, "duration_ms"),
+            reset_after_ms: u(stats, "reset_after_ms"),
             calibration: v.get("calibration").cloned().unwrap_or(Value::Null),
             ..ProfileSummary::default()
         };

@@ -5,7 +5,10 @@
 //! profiled iterations, detach, K iterations after detach. Every iteration is
 //! timed inside the JVM around the call of Work.iteration(). With `--settle
 //! N`, profiling goes on for N more iterations and one more window of K
-//! before the detach (the settled overhead).
+//! before the detach (the settled overhead); sprig's results are reset
+//! (SIGUSR1) just before that window, so the profile columns (calls, root
+//! and charged times, charged/bare, share) then describe the settled
+//! window, against a bare window timed after as many bare iterations.
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
@@ -185,25 +188,28 @@ struct Sample {
     /// more bare iterations, and of the profiled window timed after
     /// `settle` more profiled ones.
     settled: Option<(f64, f64)>,
+    /// The means of those two windows. The profile then covers the
+    /// settled window only (sprig's results are reset just before it).
+    settled_means: Option<(f64, f64)>,
     p: ProfileSummary,
     attach_ms: f64,
     detach_ms: f64,
     /// CPU the `sprig` process used while profiling, ms.
     cli_cpu_ms: Option<f64>,
     k: usize,
-    settle: usize,
     whole: bool,
 }
 
 impl Sample {
-    /// Iterations the report covers: the measured window, and with
-    /// `--settle` the settling iterations and the settled window too.
+    /// Iterations the report covers: the measured window, or with
+    /// `--settle` the settled window (the results are reset before it).
     fn profiled(&self) -> f64 {
-        (if self.settled.is_some() {
-            2 * self.k + self.settle
-        } else {
-            self.k
-        }) as f64
+        self.k as f64
+    }
+    /// Bare and profiled means of the window the report covers.
+    fn covered_means(&self) -> (f64, f64) {
+        self.settled_means
+            .unwrap_or((self.bare_mean, self.total_mean))
     }
     fn calls_per_iter(&self) -> f64 {
         self.p.all_calls as f64 / self.profiled()
@@ -224,10 +230,11 @@ impl Sample {
         self.settled.map(|(bare, prof)| (prof / bare - 1.0) * 100.0)
     }
     fn charged_bare(&self) -> Option<f64> {
-        self.whole.then(|| self.charged_ms() / self.bare_mean)
+        self.whole
+            .then(|| self.charged_ms() / self.covered_means().0)
     }
     fn share(&self) -> f64 {
-        self.root_ms() / self.total_mean
+        self.root_ms() / self.covered_means().1
     }
 }
 
@@ -316,16 +323,20 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 // reference for a window timed after many more iterations.
                 let settled_bare = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
-                    Some(median(&iterate(&mut jvm, k, def.iteration_bound)?))
+                    Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
                     None
                 };
                 let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
                 let attach = sprig.wait_profiling(Duration::from_secs(120))?;
                 let prof = iterate(&mut jvm, k, def.iteration_bound)?;
-                let settled_median = if ctx.settle > 0 {
+                // With --settle, the report covers the settled window: the
+                // calls, root and charged times of a session the JIT has
+                // recompiled (charged/bare in steady state).
+                let settled_prof = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
-                    Some(median(&iterate(&mut jvm, k, def.iteration_bound)?))
+                    sprig.reset(Duration::from_secs(30))?;
+                    Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
                     None
                 };
@@ -347,11 +358,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         stopped.stderr
                     );
                 }
-                let made = if settled_median.is_some() {
-                    2 * k + ctx.settle
-                } else {
-                    k
-                };
+                let made = k;
                 if r.whole && p.root_calls != made as u64 {
                     bail!(
                         "{} root {}: {} root calls recorded, {made} made",
@@ -368,13 +375,19 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     total_mean: mean(&prof),
                     total_median: median(&prof),
                     after_mean: mean(&after),
-                    settled: settled_bare.zip(settled_median),
+                    settled: settled_bare
+                        .as_deref()
+                        .map(median)
+                        .zip(settled_prof.as_deref().map(median)),
+                    settled_means: settled_bare
+                        .as_deref()
+                        .map(mean)
+                        .zip(settled_prof.as_deref().map(mean)),
                     p,
                     attach_ms: attach.as_secs_f64() * 1e3,
                     detach_ms: stopped.stop_time.as_secs_f64() * 1e3,
                     cli_cpu_ms: stopped.cli_cpu.map(|d| d.as_secs_f64() * 1e3),
                     k,
-                    settle: ctx.settle,
                     whole: r.whole,
                 });
             }
@@ -417,7 +430,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "cli_cpu_ms": json_of(&s.iter().filter_map(|x| x.cli_cpu_ms).collect::<Vec<_>>()),
                 "cli_cpu_pct_of_window": json_of(
                     &s.iter()
-                        .filter_map(|x| Some(x.cli_cpu_ms? / x.p.duration_ms as f64 * 100.0))
+                        .filter_map(|x| Some(
+                            x.cli_cpu_ms? / (x.p.duration_ms + x.p.reset_after_ms) as f64 * 100.0
+                        ))
                         .collect::<Vec<_>>()
                 ),
                 "lost_events": 0,

@@ -119,7 +119,12 @@ pub struct Stats {
     pub instrumented_methods: u64,
     pub called_methods: u64,
     pub lost_events: u64,
+    /// The time the profile covers: from the start of profiling, or from
+    /// the last reset.
     pub duration_ms: u64,
+    /// How long profiling had run when the results were last reset (what
+    /// came before is not in the profile); 0 without a reset.
+    pub reset_after_ms: u64,
     pub instrumented_classes: u64,
     /// Classes that failed to instrument or restore (each one is a warning).
     pub failed_classes: u64,

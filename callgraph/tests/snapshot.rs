@@ -112,7 +112,7 @@ fn deep_recursion_round_trips() {
 }
 
 /// The agent's counters, revelation included, survive a snapshot; a
-/// version 1 file (without them) still reads, with the counters at zero.
+/// version 1 file (without them, nor the reset) still reads, with the counters at zero.
 #[test]
 fn agent_stats_round_trip_and_version_1_still_reads() {
     use sprig_callgraph::profile::RevealStats;
@@ -124,6 +124,7 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
     p.stats.redefinition_batches = 4;
     p.stats.redefinition_ns = 12_345_678;
     p.stats.reveal_ns = 2_000_000;
+    p.stats.reset_after_ms = 30_000;
     p.stats.reveal = Some(RevealStats {
         revealed_by: vec![("root".into(), 1), ("virtual".into(), 9)],
         scanned: 5,
@@ -168,6 +169,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         json.contains(r#""dormant":40,"activated_in_place":3}"#),
         "{json}"
     );
+    assert!(json.contains(r#""reset_after_ms":30000,"#), "{json}");
+    assert!(
+        text.contains("from a reset 30000 ms into profiling (what ran before is not counted)"),
+        "{text}"
+    );
 
     // A version 1 file: the same bytes without the agent block.
     let plain = bytes(&s.profile);
@@ -180,14 +186,15 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
     at += 4;
     at += 4 + str_len(at);
     at += 5 * 8 + 1 + 16;
-    // agent block of a profile with no revelation: 6 u64 and a 0 flag.
-    v1.drain(at..at + 6 * 8 + 1);
+    // agent block of a profile with no revelation: 6 u64 and a 0 flag;
+    // then the reset (v4).
+    v1.drain(at..at + 6 * 8 + 1 + 8);
     let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
     assert_eq!(old, s.profile);
-    let mut v4 = plain;
-    v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let mut v5 = plain;
+    v5[8..12].copy_from_slice(&5u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v4.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(4))
+        Profile::read_snapshot(&mut v5.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(5))
     ));
 }

@@ -39,6 +39,15 @@ pub struct SessionArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
 
+    /// Reset the results this many seconds into profiling: the report then
+    /// shows the calls made from that moment on (calls running at that
+    /// moment count from it, marked incomplete). Leaves out the warm-up
+    /// after attaching, while revelation redefines classes and the JIT
+    /// recompiles the code that deoptimised. `kill -USR1 <sprig's pid>`
+    /// resets at any moment, as often as wanted.
+    #[arg(long, value_name = "SECS")]
+    pub reset_after: Option<f64>,
+
     /// Write the report to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -166,6 +175,16 @@ impl SessionArgs {
             && !(d.is_finite() && d > 0.0)
         {
             bail!("--duration must be a positive number of seconds, not {d}");
+        }
+        if let Some(r) = self.reset_after {
+            if !(r.is_finite() && r > 0.0) {
+                bail!("--reset-after must be a positive number of seconds, not {r}");
+            }
+            if let Some(d) = self.duration
+                && r >= d
+            {
+                bail!("--reset-after {r} is not before --duration {d}: the report would be empty");
+            }
         }
         self.view.validate()?;
         if self.ring_mib == 0 || self.ring_mib > 4096 {
@@ -644,6 +663,12 @@ fn drive(
     let mut profiling_since: Option<Instant> = None;
     let mut detach_sent_at: Option<Instant> = None;
     let mut signals_seen = 0;
+    let mut resets_seen = 0;
+    let mut timed_reset_done = false;
+    // When the results were last reset, and whether every thread has been
+    // reset since (a thread with no event since waits in the builder).
+    let mut reset_when: Option<Instant> = None;
+    let mut reset_applied = true;
     let mut rate_window = (Instant::now(), 0u64, 0.0f64);
     let mut announced_roots = false;
 
@@ -705,6 +730,39 @@ fn drive(
             writer.send(&Message::Detach)?;
             detach_sent_at = Some(Instant::now());
             phase = Phase::Detaching;
+        }
+        // Resets: SIGUSR1 at any time while profiling, or --reset-after.
+        let resets = signals::resets();
+        if phase == Phase::Detaching {
+            resets_seen = resets;
+        }
+        if phase == Phase::Profiling
+            && let Some(since) = profiling_since
+        {
+            let timed = !timed_reset_done
+                && args
+                    .reset_after
+                    .is_some_and(|r| since.elapsed().as_secs_f64() >= r);
+            if timed || resets > resets_seen {
+                timed_reset_done |= timed;
+                resets_seen = resets;
+                match prepared.region.clock() {
+                    ClockKind::ThreadCpu => builder.reset_now(),
+                    wall => builder.reset_at(clock::read(wall)),
+                }
+                reset_when = Some(Instant::now());
+                reset_applied = false;
+                status.line(&format!(
+                    "sprig: results reset {:.1} s into profiling: the report covers what runs from now on",
+                    since.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        // A second after a reset, every event recorded before it has long
+        // been published and read.
+        if !reset_applied && reset_when.is_some_and(|r| r.elapsed() >= Duration::from_secs(1)) {
+            builder.apply_pending_reset();
+            reset_applied = true;
         }
         if phase == Phase::Profiling
             && let (Some(d), Some(since)) = (args.duration, profiling_since)
@@ -779,15 +837,21 @@ fn drive(
     events += n as u64;
     prepared.region.mark_consumer_gone();
 
-    let duration_ms = profiling_since
+    let duration_ms = reset_when
+        .or(profiling_since)
         .map(|s| s.elapsed().as_millis() as u64)
         .unwrap_or(0);
+    let reset_after_ms = match (profiling_since, reset_when) {
+        (Some(p), Some(r)) => r.duration_since(p).as_millis().max(1) as u64,
+        _ => 0,
+    };
     {
         let (_, st) = builder.profile_fields_mut();
         st.events = events;
         st.set_agent(&stats);
         st.lost_events = st.lost_events.max(prepared.region.lost_events());
         st.duration_ms = duration_ms;
+        st.reset_after_ms = reset_after_ms;
     }
     let profile: Profile = builder.finish();
 

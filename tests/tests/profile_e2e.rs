@@ -424,6 +424,17 @@ fn malformed_patterns_and_options_are_rejected_before_attaching() {
         "--duration",
         j,
     );
+    let root = ["profile", &pid, "--root", "fixtures.Calls::root"];
+    expect_error(
+        &[&root[..], &["--reset-after", "0"]].concat(),
+        "--reset-after",
+        j,
+    );
+    expect_error(
+        &[&root[..], &["--reset-after", "5", "--duration", "2"]].concat(),
+        "--reset-after 5 is not before --duration 2",
+        j,
+    );
     // clap's own usage errors: non-zero, no panic.
     let (code, _, err) = run_sprig(&["profile", "not-a-pid", "--root", "a.B::c"], LONG);
     assert_eq!(code, 2, "{err}");
@@ -580,6 +591,125 @@ fn snapshots_re_render_and_diff() {
         err.starts_with("sprig: error:") && err.contains("not a readable sprig snapshot"),
         "{err}"
     );
+}
+
+/// A root node of one worker thread: (thread name, calls, incomplete,
+/// calls of each child by method name).
+type WorkerRoot = (String, u64, u64, Vec<(String, u64)>);
+
+/// The root nodes named `fixtures.Calls::<method>` per worker thread.
+fn worker_roots(report: &Value, method: &str) -> Vec<WorkerRoot> {
+    let mut out = Vec::new();
+    for t in report["threads"].as_array().expect("threads array") {
+        let name = t["name"].as_str().unwrap_or("").to_string();
+        if !name.starts_with("worker-") {
+            continue;
+        }
+        for r in t["roots"].as_array().expect("roots array") {
+            if r["class"] == "fixtures.Calls" && r["method"] == method {
+                let mut kids: Vec<(String, u64)> = r["children"]
+                    .as_array()
+                    .expect("children")
+                    .iter()
+                    .map(|c| {
+                        (
+                            c["method"].as_str().unwrap_or("").to_string(),
+                            c["calls"].as_u64().unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                kids.sort();
+                out.push((
+                    name.clone(),
+                    r["calls"].as_u64().expect("calls"),
+                    r["incomplete"].as_u64().expect("incomplete"),
+                    kids,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn wait_reset(sprig: &mut Proc) {
+    sprig.wait_for("sprig: results reset", LONG, |l| {
+        l.starts_with("sprig: results reset")
+    });
+}
+
+/// `kill -USR1` resets the results: the report holds the calls made after
+/// the reset, a call running at that moment once (marked incomplete, its
+/// children from the cut on), and says when the reset was; `--reset-after`
+/// does the same by itself.
+#[test]
+fn a_reset_leaves_out_what_ran_before_it() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_workload(&jdk, classes.path(), &[]);
+    run_scenario(&mut jvm, "calls", 1, 1); // loads the class
+    let tmp = TempDir::new("reset");
+    let out = tmp.path().join("run.json");
+    let mut sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
+    // Revealed before the run the reset cuts, on a thread that ends
+    // before it.
+    run_scenario(&mut jvm, "sleepy", 20, 1);
+    // Two threads making 1,500 root calls that sleep 1 ms each: the reset
+    // falls inside one of each thread's calls.
+    jvm.send("run sleepy 1500 2");
+    std::thread::sleep(Duration::from_millis(500));
+    sprig.signal("USR1");
+    wait_reset(&mut sprig);
+    jvm.wait_for("done sleepy", LONG, |l| l.starts_with("done sleepy"));
+    let report = stop_profile(sprig, &out);
+    check_schema(&report, jvm.pid());
+    assert!(
+        report["stats"]["reset_after_ms"].as_u64().unwrap_or(0) >= 500,
+        "reset_after_ms: {}",
+        report["stats"]
+    );
+    let roots = worker_roots(&report, "sleepy");
+    assert_eq!(
+        roots.len(),
+        2,
+        "one root per thread of the last run, none of the first: {roots:?}"
+    );
+    for (thread, calls, incomplete, kids) in &roots {
+        assert!(
+            *calls > 1 && *calls < 1500,
+            "{thread}: {calls} root calls after a reset in the middle of 1500"
+        );
+        assert_eq!(*incomplete, 1, "{thread}: the call open at the reset");
+        let a = kids.iter().find(|k| k.0 == "a").map_or(0, |k| k.1);
+        let b = kids.iter().find(|k| k.0 == "b").map_or(0, |k| k.1);
+        // b ends every root call counted; a misses the open call's when
+        // the cut fell after it.
+        assert_eq!(b, *calls, "{thread}: {kids:?}");
+        assert!(a == *calls || a + 1 == *calls, "{thread}: {kids:?}");
+    }
+    // --reset-after: the reset comes by itself, and profiling goes on.
+    let out2 = tmp.path().join("run2.json");
+    let mut sprig = start_profile(
+        jvm.pid(),
+        "fixtures.Calls::root",
+        &out2,
+        &["--reset-after", "1"],
+    );
+    wait_reset(&mut sprig);
+    run_scenario(&mut jvm, "calls", 400, 1);
+    let report = stop_profile(sprig, &out2);
+    let roots = worker_roots(&report, "root");
+    assert_eq!(
+        roots,
+        vec![(
+            "worker-0".to_string(),
+            400,
+            0,
+            vec![("a".to_string(), 400), ("b".to_string(), 400)]
+        )],
+        "{report}"
+    );
+    assert!(report["stats"]["reset_after_ms"].as_u64().unwrap_or(0) >= 1000);
 }
 
 /// Root calls on virtual threads are left out and reported, not mixed

@@ -116,6 +116,9 @@ struct Frame {
     start: u64,
     /// The thread's adjust sum when the frame was entered.
     adjust: u64,
+    /// The call began before a reset: its node counts it as incomplete
+    /// already (see [`CctBuilder::reset_at`]).
+    partial: bool,
 }
 
 /// Multiplicative hasher for the (parent, method) keys of wide nodes.
@@ -257,6 +260,8 @@ struct ThreadState {
     pending_adjust: u64,
     last_ts: u64,
     issues: StreamIssues,
+    /// The generation of the last reset applied to this thread.
+    reset_generation: u32,
 }
 
 impl ThreadState {
@@ -270,7 +275,36 @@ impl ThreadState {
             pending_adjust: 0,
             last_ts: 0,
             issues: StreamIssues::default(),
+            reset_generation: 0,
         }
+    }
+
+    /// Forgets everything recorded so far, as of time `at` (not before the
+    /// last event processed): the tree keeps only the frames still open,
+    /// each counted as one incomplete call whose time starts at `at`.
+    fn reset(&mut self, at: u64) {
+        let at = at.max(self.last_ts);
+        let mut nodes = Vec::with_capacity(self.stack.len() + 1);
+        nodes.push(BNode::new(NONE));
+        for f in &mut self.stack {
+            let id = nodes.len() as u32;
+            let parent = &mut nodes[id as usize - 1];
+            parent.first_child = id;
+            parent.last_hit = id;
+            parent.nchildren = 1;
+            let mut n = BNode::new(f.method);
+            n.calls = 1;
+            n.incomplete = 1;
+            nodes.push(n);
+            f.node = id;
+            f.start = at;
+            f.adjust = self.adjust_sum;
+            f.partial = true;
+        }
+        self.nodes = nodes;
+        self.wide.clear();
+        self.issues = StreamIssues::default();
+        self.last_ts = at;
     }
 
     /// The child of `parent` for `method`, created when missing.
@@ -342,6 +376,7 @@ impl ThreadState {
             method,
             start: ts,
             adjust: self.adjust_sum,
+            partial: false,
         });
     }
 
@@ -361,7 +396,9 @@ impl ThreadState {
 
     fn close_incomplete(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
-        self.nodes[f.node as usize].incomplete += 1;
+        if !f.partial {
+            self.nodes[f.node as usize].incomplete += 1;
+        }
     }
 
     /// An exit whose id is not the top frame's (or an empty stack).
@@ -570,6 +607,16 @@ pub struct CctBuilder {
     pending_calibration_ticks: Option<(f64, f64)>,
     events: u64,
     profile_template: Profile,
+    /// The latest reset, applied to each thread as its events reach it.
+    reset: Option<PendingReset>,
+    resets: u32,
+}
+
+/// A reset some threads may not have reached yet (see [`CctBuilder::reset_at`]).
+#[derive(Clone, Copy, Debug)]
+struct PendingReset {
+    at: u64,
+    generation: u32,
 }
 
 impl CctBuilder {
@@ -586,6 +633,8 @@ impl CctBuilder {
             pending_calibration_ticks: None,
             events: 0,
             profile_template: Profile::new(ticks_per_sec),
+            reset: None,
+            resets: 0,
         }
     }
 
@@ -616,7 +665,86 @@ impl CctBuilder {
         }
         self.events += events.len() as u64;
         let s = self.slot(thread);
-        self.threads[s].process(events);
+        let t = &mut self.threads[s];
+        match self.reset {
+            Some(r) if t.reset_generation != r.generation => {
+                // Timestamps rise within a thread; an AdjustTime record
+                // carries a duration, and goes with the event after it.
+                let split = events
+                    .iter()
+                    .position(|e| e.kind != K_ADJUST && e.ts >= r.at)
+                    .unwrap_or(events.len());
+                t.process(&events[..split]);
+                if split < events.len() {
+                    t.reset(r.at);
+                    t.reset_generation = r.generation;
+                    t.process(&events[split..]);
+                }
+            }
+            _ => t.process(events),
+        }
+    }
+
+    /// Forgets what was recorded before `at`, a timestamp of the session's
+    /// clock shared by all threads (TSC or monotonic): every thread's tree
+    /// starts again from the frames it has open at `at`, each counted as
+    /// one incomplete call timed from `at`, so the profile shows the calls
+    /// made from then on (a user leaving out warm-up, a benchmark timing a
+    /// steady window). Events arrive late and per thread, so each thread is
+    /// reset when its own events reach `at`; [`CctBuilder::snapshot`] and
+    /// [`CctBuilder::finish`] reset the threads that had none since.
+    pub fn reset_at(&mut self, at: u64) {
+        self.resets = self.resets.wrapping_add(1).max(1);
+        self.reset = Some(PendingReset {
+            at,
+            generation: self.resets,
+        });
+    }
+
+    /// Forgets what was recorded so far, at each thread's last timestamp:
+    /// for thread CPU time, whose timestamps no two threads share (so the
+    /// cut falls where the consumer has read to, a few ms late).
+    pub fn reset_now(&mut self) {
+        self.reset_at(0);
+        let generation = self.resets;
+        for t in &mut self.threads {
+            let at = t.last_ts;
+            t.reset(at);
+            t.reset_generation = generation;
+        }
+    }
+
+    /// Applies a pending reset to the threads that had no event since its
+    /// time: for a caller that knows every event recorded before it has
+    /// been processed (the CLI, a second after the reset). Saves
+    /// [`CctBuilder::snapshot`] from applying it to a copy every time.
+    pub fn apply_pending_reset(&mut self) {
+        if let Some(r) = self.reset {
+            for t in &mut self.threads {
+                if t.reset_generation != r.generation {
+                    t.reset(r.at);
+                    t.reset_generation = r.generation;
+                }
+            }
+        }
+    }
+
+    /// Resets made so far.
+    pub fn resets(&self) -> u32 {
+        self.resets
+    }
+
+    /// `t` with the pending reset applied, if it still needs it.
+    fn reset_view<'a>(&self, t: &'a ThreadState) -> std::borrow::Cow<'a, ThreadState> {
+        match self.reset {
+            Some(r) if t.reset_generation != r.generation => {
+                let mut c = t.clone();
+                c.reset(r.at);
+                c.reset_generation = r.generation;
+                std::borrow::Cow::Owned(c)
+            }
+            _ => std::borrow::Cow::Borrowed(t),
+        }
     }
 
     /// Names a thread (control message `Thread`).
@@ -750,10 +878,10 @@ impl CctBuilder {
             p.stats.events = self.events;
         }
         p.methods = self.methods.clone();
-        let mut threads: Vec<&ThreadState> = self.threads.iter().collect();
+        let mut threads: Vec<_> = self.threads.iter().map(|t| self.reset_view(t)).collect();
         threads.sort_by_key(|t| t.index);
         let mut warnings = Vec::new();
-        for t in threads {
+        for t in &threads {
             t.issues.describe(t.index, &mut warnings);
             if t.nodes.len() <= 1 {
                 continue;
@@ -770,7 +898,9 @@ impl CctBuilder {
                     n.adjust_ticks = n
                         .adjust_ticks
                         .saturating_add(t.adjust_sum.wrapping_sub(f.adjust));
-                    n.incomplete += 1;
+                    if !f.partial {
+                        n.incomplete += 1;
+                    }
                 }
             }
             let (java_id, name) = self
@@ -792,6 +922,7 @@ impl CctBuilder {
     /// Closes frames still open at their thread's last timestamp (counted,
     /// marked incomplete, reported in `warnings`) and returns the profile.
     pub fn finish(mut self) -> Profile {
+        self.apply_pending_reset();
         for t in &mut self.threads {
             let ts = t.last_ts;
             let n = t.close_all(ts);

@@ -13,6 +13,7 @@
 //!              u64 scanned, reachable, reachable_unloaded, classes_mirrored,
 //!              unmodifiable_skipped, reflective_sites,
 //!              (v3) dormant, activated_in_place]
+//! reset (v4):  u64 reset_after_ms
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
@@ -34,7 +35,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 3;
+pub const SNAPSHOT_VERSION: u32 = 4;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -206,6 +207,7 @@ impl Profile {
                 }
             }
         }
+        w.u64(s.reset_after_ms)?;
         w.len(self.methods.len())?;
         for (&id, m) in &self.methods {
             w.u32(id)?;
@@ -288,6 +290,9 @@ impl Profile {
                 }
                 x => return Err(corrupt(format!("revelation flag {x}"))),
             };
+        }
+        if version >= 4 {
+            p.stats.reset_after_ms = r.u64()?;
         }
         let n = r.u32()?;
         for _ in 0..n {

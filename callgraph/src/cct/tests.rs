@@ -593,3 +593,107 @@ fn hello_and_status_fill_target_and_stats() {
         (5, 3, 1, 1500)
     );
 }
+
+/// Two root calls before the reset at 150 and one after; the reset cuts
+/// the second one in B.
+#[test]
+fn reset_forgets_what_came_before_and_times_open_frames_from_the_cut() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &known_stream()); // R at 0..110
+    b.process(
+        1,
+        &[root(R, 120), enter(A, 125), exit(A, 130), enter(B, 140)],
+    );
+    b.reset_at(150);
+    // one batch holding events from both sides of the cut
+    b.process(
+        1,
+        &[
+            enter(A, 145),
+            exit(A, 148),
+            adjust(1),
+            enter(A, 160),
+            exit(A, 170),
+            exit(B, 180),
+            root_exit(R, 190),
+        ],
+    );
+    b.process(
+        1,
+        &[root(R, 200), enter(A, 210), exit(A, 230), root_exit(R, 240)],
+    );
+    assert_eq!(b.resets(), 1);
+    let p = b.finish();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let t = &p.threads[0].tree;
+    let r = find(t, &[R]);
+    // the call open at the cut (150..190 counted) and the one after it
+    assert_eq!((r.calls, r.total_ticks, r.incomplete), (2, 40 + 40, 1));
+    let rb = find(t, &[R, B]);
+    assert_eq!((rb.calls, rb.total_ticks, rb.incomplete), (1, 30, 1));
+    // A under B: only the call after the cut, its wait taken out
+    let rba = find(t, &[R, B, A]);
+    assert_eq!((rba.calls, rba.total_ticks, rba.adjust_ticks), (1, 10, 1));
+    // A directly under R: only the call of the last root call
+    let ra = find(t, &[R, A]);
+    assert_eq!((ra.calls, ra.total_ticks, ra.incomplete), (1, 20, 0));
+    assert_eq!(t.nodes.len(), 4, "nothing else survives: {t:?}");
+}
+
+#[test]
+fn reset_reaches_threads_that_had_no_events_since() {
+    let mut b = CctBuilder::new(NS);
+    // thread 1: a finished root call and one still open, quiet since 50
+    b.process(
+        1,
+        &[root(R, 0), root_exit(R, 10), root(R, 20), enter(A, 50)],
+    );
+    // thread 2: ended before the cut
+    b.process(2, &[root(R, 0), ev(EventKind::ThreadEnd, 0, 30)]);
+    b.reset_at(100);
+    // thread 3 appears after the reset, with events from before it too
+    b.process(
+        3,
+        &[
+            root(R, 90),
+            root_exit(R, 95),
+            root(R, 110),
+            root_exit(R, 130),
+        ],
+    );
+    let live = b.snapshot();
+    let p = b.finish();
+    assert_eq!(
+        live.threads, p.threads,
+        "snapshot applies the reset as finish does"
+    );
+    let idx: Vec<u32> = p.threads.iter().map(|t| t.index).collect();
+    assert_eq!(idx, vec![1, 3], "thread 2 ended before the cut");
+    let t1 = &p.threads[0].tree;
+    let r = find(t1, &[R]);
+    assert_eq!((r.calls, r.total_ticks, r.incomplete), (1, 0, 1));
+    let a = find(t1, &[R, A]);
+    assert_eq!(
+        (a.calls, a.incomplete),
+        (1, 1),
+        "counted once as incomplete"
+    );
+    let r3 = find(&p.threads[1].tree, &[R]);
+    assert_eq!((r3.calls, r3.total_ticks, r3.incomplete), (1, 20, 0));
+}
+
+#[test]
+fn reset_now_cuts_each_thread_where_it_was_read() {
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &[root(R, 1000), root_exit(R, 1500), root(R, 1600)]);
+    b.reset_now();
+    b.process(1, &[enter(A, 1610), exit(A, 1630), root_exit(R, 1700)]);
+    b.reset_now();
+    b.reset_now();
+    b.process(1, &[root(R, 2000), root_exit(R, 2100)]);
+    assert_eq!(b.resets(), 3);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.nodes.len(), 1);
+    assert_eq!((find(t, &[R]).calls, find(t, &[R]).total_ticks), (1, 100));
+}

@@ -3,7 +3,7 @@
 //! ```text
 //! {"version":1,
 //!  "target":{"pid","jvm"},
-//!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms",
+//!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms","reset_after_ms",
 //!           "instrumented_classes","failed_classes","threads","redefinition_batches",
 //!           "redefinition_ms","reveal_ms",
 //!           "revelation":{"revealed_by":{kind:methods},"scanned","reachable",
@@ -133,8 +133,13 @@ impl Render for Json {
         let s = &p.stats;
         write!(
             out,
-            "\"stats\":{{\"events\":{},\"instrumented_methods\":{},\"called_methods\":{},\"lost_events\":{},\"duration_ms\":{},",
-            s.events, s.instrumented_methods, s.called_methods, s.lost_events, s.duration_ms
+            "\"stats\":{{\"events\":{},\"instrumented_methods\":{},\"called_methods\":{},\"lost_events\":{},\"duration_ms\":{},\"reset_after_ms\":{},",
+            s.events,
+            s.instrumented_methods,
+            s.called_methods,
+            s.lost_events,
+            s.duration_ms,
+            s.reset_after_ms
         )?;
         write!(
             out,

@@ -76,7 +76,15 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(out, "sprig profile: pid {}, {}", p.target.pid, jvm)?;
     let s = &p.stats;
-    writeln!(out, "  duration     {} ms", s.duration_ms)?;
+    if s.reset_after_ms > 0 {
+        writeln!(
+            out,
+            "  duration     {} ms, from a reset {} ms into profiling (what ran before is not counted)",
+            s.duration_ms, s.reset_after_ms
+        )?;
+    } else {
+        writeln!(out, "  duration     {} ms", s.duration_ms)?;
+    }
     if !p.clock.is_empty() {
         let kind = if p.clock == "thread-cpu" {
             "thread CPU time"
