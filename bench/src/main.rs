@@ -62,6 +62,10 @@ struct Args {
     /// Use this sprig binary (libsprig_agent.so next to it) instead of building one.
     #[arg(long, value_name = "PATH")]
     sprig: Option<PathBuf>,
+    /// Add this argument to every `sprig profile` command (repeatable),
+    /// e.g. `--sprig-arg=--ring-mib=4`.
+    #[arg(long = "sprig-arg", value_name = "ARG", allow_hyphen_values = true)]
+    sprig_arg: Vec<String>,
     /// JDK home the workloads run on (default: Debian's JDK 17).
     #[arg(long, value_name = "DIR")]
     jdk: Option<PathBuf>,
@@ -108,6 +112,13 @@ fn real_main() -> Result<bool> {
         .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
         .collect();
     let started = Instant::now();
+    proc::set_extra_sprig_args(args.sprig_arg.clone());
+    if !args.sprig_arg.is_empty() {
+        println!(
+            "sprig profile arguments added: {}",
+            args.sprig_arg.join(" ")
+        );
+    }
     let env = env::Env::prepare(env::Options {
         setup: !args.no_setup,
         sprig: args.sprig.clone(),

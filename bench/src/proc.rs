@@ -201,6 +201,14 @@ fn wait_bounded(child: &mut Child, within: Duration) -> Result<Option<ExitStatus
     }
 }
 
+/// Arguments added to every `sprig profile` command (`--sprig-arg`).
+static EXTRA_SPRIG_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Sets the arguments added to every `sprig profile` command; once.
+pub fn set_extra_sprig_args(args: Vec<String>) {
+    let _ = EXTRA_SPRIG_ARGS.set(args);
+}
+
 /// What a `sprig profile` session is asked to do.
 #[derive(Clone, Debug)]
 pub struct SprigArgs {
@@ -252,6 +260,7 @@ impl Sprig {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             scheme => cmd.args(["--scheme", scheme]),
         };
+        cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());
         cmd.args(["--format", "json", "-o"])
             .arg(out)
             .stdin(Stdio::null())

@@ -593,6 +593,24 @@ fn snapshots_re_render_and_diff() {
     );
 }
 
+/// (method name, calls) of a node's children, by name (the report orders
+/// them by time).
+fn child_calls(node: &Value) -> Vec<(String, u64)> {
+    let mut kids: Vec<(String, u64)> = node["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .map(|c| {
+            (
+                c["method"].as_str().unwrap_or("").to_string(),
+                c["calls"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    kids.sort();
+    kids
+}
+
 /// A root node of one worker thread: (thread name, calls, incomplete,
 /// calls of each child by method name).
 type WorkerRoot = (String, u64, u64, Vec<(String, u64)>);
@@ -607,18 +625,7 @@ fn worker_roots(report: &Value, method: &str) -> Vec<WorkerRoot> {
         }
         for r in t["roots"].as_array().expect("roots array") {
             if r["class"] == "fixtures.Calls" && r["method"] == method {
-                let mut kids: Vec<(String, u64)> = r["children"]
-                    .as_array()
-                    .expect("children")
-                    .iter()
-                    .map(|c| {
-                        (
-                            c["method"].as_str().unwrap_or("").to_string(),
-                            c["calls"].as_u64().unwrap_or(0),
-                        )
-                    })
-                    .collect();
-                kids.sort();
+                let kids = child_calls(r);
                 out.push((
                     name.clone(),
                     r["calls"].as_u64().expect("calls"),
@@ -749,17 +756,7 @@ fn root_calls_on_virtual_threads_are_left_out_and_reported() {
                 assert_eq!(root["method"], "sleepy", "{t}");
                 assert_eq!(root["incomplete"], 0, "{t}");
                 let calls = root["calls"].as_u64().unwrap();
-                let kids: Vec<(String, u64)> = root["children"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| {
-                        (
-                            c["method"].as_str().unwrap().to_string(),
-                            c["calls"].as_u64().unwrap(),
-                        )
-                    })
-                    .collect();
+                let kids = child_calls(root);
                 assert_eq!(
                     kids,
                     vec![("a".to_string(), calls), ("b".to_string(), calls)],
