@@ -174,6 +174,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         text.contains("from a reset 30000 ms into profiling (what ran before is not counted)"),
         "{text}"
     );
+    assert!(
+        text.contains("lost), counted over the whole session"),
+        "{text}"
+    );
 
     // A version 1 file: the same bytes without the agent block.
     let plain = bytes(&s.profile);

@@ -97,7 +97,17 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             p.clock, p.ticks_per_sec
         )?;
     }
-    writeln!(out, "  events       {} ({} lost)", s.events, s.lost_events)?;
+    writeln!(
+        out,
+        "  events       {} ({} lost){}",
+        s.events,
+        s.lost_events,
+        if s.reset_after_ms > 0 {
+            ", counted over the whole session"
+        } else {
+            ""
+        }
+    )?;
     writeln!(
         out,
         "  methods      {} instrumented, {} called",
