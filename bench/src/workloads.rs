@@ -184,13 +184,11 @@ struct Sample {
     total_mean: f64,
     total_median: f64,
     after_mean: f64,
-    /// With `--settle`: medians of the bare window timed after `settle`
-    /// more bare iterations, and of the profiled window timed after
-    /// `settle` more profiled ones.
-    settled: Option<(f64, f64)>,
-    /// The means of those two windows. The profile then covers the
-    /// settled window only (sprig's results are reset just before it).
-    settled_means: Option<(f64, f64)>,
+    /// With `--settle`: the bare window timed after `settle` more bare
+    /// iterations, and the profiled window timed after `settle` more
+    /// profiled ones. The profile then covers the settled window only
+    /// (sprig's results are reset just before it).
+    settled: Option<(Vec<f64>, Vec<f64>)>,
     p: ProfileSummary,
     attach_ms: f64,
     detach_ms: f64,
@@ -208,8 +206,11 @@ impl Sample {
     }
     /// Bare and profiled means of the window the report covers.
     fn covered_means(&self) -> (f64, f64) {
-        self.settled_means
-            .unwrap_or((self.bare_mean, self.total_mean))
+        self.settled
+            .as_ref()
+            .map_or((self.bare_mean, self.total_mean), |(bare, prof)| {
+                (mean(bare), mean(prof))
+            })
     }
     fn calls_per_iter(&self) -> f64 {
         self.p.all_calls as f64 / self.profiled()
@@ -227,7 +228,9 @@ impl Sample {
         (self.total_median / self.bare_median - 1.0) * 100.0
     }
     fn settled(&self) -> Option<f64> {
-        self.settled.map(|(bare, prof)| (prof / bare - 1.0) * 100.0)
+        self.settled
+            .as_ref()
+            .map(|(bare, prof)| (median(prof) / median(bare) - 1.0) * 100.0)
     }
     fn charged_bare(&self) -> Option<f64> {
         self.whole
@@ -358,10 +361,11 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         stopped.stderr
                     );
                 }
-                let made = k;
-                if r.whole && p.root_calls != made as u64 {
+                // Whole roots: one root call per iteration of the window
+                // the report covers.
+                if r.whole && p.root_calls != k as u64 {
                     bail!(
-                        "{} root {}: {} root calls recorded, {made} made",
+                        "{} root {}: {} root calls recorded, {k} made",
                         def.name,
                         r.label,
                         p.root_calls
@@ -375,14 +379,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     total_mean: mean(&prof),
                     total_median: median(&prof),
                     after_mean: mean(&after),
-                    settled: settled_bare
-                        .as_deref()
-                        .map(median)
-                        .zip(settled_prof.as_deref().map(median)),
-                    settled_means: settled_bare
-                        .as_deref()
-                        .map(mean)
-                        .zip(settled_prof.as_deref().map(mean)),
+                    settled: settled_bare.zip(settled_prof),
                     p,
                     attach_ms: attach.as_secs_f64() * 1e3,
                     detach_ms: stopped.stop_time.as_secs_f64() * 1e3,

@@ -665,10 +665,10 @@ fn drive(
     let mut signals_seen = 0;
     let mut resets_seen = 0;
     let mut timed_reset_done = false;
-    // When the results were last reset, and whether every thread has been
-    // reset since (a thread with no event since waits in the builder).
+    // When the results were last reset, and when to reset the threads that
+    // had no event since (the builder holds the reset for them till then).
     let mut reset_when: Option<Instant> = None;
-    let mut reset_applied = true;
+    let mut catch_up_at: Option<Instant> = None;
     let mut rate_window = (Instant::now(), 0u64, 0.0f64);
     let mut announced_roots = false;
 
@@ -750,19 +750,20 @@ fn drive(
                     ClockKind::ThreadCpu => builder.reset_now(),
                     wall => builder.reset_at(clock::read(wall)),
                 }
-                reset_when = Some(Instant::now());
-                reset_applied = false;
+                let now = Instant::now();
+                reset_when = Some(now);
+                // By then every event recorded before the reset has long
+                // been published and read.
+                catch_up_at = Some(now + Duration::from_secs(1));
                 status.line(&format!(
                     "sprig: results reset {:.1} s into profiling: the report covers what runs from now on",
                     since.elapsed().as_secs_f64()
                 ));
             }
         }
-        // A second after a reset, every event recorded before it has long
-        // been published and read.
-        if !reset_applied && reset_when.is_some_and(|r| r.elapsed() >= Duration::from_secs(1)) {
+        if catch_up_at.is_some_and(|at| Instant::now() >= at) {
             builder.apply_pending_reset();
-            reset_applied = true;
+            catch_up_at = None;
         }
         if phase == Phase::Profiling
             && let (Some(d), Some(since)) = (args.duration, profiling_since)

@@ -59,13 +59,13 @@ fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
 }
 
 /// Root nodes named `class::method` across threads whose name starts with
-/// `thread_prefix`: (thread name, calls).
-fn root_calls(
-    report: &Value,
+/// `thread_prefix`: (thread name, node).
+fn root_nodes<'a>(
+    report: &'a Value,
     class: &str,
     method: &str,
     thread_prefix: &str,
-) -> Vec<(String, u64)> {
+) -> Vec<(String, &'a Value)> {
     let mut out = Vec::new();
     for t in report["threads"].as_array().expect("threads array") {
         let name = t["name"].as_str().unwrap_or("").to_string();
@@ -74,10 +74,25 @@ fn root_calls(
         }
         for r in t["roots"].as_array().expect("roots array") {
             if r["class"] == class && r["method"] == method {
-                out.push((name.clone(), r["calls"].as_u64().expect("calls")));
+                out.push((name.clone(), r));
             }
         }
     }
+    out
+}
+
+/// Root nodes named `class::method` across threads whose name starts with
+/// `thread_prefix`: (thread name, calls).
+fn root_calls(
+    report: &Value,
+    class: &str,
+    method: &str,
+    thread_prefix: &str,
+) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = root_nodes(report, class, method, thread_prefix)
+        .into_iter()
+        .map(|(name, r)| (name, r["calls"].as_u64().expect("calls")))
+        .collect();
     out.sort();
     out
 }
@@ -617,24 +632,17 @@ type WorkerRoot = (String, u64, u64, Vec<(String, u64)>);
 
 /// The root nodes named `fixtures.Calls::<method>` per worker thread.
 fn worker_roots(report: &Value, method: &str) -> Vec<WorkerRoot> {
-    let mut out = Vec::new();
-    for t in report["threads"].as_array().expect("threads array") {
-        let name = t["name"].as_str().unwrap_or("").to_string();
-        if !name.starts_with("worker-") {
-            continue;
-        }
-        for r in t["roots"].as_array().expect("roots array") {
-            if r["class"] == "fixtures.Calls" && r["method"] == method {
-                let kids = child_calls(r);
-                out.push((
-                    name.clone(),
-                    r["calls"].as_u64().expect("calls"),
-                    r["incomplete"].as_u64().expect("incomplete"),
-                    kids,
-                ));
-            }
-        }
-    }
+    let mut out: Vec<WorkerRoot> = root_nodes(report, "fixtures.Calls", method, "worker-")
+        .into_iter()
+        .map(|(name, r)| {
+            (
+                name,
+                r["calls"].as_u64().expect("calls"),
+                r["incomplete"].as_u64().expect("incomplete"),
+                child_calls(r),
+            )
+        })
+        .collect();
     out.sort();
     out
 }

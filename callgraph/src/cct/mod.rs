@@ -307,6 +307,14 @@ impl ThreadState {
         self.last_ts = at;
     }
 
+    /// Applies reset `r` unless this thread had it already.
+    fn catch_up(&mut self, r: PendingReset) {
+        if self.reset_generation != r.generation {
+            self.reset(r.at);
+            self.reset_generation = r.generation;
+        }
+    }
+
     /// The child of `parent` for `method`, created when missing.
     #[inline(always)]
     fn child(&mut self, parent: u32, method: u32) -> u32 {
@@ -676,8 +684,7 @@ impl CctBuilder {
                     .unwrap_or(events.len());
                 t.process(&events[..split]);
                 if split < events.len() {
-                    t.reset(r.at);
-                    t.reset_generation = r.generation;
+                    t.catch_up(r);
                     t.process(&events[split..]);
                 }
             }
@@ -705,13 +712,9 @@ impl CctBuilder {
     /// for thread CPU time, whose timestamps no two threads share (so the
     /// cut falls where the consumer has read to, a few ms late).
     pub fn reset_now(&mut self) {
+        // A thread is never reset before its last timestamp.
         self.reset_at(0);
-        let generation = self.resets;
-        for t in &mut self.threads {
-            let at = t.last_ts;
-            t.reset(at);
-            t.reset_generation = generation;
-        }
+        self.apply_pending_reset();
     }
 
     /// Applies a pending reset to the threads that had no event since its
@@ -721,10 +724,7 @@ impl CctBuilder {
     pub fn apply_pending_reset(&mut self) {
         if let Some(r) = self.reset {
             for t in &mut self.threads {
-                if t.reset_generation != r.generation {
-                    t.reset(r.at);
-                    t.reset_generation = r.generation;
-                }
+                t.catch_up(r);
             }
         }
     }
@@ -739,8 +739,7 @@ impl CctBuilder {
         match self.reset {
             Some(r) if t.reset_generation != r.generation => {
                 let mut c = t.clone();
-                c.reset(r.at);
-                c.reset_generation = r.generation;
+                c.catch_up(r);
                 std::borrow::Cow::Owned(c)
             }
             _ => std::borrow::Cow::Borrowed(t),
