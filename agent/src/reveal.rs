@@ -143,6 +143,18 @@ struct State {
     activated_in_place: u64,
     /// Redefined classes get dormant probes in their other methods.
     dormant: bool,
+    /// `--skip-trivial`: the byte bound, 0 when every method is profiled.
+    skip_trivial: u32,
+    /// Per class that went through the hook: its trivial methods, and
+    /// those of them revelation reached (left out, never instrumented).
+    trivial: HashMap<String, Trivial>,
+}
+
+/// The trivial methods of one class (`--skip-trivial`).
+#[derive(Default)]
+struct Trivial {
+    methods: std::collections::HashSet<(String, String)>,
+    reached: std::collections::HashSet<(String, String)>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -175,6 +187,7 @@ pub fn configure(
     include: &[String],
     exclude: &[String],
     dormant: bool,
+    skip_trivial: u32,
 ) -> Result<(), String> {
     let parse = |v: &[String]| -> Result<Vec<ClassFilter>, String> {
         v.iter()
@@ -206,6 +219,8 @@ pub fn configure(
         // Eager instruments everything reachable at once: dormant probes
         // would save it no redefinition, only cost calls outside the root.
         dormant: dormant && scheme == Scheme::Lazy,
+        skip_trivial,
+        trivial: HashMap::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -459,12 +474,26 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
         let dotted = batch.class.replace('/', ".");
         // Every method of the batch already holds its probes (dormant
         // until now): activating them is all it takes.
+        // (Trivial methods left out count as held: they never get probes.)
+        let trivial = st.trivial.get(&batch.class);
+        let is_trivial = |m: &sprig_callgraph::reveal::Instrument| {
+            !m.is_root
+                && trivial
+                    .is_some_and(|t| t.methods.contains(&(m.name.clone(), m.descriptor.clone())))
+        };
         let in_place = st.installed.get(&batch.class).is_some_and(|have| {
             batch.methods.iter().all(|m| {
-                have.get(&(m.name.clone(), m.descriptor.clone()))
-                    .is_some_and(|&(_, root)| root == m.is_root)
+                is_trivial(m)
+                    || have
+                        .get(&(m.name.clone(), m.descriptor.clone()))
+                        .is_some_and(|&(_, root)| root == m.is_root)
             })
         });
+        let activated = batch
+            .methods
+            .iter()
+            .filter(|m| m.added && !is_trivial(m))
+            .count() as u64;
         let planned = batch
             .methods
             .iter()
@@ -482,7 +511,15 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
             .collect();
         st.plan.insert(batch.class.clone(), planned);
         if in_place {
-            st.activated_in_place += batch.methods.iter().filter(|m| m.added).count() as u64;
+            st.activated_in_place += activated;
+            if let Some(t) = st.trivial.get_mut(&batch.class) {
+                for m in &batch.methods {
+                    let key = (m.name.clone(), m.descriptor.clone());
+                    if !m.is_root && t.methods.contains(&key) {
+                        t.reached.insert(key);
+                    }
+                }
+            }
         } else {
             names.push(batch.class);
         }
@@ -883,6 +920,29 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
             )
         })
         .collect();
+    // `--skip-trivial`: trivial methods other than roots get no probes
+    // (learnt from the class's bytes the first time they pass here).
+    if st.skip_trivial > 0 {
+        let bound = st.skip_trivial;
+        let t = st
+            .trivial
+            .entry(name.to_string())
+            .or_insert_with(|| Trivial {
+                methods: sprig_rewriter::trivial_methods(bytes, bound)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+                reached: Default::default(),
+            });
+        out.retain(|(target, root)| {
+            let key = (target.name.clone(), target.descriptor.clone());
+            let skip = !*root && target.probes == PLAIN_PROBES && t.methods.contains(&key);
+            if skip {
+                t.reached.insert(key);
+            }
+            !skip
+        });
+    }
     // The class's other methods get dormant probes, so revealing them
     // later needs no redefinition (reflection's watch points excepted).
     let mut have: Probed = out
@@ -897,7 +957,11 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         for m in info.methods {
             let has_code = m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0 && m.code_length > 0;
             let key = (m.name, m.descriptor);
-            if !has_code || key.0 == "<clinit>" || have.contains_key(&key) {
+            let trivial = st
+                .trivial
+                .get(name)
+                .is_some_and(|t| t.methods.contains(&key));
+            if !has_code || key.0 == "<clinit>" || trivial || have.contains_key(&key) {
                 continue;
             }
             if let Some(id) = instrument::dormant_method(&dotted, &key.0, &key.1) {
@@ -953,6 +1017,7 @@ pub fn stats() -> Option<RevealStats> {
         reflective_sites: stats.reflective_sites as u64,
         dormant: dormant_count(st),
         activated_in_place: st.activated_in_place,
+        trivial_skipped: st.trivial.values().map(|t| t.reached.len() as u64).sum(),
     })
 }
 

@@ -392,7 +392,13 @@ fn start_profiling(
     threads::reset();
     if !so.roots_only
         && !calibrate_only
-        && let Err(e) = reveal::configure(so.scheme, &so.include, &so.exclude, !so.no_dormant)
+        && let Err(e) = reveal::configure(
+            so.scheme,
+            &so.include,
+            &so.exclude,
+            !so.no_dormant,
+            so.skip_trivial,
+        )
     {
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         return refuse(ch, e);

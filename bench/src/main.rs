@@ -47,6 +47,11 @@ struct Args {
     /// every revelation redefines its class again. Slow on javac.
     #[arg(long)]
     compare_dormant: bool,
+    /// Also run Scheme B with trivial methods left out (`--skip-trivial`,
+    /// row `Bt`): getters, setters and other short straight-line leaves get
+    /// no probes, their time counts in their callers.
+    #[arg(long)]
+    compare_trivial: bool,
     /// Keep profiling N more iterations after the measured window, then
     /// time one more window, against a bare window also timed after N more
     /// bare iterations: the "settled %" column, the overhead once the JIT
@@ -76,6 +81,7 @@ pub struct Ctx {
     pub quick: bool,
     pub repeats: usize,
     pub compare_dormant: bool,
+    pub compare_trivial: bool,
     /// Extra profiled iterations before the settled window (0: none).
     pub settle: usize,
     /// Root labels to run (empty: all).
@@ -126,6 +132,7 @@ fn real_main() -> Result<bool> {
     })?;
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
+        compare_trivial: args.compare_trivial,
         settle: args.settle,
         rows: args.rows.clone(),
         quick: args.quick,

@@ -215,7 +215,8 @@ pub struct SprigArgs {
     pub roots: Vec<String>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
-    /// `lazy`, `eager`, or `lazy-redefine` (lazy with `--no-dormant`).
+    /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`) or
+    /// `lazy-trivial` (lazy with `--skip-trivial`).
     pub scheme: String,
 }
 
@@ -258,6 +259,7 @@ impl Sprig {
         }
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
+            "lazy-trivial" => cmd.args(["--scheme", "lazy", "--skip-trivial"]),
             scheme => cmd.args(["--scheme", scheme]),
         };
         cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());

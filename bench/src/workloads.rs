@@ -265,6 +265,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     if ctx.compare_dormant {
         schemes.insert(1, "lazy-redefine");
     }
+    if ctx.compare_trivial {
+        schemes.insert(1, "lazy-trivial");
+    }
     let k = def.iterations;
     // samples[root][scheme] over repeats
     let mut samples: Vec<Vec<Vec<Sample>>> = def
@@ -491,6 +494,7 @@ pub fn print_table(results: &[Value]) {
                 match st("scheme").as_str() {
                     "lazy" => "B",
                     "lazy-redefine" => "Br",
+                    "lazy-trivial" => "Bt",
                     _ => "A",
                 },
                 m("calls_per_iter"),

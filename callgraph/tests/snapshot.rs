@@ -135,6 +135,7 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         reflective_sites: 0,
         dormant: 40,
         activated_in_place: 3,
+        trivial_skipped: 17,
     });
     let data = bytes(&p);
     let back = Profile::read_snapshot(&mut data.as_slice()).expect("read back");
@@ -166,10 +167,16 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         "{text}"
     );
     assert!(
-        json.contains(r#""dormant":40,"activated_in_place":3}"#),
+        json.contains(r#""dormant":40,"activated_in_place":3,"trivial_skipped":17}"#),
         "{json}"
     );
     assert!(json.contains(r#""reset_after_ms":30000,"#), "{json}");
+    assert!(
+        text.contains(
+            "trivial      17 methods left out (--skip-trivial): their time is in their callers' self time"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains("from a reset 30000 ms into profiling (what ran before is not counted)"),
         "{text}"
@@ -195,10 +202,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
     v1.drain(at..at + 6 * 8 + 1 + 8);
     let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
     assert_eq!(old, s.profile);
-    let mut v5 = plain;
-    v5[8..12].copy_from_slice(&5u32.to_le_bytes());
+    let mut v6 = plain;
+    v6[8..12].copy_from_slice(&6u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v5.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(5))
+        Profile::read_snapshot(&mut v6.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(6))
     ));
 }

@@ -96,6 +96,25 @@ pub struct SessionArgs {
     #[arg(long)]
     pub no_dormant: bool,
 
+    /// Leave out trivial methods: getters, setters, constants, empty
+    /// methods, any method of at most BYTES bytes of bytecode (default 16)
+    /// that calls nothing, allocates nothing, throws nothing and has no
+    /// loop. Their time then counts in their callers' self time and they
+    /// get no node of their own. On code that calls many such methods
+    /// (compilers, parsers, collections-heavy code) this removes most of
+    /// the probes' cost; the tree keeps every method that calls further.
+    /// Roots are always profiled. `--skip-trivial=6` keeps to getters,
+    /// setters and constants.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "16",
+        value_parser = clap::value_parser!(u32).range(1..=255)
+    )]
+    pub skip_trivial: Option<u32>,
+
     /// Skip the probe calibration at attach (about 0.2 s). Times then
     /// include the probes' own cost, which dominates short methods; see
     /// `sprig calibrate`.
@@ -215,6 +234,7 @@ impl SessionArgs {
             calibrate: !self.no_calibrate,
             wait_bound_ms: self.wait_bound_ms,
             no_dormant: self.no_dormant,
+            skip_trivial: self.skip_trivial.unwrap_or(0),
         }
     }
 }
@@ -362,6 +382,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             calibrate: true,
             wait_bound_ms: 2000,
             no_dormant: false,
+            skip_trivial: 0,
         }),
         prepared.ring_fd.as_fd(),
     )?;

@@ -17,6 +17,7 @@ use crate::{CallKind, CallSite, ClassInfo, Error, MethodInfo};
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
+const ACC_SYNCHRONIZED: u16 = 0x0020;
 const LAMBDA_METAFACTORY: &str = "java/lang/invoke/LambdaMetafactory";
 
 /// What a class declares: names, supertypes, access flags and, per method,
@@ -106,6 +107,61 @@ pub fn callees_all(class: &[u8]) -> Result<Vec<(String, String, Vec<CallSite>)>,
             ))
         })
         .collect()
+}
+
+/// The methods of the class that are *trivial* at `max_bytes`: at most
+/// `max_bytes` bytes of bytecode that run straight through and do nothing
+/// that can take long. That is, no call of any kind (no invoke, no
+/// method-handle constant), no backward branch, switch or subroutine, no
+/// allocation, no `athrow`, no monitor, and the method is not
+/// `synchronized`. Getters, setters, constants and empty methods are the
+/// usual ones; `(name, descriptor)` in declaration order.
+///
+/// Such a method runs a handful of instructions and no other method, so a
+/// profiler can leave it out and count its time in its caller's self time
+/// without hiding anything that calls further.
+pub fn trivial_methods(class: &[u8], max_bytes: u32) -> Result<Vec<(String, String)>, Error> {
+    let raw = RawClass::parse(class)?;
+    let mut out = Vec::new();
+    for m in &raw.methods {
+        let Some(code) = m.code else { continue };
+        if m.access & (ACC_NATIVE | ACC_ABSTRACT | ACC_SYNCHRONIZED) != 0
+            || u32::try_from(code.len()).map_or(true, |n| n > max_bytes)
+        {
+            continue;
+        }
+        let mut trivial = true;
+        bytecode::walk(code, |insn| {
+            trivial = trivial && straight_and_cheap(&raw, insn);
+            Ok(())
+        })?;
+        if trivial {
+            out.push((
+                raw.pool.utf8(m.name)?.into_owned(),
+                raw.pool.utf8(m.descriptor)?.into_owned(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// One instruction of a trivial method: see [`trivial_methods`].
+fn straight_and_cheap(raw: &RawClass<'_>, insn: Insn<'_>) -> bool {
+    let forward16 = || i16::from_be_bytes([insn.operands[0], insn.operands[1]]) > 0;
+    match insn.opcode {
+        op if bytecode::is_invoke(op) => false,
+        bytecode::LDC | bytecode::LDC_W => !loads_method_handle(raw, insn),
+        // if<cond>, if_icmp<cond>, if_acmp<cond>, goto, ifnull, ifnonnull:
+        // only forward.
+        0x99..=0xa7 | 0xc6 | 0xc7 => insn.operands.len() >= 2 && forward16(),
+        // jsr, ret, tableswitch, lookupswitch, goto_w, jsr_w
+        0xa8..=0xab | 0xc8 | 0xc9 => false,
+        // new, newarray, anewarray, athrow, monitorenter/exit, multianewarray
+        0xbb..=0xbd | 0xbf | 0xc2 | 0xc3 | 0xc5 => false,
+        // wide ret
+        bytecode::WIDE => insn.operands.first() != Some(&0xa9),
+        _ => true,
+    }
 }
 
 fn method_callees(raw: &RawClass<'_>, m: &RawMethod<'_>) -> Result<Vec<CallSite>, Error> {

@@ -13,7 +13,7 @@ mod analyze;
 mod error;
 mod instrument;
 
-pub use analyze::{callees, callees_all, class_info};
+pub use analyze::{callees, callees_all, class_info, trivial_methods};
 pub use error::Error;
 pub use instrument::instrument;
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info};
+use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info, trivial_methods};
 
 /// Compiles the test sources once into a fresh temp dir; returns it.
 fn classes() -> &'static Path {
@@ -25,6 +25,7 @@ fn classes() -> &'static Path {
             assert!(status.success(), "javac {file} failed");
         };
         javac(&[], "Calls.java");
+        javac(&[], "Trivial.java");
         javac(&["--release", "8"], "Old.java");
         out
     })
@@ -380,5 +381,41 @@ fn other_bootstraps_report_method_handle_arguments() {
             .find(|m| m.name == "task")
             .unwrap()
             .has_calls
+    );
+}
+
+#[test]
+fn trivial_methods_are_short_straight_leaves() {
+    let class = bytes("Trivial");
+    let names = |max: u32| -> Vec<String> {
+        trivial_methods(&class, max)
+            .unwrap()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
+    // The source names every method t_ (trivial at 16 bytes) or n_ (not).
+    let info = class_info(&class).unwrap();
+    let expected: Vec<String> = info
+        .methods
+        .iter()
+        .filter(|m| m.name.starts_with("t_"))
+        .map(|m| m.name.clone())
+        .collect();
+    assert_eq!(expected.len(), 10, "the fixture's trivial methods");
+    assert_eq!(names(16), expected);
+    let n_seventeen = info.methods.iter().find(|m| m.name == "n_seventeen");
+    assert_eq!(n_seventeen.map(|m| m.code_length), Some(17));
+    assert!(names(17).contains(&"n_seventeen".to_string()));
+    // The bound is on bytes: at 5, the getter (5) stays, the setter (6) goes.
+    let five = names(5);
+    assert!(five.contains(&"t_getter".to_string()));
+    assert!(!five.contains(&"t_setter".to_string()));
+    assert!(names(0).is_empty());
+    // Descriptors come with the names.
+    assert!(
+        trivial_methods(&class, 16)
+            .unwrap()
+            .contains(&("t_setter".to_string(), "(I)V".to_string()))
     );
 }

@@ -1,5 +1,6 @@
-//! Property test over mutated real class files: `class_info`, `callees_all`
-//! and `instrument` return a value or an error on any input, never panic.
+//! Property test over mutated real class files: `class_info`, `callees_all`,
+//! `trivial_methods` and `instrument` return a value or an error on any input,
+//! never panic.
 //!
 //! Seeds: the analysis test classes (compiled here with javac, current and
 //! `--release 8`) and a few JDK 17 classes extracted from the runtime image.
@@ -19,7 +20,7 @@ use std::time::Instant;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use sprig_rewriter::{ProbeSet, Target, callees_all, class_info, instrument};
+use sprig_rewriter::{ProbeSet, Target, callees_all, class_info, instrument, trivial_methods};
 
 const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
 
@@ -178,6 +179,7 @@ fn check(seed: usize, muts: &[Mutation]) -> Result<(), TestCaseError> {
     }];
     let info = class_info(&bytes);
     let _ = callees_all(&bytes);
+    let _ = trivial_methods(&bytes, 16);
     // The seed's own targets reach deep into the code even when names moved.
     let result = instrument(&bytes, targets, &probes);
     if result.is_ok() {

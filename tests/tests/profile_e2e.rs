@@ -454,6 +454,12 @@ fn malformed_patterns_and_options_are_rejected_before_attaching() {
     let (code, _, err) = run_sprig(&["profile", "not-a-pid", "--root", "a.B::c"], LONG);
     assert_eq!(code, 2, "{err}");
     assert!(!err.contains("panicked"));
+    for bad in ["--skip-trivial=0", "--skip-trivial=300", "--skip-trivial=x"] {
+        let (code, _, err) = run_sprig(&[&root[..], &[bad]].concat(), LONG);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.starts_with("error: invalid value"), "{bad}: {err}");
+        assert!(err.contains("--skip-trivial"), "{bad}: {err}");
+    }
 }
 
 #[test]

@@ -183,6 +183,57 @@ fn expected(n: u64) -> BTreeMap<String, u64> {
     rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
 }
 
+/// The methods of the scenarios that `--skip-trivial` can leave out, with
+/// their bytecode length: short straight-line leaves (`return 3 * side *
+/// side`, `return x + 1`, ...). `Exc.level3` is a leaf too, but it
+/// allocates and throws.
+const TRIVIAL: [(&str, u32); 10] = [
+    ("Circle.area", 12),
+    ("Square.area", 9),
+    ("English.greet", 4),
+    ("French.greet", 4),
+    ("EarlyWorker.work", 4),
+    ("LateWorker.helper", 4),
+    ("UnlinkedWorker.work", 4),
+    ("Exc.after", 4),
+    ("Reflect.target", 4),
+    ("Reflect.scaled", 7),
+];
+
+/// The byte bound `extra` gives `--skip-trivial` (0: not given).
+fn trivial_bound(extra: &[&str]) -> u32 {
+    extra
+        .iter()
+        .find_map(|a| match a.strip_prefix("--skip-trivial") {
+            Some("") => Some(16),
+            Some(v) => v.strip_prefix('=').and_then(|v| v.parse().ok()),
+            None => None,
+        })
+        .unwrap_or(0)
+}
+
+/// The scenario methods left out at a byte bound.
+fn trivial_at(bound: u32) -> Vec<&'static str> {
+    TRIVIAL
+        .iter()
+        .filter(|(_, len)| *len <= bound)
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// [`expected`] without the nodes of the methods left out at `bound` (all
+/// leaves, so no other node moves).
+fn expected_at(n: u64, bound: u32) -> BTreeMap<String, u64> {
+    let left_out = trivial_at(bound);
+    expected(n)
+        .into_iter()
+        .filter(|(path, _)| {
+            let last = path.rsplit(" > ").next().unwrap_or(path);
+            !left_out.contains(&last)
+        })
+        .collect()
+}
+
 fn assert_tree(got: &BTreeMap<String, u64>, want: &BTreeMap<String, u64>, what: &str) {
     let show = |m: &BTreeMap<String, u64>| {
         m.iter()
@@ -217,7 +268,12 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
     }
     let report = stop_profile(sprig, &out);
     let what = format!("JDK {} warm={warm} {extra:?}", jdk.major);
-    assert_tree(&paths(&report), &expected(u64::from(N)), &what);
+    let left_out = trivial_at(trivial_bound(extra)).len();
+    assert_tree(
+        &paths(&report),
+        &expected_at(u64::from(N), trivial_bound(extra)),
+        &what,
+    );
     let warnings = report["warnings"].to_string();
     assert!(
         !warnings.contains("revelation is not available"),
@@ -234,12 +290,17 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
         .map(|v| v.as_u64().expect("count"))
         .sum();
     // ... plus Method.invoke and Constructor.newInstance, watched for the
-    // reflective calls.
+    // reflective calls, less the trivial methods left out.
+    let trivial = rev["trivial_skipped"].as_u64().expect("trivial_skipped");
     assert_eq!(
         Some(by_edge + 2),
-        stats["instrumented_methods"].as_u64(),
+        stats["instrumented_methods"].as_u64().map(|n| n + trivial),
         "{what}: methods by edge kind must add up to the instrumented ones: {stats}"
     );
+    // Every trivial method the scenarios call, none else: the other
+    // methods revelation reaches either call further or are constructors
+    // (which call their super constructor).
+    assert_eq!(trivial, left_out as u64, "{what}: {rev}");
     println!(
         "{what}: {} instrumented, {} dormant, {} activated in place, {} batches",
         stats["instrumented_methods"],
@@ -262,8 +323,8 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
         .as_u64()
         .expect("instrumented");
     // 33 distinct methods run (LateWorker.work/helper, UnlinkedWorker.work
-    // and the four of Reflect included).
-    assert_eq!(called, 33, "{what}: called methods");
+    // and the four of Reflect included); the trivial ones are not seen.
+    assert_eq!(called, 33 - left_out as u64, "{what}: called methods");
     assert!(instrumented >= called, "{what}: {instrumented} < {called}");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));
@@ -298,6 +359,28 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
             n(&dormant, "redefinition_batches"),
             n(&redefining, "redefinition_batches")
         );
+    }
+}
+
+/// `--skip-trivial`: the same tree less the trivial leaves, whether their
+/// classes load after the attach (the load hook sees their bytes) or
+/// before it (the first redefinition does), in both schemes.
+#[test]
+fn skip_trivial_leaves_out_exactly_the_trivial_leaves() {
+    let _serial = serial();
+    for jdk in test_jdks("skip_trivial_leaves_out_exactly_the_trivial_leaves") {
+        let classes = fixture_classes(&jdk);
+        session(&jdk, classes.path(), false, &["--skip-trivial"]);
+        session(&jdk, classes.path(), true, &["--skip-trivial"]);
+        session(
+            &jdk,
+            classes.path(),
+            true,
+            &["--skip-trivial", "--scheme", "eager"],
+        );
+        // At 4 bytes only `return x + 1` and the like go: the area()
+        // methods (9 and 12 bytes) and scaled() (7) are back in the tree.
+        session(&jdk, classes.path(), false, &["--skip-trivial=4"]);
     }
 }
 

@@ -64,6 +64,10 @@ pub struct SessionOptions {
     /// Redefine a class again for each revelation in it, instead of giving
     /// all its methods (dormant) probes the first time.
     pub no_dormant: bool,
+    /// Leave out trivial methods of at most this many bytes of bytecode
+    /// (short straight-line leaves: getters, setters, constants); 0 keeps
+    /// every method. Roots are always instrumented.
+    pub skip_trivial: u32,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.
@@ -122,6 +126,9 @@ pub struct RevealStats {
     /// Methods revealed in a class that already held their dormant probes,
     /// activated without a redefinition.
     pub activated_in_place: u64,
+    /// Methods revelation reached that were left out as trivial
+    /// (`--skip-trivial`): no probes, their time is their callers' self time.
+    pub trivial_skipped: u64,
 }
 
 /// A class that could not be instrumented or restored.

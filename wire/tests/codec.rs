@@ -55,6 +55,7 @@ fn stats() -> impl Strategy<Value = AgentStats> {
             reflective_sites: a[8],
             dormant: a[2],
             activated_in_place: a[3],
+            trivial_skipped: a[4],
         }),
     })
 }
@@ -73,6 +74,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
         .prop_map(
             |(roots, include, exclude, scheme, clock, roots_only, calibrate, wait_bound_ms)| {
                 let no_dormant = wait_bound_ms % 2 == 1;
+                let skip_trivial = wait_bound_ms.rotate_left(7) % 40;
                 SessionOptions {
                     roots,
                     include,
@@ -83,6 +85,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     calibrate,
                     wait_bound_ms,
                     no_dormant,
+                    skip_trivial,
                 }
             },
         )

@@ -26,6 +26,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         calibrate: false,
         wait_bound_ms: 2000,
         no_dormant: false,
+        skip_trivial: 0,
     }
 }
 

@@ -12,7 +12,7 @@
 //!              u8 revelation present [u32 n, n × (str kind, u64 methods),
 //!              u64 scanned, reachable, reachable_unloaded, classes_mirrored,
 //!              unmodifiable_skipped, reflective_sites,
-//!              (v3) dormant, activated_in_place]
+//!              (v3) dormant, activated_in_place, (v5) trivial_skipped]
 //! reset (v4):  u64 reset_after_ms
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
@@ -35,7 +35,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 4;
+pub const SNAPSHOT_VERSION: u32 = 5;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -202,6 +202,7 @@ impl Profile {
                     r.reflective_sites,
                     r.dormant,
                     r.activated_in_place,
+                    r.trivial_skipped,
                 ] {
                     w.u64(v)?;
                 }
@@ -286,6 +287,7 @@ impl Profile {
                         reflective_sites: r.u64()?,
                         dormant: if version >= 3 { r.u64()? } else { 0 },
                         activated_in_place: if version >= 3 { r.u64()? } else { 0 },
+                        trivial_skipped: if version >= 5 { r.u64()? } else { 0 },
                     })
                 }
                 x => return Err(corrupt(format!("revelation flag {x}"))),

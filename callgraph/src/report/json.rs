@@ -8,7 +8,8 @@
 //!           "redefinition_ms","reveal_ms",
 //!           "revelation":{"revealed_by":{kind:methods},"scanned","reachable",
 //!                         "reachable_unloaded","classes_mirrored","unmodifiable_skipped",
-//!                         "reflective_sites","dormant","activated_in_place"} | null},
+//!                         "reflective_sites","dormant","activated_in_place",
+//!                         "trivial_skipped"} | null},
 //!  "calibration":{"inner_ns","outer_ns"} | null,
 //!  "threads":[{"id","name","roots":[NODE]}]}
 //! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
@@ -164,7 +165,7 @@ impl Render for Json {
                 }
                 write!(
                     out,
-                    "}},\"scanned\":{},\"reachable\":{},\"reachable_unloaded\":{},\"classes_mirrored\":{},\"unmodifiable_skipped\":{},\"reflective_sites\":{},\"dormant\":{},\"activated_in_place\":{}}}",
+                    "}},\"scanned\":{},\"reachable\":{},\"reachable_unloaded\":{},\"classes_mirrored\":{},\"unmodifiable_skipped\":{},\"reflective_sites\":{},\"dormant\":{},\"activated_in_place\":{},\"trivial_skipped\":{}}}",
                     r.scanned,
                     r.reachable,
                     r.reachable_unloaded,
@@ -172,7 +173,8 @@ impl Render for Json {
                     r.unmodifiable_skipped,
                     r.reflective_sites,
                     r.dormant,
-                    r.activated_in_place
+                    r.activated_in_place,
+                    r.trivial_skipped
                 )?;
             }
         }

@@ -153,6 +153,14 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
                 r.dormant, r.activated_in_place
             )?;
         }
+        if r.trivial_skipped > 0 {
+            writeln!(
+                out,
+                "  trivial      {} methods left out (--skip-trivial): their time is in their \
+                 callers' self time",
+                r.trivial_skipped
+            )?;
+        }
     }
     match p.calibration {
         Some(c) => writeln!(

@@ -32,7 +32,7 @@ pub(crate) const INVOKEINTERFACE: u8 = 0xb9;
 pub(crate) const INVOKEDYNAMIC: u8 = 0xba;
 const TABLESWITCH: u8 = 0xaa;
 const LOOKUPSWITCH: u8 = 0xab;
-const WIDE: u8 = 0xc4;
+pub(crate) const WIDE: u8 = 0xc4;
 const IINC: u8 = 0x84;
 
 /// Length of a fixed-size instruction including its opcode, or `None` for
