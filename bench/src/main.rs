@@ -48,10 +48,19 @@ struct Args {
     #[arg(long)]
     compare_dormant: bool,
     /// Also run Scheme B with trivial methods left out (`--skip-trivial`,
-    /// row `Bt`): getters, setters and other short straight-line leaves get
-    /// no probes, their time counts in their callers.
-    #[arg(long)]
-    compare_trivial: bool,
+    /// row `Bt16`): getters, setters and other short straight-line leaves
+    /// get no probes, their time counts in their callers. With byte bounds
+    /// (`--compare-trivial=6,16,35`), one row per bound.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "16",
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(u32).range(1..=255)
+    )]
+    compare_trivial: Vec<u32>,
     /// Keep profiling N more iterations after the measured window, then
     /// time one more window, against a bare window also timed after N more
     /// bare iterations: the "settled %" column, the overhead once the JIT
@@ -81,7 +90,8 @@ pub struct Ctx {
     pub quick: bool,
     pub repeats: usize,
     pub compare_dormant: bool,
-    pub compare_trivial: bool,
+    /// Byte bounds of `--skip-trivial` rows to add (none: no such row).
+    pub compare_trivial: Vec<u32>,
     /// Extra profiled iterations before the settled window (0: none).
     pub settle: usize,
     /// Root labels to run (empty: all).
@@ -132,7 +142,7 @@ fn real_main() -> Result<bool> {
     })?;
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
-        compare_trivial: args.compare_trivial,
+        compare_trivial: args.compare_trivial.clone(),
         settle: args.settle,
         rows: args.rows.clone(),
         quick: args.quick,
@@ -187,7 +197,7 @@ fn real_main() -> Result<bool> {
     if !workload_out.is_empty() {
         println!();
         println!(
-            "workloads (medians over repeats [min-max]; B = lazy, A = eager; times per iteration)"
+            "workloads (medians over repeats [min-max]; B = lazy, BtN = lazy with --skip-trivial=N, A = eager; times per iteration)"
         );
         if ctx.settle > 0 {
             println!(

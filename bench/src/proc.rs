@@ -216,7 +216,7 @@ pub struct SprigArgs {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`) or
-    /// `lazy-trivial` (lazy with `--skip-trivial`).
+    /// `lazy-trivial=N` (lazy with `--skip-trivial=N`).
     pub scheme: String,
 }
 
@@ -259,8 +259,12 @@ impl Sprig {
         }
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
-            "lazy-trivial" => cmd.args(["--scheme", "lazy", "--skip-trivial"]),
-            scheme => cmd.args(["--scheme", scheme]),
+            scheme => match scheme.strip_prefix(crate::workloads::TRIVIAL_SCHEME) {
+                Some(bound) => cmd
+                    .args(["--scheme", "lazy"])
+                    .arg(format!("--skip-trivial={bound}")),
+                None => cmd.args(["--scheme", scheme]),
+            },
         };
         cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());
         cmd.args(["--format", "json", "-o"])

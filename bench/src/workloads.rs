@@ -241,6 +241,9 @@ impl Sample {
     }
 }
 
+/// Scheme name of a `--skip-trivial` row, followed by its byte bound.
+pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
+
 /// Runs one workload; returns its JSON rows.
 pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     let mut args = vec![
@@ -261,13 +264,16 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         def.name, def.warmup
     );
     let warm = iterate(&mut jvm, def.warmup, def.iteration_bound)?;
-    let mut schemes: Vec<&str> = vec!["lazy", "eager"];
+    let mut schemes: Vec<String> = vec!["lazy".into()];
+    schemes.extend(
+        ctx.compare_trivial
+            .iter()
+            .map(|b| format!("{TRIVIAL_SCHEME}{b}")),
+    );
     if ctx.compare_dormant {
-        schemes.insert(1, "lazy-redefine");
+        schemes.push("lazy-redefine".into());
     }
-    if ctx.compare_trivial {
-        schemes.insert(1, "lazy-trivial");
-    }
+    schemes.push("eager".into());
     let k = def.iterations;
     // samples[root][scheme] over repeats
     let mut samples: Vec<Vec<Vec<Sample>>> = def
@@ -321,7 +327,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     roots: r.roots.clone(),
                     include: r.include.clone(),
                     exclude: vec![],
-                    scheme: scheme.to_string(),
+                    scheme: scheme.clone(),
                 };
                 // With --settle, a bare window just as far from the last
                 // disturbance: this workload keeps getting faster for a
@@ -492,10 +498,12 @@ pub fn print_table(results: &[Value]) {
                 st("workload"),
                 st("root"),
                 match st("scheme").as_str() {
-                    "lazy" => "B",
-                    "lazy-redefine" => "Br",
-                    "lazy-trivial" => "Bt",
-                    _ => "A",
+                    "lazy" => "B".to_owned(),
+                    "lazy-redefine" => "Br".to_owned(),
+                    s => match s.strip_prefix(TRIVIAL_SCHEME) {
+                        Some(bound) => format!("Bt{bound}"),
+                        None => "A".to_owned(),
+                    },
                 },
                 m("calls_per_iter"),
                 fmt(sum(r, "bare_ms"), 2),

@@ -274,3 +274,29 @@ fn ten_thousand_levels_through_every_renderer() {
     let d = diff(&p, &deep_profile(DEPTH / 2));
     assert_eq!(d.nodes.len() as u64, DEPTH + 1);
 }
+
+/// Under a table with `~` times, the legend suggests `--skip-trivial` when
+/// revelation ran without it, and not when it left methods out (or when
+/// there was no revelation at all: `--roots-only` or an older snapshot).
+#[test]
+fn the_probe_bound_legend_suggests_skip_trivial_only_when_it_applies() {
+    use sprig_callgraph::report::text::{LEGEND, TRIVIAL_HINT};
+    let s = script("probe_bound.events");
+    let mut p = s.profile.clone();
+    let without = render(&p, &s.opts, Format::Text);
+    assert!(without.contains(LEGEND), "{without}");
+    assert!(!without.contains(TRIVIAL_HINT), "{without}");
+    p.stats.reveal = Some(Default::default());
+    let hinted = render(&p, &s.opts, Format::Text);
+    assert!(
+        hinted.contains(&format!("{LEGEND}\n{TRIVIAL_HINT}\n")),
+        "{hinted}"
+    );
+    p.stats.reveal.as_mut().unwrap().trivial_skipped = 12;
+    let skipped = render(&p, &s.opts, Format::Text);
+    assert!(!skipped.contains(TRIVIAL_HINT), "{skipped}");
+    assert!(
+        skipped.contains("trivial      12 methods left out (--skip-trivial)"),
+        "{skipped}"
+    );
+}

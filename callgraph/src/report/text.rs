@@ -27,6 +27,24 @@ const MAX_GUIDES: usize = 24;
 pub const LEGEND: &str = "  ~ more probe cost was subtracted than time is left: a probe pair's cost moves\n    \
 by a few ns with the code around it, so such a time may be off by tens of percent";
 
+/// Printed under [`LEGEND`] when revelation ran and no method was left
+/// out as trivial.
+pub const TRIVIAL_HINT: &str = "    (`--skip-trivial` leaves getters, setters and other tiny leaf methods \
+without probes: their time then counts in their callers)";
+
+/// The legend under a table with `~` times, and the hint when it applies.
+fn legend(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{LEGEND}")?;
+    if p.stats
+        .reveal
+        .as_ref()
+        .is_some_and(|r| r.trivial_skipped == 0)
+    {
+        writeln!(out, "{TRIVIAL_HINT}")?;
+    }
+    Ok(())
+}
+
 /// A time in ms, marked `~` when it is mostly subtracted probe cost.
 fn ms_marked(ns: u64, probe_bound: bool) -> String {
     if probe_bound {
@@ -290,7 +308,7 @@ fn thread_tree(
         )?;
     }
     if marked {
-        writeln!(out, "{LEGEND}")?;
+        legend(p, out)?;
     }
     Ok(())
 }
@@ -336,7 +354,7 @@ fn hot_spot_table(
         )?;
     }
     if marked {
-        writeln!(out, "{LEGEND}")?;
+        legend(p, out)?;
     }
     Ok(())
 }
