@@ -57,7 +57,7 @@ use sprig_callgraph::reveal::{
 };
 use sprig_rewriter::{CallSite, ClassInfo, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
@@ -150,11 +150,35 @@ struct State {
     trivial: HashMap<String, Trivial>,
 }
 
-/// The trivial methods of one class (`--skip-trivial`).
-#[derive(Default)]
+/// The trivial methods of one class (`--skip-trivial`), by (name,
+/// descriptor).
 struct Trivial {
-    methods: std::collections::HashSet<(String, String)>,
-    reached: std::collections::HashSet<(String, String)>,
+    methods: HashSet<(String, String)>,
+    reached: HashSet<(String, String)>,
+}
+
+impl Trivial {
+    /// The class's trivial methods at `bound`, read from its bytes.
+    fn of(bytes: &[u8], bound: u32) -> Trivial {
+        Trivial {
+            methods: sprig_rewriter::trivial_methods(bytes, bound)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            reached: HashSet::new(),
+        }
+    }
+
+    /// Whether a planned method is left out: trivial, and not a root (roots
+    /// are always profiled). Marks it reached when it is.
+    fn leaves_out(&mut self, name: &str, descriptor: &str, root: bool) -> bool {
+        let key = (name.to_string(), descriptor.to_string());
+        let out = !root && self.methods.contains(&key);
+        if out {
+            self.reached.insert(key);
+        }
+        out
+    }
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -474,26 +498,22 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
         let dotted = batch.class.replace('/', ".");
         // Every method of the batch already holds its probes (dormant
         // until now): activating them is all it takes.
-        // (Trivial methods left out count as held: they never get probes.)
-        let trivial = st.trivial.get(&batch.class);
-        let is_trivial = |m: &sprig_callgraph::reveal::Instrument| {
-            !m.is_root
-                && trivial
-                    .is_some_and(|t| t.methods.contains(&(m.name.clone(), m.descriptor.clone())))
+        // Trivial methods left out count as held: they never get probes.
+        let left_out: Vec<bool> = match st.trivial.get_mut(&batch.class) {
+            Some(t) => batch
+                .methods
+                .iter()
+                .map(|m| t.leaves_out(&m.name, &m.descriptor, m.is_root))
+                .collect(),
+            None => vec![false; batch.methods.len()],
         };
         let in_place = st.installed.get(&batch.class).is_some_and(|have| {
-            batch.methods.iter().all(|m| {
-                is_trivial(m)
-                    || have
-                        .get(&(m.name.clone(), m.descriptor.clone()))
-                        .is_some_and(|&(_, root)| root == m.is_root)
+            batch.methods.iter().zip(&left_out).all(|(m, &out)| {
+                out || have
+                    .get(&(m.name.clone(), m.descriptor.clone()))
+                    .is_some_and(|&(_, root)| root == m.is_root)
             })
         });
-        let activated = batch
-            .methods
-            .iter()
-            .filter(|m| m.added && !is_trivial(m))
-            .count() as u64;
         let planned = batch
             .methods
             .iter()
@@ -511,15 +531,12 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
             .collect();
         st.plan.insert(batch.class.clone(), planned);
         if in_place {
-            st.activated_in_place += activated;
-            if let Some(t) = st.trivial.get_mut(&batch.class) {
-                for m in &batch.methods {
-                    let key = (m.name.clone(), m.descriptor.clone());
-                    if !m.is_root && t.methods.contains(&key) {
-                        t.reached.insert(key);
-                    }
-                }
-            }
+            st.activated_in_place += batch
+                .methods
+                .iter()
+                .zip(&left_out)
+                .filter(|(m, out)| m.added && !**out)
+                .count() as u64;
         } else {
             names.push(batch.class);
         }
@@ -927,20 +944,11 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         let t = st
             .trivial
             .entry(name.to_string())
-            .or_insert_with(|| Trivial {
-                methods: sprig_rewriter::trivial_methods(bytes, bound)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect(),
-                reached: Default::default(),
-            });
+            .or_insert_with(|| Trivial::of(bytes, bound));
+        // Reflection's watch points are JDK methods, never trivial ones.
         out.retain(|(target, root)| {
-            let key = (target.name.clone(), target.descriptor.clone());
-            let skip = !*root && target.probes == PLAIN_PROBES && t.methods.contains(&key);
-            if skip {
-                t.reached.insert(key);
-            }
-            !skip
+            target.probes == REFLECT_PROBES
+                || !t.leaves_out(&target.name, &target.descriptor, *root)
         });
     }
     // The class's other methods get dormant probes, so revealing them
