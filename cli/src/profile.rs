@@ -172,11 +172,40 @@ pub enum ClockArg {
 /// How long to wait for the agent to answer a detach before giving up
 /// (the agent then detaches by itself when the socket closes).
 const DETACH_TIMEOUT: Duration = Duration::from_secs(20);
-/// Pause between ring polls while the consumer keeps up.
-const POLL_PAUSE: Duration = Duration::from_millis(2);
-/// A poll that delivered at least this many events means the consumer is
-/// behind: poll again at once.
-const CATCH_UP_EVENTS: usize = 1 << 16;
+/// Pause between ring polls while the consumer keeps up. How often the
+/// consumer reads the ring changes what the probes cost the threads it
+/// reads behind: on the accuracy fixture's call loop
+/// (tests/tests/accuracy_e2e.rs, JDK 17, 48 sessions each) a 2 ms pause
+/// left the probe pair about 3 ns dearer than a 10 or 20 ms one, and in 7
+/// sessions of 48 about 20-25 ns dearer for the whole session; 10 and
+/// 20 ms had no such session (BENCHMARKS.md, "Ninth session"). At the
+/// probes' fastest one thread writes about 12 MiB of ring in 10 ms, well
+/// within the default 32 MiB.
+const POLL_PAUSE: Duration = Duration::from_millis(10);
+/// The pause is shortened so that, at the rate the last poll saw, the
+/// producers fill at most this share of the ring (1/4) before the next
+/// poll: many busy threads would otherwise fill it and wait.
+const FILL_SHARE_PER_PAUSE: f64 = 0.25;
+/// Shortest pause: below it the consumer polls again at once.
+const MIN_POLL_PAUSE: Duration = Duration::from_millis(1);
+
+/// How long the consumer waits before its next poll, after a poll that
+/// delivered `n` events `since` the one before, on a ring of
+/// `ring_events` slots; `None` when it is behind and must poll at once
+/// (the poll delivered an eighth of the ring or more, or the producers
+/// would fill a quarter of it within [`MIN_POLL_PAUSE`]).
+fn next_pause(n: usize, since: Duration, ring_events: usize) -> Option<Duration> {
+    if n >= ring_events.div_ceil(8) {
+        return None;
+    }
+    if n == 0 || since.is_zero() {
+        return Some(POLL_PAUSE);
+    }
+    let rate = n as f64 / since.as_secs_f64();
+    let fill = Duration::from_secs_f64(ring_events as f64 * FILL_SHARE_PER_PAUSE / rate);
+    let pause = fill.min(POLL_PAUSE);
+    (pause >= MIN_POLL_PAUSE).then_some(pause)
+}
 
 impl SessionArgs {
     /// Validates every pattern and option before anything touches the JVM.
@@ -672,6 +701,9 @@ fn drive(
     let messages = spawn_reader(channel);
     let ticks_per_sec = prepared.region.ticks_per_sec();
     let mut consumer = Consumer::new(prepared.region.clone());
+    let ring_events =
+        prepared.region.segments() as usize * prepared.region.segment_capacity() as usize;
+    let mut last_poll = Instant::now();
     let mut builder = CctBuilder::new(ticks_per_sec);
     {
         let (target, _) = builder.profile_fields_mut();
@@ -695,7 +727,10 @@ fn drive(
     let mut announced_roots = false;
 
     let end = loop {
+        let polled_at = Instant::now();
         let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
+        let since_last_poll = polled_at.duration_since(last_poll);
+        last_poll = polled_at;
         events += n as u64;
 
         // Control messages.
@@ -828,13 +863,11 @@ fn drive(
                 draw_live(&builder, args);
             }
         }
-        // Poll in batches: a consumer that comes back at once keeps reading
-        // the cache lines the probes are writing (the segment's slots and
-        // its `committed` count), and every such read makes the probe's next
-        // store miss: ~20 ns per probe pair on this machine kind. Only a
-        // consumer that is behind polls again without a pause.
-        if n < CATCH_UP_EVENTS {
-            std::thread::sleep(POLL_PAUSE);
+        // Poll in batches: every poll costs the probes it reads behind
+        // (see POLL_PAUSE). Only a consumer that is behind polls again
+        // without a pause.
+        if let Some(pause) = next_pause(n, since_last_poll, ring_events) {
+            std::thread::sleep(pause);
         }
     };
 
@@ -1071,5 +1104,39 @@ fn draw_live(builder: &CctBuilder, args: &SessionArgs) {
     {
         // Clear the screen, home the cursor, draw.
         eprint!("\x1b[2J\x1b[H{}", String::from_utf8_lossy(&buf));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RING: usize = 2_000_000;
+
+    #[test]
+    fn a_quiet_ring_is_read_every_poll_pause() {
+        assert_eq!(
+            next_pause(0, Duration::from_millis(10), RING),
+            Some(POLL_PAUSE)
+        );
+        assert_eq!(next_pause(0, Duration::ZERO, RING), Some(POLL_PAUSE));
+        // One busy thread: 720,000 events in 10 ms fill a quarter of the
+        // ring in ~7 ms.
+        assert_eq!(
+            next_pause(100_000, Duration::from_millis(10), RING),
+            Some(POLL_PAUSE)
+        );
+        let p = next_pause(200_000, Duration::from_millis(4), RING).expect("a pause");
+        assert_eq!(p, Duration::from_millis(10));
+        let p = next_pause(200_000, Duration::from_millis(2), RING).expect("a pause");
+        assert!((p.as_secs_f64() - 0.005).abs() < 1e-9, "{p:?}");
+    }
+
+    #[test]
+    fn a_consumer_behind_polls_again_at_once() {
+        // An eighth of the ring in one poll.
+        assert_eq!(next_pause(RING / 8, Duration::from_millis(10), RING), None);
+        // A rate that fills a quarter of the ring in under 1 ms.
+        assert_eq!(next_pause(200_000, Duration::from_micros(300), RING), None);
     }
 }

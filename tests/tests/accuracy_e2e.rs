@@ -15,16 +15,15 @@
 //! profiled round runs on its own thread (`measure-S-r`), after a warm-up
 //! thread has let the JIT compile the instrumented code.
 //!
-//! A whole session can also run slow: in some sessions on this machine
-//! kind the probes cost a third more than in the next one, with the twin
-//! at full speed (seventh session, 11 runs of this test on two JDKs: 35-39%
-//! of the probe cost left in 4 of 22 sessions, -9% to 10% in the others;
-//! 2 more runs failed on a slowed host: no round with the twin at its
-//! speed in one, `spin` outside 0.97-1.03 in the other). That fits the
-//! scheduler putting the `sprig` process and the measuring thread on one
-//! core for the session (BENCHMARKS.md, "Findings"). When a scenario falls
-//! outside its bounds, the test attaches again and measures every
-//! scenario anew, up to three sessions, and prints each failed attempt.
+//! A whole session can also run slow: the probes cost a third more, or
+//! twice as much, than in the next session, with the twin at full speed.
+//! Until the ninth session that happened in 4 of 22 sessions (seventh
+//! session) and in 7 of 48 (ninth), three times in a row in one CI run;
+//! it came with the CLI reading the ring every 2 ms, and did not show in
+//! 48 sessions with 10 or 20 ms between reads (BENCHMARKS.md, "Ninth
+//! session"). When a scenario falls outside its bounds, the test attaches
+//! again and measures every scenario anew, up to three sessions, and
+//! prints each failed attempt.
 //!
 //! Run with `--nocapture` to see the figures.
 
@@ -378,17 +377,18 @@ fn judge_scenarios(
                 }
             }
             "calls" => {
-                // (b) the probes cost five to ten times the work here;
-                // the subtraction must take most of that away. The
-                // goal (charged/bare <= 1.25) needs 97%: on JDK 17 the
-                // result is within 25% in 9 of 13 runs (median 1.13);
-                // on JDK 25 the FFM pair costs less in this loop than
-                // in the calibration loop and it comes out at 0.65-1.08
-                // (BENCHMARKS.md, fifth session). The bound here is 30%
-                // of the probe cost left.
+                // (b) the probes cost five to seven times the work here,
+                // so the subtraction must be right to a few percent of
+                // their cost: at most 30% of it left, and no more than
+                // 30% taken beyond it. The pair around tiny()'s ~4 ns of
+                // arithmetic costs 1-3 ns less than around the empty
+                // method the calibration times (sixth and ninth
+                // sessions): with the ring read every 10 ms, 7-13% too
+                // much goes, charged/bare 0.4-0.6 on both JDKs, short of
+                // issue 6's goal (within 1.25) from below.
                 ensure!(raw > 3.0, "calls: probes should dominate raw time");
                 ensure!(
-                    ratio > 0.5 && left <= 0.3,
+                    ratio > 0.2 && (-0.3..=0.3).contains(&left),
                     "calls: charged/bare {ratio:.3}, {:.0}% of the probe cost left",
                     left * 100.0
                 );
