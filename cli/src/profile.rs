@@ -175,10 +175,11 @@ const DETACH_TIMEOUT: Duration = Duration::from_secs(20);
 /// Pause between ring polls while the consumer keeps up. How often the
 /// consumer reads the ring changes what the probes cost the threads it
 /// reads behind: on the accuracy fixture's call loop
-/// (tests/tests/accuracy_e2e.rs, JDK 17, 48 sessions each) a 2 ms pause
-/// left the probe pair about 3 ns dearer than a 10 or 20 ms one, and in 7
-/// sessions of 48 about 20-25 ns dearer for the whole session; 10 and
-/// 20 ms had no such session (BENCHMARKS.md, "Ninth session"). At the
+/// (tests/tests/accuracy_e2e.rs, JDK 17, 24 sessions per setting) a 2 ms
+/// pause left the probe pair about 3 ns dearer than a 10 or 20 ms one, and
+/// in 13 sessions of 96 12-28 ns dearer for the whole session; 10
+/// and 20 ms had no such session in 72 (BENCHMARKS.md, "Ninth session").
+/// At the
 /// probes' fastest one thread writes about 12 MiB of ring in 10 ms, well
 /// within the default 32 MiB.
 const POLL_PAUSE: Duration = Duration::from_millis(10);

@@ -18,9 +18,9 @@
 //! A whole session can also run slow: the probes cost a third more, or
 //! twice as much, than in the next session, with the twin at full speed.
 //! Until the ninth session that happened in 4 of 22 sessions (seventh
-//! session) and in 7 of 48 (ninth), three times in a row in one CI run;
+//! session) and in 13 of 96 (ninth), three times in a row in one CI run;
 //! it came with the CLI reading the ring every 2 ms, and did not show in
-//! 48 sessions with 10 or 20 ms between reads (BENCHMARKS.md, "Ninth
+//! 72 sessions with 7-20 ms between reads (BENCHMARKS.md, "Ninth
 //! session"). When a scenario falls outside its bounds, the test attaches
 //! again and measures every scenario anew, up to three sessions, and
 //! prints each failed attempt.
