@@ -172,16 +172,16 @@ pub enum ClockArg {
 /// How long to wait for the agent to answer a detach before giving up
 /// (the agent then detaches by itself when the socket closes).
 const DETACH_TIMEOUT: Duration = Duration::from_secs(20);
-/// Pause between ring polls while the consumer keeps up. How often the
-/// consumer reads the ring changes what the probes cost the threads it
-/// reads behind: on the accuracy fixture's call loop
-/// (tests/tests/accuracy_e2e.rs, JDK 17, 24 sessions per setting) a 2 ms
-/// pause left the probe pair about 3 ns dearer than a 10 or 20 ms one, and
-/// in 13 sessions of 96 12-28 ns dearer for the whole session; 10
-/// and 20 ms had no such session in 72 (BENCHMARKS.md, "Ninth session").
-/// At the
-/// probes' fastest one thread writes about 12 MiB of ring in 10 ms, well
-/// within the default 32 MiB.
+/// Pause between ring polls while the consumer keeps up. Each poll frees
+/// the segments it read, and a producer that took one of those at once
+/// wrote into lines still in this process's cache (BENCHMARKS.md, "Ninth
+/// session"): polling less often was the first cure found (a 2 ms pause
+/// left the probe pair ~3 ns dearer than 10 or 20 ms, and 12-28 ns dearer
+/// for a whole session in 13 sessions of 96). Producers now take the
+/// oldest free segment instead, which cures it at 2 ms too; the longer
+/// pause stays because it costs nothing: at the probes' fastest one
+/// thread writes about 12 MiB of ring in 10 ms, and the pause shortens
+/// when the ring would fill faster.
 const POLL_PAUSE: Duration = Duration::from_millis(10);
 /// The pause is shortened so that, at the rate the last poll saw, the
 /// producers fill at most this share of the ring (1/4) before the next

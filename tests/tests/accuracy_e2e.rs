@@ -19,11 +19,12 @@
 //! twice as much, than in the next session, with the twin at full speed.
 //! Until the ninth session that happened in 4 of 22 sessions (seventh
 //! session) and in 13 of 96 (ninth), three times in a row in one CI run;
-//! it came with the CLI reading the ring every 2 ms, and did not show in
-//! 72 sessions with 7-20 ms between reads (BENCHMARKS.md, "Ninth
-//! session"). When a scenario falls outside its bounds, the test attaches
-//! again and measures every scenario anew, up to three sessions, and
-//! prints each failed attempt.
+//! it came from each producer taking the segment the CLI had just freed
+//! (still in the CLI's cache), and did not show in 48 sessions with the
+//! producers going round the ring, nor in 72 with the CLI reading it less
+//! often (BENCHMARKS.md, "Ninth session"). When a scenario falls outside
+//! its bounds, the test attaches again and measures every scenario anew,
+//! up to three sessions, and prints each failed attempt.
 //!
 //! Run with `--nocapture` to see the figures.
 
@@ -377,18 +378,20 @@ fn judge_scenarios(
                 }
             }
             "calls" => {
-                // (b) the probes cost five to seven times the work here,
+                // (b) the probes cost four to six times the work here,
                 // so the subtraction must be right to a few percent of
-                // their cost: at most 30% of it left, and no more than
-                // 30% taken beyond it. The pair around tiny()'s ~4 ns of
-                // arithmetic costs 1-3 ns less than around the empty
-                // method the calibration times (sixth and ninth
-                // sessions): with the ring read every 10 ms, 7-13% too
-                // much goes, charged/bare 0.4-0.6 on both JDKs, short of
+                // their cost: at most 30% of it left, at most 30% taken
+                // beyond it, and the root never charged (about) nothing,
+                // as a calibration that ran slow once did. The pair
+                // around tiny()'s ~4 ns of arithmetic costs less than
+                // around the empty method the calibration times (sixth
+                // session): since the ninth session, with the producers
+                // writing into the oldest free segment, 9-16% too much
+                // goes, charged/bare 0.31-0.51 on the two JDKs, short of
                 // issue 6's goal (within 1.25) from below.
                 ensure!(raw > 3.0, "calls: probes should dominate raw time");
                 ensure!(
-                    ratio > 0.2 && (-0.3..=0.3).contains(&left),
+                    ratio > 0.05 && (-0.3..=0.3).contains(&left),
                     "calls: charged/bare {ratio:.3}, {:.0}% of the probe cost left",
                     left * 100.0
                 );

@@ -28,11 +28,15 @@
 //! batches). Only when its segment is full does it mark it `FULL` and claim
 //! a `FREE` one with one CAS. Each claim takes a number from the header's
 //! claim counter, so a thread's segments are ordered by that number even
-//! if a thread index is reused by a later [`Producer`]. A producer always
-//! scans for a free segment from the same start index (its thread index),
-//! so while the consumer keeps up it reuses the same few recently freed
-//! segments, which are still in cache, instead of walking the whole region
-//! through memory.
+//! if a thread index is reused by a later [`Producer`]. A producer scans
+//! for a free segment from the one after the segment it claimed last
+//! (the first time, from its thread index), so it goes round the region
+//! and takes the segment the consumer freed longest ago. Taking the one
+//! freed last instead (still in the consumer's cache, the scan starting
+//! from the thread index every time, until the ninth session) made every
+//! store into it fetch the line from the consumer's core: the probe pair
+//! cost ~3 ns more, and in about one session in seven on this machine kind
+//! 12-28 ns more for the whole session (BENCHMARKS.md, "Ninth session").
 //!
 //! The consumer scans the segment headers, sorts the visible (`OWNED` or
 //! `FULL`) segments by (thread, claim number) and reads each from its own
@@ -764,8 +768,10 @@ impl Producer {
                 self.committed = &h.committed;
                 self.pos = 0;
                 self.cap = r.capacity;
-                // `hint` stays: the next claim scans from the same place and
-                // reuses a recently freed, cache-warm segment.
+                // The next claim scans from the next segment on: round the
+                // region, the oldest free segment, out of the consumer's
+                // cache (see the module documentation).
+                self.hint = (i + 1) % n;
                 return true;
             }
         }
@@ -1033,6 +1039,30 @@ mod tests {
         assert_eq!(ids, (0..14).collect::<Vec<_>>());
         // Nothing new: nothing delivered.
         assert_eq!(cons.poll(&mut |_, _| panic!("no events expected")), 0);
+    }
+
+    #[test]
+    fn claims_go_round_the_region_to_the_oldest_free_segment() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let n = r.segments();
+        let cap = r.segment_capacity();
+        let mut prod = Producer::new(r.clone(), 2, Duration::from_secs(1));
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        let mut owned = Vec::new();
+        // The consumer reads (and frees) every full segment at once, so
+        // the segment the producer just left is always free again; the
+        // producer still moves on, round the region from its thread index.
+        for i in 0..(2 * n * cap) {
+            prod.push(Event::new(EventKind::Marker, i, u64::from(i)))
+                .unwrap();
+            if owned.last() != Some(&prod.seg) {
+                owned.push(prod.seg);
+            }
+            cons.poll(&mut |_, _| {});
+        }
+        let expected: Vec<u32> = (0..2 * n).map(|k| (2 + k) % n).collect();
+        assert_eq!(owned, expected);
     }
 
     #[test]
