@@ -8,7 +8,10 @@
 //! - **producer, warm**: 1 or 2 producer threads each push a batch of
 //!   events (together 1 MiB of records) between two barriers; then the
 //!   main thread drains the ring. This is the steady state where the
-//!   consumer keeps up: the freed segments are reused while still in cache.
+//!   consumer keeps up. Producers go round the ring, so they write into
+//!   the segments freed longest ago; until the ninth session they took the
+//!   ones the drain had just freed, still in the draining CPU's cache, and
+//!   paid 4.5 ns per event here instead of 1.2 (BENCHMARKS.md).
 //!   Shown for the push alone (precomputed timestamps) and with an `rdtsc`
 //!   per event (what a probe pays for clock + push).
 //! - **producer, cold**: the same with batches that fill the whole default
@@ -17,7 +20,8 @@
 //!   that reads every event (sums ids and timestamps): events/s.
 //! - **concurrent**: 1 producer pushes 100 M events while the consumer
 //!   drains on another thread at the same time (napping 100 µs whenever a
-//!   poll found less than a segment's worth, as the CLI does); producer
+//!   poll found less than a segment's worth; the CLI pauses longer, see
+//!   `POLL_PAUSE` in cli/src/profile.rs); producer
 //!   ns/event in total, and net of the time it spent waiting for space
 //!   (the adjust-time records it wrote), and its own CPU time per event
 //!   (which leaves out time it was preempted on a busy machine).
