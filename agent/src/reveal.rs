@@ -962,13 +962,11 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         && let Some(info) = parsed.or_else(|| sprig_rewriter::class_info(bytes).ok())
     {
         let dotted = name.replace('/', ".");
+        let trivial_here = st.trivial.get(name);
         for m in info.methods {
             let has_code = m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0 && m.code_length > 0;
             let key = (m.name, m.descriptor);
-            let trivial = st
-                .trivial
-                .get(name)
-                .is_some_and(|t| t.methods.contains(&key));
+            let trivial = trivial_here.is_some_and(|t| t.methods.contains(&key));
             if !has_code || key.0 == "<clinit>" || trivial || have.contains_key(&key) {
                 continue;
             }

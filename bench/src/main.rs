@@ -51,16 +51,17 @@ struct Args {
     /// row `Bt16`): getters, setters and other short straight-line leaves
     /// get no probes, their time counts in their callers. With byte bounds
     /// (`--compare-trivial=6,16,35`), one row per bound.
+    // `Some([])`: the option given without a bound.
     #[arg(
         long,
         value_name = "BYTES",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "16",
         value_delimiter = ',',
-        value_parser = clap::value_parser!(u32).range(1..=255)
+        value_parser = clap::value_parser!(u32)
+            .range(1..=i64::from(sprig_rewriter::TRIVIAL_BYTES_MAX))
     )]
-    compare_trivial: Vec<u32>,
+    compare_trivial: Option<Vec<u32>>,
     /// Keep profiling N more iterations after the measured window, then
     /// time one more window, against a bare window also timed after N more
     /// bare iterations: the "settled %" column, the overhead once the JIT
@@ -110,6 +111,17 @@ fn main() -> ExitCode {
 }
 
 /// Ok(false) when a benchmark failed (the others still ran).
+impl Args {
+    /// The `--skip-trivial` bounds `--compare-trivial` asks for: sprig's
+    /// default one when the option came without a bound, none without it.
+    fn trivial_bounds(&self) -> Vec<u32> {
+        match &self.compare_trivial {
+            Some(b) if b.is_empty() => vec![sprig_rewriter::TRIVIAL_BYTES_DEFAULT],
+            b => b.clone().unwrap_or_default(),
+        }
+    }
+}
+
 fn real_main() -> Result<bool> {
     let args = Args::parse();
     let all: Vec<&str> = MICRO
@@ -142,7 +154,7 @@ fn real_main() -> Result<bool> {
     })?;
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
-        compare_trivial: args.compare_trivial.clone(),
+        compare_trivial: args.trivial_bounds(),
         settle: args.settle,
         rows: args.rows.clone(),
         quick: args.quick,
@@ -233,4 +245,32 @@ fn real_main() -> Result<bool> {
         );
     }
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(args: &[&str]) -> Vec<u32> {
+        Args::try_parse_from(std::iter::once("sprig-bench").chain(args.iter().copied()))
+            .expect("valid arguments")
+            .trivial_bounds()
+    }
+
+    #[test]
+    fn compare_trivial_bounds() {
+        assert_eq!(bounds(&[]), Vec::<u32>::new());
+        assert_eq!(bounds(&["--compare-trivial"]), vec![16]);
+        assert_eq!(bounds(&["--compare-trivial=6,16,35"]), vec![6, 16, 35]);
+        for bad in [
+            "--compare-trivial=0",
+            "--compare-trivial=256",
+            "--compare-trivial=x",
+        ] {
+            assert!(
+                Args::try_parse_from(["sprig-bench", bad]).is_err(),
+                "{bad} accepted"
+            );
+        }
+    }
 }

@@ -106,15 +106,16 @@ pub struct SessionArgs {
     /// the tree keeps every method that calls further.
     /// Roots are always profiled. `--skip-trivial=6` keeps to getters,
     /// setters and constants.
+    // `Some(None)`: the option given without a bound.
     #[arg(
         long,
         value_name = "BYTES",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "16",
-        value_parser = clap::value_parser!(u32).range(1..=255)
+        value_parser = clap::value_parser!(u32)
+            .range(1..=i64::from(sprig_rewriter::TRIVIAL_BYTES_MAX))
     )]
-    pub skip_trivial: Option<u32>,
+    pub skip_trivial: Option<Option<u32>>,
 
     /// Skip the probe calibration at attach (about 0.2 s). Times then
     /// include the probes' own cost, which dominates short methods; see
@@ -265,7 +266,9 @@ impl SessionArgs {
             calibrate: !self.no_calibrate,
             wait_bound_ms: self.wait_bound_ms,
             no_dormant: self.no_dormant,
-            skip_trivial: self.skip_trivial.unwrap_or(0),
+            skip_trivial: self
+                .skip_trivial
+                .map_or(0, |b| b.unwrap_or(sprig_rewriter::TRIVIAL_BYTES_DEFAULT)),
         }
     }
 }

@@ -109,6 +109,14 @@ pub fn callees_all(class: &[u8]) -> Result<Vec<(String, String, Vec<CallSite>)>,
         .collect()
 }
 
+/// The byte bound of [`trivial_methods`] that `sprig profile
+/// --skip-trivial` (and `sprig-bench --compare-trivial`) use when given
+/// none: getters, setters, constants, empty methods and short forward
+/// branches, measured against 35 on javac (BENCHMARKS.md, eighth session).
+pub const TRIVIAL_BYTES_DEFAULT: u32 = 16;
+/// The largest byte bound those options accept.
+pub const TRIVIAL_BYTES_MAX: u32 = 255;
+
 /// The methods of the class that are *trivial* at `max_bytes`: at most
 /// `max_bytes` bytes of bytecode that run straight through and do nothing
 /// that can take long. That is, no call of any kind (no invoke, no

@@ -13,7 +13,9 @@ mod analyze;
 mod error;
 mod instrument;
 
-pub use analyze::{callees, callees_all, class_info, trivial_methods};
+pub use analyze::{
+    TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,
+};
 pub use error::Error;
 pub use instrument::instrument;
 
