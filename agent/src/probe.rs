@@ -23,9 +23,13 @@
 //! the JNI native, which does the whole probe.
 //!
 //! Cost on this machine kind: one `rdtsc` is ~8.5 ns, a JNI call to an
-//! empty native ~8 ns, a critical downcall ~2.3 ns, the thread-local lookup
-//! (`__tls_get_addr` in a cdylib) ~2.5 ns: a pair cannot go below ~37 ns
-//! on the JNI path and ~22 ns on the FFM path.
+//! empty native ~8 ns, a critical downcall ~2.3 ns. Summed, a pair would
+//! take ~37 ns on the JNI path and ~22 ns on the FFM path; measured in
+//! place they overlap to ~23 ns (JDK 17) and ~20 ns (JDK 25) a pair
+//! (`sprig-bench --only probe`, tenth session). The thread's state is
+//! reached through one `%fs`-relative load (`ffi::tls`), not the
+//! `__tls_get_addr` call a `thread_local!` costs in a shared library
+//! (which took 1.5-2 ns of the JNI pair).
 
 use crate::ffi::Jni;
 use crate::methods;
@@ -78,7 +82,7 @@ static LOST: AtomicU64 = AtomicU64::new(0);
 static WAIT_BOUND_MS: AtomicU32 = AtomicU32::new(1000);
 static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 
-struct ThreadState {
+pub(crate) struct ThreadState {
     generation: Cell<u64>,
     depth: Cell<u32>,
     /// Set while this thread runs the probe's own slow path (registration).
@@ -157,6 +161,7 @@ impl ThreadState {
 impl Drop for ThreadState {
     /// The thread is ending: close its stream with `ThreadEnd`.
     fn drop(&mut self) {
+        crate::ffi::forget_state();
         if !self.current() {
             return;
         }
@@ -174,7 +179,7 @@ impl Drop for ThreadState {
 }
 
 thread_local! {
-    static STATE: ThreadState = const { ThreadState::new() };
+    pub(crate) static STATE: ThreadState = const { ThreadState::new() };
     /// Calibration only: a private ring this thread records into instead of
     /// the session's, so its events never reach the CLI while taking the
     /// same probe path (see `with_private_ring`).
@@ -195,7 +200,7 @@ pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
 }
 
 fn forget_thread_state() {
-    let _ = STATE.try_with(|s| s.reset(GENERATION.load(Ordering::Acquire)));
+    let _ = crate::ffi::with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
 #[cold]
@@ -210,7 +215,7 @@ fn ring_dead() {
 /// `Probe.nEnter`: entry of an instrumented method.
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
-    let _ = STATE.try_with(|s| {
+    let _ = crate::ffi::with_state(|s| {
         if s.depth.get() == 0 {
             if stale_active() {
                 lower_if_quiet(jni);
@@ -232,7 +237,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
 /// instruments) the target on this thread before the call proceeds, and
 /// the time goes out as `AdjustTime` like a first call's.
 pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
-    let _ = STATE.try_with(|s| {
+    let _ = crate::ffi::with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return;
         }
@@ -320,7 +325,7 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
 /// `Probe.nExit`: normal or exceptional exit of an instrumented method.
 #[inline]
 pub fn exit(id: u32) {
-    let _ = STATE.try_with(|s| {
+    let _ = crate::ffi::with_state(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
@@ -337,62 +342,60 @@ pub fn exit(id: u32) {
 /// thread-id slot in `Probe.INSIDE`).
 #[inline]
 pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
-    STATE
-        .try_with(|s| {
-            if s.busy.get() {
-                return false;
-            }
-            let generation = GENERATION.load(Ordering::Relaxed);
-            if s.generation.get() != generation {
-                s.reset(generation);
-            }
-            let d = s.depth.get();
-            if d > 0 {
-                let ts = s.now();
-                s.depth.set(d + 1);
-                check_first_call(s, id, jni);
-                s.push(Event::new(EventKind::MethodEntry, id, ts));
-                return false;
-            }
-            if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
-                return false;
-            }
-            if s.producer.borrow().is_none() && !register(s, jni) {
-                s.disabled.set(true);
-                return false;
-            }
-            open_root_context(jni);
+    crate::ffi::with_state(|s| {
+        if s.busy.get() {
+            return false;
+        }
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if s.generation.get() != generation {
+            s.reset(generation);
+        }
+        let d = s.depth.get();
+        if d > 0 {
             let ts = s.now();
-            s.depth.set(1);
+            s.depth.set(d + 1);
             check_first_call(s, id, jni);
-            s.push(Event::new(EventKind::RootEntry, id, ts));
-            true
-        })
-        .unwrap_or(false)
+            s.push(Event::new(EventKind::MethodEntry, id, ts));
+            return false;
+        }
+        if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
+            return false;
+        }
+        if s.producer.borrow().is_none() && !register(s, jni) {
+            s.disabled.set(true);
+            return false;
+        }
+        open_root_context(jni);
+        let ts = s.now();
+        s.depth.set(1);
+        check_first_call(s, id, jni);
+        s.push(Event::new(EventKind::RootEntry, id, ts));
+        true
+    })
+    .unwrap_or(false)
 }
 
 /// `Probe.nRootExit`: exit of a root method. Returns whether it closed
 /// this thread's root context.
 #[inline]
 pub fn root_exit(id: u32) -> bool {
-    STATE
-        .try_with(|s| {
-            let d = s.depth.get();
-            if d == 0 || s.busy.get() || !s.current() {
-                return false;
-            }
-            let ts = s.now();
-            s.depth.set(d - 1);
-            if d == 1 {
-                s.push(Event::new(EventKind::RootExit, id, ts));
-                close_root_context();
-                true
-            } else {
-                s.push(Event::new(EventKind::MethodExit, id, ts));
-                false
-            }
-        })
-        .unwrap_or(false)
+    crate::ffi::with_state(|s| {
+        let d = s.depth.get();
+        if d == 0 || s.busy.get() || !s.current() {
+            return false;
+        }
+        let ts = s.now();
+        s.depth.set(d - 1);
+        if d == 1 {
+            s.push(Event::new(EventKind::RootExit, id, ts));
+            close_root_context();
+            true
+        } else {
+            s.push(Event::new(EventKind::MethodExit, id, ts));
+            false
+        }
+    })
+    .unwrap_or(false)
 }
 
 /// A fast probe recorded what it had to (or had nothing to record).
@@ -421,47 +424,45 @@ fn fast_nothing() -> i32 {
 /// segment (claiming one may wait) go to the JNI path.
 #[inline]
 pub fn fast_enter(id: u32) -> i32 {
-    STATE
-        .try_with(|s| {
-            let d = s.depth.get();
-            if d == 0 {
-                // The JNI path lowers `Probe.active` once it is stale.
-                if stale_active() && quiet() {
-                    return FAST_SLOW;
-                }
-                return fast_nothing();
-            }
-            if s.busy.get() || !s.current() || !methods::is_active(id) {
-                return fast_nothing();
-            }
-            if !methods::was_called(id) {
+    crate::ffi::with_state(|s| {
+        let d = s.depth.get();
+        if d == 0 {
+            // The JNI path lowers `Probe.active` once it is stale.
+            if stale_active() && quiet() {
                 return FAST_SLOW;
             }
-            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
-                return FAST_SLOW;
-            }
-            s.depth.set(d + 1);
-            FAST_DONE
-        })
-        .unwrap_or(FAST_SLOW)
+            return fast_nothing();
+        }
+        if s.busy.get() || !s.current() || !methods::is_active(id) {
+            return fast_nothing();
+        }
+        if !methods::was_called(id) {
+            return FAST_SLOW;
+        }
+        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+            return FAST_SLOW;
+        }
+        s.depth.set(d + 1);
+        FAST_DONE
+    })
+    .unwrap_or(FAST_SLOW)
 }
 
 /// Fast `exit`: as `exit`, a full segment goes to the JNI path.
 #[inline]
 pub fn fast_exit(id: u32) -> i32 {
-    STATE
-        .try_with(|s| {
-            let d = s.depth.get();
-            if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
-                return fast_nothing();
-            }
-            if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
-                return FAST_SLOW;
-            }
-            s.depth.set(d - 1);
-            FAST_DONE
-        })
-        .unwrap_or(FAST_SLOW)
+    crate::ffi::with_state(|s| {
+        let d = s.depth.get();
+        if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
+            return fast_nothing();
+        }
+        if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
+            return FAST_SLOW;
+        }
+        s.depth.set(d - 1);
+        FAST_DONE
+    })
+    .unwrap_or(FAST_SLOW)
 }
 
 /// Fast `rootEnter`: only a root nested in an open root context (a plain
@@ -469,49 +470,47 @@ pub fn fast_exit(id: u32) -> i32 {
 /// `Probe.active`) takes the JNI path.
 #[inline]
 pub fn fast_root_enter(id: u32) -> i32 {
-    STATE
-        .try_with(|s| {
-            if s.busy.get() {
-                return fast_nothing();
-            }
-            let d = s.depth.get();
-            if d == 0 || !s.current() || !methods::was_called(id) {
-                return FAST_SLOW;
-            }
-            if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
-                return FAST_SLOW;
-            }
-            s.depth.set(d + 1);
-            FAST_DONE
-        })
-        .unwrap_or(FAST_SLOW)
+    crate::ffi::with_state(|s| {
+        if s.busy.get() {
+            return fast_nothing();
+        }
+        let d = s.depth.get();
+        if d == 0 || !s.current() || !methods::was_called(id) {
+            return FAST_SLOW;
+        }
+        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+            return FAST_SLOW;
+        }
+        s.depth.set(d + 1);
+        FAST_DONE
+    })
+    .unwrap_or(FAST_SLOW)
 }
 
 /// Fast `rootExit`, closing the root context included (one atomic add).
 #[inline]
 pub fn fast_root_exit(id: u32) -> i32 {
-    STATE
-        .try_with(|s| {
-            let d = s.depth.get();
-            if d == 0 || s.busy.get() || !s.current() {
-                return fast_nothing();
-            }
-            let kind = if d == 1 {
-                EventKind::RootExit
-            } else {
-                EventKind::MethodExit
-            };
-            if !s.try_push(Event::new(kind, id, s.now())) {
-                return FAST_SLOW;
-            }
-            s.depth.set(d - 1);
-            if d == 1 {
-                close_root_context();
-                return FAST_CLOSED;
-            }
-            FAST_DONE
-        })
-        .unwrap_or(FAST_SLOW)
+    crate::ffi::with_state(|s| {
+        let d = s.depth.get();
+        if d == 0 || s.busy.get() || !s.current() {
+            return fast_nothing();
+        }
+        let kind = if d == 1 {
+            EventKind::RootExit
+        } else {
+            EventKind::MethodExit
+        };
+        if !s.try_push(Event::new(kind, id, s.now())) {
+            return FAST_SLOW;
+        }
+        s.depth.set(d - 1);
+        if d == 1 {
+            close_root_context();
+            return FAST_CLOSED;
+        }
+        FAST_DONE
+    })
+    .unwrap_or(FAST_SLOW)
 }
 
 /// First root entry of this thread in this session: index, producer,

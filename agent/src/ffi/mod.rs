@@ -6,11 +6,13 @@ mod callbacks;
 mod cpu;
 mod jni;
 mod jvmti;
+mod tls;
 
 pub use callbacks::{ClassFile, install, probe_natives};
 pub use cpu::Affinity;
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local};
 pub use jvmti::{Event, Jvmti, JvmtiError, MethodId};
+pub use tls::{forget_state, with_state};
 
 /// The agent option string the VM passed (`None` when absent).
 ///
