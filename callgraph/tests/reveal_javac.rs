@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{MethodKey, RevealConfig, Revealed, Revealer, Scheme};
-use sprig_rewriter::{callees, callees_all, class_info};
+use sprig_callgraph::reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
+use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info};
 
 /// The source set javac compiles: the fixture by default, or a javac
 /// `@argfile` named by `SPRIG_REVEAL_JAVAC_ARGS` for a bigger measurement.
@@ -117,6 +117,12 @@ enum Sites {
     /// the granularity of call sites instead of methods. Optimistic: a site
     /// that ran but dispatched only to the JDK is dropped too.
     Taken,
+    /// Virtual and interface sites reach only the overrides that ran: a
+    /// stand-in for sites that see their receivers' classes (an oracle,
+    /// optimistic like `Taken`); other sites as in `All`.
+    Receivers,
+    /// `Receivers` for virtual and interface sites, `Taken` for the others.
+    ReceiversTaken,
 }
 
 struct Replay {
@@ -126,6 +132,9 @@ struct Replay {
     spent: Duration,
     first_called: HashSet<MethodKey>,
     work: VecDeque<MethodKey>,
+    /// `Receivers`: virtual and interface sites of first-called methods by
+    /// (name, descriptor): (caller, owner).
+    watched: HashMap<(String, String), Vec<(MethodId, String)>>,
 }
 
 impl Replay {
@@ -152,17 +161,77 @@ impl Replay {
             }
             let id = self.rv.id_of(&k).unwrap();
             let mut sites = callees(&run().bytes[&k.class], &k.name, &k.descriptor).unwrap();
+            let h = self.rv.hierarchy();
+            let targets = |site: &CallSite| {
+                let mut targets = h.virtual_targets(&site.owner, &site.name, &site.descriptor);
+                targets.extend(h.resolve(&site.owner, &site.name, &site.descriptor));
+                targets
+            };
+            let ran = |t: &MethodKey| run().touched.contains(t);
+            let dispatched =
+                |site: &CallSite| matches!(site.kind, CallKind::Virtual | CallKind::Interface);
             if self.sites == Sites::Taken {
-                let h = self.rv.hierarchy();
                 sites.retain(|site| {
-                    let mut targets = h.virtual_targets(&site.owner, &site.name, &site.descriptor);
-                    targets.extend(h.resolve(&site.owner, &site.name, &site.descriptor));
-                    targets.is_empty() || targets.iter().any(|t| run().touched.contains(t))
+                    let t = targets(site);
+                    t.is_empty() || t.iter().any(ran)
                 });
             }
+            let mut dispatches = Vec::new();
+            if matches!(self.sites, Sites::Receivers | Sites::ReceiversTaken) {
+                let mut out = Vec::new();
+                for site in sites {
+                    let t = targets(&site);
+                    if t.is_empty() {
+                        out.push(site);
+                    } else if dispatched(&site) {
+                        // The site sees its receivers: each override that
+                        // ran is reached as it is dispatched to, now or
+                        // once its class loads.
+                        dispatches.extend(t.into_iter().filter(|k| ran(k)));
+                        self.watched
+                            .entry((site.name.clone(), site.descriptor.clone()))
+                            .or_default()
+                            .push((id, site.owner.clone()));
+                    } else if self.sites == Sites::Receivers || t.iter().any(ran) {
+                        out.push(site);
+                    }
+                }
+                sites = out;
+            }
             let t = Instant::now();
-            let r = self.rv.on_first_call(id, &sites).unwrap();
+            let mut r = self.rv.on_first_call(id, &sites).unwrap();
+            for k in dispatches {
+                r.merge(self.rv.on_dispatched_call(Some(id), &k));
+            }
             self.spent += t.elapsed();
+            self.apply(r);
+        }
+    }
+
+    /// A class loaded: the watched sites whose receivers may now be of it
+    /// dispatch to its overrides that ran.
+    fn dispatch_to(&mut self, class: &str) {
+        let Some(info) = self.rv.hierarchy().get(class) else {
+            return;
+        };
+        let mut found = Vec::new();
+        for m in &info.methods {
+            let Some(sites) = self.watched.get(&(m.name.clone(), m.descriptor.clone())) else {
+                continue;
+            };
+            let k = MethodKey::new(class, &m.name, &m.descriptor);
+            if !run().touched.contains(&k) {
+                continue;
+            }
+            for (caller, owner) in sites {
+                if self.rv.hierarchy().is_subtype(class, owner) {
+                    found.push((*caller, k.clone()));
+                    break;
+                }
+            }
+        }
+        for (caller, k) in found {
+            let r = self.rv.on_dispatched_call(Some(caller), &k);
             self.apply(r);
         }
     }
@@ -176,6 +245,7 @@ fn replay(scheme: Scheme, sites: Sites) -> (Revealer, usize, Duration) {
         spent: Duration::ZERO,
         first_called: HashSet::new(),
         work: VecDeque::new(),
+        watched: HashMap::new(),
     };
     rp.rv
         .add_root(MethodPattern::parse("com.sun.tools.javac.main.JavaCompiler::compile").unwrap());
@@ -193,6 +263,7 @@ fn replay(scheme: Scheme, sites: Sites) -> (Revealer, usize, Duration) {
             rp.queue(name, &m.name, &m.descriptor);
         }
         rp.apply(out.redefine);
+        rp.dispatch_to(name);
         if out.scan_pending {
             let r = rp.rv.reveal_all(source);
             rp.apply(r);
@@ -312,6 +383,20 @@ fn javac_lazy_excess_by_cause() {
     println!(
         "only the sites that ran: {fine_n} instrumented, {called_fine} called ({ratio_fine:.2})"
     );
+    for (label, mode) in [
+        ("receivers at virtual sites", Sites::Receivers),
+        (
+            "receivers, and only the other sites that ran",
+            Sites::ReceiversTaken,
+        ),
+    ] {
+        let (r, called_r, _) = replay(Scheme::Lazy, mode);
+        let n = r.instrumented().count();
+        println!(
+            "{label}: {n} instrumented, {called_r} called ({:.2})",
+            n as f64 / called_r as f64
+        );
+    }
     assert_eq!(instrumented.len() - uncalled.len(), called);
     // Fewer sites reveal a subset.
     let all: HashSet<&MethodKey> = instrumented.iter().copied().collect();

@@ -17,7 +17,7 @@ pub use analyze::{
     TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,
 };
 pub use error::Error;
-pub use instrument::instrument;
+pub use instrument::{instrument, instrument_guarded};
 
 /// Where the injected calls go. Each probe is `static void name(int id)`
 /// (descriptor `(I)V`) in `class`, except an entry probe with
@@ -34,6 +34,20 @@ pub struct ProbeSet {
     pub exit: String,
     /// The entry probe takes the receiver instead of the id.
     pub entry_receiver: bool,
+}
+
+/// Receiver checks for [`instrument_guarded`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guards<'a> {
+    /// Internal name of the class holding the guard method.
+    pub class: &'a str,
+    /// Name of the guard method, `static void name(Object receiver, int
+    /// site)` (`(Ljava/lang/Object;I)V`).
+    pub method: &'a str,
+    /// Per target, in the order of the targets: (byte offset of an
+    /// `invokevirtual` or `invokeinterface` in the original code, site id
+    /// passed to the guard).
+    pub sites: &'a [Vec<(u32, u32)>],
 }
 
 /// One method to instrument.

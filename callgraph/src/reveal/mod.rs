@@ -729,6 +729,23 @@ impl Revealer {
         self.take_redefinitions()
     }
 
+    /// A virtual or interface call from inside the subgraph was dispatched
+    /// to `selected` (the method its receiver's class selects): marks that
+    /// method only, not the other overrides the call site could reach.
+    pub fn on_dispatched_call(
+        &mut self,
+        caller: Option<MethodId>,
+        selected: &MethodKey,
+    ) -> Revealed {
+        let from = caller.and_then(|id| self.ids.get(id.0 as usize).copied());
+        let key = self
+            .hierarchy
+            .resolve(&selected.class, &selected.name, &selected.descriptor)
+            .unwrap_or_else(|| selected.clone());
+        self.mark(key, EdgeKind::Virtual, from);
+        self.take_redefinitions()
+    }
+
     /// Scheme A: scans every instrumented method not scanned yet, and what it
     /// reaches, transitively, with call sites from `callees` (`None`: not
     /// available, the method stays unscanned). Returns everything to

@@ -189,6 +189,21 @@ impl<'a> ClassFile<'a> {
     }
 }
 
+impl ClassFile<'_> {
+    /// The descriptor of a Methodref or InterfaceMethodref.
+    pub(crate) fn member_descriptor(&self, idx: u16) -> Result<&[u8], Error> {
+        let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
+        let tag = if tag == CP_INTERFACE_METHODREF {
+            tag
+        } else {
+            CP_METHODREF
+        };
+        let (_, nat) = self.pair(idx, tag)?;
+        let (_, desc) = self.pair(nat, CP_NAME_AND_TYPE)?;
+        self.utf8(desc)
+    }
+}
+
 fn skip_attributes(r: &mut Reader<'_>) -> Result<(), Error> {
     let n = r.u16("attributes count")?;
     for _ in 0..n {

@@ -60,7 +60,9 @@ pub(crate) const TABLESWITCH: u8 = 170;
 pub(crate) const LOOKUPSWITCH: u8 = 171;
 pub(crate) const GOTO_W: u8 = 200;
 pub(crate) const JSR_W: u8 = 201;
+pub(crate) const INVOKEVIRTUAL: u8 = 182;
 pub(crate) const INVOKESPECIAL: u8 = 183;
+pub(crate) const INVOKEINTERFACE: u8 = 185;
 const INVOKESTATIC: u8 = 184;
 pub(crate) const NEW: u8 = 187;
 pub(crate) const ATHROW: u8 = 191;
@@ -260,6 +262,9 @@ pub(crate) struct Plan<'p> {
     pub(crate) constructor: bool,
     /// Sorted indices of the instructions after which the entry probe goes.
     pub(crate) entry_after: Vec<u32>,
+    /// Receiver checks: (index of the virtual or interface call, the code
+    /// placed before it), sorted by index.
+    pub(crate) guards: Vec<(u32, Vec<u8>)>,
 }
 
 impl Plan<'_> {
@@ -275,6 +280,13 @@ impl Plan<'_> {
         } else {
             self.entry_len()
         }
+    }
+    /// The receiver check placed before instruction `i`, if any.
+    fn guard(&self, i: usize) -> Option<&[u8]> {
+        self.guards
+            .binary_search_by_key(&(i as u32), |g| g.0)
+            .ok()
+            .map(|k| self.guards[k].1.as_slice())
     }
     fn entry_after(&self, i: usize) -> bool {
         self.constructor && self.entry_after.binary_search(&(i as u32)).is_ok()
@@ -345,6 +357,9 @@ pub(crate) fn layout(
             s.pre[i] = pos;
             if is_return(ins.op) {
                 pos += probe;
+            }
+            if let Some(g) = plan.guard(i) {
+                pos += g.len() as u32;
             }
             s.at[i] = pos;
             pos += new_size(ins, s.wide[i], pos);
@@ -429,6 +444,9 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
     for (i, ins) in s.insns.iter().enumerate() {
         if is_return(ins.op) {
             plan.emit_exit(out);
+        }
+        if let Some(g) = plan.guard(i) {
+            out.extend_from_slice(g);
         }
         let at = s.at[i];
         let target = |k: u32| -> i32 {
@@ -604,6 +622,10 @@ pub(crate) struct MethodJob<'p> {
     pub(crate) plan: Plan<'p>,
     pub(crate) access: u16,
     pub(crate) descriptor: &'p [u8],
+    /// Receiver checks asked for: (offset of the call in the original
+    /// code, site id), and the guard method's Methodref.
+    pub(crate) guard_sites: &'p [(u32, u32)],
+    pub(crate) guard_ref: u16,
 }
 
 /// The implicit frame at method start: `this` (uninitialized in
@@ -662,6 +684,28 @@ pub(crate) fn rewrite(
     let ca = CodeAttr::parse(attr)?;
     let code_len = ca.code.len() as u32;
     decode(ca.code, s)?;
+    let mut max_locals = ca.max_locals;
+    job.plan.guards.clear();
+    for &(off, site) in job.guard_sites {
+        let i = index_of(&s.insns, off)
+            .ok_or_else(|| unsupported(format!("guarded call at {off} is not an instruction")))?;
+        let op = s.insns[i as usize].op;
+        if op != INVOKEVIRTUAL && op != INVOKEINTERFACE {
+            return Err(unsupported(format!(
+                "guarded call at {off} is opcode {op}, not invokevirtual or invokeinterface"
+            )));
+        }
+        let at = off as usize;
+        let cp = u16::from_be_bytes([ca.code[at + 1], ca.code[at + 2]]);
+        let desc = cf.member_descriptor(cp)?;
+        let mut site_push = [0u8; 3];
+        let n = super::id_push(site, pool, &mut site_push)?;
+        let (code, locals) = guard_code(desc, &site_push[..n], job.guard_ref, ca.max_locals)?;
+        max_locals = max_locals.max(locals);
+        job.plan.guards.push((i, code));
+    }
+    job.plan.guards.sort_by_key(|g| g.0);
+    job.plan.guards.dedup_by_key(|g| g.0);
     let ctor = if job.plan.constructor {
         let f = super::ctor::constructor_flow(ca.code, ca.exceptions, s, cf)?;
         job.plan.entry_after = f.calls.clone();
@@ -751,9 +795,12 @@ pub(crate) fn rewrite(
             }
         }
     }
+    // The probes push one int; a receiver check at most a copy of the
+    // receiver and the site id above what the call itself had.
+    let extra = if plan.guards.is_empty() { 1 } else { 2 };
     let max_stack = ca
         .max_stack
-        .checked_add(1)
+        .checked_add(extra)
         .ok_or_else(|| unsupported("max_stack overflow"))?
         .max(2);
 
@@ -761,7 +808,7 @@ pub(crate) fn rewrite(
     put_u16(&mut out, ca.name);
     put_u32(&mut out, 0); // length, patched below
     put_u16(&mut out, max_stack);
-    put_u16(&mut out, ca.max_locals);
+    put_u16(&mut out, max_locals);
     put_u32(&mut out, total as u32);
     emit(ca.code, s, plan, &mut out);
     if out.len() != 14 + end as usize {
@@ -829,4 +876,156 @@ pub(crate) fn rewrite(
     let alen = (out.len() - 6) as u32;
     out[2..6].copy_from_slice(&alen.to_be_bytes());
     Ok(out)
+}
+
+/// The code of one receiver check before a virtual or interface call with
+/// descriptor `desc`, whose receiver and arguments are on the stack: it
+/// passes a copy of the receiver and the site id (`site_push`) to the
+/// guard method (`guard_ref`, `static void (Object, int)`) and leaves the
+/// stack as it found it. Returns the code and the locals the method needs
+/// (arguments beyond one are parked in new locals from `max_locals` on).
+pub(crate) fn guard_code(
+    desc: &[u8],
+    site_push: &[u8],
+    guard_ref: u16,
+    max_locals: u16,
+) -> Result<(Vec<u8>, u16), SkipReason> {
+    const DUP: u8 = 89;
+    const DUP_X1: u8 = 90;
+    const SWAP: u8 = 95;
+    let params = param_kinds(desc)?;
+    let mut code = Vec::with_capacity(16);
+    let call = |code: &mut Vec<u8>| {
+        code.extend_from_slice(site_push);
+        code.push(INVOKESTATIC);
+        put_u16(code, guard_ref);
+    };
+    match params.as_slice() {
+        [] => {
+            code.push(DUP);
+            call(&mut code);
+            Ok((code, max_locals))
+        }
+        [p] if p.slots() == 1 => {
+            // r a -> a r -> r a r -> (check) -> r a
+            code.push(SWAP);
+            code.push(DUP_X1);
+            call(&mut code);
+            Ok((code, max_locals))
+        }
+        _ => {
+            let mut slots = Vec::with_capacity(params.len());
+            let mut next = u32::from(max_locals);
+            for p in &params {
+                slots.push(next);
+                next += p.slots();
+            }
+            let locals = u16::try_from(next)
+                .map_err(|_| unsupported("no room for the receiver check's locals"))?;
+            for (p, &slot) in params.iter().zip(&slots).rev() {
+                local_insn(&mut code, p.store(), slot);
+            }
+            code.push(DUP);
+            call(&mut code);
+            for (p, &slot) in params.iter().zip(&slots) {
+                local_insn(&mut code, p.load(), slot);
+            }
+            Ok((code, locals))
+        }
+    }
+}
+
+/// `op slot`, widened past slot 255.
+fn local_insn(code: &mut Vec<u8>, op: u8, slot: u32) {
+    if slot <= 255 {
+        code.push(op);
+        code.push(slot as u8);
+    } else {
+        code.push(WIDE);
+        code.push(op);
+        put_u16(code, slot as u16);
+    }
+}
+
+/// A parameter's kind of local: int-like, long, float, double, reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Int,
+    Long,
+    Float,
+    Double,
+    Ref,
+}
+
+impl Kind {
+    fn slots(self) -> u32 {
+        match self {
+            Kind::Long | Kind::Double => 2,
+            _ => 1,
+        }
+    }
+    fn store(self) -> u8 {
+        match self {
+            Kind::Int => 54,
+            Kind::Long => 55,
+            Kind::Float => 56,
+            Kind::Double => 57,
+            Kind::Ref => 58,
+        }
+    }
+    fn load(self) -> u8 {
+        match self {
+            Kind::Int => 21,
+            Kind::Long => 22,
+            Kind::Float => 23,
+            Kind::Double => 24,
+            Kind::Ref => 25,
+        }
+    }
+}
+
+/// The parameter kinds of a method descriptor.
+pub(crate) fn param_kinds(desc: &[u8]) -> Result<Vec<Kind>, SkipReason> {
+    let bad = || unsupported("bad method descriptor at a guarded call");
+    if desc.first() != Some(&b'(') {
+        return Err(bad());
+    }
+    let mut v = Vec::new();
+    let mut i = 1;
+    loop {
+        match *desc.get(i).ok_or_else(bad)? {
+            b')' => return Ok(v),
+            b'[' => {
+                while desc.get(i) == Some(&b'[') {
+                    i += 1;
+                }
+                match *desc.get(i).ok_or_else(bad)? {
+                    b'L' => i += desc[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1,
+                    _ => i += 1,
+                }
+                v.push(Kind::Ref);
+            }
+            b'L' => {
+                i += desc[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1;
+                v.push(Kind::Ref);
+            }
+            b'B' | b'C' | b'I' | b'S' | b'Z' => {
+                i += 1;
+                v.push(Kind::Int);
+            }
+            b'J' => {
+                i += 1;
+                v.push(Kind::Long);
+            }
+            b'F' => {
+                i += 1;
+                v.push(Kind::Float);
+            }
+            b'D' => {
+                i += 1;
+                v.push(Kind::Double);
+            }
+            _ => return Err(bad()),
+        }
+    }
 }

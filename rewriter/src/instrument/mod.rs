@@ -60,7 +60,7 @@ use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
 use self::code::{MethodJob, Plan, Scratch};
 use self::pool::Pool;
-use crate::{Error, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
+use crate::{Error, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
@@ -71,6 +71,30 @@ pub fn instrument(
     targets: &[Target],
     probes: &[ProbeSet],
 ) -> Result<Instrumented, Error> {
+    instrument_guarded(class, targets, probes, None)
+}
+
+/// [`instrument`], plus a receiver check before the virtual and interface
+/// calls `guards` names in each target: `guard(receiver, site)` runs right
+/// before the call, on a copy of the receiver, and the stack is as it was
+/// when the call runs (one argument is moved with `swap`/`dup_x1`, more are
+/// parked in new locals). A guard that names no such call skips its
+/// method (`Unsupported`).
+pub fn instrument_guarded(
+    class: &[u8],
+    targets: &[Target],
+    probes: &[ProbeSet],
+    guards: Option<&Guards<'_>>,
+) -> Result<Instrumented, Error> {
+    if let Some(g) = guards
+        && g.sites.len() != targets.len()
+    {
+        return Err(Error::InvalidTarget(format!(
+            "{} guard lists for {} targets",
+            g.sites.len(),
+            targets.len()
+        )));
+    }
     if let Some(t) = targets.iter().find(|t| t.probes >= probes.len()) {
         return Err(Error::InvalidTarget(format!(
             "{}{} names probe set {} of {}",
@@ -93,10 +117,12 @@ pub fn instrument(
     let mut pool = Pool::new(&cf);
     let mut scratch = Scratch::default();
     let mut refs: Vec<Option<(u16, u16)>> = vec![None; probes.len()];
+    let mut guard_ref: Option<u16> = None;
     let mut done = vec![false; cf.methods.len()];
     let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
     let mut methods = Vec::with_capacity(targets.len());
-    for t in targets {
+    for (ti, t) in targets.iter().enumerate() {
+        let sites: &[(u32, u32)] = guards.map(|g| g.sites[ti].as_slice()).unwrap_or(&[]);
         let name = modified_utf8(&t.name);
         let desc = modified_utf8(&t.descriptor);
         let result = match by_name.get(&(name.as_slice(), desc.as_slice())) {
@@ -112,17 +138,35 @@ pub fn instrument(
                 } else if let Some(span) = m.code {
                     let mark = pool.mark();
                     let constructor = name == b"<init>" && !is_object;
-                    match instrument_method(
-                        &cf,
-                        span,
-                        t,
-                        &probes[t.probes],
-                        &mut refs[t.probes],
-                        constructor,
-                        (m.access, &desc),
-                        &mut pool,
-                        &mut scratch,
-                    ) {
+                    let gref = match (guards, sites.is_empty()) {
+                        (Some(g), false) => match guard_ref {
+                            Some(r) => Ok(r),
+                            None => pool.methodref(
+                                &modified_utf8(g.class),
+                                &modified_utf8(g.method),
+                                b"(Ljava/lang/Object;I)V",
+                            ),
+                        },
+                        _ => Ok(0),
+                    };
+                    let outcome = gref.and_then(|gref| {
+                        if gref != 0 {
+                            guard_ref = Some(gref);
+                        }
+                        instrument_method(
+                            &cf,
+                            span,
+                            t,
+                            &probes[t.probes],
+                            &mut refs[t.probes],
+                            constructor,
+                            (m.access, &desc),
+                            (sites, gref),
+                            &mut pool,
+                            &mut scratch,
+                        )
+                    });
+                    match outcome {
                         Ok(bytes) => {
                             done[mi] = true;
                             replaced.push((span, bytes));
@@ -134,6 +178,9 @@ pub fn instrument(
                                 if r.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
                                     *r = None;
                                 }
+                            }
+                            if guard_ref.is_some_and(|g| u32::from(g) >= mark.next) {
+                                guard_ref = None;
                             }
                             Err(e)
                         }
@@ -190,6 +237,7 @@ fn instrument_method(
     refs: &mut Option<(u16, u16)>,
     constructor: bool,
     (access, descriptor): (u16, &[u8]),
+    (guard_sites, guard_ref): (&[(u32, u32)], u16),
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
@@ -229,15 +277,22 @@ fn instrument_method(
             exit_ref,
             constructor,
             entry_after: Vec::new(),
+            guards: Vec::new(),
         },
         access,
         descriptor,
+        guard_sites,
+        guard_ref,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
 }
 
 /// Bytecode pushing `id` (as the int with the same bit pattern); returns its length.
-fn id_push(id: u32, pool: &mut Pool<'_, '_>, out: &mut [u8; 3]) -> Result<usize, SkipReason> {
+pub(crate) fn id_push(
+    id: u32,
+    pool: &mut Pool<'_, '_>,
+    out: &mut [u8; 3],
+) -> Result<usize, SkipReason> {
     let v = id as i32;
     Ok(match v {
         -1..=5 => {

@@ -2,6 +2,7 @@
 //! temp dirs, bounded child processes, and instrumenting whole directories.
 #![allow(dead_code)]
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -198,4 +199,79 @@ pub fn instrument_dir_filtered(
         std::fs::write(&out, &r.bytes).unwrap();
     }
     s
+}
+
+/// Lines of `x += 1000;` (a 6-byte `wide iinc` each).
+pub fn iincs(n: usize, var: &str) -> String {
+    let mut s = String::new();
+    for _ in 0..n {
+        let _ = writeln!(s, "        {var} += 1000;");
+    }
+    s
+}
+
+/// `if (x == K) return -k;` lines: each adds an exit probe inside a loop body.
+pub fn early_returns(n: usize) -> String {
+    let mut s = String::new();
+    for k in 1..=n {
+        let _ = writeln!(s, "        if (x == {}) return -{k};", 7 + k);
+    }
+    s
+}
+
+/// Source of `Big`: methods whose code is near the 64 KB limit or whose
+/// branches are near the 32 KB reach of 16-bit offsets.
+pub fn big_source() -> String {
+    format!(
+        r#"public class Big {{
+    /** 65,528 bytes of code: instrumentation would pass 65,535. */
+    static int huge(int x) {{
+{huge}        return x;
+    }}
+    /** 65,402 bytes: fits with probes. */
+    static int nearHuge(int x) {{
+{near}        return x;
+    }}
+    /** The backward goto of this loop no longer reaches after exit probes are added. */
+    static int loopBig(int n) {{
+        int x = 0;
+        for (;;) {{
+{loop_body}{loop_rets}            if (--n <= 0) return x;
+            x++;
+        }}
+    }}
+    /** javac ends this loop with a backward ifgt whose fall-through has no frame: trampoline. */
+    static int loopCond(int n) {{
+        int x = 0;
+        for (;;) {{
+{loop_body}{loop_rets}            if (--n <= 0) return x;
+        }}
+    }}
+    /** Both the forward ifeq and the backward ifgt must be widened; a frame exists after each. */
+    static int doWhileBig(int n, boolean a) {{
+        int x = 0;
+        if (a) {{
+            do {{
+{loop_body}{loop_rets}            }} while (--n > 0);
+        }}
+        return x;
+    }}
+    /** The loop's forward ifle has no frame after it: it goes through a trampoline. */
+    static int whileBig(int n) {{
+        int x = 0;
+        while (n-- > 0) {{
+{loop_body}{loop_rets}        }}
+        return x;
+    }}
+    static String run() {{
+        return "big " + huge(1) + " " + nearHuge(2) + " " + loopBig(3) + " " + doWhileBig(2, true) + " "
+            + doWhileBig(2, false) + " " + whileBig(2) + " " + loopCond(2);
+    }}
+}}
+"#,
+        huge = iincs(10921, "x"),
+        near = iincs(10900, "x"),
+        loop_body = iincs(5440, "x"),
+        loop_rets = early_returns(12),
+    )
 }

@@ -9,6 +9,8 @@ import java.util.TreeMap;
  */
 public final class Probe {
     private static final Map<Long, long[]> COUNTS = new TreeMap<>();
+    /** Receiver checks: "site receiver-class" -> count. */
+    private static final Map<String, long[]> SITES = new TreeMap<>();
     private static boolean hooked;
 
     private Probe() {}
@@ -37,6 +39,15 @@ public final class Probe {
         }
     }
 
+    /** Receiver check before a virtual or interface call: counted per site and receiver class. */
+    public static void site(Object r, int site) {
+        String k = Integer.toUnsignedString(site) + " " + (r == null ? "null" : r.getClass().getName());
+        synchronized (Probe.class) {
+            slot(-3)[0]++;
+            SITES.computeIfAbsent(k, x -> new long[1])[0]++;
+        }
+    }
+
     public static void exit(int id) {
         synchronized (Probe.class) {
             slot(id)[1]++;
@@ -47,6 +58,9 @@ public final class Probe {
         StringBuilder sb = new StringBuilder();
         for (Map.Entry<Long, long[]> e : COUNTS.entrySet()) {
             sb.append("PROBE ").append(e.getKey()).append(' ').append(e.getValue()[0]).append(' ').append(e.getValue()[1]).append('\n');
+        }
+        for (Map.Entry<String, long[]> e : SITES.entrySet()) {
+            sb.append("SITE ").append(e.getKey()).append(' ').append(e.getValue()[0]).append('\n');
         }
         System.out.print(sb);
         System.out.flush();
