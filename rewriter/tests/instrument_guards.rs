@@ -67,7 +67,7 @@ fn instrument_all(src: &Path, dst: &Path) -> (SiteIds, Vec<(String, SkipReason)>
             for c in callees(&bytes, &m.name, &m.descriptor).unwrap_or_default() {
                 if matches!(c.kind, CallKind::Virtual | CallKind::Interface) {
                     // Large site ids too, so the ldc form is exercised.
-                    let id = if next_id % 5 == 0 {
+                    let id = if next_id.is_multiple_of(5) {
                         next_id + 100_000
                     } else {
                         next_id
