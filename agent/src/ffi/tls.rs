@@ -134,6 +134,7 @@ mod tests {
         let b = std::thread::spawn(on_thread).join().unwrap();
         let here = on_thread_main();
         assert_ne!(a, 0);
+        assert_ne!(b, 0);
         assert_ne!(here, 0);
         // Two live threads never share a state (a and b may reuse one
         // another's memory: a ended before b started).
