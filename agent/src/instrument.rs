@@ -171,15 +171,16 @@ pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
             .collect();
         Some((matching, p.patterns.len()))
     })??;
-    let (targets, owner) = if reveal::enabled() {
+    let (targets, owner, guards) = if reveal::enabled() {
         revealed_targets(name, input, &class, &patterns)
     } else {
-        root_targets(name, input, &class, &patterns)?
+        let (t, o) = root_targets(name, input, &class, &patterns)?;
+        (t, o, None)
     };
     if targets.is_empty() {
         return None;
     }
-    install(name, input, &targets, &owner, n_patterns)
+    install(name, input, &targets, &owner, guards.as_deref(), n_patterns)
 }
 
 /// The methods the revealer planned for the class, each with the root
@@ -189,8 +190,8 @@ fn revealed_targets(
     input: &ClassFile<'_>,
     class: &str,
     patterns: &[(usize, MethodPattern)],
-) -> (Vec<Target>, Vec<usize>) {
-    let planned = reveal::targets(name, input.bytes, input.redefining);
+) -> Plan3 {
+    let (planned, guards) = reveal::targets(name, input.bytes, input.redefining);
     let _ = class;
     let mut targets = Vec::with_capacity(planned.len());
     let mut owner = Vec::with_capacity(planned.len());
@@ -206,8 +207,12 @@ fn revealed_targets(
         targets.push(t);
         owner.push(pi);
     }
-    (targets, owner)
+    (targets, owner, guards)
 }
+
+/// The methods to instrument in a class, the root pattern each counts for,
+/// and (when call sites are watched) each one's receiver checks.
+type Plan3 = (Vec<Target>, Vec<usize>, Option<Vec<Vec<(u32, u32)>>>);
 
 /// Roots-only sessions: the methods the root patterns name.
 fn root_targets(
@@ -257,9 +262,16 @@ fn install(
     input: &ClassFile<'_>,
     targets: &[Target],
     owner: &[usize],
+    guards: Option<&[Vec<(u32, u32)>]>,
     n_patterns: usize,
 ) -> Option<Vec<u8>> {
-    let result = sprig_rewriter::instrument(input.bytes, targets, probe_sets());
+    let guards = guards.map(|sites| sprig_rewriter::Guards {
+        class: probe_class::CLASS,
+        method: probe_class::SITE,
+        sites,
+    });
+    let result =
+        sprig_rewriter::instrument_guarded(input.bytes, targets, probe_sets(), guards.as_ref());
     let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
     let plan = guard.as_mut()?;
     let out = match result {

@@ -255,6 +255,32 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
     });
 }
 
+/// `Probe.nSite`: a receiver of class `receiver` is about to be called at
+/// watched call site `site`. Inside a root context the agent instruments
+/// the method that class selects (on this thread, before the call runs);
+/// the time goes out as `AdjustTime` like a first call's. Returns 1 when
+/// the site is watched no more (the Java side stops asking).
+pub fn site(jni: Jni<'_>, site: u32, receiver: crate::ffi::Local<'_>) -> i32 {
+    crate::ffi::with_state(|s| {
+        if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
+            return 0;
+        }
+        let Some(agent) = crate::env::get() else {
+            return 0;
+        };
+        s.busy.set(true);
+        let t0 = s.now();
+        let (worked, done) = reveal::dispatched_call(&agent.jvmti, jni, site, receiver);
+        let spent = s.now().saturating_sub(t0);
+        s.busy.set(false);
+        if worked && spent > 0 {
+            s.push(Event::new(EventKind::AdjustTime, 0, spent));
+        }
+        i32::from(done)
+    })
+    .unwrap_or(0)
+}
+
 /// Longest a thread waits for another thread revealing the callees of a
 /// method it is entering (past it, it goes on; a call may be missed).
 const FIRST_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

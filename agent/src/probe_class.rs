@@ -3,7 +3,8 @@
 //! it), its natives bound on every attach, and its two flags written.
 
 use crate::error::AgentError;
-use crate::ffi::{FieldId, Global, Jni, Local, probe_natives};
+use crate::ffi::{FieldId, Global, Jni, Local, probe_natives, site_native};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Internal name of the probe class.
@@ -18,6 +19,8 @@ pub const EXIT: &str = "exit";
 /// (empty) exit.
 pub const REFLECT_ENTER: &str = "reflect";
 pub const REFLECT_EXIT: &str = "reflectExit";
+/// Receiver check before a watched virtual or interface call.
+pub const SITE: &str = "site";
 
 /// The JNI-only class (JDK 8 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
@@ -44,7 +47,15 @@ struct ProbeClass {
     /// `Probe.virtualRoots`: root calls on virtual threads, not profiled
     /// (absent in a probe class an older sprig defined in this JVM).
     virtual_roots: Option<FieldId>,
+    /// The `Object[]` behind `Probe.SEEN` (receiver classes per watched
+    /// call site), absent in a probe class an older sprig defined.
+    seen: Option<Global>,
 }
+
+/// Call sites `Probe.SEEN` has room for: site ids run below this.
+pub const SITE_SLOTS: u32 = 1 << 16;
+/// `Probe.nSite` is bound to this library (this attach).
+static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 /// Serialises every write of the two fields, so the last writer always
@@ -101,6 +112,12 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
         // Before the class initialises: its initialiser asks for the
         // address of the fast probes.
         jni.register_natives(class, &probe_natives(ffm))?;
+        // Absent from a probe class an older sprig defined: the session
+        // then reveals virtual calls by class hierarchy only.
+        SITES_BOUND.store(
+            jni.register_natives(class, &[site_native()]).is_ok(),
+            Ordering::Release,
+        );
         if PROBE.get().is_none() {
             let allowed = if ffm && fresh {
                 allow_native_access(jni)
@@ -121,6 +138,10 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 .and_then(|a| jni.new_global(a).ok());
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
+            let seen = jni
+                .find_static_field(class, "SEEN", c"[Ljava/lang/Object;")
+                .and_then(|f| jni.static_object(&class, f))
+                .and_then(|a| jni.new_global(a).ok());
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -129,6 +150,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 live,
                 inside,
                 virtual_roots,
+                seen,
             });
         }
         let fast = ffm
@@ -220,6 +242,21 @@ pub fn clear_live(jni: Jni<'_>) {
     }
     if let Some(f) = p.virtual_roots {
         jni.set_static_long(&p.class, f, 0);
+    }
+}
+
+/// Whether the probe class can check receivers at call sites (`Probe.site`
+/// and its native are there).
+pub fn receivers_available() -> bool {
+    SITES_BOUND.load(Ordering::Acquire) && PROBE.get().is_some_and(|p| p.seen.is_some())
+}
+
+/// Forgets the receiver classes `Probe.SEEN` holds for sites `0..used`
+/// (a new session hands the ids out anew).
+pub fn clear_sites(jni: Jni<'_>, used: u32) {
+    if let Some(ProbeClass { seen: Some(a), .. }) = PROBE.get() {
+        let n = used.min(SITE_SLOTS) as i32;
+        jni.clear_object_array(a.as_local(), n);
     }
 }
 

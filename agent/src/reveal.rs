@@ -53,12 +53,12 @@ use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
-    Scheme,
+    Scheme, dispatch_watchable,
 };
 use sprig_rewriter::{CallSite, ClassInfo, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,13 @@ static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
 /// ClassPrepare is on for this session: classes not prepared at the attach
 /// join the mirror when linked, and the revelation steps stop polling them.
 static WATCHING_LINKS: AtomicBool = AtomicBool::new(false);
+
+/// Site ids handed out so far, over every session in this JVM (the next
+/// session clears `Probe.SEEN` below it).
+static SITES_HANDED: AtomicU32 = AtomicU32::new(0);
+/// Receiver classes a watched call site may see before it is revealed by
+/// class hierarchy analysis instead (and watched no more).
+const MAX_RECEIVERS: usize = 8;
 
 /// Call sites of one class's methods by (name, descriptor).
 type Sites = HashMap<(String, String), Vec<CallSite>>;
@@ -148,6 +155,25 @@ struct State {
     /// Per class that went through the hook: its trivial methods, and
     /// those of them revelation reached (left out, never instrumented).
     trivial: HashMap<String, Trivial>,
+    /// `--virtual-calls receiver`: virtual and interface calls of
+    /// instrumented methods are revealed by the receivers they see
+    /// (`Probe.site` before each, `dispatched_call`), not by class
+    /// hierarchy analysis at the caller's first call.
+    receivers: bool,
+    /// Watched call sites' ids by (class, method, descriptor, offset).
+    site_ids: HashMap<(String, String, String, u32), u32>,
+    /// Per site id: the call and what it has seen.
+    site_info: Vec<WatchedSite>,
+}
+
+/// One call site watched for its receivers.
+struct WatchedSite {
+    caller: MethodKey,
+    call: CallSite,
+    /// Receiver classes seen (internal names).
+    classes: HashSet<String>,
+    /// Revealed by class hierarchy analysis: watched no more.
+    saturated: bool,
 }
 
 /// The trivial methods of one class (`--skip-trivial`), by (name,
@@ -212,6 +238,7 @@ pub fn configure(
     exclude: &[String],
     dormant: bool,
     skip_trivial: u32,
+    receivers: bool,
 ) -> Result<(), String> {
     let parse = |v: &[String]| -> Result<Vec<ClassFilter>, String> {
         v.iter()
@@ -245,6 +272,9 @@ pub fn configure(
         dormant: dormant && scheme == Scheme::Lazy,
         skip_trivial,
         trivial: HashMap::new(),
+        receivers: receivers && scheme == Scheme::Lazy,
+        site_ids: HashMap::new(),
+        site_info: Vec::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -657,6 +687,145 @@ fn defer(names: Vec<String>) {
     }
 }
 
+/// Site ids handed out so far in this JVM (`Probe.SEEN` is cleared below
+/// this at the start of a session).
+pub fn sites_handed() -> u32 {
+    SITES_HANDED.load(Ordering::Acquire)
+}
+
+/// The id of a watched call site, handed out the first time; `None` when
+/// `Probe.SEEN` is full (the site is then revealed at its caller's first
+/// call, by class hierarchy analysis).
+fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSite) -> Option<u32> {
+    let key = (
+        class.to_string(),
+        method.0.clone(),
+        method.1.clone(),
+        call.offset,
+    );
+    if let Some(&id) = st.site_ids.get(&key) {
+        return Some(id);
+    }
+    let id = u32::try_from(st.site_info.len()).ok()?;
+    if id >= crate::probe_class::SITE_SLOTS {
+        return None;
+    }
+    st.site_info.push(WatchedSite {
+        caller: MethodKey::new(class, &method.0, &method.1),
+        call: call.clone(),
+        classes: HashSet::new(),
+        saturated: false,
+    });
+    st.site_ids.insert(key, id);
+    SITES_HANDED.fetch_max(id + 1, Ordering::AcqRel);
+    Some(id)
+}
+
+/// The receiver checks of the targets the hook instruments in `name`:
+/// per target, (offset, site id) of each watchable call.
+fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<(u32, u32)>> {
+    let mut out = Vec::with_capacity(targets.len());
+    for (t, _) in targets {
+        let mut g = Vec::new();
+        let method = (t.name.clone(), t.descriptor.clone());
+        let calls: Vec<CallSite> = if t.probes == REFLECT_PROBES {
+            Vec::new()
+        } else {
+            st.sites
+                .get(name)
+                .and_then(|s| s.get(&method))
+                .map(|v| {
+                    v.iter()
+                        .filter(|c| dispatch_watchable(c))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for c in calls {
+            if let Some(id) = site_id(st, name, &method, &c) {
+                g.push((c.offset, id));
+            }
+        }
+        out.push(g);
+    }
+    out
+}
+
+/// `Probe.site`, inside a root context: a receiver of class `receiver` is
+/// about to be called at watched site `site`. Instruments the method the
+/// class selects, on this thread, before the call runs (a site that has
+/// seen more than `MAX_RECEIVERS` classes, or a class the mirror does not
+/// know, is revealed by class hierarchy analysis instead). Returns whether
+/// any work was done or waited for, and whether the site is watched no
+/// more.
+pub fn dispatched_call(
+    jvmti: &Jvmti,
+    jni: Jni<'_>,
+    site: u32,
+    receiver: Local<'_>,
+) -> (bool, bool) {
+    let t0 = Instant::now();
+    // Arrays and primitive classes have no internal name here: the call
+    // goes to java.lang.Object's methods, outside every filter.
+    let Some(class) = signature_name(jvmti, receiver) else {
+        return (false, false);
+    };
+    let (names, done) = {
+        let mut guard = state();
+        let Some(st) = guard.as_mut() else {
+            return (false, false);
+        };
+        let Some(w) = st.site_info.get_mut(site as usize) else {
+            return (false, true);
+        };
+        if w.saturated {
+            return (false, true);
+        }
+        if !w.classes.insert(class.clone()) {
+            // Seen before (the Java side remembers one class per site): its
+            // method is instrumented, or being instrumented by another
+            // thread, waited for below.
+            drop(guard);
+            return (await_batches(), false);
+        }
+        let saturate = w.classes.len() > MAX_RECEIVERS;
+        let (caller, call) = (w.caller.clone(), w.call.clone());
+        let hidden = class.contains("$$Lambda") || class.contains("/0x");
+        let caller = st.revealer.id_of(&caller);
+        let selected = if saturate || hidden {
+            None
+        } else {
+            st.revealer
+                .hierarchy()
+                .select(&class, &call.name, &call.descriptor)
+        };
+        let mut names = mirror_prepared(jvmti, jni, st);
+        let revealed = match selected {
+            Some(k) => Some(st.revealer.on_dispatched_call(caller, &k)),
+            // A lambda's class forwards to its implementation method, which
+            // the invokedynamic that created it revealed.
+            None if hidden && !saturate => None,
+            None => {
+                st.site_info[site as usize].saturated = true;
+                Some(st.revealer.on_virtual_site(caller, &call))
+            }
+        };
+        if let Some(r) = revealed {
+            names.extend(apply(st, r));
+        }
+        names.sort();
+        names.dedup();
+        let done = st.site_info[site as usize].saturated;
+        (names, done)
+    };
+    REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let worked = !names.is_empty();
+    redefine(jvmti, Some(jni), names);
+    let waited = await_batches();
+    (worked || waited, done)
+}
+
 /// `Method.invoke` or `Constructor.newInstance` is about to call `method`
 /// on a thread inside a root context: reveal the target (and what
 /// dispatches to it) and instrument it now, before it runs. Returns
@@ -752,10 +921,21 @@ fn scan_first_call(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
         let Some(key) = st.revealer.method(rid).cloned() else {
             return false;
         };
-        let Some(sites) = lookup(&st.sites, &key) else {
+        let Some(mut sites) = lookup(&st.sites, &key) else {
             // The class never went through the hook (it failed): nothing to scan.
             return false;
         };
+        if st.receivers {
+            // Watched sites are revealed by the receivers they see.
+            sites.retain(|c| {
+                !st.site_ids.contains_key(&(
+                    key.class.clone(),
+                    key.name.clone(),
+                    key.descriptor.clone(),
+                    c.offset,
+                ))
+            });
+        }
         st.by_probe.insert(id, (rid, false));
         let mut names = mirror_prepared(jvmti, jni, st);
         if let Ok(revealed) = st.revealer.on_first_call(rid, &sites) {
@@ -887,17 +1067,17 @@ fn own_batch(name: &str, methods: Vec<sprig_callgraph::reveal::Instrument>) -> R
 /// to instrument in `bytes` (with the probe pair of each), caching the call
 /// sites of the class. At load the class joins the mirror first; batches it
 /// causes for other classes go to the control thread.
-pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)> {
+pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
     let t0 = Instant::now();
     let mut guard = state();
     let Some(st) = guard.as_mut() else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     // The class as parsed at load, kept for the dormant probes below.
     let mut parsed: Option<ClassInfo> = None;
     if !redefining {
         let Ok(info) = sprig_rewriter::class_info(bytes) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         if st.dormant {
             parsed = Some(info.clone());
@@ -915,7 +1095,7 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
     }
     let Some(planned) = st.plan.get(name) else {
         REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let mut out: Vec<(Target, bool)> = planned
         .iter()
@@ -991,9 +1171,14 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> Vec<(Target, bool)
         let table: Sites = all.into_iter().map(|(n, d, s)| ((n, d), s)).collect();
         st.sites.insert(name.to_string(), table);
     }
+    let guards = st.receivers.then(|| guards_of(st, name, &out));
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    out
+    (out, guards)
 }
+
+/// What the hook instruments in a class: the targets (with whether each is
+/// a root) and, when call sites are watched, each target's receiver checks.
+pub type HookPlan = (Vec<(Target, bool)>, Option<Vec<Vec<(u32, u32)>>>);
 
 /// Control thread, every tick: retransforms classes whose batches were
 /// deferred (loads that revealed methods of other classes, classes not yet

@@ -389,6 +389,7 @@ fn start_profiling(
     OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
     methods::reset();
     probe_class::clear_live(jni);
+    probe_class::clear_sites(jni, reveal::sites_handed());
     threads::reset();
     if !so.roots_only
         && !calibrate_only
@@ -398,6 +399,7 @@ fn start_profiling(
             &so.exclude,
             !so.no_dormant,
             so.skip_trivial,
+            so.receivers && probe_class::receivers_available(),
         )
     {
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;

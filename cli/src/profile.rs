@@ -75,6 +75,19 @@ pub struct SessionArgs {
     #[arg(long, value_enum, default_value_t = SchemeArg::Lazy)]
     pub scheme: SchemeArg,
 
+    /// How the lazy scheme finds the targets of virtual and interface
+    /// calls in profiled methods. `hierarchy` (JFluid's way): at the
+    /// caller's first call, every override in the loaded subclasses and
+    /// implementors, and those of classes loaded later. `receiver`: a check
+    /// before each such call sees the receiver's class and instruments the
+    /// method that class selects, just before it runs; only methods that
+    /// are called get probes (on javac about 1.2 instrumented per called
+    /// method instead of 1.4), for a class test at every virtual call of
+    /// the profiled methods. A call site that sees more than 8 receiver
+    /// classes falls back to `hierarchy`.
+    #[arg(long, value_enum, default_value_t = VirtualArg::Hierarchy, value_name = "HOW")]
+    pub virtual_calls: VirtualArg,
+
     /// Which clock times calls: `wall` (TSC when invariant, ~10 ns to read)
     /// or `cpu` (thread CPU time: excludes time blocked, but every read is a
     /// system call of several hundred ns, so overhead is far higher).
@@ -162,6 +175,12 @@ pub struct RunArgs {
 pub enum SchemeArg {
     Lazy,
     Eager,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VirtualArg {
+    Hierarchy,
+    Receiver,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -269,6 +288,7 @@ impl SessionArgs {
             skip_trivial: self
                 .skip_trivial
                 .map_or(0, |b| b.unwrap_or(sprig_rewriter::TRIVIAL_BYTES_DEFAULT)),
+            receivers: self.virtual_calls == VirtualArg::Receiver,
         }
     }
 }
@@ -417,6 +437,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             wait_bound_ms: 2000,
             no_dormant: false,
             skip_trivial: 0,
+            receivers: false,
         }),
         prepared.ring_fd.as_fd(),
     )?;

@@ -394,6 +394,45 @@ fn eager_gives_the_same_tree() {
     }
 }
 
+/// `--virtual-calls receiver`: virtual and interface calls revealed by
+/// the receivers a check before each call sees give the same tree with
+/// the same exact counts, loaded classes and classes loaded later alike,
+/// and instrument no more methods than class hierarchy analysis (fewer
+/// here: the fixture's hierarchies have overrides no root call reaches).
+#[test]
+fn receiver_checks_give_the_same_tree_with_fewer_methods() {
+    let _serial = serial();
+    for jdk in test_jdks("receiver_checks_give_the_same_tree_with_fewer_methods") {
+        let classes = fixture_classes(&jdk);
+        let receiver = ["--virtual-calls", "receiver"];
+        let n = |s: &Value| s["instrumented_methods"].as_u64().unwrap_or(0);
+        let cold = session(&jdk, classes.path(), false, &receiver);
+        let warm = session(&jdk, classes.path(), true, &receiver);
+        let hierarchy = session(&jdk, classes.path(), false, &[]);
+        println!(
+            "JDK {}: instrumented {} / {} (receiver, cold / warm), {} (hierarchy)",
+            jdk.major,
+            n(&cold),
+            n(&warm),
+            n(&hierarchy)
+        );
+        assert!(n(&cold) < n(&hierarchy), "{cold} / {hierarchy}");
+        assert!(n(&warm) < n(&hierarchy), "{warm} / {hierarchy}");
+        session(
+            &jdk,
+            classes.path(),
+            true,
+            &["--virtual-calls", "receiver", "--skip-trivial"],
+        );
+        session(
+            &jdk,
+            classes.path(),
+            false,
+            &["--virtual-calls", "receiver", "--no-dormant"],
+        );
+    }
+}
+
 #[test]
 fn roots_only_instruments_only_the_roots() {
     let _serial = serial();

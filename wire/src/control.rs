@@ -68,6 +68,10 @@ pub struct SessionOptions {
     /// (short straight-line leaves: getters, setters, constants); 0 keeps
     /// every method. Roots are always instrumented.
     pub skip_trivial: u32,
+    /// Reveal the virtual and interface calls of profiled methods by the
+    /// receivers they see (a check before each call), instead of by class
+    /// hierarchy analysis at the caller's first call. Lazy scheme only.
+    pub receivers: bool,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.

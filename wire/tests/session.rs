@@ -463,6 +463,7 @@ fn the_ring_descriptor_travels_with_start() {
         wait_bound_ms: 1000,
         no_dormant: false,
         skip_trivial: 0,
+        receivers: false,
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

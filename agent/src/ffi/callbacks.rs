@@ -56,6 +56,30 @@ extern "system" fn n_reflect(env: *mut JNIEnv, _cls: jclass, method: jobject) {
     });
 }
 
+/// Returns 1 when the agent watches this call site no more (the Java side
+/// then stops asking), 0 otherwise (a panic included).
+extern "system" fn n_site(env: *mut JNIEnv, _cls: jclass, site: jint, receiver: jclass) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `receiver` is a local reference valid for this call.
+        let (jni, receiver) =
+            unsafe { (Jni::from_raw(env), super::jni::Local::from_raw(receiver)) };
+        crate::probe::site(jni, site as u32, receiver)
+    }))
+    .unwrap_or(0)
+}
+
+/// `Probe.nSite`, bound on its own: a probe class an older sprig defined
+/// in this JVM does not declare it.
+pub fn site_native() -> NativeMethod {
+    type SiteNative = extern "system" fn(*mut JNIEnv, jclass, jint, jclass) -> jint;
+    NativeMethod {
+        name: c"nSite",
+        signature: c"(ILjava/lang/Class;)I",
+        fn_ptr: (n_site as SiteNative) as *mut std::ffi::c_void,
+    }
+}
+
 type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
 
 /// The fast probes of the JDK 22+ probe class, called through FFM downcall

@@ -419,6 +419,28 @@ impl<'a> Jni<'a> {
         !self.exception_clear()
     }
 
+    /// Sets elements `0..len` of the `Object[]` `array` to null; false (the
+    /// exception cleared) when out of bounds.
+    pub fn clear_object_array(&self, array: Local<'_>, len: i32) -> bool {
+        for i in 0..len {
+            // SAFETY: `array` is a live reference to an Object[] (the array
+            // behind the probe class's SEEN field); null is storable in it.
+            unsafe {
+                jni_call!(
+                    self.env,
+                    SetObjectArrayElement,
+                    array.raw(),
+                    i,
+                    std::ptr::null_mut()
+                )
+            };
+            if self.exception_clear() {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Runs `f` inside a fresh local frame, so the local references it
     /// creates are released at the end.
     pub fn with_local_frame<R>(&self, capacity: usize, f: impl FnOnce(Jni<'_>) -> R) -> R {

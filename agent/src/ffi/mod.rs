@@ -8,7 +8,7 @@ mod jni;
 mod jvmti;
 mod tls;
 
-pub use callbacks::{ClassFile, install, probe_natives};
+pub use callbacks::{ClassFile, install, probe_natives, site_native};
 pub use cpu::Affinity;
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local};
 pub use jvmti::{Event, Jvmti, JvmtiError, MethodId};

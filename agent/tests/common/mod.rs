@@ -27,6 +27,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         wait_bound_ms: 2000,
         no_dormant: false,
         skip_trivial: 0,
+        receivers: false,
     }
 }
 

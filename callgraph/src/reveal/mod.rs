@@ -428,6 +428,17 @@ pub struct Revealer {
     reflective_count: usize,
 }
 
+/// Whether a call site can be revealed by the receivers it sees
+/// ([`Revealer::on_dispatched_call`]) instead of by class hierarchy
+/// analysis: a virtual or interface call on a class type, other than the
+/// reflective entry points (which must reach [`Revealed::reflective_sites`]
+/// through [`Revealer::on_first_call`]).
+pub fn dispatch_watchable(site: &CallSite) -> bool {
+    matches!(site.kind, CallKind::Virtual | CallKind::Interface)
+        && !site.owner.starts_with('[')
+        && !is_reflective(site)
+}
+
 fn is_reflective(site: &CallSite) -> bool {
     matches!(
         (site.owner.as_str(), site.name.as_str()),
@@ -743,6 +754,23 @@ impl Revealer {
             .resolve(&selected.class, &selected.name, &selected.descriptor)
             .unwrap_or_else(|| selected.clone());
         self.mark(key, EdgeKind::Virtual, from);
+        self.take_redefinitions()
+    }
+
+    /// A virtual or interface call site of the subgraph, revealed by class
+    /// hierarchy analysis after all (every loaded override, and those of
+    /// classes loaded later): for a site that saw too many receiver classes,
+    /// or one whose class the mirror does not know.
+    pub fn on_virtual_site(&mut self, caller: Option<MethodId>, site: &CallSite) -> Revealed {
+        let from = caller.and_then(|id| self.ids.get(id.0 as usize).copied());
+        self.virtual_call(
+            from,
+            &site.owner,
+            &site.name,
+            &site.descriptor,
+            EdgeKind::from(site.kind),
+            false,
+        );
         self.take_redefinitions()
     }
 

@@ -163,6 +163,38 @@ public final class Probe {
     /** The exit probe paired with {@link #reflect}: nothing to record. */
     public static void reflectExit(int id) {}
 
+    /**
+     * Receiver classes per watched call site (the agent's site ids): the
+     * class of the receiver last handed to the agent at that site, or the
+     * array itself once the agent watches the site no more. Written here,
+     * cleared by the agent when a session starts.
+     */
+    static final Object[] SEEN = new Object[1 << 16];
+
+    /**
+     * Receiver check before a virtual or interface call of a profiled
+     * method (site ids below {@code SEEN.length}, handed out by the agent).
+     * Inside a root context, a receiver of a class this site has not just
+     * seen goes to the agent, which instruments the method that class
+     * selects before the call runs. Outside root contexts: one volatile
+     * load, as the plain probes.
+     */
+    public static void site(Object receiver, int site) {
+        if (active != 0
+                && receiver != null
+                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+            Object[] seen = SEEN;
+            Class<?> c = receiver.getClass();
+            Object last = seen[site];
+            if (last != c && last != seen) {
+                seen[site] = nSite(site, c) != 0 ? seen : c;
+            }
+        }
+    }
+
+    /** Returns non-zero when the agent watches this site no more. */
+    private static native int nSite(int site, Class<?> receiver);
+
     private static native void nReflect(Object method);
 
     private static native void nEnter(int id);
