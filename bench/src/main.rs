@@ -47,6 +47,11 @@ struct Args {
     /// every revelation redefines its class again. Slow on javac.
     #[arg(long)]
     compare_dormant: bool,
+    /// Also run Scheme B with virtual and interface calls revealed by the
+    /// receivers they see (`--virtual-calls receiver`, row `Bv`) instead of
+    /// class hierarchy analysis.
+    #[arg(long)]
+    compare_receivers: bool,
     /// Also run Scheme B with trivial methods left out (`--skip-trivial`,
     /// row `Bt16`): getters, setters and other short straight-line leaves
     /// get no probes, their time counts in their callers. With byte bounds
@@ -91,6 +96,7 @@ pub struct Ctx {
     pub quick: bool,
     pub repeats: usize,
     pub compare_dormant: bool,
+    pub compare_receivers: bool,
     /// Byte bounds of `--skip-trivial` rows to add (none: no such row).
     pub compare_trivial: Vec<u32>,
     /// Extra profiled iterations before the settled window (0: none).
@@ -154,6 +160,7 @@ fn real_main() -> Result<bool> {
     })?;
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
+        compare_receivers: args.compare_receivers,
         compare_trivial: args.trivial_bounds(),
         settle: args.settle,
         rows: args.rows.clone(),

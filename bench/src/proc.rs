@@ -215,7 +215,8 @@ pub struct SprigArgs {
     pub roots: Vec<String>,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
-    /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`) or
+    /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`),
+    /// `lazy-receiver` (lazy with `--virtual-calls receiver`) or
     /// `lazy-trivial=N` (lazy with `--skip-trivial=N`).
     pub scheme: String,
 }
@@ -259,6 +260,7 @@ impl Sprig {
         }
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
+            "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
             scheme => match scheme.strip_prefix(crate::workloads::TRIVIAL_SCHEME) {
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])

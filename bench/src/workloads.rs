@@ -273,6 +273,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     if ctx.compare_dormant {
         schemes.push("lazy-redefine".into());
     }
+    if ctx.compare_receivers {
+        schemes.push("lazy-receiver".into());
+    }
     schemes.push("eager".into());
     let k = def.iterations;
     // samples[root][scheme] over repeats
@@ -500,6 +503,7 @@ pub fn print_table(results: &[Value]) {
                 match st("scheme").as_str() {
                     "lazy" => "B".to_owned(),
                     "lazy-redefine" => "Br".to_owned(),
+                    "lazy-receiver" => "Bv".to_owned(),
                     s => match s.strip_prefix(TRIVIAL_SCHEME) {
                         Some(bound) => format!("Bt{bound}"),
                         None => "A".to_owned(),
