@@ -268,6 +268,7 @@ fn install(
     let guards = guards.map(|sites| sprig_rewriter::Guards {
         class: probe_class::CLASS,
         method: probe_class::SITE,
+        reach: probe_class::REACH,
         sites,
     });
     let result =

@@ -256,17 +256,18 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
 }
 
 /// `Probe.nSite`: a receiver of class `receiver` is about to be called at
-/// watched call site `site`. Inside a root context the agent instruments
-/// the method that class selects (on this thread, before the call runs);
-/// the time goes out as `AdjustTime` like a first call's. Returns 1 when
-/// the site is watched no more (the Java side stops asking).
-pub fn site(jni: Jni<'_>, site: u32, receiver: crate::ffi::Local<'_>) -> i32 {
+/// watched call site `site` (no class: a static or special site runs for
+/// the first time). Inside a root context the agent instruments what the
+/// call reaches (on this thread, before the call runs); the time goes out
+/// as `AdjustTime` like a first call's. Returns [`SITE_SEEN`],
+/// [`SITE_DONE`] or [`SITE_AGAIN`].
+pub fn site(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
     crate::ffi::with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
-            return 0;
+            return SITE_AGAIN;
         }
         let Some(agent) = crate::env::get() else {
-            return 0;
+            return SITE_AGAIN;
         };
         s.busy.set(true);
         let t0 = s.now();
@@ -276,10 +277,19 @@ pub fn site(jni: Jni<'_>, site: u32, receiver: crate::ffi::Local<'_>) -> i32 {
         if worked && spent > 0 {
             s.push(Event::new(EventKind::AdjustTime, 0, spent));
         }
-        i32::from(done)
+        if done { SITE_DONE } else { SITE_SEEN }
     })
-    .unwrap_or(0)
+    .unwrap_or(SITE_AGAIN)
 }
+
+/// `nSite`: what the receiver's class reaches is instrumented; the Java
+/// side remembers the class.
+pub const SITE_SEEN: i32 = 0;
+/// `nSite`: the site is watched no more.
+pub const SITE_DONE: i32 = 1;
+/// `nSite`: nothing was done (not inside a root context, the thread busy
+/// revealing, no session): ask again next time.
+pub const SITE_AGAIN: i32 = 2;
 
 /// Longest a thread waits for another thread revealing the callees of a
 /// method it is entering (past it, it goes on; a call may be missed).

@@ -21,6 +21,8 @@ pub const REFLECT_ENTER: &str = "reflect";
 pub const REFLECT_EXIT: &str = "reflectExit";
 /// Receiver check before a watched virtual or interface call.
 pub const SITE: &str = "site";
+/// Reach check before a watched static or special call.
+pub const REACH: &str = "reach";
 
 /// The JNI-only class (JDK 8 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
@@ -47,12 +49,12 @@ struct ProbeClass {
     /// `Probe.virtualRoots`: root calls on virtual threads, not profiled
     /// (absent in a probe class an older sprig defined in this JVM).
     virtual_roots: Option<FieldId>,
-    /// The `Object[]` behind `Probe.SEEN` (receiver classes per watched
+    /// The `Object[]` behind `Probe.SITES` (receiver classes per watched
     /// call site), absent in a probe class an older sprig defined.
     seen: Option<Global>,
 }
 
-/// Call sites `Probe.SEEN` has room for: site ids run below this.
+/// Call sites `Probe.SITES` has room for: site ids run below this.
 pub const SITE_SLOTS: u32 = 1 << 16;
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
@@ -139,7 +141,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
             let seen = jni
-                .find_static_field(class, "SEEN", c"[Ljava/lang/Object;")
+                .find_static_field(class, "SITES", c"[Ljava/lang/Object;")
                 .and_then(|f| jni.static_object(&class, f))
                 .and_then(|a| jni.new_global(a).ok());
             let class = jni.new_global(class)?;
@@ -251,11 +253,12 @@ pub fn receivers_available() -> bool {
     SITES_BOUND.load(Ordering::Acquire) && PROBE.get().is_some_and(|p| p.seen.is_some())
 }
 
-/// Forgets the receiver classes `Probe.SEEN` holds for sites `0..used`
+/// Forgets the receiver classes `Probe.SITES` holds for sites `0..used`
 /// (a new session hands the ids out anew).
 pub fn clear_sites(jni: Jni<'_>, used: u32) {
     if let Some(ProbeClass { seen: Some(a), .. }) = PROBE.get() {
-        let n = used.min(SITE_SLOTS) as i32;
+        // Two slots per site.
+        let n = 2 * used.min(SITE_SLOTS) as i32;
         jni.clear_object_array(a.as_local(), n);
     }
 }

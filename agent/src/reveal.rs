@@ -53,9 +53,9 @@ use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
-    Scheme, dispatch_watchable,
+    Scheme,
 };
-use sprig_rewriter::{CallSite, ClassInfo, MethodInfo, Target};
+use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -79,11 +79,16 @@ static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
 static WATCHING_LINKS: AtomicBool = AtomicBool::new(false);
 
 /// Site ids handed out so far, over every session in this JVM (the next
-/// session clears `Probe.SEEN` below it).
+/// session clears `Probe.SITES` below it).
 static SITES_HANDED: AtomicU32 = AtomicU32::new(0);
 /// Receiver classes a watched call site may see before it is revealed by
 /// class hierarchy analysis instead (and watched no more).
 const MAX_RECEIVERS: usize = 8;
+/// Times a watched site may hand the agent a class it has seen already
+/// (more classes take turns there than `Probe.SITES` remembers, two)
+/// before it is revealed by class hierarchy analysis instead: each such
+/// call costs a JNI call and a class signature.
+const MAX_REPEATS: u32 = 64;
 
 /// Call sites of one class's methods by (name, descriptor).
 type Sites = HashMap<(String, String), Vec<CallSite>>;
@@ -172,6 +177,8 @@ struct WatchedSite {
     call: CallSite,
     /// Receiver classes seen (internal names).
     classes: HashSet<String>,
+    /// Calls with a class seen before.
+    repeats: u32,
     /// Revealed by class hierarchy analysis: watched no more.
     saturated: bool,
 }
@@ -687,14 +694,14 @@ fn defer(names: Vec<String>) {
     }
 }
 
-/// Site ids handed out so far in this JVM (`Probe.SEEN` is cleared below
+/// Site ids handed out so far in this JVM (`Probe.SITES` is cleared below
 /// this at the start of a session).
 pub fn sites_handed() -> u32 {
     SITES_HANDED.load(Ordering::Acquire)
 }
 
 /// The id of a watched call site, handed out the first time; `None` when
-/// `Probe.SEEN` is full (the site is then revealed at its caller's first
+/// `Probe.SITES` is full (the site is then revealed at its caller's first
 /// call, by class hierarchy analysis).
 fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSite) -> Option<u32> {
     let key = (
@@ -714,6 +721,7 @@ fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSi
         caller: MethodKey::new(class, &method.0, &method.1),
         call: call.clone(),
         classes: HashSet::new(),
+        repeats: 0,
         saturated: false,
     });
     st.site_ids.insert(key, id);
@@ -736,7 +744,9 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
                 .and_then(|s| s.get(&method))
                 .map(|v| {
                     v.iter()
-                        .filter(|c| dispatch_watchable(c))
+                        .filter(|c| {
+                            st.revealer.dispatch_watchable(c) || st.revealer.reach_watchable(c)
+                        })
                         .cloned()
                         .collect()
                 })
@@ -756,21 +766,21 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
 /// about to be called at watched site `site`. Instruments the method the
 /// class selects, on this thread, before the call runs (a site that has
 /// seen more than `MAX_RECEIVERS` classes, or a class the mirror does not
-/// know, is revealed by class hierarchy analysis instead). Returns whether
-/// any work was done or waited for, and whether the site is watched no
-/// more.
+/// know, is revealed by class hierarchy analysis instead). `Probe.reach`
+/// (no receiver): a static or special site runs for the first time, and
+/// its target is instrumented. Returns whether any work was done or waited
+/// for, and whether the site is watched no more.
 pub fn dispatched_call(
     jvmti: &Jvmti,
     jni: Jni<'_>,
     site: u32,
-    receiver: Local<'_>,
+    receiver: Option<Local<'_>>,
 ) -> (bool, bool) {
     let t0 = Instant::now();
-    // Arrays and primitive classes have no internal name here: the call
-    // goes to java.lang.Object's methods, outside every filter.
-    let Some(class) = signature_name(jvmti, receiver) else {
-        return (false, false);
-    };
+    // No class for a reach check; arrays and primitive classes have no
+    // internal name here (their calls go to java.lang.Object's methods,
+    // outside every filter).
+    let class = receiver.and_then(|r| signature_name(jvmti, r));
     let (names, done) = {
         let mut guard = state();
         let Some(st) = guard.as_mut() else {
@@ -782,16 +792,27 @@ pub fn dispatched_call(
         if w.saturated {
             return (false, true);
         }
-        if !w.classes.insert(class.clone()) {
-            // Seen before (the Java side remembers one class per site): its
-            // method is instrumented, or being instrumented by another
-            // thread, waited for below.
+        let reach = matches!(w.call.kind, CallKind::Static | CallKind::Special);
+        let Some(class) = class.or_else(|| reach.then(String::new)) else {
+            return (false, false);
+        };
+        let new = reach || w.classes.insert(class.clone());
+        if !new {
+            w.repeats += 1;
+        }
+        let saturate = reach || w.classes.len() > MAX_RECEIVERS || w.repeats > MAX_REPEATS;
+        if !new && !saturate {
+            // Seen before (the Java side remembers two classes per site):
+            // its method is instrumented, or being instrumented by another
+            // thread, waited for here.
             drop(guard);
             return (await_batches(), false);
         }
-        let saturate = w.classes.len() > MAX_RECEIVERS;
         let (caller, call) = (w.caller.clone(), w.call.clone());
         let hidden = class.contains("$$Lambda") || class.contains("/0x");
+        // A caller revelation has not reached (a dormant method running
+        // inside a root context, on a path revelation misses): what it
+        // calls is revealed all the same, as a root context runs it.
         let caller = st.revealer.id_of(&caller);
         let selected = if saturate || hidden {
             None
@@ -808,7 +829,7 @@ pub fn dispatched_call(
             None if hidden && !saturate => None,
             None => {
                 st.site_info[site as usize].saturated = true;
-                Some(st.revealer.on_virtual_site(caller, &call))
+                Some(st.revealer.on_call_site(caller, &call))
             }
         };
         if let Some(r) = revealed {

@@ -41,12 +41,16 @@ pub struct ProbeSet {
 pub struct Guards<'a> {
     /// Internal name of the class holding the guard method.
     pub class: &'a str,
-    /// Name of the guard method, `static void name(Object receiver, int
-    /// site)` (`(Ljava/lang/Object;I)V`).
+    /// Name of the receiver check, `static void name(Object receiver, int
+    /// site)` (`(Ljava/lang/Object;I)V`), called before virtual and
+    /// interface calls.
     pub method: &'a str,
-    /// Per target, in the order of the targets: (byte offset of an
-    /// `invokevirtual` or `invokeinterface` in the original code, site id
-    /// passed to the guard).
+    /// Name of the reach check, `static void name(int site)`, called
+    /// before static and special calls.
+    pub reach: &'a str,
+    /// Per target, in the order of the targets: (byte offset of an invoke
+    /// instruction other than `invokedynamic` in the original code, site
+    /// id passed to the check).
     pub sites: &'a [Vec<(u32, u32)>],
 }
 

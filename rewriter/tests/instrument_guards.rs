@@ -65,7 +65,10 @@ fn instrument_all(src: &Path, dst: &Path) -> (SiteIds, Vec<(String, SkipReason)>
             next_id += 1;
             let mut g = Vec::new();
             for c in callees(&bytes, &m.name, &m.descriptor).unwrap_or_default() {
-                if matches!(c.kind, CallKind::Virtual | CallKind::Interface) {
+                if matches!(
+                    c.kind,
+                    CallKind::Virtual | CallKind::Interface | CallKind::Static | CallKind::Special
+                ) {
                     // Large site ids too, so the ldc form is exercised.
                     let id = if next_id.is_multiple_of(5) {
                         next_id + 100_000
@@ -82,6 +85,7 @@ fn instrument_all(src: &Path, dst: &Path) -> (SiteIds, Vec<(String, SkipReason)>
         let g = Guards {
             class: PROBE,
             method: "site",
+            reach: "reach",
             sites: &guards,
         };
         let r = instrument_guarded(&bytes, &targets, std::slice::from_ref(&probes), Some(&g))
@@ -229,12 +233,18 @@ fn guarded_programs_behave_like_the_originals_and_see_every_receiver() {
                 .sum::<u64>();
             assert_eq!(lambda, 1, "{seen:#?}");
             assert_eq!(get("Guards.main", "clone", "[I"), 1);
+            // Static and special calls: reach checks, once per call.
+            assert_eq!(get("Guards.main", "shapes", "-"), 1);
+            assert_eq!(get("Guards.main", "run", "-"), 1);
+            // super(...) in a constructor, before `this` is initialised.
+            assert_eq!(get("Guards$Derived.<init>", "<init>", "-"), 1);
+            assert_eq!(get("Guards$Circle.<init>", "<init>", "-"), 2);
         }
     }
 }
 
 #[test]
-fn a_guard_on_anything_but_a_virtual_or_interface_call_skips_the_method() {
+fn a_guard_on_anything_but_a_call_instruction_skips_the_method() {
     let tmp = TempDir::new("guards-bad");
     let orig = tmp.path().join("orig");
     std::fs::create_dir_all(&orig).unwrap();
@@ -248,7 +258,6 @@ fn a_guard_on_anything_but_a_virtual_or_interface_call_skips_the_method() {
     );
     let bytes = std::fs::read(orig.join("Guards.class")).unwrap();
     let calls = callees(&bytes, "main", "([Ljava/lang/String;)V").unwrap();
-    let stat = calls.iter().find(|c| c.kind == CallKind::Static).unwrap();
     let virt = calls.iter().find(|c| c.kind == CallKind::Virtual).unwrap();
     let target = |n: &str, d: &str| Target {
         name: n.into(),
@@ -260,11 +269,12 @@ fn a_guard_on_anything_but_a_virtual_or_interface_call_skips_the_method() {
         target("main", "([Ljava/lang/String;)V"),
         target("<init>", "()V"),
     ];
-    for bad in [stat.offset, virt.offset + 1, 1_000_000] {
+    for bad in [0, virt.offset + 1, 1_000_000] {
         let lists = [vec![(bad, 7)], vec![]];
         let g = Guards {
             class: PROBE,
             method: "site",
+            reach: "reach",
             sites: &lists,
         };
         let r = instrument_guarded(&bytes, &targets, &[probe_set(PROBE)], Some(&g)).unwrap();
@@ -279,6 +289,7 @@ fn a_guard_on_anything_but_a_virtual_or_interface_call_skips_the_method() {
     let g = Guards {
         class: PROBE,
         method: "site",
+        reach: "reach",
         sites: &lists,
     };
     assert!(instrument_guarded(&bytes, &targets, &[probe_set(PROBE)], Some(&g)).is_err());

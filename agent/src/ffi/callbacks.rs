@@ -56,17 +56,22 @@ extern "system" fn n_reflect(env: *mut JNIEnv, _cls: jclass, method: jobject) {
     });
 }
 
-/// Returns 1 when the agent watches this call site no more (the Java side
-/// then stops asking), 0 otherwise (a panic included).
+/// Returns `probe::SITE_SEEN`, `SITE_DONE` (the agent watches this call
+/// site no more) or `SITE_AGAIN` (nothing done, a panic included).
 extern "system" fn n_site(env: *mut JNIEnv, _cls: jclass, site: jint, receiver: jclass) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
-        // `receiver` is a local reference valid for this call.
-        let (jni, receiver) =
-            unsafe { (Jni::from_raw(env), super::jni::Local::from_raw(receiver)) };
+        // `receiver` is null (a reach check) or a local reference valid for
+        // this call.
+        let (jni, receiver) = unsafe {
+            (
+                Jni::from_raw(env),
+                (!receiver.is_null()).then(|| super::jni::Local::from_raw(receiver)),
+            )
+        };
         crate::probe::site(jni, site as u32, receiver)
     }))
-    .unwrap_or(0)
+    .unwrap_or(crate::probe::SITE_AGAIN)
 }
 
 /// `Probe.nSite`, bound on its own: a probe class an older sprig defined

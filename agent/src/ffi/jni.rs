@@ -424,7 +424,7 @@ impl<'a> Jni<'a> {
     pub fn clear_object_array(&self, array: Local<'_>, len: i32) -> bool {
         for i in 0..len {
             // SAFETY: `array` is a live reference to an Object[] (the array
-            // behind the probe class's SEEN field); null is storable in it.
+            // behind the probe class's SITES field); null is storable in it.
             unsafe {
                 jni_call!(
                     self.env,

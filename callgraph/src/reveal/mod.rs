@@ -428,15 +428,30 @@ pub struct Revealer {
     reflective_count: usize,
 }
 
-/// Whether a call site can be revealed by the receivers it sees
-/// ([`Revealer::on_dispatched_call`]) instead of by class hierarchy
-/// analysis: a virtual or interface call on a class type, other than the
-/// reflective entry points (which must reach [`Revealed::reflective_sites`]
-/// through [`Revealer::on_first_call`]).
-pub fn dispatch_watchable(site: &CallSite) -> bool {
-    matches!(site.kind, CallKind::Virtual | CallKind::Interface)
-        && !site.owner.starts_with('[')
-        && !is_reflective(site)
+impl Revealer {
+    /// Whether a call site can be revealed by the receivers it sees
+    /// ([`Revealer::on_dispatched_call`]) instead of by class hierarchy
+    /// analysis: a virtual or interface call on a type the filters let be
+    /// instrumented. Calls on filtered (JDK) types keep class hierarchy
+    /// analysis: what it reaches in user classes is also what the JDK
+    /// calls back (a user `Location.getName()` that a JDK default method
+    /// calls), which no check at a call site of the subgraph sees.
+    pub fn dispatch_watchable(&self, site: &CallSite) -> bool {
+        matches!(site.kind, CallKind::Virtual | CallKind::Interface)
+            && !site.owner.starts_with('[')
+            && !is_reflective(site)
+            && self.filters.instrumentable(&site.owner)
+    }
+
+    /// Whether a static or special call site can be revealed when it first
+    /// runs ([`Revealer::on_call_site`]) instead of at its caller's first
+    /// call: one into a class the filters let be instrumented (calls into
+    /// filtered code must reach the callback rules at the first call).
+    pub fn reach_watchable(&self, site: &CallSite) -> bool {
+        matches!(site.kind, CallKind::Static | CallKind::Special)
+            && !site.owner.starts_with('[')
+            && self.filters.instrumentable(&site.owner)
+    }
 }
 
 fn is_reflective(site: &CallSite) -> bool {
@@ -757,20 +772,35 @@ impl Revealer {
         self.take_redefinitions()
     }
 
-    /// A virtual or interface call site of the subgraph, revealed by class
-    /// hierarchy analysis after all (every loaded override, and those of
-    /// classes loaded later): for a site that saw too many receiver classes,
-    /// or one whose class the mirror does not know.
-    pub fn on_virtual_site(&mut self, caller: Option<MethodId>, site: &CallSite) -> Revealed {
-        let from = caller.and_then(|id| self.ids.get(id.0 as usize).copied());
-        self.virtual_call(
-            from,
-            &site.owner,
-            &site.name,
-            &site.descriptor,
-            EdgeKind::from(site.kind),
-            false,
-        );
+    /// One call site of instrumented method `caller`, revealed as its
+    /// first call would (a virtual or interface one by class hierarchy
+    /// analysis: every loaded override, and those of classes loaded later):
+    /// a static or special site that runs for the first time, or a watched
+    /// virtual site that saw too many receiver classes or one the mirror
+    /// does not know.
+    /// With no caller (one revelation has not reached), the site's targets
+    /// are marked without an edge.
+    pub fn on_call_site(&mut self, caller: Option<MethodId>, site: &CallSite) -> Revealed {
+        let kind = EdgeKind::from(site.kind);
+        let (owner, name, desc) = (&site.owner, &site.name, &site.descriptor);
+        match caller.and_then(|id| self.ids.get(id.0 as usize).copied()) {
+            Some(n) => self.call_site(n, site),
+            None => match site.kind {
+                CallKind::Virtual | CallKind::Interface => {
+                    self.virtual_call(None, owner, name, desc, kind, false)
+                }
+                _ if owner.starts_with('[') => {}
+                _ => {
+                    let key = self
+                        .hierarchy
+                        .resolve(owner, name, desc)
+                        .unwrap_or_else(|| MethodKey::new(owner, name, desc));
+                    if !(key.class == "java/lang/Object" && name == "<init>") {
+                        self.mark(key, kind, None);
+                    }
+                }
+            },
+        }
         self.take_redefinitions()
     }
 

@@ -622,10 +622,10 @@ pub(crate) struct MethodJob<'p> {
     pub(crate) plan: Plan<'p>,
     pub(crate) access: u16,
     pub(crate) descriptor: &'p [u8],
-    /// Receiver checks asked for: (offset of the call in the original
-    /// code, site id), and the guard method's Methodref.
+    /// Checks asked for: (offset of the call in the original code, site
+    /// id), and the Methodrefs of the receiver check and the reach check.
     pub(crate) guard_sites: &'p [(u32, u32)],
-    pub(crate) guard_ref: u16,
+    pub(crate) guard_refs: (u16, u16),
 }
 
 /// The implicit frame at method start: `this` (uninitialized in
@@ -690,18 +690,30 @@ pub(crate) fn rewrite(
         let i = index_of(&s.insns, off)
             .ok_or_else(|| unsupported(format!("guarded call at {off} is not an instruction")))?;
         let op = s.insns[i as usize].op;
-        if op != INVOKEVIRTUAL && op != INVOKEINTERFACE {
-            return Err(unsupported(format!(
-                "guarded call at {off} is opcode {op}, not invokevirtual or invokeinterface"
-            )));
-        }
-        let at = off as usize;
-        let cp = u16::from_be_bytes([ca.code[at + 1], ca.code[at + 2]]);
-        let desc = cf.member_descriptor(cp)?;
         let mut site_push = [0u8; 3];
         let n = super::id_push(site, pool, &mut site_push)?;
-        let (code, locals) = guard_code(desc, &site_push[..n], job.guard_ref, ca.max_locals)?;
-        max_locals = max_locals.max(locals);
+        let code = match op {
+            INVOKEVIRTUAL | INVOKEINTERFACE => {
+                let at = off as usize;
+                let cp = u16::from_be_bytes([ca.code[at + 1], ca.code[at + 2]]);
+                let desc = cf.member_descriptor(cp)?;
+                let (code, locals) =
+                    guard_code(desc, &site_push[..n], job.guard_refs.0, ca.max_locals)?;
+                max_locals = max_locals.max(locals);
+                code
+            }
+            INVOKESTATIC | INVOKESPECIAL => {
+                let mut code = site_push[..n].to_vec();
+                code.push(INVOKESTATIC);
+                put_u16(&mut code, job.guard_refs.1);
+                code
+            }
+            _ => {
+                return Err(unsupported(format!(
+                    "guarded call at {off} is opcode {op}, not an invoke instruction"
+                )));
+            }
+        };
         job.plan.guards.push((i, code));
     }
     job.plan.guards.sort_by_key(|g| g.0);

@@ -74,12 +74,12 @@ pub fn instrument(
     instrument_guarded(class, targets, probes, None)
 }
 
-/// [`instrument`], plus a receiver check before the virtual and interface
-/// calls `guards` names in each target: `guard(receiver, site)` runs right
-/// before the call, on a copy of the receiver, and the stack is as it was
-/// when the call runs (one argument is moved with `swap`/`dup_x1`, more are
-/// parked in new locals). A guard that names no such call skips its
-/// method (`Unsupported`).
+/// [`instrument`], plus a check before each call `guards` names in each
+/// target: before a virtual or interface call, `guard(receiver, site)` on
+/// a copy of the receiver, the stack as it was when the call runs (one
+/// argument is moved with `swap`/`dup_x1`, more are parked in new
+/// locals); before a static or special call, `reach(site)`. A guard that
+/// names no call instruction skips its method (`Unsupported`).
 pub fn instrument_guarded(
     class: &[u8],
     targets: &[Target],
@@ -117,7 +117,7 @@ pub fn instrument_guarded(
     let mut pool = Pool::new(&cf);
     let mut scratch = Scratch::default();
     let mut refs: Vec<Option<(u16, u16)>> = vec![None; probes.len()];
-    let mut guard_ref: Option<u16> = None;
+    let mut guard_ref: Option<(u16, u16)> = None;
     let mut done = vec![false; cf.methods.len()];
     let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
     let mut methods = Vec::with_capacity(targets.len());
@@ -141,16 +141,25 @@ pub fn instrument_guarded(
                     let gref = match (guards, sites.is_empty()) {
                         (Some(g), false) => match guard_ref {
                             Some(r) => Ok(r),
-                            None => pool.methodref(
-                                &modified_utf8(g.class),
-                                &modified_utf8(g.method),
-                                b"(Ljava/lang/Object;I)V",
-                            ),
+                            None => {
+                                let class = modified_utf8(g.class);
+                                pool.methodref(
+                                    &class,
+                                    &modified_utf8(g.method),
+                                    b"(Ljava/lang/Object;I)V",
+                                )
+                                .and_then(|a| {
+                                    Ok((
+                                        a,
+                                        pool.methodref(&class, &modified_utf8(g.reach), b"(I)V")?,
+                                    ))
+                                })
+                            }
                         },
-                        _ => Ok(0),
+                        _ => Ok((0, 0)),
                     };
                     let outcome = gref.and_then(|gref| {
-                        if gref != 0 {
+                        if gref.0 != 0 {
                             guard_ref = Some(gref);
                         }
                         instrument_method(
@@ -179,7 +188,7 @@ pub fn instrument_guarded(
                                     *r = None;
                                 }
                             }
-                            if guard_ref.is_some_and(|g| u32::from(g) >= mark.next) {
+                            if guard_ref.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
                                 guard_ref = None;
                             }
                             Err(e)
@@ -237,7 +246,7 @@ fn instrument_method(
     refs: &mut Option<(u16, u16)>,
     constructor: bool,
     (access, descriptor): (u16, &[u8]),
-    (guard_sites, guard_ref): (&[(u32, u32)], u16),
+    (guard_sites, guard_refs): (&[(u32, u32)], (u16, u16)),
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
@@ -282,7 +291,7 @@ fn instrument_method(
         access,
         descriptor,
         guard_sites,
-        guard_ref,
+        guard_refs,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
 }

@@ -222,35 +222,64 @@ public final class Probe {
     public static void reflectExit(int id) {}
 
     /**
-     * Receiver classes per watched call site (the agent's site ids): the
-     * class of the receiver last handed to the agent at that site, or the
-     * array itself once the agent watches the site no more. Written here,
-     * cleared by the agent when a session starts.
+     * Receiver classes per watched call site (the agent's site ids), two
+     * per site ({@code SITES[2 * site]} the latest): the classes last handed
+     * to the agent at that site, or the array itself in the first slot once
+     * the agent watches the site no more. Written here, cleared by the
+     * agent when a session starts.
      */
-    static final Object[] SEEN = new Object[1 << 16];
+    static final Object[] SITES = new Object[2 << 16];
 
     /**
      * Receiver check before a virtual or interface call of a profiled
-     * method (site ids below {@code SEEN.length}, handed out by the agent).
-     * Inside a root context, a receiver of a class this site has not just
-     * seen goes to the agent, which instruments the method that class
-     * selects before the call runs. Outside root contexts: one volatile
-     * load, as the plain probes.
+     * method (site ids below {@code SITES.length / 2}, handed out by the
+     * agent). Inside a root context, a receiver of a class this site has
+     * not just seen goes to the agent, which instruments the method that
+     * class selects before the call runs. Outside root contexts: one
+     * volatile load, as the plain probes.
      */
     public static void site(Object receiver, int site) {
         if (active != 0
                 && receiver != null
                 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            Object[] seen = SEEN;
+            Object[] seen = SITES;
+            int k = site << 1;
             Class<?> c = receiver.getClass();
-            Object last = seen[site];
-            if (last != c && last != seen) {
-                seen[site] = nSite(site, c) != 0 ? seen : c;
+            Object last = seen[k];
+            if (last != c && last != seen && seen[k + 1] != c) {
+                int r = nSite(site, c);
+                if (r == 0) {
+                    seen[k + 1] = last;
+                    seen[k] = c;
+                } else if (r == 1) {
+                    seen[k] = seen;
+                }
             }
         }
     }
 
-    /** Returns non-zero when the agent watches this site no more. */
+    /**
+     * Reach check before a static or special call of a profiled method into
+     * profiled code: the first time the site runs inside a root context,
+     * the agent instruments its target before the call runs; then the site
+     * is marked done in {@code SITES}.
+     */
+    public static void reach(int site) {
+        if (active != 0) {
+            Object[] seen = SITES;
+            int k = site << 1;
+            if (seen[k] != seen
+                    && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
+                    && nSite(site, null) == 1) {
+                seen[k] = seen;
+            }
+        }
+    }
+
+    /**
+     * Returns 0 when the agent instrumented what the class reaches, 1 when
+     * it watches this site no more, 2 when it did nothing (ask again).
+     */
     private static native int nSite(int site, Class<?> receiver);
 
     private static native void nReflect(Object method);

@@ -48,6 +48,15 @@ public final class Probe {
         }
     }
 
+    /** Reach check before a static or special call: counted per site, as receiver "-". */
+    public static void reach(int site) {
+        String k = Integer.toUnsignedString(site) + " -";
+        synchronized (Probe.class) {
+            slot(-3)[0]++;
+            SITES.computeIfAbsent(k, x -> new long[1])[0]++;
+        }
+    }
+
     public static void exit(int id) {
         synchronized (Probe.class) {
             slot(id)[1]++;
