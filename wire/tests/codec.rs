@@ -86,6 +86,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     wait_bound_ms,
                     no_dormant,
                     skip_trivial,
+                    receivers: wait_bound_ms % 3 == 0,
                 }
             },
         )
