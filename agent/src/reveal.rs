@@ -179,6 +179,8 @@ struct WatchedSite {
     classes: HashSet<String>,
     /// Calls with a class seen before.
     repeats: u32,
+    /// Threads revealing what this site reaches right now.
+    pending: u32,
     /// Revealed by class hierarchy analysis: watched no more.
     saturated: bool,
 }
@@ -722,6 +724,7 @@ fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSi
         call: call.clone(),
         classes: HashSet::new(),
         repeats: 0,
+        pending: 0,
         saturated: false,
     });
     st.site_ids.insert(key, id);
@@ -781,16 +784,19 @@ pub fn dispatched_call(
     // internal name here (their calls go to java.lang.Object's methods,
     // outside every filter).
     let class = receiver.and_then(|r| signature_name(jvmti, r));
+    // Another thread revealing what this site reaches: wait until its
+    // classes are redefined, so this call does not run ahead of its probes.
+    let waited = await_site(site);
     let (names, done) = {
         let mut guard = state();
         let Some(st) = guard.as_mut() else {
-            return (false, false);
+            return (waited, false);
         };
         let Some(w) = st.site_info.get_mut(site as usize) else {
-            return (false, true);
+            return (waited, true);
         };
         if w.saturated {
-            return (false, true);
+            return (waited, true);
         }
         let reach = matches!(w.call.kind, CallKind::Static | CallKind::Special);
         let Some(class) = class.or_else(|| reach.then(String::new)) else {
@@ -803,11 +809,11 @@ pub fn dispatched_call(
         let saturate = reach || w.classes.len() > MAX_RECEIVERS || w.repeats > MAX_REPEATS;
         if !new && !saturate {
             // Seen before (the Java side remembers two classes per site):
-            // its method is instrumented, or being instrumented by another
-            // thread, waited for here.
-            drop(guard);
-            return (await_batches(), false);
+            // its method is instrumented (a revelation still under way at
+            // this site was waited for above).
+            return (waited, false);
         }
+        w.pending += 1;
         let (caller, call) = (w.caller.clone(), w.call.clone());
         let hidden = class.contains("$$Lambda") || class.contains("/0x");
         // A caller revelation has not reached (a dormant method running
@@ -843,8 +849,29 @@ pub fn dispatched_call(
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     let worked = !names.is_empty();
     redefine(jvmti, Some(jni), names);
-    let waited = await_batches();
-    (worked || waited, done)
+    let batches = await_batches();
+    if let Some(w) = state().as_mut().and_then(|st| st.site_info.get_mut(site as usize)) {
+        w.pending = w.pending.saturating_sub(1);
+    }
+    (worked || waited || batches, done)
+}
+
+/// Waits (bounded, `REDEFINE_WAIT`) while other threads reveal what watched
+/// site `site` reaches; true when it had to wait.
+fn await_site(site: u32) -> bool {
+    let deadline = Instant::now() + REDEFINE_WAIT;
+    let mut waited = false;
+    loop {
+        let busy = state()
+            .as_ref()
+            .and_then(|st| st.site_info.get(site as usize))
+            .is_some_and(|w| w.pending > 0);
+        if !busy || Instant::now() >= deadline {
+            return waited;
+        }
+        waited = true;
+        std::thread::sleep(Duration::from_micros(100));
+    }
 }
 
 /// `Method.invoke` or `Constructor.newInstance` is about to call `method`

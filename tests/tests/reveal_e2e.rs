@@ -456,6 +456,18 @@ fn roots_only_instruments_only_the_roots() {
 /// run, all revealed, is exact too.
 #[test]
 fn concurrent_first_calls() {
+    concurrent(&[]);
+}
+
+/// The same with receiver checks: 8 threads reach each check at once, and
+/// the second session starts from the checks' memory cleared (site ids are
+/// handed out anew).
+#[test]
+fn concurrent_first_calls_with_receiver_checks() {
+    concurrent(&["--virtual-calls", "receiver"]);
+}
+
+fn concurrent(extra: &[&str]) {
     let _serial = serial();
     let jdk = sprig_tests::jdk17();
     let classes = fixture_classes(&jdk);
@@ -465,7 +477,7 @@ fn concurrent_first_calls() {
         out_dir.path().join("cold.json"),
         out_dir.path().join("warm.json"),
     );
-    let sprig = start_profile(jvm.pid(), &cold, &[]);
+    let sprig = start_profile(jvm.pid(), &cold, extra);
     // `unlinked`: 8 threads link the worker class at once (ClassPrepare on
     // one of them, the others wait for the JVM's class lock).
     for s in ["virtual", "iface", "lambda", "throws", "early", "unlinked"] {
@@ -490,7 +502,7 @@ fn concurrent_first_calls() {
     // instrumenting waits for it: nothing is missed.
     assert_tree(&got, &scenario_want, "first session, 8 threads at once");
     // Attach again: the classes are loaded and were instrumented before.
-    let sprig = start_profile(jvm.pid(), &warm, &[]);
+    let sprig = start_profile(jvm.pid(), &warm, extra);
     run(&mut jvm, "virtual", 1, 1);
     run(&mut jvm, "virtual", 25, 8);
     let got = paths(&stop_profile(sprig, &warm));
