@@ -850,7 +850,10 @@ pub fn dispatched_call(
     let worked = !names.is_empty();
     redefine(jvmti, Some(jni), names);
     let batches = await_batches();
-    if let Some(w) = state().as_mut().and_then(|st| st.site_info.get_mut(site as usize)) {
+    if let Some(w) = state()
+        .as_mut()
+        .and_then(|st| st.site_info.get_mut(site as usize))
+    {
         w.pending = w.pending.saturating_sub(1);
     }
     (worked || waited || batches, done)
