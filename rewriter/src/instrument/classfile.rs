@@ -177,21 +177,17 @@ impl<'a> ClassFile<'a> {
 
     /// The method name of a Methodref or InterfaceMethodref.
     pub(crate) fn member_name(&self, idx: u16) -> Result<&'a [u8], Error> {
-        let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
-        let tag = if tag == CP_INTERFACE_METHODREF {
-            tag
-        } else {
-            CP_METHODREF
-        };
-        let (_, nat) = self.pair(idx, tag)?;
-        let (name, _) = self.pair(nat, CP_NAME_AND_TYPE)?;
-        self.utf8(name)
+        self.utf8(self.member_name_and_type(idx)?.0)
     }
-}
 
-impl ClassFile<'_> {
     /// The descriptor of a Methodref or InterfaceMethodref.
-    pub(crate) fn member_descriptor(&self, idx: u16) -> Result<&[u8], Error> {
+    pub(crate) fn member_descriptor(&self, idx: u16) -> Result<&'a [u8], Error> {
+        self.utf8(self.member_name_and_type(idx)?.1)
+    }
+
+    /// The name and descriptor indices of a Methodref or
+    /// InterfaceMethodref.
+    fn member_name_and_type(&self, idx: u16) -> Result<(u16, u16), Error> {
         let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
         let tag = if tag == CP_INTERFACE_METHODREF {
             tag
@@ -199,8 +195,7 @@ impl ClassFile<'_> {
             CP_METHODREF
         };
         let (_, nat) = self.pair(idx, tag)?;
-        let (_, desc) = self.pair(nat, CP_NAME_AND_TYPE)?;
-        self.utf8(desc)
+        self.pair(nat, CP_NAME_AND_TYPE)
     }
 }
 
