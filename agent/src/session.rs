@@ -405,6 +405,13 @@ fn start_profiling(
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         return refuse(ch, e);
     }
+    if so.receivers && !so.roots_only && !probe_class::receivers_available() {
+        send(Message::Warning(
+            "--virtual-calls receiver: the probe class an older sprig defined in this JVM \
+             has no receiver checks; virtual calls are revealed by class hierarchy analysis"
+                .into(),
+        ));
+    }
     let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
     probe::start(jni, region, so.wait_bound_ms);
     if so.calibrate {
