@@ -815,3 +815,107 @@ fn batches_from_several_first_calls_merge_into_one_redefinition() {
     );
     assert_eq!(all.added(), 3);
 }
+
+/// The receiver-mode entry points: which sites a check may watch, a
+/// dispatched call marks only the selected method (no overrides, no
+/// memory for later loads), and a site revealed as a whole (a reach check,
+/// or a watched site given up) does what the caller's first call would.
+#[test]
+fn receiver_checks_reveal_only_what_is_dispatched_to() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    let shape = |name: &str, sup: &str| {
+        class(
+            name,
+            Some(sup),
+            &[],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("area", "()I", PUBLIC, false),
+            ],
+        )
+    };
+    load(&mut rv, shape("a/Shape", "java/lang/Object"));
+    load(&mut rv, shape("a/Square", "a/Shape"));
+    load(&mut rv, shape("a/Circle", "a/Shape"));
+    root(&mut rv, "a.Main::main");
+    load(
+        &mut rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[
+                ("main", "()V", STATIC, true),
+                ("helper", "()V", STATIC, true),
+            ],
+        ),
+    );
+    let main = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    let virt = site(CallKind::Virtual, "a/Shape", "area", "()I");
+    let stat = site(CallKind::Static, "a/Main", "helper", "()V");
+    let on_jdk = site(CallKind::Interface, "java/lang/Runnable", "run", "()V");
+    let on_array = site(CallKind::Virtual, "[I", "clone", "()Ljava/lang/Object;");
+    let reflective = site(
+        CallKind::Virtual,
+        "java/lang/reflect/Method",
+        "invoke",
+        "(Ljava/lang/Object;[Ljava/lang/Object;)Ljava/lang/Object;",
+    );
+    assert!(rv.dispatch_watchable(&virt));
+    assert!(!rv.dispatch_watchable(&stat));
+    assert!(
+        !rv.dispatch_watchable(&on_jdk),
+        "JDK types keep hierarchy analysis"
+    );
+    assert!(!rv.dispatch_watchable(&on_array));
+    assert!(!rv.dispatch_watchable(&reflective));
+    assert!(rv.reach_watchable(&stat));
+    assert!(!rv.reach_watchable(&virt));
+    assert!(!rv.reach_watchable(&site(CallKind::Static, "java/lang/Math", "abs", "(I)I")));
+
+    // main's first call with its watched sites taken out reveals nothing.
+    assert!(rv.on_first_call(main, &[]).unwrap().is_empty());
+    // A Square arrives at the virtual site: Square.area only.
+    let square = rv
+        .hierarchy()
+        .select("a/Square", "area", "()I")
+        .expect("Square selects its own area");
+    let r = rv.on_dispatched_call(Some(main), &square);
+    let added: Vec<(String, String)> = r
+        .classes
+        .iter()
+        .flat_map(|c| {
+            c.methods
+                .iter()
+                .filter(|m| m.added)
+                .map(move |m| (c.class.clone(), m.name.clone()))
+        })
+        .collect();
+    assert_eq!(added, [("a/Square".to_string(), "area".to_string())]);
+    assert!(rv.is_reachable(&key("a/Square", "area", "()I")));
+    assert!(!rv.is_reachable(&key("a/Circle", "area", "()I")));
+    assert!(!rv.is_reachable(&key("a/Shape", "area", "()I")));
+    // The same again: nothing new.
+    assert!(rv.on_dispatched_call(Some(main), &square).is_empty());
+    // A subclass loaded later is not instrumented for the watched site.
+    let late = load(&mut rv, shape("a/Hexagon", "a/Shape"));
+    assert!(names(&late).is_empty(), "{:?}", names(&late));
+    // A reach check: the static target, as the first call would.
+    let r = rv.on_call_site(Some(main), &stat);
+    assert_eq!(r.classes.len(), 1);
+    assert!(rv.is_reachable(&key("a/Main", "helper", "()V")));
+    // A watched site given up: every override, loaded now or later.
+    rv.on_call_site(Some(main), &virt);
+    for c in ["a/Shape", "a/Circle", "a/Hexagon"] {
+        assert!(rv.is_reachable(&key(c, "area", "()I")), "{c}");
+    }
+    let later = load(&mut rv, shape("a/Octagon", "a/Shape"));
+    assert_eq!(names(&later), ["area"]);
+    // No caller (a method revelation has not reached): the target still.
+    let solo = rv.on_call_site(None, &site(CallKind::Special, "a/Square", "<init>", "()V"));
+    assert!(!solo.is_empty());
+    assert!(rv.is_reachable(&key("a/Square", "<init>", "()V")));
+}
