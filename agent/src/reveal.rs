@@ -828,6 +828,7 @@ pub fn dispatched_call(
                 .select(&class, &call.name, &call.descriptor)
         };
         let mut names = mirror_prepared(jvmti, jni, st);
+        let dispatched = selected.is_some();
         let revealed = match selected {
             Some(k) => Some(st.revealer.on_dispatched_call(caller, &k)),
             // A lambda's class forwards to its implementation method, which
@@ -840,6 +841,14 @@ pub fn dispatched_call(
         };
         if let Some(r) = revealed {
             names.extend(apply(st, r));
+        }
+        if dispatched && names.iter().any(|n| !st.installed.contains_key(n)) {
+            // This site's first redefinition: the classes of the other
+            // methods it can dispatch to come along with dormant probes only,
+            // so a receiver of theirs later switches its method on without
+            // a redefinition of its own (what class hierarchy analysis
+            // redefines, without instrumenting it).
+            names.extend(dormant_alongside(st, &call));
         }
         names.sort();
         names.dedup();
@@ -857,6 +866,30 @@ pub fn dispatched_call(
         w.pending = w.pending.saturating_sub(1);
     }
     (worked || waited || batches, done)
+}
+
+/// The loaded, instrumentable classes holding no probes yet among those a
+/// virtual call `call` can dispatch to: planned with no method, so the hook
+/// gives them dormant probes only (lazy scheme with dormant probes).
+fn dormant_alongside(st: &mut State, call: &CallSite) -> Vec<String> {
+    if !st.dormant {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let targets =
+        st.revealer
+            .hierarchy()
+            .virtual_targets(&call.owner, &call.name, &call.descriptor);
+    for k in targets {
+        if st.revealer.instrumentable(&k.class)
+            && !st.installed.contains_key(&k.class)
+            && !st.plan.contains_key(&k.class)
+        {
+            st.plan.insert(k.class.clone(), Vec::new());
+            out.push(k.class);
+        }
+    }
+    out
 }
 
 /// Waits (bounded, `REDEFINE_WAIT`) while other threads reveal what watched
