@@ -540,6 +540,11 @@ impl Session {
         drop(serial);
         let revelation = reveal::stats();
         reveal::end(jni);
+        // The receiver classes the checks remembered: references that
+        // would keep those classes (and their loaders) from unloading.
+        if !matches!(end, End::VmDeath) {
+            probe_class::clear_sites(jni, reveal::sites_handed());
+        }
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
         let _ = probe::retire_ring();

@@ -433,6 +433,40 @@ fn receiver_checks_give_the_same_tree_with_fewer_methods() {
     }
 }
 
+/// A session leaves nothing behind that keeps a class from unloading: a
+/// receiver the checks saw, of a class a loader of its own defined (and
+/// sprig instrumented), unloads after the detach once the program drops
+/// the loader; in both modes.
+#[test]
+fn a_class_seen_by_the_checks_unloads_after_the_detach() {
+    let _serial = serial();
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    for extra in [&["--virtual-calls", "receiver"][..], &[]] {
+        let mut jvm = start_driver(&jdk, classes.path());
+        let out_dir = TempDir::new("reveal-out");
+        let out = out_dir.path().join("plugin.json");
+        let sprig = start_profile(jvm.pid(), &out, extra);
+        jvm.send("plugin 5");
+        jvm.wait_for("plugin", LONG, |l| l.starts_with("plugin "));
+        let got = paths(&stop_profile(sprig, &out));
+        // 5 root calls, twice() greeting twice each.
+        assert_eq!(
+            got.get("Iface.root > Greeter.twice > Plugin.greet"),
+            Some(&10),
+            "{extra:?}: {got:#?}"
+        );
+        jvm.send("unloaded");
+        let line = jvm.wait_for("unloaded", LONG, |l| l.starts_with("unloaded "));
+        assert_eq!(
+            line, "unloaded true",
+            "{extra:?}: the plugin's loader is still alive"
+        );
+        jvm.send("exit");
+        let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}
+
 #[test]
 fn roots_only_instruments_only_the_roots() {
     let _serial = serial();
