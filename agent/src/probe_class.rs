@@ -49,12 +49,13 @@ struct ProbeClass {
     /// `Probe.virtualRoots`: root calls on virtual threads, not profiled
     /// (absent in a probe class an older sprig defined in this JVM).
     virtual_roots: Option<FieldId>,
-    /// The `Object[]` behind `Probe.SITES` (receiver classes per watched
-    /// call site), absent in a probe class an older sprig defined.
-    seen: Option<Global>,
+    /// `Probe.RECEIVERS` (receiver classes per watched call site, allocated
+    /// by the first session that checks receivers), absent in a probe class
+    /// an older sprig defined.
+    receivers: Option<FieldId>,
 }
 
-/// Call sites `Probe.SITES` has room for: site ids run below this.
+/// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
 pub const SITE_SLOTS: u32 = 1 << 16;
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
@@ -140,10 +141,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 .and_then(|a| jni.new_global(a).ok());
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
-            let seen = jni
-                .find_static_field(class, "SITES", c"[Ljava/lang/Object;")
-                .and_then(|f| jni.static_object(&class, f))
-                .and_then(|a| jni.new_global(a).ok());
+            let receivers = jni.find_static_field(class, "RECEIVERS", c"[Ljava/lang/Object;");
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -152,7 +150,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 live,
                 inside,
                 virtual_roots,
-                seen,
+                receivers,
             });
         }
         let fast = ffm
@@ -247,20 +245,55 @@ pub fn clear_live(jni: Jni<'_>) {
     }
 }
 
-/// Whether the probe class can check receivers at call sites (`Probe.site`
-/// and its native are there).
+/// Whether the probe class can check receivers at call sites (`Probe.site`,
+/// `Probe.reach` and their native are there).
 pub fn receivers_available() -> bool {
-    SITES_BOUND.load(Ordering::Acquire) && PROBE.get().is_some_and(|p| p.seen.is_some())
+    SITES_BOUND.load(Ordering::Acquire) && PROBE.get().is_some_and(|p| p.receivers.is_some())
 }
 
-/// Forgets the receiver classes `Probe.SITES` holds for sites `0..used`
-/// (a new session hands the ids out anew).
+/// Allocates `Probe.RECEIVERS` (two slots per site id) unless a session did
+/// already; false when it cannot be.
+pub fn ensure_receivers(jni: Jni<'_>) -> bool {
+    let Some(ProbeClass {
+        class,
+        receivers: Some(f),
+        ..
+    }) = PROBE.get()
+    else {
+        return false;
+    };
+    jni.with_local_frame(4, |jni| {
+        if jni.static_object(class, *f).is_some() {
+            return true;
+        }
+        match jni.new_object_array(2 * SITE_SLOTS as i32) {
+            Some(a) => {
+                jni.set_static_object(class, *f, a);
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Forgets the receiver classes `Probe.RECEIVERS` holds for sites `0..used`
+/// (a new session hands the ids out anew; at the end, so that they do not
+/// keep those classes from unloading).
 pub fn clear_sites(jni: Jni<'_>, used: u32) {
-    if let Some(ProbeClass { seen: Some(a), .. }) = PROBE.get() {
-        // Two slots per site.
-        let n = 2 * used.min(SITE_SLOTS) as i32;
-        jni.clear_object_array(a.as_local(), n);
-    }
+    let Some(ProbeClass {
+        class,
+        receivers: Some(f),
+        ..
+    }) = PROBE.get()
+    else {
+        return;
+    };
+    jni.with_local_frame(4, |jni| {
+        if let Some(a) = jni.static_object(class, *f) {
+            // Two slots per site.
+            jni.clear_object_array(a, 2 * used.min(SITE_SLOTS) as i32);
+        }
+    });
 }
 
 /// Root calls the probes skipped this session because they ran on a

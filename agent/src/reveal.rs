@@ -79,13 +79,13 @@ static HIDDEN_SKIPPED: AtomicU64 = AtomicU64::new(0);
 static WATCHING_LINKS: AtomicBool = AtomicBool::new(false);
 
 /// Site ids handed out so far, over every session in this JVM (the next
-/// session clears `Probe.SITES` below it).
+/// session clears `Probe.RECEIVERS` below it).
 static SITES_HANDED: AtomicU32 = AtomicU32::new(0);
 /// Receiver classes a watched call site may see before it is revealed by
 /// class hierarchy analysis instead (and watched no more).
 const MAX_RECEIVERS: usize = 8;
 /// Times a watched site may hand the agent a class it has seen already
-/// (more classes take turns there than `Probe.SITES` remembers, two)
+/// (more classes take turns there than `Probe.RECEIVERS` remembers, two)
 /// before it is revealed by class hierarchy analysis instead: each such
 /// call costs a JNI call and a class signature.
 const MAX_REPEATS: u32 = 64;
@@ -696,14 +696,19 @@ fn defer(names: Vec<String>) {
     }
 }
 
-/// Site ids handed out so far in this JVM (`Probe.SITES` is cleared below
+/// Whether this session checks receivers at call sites.
+pub fn receivers_on() -> bool {
+    state().as_ref().is_some_and(|st| st.receivers)
+}
+
+/// Site ids handed out so far in this JVM (`Probe.RECEIVERS` is cleared below
 /// this at the start of a session).
 pub fn sites_handed() -> u32 {
     SITES_HANDED.load(Ordering::Acquire)
 }
 
 /// The id of a watched call site, handed out the first time; `None` when
-/// `Probe.SITES` is full (the site is then revealed at its caller's first
+/// `Probe.RECEIVERS` is full (the site is then revealed at its caller's first
 /// call, by class hierarchy analysis).
 fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSite) -> Option<u32> {
     let key = (

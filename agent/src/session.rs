@@ -399,16 +399,24 @@ fn start_profiling(
             &so.exclude,
             !so.no_dormant,
             so.skip_trivial,
-            so.receivers && probe_class::receivers_available(),
+            so.receivers
+                && probe_class::receivers_available()
+                && probe_class::ensure_receivers(jni),
         )
     {
         *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
         return refuse(ch, e);
     }
-    if so.receivers && !so.roots_only && !probe_class::receivers_available() {
+    if so.receivers
+        && so.scheme == sprig_wire::control::Scheme::Lazy
+        && !so.roots_only
+        && !calibrate_only
+        && !reveal::receivers_on()
+    {
         send(Message::Warning(
-            "--virtual-calls receiver: the probe class an older sprig defined in this JVM \
-             has no receiver checks; virtual calls are revealed by class hierarchy analysis"
+            "--virtual-calls receiver: receiver checks are not available in this JVM (the \
+             probe class an older sprig defined has none, or their memory could not be \
+             allocated); calls are revealed by class hierarchy analysis"
                 .into(),
         ));
     }

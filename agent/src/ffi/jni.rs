@@ -419,12 +419,52 @@ impl<'a> Jni<'a> {
         !self.exception_clear()
     }
 
+    /// A new `Object[len]` of nulls; `None` (the exception cleared) when it
+    /// cannot be allocated.
+    pub fn new_object_array(&self, len: i32) -> Option<Local<'a>> {
+        let object = self.find_class("java/lang/Object").ok()??;
+        // SAFETY: `object` is a live reference to java.lang.Object's class;
+        // a null initial element is allowed.
+        let a = unsafe {
+            jni_call!(
+                self.env,
+                NewObjectArray,
+                len,
+                object.raw(),
+                std::ptr::null_mut()
+            )
+        };
+        self.delete_local(object);
+        if a.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: NewObjectArray returned a local reference.
+        Some(unsafe { Local::from_raw(a) })
+    }
+
+    /// Writes a static object field of `class`.
+    pub fn set_static_object(&self, class: &impl FieldOwner, field: FieldId, value: Local<'_>) {
+        // SAFETY: the caller got `field` as a static field of `class` whose
+        // type `value` is an instance of (the probe class's RECEIVERS and an
+        // Object[]); both references are live.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetStaticObjectField,
+                class.class_raw(),
+                field.0,
+                value.raw()
+            )
+        };
+    }
+
     /// Sets elements `0..len` of the `Object[]` `array` to null; false (the
     /// exception cleared) when out of bounds.
     pub fn clear_object_array(&self, array: Local<'_>, len: i32) -> bool {
         for i in 0..len {
             // SAFETY: `array` is a live reference to an Object[] (the array
-            // behind the probe class's SITES field); null is storable in it.
+            // behind the probe class's RECEIVERS field); null is storable in it.
             unsafe {
                 jni_call!(
                     self.env,

@@ -165,26 +165,28 @@ public final class Probe {
 
     /**
      * Receiver classes per watched call site (the agent's site ids), two
-     * per site ({@code SITES[2 * site]} the latest): the classes last handed
-     * to the agent at that site, or the array itself in the first slot once
-     * the agent watches the site no more. Written here, cleared by the
-     * agent when a session starts.
+     * per site ({@code RECEIVERS[2 * site]} the latest): the classes last
+     * handed to the agent at that site, or the array itself in the first
+     * slot once the agent watches the site no more. Allocated by the agent
+     * for the first session that checks receivers (null until then),
+     * written here, cleared by the agent when a session starts and ends.
      */
-    static final Object[] SITES = new Object[2 << 16];
+    static Object[] RECEIVERS;
 
     /**
      * Receiver check before a virtual or interface call of a profiled
-     * method (site ids below {@code SITES.length / 2}, handed out by the
+     * method (site ids below {@code RECEIVERS.length / 2}, handed out by the
      * agent). Inside a root context, a receiver of a class this site has
      * not just seen goes to the agent, which instruments the method that
      * class selects before the call runs. Outside root contexts: one
      * volatile load, as the plain probes.
      */
     public static void site(Object receiver, int site) {
+        Object[] seen = RECEIVERS;
         if (active != 0
+                && seen != null
                 && receiver != null
                 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            Object[] seen = SITES;
             int k = site << 1;
             Class<?> c = receiver.getClass();
             Object last = seen[k];
@@ -204,11 +206,11 @@ public final class Probe {
      * Reach check before a static or special call of a profiled method into
      * profiled code: the first time the site runs inside a root context,
      * the agent instruments its target before the call runs; then the site
-     * is marked done in {@code SITES}.
+     * is marked done in {@code RECEIVERS}.
      */
     public static void reach(int site) {
-        if (active != 0) {
-            Object[] seen = SITES;
+        Object[] seen = RECEIVERS;
+        if (active != 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
                     && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
