@@ -728,10 +728,15 @@ impl Revealer {
         Ok(self.take_redefinitions())
     }
 
+    /// The graph node of an instrumented method's id.
+    fn node_of(&self, id: Option<MethodId>) -> Option<NodeIndex> {
+        id.and_then(|id| self.ids.get(id.0 as usize).copied())
+    }
+
     /// A reflective call from inside the subgraph reached `target`
     /// (dispatched virtually when it is an overridable instance method).
     pub fn on_reflective_call(&mut self, caller: Option<MethodId>, target: &MethodKey) -> Revealed {
-        let from = caller.and_then(|id| self.ids.get(id.0 as usize).copied());
+        let from = self.node_of(caller);
         let declared = self
             .hierarchy
             .resolve(&target.class, &target.name, &target.descriptor);
@@ -763,7 +768,7 @@ impl Revealer {
         caller: Option<MethodId>,
         selected: &MethodKey,
     ) -> Revealed {
-        let from = caller.and_then(|id| self.ids.get(id.0 as usize).copied());
+        let from = self.node_of(caller);
         let key = self
             .hierarchy
             .resolve(&selected.class, &selected.name, &selected.descriptor)
@@ -781,26 +786,8 @@ impl Revealer {
     /// With no caller (one revelation has not reached), the site's targets
     /// are marked without an edge.
     pub fn on_call_site(&mut self, caller: Option<MethodId>, site: &CallSite) -> Revealed {
-        let kind = EdgeKind::from(site.kind);
-        let (owner, name, desc) = (&site.owner, &site.name, &site.descriptor);
-        match caller.and_then(|id| self.ids.get(id.0 as usize).copied()) {
-            Some(n) => self.call_site(n, site),
-            None => match site.kind {
-                CallKind::Virtual | CallKind::Interface => {
-                    self.virtual_call(None, owner, name, desc, kind, false)
-                }
-                _ if owner.starts_with('[') => {}
-                _ => {
-                    let key = self
-                        .hierarchy
-                        .resolve(owner, name, desc)
-                        .unwrap_or_else(|| MethodKey::new(owner, name, desc));
-                    if !(key.class == "java/lang/Object" && name == "<init>") {
-                        self.mark(key, kind, None);
-                    }
-                }
-            },
-        }
+        let from = self.node_of(caller);
+        self.call_site(from, site);
         self.take_redefinitions()
     }
 
@@ -847,13 +834,15 @@ impl Revealer {
         self.state[n.index()].scanned = true;
         self.scanned += 1;
         for site in sites {
-            self.call_site(n, site);
+            self.call_site(Some(n), site);
         }
     }
 
-    fn call_site(&mut self, caller: NodeIndex, site: &CallSite) {
+    /// One call site of `caller` (`None`: a method revelation has not
+    /// reached; its targets are then marked without an edge).
+    fn call_site(&mut self, caller: Option<NodeIndex>, site: &CallSite) {
         if is_reflective(site)
-            && let Some(id) = self.state[caller.index()].id
+            && let Some(id) = caller.and_then(|c| self.state[c.index()].id)
         {
             self.reflective_count += 1;
             self.reflective.push(ReflectiveSite {
@@ -866,7 +855,7 @@ impl Revealer {
         match site.kind {
             CallKind::Static | CallKind::Special => self.direct(caller, owner, name, desc, kind),
             CallKind::Virtual | CallKind::Interface => {
-                self.virtual_call(Some(caller), owner, name, desc, kind, false)
+                self.virtual_call(caller, owner, name, desc, kind, false)
             }
             CallKind::Dynamic | CallKind::MethodHandle => {
                 let overridable = self
@@ -875,7 +864,7 @@ impl Revealer {
                     .and_then(|k| self.hierarchy.declared(&k.class, name, desc))
                     .is_some_and(is_virtual);
                 if overridable {
-                    self.virtual_call(Some(caller), owner, name, desc, kind, false);
+                    self.virtual_call(caller, owner, name, desc, kind, false);
                 } else {
                     self.direct(caller, owner, name, desc, kind);
                 }
@@ -885,7 +874,14 @@ impl Revealer {
 
     /// A call with one target: resolve upward, or leave a placeholder when
     /// the owner is not loaded.
-    fn direct(&mut self, caller: NodeIndex, owner: &str, name: &str, desc: &str, kind: EdgeKind) {
+    fn direct(
+        &mut self,
+        caller: Option<NodeIndex>,
+        owner: &str,
+        name: &str,
+        desc: &str,
+        kind: EdgeKind,
+    ) {
         if owner.starts_with('[') {
             self.note_filtered_call();
             return;
@@ -895,7 +891,7 @@ impl Revealer {
             .resolve(owner, name, desc)
             .unwrap_or_else(|| MethodKey::new(owner, name, desc));
         if !(key.class == "java/lang/Object" && name == "<init>") {
-            self.mark(key, kind, Some(caller));
+            self.mark(key, kind, caller);
         }
     }
 
