@@ -644,23 +644,8 @@ fn initial_locals(
             VType(7, cf.this_class)
         });
     }
-    let d = job.descriptor;
-    let bad = || unsupported("bad method descriptor");
-    if d.first() != Some(&b'(') {
-        return Err(bad());
-    }
-    let mut i = 1;
-    while d.get(i).ok_or_else(bad)? != &b')' {
-        let start = i;
-        while d.get(i) == Some(&b'[') {
-            i += 1;
-        }
-        match d.get(i).ok_or_else(bad)? {
-            b'L' => i += d[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1,
-            b'B' | b'C' | b'I' | b'S' | b'Z' | b'F' | b'J' | b'D' => i += 1,
-            _ => return Err(bad()),
-        }
-        let ty = &d[start..i];
+    let params = param_types(job.descriptor).ok_or_else(|| unsupported("bad method descriptor"))?;
+    for ty in params {
         v.push(match ty {
             [b'B' | b'C' | b'I' | b'S' | b'Z'] => VType(1, 0),
             [b'F'] => VType(2, 0),
@@ -996,48 +981,41 @@ impl Kind {
     }
 }
 
-/// The parameter kinds of a method descriptor.
-pub(crate) fn param_kinds(desc: &[u8]) -> Result<Vec<Kind>, SkipReason> {
-    let bad = || unsupported("bad method descriptor at a guarded call");
-    if desc.first() != Some(&b'(') {
-        return Err(bad());
+/// The parameter types of a method descriptor, each as written (`I`,
+/// `[J`, `Ljava/lang/String;`); `None` when it is malformed.
+pub(crate) fn param_types(d: &[u8]) -> Option<Vec<&[u8]>> {
+    if d.first() != Some(&b'(') {
+        return None;
     }
     let mut v = Vec::new();
     let mut i = 1;
-    loop {
-        match *desc.get(i).ok_or_else(bad)? {
-            b')' => return Ok(v),
-            b'[' => {
-                while desc.get(i) == Some(&b'[') {
-                    i += 1;
-                }
-                match *desc.get(i).ok_or_else(bad)? {
-                    b'L' => i += desc[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1,
-                    _ => i += 1,
-                }
-                v.push(Kind::Ref);
-            }
-            b'L' => {
-                i += desc[i..].iter().position(|&c| c == b';').ok_or_else(bad)? + 1;
-                v.push(Kind::Ref);
-            }
-            b'B' | b'C' | b'I' | b'S' | b'Z' => {
-                i += 1;
-                v.push(Kind::Int);
-            }
-            b'J' => {
-                i += 1;
-                v.push(Kind::Long);
-            }
-            b'F' => {
-                i += 1;
-                v.push(Kind::Float);
-            }
-            b'D' => {
-                i += 1;
-                v.push(Kind::Double);
-            }
-            _ => return Err(bad()),
+    while *d.get(i)? != b')' {
+        let start = i;
+        while d.get(i) == Some(&b'[') {
+            i += 1;
         }
+        match d.get(i)? {
+            b'L' => i += d[i..].iter().position(|&c| c == b';')? + 1,
+            b'B' | b'C' | b'I' | b'S' | b'Z' | b'F' | b'J' | b'D' => i += 1,
+            _ => return None,
+        }
+        v.push(&d[start..i]);
     }
+    Some(v)
+}
+
+/// The parameter kinds of a method descriptor.
+pub(crate) fn param_kinds(desc: &[u8]) -> Result<Vec<Kind>, SkipReason> {
+    let params =
+        param_types(desc).ok_or_else(|| unsupported("bad method descriptor at a guarded call"))?;
+    Ok(params
+        .into_iter()
+        .map(|ty| match ty {
+            [b'J'] => Kind::Long,
+            [b'F'] => Kind::Float,
+            [b'D'] => Kind::Double,
+            [b'L' | b'[', ..] => Kind::Ref,
+            _ => Kind::Int,
+        })
+        .collect())
 }
