@@ -244,15 +244,26 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
         let Some(agent) = crate::env::get() else {
             return;
         };
-        s.busy.set(true);
-        let t0 = s.now();
-        let worked = reveal::reflective_call(&agent.jvmti, jni, method);
-        let spent = s.now().saturating_sub(t0);
-        s.busy.set(false);
-        if worked && spent > 0 {
-            s.push(Event::new(EventKind::AdjustTime, 0, spent));
-        }
+        revealing(s, || {
+            (reveal::reflective_call(&agent.jvmti, jni, method), ())
+        });
     });
+}
+
+/// Runs revelation work `f` on this thread with the recursion guard set
+/// (Java code it runs here records nothing), and records the time it took
+/// as `AdjustTime` when `f` says it did (or waited for) anything, so that
+/// no frame is charged for it.
+fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
+    s.busy.set(true);
+    let t0 = s.now();
+    let (worked, out) = f();
+    let spent = s.now().saturating_sub(t0);
+    s.busy.set(false);
+    if worked && spent > 0 {
+        s.push(Event::new(EventKind::AdjustTime, 0, spent));
+    }
+    out
 }
 
 /// `Probe.nSite`: a receiver of class `receiver` is about to be called at
@@ -269,14 +280,9 @@ pub fn site(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) ->
         let Some(agent) = crate::env::get() else {
             return SITE_AGAIN;
         };
-        s.busy.set(true);
-        let t0 = s.now();
-        let (worked, done) = reveal::dispatched_call(&agent.jvmti, jni, site, receiver);
-        let spent = s.now().saturating_sub(t0);
-        s.busy.set(false);
-        if worked && spent > 0 {
-            s.push(Event::new(EventKind::AdjustTime, 0, spent));
-        }
+        let done = revealing(s, || {
+            reveal::dispatched_call(&agent.jvmti, jni, site, receiver)
+        });
         if done { SITE_DONE } else { SITE_SEEN }
     })
     .unwrap_or(SITE_AGAIN)
@@ -348,14 +354,7 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
     let Some(agent) = crate::env::get() else {
         return;
     };
-    s.busy.set(true);
-    let t0 = s.now();
-    let worked = reveal::first_call(&agent.jvmti, jni, id);
-    let spent = s.now().saturating_sub(t0);
-    s.busy.set(false);
-    if worked && spent > 0 {
-        s.push(Event::new(EventKind::AdjustTime, 0, spent));
-    }
+    revealing(s, || (reveal::first_call(&agent.jvmti, jni, id), ()));
 }
 
 /// `Probe.nExit`: normal or exceptional exit of an instrumented method.
