@@ -805,7 +805,7 @@ pub fn dispatched_call(
         }
         let reach = matches!(w.call.kind, CallKind::Static | CallKind::Special);
         let Some(class) = class.or_else(|| reach.then(String::new)) else {
-            return (false, false);
+            return (waited, false);
         };
         let new = reach || w.classes.insert(class.clone());
         if !new {
