@@ -107,12 +107,7 @@ fn prepare(release: &str) -> Prepared {
         &[java_src("fixture/Main.java"), src.join("Big.java")],
         &orig,
     );
-    javac(
-        "javac",
-        &["--release", "8"],
-        &[java_src("probe/sprig/test/Probe.java")],
-        &probe,
-    );
+    compile_test_probe(&probe);
     let fixed = ids();
     let mut next = 1000u32;
     let mut id_of = HashMap::new();
@@ -319,12 +314,7 @@ fn flexible_constructor_bodies_on_jdk_25() {
         &[java_src("fixture25/Flex.java")],
         &orig,
     );
-    javac(
-        "javac",
-        &["--release", "8"],
-        &[java_src("probe/sprig/test/Probe.java")],
-        &probe,
-    );
+    compile_test_probe(&probe);
     let mut ids = HashMap::new();
     let s = instrument_dir(&orig, &inst, &probe_set(PROBE), |c, m, d| {
         let id = 10 + ids.len() as u32;

@@ -154,12 +154,7 @@ fn guarded_programs_behave_like_the_originals_and_see_every_receiver() {
         ],
         &orig,
     );
-    javac(
-        "javac",
-        &["--release", "8"],
-        &[java_src("probe/sprig/test/Probe.java")],
-        &probe,
-    );
+    compile_test_probe(&probe);
     let (sites, skipped) = instrument_all(&orig, &inst);
     // The one method too big for probes (see instrument_fixtures).
     assert!(

@@ -97,6 +97,17 @@ pub fn javac(javac: &str, opts: &[&str], srcs: &[PathBuf], out: &Path) {
     );
 }
 
+/// Compiles the test probe class (`sprig.test.Probe`, counting each probe
+/// and check) into `out`, for JDK 8 and later.
+pub fn compile_test_probe(out: &Path) {
+    javac(
+        "javac",
+        &["--release", "8"],
+        &[java_src("probe/sprig/test/Probe.java")],
+        out,
+    );
+}
+
 pub fn class_files(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
