@@ -39,8 +39,8 @@ static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Cal
 /// range, which the session's id table never hands out
 /// (`methods::RESERVED_FIRST`). Being tracked ids, switched on and marked
 /// called before the calibration runs (`methods::reserve_calibration`),
-/// they take every check a revealed user method's probes take (the Java
-/// `LIVE` bit, the agent's active and first-call bitmaps) and nothing else.
+/// they take every check a revealed user method's probes take (the agent's
+/// active and first-call bitmaps) and nothing else.
 pub const LOOP_ID: u32 = crate::methods::MAX_TRACKED - 1;
 pub const EMPTY_ID: u32 = crate::methods::MAX_TRACKED - 2;
 const _: () = assert!(EMPTY_ID >= crate::methods::RESERVED_FIRST);

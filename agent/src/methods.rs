@@ -20,7 +20,8 @@ pub const MAX_TRACKED: u32 = 1 << 20;
 /// Ids from here to `MAX_TRACKED` are never handed out to methods: the
 /// probe calibration's own methods use them (`calibrate`).
 pub const RESERVED_FIRST: u32 = MAX_TRACKED - 2;
-/// Words of the bitmaps (and of the probe class's `LIVE` array).
+/// Words of the bitmaps (and of the `LIVE` array of a probe class an older
+/// sprig defined).
 pub const WORDS: usize = (MAX_TRACKED / 64) as usize;
 
 static CALLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
@@ -96,8 +97,9 @@ pub fn mark_announced(id: u32) -> bool {
     }
 }
 
-/// Makes the probes of `id` record from now on; the probe class's Java
-/// copy of the bitmap follows (its probes skip the agent for dormant ids).
+/// Makes the probes of `id` record from now on; the Java copy of the bitmap
+/// in a probe class an older sprig defined follows (its probes skip the
+/// agent for dormant ids).
 pub fn activate(id: u32) {
     if let Some((word, bit)) = slot(id) {
         ACTIVE[word].fetch_or(bit, Ordering::Release);

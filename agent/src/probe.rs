@@ -59,17 +59,6 @@ const ONE_OPEN: u64 = 1 << 32;
 /// Control thread only: the open count it saw with no thread inside a root
 /// context while `Probe.active` was still raised (`NOT_SEEN` otherwise).
 static SETTLE_SEEN: AtomicU64 = AtomicU64::new(NOT_SEEN);
-/// When the last root context ended (`wall_now`).
-static LAST_CLOSE: AtomicU64 = AtomicU64::new(0);
-/// `QUIET` in `wall_now` ticks.
-static QUIET_TICKS: AtomicU64 = AtomicU64::new(1_000_000);
-/// Whether `wall_now` reads the TSC.
-static WALL_TSC: AtomicBool = AtomicBool::new(false);
-/// A thread is lowering `Probe.active` from a probe.
-static LOWERING: AtomicBool = AtomicBool::new(false);
-/// How long no thread must have been inside a root context before a probe
-/// outside one lowers `Probe.active`.
-const QUIET: Duration = Duration::from_millis(1);
 const NOT_SEEN: u64 = u64::MAX;
 /// How often the control thread looks at the count while `Probe.active` is
 /// raised with no thread inside a root context: it lowers the field one to
@@ -217,9 +206,6 @@ fn ring_dead() {
 pub fn enter(id: u32, jni: Jni<'_>) {
     let _ = crate::ffi::with_state(|s| {
         if s.depth.get() == 0 {
-            if stale_active() {
-                lower_if_quiet(jni);
-            }
             return;
         }
         if s.busy.get() || !s.current() || !methods::is_active(id) {
@@ -411,9 +397,10 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
 }
 
 /// `Probe.nRootExit`: exit of a root method. Returns whether it closed
-/// this thread's root context.
+/// this thread's root context. The last thread out of a root context
+/// lowers `Probe.active` at once.
 #[inline]
-pub fn root_exit(id: u32) -> bool {
+pub fn root_exit(id: u32, jni: Jni<'_>) -> bool {
     crate::ffi::with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
@@ -423,7 +410,9 @@ pub fn root_exit(id: u32) -> bool {
         s.depth.set(d - 1);
         if d == 1 {
             s.push(Event::new(EventKind::RootExit, id, ts));
-            close_root_context();
+            if close_root_context() {
+                publish(jni);
+            }
             true
         } else {
             s.push(Event::new(EventKind::MethodExit, id, ts));
@@ -437,9 +426,6 @@ pub fn root_exit(id: u32) -> bool {
 pub const FAST_DONE: i32 = 0;
 /// A fast probe did nothing: the Java side calls the JNI native instead.
 pub const FAST_SLOW: i32 = 1;
-/// A fast root exit recorded the exit and closed the thread's root context
-/// (the Java side counts it out of `Probe.INSIDE`).
-pub const FAST_CLOSED: i32 = 2;
 
 /// Nothing to record here: done, unless this library runs no session (an
 /// older copy of the agent bound the probe class's fast path in an earlier
@@ -462,10 +448,6 @@ pub fn fast_enter(id: u32) -> i32 {
     crate::ffi::with_state(|s| {
         let d = s.depth.get();
         if d == 0 {
-            // The JNI path lowers `Probe.active` once it is stale.
-            if stale_active() && quiet() {
-                return FAST_SLOW;
-            }
             return fast_nothing();
         }
         if s.busy.get() || !s.current() || !methods::is_active(id) {
@@ -522,7 +504,9 @@ pub fn fast_root_enter(id: u32) -> i32 {
     .unwrap_or(FAST_SLOW)
 }
 
-/// Fast `rootExit`, closing the root context included (one atomic add).
+/// Fast `rootExit`: only a root nested in an open root context (a plain
+/// exit); closing a root context (lowering `Probe.active` when it is the
+/// last one) takes the JNI path.
 #[inline]
 pub fn fast_root_exit(id: u32) -> i32 {
     crate::ffi::with_state(|s| {
@@ -530,19 +514,10 @@ pub fn fast_root_exit(id: u32) -> i32 {
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();
         }
-        let kind = if d == 1 {
-            EventKind::RootExit
-        } else {
-            EventKind::MethodExit
-        };
-        if !s.try_push(Event::new(kind, id, s.now())) {
+        if d == 1 || !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
             return FAST_SLOW;
         }
         s.depth.set(d - 1);
-        if d == 1 {
-            close_root_context();
-            return FAST_CLOSED;
-        }
         FAST_DONE
     })
     .unwrap_or(FAST_SLOW)
@@ -590,61 +565,16 @@ fn open_root_context(jni: Jni<'_>) {
     }
 }
 
-/// Leaving a root context only counts down (and the last one out notes the
-/// time): `Probe.active` is lowered later, by the first probe outside any
-/// root context once no root context has been open for `QUIET`
-/// (`lower_if_quiet`), or else by the control thread (`settle_active`), so a
-/// root called in a tight loop does not write the Java field twice per
-/// call. Until then plain probes outside a root context take the native
-/// call and return at once.
-fn close_root_context() {
-    if inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1 {
-        LAST_CLOSE.store(wall_now(), Ordering::Relaxed);
-    }
-}
-
-/// `Probe.active` is raised while no thread is inside a root context: an
-/// instrumented method runs outside any root context and pays the native
-/// call. Two loads of read-mostly words.
-#[inline(always)]
-fn stale_active() -> bool {
-    PUBLISHED.load(Ordering::Relaxed) && inside(ACTIVE_THREADS.load(Ordering::Relaxed)) <= 0
-}
-
-/// Whether the last root context ended at least `QUIET` ago.
-#[inline]
-fn quiet() -> bool {
-    wall_now().wrapping_sub(LAST_CLOSE.load(Ordering::Relaxed))
-        >= QUIET_TICKS.load(Ordering::Relaxed)
-}
-
-/// An instrumented method runs outside any root context while
-/// `Probe.active` is still raised: once the last root context ended at
-/// least `QUIET` ago, this thread lowers the field itself (one thread at a
-/// time; the others go on), so out-of-context calls get cheap within about
-/// a millisecond, while a root called in a tight loop (gaps shorter than
-/// `QUIET`) never has the field written twice per call.
-#[cold]
-#[inline(never)]
-fn lower_if_quiet(jni: Jni<'_>) {
-    if !quiet() || LOWERING.swap(true, Ordering::Acquire) {
-        return;
-    }
-    if stale_active() {
-        publish(jni);
-    }
-    LOWERING.store(false, Ordering::Release);
-}
-
-/// A clock every thread can compare: the TSC when the session's clock is
-/// the TSC, `CLOCK_MONOTONIC` nanoseconds otherwise.
-#[inline(always)]
-fn wall_now() -> u64 {
-    if WALL_TSC.load(Ordering::Relaxed) {
-        clock::read_tsc()
-    } else {
-        clock::monotonic_ns()
-    }
+/// Leaving a root context counts down; true when no thread is inside one
+/// any more, and the caller then lowers `Probe.active` (`publish`), so the
+/// instrumented methods that run outside root contexts cost one load and a
+/// branch again. (The field used to stay raised
+/// until no root context had opened for a millisecond: on javac, whose
+/// partial root `Gen::genClass` runs about once a millisecond, it never
+/// came down, and every instrumented method called elsewhere paid the
+/// look at `Probe.INSIDE`.)
+fn close_root_context() -> bool {
+    inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1
 }
 
 /// Threads inside a root context in a packed `ACTIVE_THREADS` value.
@@ -670,9 +600,9 @@ fn publish(jni: Jni<'_>) {
     });
 }
 
-/// Control thread, every tick: the backstop of `lower_if_quiet` (which
-/// needs a probe call outside any root context): lowers `Probe.active` to 0
-/// once no thread has been inside a root context for a whole tick (the
+/// Control thread, every tick: the backstop of the lowering at the close
+/// of the last root context (`root_exit`), for a field left raised by two
+/// threads crossing in `publish`: lowers `Probe.active` to 0 once no thread has been inside a root context for a whole tick (the
 /// open count did not move between two looks at a zero count). Returns how
 /// long the control thread may wait before the next look: `SETTLE_TICK`
 /// while the field is raised with no thread inside, `None` (its own tick)
@@ -703,18 +633,6 @@ fn active_value() -> i32 {
 
 /// Starts recording into `region` (a new session).
 pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
-    let tsc = region.clock() == ClockKind::Tsc;
-    let per_sec = if tsc {
-        region.ticks_per_sec()
-    } else {
-        clock::NANOS_PER_SEC
-    };
-    WALL_TSC.store(tsc, Ordering::Relaxed);
-    QUIET_TICKS.store(
-        (u128::from(per_sec) * QUIET.as_nanos() / 1_000_000_000) as u64,
-        Ordering::Relaxed,
-    );
-    LAST_CLOSE.store(0, Ordering::Relaxed);
     *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);

@@ -40,8 +40,10 @@ struct ProbeClass {
     class: Global,
     active: FieldId,
     on: FieldId,
-    /// `Probe.LIVE`, the Java copy of the active-id bitmap (absent in a
-    /// probe class an older sprig defined in this JVM).
+    /// `Probe.LIVE`, a Java copy of the active-id bitmap that the probes of
+    /// a probe class an older sprig defined in this JVM read before calling
+    /// the agent (kept up to date for them); the class this sprig defines
+    /// has none, its probes leave that check to the agent.
     live: Option<Global>,
     /// The `int[]` behind `Probe.INSIDE` (open root contexts per thread-id
     /// slot), cleared when a session starts.

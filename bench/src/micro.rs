@@ -76,9 +76,10 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         sprig.wait_profiling(SPRIG_START)?;
         jvm.send(&format!("cost {n} {rounds} direct"))?;
         let lines = jvm.collect_until("done", Duration::from_secs(600))?;
-        // Probe.active is lowered about 1 ms after the last root
-        // context ends: measure again once no root context has been open
-        // for a second (the steady out-of-context cost).
+        // Measure again once no root context has been open for a second
+        // (the steady out-of-context cost; Probe.active comes down as the
+        // last root context closes, or within a few milliseconds from the
+        // agent's control thread if two threads crossed).
         std::thread::sleep(Duration::from_secs(1));
         jvm.send(&format!("outside {n} {rounds}"))?;
         let settled = jvm.collect_until("done", Duration::from_secs(600))?;
@@ -179,7 +180,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         "out_of_context_measures": out_kind,
         "out_of_context_ns": json_of(&out_pair),
         "out_of_context_ratio": json_of(&out_ratio),
-        "out_of_context_note": "measured 1 s after the last root context ended; the *_right_after_root figures are the same loops run at once after a root context ended (a probe outside any root context lowers Probe.active once the last root context ended 1 ms ago; the first loop pays the native call until then)",
+        "out_of_context_note": "measured 1 s after the last root context ended; the *_right_after_root figures are the same loops run at once after a root context ended (the last thread to leave a root context lowers Probe.active, so these should match the settled ones)",
         "out_of_context_right_after_root_ns": json_of(&after_pair),
         "out_of_context_right_after_root_ratio": json_of(&after_ratio),
         "beside_root_ns": json_of(&beside_pair),
@@ -379,7 +380,7 @@ pub fn print(name: &str, v: &Value) {
                     .unwrap_or("?")
             );
             println!(
-                "  outside, right after a root ctx {} ns = {} x nanoTime  (a probe lowers Probe.active ~1 ms after the last root context)",
+                "  outside, right after a root ctx {} ns = {} x nanoTime  (Probe.active lowered as the last root context closed)",
                 s("out_of_context_right_after_root_ns"),
                 s("out_of_context_right_after_root_ratio")
             );

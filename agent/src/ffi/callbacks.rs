@@ -40,9 +40,11 @@ extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) -> jin
 }
 
 /// Returns 1 when it closed this thread's root context, 0 otherwise.
-extern "system" fn n_root_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
+extern "system" fn n_root_exit(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
-        jint::from(crate::probe::root_exit(id as u32))
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        jint::from(crate::probe::root_exit(id as u32, jni))
     }))
     .unwrap_or(0)
 }

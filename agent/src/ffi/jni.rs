@@ -383,8 +383,8 @@ impl<'a> Jni<'a> {
         let Ok(len) = i32::try_from(values.len()) else {
             return false;
         };
-        // SAFETY: `array` is a live reference to a long[] (the probe
-        // class's LIVE field) and `values` holds `len` elements.
+        // SAFETY: `array` is a live reference to a long[] (the LIVE field
+        // of an older sprig's probe class) and `values` holds `len` elements.
         unsafe {
             jni_call!(
                 self.env,

@@ -9,30 +9,23 @@ package sprig.rt;
  *
  * <p>Outside any root context an instrumented method costs one volatile load
  * and a branch while no thread is inside a root context ({@code active}
- * counts them), and a look at its thread's slot of {@code INSIDE} while
- * some other thread is.
+ * counts them; the last thread to leave one lowers it), and a look at its
+ * thread's slot of {@code INSIDE} while some other thread is.
+ *
+ * <p>{@code enter} and {@code exit} are inlined at every probe site, so
+ * they hold those two checks and the native call, nothing else: whether
+ * the method's probes record (revealed) or not (dormant) is the agent's
+ * check. The probes used to look at a Java copy of that bitmap first, so
+ * that a dormant probe inside a root context skipped the native call; that
+ * made each probe 56 bytes of bytecode instead of 29, inlined at every
+ * entry and return, and the JIT inlines less into methods that grew so
+ * (on javac the profiled code around the probes ran measurably slower).
  */
 public final class Probe {
     /** Number of threads currently inside a root context (written by the agent). */
     static volatile int active;
     /** Non-zero while a profiling session is on (written by the agent). */
     static volatile int on;
-    /**
-     * Which method ids record: bit {@code id % 64} of {@code LIVE[id / 64]},
-     * written by the agent. A dormant probe (a method of a redefined class
-     * that revelation has not reached) stops here, in Java, instead of
-     * calling into the agent. Read after {@code active}, a volatile read,
-     * so the JIT cannot keep a stale word across calls. Ids past the array
-     * always record.
-     *
-     * <p>Checked before {@code active}: a dormant probe is then one plain
-     * load and a test, with no volatile read to stop the JIT moving other
-     * loads around it. (Compiled code may reuse a word it loaded earlier
-     * within one loop; a method activates when revelation first reaches
-     * it, before the calls that lead to it run, so such a loop is on a path
-     * revelation missed.)
-     */
-    static final long[] LIVE = new long[1 << 14];
     /**
      * Root contexts open per thread-id slot: a root probe whose native
      * call opened a context on this thread adds one at the thread's slot,
@@ -105,22 +98,13 @@ public final class Probe {
     }
 
     public static void enter(int id) {
-        // Written out rather than in helper methods: each call costs in the
-        // interpreter, where much of a freshly redefined class runs.
-        int w = id >>> 6;
-        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
-                && active != 0
-                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        // As in enter.
-        int w = id >>> 6;
-        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
-                && active != 0
-                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
             nExit(id);
         }
     }

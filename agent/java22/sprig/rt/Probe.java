@@ -18,28 +18,16 @@ import java.lang.invoke.MethodHandle;
  *
  * <p>If the handles cannot be linked (native access denied, no linker) the
  * class initialises anyway with {@code FAST} false and uses JNI only.
+ *
+ * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} check only
+ * {@code active} and the thread's slot of {@code INSIDE} before calling the
+ * agent, which tells revealed methods from dormant ones.
  */
 public final class Probe {
     /** Number of threads currently inside a root context (written by the agent). */
     static volatile int active;
     /** Non-zero while a profiling session is on (written by the agent). */
     static volatile int on;
-    /**
-     * Which method ids record: bit {@code id % 64} of {@code LIVE[id / 64]},
-     * written by the agent. A dormant probe (a method of a redefined class
-     * that revelation has not reached) stops here, in Java, instead of
-     * calling into the agent. Read after {@code active}, a volatile read,
-     * so the JIT cannot keep a stale word across calls. Ids past the array
-     * always record.
-     *
-     * <p>Checked before {@code active}: a dormant probe is then one plain
-     * load and a test, with no volatile read to stop the JIT moving other
-     * loads around it. (Compiled code may reuse a word it loaded earlier
-     * within one loop; a method activates when revelation first reaches
-     * it, before the calls that lead to it run, so such a loop is on a path
-     * revelation missed.)
-     */
-    static final long[] LIVE = new long[1 << 14];
     /**
      * Root contexts open per thread-id slot: a root probe whose native
      * call opened a context on this thread adds one at the thread's slot,
@@ -115,11 +103,7 @@ public final class Probe {
     }
 
     public static void enter(int id) {
-        // Written out rather than in helper methods: each call costs in the
-        // interpreter, where much of a freshly redefined class runs.
-        int w = id >>> 6;
-        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
-                && active != 0
+        if (active != 0
                 && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
                 && (!FAST || fastEnter(id) != 0)) {
             nEnter(id);
@@ -127,10 +111,7 @@ public final class Probe {
     }
 
     public static void exit(int id) {
-        // As in enter.
-        int w = id >>> 6;
-        if ((w >= LIVE.length || (LIVE[w] & (1L << id)) != 0)
-                && active != 0
+        if (active != 0
                 && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
                 && (!FAST || fastExit(id) != 0)) {
             nExit(id);
@@ -159,12 +140,12 @@ public final class Probe {
         if (on == 0 || Thread.currentThread().isVirtual()) {
             return;
         }
-        // 0: done; 1: take the JNI path; 2: done, and the context closed.
-        int r = FAST ? fastRootExit(id) : 1;
-        if (r == 1) {
-            r = nRootExit(id) != 0 ? 2 : 0;
+        // The fast path records only the exit of a nested root; closing the
+        // root context (and lowering active) takes the JNI path.
+        if (FAST && fastRootExit(id) == 0) {
+            return;
         }
-        if (r == 2) {
+        if (nRootExit(id) != 0) {
             synchronized (INSIDE_LOCK) {
                 INSIDE[slot()]--;
             }
