@@ -568,11 +568,10 @@ fn open_root_context(jni: Jni<'_>) {
 /// Leaving a root context counts down; true when no thread is inside one
 /// any more, and the caller then lowers `Probe.active` (`publish`), so the
 /// instrumented methods that run outside root contexts cost one load and a
-/// branch again. (The field used to stay raised
-/// until no root context had opened for a millisecond: on javac, whose
-/// partial root `Gen::genClass` runs about once a millisecond, it never
-/// came down, and every instrumented method called elsewhere paid the
-/// look at `Probe.INSIDE`.)
+/// branch again. (The field used to stay raised until no root context had
+/// opened for a millisecond: on javac, whose partial root `Gen::genClass`
+/// runs about once a millisecond, it never came down, and every
+/// instrumented method called elsewhere paid the look at `Probe.INSIDE`.)
 fn close_root_context() -> bool {
     inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1
 }
@@ -602,11 +601,11 @@ fn publish(jni: Jni<'_>) {
 
 /// Control thread, every tick: the backstop of the lowering at the close
 /// of the last root context (`root_exit`), for a field left raised by two
-/// threads crossing in `publish`: lowers `Probe.active` to 0 once no thread has been inside a root context for a whole tick (the
-/// open count did not move between two looks at a zero count). Returns how
-/// long the control thread may wait before the next look: `SETTLE_TICK`
-/// while the field is raised with no thread inside, `None` (its own tick)
-/// otherwise.
+/// threads crossing in `publish`: lowers `Probe.active` to 0 once no thread
+/// has been inside a root context for a whole tick (the open count did not
+/// move between two looks at a zero count). Returns how long the control
+/// thread may wait before the next look: `SETTLE_TICK` while the field is
+/// raised with no thread inside, `None` (its own tick) otherwise.
 pub fn settle_active(jni: Jni<'_>) -> Option<Duration> {
     let v = ACTIVE_THREADS.load(Ordering::SeqCst);
     if !PUBLISHED.load(Ordering::SeqCst) || inside(v) > 0 {

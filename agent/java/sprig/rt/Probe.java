@@ -25,7 +25,7 @@ package sprig.rt;
  * the longer probes. Inlined at every site (29 bytes), they made the JIT
  * compile much more code in the first second after an attach, when
  * redefinition has deoptimised what it instruments (a Jetty servlet: 168%
- * overhead in the first window against 116% with the branch).
+ * overhead in the first window against 121-122% with the branch).
  */
 public final class Probe {
     /** Number of threads currently inside a root context (written by the agent). */
