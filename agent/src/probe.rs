@@ -557,8 +557,9 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
 }
 
 fn open_root_context(jni: Jni<'_>) {
-    // SeqCst pairs with `settle_active`: either this thread sees the flag
-    // cleared and publishes, or the settling thread sees this count.
+    // SeqCst pairs with `publish`: either this thread sees the flag
+    // cleared and publishes itself, or it sees it set, when the field is
+    // raised already and every later publish reads this count.
     ACTIVE_THREADS.fetch_add(1 + ONE_OPEN, Ordering::SeqCst);
     if !PUBLISHED.load(Ordering::SeqCst) {
         publish(jni);
@@ -582,26 +583,32 @@ fn inside(v: u64) -> i32 {
 }
 
 /// Writes `Probe.active` (under the probe class's write lock).
+///
+/// `PUBLISHED` is cleared before the count is read and set again only once
+/// a non-zero value is in the field, so a thread that opens a root context
+/// and skips publishing because it saw the flag set (`open_root_context`)
+/// finds the field raised, and every later publish counts it until it
+/// leaves. (Setting the flag before the field was written let a second
+/// thread run its root body against a field still 0 for a few µs, and its
+/// callees' probes recorded nothing: the reset test lost a call to `a`
+/// while the two `leaf` calls inside it were recorded.)
 fn publish(jni: Jni<'_>) {
-    probe_class::publish_active(jni, || {
-        let v = active_value();
-        PUBLISHED.store(v > 0, Ordering::SeqCst);
-        if v == 0 {
-            // A thread may have entered since `active_value` read the
-            // count and seen the flag still set: look again.
-            let again = active_value();
-            if again > 0 {
-                PUBLISHED.store(true, Ordering::SeqCst);
-                return again;
-            }
-        }
-        v
-    });
+    probe_class::publish_active(
+        jni,
+        || {
+            // A thread that saw the flag set before this store is counted
+            // by the time `active_value` reads the count below.
+            PUBLISHED.store(false, Ordering::SeqCst);
+            active_value()
+        },
+        |v| PUBLISHED.store(v > 0, Ordering::SeqCst),
+    );
 }
 
 /// Control thread, every tick: the backstop of the lowering at the close
-/// of the last root context (`root_exit`), for a field left raised by two
-/// threads crossing in `publish`: lowers `Probe.active` to 0 once no thread
+/// of the last root context (`root_exit`), should a field be left raised
+/// with no thread inside (every close to zero publishes after its count,
+/// so this is defence, not a path the probes rely on): lowers `Probe.active` to 0 once no thread
 /// has been inside a root context for a whole tick (the open count did not
 /// move between two looks at a zero count). Returns how long the control
 /// thread may wait before the next look: `SETTLE_TICK` while the field is

@@ -323,10 +323,13 @@ pub fn set_on(jni: Jni<'_>, on: bool) {
 }
 
 /// Writes `Probe.active` with the value `current()` returns under the
-/// write lock, so concurrent 0↔1 transitions cannot leave a stale value.
-pub fn publish_active(jni: Jni<'_>, current: impl FnOnce() -> i32) {
+/// write lock, so concurrent 0↔1 transitions cannot leave a stale value,
+/// then tells `written` (still under the lock) what is in the field.
+pub fn publish_active(jni: Jni<'_>, current: impl FnOnce() -> i32, written: impl FnOnce(i32)) {
     if let Some(p) = PROBE.get() {
         let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
-        jni.set_static_int(&p.class, p.active, current().max(0));
+        let v = current().max(0);
+        jni.set_static_int(&p.class, p.active, v);
+        written(v);
     }
 }

@@ -157,6 +157,59 @@ fn root_calls_are_counted_exactly_across_threads() {
     });
 }
 
+/// Threads entering and leaving root contexts raise and lower
+/// `Probe.active` all the time: no callee call may go unrecorded while
+/// the field changes hands. Two threads (four times over) each call a
+/// root that sleeps 1 ms between its two callees 1,000 times, so the
+/// number of threads inside keeps crossing zero, often with both entering
+/// together; every call's whole subtree must be there, on both JDKs.
+/// (The field was once marked raised a few µs before it was written, and
+/// a thread entering then ran its body with the field still 0: a call
+/// or two in a thousand lost its `a`, whose `leaf` calls showed up
+/// directly under the root. This test failed 5 runs in 5 then.)
+#[test]
+fn every_callee_call_is_recorded_while_threads_come_and_go() {
+    each_jdk(
+        "every_callee_call_is_recorded_while_threads_come_and_go",
+        |jdk| {
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            run_scenario(&mut jvm, "sleepy", 2, 1); // loads the class
+            let tmp = TempDir::new("e2e");
+            let out = tmp.path().join("run.json");
+            let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
+            for threads in [2, 2, 2, 2] {
+                run_scenario(&mut jvm, "sleepy", 1000, threads);
+            }
+            let report = stop_profile(sprig, &out);
+            let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");
+            let mut calls = 0;
+            for (thread, r) in &roots {
+                let n = r["calls"].as_u64().expect("calls");
+                calls += n;
+                let kids = child_calls(r);
+                assert_eq!(
+                    kids,
+                    vec![("a".to_string(), n), ("b".to_string(), n)],
+                    "{thread}: {n} root calls"
+                );
+                let a = r["children"]
+                    .as_array()
+                    .expect("children")
+                    .iter()
+                    .find(|c| c["method"] == "a")
+                    .expect("a");
+                assert_eq!(
+                    child_calls(a),
+                    vec![("leaf".to_string(), 2 * n)],
+                    "{thread}: under a"
+                );
+            }
+            assert_eq!(calls, 8 * 1000, "root calls over all threads");
+        },
+    );
+}
+
 #[test]
 fn exceptions_thrown_out_of_the_root_still_close_the_call() {
     each_jdk(
