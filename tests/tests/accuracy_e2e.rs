@@ -22,9 +22,16 @@
 //! it came from each producer taking the segment the CLI had just freed
 //! (still in the CLI's cache), and did not show in 48 sessions with the
 //! producers going round the ring, nor in 72 with the CLI reading it less
-//! often (BENCHMARKS.md, "Ninth session"). When a scenario falls outside
-//! its bounds, the test attaches again and measures every scenario anew,
-//! up to three sessions, and prints each failed attempt.
+//! often (BENCHMARKS.md, "Ninth session"). It came back on one host of
+//! the thirteenth session, where the probe pair ran at 27 ns or at 44-50 ns
+//! in phases from milliseconds to tens of seconds while plain code and
+//! `nanoTime()` kept their speed: one CI run there failed all three
+//! sessions of (b) (39-41% of the probe cost left with a 27 ns
+//! calibration, or the root charged nothing after a calibration that fell
+//! in a slow phase), and the next three runs passed at the first session.
+//! When a scenario falls outside its bounds, the test waits a few seconds,
+//! attaches again and measures every scenario anew, up to five sessions,
+//! and prints each failed attempt.
 //!
 //! Run with `--nocapture` to see the figures.
 
@@ -37,7 +44,9 @@ use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, tes
 
 const LONG: Duration = Duration::from_secs(120);
 /// Sessions measured at most, per JDK, before the accuracy test fails.
-const ATTEMPTS: usize = 3;
+const ATTEMPTS: usize = 5;
+/// Pause before a new attempt, so that a slow phase of the host can end.
+const BETWEEN_ATTEMPTS: Duration = Duration::from_secs(3);
 
 /// (scenario, root method, calls per round).
 const SCENARIOS: [(&str, &str, u32); 3] = [
@@ -243,6 +252,7 @@ fn charged_time_matches_bare_time() {
                 "JDK {}: outside the bounds in all {ATTEMPTS} attempts: {failed:?}",
                 jdk.major
             );
+            std::thread::sleep(BETWEEN_ATTEMPTS);
         }
         jvm.send("exit");
     }
