@@ -155,6 +155,41 @@ fn of_two_calibrations_the_faster_stays() {
 }
 
 #[test]
+fn calibrations_far_apart_are_reported() {
+    // 1 tick per ns: pairs of 6 and 14 ns are more than 25% apart, pairs of
+    // 6 and 7 ns are not.
+    for (second, warned) in [((9.0, 5.0), true), ((4.0, 3.0), false)] {
+        let mut b = CctBuilder::new(NS);
+        for (i, o) in [(4.0, 2.0), second] {
+            assert!(b.apply_message(&Message::Calibration {
+                inner_ticks: i,
+                outer_ticks: o,
+                samples: 100,
+            }));
+        }
+        b.process(1, &known_stream());
+        let p = b.finish();
+        let w: Vec<_> = p
+            .warnings
+            .iter()
+            .filter(|w| w.contains("at one calibration"))
+            .collect();
+        assert_eq!(w.len(), usize::from(warned), "{second:?}: {:?}", p.warnings);
+        if warned {
+            assert!(
+                w[0].contains("6.0 ns a call") && w[0].contains("14.0 ns at the other"),
+                "{}",
+                w[0]
+            );
+            assert!(w[0].contains("up to 8.0 ns"), "{}", w[0]);
+        }
+        // The faster calibration is the one subtracted either way.
+        let c = p.calibration.expect("calibration kept");
+        assert_eq!((c.inner_ns, c.outer_ns), (4.0, 2.0));
+    }
+}
+
+#[test]
 fn calibration_never_below_zero() {
     let mut b = CctBuilder::new(NS);
     b.set_calibration(Calibration::new(30.0, 30.0));
