@@ -65,6 +65,8 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
     };
     let out = ctx.env.scratch.path.join("probe-cost.json");
     let mut per_rep: Vec<BTreeMap<String, f64>> = Vec::new();
+    // The pair round by round, one list per session (repeat).
+    let mut pair_rounds: Vec<Vec<f64>> = Vec::new();
     let mut revealed_reps = 0;
     let mut exact_reps = 0;
     let mut last = ProfileSummary::default();
@@ -118,6 +120,9 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
                         .push(parse_f64(w[2], l)?);
                 }
             }
+        }
+        if let (Some(t), Some(p)) = (series.get("in_target"), series.get("in_plain")) {
+            pair_rounds.push(t.iter().zip(p).map(|(t, p)| t - p).collect());
         }
         per_rep.push(series.into_iter().map(|(k, v)| (k, median(&v))).collect());
         last = p;
@@ -189,6 +194,8 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         "revealed_callee": revealed,
         "target_instrumented_as": if args.roots.len() == 2 { "revealed callee (plain probe pair)" } else { "second root pattern, nested in the root context (root probes)" },
         "calibration": last.calibration,
+        "in_root_pair_by_session_ns": pair_rounds,
+        "in_root_pair_by_session_note": "in_target - in_plain for every round of every session (repeat), in order: on a shared host the pair can run far above the calibrated figure for whole rounds or sessions while plain code and nanoTime() keep their speed",
         "warnings": last.warnings,
         "raw_medians_per_repeat": per_rep,
     }))
@@ -368,6 +375,30 @@ pub fn print(name: &str, v: &Value) {
                 s("in_root_pair_ns"),
                 s("in_root_ratio")
             );
+            if let Some(c) = v.get("calibration").filter(|c| !c.is_null()) {
+                let f = |k: &str| c.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+                println!(
+                    "  calibrated pair (last session)  {:.3} ns  (inner {:.3} + outer {:.3}: what sprig profile subtracts per call)",
+                    f("inner_ns") + f("outer_ns"),
+                    f("inner_ns"),
+                    f("outer_ns")
+                );
+            }
+            if let Some(sessions) = v
+                .get("in_root_pair_by_session_ns")
+                .and_then(Value::as_array)
+            {
+                for (i, rounds) in sessions.iter().enumerate() {
+                    let list: Vec<String> = rounds
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_f64)
+                        .map(|x| format!("{x:.1}"))
+                        .collect();
+                    println!("    pair by round, session {}    {}", i + 1, list.join(" "));
+                }
+            }
             println!(
                 "  outside any root context        {} ns = {} x nanoTime  (goal <= 0.1)",
                 s("out_of_context_ns"),
