@@ -608,11 +608,12 @@ fn publish(jni: Jni<'_>) {
 /// Control thread, every tick: the backstop of the lowering at the close
 /// of the last root context (`root_exit`), should a field be left raised
 /// with no thread inside (every close to zero publishes after its count,
-/// so this is defence, not a path the probes rely on): lowers `Probe.active` to 0 once no thread
-/// has been inside a root context for a whole tick (the open count did not
-/// move between two looks at a zero count). Returns how long the control
-/// thread may wait before the next look: `SETTLE_TICK` while the field is
-/// raised with no thread inside, `None` (its own tick) otherwise.
+/// so this is defence, not a path the probes rely on): lowers
+/// `Probe.active` to 0 once no thread has been inside a root context for a
+/// whole tick (the open count did not move between two looks at a zero
+/// count). Returns how long the control thread may wait before the next
+/// look: `SETTLE_TICK` while the field is raised with no thread inside,
+/// `None` (its own tick) otherwise.
 pub fn settle_active(jni: Jni<'_>) -> Option<Duration> {
     let v = ACTIVE_THREADS.load(Ordering::SeqCst);
     if !PUBLISHED.load(Ordering::SeqCst) || inside(v) > 0 {

@@ -178,8 +178,8 @@ fn every_callee_call_is_recorded_while_threads_come_and_go() {
             let tmp = TempDir::new("e2e");
             let out = tmp.path().join("run.json");
             let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
-            for threads in [2, 2, 2, 2] {
-                run_scenario(&mut jvm, "sleepy", 1000, threads);
+            for _ in 0..4 {
+                run_scenario(&mut jvm, "sleepy", 1000, 2);
             }
             let report = stop_profile(sprig, &out);
             let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");

@@ -782,7 +782,7 @@ impl CctBuilder {
             self.slowest_calibration_ticks = Some(pair);
         }
         if let Some((i, o)) = self.pending_calibration_ticks
-            && i + o <= inner_ticks + outer_ticks
+            && i + o <= pair
         {
             return;
         }

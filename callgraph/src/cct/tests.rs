@@ -119,14 +119,7 @@ fn calibration_in_ticks_converted_with_frequency() {
     // R>B: own 15 ticks = 7 ns (7.5 truncated), self 7 - 2 - 1 = 4;
     // R>B>A: 5 ticks = 2 ns (2.5 truncated), self 2 - 2 = 0;
     // R total = 15 + 21 + (4 + 0) = 40
-    let mut b = CctBuilder::new(2 * NS);
-    assert!(b.apply_message(&Message::Calibration {
-        inner_ticks: 4.0,
-        outer_ticks: 2.0,
-        samples: 100,
-    }));
-    b.process(1, &known_stream());
-    let p = b.finish();
+    let p = known_stream_calibrated(2 * NS, &[(4.0, 2.0)]);
     let c = p.calibration.expect("calibration kept");
     assert_eq!((c.inner_ns, c.outer_ns), (2.0, 1.0));
     assert_eq!(times_of(&p, 0, &[R]).raw_total_ns, 55);
@@ -134,20 +127,26 @@ fn calibration_in_ticks_converted_with_frequency() {
     assert_eq!(times_of(&p, 0, &[R]).total_ns, 40);
 }
 
+/// The profile of `known_stream` on thread 1 after the agent's
+/// `Calibration` messages `(inner, outer)` ticks, in order.
+fn known_stream_calibrated(ticks_per_sec: u64, calibrations: &[(f64, f64)]) -> Profile {
+    let mut b = CctBuilder::new(ticks_per_sec);
+    for &(inner_ticks, outer_ticks) in calibrations {
+        assert!(b.apply_message(&Message::Calibration {
+            inner_ticks,
+            outer_ticks,
+            samples: 100,
+        }));
+    }
+    b.process(1, &known_stream());
+    b.finish()
+}
+
 #[test]
 fn of_two_calibrations_the_faster_stays() {
     // A disturbed calibration (first, then last) never replaces a faster one.
     for order in [[(8.0, 6.0), (4.0, 2.0)], [(4.0, 2.0), (8.0, 6.0)]] {
-        let mut b = CctBuilder::new(2 * NS);
-        for (i, o) in order {
-            assert!(b.apply_message(&Message::Calibration {
-                inner_ticks: i,
-                outer_ticks: o,
-                samples: 100,
-            }));
-        }
-        b.process(1, &known_stream());
-        let p = b.finish();
+        let p = known_stream_calibrated(2 * NS, &order);
         let c = p.calibration.expect("calibration kept");
         assert_eq!((c.inner_ns, c.outer_ns), (2.0, 1.0), "{order:?}");
         assert_eq!(times_of(&p, 0, &[R]).total_ns, 40);
@@ -159,16 +158,7 @@ fn calibrations_far_apart_are_reported() {
     // 1 tick per ns: pairs of 6 and 14 ns are more than 25% apart, pairs of
     // 6 and 7 ns are not.
     for (second, warned) in [((9.0, 5.0), true), ((4.0, 3.0), false)] {
-        let mut b = CctBuilder::new(NS);
-        for (i, o) in [(4.0, 2.0), second] {
-            assert!(b.apply_message(&Message::Calibration {
-                inner_ticks: i,
-                outer_ticks: o,
-                samples: 100,
-            }));
-        }
-        b.process(1, &known_stream());
-        let p = b.finish();
+        let p = known_stream_calibrated(NS, &[(4.0, 2.0), second]);
         let w: Vec<_> = p
             .warnings
             .iter()
