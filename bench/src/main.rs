@@ -89,6 +89,11 @@ struct Args {
     /// JDK home the workloads run on (default: Debian's JDK 17).
     #[arg(long, value_name = "DIR")]
     jdk: Option<PathBuf>,
+    /// Keep the scratch directory (the JVMs' and sprig's logs, with the
+    /// agent's debug lines: calibration windows, probe path) after a run
+    /// that passed too; its path is printed at the end.
+    #[arg(long)]
+    keep_logs: bool,
 }
 
 pub struct Ctx {
@@ -243,6 +248,10 @@ fn real_main() -> Result<bool> {
     }
     println!("elapsed: {:.0} s", started.elapsed().as_secs_f64());
     let mut ctx = ctx;
+    if args.keep_logs && ok {
+        ctx.env.scratch.keep = true;
+        eprintln!("sprig-bench: logs kept in {}", ctx.env.logs().display());
+    }
     if !ok {
         ctx.env.scratch.keep = true;
         eprintln!(
