@@ -39,7 +39,7 @@ fn main() {
     }
     let ffm_class = out.join("ffm/sprig/rt/Probe.class");
     let _ = std::fs::remove_file(&ffm_class);
-    let built = javac22().is_some_and(|j| match compile(&j, "22", &out.join("ffm"), &[&src22]) {
+    let built = javac22().is_some_and(|j| match compile(&j, "22", &out.join("ffm"), &[&src22, &calib]) {
         Ok(()) => true,
         Err(why) => {
             println!(

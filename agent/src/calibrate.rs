@@ -41,9 +41,10 @@ static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Cal
 /// called before the calibration runs (`methods::reserve_calibration`),
 /// they take every check a revealed user method's probes take (the agent's
 /// active and first-call bitmaps) and nothing else.
-pub const LOOP_ID: u32 = crate::methods::MAX_TRACKED - 1;
-pub const EMPTY_ID: u32 = crate::methods::MAX_TRACKED - 2;
-const _: () = assert!(EMPTY_ID >= crate::methods::RESERVED_FIRST);
+pub const LOOP_ID: u32 = sprig_wire::event::CALIBRATION_LOOP_ID;
+pub const EMPTY_ID: u32 = sprig_wire::event::CALIBRATION_EMPTY_ID;
+const _: () = assert!(LOOP_ID == crate::methods::MAX_TRACKED - 1);
+const _: () = assert!(EMPTY_ID == crate::methods::RESERVED_FIRST);
 
 /// Calls of `empty` per batch.
 const BATCH: i32 = 1000;
@@ -64,6 +65,10 @@ pub struct Figures {
     pub outer_ticks: f64,
     /// Batches measured (each of `BATCH` calls).
     pub samples: u32,
+    /// The calibration class has `burst(int)`, which the probe class calls
+    /// for the profiled threads' own calibration bursts (a class an older
+    /// sprig defined in this JVM has not).
+    pub bursts: bool,
 }
 
 /// Calibrates the probes on the calling (agent) thread within about
@@ -87,7 +92,9 @@ pub fn run(
     crate::methods::reserve_calibration(&[LOOP_ID, EMPTY_ID]);
     let result = jni.with_local_frame(16, |jni| {
         let class = calibration_class(jni)?;
+        let bursts = jni.has_static_method(class, "burst", c"(I)V");
         probe::with_private_ring(region, || measure(jni, class, &mut consumer, budget))
+            .map(|f| Figures { bursts, ..f })
     });
     drop(consumer);
     result
@@ -200,6 +207,7 @@ fn measure(
             inner_ticks: w.inner,
             outer_ticks: w.outer,
             samples: measured,
+            bursts: false,
         }),
         None => Err(format!(
             "no usable batch in {batches} (the probes recorded nothing: is profiling on?)"

@@ -70,6 +70,33 @@ static PUBLISHED: AtomicBool = AtomicBool::new(false);
 static LOST: AtomicU64 = AtomicU64::new(0);
 static WAIT_BOUND_MS: AtomicU32 = AtomicU32::new(1000);
 static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
+/// Clock ticks between two calibration bursts of one thread; 0 while no
+/// burst may run (no calibration class in this JVM, or the agent's own
+/// calibration is running).
+static BURST_EVERY: AtomicU64 = AtomicU64::new(0);
+
+/// `root_exit`: this call did not close the root context.
+pub const ROOT_NESTED: i32 = 0;
+/// `root_exit`: this call closed the thread's root context.
+pub const ROOT_CLOSED: i32 = 1;
+/// `root_exit`: the thread is due for a calibration burst before it
+/// closes its root context. Nothing is recorded; the probe class runs
+/// `Calibration.burst` (a few dozen calls of the instrumented empty
+/// method) and calls `nRootExit` again, which closes the context. The CCT
+/// builder measures the probes from those calls, on this thread right
+/// after the root's own code, and takes the burst out of the profile
+/// (wire `CALIBRATION_EMPTY_ID`). Only for a probe class that says it
+/// does so (`probe_class::bursts_available`): an older one would take
+/// the value for a closed context.
+pub const ROOT_BURST_FIRST: i32 = 3;
+
+/// Lets root calls end with a calibration burst, one per thread every
+/// `every_ticks` at most; 0 turns bursts off. Only once the calibration
+/// class is defined (the probe class calls it) and while the agent's own
+/// calibration is not running (its batches are root calls too).
+pub fn set_burst_every(every_ticks: u64) {
+    BURST_EVERY.store(every_ticks, Ordering::Relaxed);
+}
 
 pub(crate) struct ThreadState {
     generation: Cell<u64>,
@@ -83,6 +110,12 @@ pub(crate) struct ThreadState {
     tsc: Cell<bool>,
     clock: Cell<ClockKind>,
     producer: RefCell<Option<Producer>>,
+    /// Clock reading from which this thread's next root call ends with a
+    /// calibration burst (0: the next one).
+    next_burst: Cell<u64>,
+    /// The probe class is running a burst: the next closing root exit
+    /// closes, whatever the clock says.
+    in_burst: Cell<bool>,
 }
 
 impl ThreadState {
@@ -96,6 +129,8 @@ impl ThreadState {
             tsc: Cell::new(false),
             clock: Cell::new(ClockKind::Monotonic),
             producer: RefCell::new(None),
+            next_burst: Cell::new(0),
+            in_burst: Cell::new(false),
         }
     }
 
@@ -144,6 +179,8 @@ impl ThreadState {
         self.generation.set(generation);
         self.depth.set(0);
         self.disabled.set(false);
+        self.next_burst.set(0);
+        self.in_burst.set(false);
     }
 }
 
@@ -396,30 +433,40 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// `Probe.nRootExit`: exit of a root method. Returns whether it closed
-/// this thread's root context. The last thread out of a root context
-/// lowers `Probe.active` at once.
+/// `Probe.nRootExit`: exit of a root method. Returns `ROOT_CLOSED` when
+/// it closed this thread's root context, `ROOT_BURST_FIRST` when the
+/// thread runs a calibration burst first, `ROOT_NESTED` otherwise. The
+/// last thread out of a root context lowers `Probe.active` at once.
 #[inline]
-pub fn root_exit(id: u32, jni: Jni<'_>) -> bool {
+pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
     crate::ffi::with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
-            return false;
+            return ROOT_NESTED;
         }
         let ts = s.now();
-        s.depth.set(d - 1);
         if d == 1 {
+            let every = BURST_EVERY.load(Ordering::Relaxed);
+            if s.in_burst.replace(false) {
+                // the burst ran: close now
+            } else if every != 0 && ts >= s.next_burst.get() {
+                s.next_burst.set(ts.saturating_add(every));
+                s.in_burst.set(true);
+                return ROOT_BURST_FIRST;
+            }
+            s.depth.set(0);
             s.push(Event::new(EventKind::RootExit, id, ts));
             if close_root_context() {
                 publish(jni);
             }
-            true
+            ROOT_CLOSED
         } else {
+            s.depth.set(d - 1);
             s.push(Event::new(EventKind::MethodExit, id, ts));
-            false
+            ROOT_NESTED
         }
     })
-    .unwrap_or(false)
+    .unwrap_or(ROOT_NESTED)
 }
 
 /// A fast probe recorded what it had to (or had nothing to record).
@@ -646,6 +693,7 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     RING_DEAD.store(false, Ordering::Release);
     ACTIVE_THREADS.store(0, Ordering::SeqCst);
     SETTLE_SEEN.store(NOT_SEEN, Ordering::Relaxed);
+    BURST_EVERY.store(0, Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     PROFILING.store(true, Ordering::SeqCst);
     publish(jni);
@@ -655,6 +703,7 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
 /// Silences every probe at once: `Probe.on` and `Probe.active` go to 0 and
 /// every thread state becomes stale.
 pub fn stop(jni: Jni<'_>) {
+    BURST_EVERY.store(0, Ordering::Relaxed);
     PROFILING.store(false, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     probe_class::set_on(jni, false);

@@ -55,6 +55,9 @@ struct ProbeClass {
     /// by the first session that checks receivers), absent in a probe class
     /// an older sprig defined.
     receivers: Option<FieldId>,
+    /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
+    /// burst when `nRootExit` asks for one (an older one does not).
+    bursts: bool,
 }
 
 /// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
@@ -144,6 +147,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
             let receivers = jni.find_static_field(class, "RECEIVERS", c"[Ljava/lang/Object;");
+            let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -153,6 +157,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 inside,
                 virtual_roots,
                 receivers,
+                bursts,
             });
         }
         let fast = ffm
@@ -249,6 +254,11 @@ pub fn clear_live(jni: Jni<'_>) {
 
 /// Whether the probe class can check receivers at call sites (`Probe.site`,
 /// `Probe.reach` and their native are there).
+/// Whether the probe class runs calibration bursts (`probe::ROOT_BURST_FIRST`).
+pub fn bursts_available() -> bool {
+    PROBE.get().is_some_and(|p| p.bursts)
+}
+
 pub fn receivers_available() -> bool {
     SITES_BOUND.load(Ordering::Acquire) && PROBE.get().is_some_and(|p| p.receivers.is_some())
 }

@@ -425,7 +425,16 @@ fn start_profiling(
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
-            Ok(f) => send_calibration(f),
+            Ok(f) => {
+                send_calibration(f);
+                // The calibration class is defined now: the probe class
+                // may call it for the threads' own bursts.
+                if !calibrate_only && f.bursts && probe_class::bursts_available() {
+                    probe::set_burst_every(
+                        u64::from(so.recalibrate_ms).saturating_mul(ticks_per_sec / 1000),
+                    );
+                }
+            }
             Err(e) => {
                 send(Message::Warning(format!(
                     "probe calibration failed ({e}): times include the probes' cost"
@@ -517,6 +526,8 @@ impl Session {
     /// a disturbance only ever slows a calibration, so the CLI keeps the
     /// faster of the two.
     fn calibrate_again(&self, jni: Jni<'_>) {
+        // The calibration's batches open root contexts: no bursts in them.
+        probe::set_burst_every(0);
         if let Some((clock, ticks_per_sec)) = self.recalibrate
             && let Ok(f) = calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET)
         {

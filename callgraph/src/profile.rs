@@ -171,8 +171,52 @@ pub struct Node {
     /// Calls that never saw their exit (thread end, detach, lost events,
     /// mismatched exit): closed at the last known timestamp.
     pub incomplete: u64,
+    /// The probe cost of those of these calls that ran after a calibration
+    /// burst on their thread (the in-session calibration); the other calls
+    /// are charged the session's calibration.
+    pub recal: Recal,
     /// Children; every child index is greater than its parent's index.
     pub children: Vec<NodeId>,
+}
+
+/// Units of [`Recal::inner`] and [`Recal::outer`] per clock tick.
+pub const RECAL_UNIT: u64 = 256;
+
+/// In-session probe cost of a node's calls, in 1/[`RECAL_UNIT`] ticks:
+/// each call closed after its thread had measured the probes in a burst
+/// adds that thread's current t_I and t_O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recal {
+    /// Calls charged this way (at most the node's `calls`).
+    pub calls: u64,
+    /// Sum of t_I over those calls: taken out of the node's own time.
+    pub inner: u64,
+    /// Sum of t_O over those calls: taken out of the caller's own time.
+    pub outer: u64,
+}
+
+impl Recal {
+    pub fn add(&mut self, o: &Recal) {
+        self.calls = self.calls.saturating_add(o.calls);
+        self.inner = self.inner.saturating_add(o.inner);
+        self.outer = self.outer.saturating_add(o.outer);
+    }
+}
+
+/// A thread's calibration bursts (see `sprig_wire::event::CALIBRATION_LOOP_ID`):
+/// how many were used and the probe pair (t_I + t_O) they measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bursts {
+    /// Bursts whose figures were used.
+    pub used: u64,
+    /// Bursts left out: disturbed (a wait, an unexpected event), too short,
+    /// or measuring a pair under half or over four times the session's
+    /// calibration (a first burst running in the interpreter).
+    pub rejected: u64,
+    /// The pair over the used bursts, in picoseconds.
+    pub min_pair_ps: u64,
+    pub median_pair_ps: u64,
+    pub max_pair_ps: u64,
 }
 
 /// A forest of calling contexts stored in an arena.
@@ -256,6 +300,7 @@ pub struct ThreadProfile {
     pub java_id: u64,
     pub name: String,
     pub tree: Tree,
+    pub bursts: Bursts,
 }
 
 /// Derived times of one node, in nanoseconds.
@@ -378,6 +423,19 @@ impl Profile {
         }
     }
 
+    /// Probe cost charged to node `n` whose children's in-session figures
+    /// sum to `kids` (`calls`: their calls, `outer`: their t_O): the calls
+    /// measured by a burst of their thread are charged what it measured
+    /// (`Recal`), the others the session's calibration.
+    fn node_probe_ns(&self, n: &Node, kids: &Recal) -> u64 {
+        let session = self.probe_cost_ns(
+            n.calls.saturating_sub(n.recal.calls),
+            n.child_calls.saturating_sub(kids.calls),
+        );
+        let recal_ticks = n.recal.inner.saturating_add(kids.outer) / RECAL_UNIT;
+        session.saturating_add(ticks_to_ns(recal_ticks, self.ticks_per_sec))
+    }
+
     /// Derived times of every node of `tree`, indexed like `tree.nodes`
     /// (see the module documentation for the formulas).
     pub fn times(&self, tree: &Tree) -> Vec<Times> {
@@ -388,17 +446,24 @@ impl Profile {
         for i in (0..len).rev() {
             let n = &tree.nodes[i];
             let (mut kids_net, mut kids_total, mut kids_probe) = (0u64, 0u64, 0u64);
+            let mut kids_recal = Recal::default();
             for &c in n
                 .children
                 .iter()
                 .filter(|&&c| c as usize > i && (c as usize) < len)
             {
-                kids_net = kids_net.saturating_add(net(&tree.nodes[c as usize]));
+                let k = &tree.nodes[c as usize];
+                kids_net = kids_net.saturating_add(net(k));
                 kids_total = kids_total.saturating_add(out[c as usize].total_ns);
                 kids_probe = kids_probe.saturating_add(out[c as usize].probe_ns);
+                kids_recal.add(&Recal {
+                    calls: k.recal.calls,
+                    inner: 0,
+                    outer: k.recal.outer,
+                });
             }
             let own = ticks_to_ns(net(n).saturating_sub(kids_net), self.ticks_per_sec);
-            let self_ns = own.saturating_sub(self.probe_cost_ns(n.calls, n.child_calls));
+            let self_ns = own.saturating_sub(self.node_probe_ns(n, &kids_recal));
             let probe_self_ns = own - self_ns;
             out[i] = Times {
                 raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
@@ -448,6 +513,7 @@ impl Profile {
                 m.total_ticks = m.total_ticks.saturating_add(n.total_ticks);
                 m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
                 m.incomplete = m.incomplete.saturating_add(n.incomplete);
+                m.recal.add(&n.recal);
                 // only children that keep the tree invariant: no cycles
                 for &c in n.children.iter().rev().filter(|&&c| c > s) {
                     stack.push((c, d));
@@ -460,6 +526,7 @@ impl Profile {
             java_id: 0,
             name: "all threads".to_owned(),
             tree,
+            bursts: Bursts::default(),
         }
     }
 
@@ -662,6 +729,7 @@ mod tests {
                 java_id: index as u64,
                 name: format!("t{index}"),
                 tree: t,
+                bursts: Default::default(),
             });
         }
         let m = p.merged();

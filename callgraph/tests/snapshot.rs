@@ -200,12 +200,45 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
     // agent block of a profile with no revelation: 6 u64 and a 0 flag;
     // then the reset (v4).
     v1.drain(at..at + 6 * 8 + 1 + 8);
+    // The methods, then the threads: without the bursts (5 u64 a thread)
+    // and the in-session probe cost (3 u64 a node) of version 6.
+    let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
+    let methods = u32_at(&v1, at);
+    at += 4;
+    for _ in 0..methods {
+        at += 4;
+        for _ in 0..3 {
+            at += 4 + u32_at(&v1, at) as usize;
+        }
+    }
+    let threads = u32_at(&v1, at);
+    at += 4;
+    for _ in 0..threads {
+        at += 4 + 8;
+        at += 4 + u32_at(&v1, at) as usize;
+        v1.drain(at..at + 5 * 8);
+        at += 4;
+        let nodes = u64::from_le_bytes(v1[at..at + 8].try_into().unwrap());
+        at += 8;
+        for _ in 0..nodes {
+            at += 4 + 4 * 8;
+            v1.drain(at..at + 3 * 8);
+            at += 4;
+        }
+    }
     let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
-    assert_eq!(old, s.profile);
-    let mut v6 = plain;
-    v6[8..12].copy_from_slice(&6u32.to_le_bytes());
+    let mut expected = s.profile.clone();
+    for t in &mut expected.threads {
+        t.bursts = Default::default();
+        for n in &mut t.tree.nodes {
+            n.recal = Default::default();
+        }
+    }
+    assert_eq!(old, expected);
+    let mut v7 = plain;
+    v7[8..12].copy_from_slice(&7u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v6.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(6))
+        Profile::read_snapshot(&mut v7.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(7))
     ));
 }

@@ -139,6 +139,18 @@ pub struct SessionArgs {
     #[arg(long)]
     pub no_calibrate: bool,
 
+    /// Measure the probes again, on each profiled thread, at most every MS
+    /// milliseconds while profiling: the thread runs 32 probed calls of an
+    /// empty method (1-2 µs) as it leaves a root, and its calls that follow
+    /// are charged the probe cost measured then. The host can make the
+    /// probes cost half as much again, or twice as much, for seconds at a
+    /// time on one core and not the other; the calibration at attach sees
+    /// one moment on one core. The bursts are left out of the tree and of
+    /// the time of the root they ran in. 0: subtract the attach-time
+    /// calibration throughout.
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    pub recalibrate_every: u32,
+
     /// Longest a JVM thread waits for room in the event ring before it
     /// gives up and profiling switches off (milliseconds).
     #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
@@ -292,6 +304,11 @@ impl SessionArgs {
                 .skip_trivial
                 .map_or(0, |b| b.unwrap_or(sprig_rewriter::TRIVIAL_BYTES_DEFAULT)),
             receivers: self.virtual_calls == VirtualArg::Receiver,
+            recalibrate_ms: if self.no_calibrate {
+                0
+            } else {
+                self.recalibrate_every
+            },
         }
     }
 }
@@ -441,6 +458,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             no_dormant: false,
             skip_trivial: 0,
             receivers: false,
+            recalibrate_ms: 0,
         }),
         prepared.ring_fd.as_fd(),
     )?;

@@ -210,6 +210,99 @@ fn every_callee_call_is_recorded_while_threads_come_and_go() {
     );
 }
 
+/// Every method name in the report's thread trees.
+fn tree_methods(report: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&Value> = report["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .flat_map(|t| t["roots"].as_array().expect("roots"))
+        .collect();
+    while let Some(n) = stack.pop() {
+        out.push(format!(
+            "{}::{}",
+            n["class"].as_str().unwrap_or("?"),
+            n["method"].as_str().unwrap_or("?")
+        ));
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
+    out
+}
+
+/// Each thread that enters a root measures the probes again now and then
+/// (a burst of calls of the calibration class's empty method, every 10 ms
+/// by default): the report counts the bursts per thread and their probe
+/// pair, which sits near the attach-time calibration, and the bursts
+/// leave no trace in the tree. `--recalibrate-every 0` turns them off.
+#[test]
+fn calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree() {
+    each_jdk(
+        "calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree",
+        |jdk| {
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            run_scenario(&mut jvm, "sleepy", 2, 1); // loads the class
+            let tmp = TempDir::new("e2e");
+            for (every, bursts_expected) in [(None, true), (Some("0"), false)] {
+                let out = tmp.path().join("run.json");
+                let extra: Vec<&str> = match every {
+                    Some(ms) => vec!["--recalibrate-every", ms],
+                    None => vec![],
+                };
+                let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &extra);
+                // 300 root calls of at least 1 ms on each of two threads.
+                run_scenario(&mut jvm, "sleepy", 300, 2);
+                let report = stop_profile(sprig, &out);
+                let cal = &report["calibration"];
+                let pair = cal["inner_ns"].as_f64().expect("calibration")
+                    + cal["outer_ns"].as_f64().expect("calibration");
+                let methods = tree_methods(&report);
+                assert!(
+                    methods
+                        .iter()
+                        .all(|m| !m.contains("Calibration") && !m.contains('#')),
+                    "a burst left a node: {methods:?}"
+                );
+                let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");
+                assert_eq!(roots.len(), 2, "{report}");
+                for (thread, r) in &roots {
+                    let n = r["calls"].as_u64().expect("calls");
+                    assert_eq!(
+                        child_calls(r),
+                        vec![("a".to_string(), n), ("b".to_string(), n)],
+                        "{thread}"
+                    );
+                }
+                for t in report["threads"].as_array().expect("threads") {
+                    let name = t["name"].as_str().unwrap_or("");
+                    if !name.starts_with("worker-") {
+                        continue;
+                    }
+                    let b = &t["bursts"];
+                    let used = b["used"].as_u64().expect("bursts.used");
+                    if !bursts_expected {
+                        assert_eq!(used, 0, "{name}: {b}");
+                        continue;
+                    }
+                    // At least 300 ms inside roots, a burst every 10 ms.
+                    assert!(used >= 10, "{name}: {b}");
+                    let median = b["median_pair_ns"].as_f64().expect("median");
+                    eprintln!(
+                        "JDK {}: {name}: {used} bursts, pair median {median:.1} ns \
+                         (calibration {pair:.1} ns), {} left out",
+                        jdk.major, b["rejected"]
+                    );
+                    assert!(
+                        median > pair * 0.5 && median < pair * 4.0,
+                        "{name}: burst pair {median} ns against a calibration of {pair} ns"
+                    );
+                }
+            }
+        },
+    );
+}
+
 #[test]
 fn exceptions_thrown_out_of_the_root_still_close_the_call() {
     each_jdk(

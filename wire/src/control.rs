@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`
@@ -72,6 +72,11 @@ pub struct SessionOptions {
     /// receivers they see (a check before each call), instead of by class
     /// hierarchy analysis at the caller's first call. Lazy scheme only.
     pub receivers: bool,
+    /// Milliseconds between two calibration bursts of one thread (a few
+    /// dozen probed calls of an empty method as the thread opens a root
+    /// context, see `event::CALIBRATION_LOOP_ID`); 0 for none. Only with
+    /// `calibrate`.
+    pub recalibrate_ms: u32,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.

@@ -23,6 +23,20 @@ pub struct Event {
 
 const _: () = assert!(std::mem::size_of::<Event>() == 16);
 
+/// Method id of `sprig.rt.Calibration.loop`, the root of the agent's own
+/// calibration batches (the last id of the agent's tracked range, never
+/// given to a user method); its events stay in the agent.
+pub const CALIBRATION_LOOP_ID: u32 = (1 << 20) - 1;
+/// Method id of `sprig.rt.Calibration.empty`, the empty method the
+/// calibration times. Besides the calibration at attach and detach, a
+/// thread at the end of a root call now and then calls it a few dozen
+/// times before it closes its root context (an in-session calibration
+/// burst): a run of [`EventKind::MethodEntry`]/[`EventKind::MethodExit`]
+/// pairs of this id right before the [`EventKind::RootExit`]. The CCT builder takes the
+/// burst out of the tree and out of the time of the frames around it, and
+/// charges that thread's calls that follow the probe cost it measured.
+pub const CALIBRATION_EMPTY_ID: u32 = (1 << 20) - 2;
+
 /// What a record means. Values are part of the wire layout: never renumber.
 #[repr(u16)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

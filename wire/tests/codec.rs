@@ -87,6 +87,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     no_dormant,
                     skip_trivial,
                     receivers: wait_bound_ms % 3 == 0,
+                    recalibrate_ms: wait_bound_ms.rotate_left(13) % 100,
                 }
             },
         )

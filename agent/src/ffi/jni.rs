@@ -2,7 +2,7 @@
 
 use super::jvmti::Jvmti;
 use jvmti_bindings::sys::jni::{
-    JNIEnv, JNINativeMethod, JavaVM, JavaVMAttachArgs, jfieldID, jint, jobject, jvalue,
+    JNIEnv, JNINativeMethod, JavaVM, JavaVMAttachArgs, jfieldID, jint, jmethodID, jobject, jvalue,
 };
 use jvmti_bindings::{jni_call, jvm_call};
 use std::ffi::{CStr, CString, c_void};
@@ -553,6 +553,36 @@ impl<'a> Jni<'a> {
         Some(super::jvmti::MethodId(mid))
     }
 
+    /// The id of the static method `name` with descriptor `sig` of `class`
+    /// (the `NoSuchMethodError` of a missing one is cleared).
+    fn static_method_id(
+        &self,
+        class: Local<'_>,
+        name: &str,
+        sig: &CStr,
+    ) -> Result<jmethodID, JniError> {
+        let n = CString::new(name).map_err(|_| JniError::Nul)?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let mid = unsafe {
+            jni_call!(
+                self.env,
+                GetStaticMethodID,
+                class.raw(),
+                n.as_ptr(),
+                sig.as_ptr()
+            )
+        };
+        if mid.is_null() {
+            return Err(self.fail("GetStaticMethodID"));
+        }
+        Ok(mid)
+    }
+
+    /// Whether `class` has a static method `name` with descriptor `sig`.
+    pub fn has_static_method(&self, class: Local<'_>, name: &str, sig: &CStr) -> bool {
+        self.static_method_id(class, name, sig).is_ok()
+    }
+
     /// Calls the static method `name` with descriptor `(I)V` of `class`
     /// with `arg`. A Java exception it throws is cleared and reported as
     /// an error.
@@ -562,20 +592,7 @@ impl<'a> Jni<'a> {
         name: &str,
         arg: i32,
     ) -> Result<(), JniError> {
-        let n = CString::new(name).map_err(|_| JniError::Nul)?;
-        // SAFETY: NUL-terminated name and signature; live class reference.
-        let mid = unsafe {
-            jni_call!(
-                self.env,
-                GetStaticMethodID,
-                class.raw(),
-                n.as_ptr(),
-                c"(I)V".as_ptr()
-            )
-        };
-        if mid.is_null() {
-            return Err(self.fail("GetStaticMethodID"));
-        }
+        let mid = self.static_method_id(class, name, c"(I)V")?;
         let args = [jvalue { i: arg }];
         // SAFETY: `mid` is a static `(I)V` method of `class`; `args` holds
         // exactly its one int argument.

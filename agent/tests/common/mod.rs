@@ -28,6 +28,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         no_dormant: false,
         skip_trivial: 0,
         receivers: false,
+        recalibrate_ms: 0,
     }
 }
 

@@ -133,6 +133,7 @@ mod tests {
             java_id: 1,
             name: "main".into(),
             tree: t,
+            bursts: Default::default(),
         });
         p
     }

@@ -56,7 +56,9 @@
 pub mod diff;
 pub mod snapshot;
 
-use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
+use crate::profile::{
+    Bursts, Calibration, MethodInfo, Node, Profile, RECAL_UNIT, Recal, ThreadProfile, Tree,
+};
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
 use std::collections::hash_map::Entry;
@@ -76,6 +78,18 @@ const K_ADJUST: u16 = EventKind::AdjustTime as u16;
 const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
 const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
 const K_LAST_KNOWN: u16 = EventKind::Marker as u16;
+const BURST_EMPTY: u32 = sprig_wire::event::CALIBRATION_EMPTY_ID;
+/// A burst measures the probes from at least this many calls (the agent's
+/// probe class makes 32).
+const BURST_MIN_CALLS: usize = 16;
+/// The probe cost charged to a thread's calls is the median of its last
+/// this many bursts' figures (one burst every 10 ms by default).
+const BURST_RECENT: usize = 3;
+/// Bursts whose pair is outside these factors of the session calibration
+/// are left out (the first burst of a thread can run in the interpreter).
+const BURST_SANE: (f64, f64) = (0.5, 4.0);
+/// Pairs kept per thread for the report's median.
+const BURST_PAIRS_KEPT: usize = 4096;
 
 /// Builder-side node: the tree is kept as first-child / next-sibling links
 /// so creating a child never reallocates a per-node vector.
@@ -91,6 +105,7 @@ struct BNode {
     total: u64,
     adjust: u64,
     incomplete: u64,
+    recal: Recal,
 }
 
 impl BNode {
@@ -105,8 +120,93 @@ impl BNode {
             total: 0,
             adjust: 0,
             incomplete: 0,
+            recal: Recal::default(),
         }
     }
+}
+
+/// A calibration burst being read on one thread (wire
+/// `CALIBRATION_EMPTY_ID`): a run of entry/exit pairs of the calibration
+/// class's empty method inside a root context.
+#[derive(Clone, Debug, Default)]
+struct Burst {
+    /// Timestamp of the first entry.
+    start: u64,
+    /// The empty method's open entry.
+    entry: Option<u64>,
+    last_exit: Option<u64>,
+    /// Exit minus entry of each call: t_I.
+    inners: Vec<u64>,
+    /// Entry minus the previous call's exit: t_O.
+    gaps: Vec<u64>,
+    /// Something else happened inside (a wait for ring space, a broken pair).
+    disturbed: bool,
+    /// The thread's adjust sum when the burst began: a wait inside the
+    /// burst is subtracted as adjust-time already.
+    adjust_before: u64,
+}
+
+/// The bursts of one thread, and the probe cost they measured.
+#[derive(Clone, Debug, Default)]
+struct Recalibration {
+    /// (t_I, t_O) in 1/`RECAL_UNIT` ticks of the latest used bursts.
+    recent: Vec<(u64, u64)>,
+    /// What the thread's calls are charged now: the median of `recent`.
+    current: Option<(u64, u64)>,
+    used: u64,
+    rejected: u64,
+    /// Pair ticks of used bursts (the first `BURST_PAIRS_KEPT`, then every
+    /// other one replaces an older one).
+    pairs: Vec<u64>,
+}
+
+impl Recalibration {
+    fn summary(&self, ticks_per_sec: u64) -> Bursts {
+        let mut p = self.pairs.clone();
+        p.sort_unstable();
+        let ps = |ticks: Option<&u64>| {
+            ticks.map_or(0, |&t| {
+                let tps = if ticks_per_sec == 0 {
+                    1_000_000_000
+                } else {
+                    ticks_per_sec
+                };
+                (u128::from(t) * 1_000_000_000_000u128 / u128::from(tps) / u128::from(RECAL_UNIT))
+                    as u64
+            })
+        };
+        Bursts {
+            used: self.used,
+            rejected: self.rejected,
+            min_pair_ps: ps(p.first()),
+            median_pair_ps: ps(p.get(p.len() / 2)),
+            max_pair_ps: ps(p.last()),
+        }
+    }
+}
+
+fn median_u64(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The mean of the values within half to twice the median, in
+/// 1/`RECAL_UNIT` ticks: a burst's first calls run cold and a call can be
+/// preempted, but the median alone will not do, because a clock read
+/// comes in steps (about 10 ns on some virtual machines, so one call
+/// reads 49 or 73 ticks and the median is one or the other while the
+/// mean of many is right).
+fn typical_mean(v: &mut [u64]) -> u64 {
+    let m = median_u64(v);
+    let (lo, hi) = (m / 2, m.saturating_mul(2));
+    let (sum, n) = v
+        .iter()
+        .filter(|&&x| (lo..=hi).contains(&x))
+        .fold((0u128, 0u128), |(s, n), &x| (s + u128::from(x), n + 1));
+    if n == 0 {
+        return m.saturating_mul(RECAL_UNIT);
+    }
+    (sum * u128::from(RECAL_UNIT) / n) as u64
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -262,6 +362,12 @@ struct ThreadState {
     issues: StreamIssues,
     /// The generation of the last reset applied to this thread.
     reset_generation: u32,
+    in_burst: bool,
+    burst: Burst,
+    recal: Recalibration,
+    /// The session calibration's pair in ticks (0: none yet), against
+    /// which bursts are checked.
+    reference_pair: f64,
 }
 
 impl ThreadState {
@@ -276,6 +382,10 @@ impl ThreadState {
             last_ts: 0,
             issues: StreamIssues::default(),
             reset_generation: 0,
+            in_burst: false,
+            burst: Burst::default(),
+            recal: Recalibration::default(),
+            reference_pair: 0.0,
         }
     }
 
@@ -305,6 +415,7 @@ impl ThreadState {
         self.wide.clear();
         self.issues = StreamIssues::default();
         self.last_ts = at;
+        self.burst.start = self.burst.start.max(at);
     }
 
     /// Applies reset `r` unless this thread had it already.
@@ -400,6 +511,108 @@ impl ThreadState {
         };
         n.total = n.total.saturating_add(d);
         n.adjust = n.adjust.saturating_add(adjust_sum.wrapping_sub(f.adjust));
+        if let Some((inner, outer)) = self.recal.current {
+            n.recal.calls += 1;
+            n.recal.inner = n.recal.inner.saturating_add(inner);
+            n.recal.outer = n.recal.outer.saturating_add(outer);
+        }
+    }
+
+    /// The empty method entered inside a root context: a burst begins.
+    #[cold]
+    fn start_burst(&mut self, ts: u64) {
+        self.in_burst = true;
+        let b = &mut self.burst;
+        b.start = ts;
+        b.adjust_before = self.adjust_sum;
+        b.entry = Some(ts);
+        b.last_exit = None;
+        b.inners.clear();
+        b.gaps.clear();
+        b.disturbed = false;
+    }
+
+    /// An event inside a burst; false when it is not the burst's (the burst
+    /// ends there and the event is processed as usual).
+    #[cold]
+    fn burst_event(&mut self, e: &Event) -> bool {
+        let b = &mut self.burst;
+        match (e.kind, e.id) {
+            (K_ENTRY, BURST_EMPTY) => {
+                if b.entry.is_some() {
+                    b.disturbed = true;
+                }
+                if let Some(x) = b.last_exit {
+                    b.gaps.push(e.ts.saturating_sub(x));
+                }
+                b.entry = Some(e.ts);
+            }
+            (K_EXIT, BURST_EMPTY) => {
+                match b.entry.take() {
+                    Some(en) if e.ts >= en => b.inners.push(e.ts - en),
+                    _ => b.disturbed = true,
+                }
+                b.last_exit = Some(e.ts);
+            }
+            (K_ADJUST, _) => {
+                b.disturbed = true;
+                return false;
+            }
+            _ => {
+                // The burst ended with its last exit (or, cut short, at
+                // the last event read).
+                let whole = b.entry.is_none();
+                let at = b.last_exit.filter(|_| whole).unwrap_or(self.last_ts);
+                self.end_burst(at, whole);
+                return false;
+            }
+        }
+        self.last_ts = e.ts;
+        true
+    }
+
+    /// Ends the burst at `ts`: its time goes out of the frames around it
+    /// (as adjust-time), and its figures, when it ran whole and undisturbed
+    /// and measured a sane pair, become the thread's probe cost.
+    #[cold]
+    fn end_burst(&mut self, ts: u64, whole: bool) {
+        self.in_burst = false;
+        let b = &mut self.burst;
+        let waited = self.adjust_sum.wrapping_sub(b.adjust_before);
+        let span = ts.saturating_sub(b.start).saturating_sub(waited);
+        self.adjust_sum = self.adjust_sum.wrapping_add(span);
+        if !whole
+            || b.disturbed
+            || b.inners.len() < BURST_MIN_CALLS
+            || b.gaps.len() + 1 < BURST_MIN_CALLS
+        {
+            self.recal.rejected += 1;
+            return;
+        }
+        let inner = typical_mean(&mut b.inners);
+        let outer = typical_mean(&mut b.gaps);
+        let pair = (inner + outer) as f64 / RECAL_UNIT as f64;
+        let r = self.reference_pair;
+        if r > 0.0 && !(r * BURST_SANE.0..=r * BURST_SANE.1).contains(&pair) {
+            self.recal.rejected += 1;
+            return;
+        }
+        let rc = &mut self.recal;
+        rc.used += 1;
+        let pair_units = inner + outer;
+        if rc.pairs.len() < BURST_PAIRS_KEPT {
+            rc.pairs.push(pair_units);
+        } else if rc.used.is_multiple_of(2) {
+            let k = (rc.used / 2) as usize % BURST_PAIRS_KEPT;
+            rc.pairs[k] = pair_units;
+        }
+        if rc.recent.len() == BURST_RECENT {
+            rc.recent.remove(0);
+        }
+        rc.recent.push((inner, outer));
+        let mut i: Vec<u64> = rc.recent.iter().map(|r| r.0).collect();
+        let mut o: Vec<u64> = rc.recent.iter().map(|r| r.1).collect();
+        rc.current = Some((median_u64(&mut i), median_u64(&mut o)));
     }
 
     fn close_incomplete(&mut self, f: Frame, ts: u64) {
@@ -482,10 +695,15 @@ impl ThreadState {
     #[inline]
     fn process(&mut self, events: &[Event]) {
         for e in events {
+            if self.in_burst && self.burst_event(e) {
+                self.flush_adjust();
+                continue;
+            }
             match e.kind {
                 K_ENTRY => {
                     self.last_ts = e.ts;
                     match self.stack.last() {
+                        Some(_) if e.id == BURST_EMPTY => self.start_burst(e.ts),
                         Some(top) => {
                             let parent = top.node;
                             self.enter(parent, e.id, e.ts);
@@ -535,10 +753,15 @@ impl ThreadState {
                 k if k > K_LAST_KNOWN || k == 0 => self.issues.unknown_kinds += 1,
                 _ => {}
             }
-            if self.pending_adjust != 0 {
-                self.adjust_sum = self.adjust_sum.wrapping_add(self.pending_adjust);
-                self.pending_adjust = 0;
-            }
+            self.flush_adjust();
+        }
+    }
+
+    #[inline(always)]
+    fn flush_adjust(&mut self) {
+        if self.pending_adjust != 0 {
+            self.adjust_sum = self.adjust_sum.wrapping_add(self.pending_adjust);
+            self.pending_adjust = 0;
         }
     }
 
@@ -582,6 +805,7 @@ impl ThreadState {
                     adjust_ticks: n.adjust,
                     child_calls: 0,
                     incomplete: n.incomplete,
+                    recal: n.recal,
                     children: Vec::with_capacity(n.nchildren as usize),
                 },
             );
@@ -680,8 +904,10 @@ impl CctBuilder {
             return;
         }
         self.events += events.len() as u64;
+        let reference_pair = self.reference_pair_ticks();
         let s = self.slot(thread);
         let t = &mut self.threads[s];
+        t.reference_pair = reference_pair;
         match self.reset {
             Some(r) if t.reset_generation != r.generation => {
                 // Timestamps rise within a thread; an AdjustTime record
@@ -752,6 +978,16 @@ impl CctBuilder {
             }
             _ => std::borrow::Cow::Borrowed(t),
         }
+    }
+
+    /// The session calibration's pair (t_I + t_O) in ticks, 0 when none.
+    fn reference_pair_ticks(&self) -> f64 {
+        if let Some((i, o)) = self.pending_calibration_ticks {
+            return i + o;
+        }
+        self.calibration.map_or(0.0, |c| {
+            (c.inner_ns + c.outer_ns) * self.ticks_per_sec.max(1) as f64 / 1e9
+        })
     }
 
     /// Names a thread (control message `Thread`).
@@ -924,6 +1160,7 @@ impl CctBuilder {
                 java_id,
                 name,
                 tree,
+                bursts: t.recal.summary(self.ticks_per_sec),
             });
         }
         p.warnings.extend(warnings);
@@ -948,6 +1185,18 @@ impl CctBuilder {
             return None;
         }
         let ns = |ticks: f64| ticks * 1e9 / self.ticks_per_sec.max(1) as f64;
+        if self.threads.iter().any(|t| t.recal.used > 0) {
+            return Some(format!(
+                "the probes measured {:.1} ns a call at one calibration and {:.1} ns at the other: \
+                 something slowed them for part of the session (on a shared host, often its other \
+                 tenants). Calls made after their thread's first calibration burst are charged \
+                 what the bursts measured; the others the faster figure, and methods making many \
+                 short calls may keep up to {:.1} ns of probe cost per such call",
+                ns(kept),
+                ns(slowest),
+                ns(slowest - kept)
+            ));
+        }
         Some(format!(
             "the probes measured {:.1} ns a call at one calibration and {:.1} ns at the other: \
              something slowed them for part of the session (on a shared host, often its other \
@@ -964,6 +1213,12 @@ impl CctBuilder {
     pub fn finish(mut self) -> Profile {
         self.apply_pending_reset();
         for t in &mut self.threads {
+            if t.in_burst {
+                // the stream stopped inside a burst: its time still goes
+                let whole = t.burst.entry.is_none();
+                let at = t.burst.last_exit.filter(|_| whole).unwrap_or(t.last_ts);
+                t.end_burst(at, whole);
+            }
             let ts = t.last_ts;
             let n = t.close_all(ts);
             t.issues.frames_open_at_finish += n;

@@ -15,9 +15,13 @@
 //!              (v3) dormant, activated_in_place, (v5) trivial_skipped]
 //! reset (v4):  u64 reset_after_ms
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
-//! threads:     u32 n, n × (u32 index, u64 java_id, str name, u32 roots, u64 nodes,
+//! threads:     u32 n, n × (u32 index, u64 java_id, str name,
+//!                          (v6) u64 bursts used, rejected, min, median, max pair ps,
+//!                          u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
-//!                                                u64 adjust_ticks, u64 incomplete, u32 children))
+//!                                                u64 adjust_ticks, u64 incomplete,
+//!                                                (v6) u64 recal calls, inner, outer,
+//!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
@@ -30,12 +34,12 @@
 //! validate and without recursion. Reading never trusts a count for an
 //! allocation and never panics on a damaged file.
 
-use crate::profile::{Calibration, MethodInfo, Node, Profile, ThreadProfile, Tree};
+use crate::profile::{Bursts, Calibration, MethodInfo, Node, Profile, Recal, ThreadProfile, Tree};
 use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 5;
+pub const SNAPSHOT_VERSION: u32 = 6;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -221,6 +225,16 @@ impl Profile {
             w.u32(t.index)?;
             w.u64(t.java_id)?;
             w.str(&t.name)?;
+            let b = &t.bursts;
+            for v in [
+                b.used,
+                b.rejected,
+                b.min_pair_ps,
+                b.median_pair_ps,
+                b.max_pair_ps,
+            ] {
+                w.u64(v)?;
+            }
             write_tree(&mut w, &t.tree)?;
         }
         w.len(self.warnings.len())?;
@@ -312,12 +326,24 @@ impl Profile {
             let index = r.u32()?;
             let java_id = r.u64()?;
             let name = r.str()?;
-            let tree = read_tree(&mut r)?;
+            let bursts = if version >= 6 {
+                Bursts {
+                    used: r.u64()?,
+                    rejected: r.u64()?,
+                    min_pair_ps: r.u64()?,
+                    median_pair_ps: r.u64()?,
+                    max_pair_ps: r.u64()?,
+                }
+            } else {
+                Bursts::default()
+            };
+            let tree = read_tree(&mut r, version)?;
             p.threads.push(ThreadProfile {
                 index,
                 java_id,
                 name,
                 tree,
+                bursts,
             });
         }
         let n = r.u32()?;
@@ -367,13 +393,16 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
         w.u64(n.total_ticks)?;
         w.u64(n.adjust_ticks)?;
         w.u64(n.incomplete)?;
+        w.u64(n.recal.calls)?;
+        w.u64(n.recal.inner)?;
+        w.u64(n.recal.outer)?;
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
     }
     Ok(())
 }
 
-fn read_tree(r: &mut R<'_>) -> Result<Tree, SnapshotError> {
+fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
     let roots = r.u32()?;
     let count = r.u64()?;
     let mut tree = Tree {
@@ -400,7 +429,7 @@ fn read_tree(r: &mut R<'_>) -> Result<Tree, SnapshotError> {
                 None
             }
         };
-        let node = Node {
+        let mut node = Node {
             method: r.u32()?,
             calls: r.u64()?,
             total_ticks: r.u64()?,
@@ -408,6 +437,16 @@ fn read_tree(r: &mut R<'_>) -> Result<Tree, SnapshotError> {
             incomplete: r.u64()?,
             ..Node::default()
         };
+        if version >= 6 {
+            node.recal = Recal {
+                calls: r.u64()?,
+                inner: r.u64()?,
+                outer: r.u64()?,
+            };
+            if node.recal.calls > node.calls {
+                return Err(corrupt("more recalibrated calls than calls"));
+            }
+        }
         let children = r.u32()?;
         let id = tree.push(parent, node);
         open.push((id, children));

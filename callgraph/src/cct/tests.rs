@@ -722,3 +722,220 @@ fn reset_now_cuts_each_thread_where_it_was_read() {
     assert_eq!(t.nodes.len(), 1);
     assert_eq!((find(t, &[R]).calls, find(t, &[R]).total_ticks), (1, 100));
 }
+
+const EMPTY: u32 = sprig_wire::event::CALIBRATION_EMPTY_ID;
+
+/// A calibration burst of `n` calls of the empty method from `at`: each
+/// call `inner` ticks long, `gap` ticks from one exit to the next entry.
+fn burst(at: u64, n: u64, inner: u64, gap: u64) -> Vec<Event> {
+    (0..n)
+        .flat_map(|k| {
+            let e = at + k * (inner + gap);
+            [enter(EMPTY, e), exit(EMPTY, e + inner)]
+        })
+        .collect()
+}
+
+/// End of a burst made by `burst`.
+fn burst_end(at: u64, n: u64, inner: u64, gap: u64) -> u64 {
+    at + n * (inner + gap) - gap
+}
+
+#[test]
+fn a_burst_is_left_out_and_charges_the_calls_after_it() {
+    // Session calibration t_I 2, t_O 1 (ns = ticks). R opens at 0; a burst
+    // of 32 calls (t_I 6, t_O 4) runs from 10 to 10 + 32 * 10 - 4 = 326;
+    // then A(400..430) and A(440..470); R exits at 500.
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(2.0, 1.0));
+    let mut s = vec![root(R, 0)];
+    s.extend(burst(10, 32, 6, 4));
+    assert_eq!(burst_end(10, 32, 6, 4), 326);
+    s.extend([
+        enter(A, 400),
+        exit(A, 430),
+        enter(A, 440),
+        exit(A, 470),
+        root_exit(R, 500),
+    ]);
+    b.process(1, &s);
+    let p = b.finish();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let t = &p.threads[0];
+    // No node for the calibration method: R has A only.
+    let r = find(&t.tree, &[R]);
+    assert_eq!(r.children.len(), 1, "{:?}", t.tree);
+    assert_eq!((r.calls, r.total_ticks, r.adjust_ticks), (1, 500, 316));
+    assert_eq!(t.bursts.used, 1);
+    assert_eq!(t.bursts.rejected, 0);
+    assert_eq!(t.bursts.median_pair_ps, 10_000);
+    // A's two calls came after the burst: t_I 6 each, self 60 - 12 = 48.
+    let a = find(&t.tree, &[R, A]);
+    assert_eq!(a.recal.calls, 2);
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 48);
+    // R: own 500 - 316 (the burst) - 60 = 124, minus t_I 6 (its own call,
+    // closed after the burst) and t_O 4 for each A: 124 - 6 - 8 = 110.
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 110);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 158);
+}
+
+#[test]
+fn calls_before_the_first_burst_are_charged_the_session_calibration() {
+    // A(10..40) closes before the burst, A(400..430) after it.
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(2.0, 1.0));
+    let mut s = vec![root(R, 0), enter(A, 10), exit(A, 40)];
+    s.extend(burst(50, 32, 6, 4));
+    s.extend([enter(A, 400), exit(A, 430), root_exit(R, 500)]);
+    b.process(1, &s);
+    let p = b.finish();
+    let a = find(&p.threads[0].tree, &[R, A]);
+    assert_eq!((a.calls, a.recal.calls), (2, 1));
+    // 60 measured, minus t_I 2 (before) and 6 (after).
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 52);
+    // R: own 500 - 316 - 60 = 124; its call t_I 6; t_O 1 + 4.
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 124 - 6 - 5);
+}
+
+#[test]
+fn a_burst_reads_the_mean_of_a_coarse_clock() {
+    // The clock reads in steps of 25 ticks: a call of 60 ticks reads as 50
+    // or 75 (here 10 and 22 of 32 calls, mean 67.2 with the others; the
+    // median would say 75); the first call ran cold (900) and is left out.
+    let mut s = vec![root(R, 0)];
+    let mut ts = 100;
+    let mut inners = vec![900u64];
+    inners.extend(std::iter::repeat_n(50, 10));
+    inners.extend(std::iter::repeat_n(75, 21));
+    for &d in &inners {
+        s.push(enter(EMPTY, ts));
+        s.push(exit(EMPTY, ts + d));
+        ts += d + 50;
+    }
+    s.push(root_exit(R, ts + 100));
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &s);
+    let p = b.finish();
+    let bursts = p.threads[0].bursts;
+    assert_eq!(bursts.used, 1);
+    // (10 * 50 + 21 * 75) / 31 = 66.94 ticks, plus gaps of 50.
+    let expected_ps = ((10 * 50 + 21 * 75) as f64 / 31.0 + 50.0) * 1000.0;
+    assert!(
+        (bursts.median_pair_ps as f64 - expected_ps).abs() < 10.0,
+        "{bursts:?} against {expected_ps}"
+    );
+}
+
+#[test]
+fn disturbed_short_or_insane_bursts_are_left_out_but_their_time_still_goes() {
+    let run = |s: Vec<Event>, calibration: Option<Calibration>| {
+        let mut b = CctBuilder::new(NS);
+        if let Some(c) = calibration {
+            b.set_calibration(c);
+        }
+        b.process(1, &s);
+        b.finish()
+    };
+    // A wait for ring space inside the burst: left out; the wait (50) is
+    // adjust-time once, the rest of the burst (316) too.
+    let mut s = vec![root(R, 0)];
+    let mut bs = burst(10, 32, 6, 4);
+    bs.insert(20, adjust(50));
+    for e in bs.iter_mut().skip(21) {
+        e.ts += 50;
+    }
+    s.extend(bs);
+    s.extend([enter(A, 400), exit(A, 430), root_exit(R, 500)]);
+    let p = run(s, None);
+    let t = &p.threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (0, 1));
+    assert_eq!(find(&t.tree, &[R]).adjust_ticks, 366);
+    assert_eq!(find(&t.tree, &[R, A]).recal.calls, 0);
+    // Too few calls (the thread was told to stop).
+    let mut s = vec![root(R, 0)];
+    s.extend(burst(10, 8, 6, 4));
+    s.push(root_exit(R, 200));
+    let t = &run(s, None).threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (0, 1));
+    assert_eq!(find(&t.tree, &[R]).adjust_ticks, 76);
+    // Cut short by the end of the thread, with a call open.
+    let mut s = vec![root(R, 0)];
+    s.extend(burst(10, 32, 6, 4));
+    s.pop();
+    s.push(ev(EventKind::ThreadEnd, 1, 400));
+    let p = run(s, None);
+    let t = &p.threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (0, 1));
+    assert_eq!(find(&t.tree, &[R]).incomplete, 1);
+    assert!(find(&t.tree, &[R]).children.is_empty());
+    // The stream stops inside a burst (profiling ended): the burst's time
+    // still goes, up to its last exit.
+    let mut s = vec![root(R, 0)];
+    s.extend(burst(10, 20, 6, 4));
+    let t = &run(s, None).threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (1, 0));
+    let r = find(&t.tree, &[R]);
+    assert_eq!((r.total_ticks, r.adjust_ticks, r.incomplete), (206, 196, 1));
+    // A pair of 10 against a calibration of 50 (the first burst of a thread
+    // that ran in the interpreter looks the other way: far dearer).
+    let mut s = vec![root(R, 0)];
+    s.extend(burst(10, 32, 6, 4));
+    s.push(root_exit(R, 400));
+    let t = &run(s.clone(), Some(Calibration::new(25.0, 25.0))).threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (0, 1));
+    let t = &run(s, Some(Calibration::new(5.0, 5.0))).threads[0];
+    assert_eq!((t.bursts.used, t.bursts.rejected), (1, 0));
+}
+
+#[test]
+fn a_thread_is_charged_the_median_of_its_latest_bursts() {
+    // Bursts measuring t_I 6, 30 (a slow moment) and 8 ticks, t_O 4, one
+    // per root call: the call after the third is charged the median, 8.
+    let mut s = Vec::new();
+    let mut at = 0;
+    for inner in [6, 30, 8] {
+        s.push(root(R, at));
+        s.extend(burst(at + 10, 32, inner, 4));
+        at = burst_end(at + 10, 32, inner, 4) + 10;
+        s.push(root_exit(R, at));
+        at += 10;
+    }
+    s.extend([
+        root(R, at),
+        enter(A, at + 10),
+        exit(A, at + 110),
+        root_exit(R, at + 200),
+    ]);
+    let mut b = CctBuilder::new(NS);
+    b.process(1, &s);
+    let p = b.finish();
+    let t = &p.threads[0];
+    assert_eq!(t.bursts.used, 3);
+    assert_eq!(t.bursts.min_pair_ps, 10_000);
+    assert_eq!(t.bursts.median_pair_ps, 12_000);
+    assert_eq!(t.bursts.max_pair_ps, 34_000);
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 92);
+}
+
+#[test]
+fn in_session_figures_survive_merging_and_snapshots() {
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(2.0, 1.0));
+    for thread in [1, 2] {
+        let mut s = vec![root(R, 0)];
+        s.extend(burst(10, 32, 6, 4));
+        s.extend([enter(A, 400), exit(A, 430), root_exit(R, 500)]);
+        b.process(thread, &s);
+    }
+    let p = b.finish();
+    let m = p.merged();
+    let a = find(&m.tree, &[R, A]);
+    assert_eq!((a.calls, a.recal.calls), (2, 2));
+    let i = m.tree.nodes.iter().position(|n| n.method == A).unwrap();
+    assert_eq!(p.times(&m.tree)[i].self_ns, 2 * (30 - 6));
+    let mut file = Vec::new();
+    p.write_snapshot(&mut file).unwrap();
+    let back = Profile::read_snapshot(&mut file.as_slice()).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(back.threads[1].bursts.used, 1);
+}

@@ -18,7 +18,10 @@
 //! `total_ns`/`self_ns` are exact (adjust-time and calibrated probe cost
 //! subtracted). Added fields: top level `ticks_per_sec`, `clock`, `warnings`,
 //! `hot_spots` (when asked for) and `merged` (when asked for); per thread
-//! `index` (sprig's thread index; `id` is the Java thread id); per node
+//! `index` (sprig's thread index; `id` is the Java thread id) and `bursts`
+//! (`{"used","rejected","min_pair_ns","median_pair_ns","max_pair_ns"}`: the
+//! thread's in-session calibration bursts and the probe pair they measured,
+//! zeros without any); per node
 //! `raw_total_ns`, `adjust_ns`, `incomplete`.
 //!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
@@ -216,7 +219,17 @@ impl Render for Json {
                 t.java_id, t.index
             )?;
             write_str(out, &t.name)?;
-            out.write_all(b",")?;
+            let b = &t.bursts;
+            let ns = |ps: u64| num_f64(ps as f64 / 1e3);
+            write!(
+                out,
+                ",\"bursts\":{{\"used\":{},\"rejected\":{},\"min_pair_ns\":{},\"median_pair_ns\":{},\"max_pair_ns\":{}}},",
+                b.used,
+                b.rejected,
+                ns(b.min_pair_ps),
+                ns(b.median_pair_ps),
+                ns(b.max_pair_ps)
+            )?;
             indent(out, 3)?;
             roots(p, &t.tree, opts, 3, out)?;
             out.write_all(b"}")?;

@@ -191,6 +191,44 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             "  calibration  none (probe cost not subtracted; adjust-time is)"
         )?,
     }
+    let bursts: Vec<_> = p
+        .threads
+        .iter()
+        .map(|t| t.bursts)
+        .filter(|b| b.used > 0)
+        .collect();
+    if !bursts.is_empty() {
+        let used: u64 = bursts.iter().map(|b| b.used).sum();
+        let rejected: u64 = p.threads.iter().map(|t| t.bursts.rejected).sum();
+        let min = bursts.iter().map(|b| b.min_pair_ps).min().unwrap_or(0);
+        let max = bursts.iter().map(|b| b.max_pair_ps).max().unwrap_or(0);
+        let mut medians: Vec<u64> = bursts.iter().map(|b| b.median_pair_ps).collect();
+        medians.sort_unstable();
+        let ns = |ps: u64| ps as f64 / 1e3;
+        let medians = if medians.len() == 1 {
+            format!("median {:.1} ns", ns(medians[0]))
+        } else {
+            format!(
+                "thread medians {:.1}-{:.1} ns",
+                ns(medians[0]),
+                ns(medians[medians.len() - 1])
+            )
+        };
+        let left_out = if rejected > 0 {
+            format!(", {rejected} left out")
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  in session   {used} calibration bursts on {} thread{}: probe pair {medians} \
+             (range {:.1}-{:.1}){left_out}; a thread's calls are charged its latest bursts' figures",
+            bursts.len(),
+            if bursts.len() == 1 { "" } else { "s" },
+            ns(min),
+            ns(max),
+        )?;
+    }
     let waits = p
         .threads
         .iter()

@@ -141,10 +141,47 @@ public final class Probe {
     }
 
     public static void rootExit(int id) {
-        if (on != 0 && !onVirtualThread() && nRootExit(id) != 0) {
+        if (on == 0 || onVirtualThread()) {
+            return;
+        }
+        int r = nRootExit(id);
+        if (r == BURST_FIRST) {
+            burst();
+            r = nRootExit(id);
+        }
+        if (r != 0) {
             synchronized (INSIDE_LOCK) {
                 INSIDE[slot()]--;
             }
+        }
+    }
+
+    /**
+     * What {@code nRootExit} returns when the thread is due for a
+     * calibration burst before it closes its root context (1: closed, 0:
+     * not): the probe class runs the burst, then calls {@code nRootExit}
+     * again, which closes the context. The agent looks for
+     * {@code BURST_CALLS} to know that this probe class does so.
+     */
+    private static final int BURST_FIRST = 3;
+
+    /** Calls of the calibration class's empty method in one burst. */
+    static final int BURST_CALLS = 32;
+
+    /**
+     * A calibration burst at the end of a root call, inside its root
+     * context: the agent asks for one now and then (every 10 ms per thread
+     * by default), and the CCT builder measures the probes' cost from its
+     * calls, on this thread right after the root's own code ran, then
+     * leaves the burst out of the profile. The calibration class is the
+     * agent's, instrumented like user code; nothing it throws may reach
+     * the user's code.
+     */
+    private static void burst() {
+        try {
+            Calibration.burst(BURST_CALLS);
+        } catch (Throwable t) {
+            // e.g. StackOverflowError: the burst is only lost
         }
     }
 
@@ -235,6 +272,9 @@ public final class Probe {
     /** Returns 1 when this call opened a root context on this thread. */
     private static native int nRootEnter(int id);
 
-    /** Returns 1 when this call closed this thread's root context. */
+    /**
+     * Returns 1 when this call closed this thread's root context, 3 when
+     * the thread runs a calibration burst first (and calls again).
+     */
     private static native int nRootExit(int id);
 }
