@@ -509,3 +509,98 @@ fn no_calibrate_leaves_raw_times() {
     );
     jvm.send("exit");
 }
+
+/// A root run right after its thread wakes from a sleep (a request handler
+/// after a wait): on this machine kind the probes there cost about twice
+/// what the calibration at attach measures in a hot loop (57 ns a call
+/// against 27 in the thirteenth session's figures), and charging the attach
+/// figure left half the probes' cost in `work`: 20 times its bare time.
+/// The threads' own calibration bursts, taken in the same state, leave a
+/// few percent (fourteenth session: 3-11% either way). `work` makes 2,000 calls of a tiny method; its bare time
+/// is the median over 3,000 wake-ups before the attach, timed the same
+/// way.
+#[test]
+fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
+    let _serial = serial();
+    for jdk in test_jdks("a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time") {
+        let classes = fixture_classes(&jdk);
+        let mut failures = Vec::new();
+        for attempt in 1..=3 {
+            let mut cmd = Command::new(jdk.java());
+            cmd.arg("-cp")
+                .arg(classes.path())
+                .args(["accuracy.Wake", "2000", "60"]);
+            let mut jvm = Proc::spawn(&format!("wake-jdk{}", jdk.major), cmd);
+            let line = jvm.wait_for("bare", LONG, |l| l.starts_with("bare "));
+            let bare = numbers(&line, "bare ")[1];
+            let tmp = TempDir::new("wake");
+            let out = tmp.path().join("r.json");
+            let pid = jvm.pid().to_string();
+            let (code, stdout, stderr) = run_sprig(
+                &[
+                    "profile",
+                    &pid,
+                    "--root",
+                    "accuracy.Wake::root",
+                    "--duration",
+                    "4",
+                    "--format",
+                    "json",
+                    "-o",
+                    out.to_str().expect("utf-8 path"),
+                ],
+                LONG,
+            );
+            assert_eq!(code, 0, "{stdout}\n{stderr}");
+            let report = parse_deep(std::fs::read_to_string(&out).expect("report"));
+            jvm.signal("KILL");
+            let mut work = None;
+            let mut bursts = Value::Null;
+            for t in report["threads"].as_array().expect("threads") {
+                for r in t["roots"].as_array().expect("roots") {
+                    for c in r["children"].as_array().into_iter().flatten() {
+                        if c["method"] == "work" {
+                            work = Some(c.clone());
+                            bursts = t["bursts"].clone();
+                        }
+                    }
+                }
+            }
+            let work = work.unwrap_or_else(|| panic!("no work node: {report}"));
+            let calls = work["calls"].as_f64().expect("calls");
+            let charged = work["total_ns"].as_f64().expect("total_ns") / calls;
+            let raw = work["raw_total_ns"].as_f64().expect("raw_total_ns") / calls;
+            let left = (charged - bare) / (raw - bare);
+            println!(
+                "JDK {} wake: bare {bare:.0} ns, raw {raw:.0} ns, charged {charged:.0} ns \
+                 (charged/bare {:.2}), {:.0}% of the probe cost left; bursts {bursts}",
+                jdk.major,
+                charged / bare,
+                left * 100.0
+            );
+            assert!(
+                raw > 3.0 * bare,
+                "the probes should dominate: raw {raw}, bare {bare}"
+            );
+            assert!(
+                bursts["used"].as_u64().unwrap_or(0) > 0,
+                "no burst: {bursts}"
+            );
+            // The probes cost 30 to 40 times the work here: a few percent
+            // of their cost either way is the whole of `work`'s bare time
+            // (and an exact time is never below zero), so the bound is on
+            // the share of their cost left.
+            if left.abs() <= 0.3 {
+                failures.clear();
+                break;
+            }
+            failures.push(format!(
+                "attempt {attempt}: charged {charged:.0} ns against bare {bare:.0} ns, \
+                 {:.0}% of the probe cost left",
+                left * 100.0
+            ));
+            std::thread::sleep(BETWEEN_ATTEMPTS);
+        }
+        assert!(failures.is_empty(), "JDK {}: {failures:#?}", jdk.major);
+    }
+}

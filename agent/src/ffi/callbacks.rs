@@ -39,7 +39,9 @@ extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) -> jin
     .unwrap_or(0)
 }
 
-/// Returns 1 when it closed this thread's root context, 0 otherwise.
+/// Returns 1 when it closed this thread's root context, 3 when the thread
+/// runs a calibration burst first (the probe class then calls again), 0
+/// otherwise (a panic included).
 extern "system" fn n_root_exit(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
