@@ -153,6 +153,11 @@ struct Recalibration {
     recent: Vec<(u64, u64)>,
     /// What the thread's calls are charged now: the median of `recent`.
     current: Option<(u64, u64)>,
+    /// The first used burst's figures, which the thread's calls closed
+    /// before it are charged too: they ran on the same core, moments
+    /// before, and the calibration at attach may have run in a slow moment
+    /// or on the other core.
+    first: Option<(u64, u64)>,
     used: u64,
     rejected: u64,
     /// Pair ticks of used bursts (the first `BURST_PAIRS_KEPT`, then every
@@ -610,6 +615,7 @@ impl ThreadState {
             rc.recent.remove(0);
         }
         rc.recent.push((inner, outer));
+        rc.first.get_or_insert((inner, outer));
         let mut i: Vec<u64> = rc.recent.iter().map(|r| r.0).collect();
         let mut o: Vec<u64> = rc.recent.iter().map(|r| r.1).collect();
         rc.current = Some((median_u64(&mut i), median_u64(&mut o)));
@@ -796,6 +802,18 @@ impl ThreadState {
             .collect();
         while let Some((b, parent)) = stack.pop() {
             let n = &self.nodes[b as usize];
+            let recal = match self.recal.first {
+                // calls closed before the first burst, and calls still open
+                Some((inner, outer)) => {
+                    let before = n.calls.saturating_sub(n.recal.calls);
+                    Recal {
+                        calls: n.calls,
+                        inner: n.recal.inner.saturating_add(before.saturating_mul(inner)),
+                        outer: n.recal.outer.saturating_add(before.saturating_mul(outer)),
+                    }
+                }
+                None => n.recal,
+            };
             let id = tree.push(
                 parent,
                 Node {
@@ -805,7 +823,7 @@ impl ThreadState {
                     adjust_ticks: n.adjust,
                     child_calls: 0,
                     incomplete: n.incomplete,
-                    recal: n.recal,
+                    recal,
                     children: Vec::with_capacity(n.nchildren as usize),
                 },
             );

@@ -780,21 +780,31 @@ fn a_burst_is_left_out_and_charges_the_calls_after_it() {
 }
 
 #[test]
-fn calls_before_the_first_burst_are_charged_the_session_calibration() {
-    // A(10..40) closes before the burst, A(400..430) after it.
+fn calls_before_a_threads_first_burst_are_charged_what_it_measured() {
+    // Thread 1: A(10..40) closes before the burst, A(400..430) after it:
+    // both are charged the burst's t_I 6 and t_O 4, not the session's 2
+    // and 1. Thread 2 runs no burst: the session's figures.
     let mut b = CctBuilder::new(NS);
     b.set_calibration(Calibration::new(2.0, 1.0));
     let mut s = vec![root(R, 0), enter(A, 10), exit(A, 40)];
     s.extend(burst(50, 32, 6, 4));
     s.extend([enter(A, 400), exit(A, 430), root_exit(R, 500)]);
     b.process(1, &s);
+    b.process(
+        2,
+        &[root(R, 0), enter(A, 10), exit(A, 40), root_exit(R, 100)],
+    );
     let p = b.finish();
     let a = find(&p.threads[0].tree, &[R, A]);
-    assert_eq!((a.calls, a.recal.calls), (2, 1));
-    // 60 measured, minus t_I 2 (before) and 6 (after).
-    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 52);
-    // R: own 500 - 316 - 60 = 124; its call t_I 6; t_O 1 + 4.
-    assert_eq!(times_of(&p, 0, &[R]).self_ns, 124 - 6 - 5);
+    assert_eq!((a.calls, a.recal.calls), (2, 2));
+    // 60 measured, minus t_I 6 twice.
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 48);
+    // R: own 500 - 316 - 60 = 124; its call t_I 6; t_O 4 twice.
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 124 - 6 - 8);
+    let a = find(&p.threads[1].tree, &[R, A]);
+    assert_eq!((a.calls, a.recal.calls), (1, 0));
+    assert_eq!(times_of(&p, 1, &[R, A]).self_ns, 28);
+    assert_eq!(times_of(&p, 1, &[R]).self_ns, 70 - 2 - 1);
 }
 
 #[test]
