@@ -139,15 +139,15 @@ pub struct SessionArgs {
     #[arg(long)]
     pub no_calibrate: bool,
 
-    /// Measure the probes again, on each profiled thread, at most every MS
-    /// milliseconds while profiling: the thread runs 32 probed calls of an
-    /// empty method (1-2 µs) as it leaves a root, and its calls that follow
-    /// are charged the probe cost measured then. The host can make the
-    /// probes cost half as much again, or twice as much, for seconds at a
-    /// time on one core and not the other; the calibration at attach sees
-    /// one moment on one core. The bursts are left out of the tree and of
-    /// the time of the root they ran in. 0: subtract the attach-time
-    /// calibration throughout.
+    /// Measure the probes again on each profiled thread, at most every MS
+    /// milliseconds: as a thread leaves a root it runs 32 probed calls of an
+    /// empty method (1-2 µs), and its calls are charged the probe cost
+    /// measured there (the median of its latest three bursts; its calls
+    /// before its first burst, that burst's). On shared hosts, and right
+    /// after a thread wakes up, the probes can cost twice what the
+    /// calibration at attach measured in a hot loop. The bursts are left out
+    /// of the tree and of the root's time; the report's `in session` line
+    /// sums them up. 0: charge the attach-time calibration throughout.
     #[arg(long, value_name = "MS", default_value_t = 10)]
     pub recalibrate_every: u32,
 

@@ -221,8 +221,10 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  in session   {used} calibration bursts on {} thread{}: probe pair {medians} \
-             (range {:.1}-{:.1}){left_out}; a thread's calls are charged its latest bursts' figures",
+            "  in session   {used} calibration burst{} on {} thread{}: probe pair {medians} \
+             (range {:.1}-{:.1}){left_out}; each thread's calls are charged its latest bursts' \
+             figures, and the bursts' time is taken out with the waits",
+            if used == 1 { "" } else { "s" },
             bursts.len(),
             if bursts.len() == 1 { "" } else { "s" },
             ns(min),
