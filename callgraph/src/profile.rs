@@ -203,7 +203,7 @@ impl Recal {
     }
 }
 
-/// A thread's calibration bursts (see `sprig_wire::event::CALIBRATION_LOOP_ID`):
+/// A thread's calibration bursts (see `sprig_wire::event::CALIBRATION_EMPTY_ID`):
 /// how many were used and the probe pair (t_I + t_O) they measured.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bursts {

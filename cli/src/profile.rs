@@ -304,11 +304,8 @@ impl SessionArgs {
                 .skip_trivial
                 .map_or(0, |b| b.unwrap_or(sprig_rewriter::TRIVIAL_BYTES_DEFAULT)),
             receivers: self.virtual_calls == VirtualArg::Receiver,
-            recalibrate_ms: if self.no_calibrate {
-                0
-            } else {
-                self.recalibrate_every
-            },
+            // The agent runs bursts only after its calibration at attach.
+            recalibrate_ms: self.recalibrate_every,
         }
     }
 }

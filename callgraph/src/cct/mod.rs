@@ -58,6 +58,7 @@ pub mod snapshot;
 
 use crate::profile::{
     Bursts, Calibration, MethodInfo, Node, Profile, RECAL_UNIT, Recal, ThreadProfile, Tree,
+    ticks_to_ns,
 };
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
@@ -169,15 +170,10 @@ impl Recalibration {
     fn summary(&self, ticks_per_sec: u64) -> Bursts {
         let mut p = self.pairs.clone();
         p.sort_unstable();
-        let ps = |ticks: Option<&u64>| {
-            ticks.map_or(0, |&t| {
-                let tps = if ticks_per_sec == 0 {
-                    1_000_000_000
-                } else {
-                    ticks_per_sec
-                };
-                (u128::from(t) * 1_000_000_000_000u128 / u128::from(tps) / u128::from(RECAL_UNIT))
-                    as u64
+        // 1/RECAL_UNIT ticks to picoseconds
+        let ps = |units: Option<&u64>| {
+            units.map_or(0, |&u| {
+                ticks_to_ns(u.saturating_mul(1000), ticks_per_sec) / RECAL_UNIT
             })
         };
         Bursts {
@@ -564,16 +560,24 @@ impl ThreadState {
                 return false;
             }
             _ => {
-                // The burst ended with its last exit (or, cut short, at
-                // the last event read).
-                let whole = b.entry.is_none();
-                let at = b.last_exit.filter(|_| whole).unwrap_or(self.last_ts);
-                self.end_burst(at, whole);
+                self.end_open_burst();
                 return false;
             }
         }
         self.last_ts = e.ts;
         true
+    }
+
+    /// Ends the burst being read: at its last exit, or, cut short with a
+    /// call open, at the last event read.
+    fn end_open_burst(&mut self) {
+        let whole = self.burst.entry.is_none();
+        let at = self
+            .burst
+            .last_exit
+            .filter(|_| whole)
+            .unwrap_or(self.last_ts);
+        self.end_burst(at, whole);
     }
 
     /// Ends the burst at `ts`: its time goes out of the frames around it
@@ -1203,23 +1207,23 @@ impl CctBuilder {
             return None;
         }
         let ns = |ticks: f64| ticks * 1e9 / self.ticks_per_sec.max(1) as f64;
-        if self.threads.iter().any(|t| t.recal.used > 0) {
-            return Some(format!(
-                "the probes measured {:.1} ns a call at one calibration and {:.1} ns at the other: \
-                 something slowed them for part of the session (on a shared host, often its other \
-                 tenants). Calls made after their thread's first calibration burst are charged \
-                 what the bursts measured; the others the faster figure, and methods making many \
-                 short calls may keep up to {:.1} ns of probe cost per such call",
-                ns(kept),
-                ns(slowest),
-                ns(slowest - kept)
-            ));
-        }
+        let (subtracted, per) = if self.threads.iter().any(|t| t.recal.used > 0) {
+            (
+                "Calls made after their thread's first calibration burst are charged what the \
+                 bursts measured; the others the faster figure, and methods making many short \
+                 calls",
+                "such call",
+            )
+        } else {
+            (
+                "The faster figure is subtracted, so methods making many short calls",
+                "call they make",
+            )
+        };
         Some(format!(
             "the probes measured {:.1} ns a call at one calibration and {:.1} ns at the other: \
              something slowed them for part of the session (on a shared host, often its other \
-             tenants). The faster figure is subtracted, so methods making many short calls \
-             may keep up to {:.1} ns of probe cost per call they make",
+             tenants). {subtracted} may keep up to {:.1} ns of probe cost per {per}",
             ns(kept),
             ns(slowest),
             ns(slowest - kept)
@@ -1233,9 +1237,7 @@ impl CctBuilder {
         for t in &mut self.threads {
             if t.in_burst {
                 // the stream stopped inside a burst: its time still goes
-                let whole = t.burst.entry.is_none();
-                let at = t.burst.last_exit.filter(|_| whole).unwrap_or(t.last_ts);
-                t.end_burst(at, whole);
+                t.end_open_burst();
             }
             let ts = t.last_ts;
             let n = t.close_all(ts);
