@@ -86,6 +86,12 @@ struct Args {
     /// e.g. `--sprig-arg=--ring-mib=4`.
     #[arg(long = "sprig-arg", value_name = "ARG", allow_hyphen_values = true)]
     sprig_arg: Vec<String>,
+    /// Add this argument to the command line of every workload JVM
+    /// (repeatable), before its class path: `--jvm-arg=-XX:-Inline` times
+    /// the same workloads bare and profiled with HotSpot's inlining off,
+    /// to tell what the probes cost the JIT from what they cost to run.
+    #[arg(long = "jvm-arg", value_name = "ARG", allow_hyphen_values = true)]
+    jvm_arg: Vec<String>,
     /// JDK home the workloads run on (default: Debian's JDK 17).
     #[arg(long, value_name = "DIR")]
     jdk: Option<PathBuf>,
@@ -108,6 +114,8 @@ pub struct Ctx {
     pub settle: usize,
     /// Root labels to run (empty: all).
     pub rows: Vec<String>,
+    /// Extra arguments for the workload JVMs (`--jvm-arg`).
+    pub jvm_args: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -158,6 +166,9 @@ fn real_main() -> Result<bool> {
             args.sprig_arg.join(" ")
         );
     }
+    if !args.jvm_arg.is_empty() {
+        println!("workload JVM arguments added: {}", args.jvm_arg.join(" "));
+    }
     let env = env::Env::prepare(env::Options {
         setup: !args.no_setup,
         sprig: args.sprig.clone(),
@@ -169,6 +180,7 @@ fn real_main() -> Result<bool> {
         compare_trivial: args.trivial_bounds(),
         settle: args.settle,
         rows: args.rows.clone(),
+        jvm_args: args.jvm_arg.clone(),
         quick: args.quick,
         repeats: args
             .repeats
@@ -237,6 +249,8 @@ fn real_main() -> Result<bool> {
         "mode": if ctx.quick { "quick" } else { "full" },
         "repeats": ctx.repeats,
         "machine": ctx.env.machine,
+        "jvm_args": ctx.jvm_args,
+        "sprig_args": args.sprig_arg,
         "elapsed_s": started.elapsed().as_secs_f64(),
         "micro": Value::Object(micro_out),
         "workloads": workload_out,

@@ -246,11 +246,12 @@ pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
 
 /// Runs one workload; returns its JSON rows.
 pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
-    let mut args = vec![
+    let mut args = ctx.jvm_args.clone();
+    args.extend([
         "-cp".to_string(),
         ctx.env.classpath.clone(),
         "bench.Driver".into(),
-    ];
+    ]);
     args.extend(def.args.iter().cloned());
     let mut jvm = Jvm::start(
         &ctx.env.java(),
