@@ -847,12 +847,17 @@ pub fn dispatched_call(
         if let Some(r) = revealed {
             names.extend(apply(st, r));
         }
-        if dispatched && names.iter().any(|n| !st.installed.contains_key(n)) {
+        if dispatched
+            && st.revealer.instrumentable(&call.owner)
+            && names.iter().any(|n| !st.installed.contains_key(n))
+        {
             // This site's first redefinition: the classes of the other
             // methods it can dispatch to come along with dormant probes only,
             // so a receiver of theirs later switches its method on without
             // a redefinition of its own (what class hierarchy analysis
-            // redefines, without instrumenting it).
+            // redefines, without instrumenting it). Not for a call of
+            // `toString`, `hashCode` or `equals` on a JDK type: those can
+            // dispatch to nearly every loaded class.
             names.extend(dormant_alongside(st, &call));
         }
         names.sort();
@@ -1336,6 +1341,9 @@ pub fn quiesce() -> MutexGuard<'static, ()> {
 /// revealer dropped.
 pub fn end(jni: Jni<'_>) {
     ON.store(false, Ordering::Release);
+    if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {
+        debug_uncalled();
+    }
     if let Some(map) = classes().take() {
         for g in map.into_values().flatten() {
             jni.delete_global(g);
@@ -1348,5 +1356,45 @@ pub fn end(jni: Jni<'_>) {
         .flat_map(|st| st.unprepared.into_values().flatten())
     {
         jni.delete_global(g);
+    }
+}
+
+/// Debugging Scheme B's precision (`SPRIG_AGENT_DEBUG` in the target's
+/// environment): every instrumented method the session never saw called,
+/// on the target's stderr, with the chain of edges that revealed it.
+fn debug_uncalled() {
+    let guard = state();
+    let Some(st) = guard.as_ref() else {
+        return;
+    };
+    let mut lines = Vec::new();
+    for (_, key) in st.revealer.instrumented() {
+        let dotted = key.class.replace('/', ".");
+        let (id, _) = crate::methods::id_for(&dotted, &key.name, &key.descriptor);
+        if crate::methods::was_called(id) {
+            continue;
+        }
+        let chain = st
+            .revealer
+            .explain(key)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, e)| format!("{} {}::{}", edge_name(*e), k.class, k.name))
+            .collect::<Vec<_>>()
+            .join(" > ");
+        lines.push(format!(
+            "sprig agent: uncalled {}::{}{} ({}): {chain}",
+            key.class,
+            key.name,
+            key.descriptor,
+            st.revealer.revealed_by(key).map_or("?", edge_name)
+        ));
+    }
+    eprintln!(
+        "sprig agent: {} instrumented methods never called",
+        lines.len()
+    );
+    for l in lines {
+        eprintln!("{l}");
     }
 }

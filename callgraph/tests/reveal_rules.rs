@@ -83,6 +83,23 @@ fn key(c: &str, n: &str, d: &str) -> MethodKey {
     MethodKey::new(c, n, d)
 }
 
+/// Roots the session at `a.Main::main` and loads `a/Main` with it (a
+/// static method that calls something); returns its id.
+fn main_root(rv: &mut Revealer) -> MethodId {
+    root(rv, "a.Main::main");
+    load(
+        rv,
+        class(
+            "a/Main",
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[("main", "()V", STATIC, true)],
+        ),
+    );
+    rv.id_of(&key("a/Main", "main", "()V")).unwrap()
+}
+
 #[test]
 fn filters_default_include_exclude_and_sprig() {
     let f = |inc: &[&str], exc: &[&str]| {
@@ -243,18 +260,7 @@ fn interface_call_reaches_implementation_inherited_from_a_superclass() {
             &[("<init>", "()V", PUBLIC, true)],
         ),
     );
-    root(&mut rv, "a.Main::main");
-    load(
-        &mut rv,
-        class(
-            "a/Main",
-            Some("java/lang/Object"),
-            &[],
-            PUBLIC,
-            &[("main", "()V", STATIC, true)],
-        ),
-    );
-    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    let id = main_root(&mut rv);
     let r = rv
         .on_first_call(
             id,
@@ -488,18 +494,7 @@ fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of
             ),
         );
     }
-    root(&mut rv, "a.Main::main");
-    load(
-        &mut rv,
-        class(
-            "a/Main",
-            Some("java/lang/Object"),
-            &[],
-            PUBLIC,
-            &[("main", "()V", STATIC, true)],
-        ),
-    );
-    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    let id = main_root(&mut rv);
     // main: new Live(); Collections.sort(list, live)
     let r = rv
         .on_first_call(
@@ -638,18 +633,7 @@ fn eager_scans_everything_reachable_at_once() {
 fn method_reference_to_a_class_not_loaded_yet_dispatches_virtually_once_it_loads() {
     let mut rv = lazy();
     load(&mut rv, object());
-    root(&mut rv, "a.Main::main");
-    load(
-        &mut rv,
-        class(
-            "a/Main",
-            Some("java/lang/Object"),
-            &[],
-            PUBLIC,
-            &[("main", "()V", STATIC, true)],
-        ),
-    );
-    let id = rv.id_of(&key("a/Main", "main", "()V")).unwrap();
+    let id = main_root(&mut rv);
     // main: shapes.stream().mapToInt(Shape::area) before Shape is loaded.
     rv.on_first_call(id, &[site(CallKind::Dynamic, "a/Shape", "area", "()I")])
         .unwrap();
@@ -918,4 +902,114 @@ fn receiver_checks_reveal_only_what_is_dispatched_to() {
     let solo = rv.on_call_site(None, &site(CallKind::Special, "a/Square", "<init>", "()V"));
     assert!(!solo.is_empty());
     assert!(rv.is_reachable(&key("a/Square", "<init>", "()V")));
+}
+
+/// `toString`, `hashCode` and `equals` called on a JDK type (`Object`,
+/// `CharSequence`) are watched by receivers too: a dispatched call
+/// instruments the receiver's own method, not every loaded class's
+/// `toString`; and what the JDK calls back of them in a live class, the
+/// callback rule still marks. Other calls on JDK types keep hierarchy
+/// analysis.
+#[test]
+fn object_methods_on_jdk_types_are_watched_by_receivers() {
+    let mut rv = lazy();
+    let mut obj = object();
+    obj.methods.push(MethodInfo {
+        name: "equals".into(),
+        descriptor: "(Ljava/lang/Object;)Z".into(),
+        access: PUBLIC,
+        code_length: 5,
+        has_calls: false,
+    });
+    load(&mut rv, obj);
+    let with_object_methods = |name: &str| {
+        class(
+            name,
+            Some("java/lang/Object"),
+            &[],
+            PUBLIC,
+            &[
+                ("<init>", "()V", PUBLIC, true),
+                ("toString", "()Ljava/lang/String;", PUBLIC, true),
+                ("hashCode", "()I", PUBLIC, true),
+                ("equals", "(Ljava/lang/Object;)Z", PUBLIC, true),
+            ],
+        )
+    };
+    load(&mut rv, with_object_methods("a/Key"));
+    load(&mut rv, with_object_methods("a/Unused"));
+    let main = main_root(&mut rv);
+    let to_string = site(
+        CallKind::Virtual,
+        "java/lang/Object",
+        "toString",
+        "()Ljava/lang/String;",
+    );
+    let on_char_seq = site(
+        CallKind::Interface,
+        "java/lang/CharSequence",
+        "toString",
+        "()Ljava/lang/String;",
+    );
+    let hash = site(CallKind::Virtual, "java/lang/Object", "hashCode", "()I");
+    let equals = site(
+        CallKind::Virtual,
+        "java/lang/Object",
+        "equals",
+        "(Ljava/lang/Object;)Z",
+    );
+    for s in [&to_string, &on_char_seq, &hash, &equals] {
+        assert!(rv.dispatch_watchable(s), "{s:?}");
+    }
+    for s in [
+        site(CallKind::Interface, "java/lang/Runnable", "run", "()V"),
+        site(
+            CallKind::Virtual,
+            "java/lang/Object",
+            "toString",
+            "(I)Ljava/lang/String;",
+        ),
+        site(
+            CallKind::Static,
+            "java/lang/Objects",
+            "hashCode",
+            "(Ljava/lang/Object;)I",
+        ),
+    ] {
+        assert!(!rv.dispatch_watchable(&s), "{s:?}");
+    }
+
+    // main builds a Key (a special call, revealed at the first call here)
+    // and hands it to JDK code (a HashSet): Key is live, so the callback
+    // rule marks its hashCode and equals, which the JDK calls back.
+    let new_key = site(CallKind::Special, "a/Key", "<init>", "()V");
+    let add = site(
+        CallKind::Interface,
+        "java/util/Set",
+        "add",
+        "(Ljava/lang/Object;)Z",
+    );
+    rv.on_first_call(main, &[new_key, add]).unwrap();
+    for m in [("hashCode", "()I"), ("equals", "(Ljava/lang/Object;)Z")] {
+        assert!(rv.is_reachable(&key("a/Key", m.0, m.1)), "{m:?}");
+        assert!(!rv.is_reachable(&key("a/Unused", m.0, m.1)), "{m:?}");
+    }
+    // A Key at the watched toString site: its toString, not Unused's.
+    let selected = rv
+        .hierarchy()
+        .select("a/Key", "toString", "()Ljava/lang/String;")
+        .expect("Key has its own toString");
+    rv.on_dispatched_call(Some(main), &selected);
+    assert!(rv.is_reachable(&key("a/Key", "toString", "()Ljava/lang/String;")));
+    assert!(!rv.is_reachable(&key("a/Unused", "toString", "()Ljava/lang/String;")));
+    // A JDK class's own toString: nothing to instrument.
+    let string = rv
+        .hierarchy()
+        .select("java/lang/Object", "toString", "()Ljava/lang/String;")
+        .expect("Object.toString");
+    assert!(rv.on_dispatched_call(Some(main), &string).is_empty());
+    // The site given up (too many receivers): hierarchy analysis, every
+    // loaded override, as without receiver checks.
+    rv.on_call_site(Some(main), &to_string);
+    assert!(rv.is_reachable(&key("a/Unused", "toString", "()Ljava/lang/String;")));
 }

@@ -87,7 +87,9 @@ pub struct SessionArgs {
     /// with `hierarchy` is missed), for a check at each such call (a class
     /// test, or a flag for static calls) that makes profiled code somewhat
     /// slower. A call site that sees more than 8 receiver classes, and
-    /// calls on JDK types, keep `hierarchy`.
+    /// calls on JDK types (except `toString`, `hashCode` and `equals`,
+    /// which `hierarchy` would take to every loaded class), keep
+    /// `hierarchy`.
     #[arg(long, value_enum, default_value_t = VirtualArg::Hierarchy, value_name = "HOW")]
     pub virtual_calls: VirtualArg,
 

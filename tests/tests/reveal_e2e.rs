@@ -18,7 +18,7 @@ use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
 const LONG: Duration = Duration::from_secs(60);
 
 /// Every root of the scenarios.
-const ROOTS: [&str; 7] = [
+const ROOTS: [&str; 8] = [
     "reveal.Virtual::root",
     "reveal.Iface::root",
     "reveal.Late::root",
@@ -26,14 +26,16 @@ const ROOTS: [&str; 7] = [
     "reveal.Recur::root",
     "reveal.Exc::root",
     "reveal.Reflect::root",
+    "reveal.Tokens::root",
 ];
 
 /// Scenarios in the order they run (`early` before `late`: the late worker
 /// class loads only when `late` runs, after the root's first call; the
 /// unlinked worker, loaded at the driver's start, is linked only when
 /// `unlinked` runs, last, so no revelation step follows its linking).
-const SCENARIOS: [&str; 9] = [
-    "virtual", "iface", "early", "late", "lambda", "recur", "throws", "reflect", "unlinked",
+const SCENARIOS: [&str; 10] = [
+    "virtual", "iface", "early", "late", "lambda", "recur", "throws", "reflect", "objects",
+    "unlinked",
 ];
 
 /// Scenarios a warm session runs before the attach: not those whose point
@@ -43,9 +45,14 @@ fn warms(scenario: &str) -> bool {
 }
 
 fn start_driver(jdk: &Jdk, classes: &Path) -> Proc {
+    start_driver_with(jdk, classes, &[])
+}
+
+fn start_driver_with(jdk: &Jdk, classes: &Path, env: &[(&str, &str)]) -> Proc {
     let cwd = TempDir::new("reveal-cwd");
     let mut cmd = Command::new(jdk.java());
     cmd.current_dir(cwd.path())
+        .envs(env.iter().copied())
         .arg("-cp")
         .arg(classes)
         .arg("reveal.Driver");
@@ -179,6 +186,13 @@ fn expected(n: u64) -> BTreeMap<String, u64> {
         ("Reflect.root > Reflect.target", 1),
         ("Reflect.root > Reflect.<init>", 1),
         ("Reflect.root > Reflect.scaled", 1),
+        // toString through Object and CharSequence (the second on a
+        // String); hashCode and equals called back by a HashSet
+        ("Tokens.root", 1),
+        ("Tokens.root > Tokens$Key.<init>", 2),
+        ("Tokens.root > Tokens$Key.hashCode", 2),
+        ("Tokens.root > Tokens$Key.equals", 1),
+        ("Tokens.root > Tokens$Key.toString", 1),
     ];
     rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
 }
@@ -322,9 +336,10 @@ fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
     let instrumented = stats["instrumented_methods"]
         .as_u64()
         .expect("instrumented");
-    // 33 distinct methods run (LateWorker.work/helper, UnlinkedWorker.work
-    // and the four of Reflect included); the trivial ones are not seen.
-    assert_eq!(called, 33 - left_out as u64, "{what}: called methods");
+    // 38 distinct methods run (LateWorker.work/helper, UnlinkedWorker.work,
+    // the four of Reflect and the five of Tokens included); the trivial
+    // ones are not seen.
+    assert_eq!(called, 38 - left_out as u64, "{what}: called methods");
     assert!(instrumented >= called, "{what}: {instrumented} < {called}");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));
@@ -430,6 +445,74 @@ fn receiver_checks_give_the_same_tree_with_fewer_methods() {
             false,
             &["--virtual-calls", "receiver", "--no-dormant"],
         );
+    }
+}
+
+/// The instrumented methods a session never saw called, as the agent
+/// lists them on the target's stderr when `SPRIG_AGENT_DEBUG` is set
+/// (`pkg/Class::name(descriptor)`), after the `objects` scenario ran.
+fn uncalled_after_objects(jdk: &Jdk, classes: &Path, extra: &[&str]) -> Vec<String> {
+    let mut jvm = start_driver_with(jdk, classes, &[("SPRIG_AGENT_DEBUG", "1")]);
+    let out_dir = TempDir::new("reveal-out");
+    let out = out_dir.path().join("objects.json");
+    let sprig = start_profile(jvm.pid(), &out, extra);
+    run(&mut jvm, "objects", 3, 1);
+    let got = paths(&stop_profile(sprig, &out));
+    assert_eq!(
+        got.get("Tokens.root > Tokens$Key.toString"),
+        Some(&3),
+        "{extra:?}: {got:#?}"
+    );
+    let end = "instrumented methods never called";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jvm.stderr().contains(end) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = jvm.stderr();
+    assert!(
+        err.contains(end),
+        "{extra:?}: no list of uncalled methods:\n{err}"
+    );
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+    err.lines()
+        .filter_map(|l| l.strip_prefix("sprig agent: uncalled "))
+        .map(|l| l.split(' ').next().unwrap_or(l).to_string())
+        .collect()
+}
+
+/// `toString`, `hashCode` and `equals` called through JDK types (an
+/// `Object`, a `CharSequence`, a `HashSet` calling back): with receiver
+/// checks only the receivers' methods get probes, not the overrides of
+/// every loaded class (`Tokens$Unused`), which class hierarchy analysis
+/// instruments; the tree is exact either way.
+#[test]
+fn receiver_checks_watch_object_methods_called_on_jdk_types() {
+    let _serial = serial();
+    for jdk in test_jdks("receiver_checks_watch_object_methods_called_on_jdk_types") {
+        let classes = fixture_classes(&jdk);
+        let unused = |list: &[String]| {
+            list.iter()
+                .filter(|m| m.starts_with("reveal/Tokens$Unused::"))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let hierarchy = uncalled_after_objects(&jdk, classes.path(), &[]);
+        let receiver =
+            uncalled_after_objects(&jdk, classes.path(), &["--virtual-calls", "receiver"]);
+        println!(
+            "JDK {}: {} instrumented methods never called with hierarchy analysis, {} with receiver checks",
+            jdk.major,
+            hierarchy.len(),
+            receiver.len()
+        );
+        assert!(
+            unused(&hierarchy)
+                .contains(&"reveal/Tokens$Unused::toString()Ljava/lang/String;".to_string()),
+            "hierarchy analysis reaches every toString: {hierarchy:#?}"
+        );
+        assert_eq!(unused(&receiver), Vec::<String>::new(), "{receiver:#?}");
+        assert!(receiver.len() < hierarchy.len(), "{receiver:#?}");
     }
 }
 

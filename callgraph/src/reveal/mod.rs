@@ -432,15 +432,24 @@ impl Revealer {
     /// Whether a call site can be revealed by the receivers it sees
     /// ([`Revealer::on_dispatched_call`]) instead of by class hierarchy
     /// analysis: a virtual or interface call on a type the filters let be
-    /// instrumented. Calls on filtered (JDK) types keep class hierarchy
-    /// analysis: what it reaches in user classes is also what the JDK
-    /// calls back (a user `Location.getName()` that a JDK default method
-    /// calls), which no check at a call site of the subgraph sees.
+    /// instrumented, or a call of `toString`, `hashCode` or `equals` on any
+    /// type.
+    ///
+    /// Other calls on filtered (JDK) types keep class hierarchy analysis:
+    /// what it reaches in user classes is also what the JDK calls back (a
+    /// user `Location.getName()` that a JDK default method calls), which no
+    /// check at a call site of the subgraph sees. `Object`'s three are the
+    /// exception: class hierarchy analysis of `x.toString()` on an `Object`
+    /// or `CharSequence` reaches the `toString` of every loaded class that
+    /// has one (and makes each such class live, so the callback rule then
+    /// adds its `equals`, `hashCode`, `run`, ...), while what the JDK calls
+    /// back of these three, in the classes whose instances flow through the
+    /// subgraph, the callback rule marks anyway.
     pub fn dispatch_watchable(&self, site: &CallSite) -> bool {
         matches!(site.kind, CallKind::Virtual | CallKind::Interface)
             && !site.owner.starts_with('[')
             && !is_reflective(site)
-            && self.filters.instrumentable(&site.owner)
+            && (self.filters.instrumentable(&site.owner) || is_object_method(site))
     }
 
     /// Whether a static or special call site can be revealed when it first
@@ -452,6 +461,18 @@ impl Revealer {
             && !site.owner.starts_with('[')
             && self.filters.instrumentable(&site.owner)
     }
+}
+
+/// A call of one of the overridable methods every class inherits from
+/// `Object` and the class library calls back: `toString`, `hashCode`,
+/// `equals`.
+fn is_object_method(site: &CallSite) -> bool {
+    matches!(
+        (site.name.as_str(), site.descriptor.as_str()),
+        ("toString", "()Ljava/lang/String;")
+            | ("hashCode", "()I")
+            | ("equals", "(Ljava/lang/Object;)Z")
+    )
 }
 
 fn is_reflective(site: &CallSite) -> bool {
