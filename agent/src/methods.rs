@@ -30,6 +30,9 @@ static CALLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 static CLAIMED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 static CALLED_COUNT: AtomicU64 = AtomicU64::new(0);
 static ACTIVE: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+/// Dormant ids entered inside a root context that could not be revealed
+/// there: not tried again in this session.
+static DORMANT_FAILED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 
 type Key = (String, String, String);
 
@@ -62,7 +65,12 @@ fn slot(id: u32) -> Option<(usize, u64)> {
 pub fn reset() {
     let mut t = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     *t = Some(Table::new());
-    for w in CALLED.iter().chain(&ACTIVE).chain(&CLAIMED) {
+    for w in CALLED
+        .iter()
+        .chain(&ACTIVE)
+        .chain(&CLAIMED)
+        .chain(&DORMANT_FAILED)
+    {
         w.store(0, Ordering::Relaxed);
     }
     CALLED_COUNT.store(0, Ordering::Relaxed);
@@ -122,6 +130,21 @@ pub fn reserve_calibration(ids: &[u32]) {
 #[inline]
 pub fn is_active(id: u32) -> bool {
     slot(id).is_none_or(|(w, bit)| ACTIVE[w].load(Ordering::Acquire) & bit != 0)
+}
+
+/// Whether an entry of dormant `id` inside a root context was found not
+/// to be revealable in this session ([`dormant_entry_failed`]).
+#[inline]
+pub fn dormant_entry_tried(id: u32) -> bool {
+    slot(id).is_some_and(|(w, bit)| DORMANT_FAILED[w].load(Ordering::Relaxed) & bit != 0)
+}
+
+/// Dormant `id` could not be revealed where it ran: its later entries
+/// skip the attempt.
+pub fn dormant_entry_failed(id: u32) {
+    if let Some((w, bit)) = slot(id) {
+        DORMANT_FAILED[w].fetch_or(bit, Ordering::Relaxed);
+    }
 }
 
 /// What an entry of `id` has to do about its first call.

@@ -245,7 +245,10 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         if s.depth.get() == 0 {
             return;
         }
-        if s.busy.get() || !s.current() || !methods::is_active(id) {
+        if s.busy.get() || !s.current() {
+            return;
+        }
+        if !methods::is_active(id) && !enter_dormant(s, id, jni) {
             return;
         }
         let ts = s.now();
@@ -253,6 +256,31 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         check_first_call(s, id, jni);
         s.push(Event::new(EventKind::MethodEntry, id, ts));
     });
+}
+
+/// A method with dormant probes entered inside a root context: revealed
+/// and activated on this thread before its entry is recorded (the time
+/// goes out as `AdjustTime`, like a first call's), so every call of it
+/// inside a root context is recorded: a thread inside it now entered it
+/// while it was dormant only outside any root context, and records none of
+/// that frame. Returns whether the entry is to be recorded; an id it could
+/// not activate is not tried again in this session (an id past the
+/// bitmap is never dormant).
+#[cold]
+#[inline(never)]
+fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
+    if !reveal::enabled() || methods::dormant_entry_tried(id) {
+        return false;
+    }
+    let Some(agent) = crate::env::get() else {
+        return false;
+    };
+    // Two threads may enter it at once: the second finds it revealed.
+    let active = revealing(s, || (true, reveal::entered(&agent.jvmti, jni, id)));
+    if !active {
+        methods::dormant_entry_failed(id);
+    }
+    active
 }
 
 /// `Probe.nReflect`: `Method.invoke` or `Constructor.newInstance` is about
@@ -497,8 +525,17 @@ pub fn fast_enter(id: u32) -> i32 {
         if d == 0 {
             return fast_nothing();
         }
-        if s.busy.get() || !s.current() || !methods::is_active(id) {
+        if s.busy.get() || !s.current() {
             return fast_nothing();
+        }
+        if !methods::is_active(id) {
+            // A dormant method running inside a root context is revealed
+            // on the JNI path (once).
+            return if methods::dormant_entry_tried(id) {
+                fast_nothing()
+            } else {
+                FAST_SLOW
+            };
         }
         if !methods::was_called(id) {
             return FAST_SLOW;

@@ -153,6 +153,9 @@ struct State {
     /// Methods activated in classes that already held their (dormant)
     /// probes: revelations that cost no redefinition.
     activated_in_place: u64,
+    /// The method behind each dormant probe id (internal class name), for
+    /// a dormant method that runs inside a root context ([`entered`]).
+    dormant_keys: HashMap<u32, MethodKey>,
     /// Redefined classes get dormant probes in their other methods.
     dormant: bool,
     /// `--skip-trivial`: the byte bound, 0 when every method is profiled.
@@ -276,6 +279,7 @@ pub fn configure(
         reflected: std::collections::HashSet::new(),
         installed: HashMap::new(),
         activated_in_place: 0,
+        dormant_keys: HashMap::new(),
         // Eager instruments everything reachable at once: dormant probes
         // would save it no redefinition, only cost calls outside the root.
         dormant: dormant && scheme == Scheme::Lazy,
@@ -938,24 +942,41 @@ pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, method: Local<'_>) -> bool {
     let Some(key) = key else {
         return false;
     };
-    let names = {
+    reveal_one(jvmti, jni, t0, |st| {
+        st.reflected
+            .insert(key.clone())
+            .then(|| st.revealer.on_reflective_call(None, &key))
+    })
+}
+
+/// One revelation step on the probing thread: `step` asks the revealer
+/// (`None`: nothing to do), the batch is planned and redefined, the time
+/// since `t0` counted as revealing. Returns whether `step` did anything.
+fn reveal_one(
+    jvmti: &Jvmti,
+    jni: Jni<'_>,
+    t0: Instant,
+    step: impl FnOnce(&mut State) -> Option<Revealed>,
+) -> bool {
+    let (names, did) = {
         let mut guard = state();
         let Some(st) = guard.as_mut() else {
             return false;
         };
-        if !st.reflected.insert(key.clone()) {
-            return false;
-        }
+        // Mirrored first, so the step sees the classes linked since.
         let mut names = mirror_prepared(jvmti, jni, st);
-        let revealed = st.revealer.on_reflective_call(None, &key);
-        names.extend(apply(st, revealed));
+        let revealed = step(st);
+        let did = revealed.is_some();
+        if let Some(r) = revealed {
+            names.extend(apply(st, r));
+        }
         names.sort();
         names.dedup();
-        names
+        (names, did)
     };
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), names);
-    true
+    did
 }
 
 /// The first entry of probe id `id` (called by the probe, on the probing
@@ -1245,6 +1266,9 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
                 continue;
             }
             if let Some(id) = instrument::dormant_method(&dotted, &key.0, &key.1) {
+                st.dormant_keys
+                    .entry(id)
+                    .or_insert_with(|| MethodKey::new(name, &key.0, &key.1));
                 out.push((
                     Target {
                         name: key.0.clone(),
@@ -1273,6 +1297,22 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
 /// What the hook instruments in a class: the targets (with whether each is
 /// a root) and, when call sites are watched, each target's receiver checks.
 pub type HookPlan = (Vec<(Target, bool)>, Option<Vec<Vec<(u32, u32)>>>);
+
+/// A method holding dormant probes was entered inside a root context (on
+/// this thread, in its probe): it belongs to the subgraph, since the root
+/// is running it, though no rule reached it (a JDK callback through a type
+/// the callback rule leaves out, or a path only the receivers would see).
+/// Marks it reached and activates its probes before the entry is recorded
+/// (its class already holds them: no redefinition, as a rule), so this
+/// call and every later one are recorded, and its first call reveals its
+/// callees. Returns whether `id` is active now.
+pub fn entered(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
+    reveal_one(jvmti, jni, Instant::now(), |st| {
+        let key = st.dormant_keys.get(&id)?.clone();
+        Some(st.revealer.on_entered(&key))
+    });
+    crate::methods::is_active(id)
+}
 
 /// Control thread, every tick: retransforms classes whose batches were
 /// deferred (loads that revealed methods of other classes, classes not yet
@@ -1326,6 +1366,7 @@ fn edge_name(k: EdgeKind) -> &'static str {
         EdgeKind::MethodHandle => "method-handle",
         EdgeKind::Reflective => "reflective",
         EdgeKind::Callback => "callback",
+        EdgeKind::Entered => "entered",
     }
 }
 

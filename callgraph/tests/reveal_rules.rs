@@ -1013,3 +1013,54 @@ fn object_methods_on_jdk_types_are_watched_by_receivers() {
     rv.on_call_site(Some(main), &to_string);
     assert!(rv.is_reachable(&key("a/Unused", "toString", "()Ljava/lang/String;")));
 }
+
+/// A method holding dormant probes that runs inside a root context is
+/// marked as it runs (edge kind `Entered`, no caller), and its first call
+/// then reveals its callees like any other method's.
+#[test]
+fn a_method_entered_with_dormant_probes_is_revealed_there() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    load(
+        &mut rv,
+        class(
+            "a/Ranked",
+            Some("java/lang/Object"),
+            &["java/lang/Comparable"],
+            PUBLIC,
+            &[
+                ("<init>", "(I)V", PUBLIC, true),
+                ("compareTo", "(Ljava/lang/Object;)I", PUBLIC, true),
+                ("helper", "()I", STATIC, true),
+            ],
+        ),
+    );
+    let main = main_root(&mut rv);
+    // The root sorts Ranked objects made elsewhere: a static JDK call, and
+    // Ranked is not live, so no rule reaches compareTo.
+    let sort = site(
+        CallKind::Static,
+        "java/util/Arrays",
+        "sort",
+        "([Ljava/lang/Object;)V",
+    );
+    rv.on_first_call(main, &[sort]).unwrap();
+    let compare = key("a/Ranked", "compareTo", "(Ljava/lang/Object;)I");
+    assert!(!rv.is_reachable(&compare));
+    let r = rv.on_entered(&compare);
+    assert!(rv.is_reachable(&compare));
+    assert_eq!(rv.revealed_by(&compare), Some(EdgeKind::Entered));
+    let added: Vec<&str> = r
+        .classes
+        .iter()
+        .flat_map(|c| c.methods.iter().filter(|m| m.added))
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(added, ["compareTo"]);
+    // Entered again: nothing new. Its first call reveals what it calls.
+    assert!(rv.on_entered(&compare).is_empty());
+    let id = rv.id_of(&compare).unwrap();
+    let helper = site(CallKind::Static, "a/Ranked", "helper", "()I");
+    rv.on_first_call(id, &[helper]).unwrap();
+    assert!(rv.is_reachable(&key("a/Ranked", "helper", "()I")));
+}

@@ -106,11 +106,15 @@ pub struct SessionArgs {
     /// By default, a class redefined for some of its methods gets probes in
     /// all of them; the others stay dormant (they record nothing) until
     /// revelation reaches them, which then costs no second redefinition.
+    /// A dormant method that runs inside a root context anyway (a JDK
+    /// callback no rule foresees, such as a sort calling `compareTo` on
+    /// objects made before the root ran) is revealed there and recorded
+    /// from that call on (`entered` in the revelation counts).
     /// Redefinitions pause the JVM (tens of ms each on a big application);
     /// a dormant probe costs a load and a test in Java per call, and makes
     /// the method's bytecode a little larger.
-    /// This flag redefines a class again for every revelation instead
-    /// (`--scheme eager` never uses dormant probes).
+    /// This flag redefines a class again for every revelation instead, and
+    /// misses such calls (`--scheme eager` never uses dormant probes).
     #[arg(long)]
     pub no_dormant: bool,
 

@@ -172,6 +172,11 @@ pub enum EdgeKind {
     /// An override in a live user class of a method of a filtered supertype
     /// (the JDK callback rule).
     Callback,
+    /// Ran inside a root context with dormant probes: a method no rule
+    /// reached, called on a path revelation does not see (JDK code calling
+    /// back through a type the callback rule leaves out, say), revealed as
+    /// it runs ([`Revealer::on_entered`]).
+    Entered,
 }
 
 impl From<CallKind> for EdgeKind {
@@ -795,6 +800,16 @@ impl Revealer {
             .resolve(&selected.class, &selected.name, &selected.descriptor)
             .unwrap_or_else(|| selected.clone());
         self.mark(key, EdgeKind::Virtual, from);
+        self.take_redefinitions()
+    }
+
+    /// A method holding dormant probes ran inside a root context: it is
+    /// part of the subgraph whatever the rules say, so it is marked (with
+    /// no caller edge) and instrumented, and its first call then reveals
+    /// what it calls like any other's. Its class already holds its probes,
+    /// so the batch normally only activates them.
+    pub fn on_entered(&mut self, key: &MethodKey) -> Revealed {
+        self.mark(key.clone(), EdgeKind::Entered, None);
         self.take_redefinitions()
     }
 
