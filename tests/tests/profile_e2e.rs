@@ -303,6 +303,79 @@ fn calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree() {
     );
 }
 
+/// A JVM whose probe class an older sprig defined (one without
+/// `BURST_CALLS`, which would take the agent's "burst first" answer for
+/// "context closed"): the agent never asks it for a burst, and the tree
+/// stays exact. The older class is today's with that field renamed, put on
+/// the boot class path, where the agent finds it as it would find one an
+/// earlier attach defined.
+#[test]
+fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
+    each_jdk(
+        "a_probe_class_without_bursts_gets_none_and_stays_exact",
+        |jdk| {
+            let old = TempDir::new("old-probe");
+            let src = old.path().join("src/sprig/rt");
+            std::fs::create_dir_all(&src).expect("mkdir");
+            let probe = std::fs::read_to_string(
+                sprig_tests::repo_root().join("agent/java/sprig/rt/Probe.java"),
+            )
+            .expect("Probe.java");
+            // Before bursts: no BURST_CALLS, and any non-zero answer of
+            // nRootExit closes the root context.
+            assert!(
+                probe.contains("BURST_CALLS") && probe.contains("r == BURST_FIRST"),
+                "the probe class changed"
+            );
+            let older = probe
+                .replace("BURST_CALLS", "BURST_CALLS_BEFORE_THEY_EXISTED")
+                .replace("r == BURST_FIRST", "false");
+            std::fs::write(src.join("Probe.java"), older).expect("write");
+            // The real Calibration class is the agent's; the old Probe only
+            // names it in the burst it never runs.
+            std::fs::write(
+                src.join("Calibration.java"),
+                "package sprig.rt; final class Calibration { \
+                 static void burst(int n) { throw new AssertionError(\"no burst\"); } }",
+            )
+            .expect("write");
+            let boot = old.path().join("classes");
+            sprig_tests::javac(jdk, &old.path().join("src"), &boot, &["--release", "8"]);
+            std::fs::remove_file(boot.join("sprig/rt/Calibration.class")).expect("rm");
+            let classes = fixture_classes(jdk);
+            let flag = format!("-Xbootclasspath/a:{}", boot.display());
+            let mut jvm = start_workload(jdk, classes.path(), &[flag.as_str()]);
+            run_scenario(&mut jvm, "sleepy", 2, 1);
+            let tmp = TempDir::new("e2e");
+            let out = tmp.path().join("run.json");
+            let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
+            run_scenario(&mut jvm, "sleepy", 100, 2);
+            let report = stop_profile(sprig, &out);
+            let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");
+            assert_eq!(roots.len(), 2, "{report}");
+            for (thread, r) in &roots {
+                let n = r["calls"].as_u64().expect("calls");
+                assert_eq!(n, 100, "{thread}");
+                assert_eq!(
+                    child_calls(r),
+                    vec![("a".to_string(), n), ("b".to_string(), n)],
+                    "{thread}"
+                );
+                assert_eq!(r["incomplete"], 0, "{thread}: {r}");
+            }
+            for t in report["threads"].as_array().expect("threads") {
+                assert_eq!(t["bursts"]["used"], 0, "{t}");
+            }
+            // The agent used the class it found: nothing printed about it.
+            assert!(
+                !jvm.stderr().contains("Exception"),
+                "target stderr: {}",
+                jvm.stderr()
+            );
+        },
+    );
+}
+
 #[test]
 fn exceptions_thrown_out_of_the_root_still_close_the_call() {
     each_jdk(
