@@ -611,9 +611,16 @@ fn concurrent_first_calls_with_receiver_checks() {
 
 fn concurrent(extra: &[&str]) {
     let _serial = serial();
-    let jdk = sprig_tests::jdk17();
-    let classes = fixture_classes(&jdk);
-    let mut jvm = start_driver(&jdk, classes.path());
+    // JDK 17 takes the JNI probes, JDK 25 the FFM fast path, which hands
+    // first calls and dormant entries to the JNI path.
+    for jdk in test_jdks("concurrent first calls") {
+        concurrent_on(&jdk, extra);
+    }
+}
+
+fn concurrent_on(jdk: &Jdk, extra: &[&str]) {
+    let classes = fixture_classes(jdk);
+    let mut jvm = start_driver(jdk, classes.path());
     let out_dir = TempDir::new("reveal-out");
     let (cold, warm) = (
         out_dir.path().join("cold.json"),
