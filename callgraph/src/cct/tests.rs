@@ -949,3 +949,40 @@ fn in_session_figures_survive_merging_and_snapshots() {
     assert_eq!(back, p);
     assert_eq!(back.threads[1].bursts.used, 1);
 }
+
+/// A thread whose root call was still running at the end ran no
+/// calibration burst (they run as a root call returns): when the session
+/// asked for bursts, the warnings name it and say its calls were charged
+/// the calibration at attach. Not when bursts were off, nor for a thread
+/// whose root calls returned, nor for one with few calls.
+#[test]
+fn a_root_still_running_without_a_burst_is_named_in_the_warnings() {
+    let stream = |calls: u64, closed: bool| {
+        let mut v = vec![root(R, 0)];
+        for k in 0..calls {
+            v.push(enter(A, 10 + 4 * k));
+            v.push(exit(A, 12 + 4 * k));
+        }
+        if closed {
+            v.push(root_exit(R, 20 + 4 * calls));
+        }
+        v
+    };
+    let warned = |expect: bool, calls: u64, closed: bool| {
+        let mut b = CctBuilder::new(NS);
+        b.expect_bursts(expect);
+        b.set_thread_name(0, 7, "batch");
+        b.process(0, &stream(calls, closed));
+        let p = b.finish();
+        p.warnings
+            .iter()
+            .find(|w| w.contains("no calibration burst ran"))
+            .cloned()
+    };
+    let w = warned(true, 10_000, false).expect("a warning");
+    assert!(w.starts_with("thread \"batch\""), "{w}");
+    assert!(w.contains("its 10001 calls"), "{w}");
+    assert_eq!(warned(false, 10_000, false), None);
+    assert_eq!(warned(true, 10_000, true), None);
+    assert_eq!(warned(true, 100, false), None);
+}
