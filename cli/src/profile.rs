@@ -153,10 +153,7 @@ pub struct SessionArgs {
     /// after a thread wakes up, the probes can cost twice what the
     /// calibration at attach measured in a hot loop. The bursts are left out
     /// of the tree and of the root's time; the report's `in session` line
-    /// sums them up. A thread whose root call runs through the whole
-    /// session runs none (its calls are charged the calibration at attach;
-    /// the warnings name it). 0: charge the attach-time calibration
-    /// throughout.
+    /// sums them up. 0: charge the attach-time calibration throughout.
     #[arg(long, value_name = "MS", default_value_t = 10)]
     pub recalibrate_every: u32,
 
@@ -757,8 +754,6 @@ fn drive(
         prepared.region.segments() as usize * prepared.region.segment_capacity() as usize;
     let mut last_poll = Instant::now();
     let mut builder = CctBuilder::new(ticks_per_sec);
-    let options = args.session_options();
-    builder.expect_bursts(options.recalibrate_ms > 0 && options.calibrate);
     {
         let (target, _) = builder.profile_fields_mut();
         target.pid = pid;

@@ -871,15 +871,7 @@ pub struct CctBuilder {
     /// The latest reset, applied to each thread as its events reach it.
     reset: Option<PendingReset>,
     resets: u32,
-    /// The session asked the threads for calibration bursts
-    /// ([`CctBuilder::expect_bursts`]).
-    bursts_expected: bool,
 }
-
-/// A thread that made at least this many calls and ran no calibration
-/// burst, its root call still running at the end, gets a warning: its calls
-/// were charged the calibration at attach.
-const CALLS_WORTH_A_BURST: u64 = 10_000;
 
 /// A reset some threads may not have reached yet (see [`CctBuilder::reset_at`]).
 #[derive(Clone, Copy, Debug)]
@@ -905,7 +897,6 @@ impl CctBuilder {
             profile_template: Profile::new(ticks_per_sec),
             reset: None,
             resets: 0,
-            bursts_expected: false,
         }
     }
 
@@ -1019,14 +1010,6 @@ impl CctBuilder {
         self.calibration.map_or(0.0, |c| {
             (c.inner_ns + c.outer_ns) * self.ticks_per_sec.max(1) as f64 / 1e9
         })
-    }
-
-    /// The session asked every profiled thread for calibration bursts
-    /// (`--recalibrate-every` not 0): a thread that ran none, because its
-    /// root call never returned while the session lasted, is then named in
-    /// the warnings.
-    pub fn expect_bursts(&mut self, on: bool) {
-        self.bursts_expected = on;
     }
 
     /// Names a thread (control message `Thread`).
@@ -1194,25 +1177,12 @@ impl CctBuilder {
                 .get(&t.index)
                 .cloned()
                 .unwrap_or((0, format!("thread-{}", t.index)));
-            let bursts = t.recal.summary(self.ticks_per_sec);
-            // Still running: open now (a live view), or closed by `finish`.
-            let running = !t.stack.is_empty() || t.issues.frames_open_at_finish > 0;
-            if self.bursts_expected && bursts.used == 0 && bursts.rejected == 0 && running {
-                let calls: u64 = tree.nodes.iter().map(|n| n.calls).sum();
-                if calls >= CALLS_WORTH_A_BURST {
-                    warnings.push(format!(
-                        "thread {name:?}: no calibration burst ran (a thread runs one as a root \
-                         call returns, and its root call was still running when profiling \
-                         ended): its {calls} calls are charged the calibration at attach"
-                    ));
-                }
-            }
             p.threads.push(ThreadProfile {
                 index: t.index,
                 java_id,
                 name,
                 tree,
-                bursts,
+                bursts: t.recal.summary(self.ticks_per_sec),
             });
         }
         p.warnings.extend(warnings);
