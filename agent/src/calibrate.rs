@@ -100,6 +100,15 @@ pub fn run(
     result
 }
 
+/// A global reference to the calibration class, once defined (for the
+/// bursts inside long root calls).
+pub fn class_ref(jni: Jni<'_>) -> Option<crate::ffi::Global> {
+    jni.with_local_frame(4, |jni| {
+        let c = jni.find_class(CLASS).ok()??;
+        jni.new_global(c).ok()
+    })
+}
+
 /// The calibration class, defined (instrumented) by the first session in
 /// this JVM.
 fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> {

@@ -116,6 +116,10 @@ pub(crate) struct ThreadState {
     /// The probe class is running a burst: the next closing root exit
     /// closes, whatever the clock says.
     in_burst: Cell<bool>,
+    /// Clock reading when this thread's root context opened: a root call
+    /// running longer than a burst period runs its bursts at exits inside
+    /// it ([`exit`]).
+    root_since: Cell<u64>,
 }
 
 impl ThreadState {
@@ -131,6 +135,7 @@ impl ThreadState {
             producer: RefCell::new(None),
             next_burst: Cell::new(0),
             in_burst: Cell::new(false),
+            root_since: Cell::new(0),
         }
     }
 
@@ -409,8 +414,11 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
 }
 
 /// `Probe.nExit`: normal or exceptional exit of an instrumented method.
+/// In a root call that has run for longer than a burst period, the exit
+/// that finds the thread due runs its calibration burst (see
+/// [`mid_root_burst`]).
 #[inline]
-pub fn exit(id: u32) {
+pub fn exit(id: u32, jni: Jni<'_>) {
     let _ = crate::ffi::with_state(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
@@ -420,7 +428,53 @@ pub fn exit(id: u32) {
         let ts = s.now();
         s.depth.set(d - 1);
         s.push(Event::new(EventKind::MethodExit, id, ts));
+        if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
+            mid_root_burst(s, ts, jni);
+        }
     });
+}
+
+/// Whether a thread inside a root context is due for a burst at an exit
+/// inside it (`ts` past its next burst): bursts are on, and its root call
+/// has run for a burst period already (a shorter one bursts as it
+/// returns).
+#[inline]
+fn burst_due_inside(s: &ThreadState, ts: u64) -> bool {
+    let every = BURST_EVERY.load(Ordering::Relaxed);
+    every != 0 && ts >= s.root_since.get().saturating_add(every)
+}
+
+/// A calibration burst inside a long root call, right after the exit just
+/// recorded: the burst's calls run through the probes like any others
+/// (the CCT builder recognises them at any depth and takes them out), by
+/// a call of `Calibration.burst` from here. Anything it throws is cleared.
+#[cold]
+#[inline(never)]
+fn mid_root_burst(s: &ThreadState, ts: u64, jni: Jni<'_>) {
+    let every = BURST_EVERY.load(Ordering::Relaxed);
+    // Set first: the burst's own exits are not due.
+    s.next_burst.set(ts.saturating_add(every));
+    if let Some(class) = BURST_CLASS.get() {
+        let _ = jni.call_static_void_int(class.as_local(), "burst", BURST_CALLS);
+    }
+}
+
+/// Calls of the calibration class's empty method in a burst run from
+/// [`mid_root_burst`] (the probe class's own bursts make `BURST_CALLS`).
+const BURST_CALLS: i32 = 32;
+
+/// The calibration class, for [`mid_root_burst`]; set with the burst period.
+static BURST_CLASS: std::sync::OnceLock<crate::ffi::Global> = std::sync::OnceLock::new();
+
+/// Keeps the calibration class for bursts inside long root calls (once per
+/// JVM: the class is defined once).
+pub fn set_burst_class(class: crate::ffi::Global) {
+    let _ = BURST_CLASS.set(class);
+}
+
+/// Whether [`set_burst_class`] was called in this JVM.
+pub fn has_burst_class() -> bool {
+    BURST_CLASS.get().is_some()
 }
 
 /// `Probe.nRootEnter`: entry of a root method. Returns whether it opened
@@ -454,6 +508,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         open_root_context(jni);
         let ts = s.now();
         s.depth.set(1);
+        s.root_since.set(ts);
         check_first_call(s, id, jni);
         s.push(Event::new(EventKind::RootEntry, id, ts));
         true
@@ -557,7 +612,12 @@ pub fn fast_exit(id: u32) -> i32 {
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
         }
-        if !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
+        let ts = s.now();
+        if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
+            // a burst inside a long root call: JNI calls it
+            return FAST_SLOW;
+        }
+        if !s.try_push(Event::new(EventKind::MethodExit, id, ts)) {
             return FAST_SLOW;
         }
         s.depth.set(d - 1);

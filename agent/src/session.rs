@@ -430,6 +430,11 @@ fn start_profiling(
                 // The calibration class is defined now: the probe class
                 // may call it for the threads' own bursts.
                 if !calibrate_only && f.bursts && probe_class::bursts_available() {
+                    if !probe::has_burst_class()
+                        && let Some(c) = calibrate::class_ref(jni)
+                    {
+                        probe::set_burst_class(c);
+                    }
                     probe::set_burst_every(
                         u64::from(so.recalibrate_ms).saturating_mul(ticks_per_sec / 1000),
                     );

@@ -146,8 +146,9 @@ pub struct SessionArgs {
     pub no_calibrate: bool,
 
     /// Measure the probes again on each profiled thread, at most every MS
-    /// milliseconds: as a thread leaves a root it runs 32 probed calls of an
-    /// empty method (1-2 µs), and its calls are charged the probe cost
+    /// milliseconds: as a thread leaves a root (or, in a root call running
+    /// longer than MS, at a method exit inside it) it runs 32 probed calls
+    /// of an empty method (1-2 µs), and its calls are charged the probe cost
     /// measured there (the median of its latest three bursts; its calls
     /// before its first burst, that burst's). On shared hosts, and right
     /// after a thread wakes up, the probes can cost twice what the

@@ -60,6 +60,17 @@ fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
 
 /// Root nodes named `class::method` across threads whose name starts with
 /// `thread_prefix`: (thread name, node).
+/// No calibration burst left a node in the tree.
+fn assert_no_burst_node(report: &Value) {
+    let methods = tree_methods(report);
+    assert!(
+        methods
+            .iter()
+            .all(|m| !m.contains("Calibration") && !m.contains('#')),
+        "a burst left a node: {methods:?}"
+    );
+}
+
 fn root_nodes<'a>(
     report: &'a Value,
     class: &str,
@@ -257,13 +268,7 @@ fn calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree() {
                 let cal = &report["calibration"];
                 let pair = cal["inner_ns"].as_f64().expect("calibration")
                     + cal["outer_ns"].as_f64().expect("calibration");
-                let methods = tree_methods(&report);
-                assert!(
-                    methods
-                        .iter()
-                        .all(|m| !m.contains("Calibration") && !m.contains('#')),
-                    "a burst left a node: {methods:?}"
-                );
+                assert_no_burst_node(&report);
                 let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");
                 assert_eq!(roots.len(), 2, "{report}");
                 for (thread, r) in &roots {
@@ -301,6 +306,51 @@ fn calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree() {
             }
         },
     );
+}
+
+/// A root call longer than the burst period runs its calibration bursts
+/// at exits inside it (it would otherwise run one only as it returns, and
+/// a root call running through the whole session none): one call of 3
+/// million rounds of a() and b(), hundreds of milliseconds under the
+/// probes, runs at least five, and the tree keeps its exact counts and no
+/// calibration node.
+#[test]
+fn a_long_root_call_runs_its_bursts_inside() {
+    each_jdk("a_long_root_call_runs_its_bursts_inside", |jdk| {
+        let classes = fixture_classes(jdk);
+        let mut jvm = start_workload(jdk, classes.path(), &[]);
+        run_scenario(&mut jvm, "calls", 2, 1); // loads the class
+        let tmp = TempDir::new("e2e");
+        let out = tmp.path().join("run.json");
+        let sprig = start_profile(jvm.pid(), "fixtures.Calls::longRoot", &out, &[]);
+        run_scenario(&mut jvm, "long", 1, 1);
+        let report = stop_profile(sprig, &out);
+        assert_no_burst_node(&report);
+        let roots = root_nodes(&report, "fixtures.Calls", "longRoot", "worker-");
+        assert_eq!(roots.len(), 1, "{report}");
+        let (thread, r) = &roots[0];
+        assert_eq!(r["calls"], 1, "{thread}");
+        let rounds = 3_000_000;
+        assert_eq!(
+            child_calls(r),
+            vec![("a".to_string(), rounds), ("b".to_string(), rounds)],
+            "{thread}"
+        );
+        let t = report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .find(|t| t["name"] == thread.as_str())
+            .expect("the worker's thread");
+        let used = t["bursts"]["used"].as_u64().expect("bursts.used");
+        eprintln!(
+            "JDK {}: one root call of {:.0} ms ran {used} bursts ({} left out)",
+            jdk.major,
+            r["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
+            t["bursts"]["rejected"]
+        );
+        assert!(used >= 5, "{thread}: {}", t["bursts"]);
+    });
 }
 
 /// A JVM whose probe class an older sprig defined (one without

@@ -24,8 +24,12 @@ extern "system" fn n_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
     });
 }
 
-extern "system" fn n_exit(_env: *mut JNIEnv, _cls: jclass, id: jint) {
-    guard(|| crate::probe::exit(id as u32));
+extern "system" fn n_exit(env: *mut JNIEnv, _cls: jclass, id: jint) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        crate::probe::exit(id as u32, jni)
+    });
 }
 
 /// Returns 1 when it opened a root context on this thread (the Java side
