@@ -344,10 +344,11 @@ fn a_long_root_call_runs_its_bursts_inside() {
             .expect("the worker's thread");
         let used = t["bursts"]["used"].as_u64().expect("bursts.used");
         eprintln!(
-            "JDK {}: one root call of {:.0} ms ran {used} bursts ({} left out)",
+            "JDK {}: one root call of {:.0} ms ran {used} bursts ({} left out): {}",
             jdk.major,
-            r["total_ns"].as_f64().unwrap_or(0.0) / 1e6,
-            t["bursts"]["rejected"]
+            r["raw_total_ns"].as_f64().unwrap_or(0.0) / 1e6,
+            t["bursts"]["rejected"],
+            t["bursts"]
         );
         assert!(used >= 5, "{thread}: {}", t["bursts"]);
     });
