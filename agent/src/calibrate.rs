@@ -201,7 +201,7 @@ fn measure(
         a.restore();
     }
     windows.extend(Window::of(&window));
-    if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {
+    if crate::probe_class::debug_on() {
         let list: Vec<String> = windows
             .iter()
             .map(|w| format!("{:.1}+{:.1}", w.pair(), w.spread))

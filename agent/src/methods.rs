@@ -133,15 +133,15 @@ pub fn is_active(id: u32) -> bool {
 }
 
 /// Whether an entry of dormant `id` inside a root context was found not
-/// to be revealable in this session ([`dormant_entry_failed`]).
+/// to be revealable in this session ([`refuse_dormant_entry`]).
 #[inline]
-pub fn dormant_entry_tried(id: u32) -> bool {
+pub fn dormant_entry_refused(id: u32) -> bool {
     slot(id).is_some_and(|(w, bit)| DORMANT_FAILED[w].load(Ordering::Relaxed) & bit != 0)
 }
 
 /// Dormant `id` could not be revealed where it ran: its later entries
 /// skip the attempt.
-pub fn dormant_entry_failed(id: u32) {
+pub fn refuse_dormant_entry(id: u32) {
     if let Some((w, bit)) = slot(id) {
         DORMANT_FAILED[w].fetch_or(bit, Ordering::Relaxed);
     }

@@ -274,7 +274,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
 #[cold]
 #[inline(never)]
 fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
-    if !reveal::enabled() || methods::dormant_entry_tried(id) {
+    if !reveal::enabled() || methods::dormant_entry_refused(id) {
         return false;
     }
     let Some(agent) = crate::env::get() else {
@@ -283,7 +283,7 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
     // Two threads may enter it at once: the second finds it revealed.
     let active = revealing(s, || (true, reveal::entered(&agent.jvmti, jni, id)));
     if !active {
-        methods::dormant_entry_failed(id);
+        methods::refuse_dormant_entry(id);
     }
     active
 }
@@ -586,7 +586,7 @@ pub fn fast_enter(id: u32) -> i32 {
         if !methods::is_active(id) {
             // A dormant method running inside a root context is revealed
             // on the JNI path (once).
-            return if methods::dormant_entry_tried(id) {
+            return if methods::dormant_entry_refused(id) {
                 fast_nothing()
             } else {
                 FAST_SLOW

@@ -33,8 +33,14 @@ static BYTES_FFM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ffm/sprig/rt
 /// JDK 22+ (for comparisons).
 const JNI_ONLY_ENV: &str = "SPRIG_AGENT_JNI_PROBES";
 /// Setting this in the target's environment makes the agent say on stderr
-/// which probe path it bound.
+/// which probe path it bound, its calibration windows, and at the end of a
+/// session the instrumented methods that never ran.
 const DEBUG_ENV: &str = "SPRIG_AGENT_DEBUG";
+
+/// Whether the agent prints its debugging lines ([`DEBUG_ENV`]).
+pub fn debug_on() -> bool {
+    std::env::var_os(DEBUG_ENV).is_some()
+}
 
 struct ProbeClass {
     class: Global,
@@ -164,7 +170,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
             && jni
                 .find_static_field(class, "FAST", c"Z")
                 .is_some_and(|f| jni.static_boolean(&class, f));
-        if std::env::var_os(DEBUG_ENV).is_some() {
+        if debug_on() {
             eprintln!(
                 "sprig agent: probe path: {}",
                 if fast {

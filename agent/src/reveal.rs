@@ -1382,7 +1382,7 @@ pub fn quiesce() -> MutexGuard<'static, ()> {
 /// revealer dropped.
 pub fn end(jni: Jni<'_>) {
     ON.store(false, Ordering::Release);
-    if std::env::var_os("SPRIG_AGENT_DEBUG").is_some() {
+    if crate::probe_class::debug_on() {
         debug_uncalled();
     }
     if let Some(map) = classes().take() {
@@ -1409,12 +1409,13 @@ fn debug_uncalled() {
         return;
     };
     let mut lines = Vec::new();
-    for (_, key) in st.revealer.instrumented() {
-        let dotted = key.class.replace('/', ".");
-        let (id, _) = crate::methods::id_for(&dotted, &key.name, &key.descriptor);
+    for (&id, &(rid, _)) in &st.by_probe {
         if crate::methods::was_called(id) {
             continue;
         }
+        let Some(key) = st.revealer.method(rid) else {
+            continue;
+        };
         let chain = st
             .revealer
             .explain(key)
@@ -1431,6 +1432,7 @@ fn debug_uncalled() {
             st.revealer.revealed_by(key).map_or("?", edge_name)
         ));
     }
+    lines.sort();
     eprintln!(
         "sprig agent: {} instrumented methods never called",
         lines.len()
