@@ -321,6 +321,12 @@ pub struct Times {
     pub probe_ns: u64,
     /// The part of `probe_ns` taken out of the node's own code.
     pub probe_self_ns: u64,
+    /// Calibrated probe cost of every call in the subtree as computed,
+    /// before any node's time is clamped at zero: `raw_total_ns -
+    /// adjust_ns - probe_cost_ns` is the subtree's exact time unclamped,
+    /// negative where more was subtracted than measured (how far the
+    /// calibration is off, for the accuracy tests and bug reports).
+    pub probe_cost_ns: u64,
 }
 
 impl Times {
@@ -446,6 +452,7 @@ impl Profile {
         for i in (0..len).rev() {
             let n = &tree.nodes[i];
             let (mut kids_net, mut kids_total, mut kids_probe) = (0u64, 0u64, 0u64);
+            let mut kids_cost = 0u64;
             let mut kids_recal = Recal::default();
             for &c in n
                 .children
@@ -456,6 +463,7 @@ impl Profile {
                 kids_net = kids_net.saturating_add(net(k));
                 kids_total = kids_total.saturating_add(out[c as usize].total_ns);
                 kids_probe = kids_probe.saturating_add(out[c as usize].probe_ns);
+                kids_cost = kids_cost.saturating_add(out[c as usize].probe_cost_ns);
                 kids_recal.add(&Recal {
                     calls: k.recal.calls,
                     inner: 0,
@@ -463,7 +471,8 @@ impl Profile {
                 });
             }
             let own = ticks_to_ns(net(n).saturating_sub(kids_net), self.ticks_per_sec);
-            let self_ns = own.saturating_sub(self.node_probe_ns(n, &kids_recal));
+            let cost = self.node_probe_ns(n, &kids_recal);
+            let self_ns = own.saturating_sub(cost);
             let probe_self_ns = own - self_ns;
             out[i] = Times {
                 raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
@@ -472,6 +481,7 @@ impl Profile {
                 self_ns,
                 probe_ns: probe_self_ns.saturating_add(kids_probe),
                 probe_self_ns,
+                probe_cost_ns: cost.saturating_add(kids_cost),
             };
         }
         out

@@ -109,6 +109,9 @@ fn calibration_subtraction_by_hand() {
     assert_eq!((get(&[R]).self_ns, get(&[R]).total_ns), (35, 96));
     assert_eq!(get(&[R]).total_ns, 110 - 5 * 2 - 4);
     assert_eq!(get(&[R]).raw_total_ns, 110);
+    // Nothing clamped: the probe cost is what total_ns lost.
+    assert_eq!(get(&[R]).probe_cost_ns, 5 * 2 + 4);
+    assert_eq!(get(&[R, B]).probe_cost_ns, 2 * 2 + 1);
 }
 
 #[test]
@@ -192,6 +195,12 @@ fn calibration_never_below_zero() {
     // R: 110 - 30 - 90 -> 0
     assert_eq!(times_of(&p, 0, &[R]).total_ns, 0);
     assert_eq!(times_of(&p, 0, &[R]).self_ns, 0);
+    // Unclamped, the subtree's probe cost is every call's t_I (R, B and
+    // three A: 5 * 30) and every child call's t_O (4 * 30), beyond the
+    // 110 measured: the calibration took out 160 ns more than there was.
+    assert_eq!(times_of(&p, 0, &[R]).probe_cost_ns, 5 * 30 + 4 * 30);
+    assert_eq!(times_of(&p, 0, &[R, B]).probe_cost_ns, 2 * 30 + 30);
+    assert_eq!(times_of(&p, 0, &[R, B, A]).probe_cost_ns, 30);
 }
 
 #[test]

@@ -22,7 +22,10 @@
 //! (`{"used","rejected","min_pair_ns","median_pair_ns","max_pair_ns"}`: the
 //! thread's in-session calibration bursts and the probe pair they measured,
 //! zeros without any); per node
-//! `raw_total_ns`, `adjust_ns`, `incomplete`.
+//! `raw_total_ns`, `adjust_ns`, `incomplete`, `probe_ns` (the calibrated
+//! probe cost of the subtree before any node is clamped at zero:
+//! `raw_total_ns - adjust_ns - probe_ns` is the exact total unclamped,
+//! negative where the calibration took out more than was measured).
 //!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
@@ -114,8 +117,14 @@ fn roots(
         write_str(out, &m.descriptor)?;
         write!(
             out,
-            ",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"raw_total_ns\":{},\"adjust_ns\":{},\"incomplete\":{},\"children\":[",
-            n.calls, t.total_ns, t.self_ns, t.raw_total_ns, t.adjust_ns, n.incomplete
+            ",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"raw_total_ns\":{},\"adjust_ns\":{},\"incomplete\":{},\"probe_ns\":{},\"children\":[",
+            n.calls,
+            t.total_ns,
+            t.self_ns,
+            t.raw_total_ns,
+            t.adjust_ns,
+            n.incomplete,
+            t.probe_cost_ns
         )?;
         wrote.push(false);
     }
