@@ -261,10 +261,15 @@ pub fn configure(
         sprig_wire::control::Scheme::Lazy => Scheme::Lazy,
         sprig_wire::control::Scheme::Eager => Scheme::Eager,
     };
+    // Eager instruments everything reachable at once: dormant probes
+    // would save it no redefinition, only cost calls outside the root.
+    let dormant = dormant && scheme == Scheme::Lazy;
     let config = RevealConfig {
         scheme,
         include: parse(include)?,
         exclude: parse(exclude)?,
+        // Callbacks of live classes are caught by their dormant probes.
+        live_callbacks_where_they_run: dormant,
     };
     *state() = Some(State {
         revealer: Revealer::new(config),
@@ -280,9 +285,7 @@ pub fn configure(
         installed: HashMap::new(),
         activated_in_place: 0,
         dormant_keys: HashMap::new(),
-        // Eager instruments everything reachable at once: dormant probes
-        // would save it no redefinition, only cost calls outside the root.
-        dormant: dormant && scheme == Scheme::Lazy,
+        dormant,
         skip_trivial,
         trivial: HashMap::new(),
         receivers: receivers && scheme == Scheme::Lazy,

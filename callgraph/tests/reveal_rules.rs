@@ -461,13 +461,16 @@ fn a_second_class_loader_gets_the_same_methods_and_ids() {
     assert_eq!(rv.stats().loaded_classes, 2);
 }
 
-#[test]
-fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of_all() {
-    let mut rv = lazy();
-    load(&mut rv, object());
+/// The callback rule's scenario: `Live` and `Dead` implement `Comparator`
+/// (and override `toString`, `finalize`); the root constructs a `Live`
+/// and calls `Collections.sort(list, comparator)`. Returns the first
+/// batch (class, methods) and the methods `a/Late`, a `Comparator` loaded
+/// afterwards, gets at its load.
+fn callback_scenario(rv: &mut Revealer) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    load(rv, object());
     let cmp = "(Ljava/lang/Object;Ljava/lang/Object;)I";
     load(
-        &mut rv,
+        rv,
         class(
             "java/util/Comparator",
             Some("java/lang/Object"),
@@ -478,7 +481,7 @@ fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of
     );
     for c in ["a/Live", "a/Dead"] {
         load(
-            &mut rv,
+            rv,
             class(
                 c,
                 Some("java/lang/Object"),
@@ -494,7 +497,7 @@ fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of
             ),
         );
     }
-    let id = main_root(&mut rv);
+    let id = main_root(rv);
     // main: new Live(); Collections.sort(list, live)
     let r = rv
         .on_first_call(
@@ -510,35 +513,16 @@ fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of
             ],
         )
         .unwrap();
-    let batch: Vec<(&str, Vec<&str>)> = r
+    let batch = r
         .classes
         .iter()
         .map(|c| {
-            let m = c.methods.iter().map(|m| m.name.as_str()).collect();
-            (c.class.as_str(), m)
+            let m = c.methods.iter().map(|m| m.name.clone()).collect();
+            (c.class.clone(), m)
         })
         .collect();
-    // Live: every override of a java.* method. Dead (never constructed in
-    // the subgraph, maybe handed in from outside): its implementation of the
-    // callback interface Comparator, which being reachable makes Dead live
-    // in turn (toString); never its own methods.
-    assert_eq!(
-        batch,
-        [
-            ("a/Dead", vec!["compare", "toString"]),
-            ("a/Live", vec!["<init>", "compare", "toString"])
-        ]
-    );
-    assert_eq!(
-        rv.revealed_by(&key("a/Live", "compare", cmp)),
-        Some(EdgeKind::Callback)
-    );
-    assert!(rv.id_of(&key("a/Dead", "own", "()V")).is_none());
-    assert!(rv.id_of(&key("a/Dead", "finalize", "()V")).is_none());
-    // A Comparator loaded later gets its compare at its load (and, live
-    // through it, its toString).
     let late = load(
-        &mut rv,
+        rv,
         class(
             "a/Late",
             Some("java/lang/Object"),
@@ -550,7 +534,74 @@ fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of
             ],
         ),
     );
-    assert_eq!(names(&late), ["compare", "toString"]);
+    (batch, names(&late).iter().map(|n| n.to_string()).collect())
+}
+
+fn batch_of(v: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    v.iter()
+        .map(|(c, m)| (c.to_string(), m.iter().map(|n| n.to_string()).collect()))
+        .collect()
+}
+
+#[test]
+fn callback_rule_marks_java_overrides_of_live_classes_and_callback_interfaces_of_all() {
+    let mut rv = lazy();
+    let cmp = "(Ljava/lang/Object;Ljava/lang/Object;)I";
+    let (batch, late) = callback_scenario(&mut rv);
+    // Live: every override of a java.* method. Dead (never constructed in
+    // the subgraph, maybe handed in from outside): its implementation of the
+    // callback interface Comparator, which being reachable makes Dead live
+    // in turn (toString); never its own methods.
+    assert_eq!(
+        batch,
+        batch_of(&[
+            ("a/Dead", &["compare", "toString"]),
+            ("a/Live", &["<init>", "compare", "toString"])
+        ])
+    );
+    assert_eq!(
+        rv.revealed_by(&key("a/Live", "compare", cmp)),
+        Some(EdgeKind::Callback)
+    );
+    assert!(rv.id_of(&key("a/Dead", "own", "()V")).is_none());
+    assert!(rv.id_of(&key("a/Dead", "finalize", "()V")).is_none());
+    // A Comparator loaded later gets its compare at its load (and, live
+    // through it, its toString).
+    assert_eq!(late, ["compare", "toString"]);
+}
+
+/// With dormant probes (the agent's Scheme B default) the callback rule
+/// leaves live classes to them: `Live` is redefined for its constructor,
+/// so its `compare` and `toString` hold dormant probes and are revealed
+/// where the JDK calls them inside a root context (`on_entered`). A class
+/// that is not live still gets its callback-interface methods, which
+/// nothing else would give probes, and nothing more once they make it live.
+#[test]
+fn callbacks_of_live_classes_are_left_to_their_dormant_probes() {
+    let mut rv = Revealer::new(RevealConfig {
+        live_callbacks_where_they_run: true,
+        ..RevealConfig::default()
+    });
+    let cmp = "(Ljava/lang/Object;Ljava/lang/Object;)I";
+    let (batch, late) = callback_scenario(&mut rv);
+    assert_eq!(
+        batch,
+        batch_of(&[("a/Dead", &["compare"]), ("a/Live", &["<init>"])])
+    );
+    assert_eq!(late, ["compare"]);
+    let compare = key("a/Live", "compare", cmp);
+    assert!(rv.id_of(&compare).is_none());
+    // The JDK's sort calls it inside the root: entered, instrumented.
+    let r = rv.on_entered(&compare);
+    assert!(rv.id_of(&compare).is_some());
+    assert_eq!(rv.revealed_by(&compare), Some(EdgeKind::Entered));
+    assert_eq!(
+        r.classes
+            .iter()
+            .map(|c| c.class.as_str())
+            .collect::<Vec<_>>(),
+        ["a/Live"]
+    );
 }
 
 #[test]

@@ -207,6 +207,17 @@ pub struct RevealConfig {
     pub include: Vec<ClassFilter>,
     /// Classes never to instrument (wins over everything).
     pub exclude: Vec<ClassFilter>,
+    /// The JDK callback rule leaves live classes alone: the agent gives
+    /// every method of a class it redefines probes, dormant where no rule
+    /// reached the method, and a dormant method that runs inside a root
+    /// context is revealed there ([`Revealer::on_entered`]). A live class
+    /// is one with a reachable constructor or instance method, so it is
+    /// redefined, and what the JDK calls back of it is caught where it
+    /// runs instead of instrumented in advance. Classes that are not live
+    /// but implement a callback interface (rule 4) are marked as before:
+    /// nothing else redefines them. Set by the agent for Scheme B with
+    /// dormant probes.
+    pub live_callbacks_where_they_run: bool,
 }
 
 impl RevealConfig {
@@ -223,6 +234,7 @@ impl RevealConfig {
             scheme,
             include: parse(include)?,
             exclude: parse(exclude)?,
+            live_callbacks_where_they_run: false,
         })
     }
 }
@@ -431,6 +443,8 @@ pub struct Revealer {
     scanned: usize,
     batches: usize,
     reflective_count: usize,
+    /// [`RevealConfig::live_callbacks_where_they_run`].
+    live_callbacks_where_they_run: bool,
 }
 
 impl Revealer {
@@ -518,6 +532,7 @@ impl Revealer {
             scanned: 0,
             batches: 0,
             reflective_count: 0,
+            live_callbacks_where_they_run: config.live_callbacks_where_they_run,
         }
     }
 
@@ -1045,6 +1060,11 @@ impl Revealer {
             return;
         }
         let live = self.live.contains(class);
+        if live && self.live_callbacks_where_they_run {
+            // Redefined for its reachable methods: its callbacks hold
+            // dormant probes and are revealed where they run.
+            return;
+        }
         let filtered_supers: Vec<String> = self
             .hierarchy
             .supertypes(class)
