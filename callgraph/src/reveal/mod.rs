@@ -51,7 +51,12 @@
 //!    (`javax.lang.model`, `com.sun.source` in javac), which rule 2 already
 //!    covers. Counting them too instruments ~700 more never-called javac
 //!    methods (6,557 instead of 5,859 for 3,969 called; see
-//!    `tests/reveal_javac.rs`).
+//!    `tests/reveal_javac.rs`). With
+//!    [`RevealConfig::live_callbacks_where_they_run`] (the agent's Scheme B
+//!    with dormant probes) this rule marks nothing: a live class is
+//!    redefined for its reachable methods, its callbacks hold dormant
+//!    probes, and those the JDK calls inside a root context are revealed
+//!    there ([`Revealer::on_entered`], edge kind `Entered`).
 //!
 //! 4. Objects created outside the subgraph and handed to the JDK from inside
 //!    it (a comparator the caller of the root passes in): classes that
