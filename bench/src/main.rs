@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 4] = ["probe", "attach", "throughput", "ring"];
+const MICRO: [&str; 5] = ["probe", "overlap", "attach", "throughput", "ring"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,8 +32,8 @@ struct Args {
     /// Write every figure (medians, min/max, raw series) as JSON to OUT.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
-    /// Run only these benchmarks (repeat or comma-separate): probe, attach,
-    /// throughput, ring, javac, h2, jetty, calls, coarse.
+    /// Run only these benchmarks (repeat or comma-separate): probe, overlap,
+    /// attach, throughput, ring, javac, h2, jetty, calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
     /// Of the workloads, run only the rows of these roots (repeat or
@@ -205,6 +205,7 @@ fn real_main() -> Result<bool> {
                 "probe" => micro::probe_cost(&ctx),
                 "attach" => micro::attach_latency(&ctx),
                 "ring" => micro::ring_rates(&ctx),
+                "overlap" => micro::overlap(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {

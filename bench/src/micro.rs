@@ -346,6 +346,73 @@ pub fn throughput(ctx: &Ctx) -> Result<Value> {
     }))
 }
 
+/// What a probe pair costs in place as a function of the work around it
+/// (`bench.Overlap`): per step count k, the probed loop's ns per call minus
+/// the bare twin's, the minimum over rounds, in one session; beside it the
+/// pair the calibration measured around an empty method (what sprig
+/// subtracts per call).
+pub fn overlap(ctx: &Ctx) -> Result<Value> {
+    let (n, rounds) = if ctx.quick {
+        (20_000, 100)
+    } else {
+        (20_000, 300)
+    };
+    let mut jvm = Jvm::start(
+        &ctx.env.java(),
+        &[
+            "-cp".into(),
+            ctx.env.classpath.clone(),
+            "bench.Overlap".into(),
+        ],
+        "overlap",
+        &ctx.env.logs(),
+        Duration::from_secs(120),
+    )?;
+    let args = SprigArgs {
+        roots: vec!["bench.Overlap$Probed::root".into()],
+        include: vec![],
+        exclude: vec![],
+        scheme: "lazy".into(),
+    };
+    let out = ctx.env.scratch.path.join("overlap.json");
+    let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &args, &out)?;
+    sprig.wait_profiling(SPRIG_START)?;
+    // The first series reveals `work` and lets the JIT compile the probed
+    // code; the second is the one measured.
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        jvm.send(&format!("go {n} {rounds}"))?;
+        lines = jvm.collect_until("done", Duration::from_secs(600))?;
+    }
+    let stopped = sprig.stop(SPRIG_STOP)?;
+    let p = ProfileSummary::from_json(&stopped.report)?;
+    check_lost(&p, "overlap")?;
+    jvm.quit()?;
+    let mut rows = Vec::new();
+    for l in lines.iter().filter(|l| l.starts_with("k ")) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let (Some(k), Some(bare), Some(probed)) = (w.get(1), w.get(3), w.get(5)) else {
+            bail!("unexpected fixture output: {l:?}");
+        };
+        let (bare, probed) = (parse_f64(bare, l)?, parse_f64(probed, l)?);
+        rows.push(json!({
+            "steps": parse_f64(k, l)?,
+            "bare_ns": bare,
+            "probed_ns": probed,
+            "pair_in_place_ns": probed - bare,
+        }));
+    }
+    if rows.is_empty() {
+        bail!("overlap: the fixture printed no rows: {lines:?}");
+    }
+    Ok(json!({
+        "calls_per_round": n,
+        "rounds": rounds,
+        "rows": rows,
+        "calibration": p.calibration,
+    }))
+}
+
 /// One-line summaries for the terminal.
 pub fn print(name: &str, v: &Value) {
     let s = |k: &str| -> String {
@@ -361,6 +428,43 @@ pub fn print(name: &str, v: &Value) {
             .map_or("-".to_owned(), |x| crate::stats::fmt(Some(x), 3))
     };
     match name {
+        "overlap" => {
+            let c = v.get("calibration").filter(|c| !c.is_null());
+            let pair = c.map(|c| {
+                let f = |k: &str| c.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+                f("inner_ns") + f("outer_ns")
+            });
+            println!(
+                "probe pair in place by the work per call (bench.Overlap: k steps of dependent arithmetic; ns per call, min over rounds)"
+            );
+            if let Some(pair) = pair {
+                println!(
+                    "  calibrated pair (empty method)  {pair:.2} ns  (what sprig subtracts per call)"
+                );
+            }
+            println!("  steps    bare     probed   pair in place");
+            for r in v
+                .get("rows")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let f = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+                let share = pair.map_or(String::new(), |p| {
+                    format!(
+                        "  ({:.2} of the calibrated pair)",
+                        f("pair_in_place_ns") / p
+                    )
+                });
+                println!(
+                    "  {:5.0} {:8.2} {:10.2} {:10.2}{share}",
+                    f("steps"),
+                    f("bare_ns"),
+                    f("probed_ns"),
+                    f("pair_in_place_ns")
+                );
+            }
+        }
         "probe" => {
             println!(
                 "probe cost (ns per call; ratios to one System.nanoTime() in the same JVM run)"
