@@ -416,7 +416,7 @@ fn judge_scenarios(
                 // +3% of the probe cost was left; on the host of the
                 // sixteenth, -23% in every one of five sessions (the root
                 // then charged nothing: each node is clamped at zero) in
-                // one spell (-21% to -33% measured before clamping, JDK 17
+                // one spell (-21% to -36% measured before clamping, JDK 17
                 // and 25, on a quiet host), and -5% to +7% (charged/bare
                 // 0.90-1.45) while another process kept half a core busy.
                 // With `lfence` before each clock read (tried, not kept)
