@@ -24,8 +24,9 @@ use std::io::{self, Write};
 const MAX_GUIDES: usize = 24;
 
 /// Printed under a table that marked a time with `~`.
-pub const LEGEND: &str = "  ~ more probe cost was subtracted than time is left: a probe pair's cost moves\n    \
-by a few ns with the code around it, so such a time may be off by tens of percent";
+pub const LEGEND: &str = "  ~ more probe cost was subtracted than time is left: a probe pair costs less\n    \
+around code that does work than around the empty method the calibration times\n    \
+(down to a third of it), so such a time may be off by tens of percent, or read zero";
 
 /// Printed under [`LEGEND`] when revelation ran and no method was left
 /// out as trivial.
