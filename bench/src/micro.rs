@@ -352,11 +352,8 @@ pub fn throughput(ctx: &Ctx) -> Result<Value> {
 /// pair the calibration measured around an empty method (what sprig
 /// subtracts per call).
 pub fn overlap(ctx: &Ctx) -> Result<Value> {
-    let (n, rounds) = if ctx.quick {
-        (20_000, 100)
-    } else {
-        (20_000, 300)
-    };
+    let n = 20_000;
+    let rounds = if ctx.quick { 100 } else { 300 };
     let mut jvm = Jvm::start(
         &ctx.env.java(),
         &[

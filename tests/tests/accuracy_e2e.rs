@@ -123,9 +123,7 @@ fn parse_deep(text: String) -> Value {
 struct Round {
     /// Charged (exact) ns per root call.
     charged: f64,
-    /// The same before any node is clamped at zero (raw less adjust-time
-    /// less the probe cost sprig computed, `probe_ns`): below zero where
-    /// more was taken out than measured.
+    /// The same before any node is clamped at zero ([`unclamped_ns`]).
     unclamped: f64,
     /// Raw ns per root call (probe cost included).
     raw: f64,
@@ -192,20 +190,29 @@ fn rounds(report: &Value, jvm: &Proc, scenario: &str) -> Vec<Round> {
         let bare = *twin
             .get(&index)
             .unwrap_or_else(|| panic!("no twin timing for round {index} of {scenario}"));
-        let field = |name: &str| {
-            r[name]
-                .as_f64()
-                .unwrap_or_else(|| panic!("no {name} in the root node"))
-        };
         out.push(Round {
-            charged: field("total_ns") / calls,
-            unclamped: (field("raw_total_ns") - field("adjust_ns") - field("probe_ns")) / calls,
-            raw: r["raw_total_ns"].as_f64().expect("raw_total_ns") / calls,
+            charged: ns(r, "total_ns") / calls,
+            unclamped: unclamped_ns(r) / calls,
+            raw: ns(r, "raw_total_ns") / calls,
             children,
             bare,
         });
     }
     out
+}
+
+/// A time field of a report node, in ns.
+fn ns(node: &Value, name: &str) -> f64 {
+    node[name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {name} in node {node}"))
+}
+
+/// A node's exact total before any node of its subtree is clamped at zero:
+/// raw less adjust-time less the probe cost sprig computed (`probe_ns`);
+/// below zero where more was taken out than measured.
+fn unclamped_ns(node: &Value) -> f64 {
+    ns(node, "raw_total_ns") - ns(node, "adjust_ns") - ns(node, "probe_ns")
 }
 
 /// The rounds to judge: of those at speed ([`Round::at_speed`]), the `n`
@@ -591,13 +598,9 @@ fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
             }
             let work = work.unwrap_or_else(|| panic!("no work node: {report}"));
             let calls = work["calls"].as_f64().expect("calls");
-            let charged = work["total_ns"].as_f64().expect("total_ns") / calls;
-            let raw = work["raw_total_ns"].as_f64().expect("raw_total_ns") / calls;
-            // Before clamping at zero (see `Round::unclamped`).
-            let unclamped = raw
-                - (work["adjust_ns"].as_f64().expect("adjust_ns")
-                    + work["probe_ns"].as_f64().expect("probe_ns"))
-                    / calls;
+            let charged = ns(&work, "total_ns") / calls;
+            let raw = ns(&work, "raw_total_ns") / calls;
+            let unclamped = unclamped_ns(&work) / calls;
             let left = (unclamped - bare) / (raw - bare);
             println!(
                 "JDK {} wake: bare {bare:.0} ns, raw {raw:.0} ns, charged {charged:.0} ns \
