@@ -409,7 +409,9 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
         // revealed as they ran are. Without dormant probes the callback
         // rule instruments every override of a JDK method in the live
         // classes (Tokens$Key's three, the shapes' toString, ...), called
-        // or not; with them, only those that ran.
+        // or not; with them, only those that ran: fewer in all, though the
+        // dormant session also instruments Ranked.compareTo, which the
+        // other misses (44 against 45 in the sixteenth session).
         println!(
             "JDK {}: instrumented {} with dormant probes, {} without",
             jdk.major,
@@ -417,7 +419,7 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
             n(&redefining, "instrumented_methods")
         );
         assert!(
-            n(&dormant, "instrumented_methods") <= n(&redefining, "instrumented_methods"),
+            n(&dormant, "instrumented_methods") < n(&redefining, "instrumented_methods"),
             "instrumented: {} with dormant probes, {} without",
             n(&dormant, "instrumented_methods"),
             n(&redefining, "instrumented_methods")
