@@ -212,7 +212,11 @@ fn revealed_targets(
 
 /// The methods to instrument in a class, the root pattern each counts for,
 /// and (when call sites are watched) each one's receiver checks.
-type Plan3 = (Vec<Target>, Vec<usize>, Option<Vec<Vec<(u32, u32)>>>);
+type Plan3 = (
+    Vec<Target>,
+    Vec<usize>,
+    Option<Vec<Vec<sprig_rewriter::GuardSite>>>,
+);
 
 /// Roots-only sessions: the methods the root patterns name.
 fn root_targets(
@@ -262,7 +266,7 @@ fn install(
     input: &ClassFile<'_>,
     targets: &[Target],
     owner: &[usize],
-    guards: Option<&[Vec<(u32, u32)>]>,
+    guards: Option<&[Vec<sprig_rewriter::GuardSite>]>,
     n_patterns: usize,
 ) -> Option<Vec<u8>> {
     let guards = guards.map(|sites| sprig_rewriter::Guards {

@@ -55,7 +55,7 @@ use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
     Scheme,
 };
-use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo, Target};
+use sprig_rewriter::{CallSite, Check, ClassInfo, GuardSite, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -186,6 +186,10 @@ struct WatchedSite {
     pending: u32,
     /// Revealed by class hierarchy analysis: watched no more.
     saturated: bool,
+    /// Its check ([`Revealer::site_check`] when the site was first
+    /// instrumented): a reach check (`Probe.reach`) or a receiver check
+    /// (`Probe.site`).
+    check: Check,
 }
 
 /// The trivial methods of one class (`--skip-trivial`), by (name,
@@ -652,10 +656,24 @@ fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
             None => later.push(n.clone()),
         }
     }
+    let t0 = Instant::now();
     instrument::retransform_batch(&batch, true, |cs| {
         let refs: Vec<&Global> = cs.iter().map(|g| **g).collect();
         jvmti.retransform_globals(&refs)
     });
+    if crate::probe_class::debug_on() && !batch.is_empty() {
+        // When each batch ran (late ones deoptimise code in the windows
+        // a benchmark times) and what it took.
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        let start = *START.get_or_init(|| t0);
+        eprintln!(
+            "sprig agent: batch at +{} ms: {} classes in {:.1} ms ({})",
+            t0.duration_since(start).as_millis(),
+            batch.len(),
+            t0.elapsed().as_secs_f64() * 1e3,
+            batch[0].1
+        );
+    }
     drop(cache);
     defer(later);
 }
@@ -717,7 +735,12 @@ pub fn sites_handed() -> u32 {
 /// The id of a watched call site, handed out the first time; `None` when
 /// `Probe.RECEIVERS` is full (the site is then revealed at its caller's first
 /// call, by class hierarchy analysis).
-fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSite) -> Option<u32> {
+fn site_id(
+    st: &mut State,
+    class: &str,
+    method: &(String, String),
+    call: &CallSite,
+) -> Option<(u32, Check)> {
     let key = (
         class.to_string(),
         method.0.clone(),
@@ -725,7 +748,7 @@ fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSi
         call.offset,
     );
     if let Some(&id) = st.site_ids.get(&key) {
-        return Some(id);
+        return Some((id, st.site_info[id as usize].check));
     }
     let id = u32::try_from(st.site_info.len()).ok()?;
     if id >= crate::probe_class::SITE_SLOTS {
@@ -738,15 +761,17 @@ fn site_id(st: &mut State, class: &str, method: &(String, String), call: &CallSi
         repeats: 0,
         pending: 0,
         saturated: false,
+        // Its first check stays: the Java side keeps the site's state.
+        check: st.revealer.site_check(call).unwrap_or(Check::Reach),
     });
     st.site_ids.insert(key, id);
     SITES_HANDED.fetch_max(id + 1, Ordering::AcqRel);
-    Some(id)
+    Some((id, st.site_info[id as usize].check))
 }
 
-/// The receiver checks of the targets the hook instruments in `name`:
-/// per target, (offset, site id) of each watchable call.
-fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<(u32, u32)>> {
+/// The checks of the targets the hook instruments in `name`: per target,
+/// each watchable call's offset, site id and check.
+fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<GuardSite>> {
     let mut out = Vec::with_capacity(targets.len());
     for (t, _) in targets {
         let mut g = Vec::new();
@@ -759,17 +784,19 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
                 .and_then(|s| s.get(&method))
                 .map(|v| {
                     v.iter()
-                        .filter(|c| {
-                            st.revealer.dispatch_watchable(c) || st.revealer.reach_watchable(c)
-                        })
+                        .filter(|c| st.revealer.site_check(c).is_some())
                         .cloned()
                         .collect()
                 })
                 .unwrap_or_default()
         };
         for c in calls {
-            if let Some(id) = site_id(st, name, &method, &c) {
-                g.push((c.offset, id));
+            if let Some((site, check)) = site_id(st, name, &method, &c) {
+                g.push(GuardSite {
+                    offset: c.offset,
+                    site,
+                    check,
+                });
             }
         }
         out.push(g);
@@ -810,7 +837,7 @@ pub fn dispatched_call(
         if w.saturated {
             return (waited, true);
         }
-        let reach = matches!(w.call.kind, CallKind::Static | CallKind::Special);
+        let reach = w.check == Check::Reach;
         let Some(class) = class.or_else(|| reach.then(String::new)) else {
             return (waited, false);
         };
@@ -1299,7 +1326,7 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
 
 /// What the hook instruments in a class: the targets (with whether each is
 /// a root) and, when call sites are watched, each target's receiver checks.
-pub type HookPlan = (Vec<(Target, bool)>, Option<Vec<Vec<(u32, u32)>>>);
+pub type HookPlan = (Vec<(Target, bool)>, Option<Vec<Vec<GuardSite>>>);
 
 /// A method holding dormant probes was entered inside a root context (on
 /// this thread, in its probe): it belongs to the subgraph, since the root
@@ -1436,6 +1463,15 @@ fn debug_uncalled() {
         ));
     }
     lines.sort();
+    let receiver_checks = st
+        .site_info
+        .iter()
+        .filter(|w| w.check == Check::Receiver)
+        .count();
+    eprintln!(
+        "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks",
+        st.site_info.len() - receiver_checks
+    );
     eprintln!(
         "sprig agent: {} instrumented methods never called",
         lines.len()

@@ -123,6 +123,11 @@ enum Sites {
     Receivers,
     /// `Receivers` for virtual and interface sites, `Taken` for the others.
     ReceiversTaken,
+    /// What `--virtual-calls receiver` does: `Receivers` at virtual and
+    /// interface sites where class hierarchy analysis finds two or more
+    /// targets; the other virtual and interface sites only if their target
+    /// ran (a reach check); `Taken` for the others.
+    ReceiversPolymorphic,
 }
 
 struct Replay {
@@ -177,12 +182,23 @@ impl Replay {
                 });
             }
             let mut dispatches = Vec::new();
-            if matches!(self.sites, Sites::Receivers | Sites::ReceiversTaken) {
+            if matches!(
+                self.sites,
+                Sites::Receivers | Sites::ReceiversTaken | Sites::ReceiversPolymorphic
+            ) {
                 let mut out = Vec::new();
                 for site in sites {
                     let t = targets(&site);
+                    let mono = self.sites == Sites::ReceiversPolymorphic
+                        && h.virtual_targets(&site.owner, &site.name, &site.descriptor)
+                            .len()
+                            < 2;
                     if t.is_empty() {
                         out.push(site);
+                    } else if mono && dispatched(&site) {
+                        if t.iter().any(ran) {
+                            out.push(site);
+                        }
                     } else if dispatched(&site) {
                         // The site sees its receivers: each override that
                         // ran is reached as it is dispatched to, now or
@@ -192,7 +208,11 @@ impl Replay {
                             .entry((site.name.clone(), site.descriptor.clone()))
                             .or_default()
                             .push((id, site.owner.clone()));
-                    } else if self.sites == Sites::Receivers || t.iter().any(ran) {
+                    } else if !matches!(
+                        self.sites,
+                        Sites::ReceiversTaken | Sites::ReceiversPolymorphic
+                    ) || t.iter().any(ran)
+                    {
                         out.push(site);
                     }
                 }
@@ -342,7 +362,10 @@ fn javac_lazy_instruments_few_uncalled_methods_and_eager_more() {
 /// 305 lie in classes none of whose methods ran. Handing the revealer only
 /// the sites that ran leaves 5,031 for 3,887 (1.29): even revelation per
 /// call site stays above 1.2, because a virtual site that ran still
-/// reaches every loaded override.
+/// reaches every loaded override. The receiver variants (an oracle
+/// standing in for the checks of `--virtual-calls receiver`) come to
+/// 1.14-1.19; the last is what sprig runs: receiver checks where the
+/// receiver's class chooses among loaded methods, reach checks elsewhere.
 #[test]
 fn javac_lazy_excess_by_cause() {
     use sprig_callgraph::reveal::EdgeKind;
@@ -389,13 +412,18 @@ fn javac_lazy_excess_by_cause() {
             "receivers, and only the other sites that ran",
             Sites::ReceiversTaken,
         ),
+        (
+            "receivers where hierarchy analysis finds several targets, reach checks elsewhere",
+            Sites::ReceiversPolymorphic,
+        ),
     ] {
         let (r, called_r, _) = replay(Scheme::Lazy, mode);
         let n = r.instrumented().count();
-        println!(
-            "{label}: {n} instrumented, {called_r} called ({:.2})",
-            n as f64 / called_r as f64
-        );
+        let ratio_r = n as f64 / called_r as f64;
+        println!("{label}: {n} instrumented, {called_r} called ({ratio_r:.2})");
+        // Measured 1.19, 1.14 and 1.16 (JDK 17.0.15): the receivers
+        // remove most of the excess (B 1.48) in each variant.
+        assert!(ratio_r < 1.25, "{label}: {ratio_r:.2}");
     }
     assert_eq!(instrumented.len() - uncalled.len(), called);
     // Fewer sites reveal a subset.

@@ -8,7 +8,7 @@ use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, Filters, LoadOutcome, MethodId, MethodKey, RevealConfig, RevealError,
     Revealer, Scheme,
 };
-use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
+use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo, MethodInfo};
 
 const PUBLIC: u16 = 0x0001;
 const STATIC: u16 = 0x0008;
@@ -910,6 +910,32 @@ fn receiver_checks_reveal_only_what_is_dispatched_to() {
     assert!(rv.reach_watchable(&stat));
     assert!(!rv.reach_watchable(&virt));
     assert!(!rv.reach_watchable(&site(CallKind::Static, "java/lang/Math", "abs", "(I)I")));
+    // The checks: a receiver's class chooses among Shape's three `area`s;
+    // Box has one `size` whatever the receiver, until a subclass
+    // overriding it loads; an owner not loaded yet is not known to have
+    // one target.
+    assert_eq!(rv.site_check(&virt), Some(Check::Receiver));
+    assert_eq!(rv.site_check(&stat), Some(Check::Reach));
+    let boxed = |name: &str, sup: &str| {
+        class(
+            name,
+            Some(sup),
+            &[],
+            PUBLIC,
+            &[("size", "()I", PUBLIC, false)],
+        )
+    };
+    load(&mut rv, boxed("a/Box", "java/lang/Object"));
+    let mono = site(CallKind::Virtual, "a/Box", "size", "()I");
+    assert!(rv.dispatch_watchable(&mono));
+    assert_eq!(rv.site_check(&mono), Some(Check::Reach));
+    load(&mut rv, boxed("a/BigBox", "a/Box"));
+    assert_eq!(rv.site_check(&mono), Some(Check::Receiver));
+    let unknown = site(CallKind::Interface, "a/NotYet", "area", "()I");
+    assert_eq!(rv.site_check(&unknown), Some(Check::Receiver));
+    for s in [&on_jdk, &on_array, &reflective] {
+        assert_eq!(rv.site_check(s), None, "{s:?}");
+    }
 
     // main's first call with its watched sites taken out reveals nothing.
     assert!(rv.on_first_call(main, &[]).unwrap().is_empty());

@@ -48,10 +48,30 @@ pub struct Guards<'a> {
     /// Name of the reach check, `static void name(int site)`, called
     /// before static and special calls.
     pub reach: &'a str,
-    /// Per target, in the order of the targets: (byte offset of an invoke
-    /// instruction other than `invokedynamic` in the original code, site
-    /// id passed to the check).
-    pub sites: &'a [Vec<(u32, u32)>],
+    /// Per target, in the order of the targets: the checked calls.
+    pub sites: &'a [Vec<GuardSite>],
+}
+
+/// One checked call of [`Guards`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuardSite {
+    /// Byte offset of an invoke instruction other than `invokedynamic` in
+    /// the original code.
+    pub offset: u32,
+    /// Site id passed to the check.
+    pub site: u32,
+    /// Which check runs before the call.
+    pub check: Check,
+}
+
+/// The check before a call ([`GuardSite`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// `method(receiver, site)` on a copy of the receiver: virtual and
+    /// interface calls only.
+    Receiver,
+    /// `reach(site)`: any call; the stack is left alone.
+    Reach,
 }
 
 /// One method to instrument.

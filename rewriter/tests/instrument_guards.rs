@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use instrument_util::*;
 use sprig_rewriter::{
-    CallKind, Guards, SkipReason, Target, callees, class_info, instrument_guarded,
+    CallKind, Check, GuardSite, Guards, SkipReason, Target, callees, class_info, instrument_guarded,
 };
 
 const PROBE: &str = "sprig/test/Probe";
@@ -77,7 +77,21 @@ fn instrument_all(src: &Path, dst: &Path) -> (SiteIds, Vec<(String, SkipReason)>
                     };
                     next_id += 1;
                     sites.insert(id, (info.name.clone(), m.name.clone(), c.name.clone()));
-                    g.push((c.offset, id));
+                    // Receiver checks before virtual and interface calls,
+                    // except `none` (a reach check, as before a call
+                    // class hierarchy analysis resolves to one method).
+                    let check = if matches!(c.kind, CallKind::Virtual | CallKind::Interface)
+                        && c.name != "none"
+                    {
+                        Check::Receiver
+                    } else {
+                        Check::Reach
+                    };
+                    g.push(GuardSite {
+                        offset: c.offset,
+                        site: id,
+                        check,
+                    });
                 }
             }
             guards.push(g);
@@ -209,9 +223,12 @@ fn guarded_programs_behave_like_the_originals_and_see_every_receiver() {
             assert_eq!(get("Guards.shapes", "area", "Guards$Square"), 1);
             assert_eq!(get("Guards.shapes", "size", "java.util.ArrayList"), 4);
             // Every shape of arguments.
-            for callee in ["addLong", "addDouble", "two", "mixed", "wides", "none"] {
+            for callee in ["addLong", "addDouble", "two", "mixed", "wides"] {
                 assert_eq!(get("Guards.main", callee, "Guards$Acc"), 1, "{callee}");
             }
+            // A reach check before a virtual call: once per call, no receiver.
+            assert_eq!(get("Guards.main", "none", "-"), 1);
+            assert_eq!(get("Guards.main", "none", "Guards$Acc"), 0);
             // A null receiver reaches the check too; the call then throws.
             assert_eq!(get("Guards.main", "addLong", "null"), 1);
             assert_eq!(get("Guards.main", "fail", "Guards$Acc"), 5);
@@ -238,8 +255,11 @@ fn guarded_programs_behave_like_the_originals_and_see_every_receiver() {
     }
 }
 
+/// A guard at an offset that is no invoke instruction, or a receiver
+/// check before a static call (no receiver to copy), skips its method and
+/// only that one; guard lists that do not match the targets are an error.
 #[test]
-fn a_guard_on_anything_but_a_call_instruction_skips_the_method() {
+fn a_guard_that_does_not_fit_its_instruction_skips_the_method() {
     let tmp = TempDir::new("guards-bad");
     let orig = tmp.path().join("orig");
     std::fs::create_dir_all(&orig).unwrap();
@@ -264,8 +284,23 @@ fn a_guard_on_anything_but_a_call_instruction_skips_the_method() {
         target("main", "([Ljava/lang/String;)V"),
         target("<init>", "()V"),
     ];
-    for bad in [0, virt.offset + 1, 1_000_000] {
-        let lists = [vec![(bad, 7)], vec![]];
+    let stat = calls.iter().find(|c| c.kind == CallKind::Static).unwrap();
+    let bad_sites = [0, virt.offset + 1, 1_000_000]
+        .map(|offset| (offset, Check::Receiver))
+        .into_iter()
+        .chain([
+            (virt.offset + 1, Check::Reach),
+            (stat.offset, Check::Receiver),
+        ]);
+    for (offset, check) in bad_sites {
+        let lists = [
+            vec![GuardSite {
+                offset,
+                site: 7,
+                check,
+            }],
+            vec![],
+        ];
         let g = Guards {
             class: PROBE,
             method: "site",

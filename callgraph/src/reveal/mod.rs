@@ -122,7 +122,7 @@ use std::fmt;
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
-use sprig_rewriter::{CallKind, CallSite, ClassInfo};
+use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo};
 
 use crate::pattern::MethodPattern;
 
@@ -484,6 +484,39 @@ impl Revealer {
         matches!(site.kind, CallKind::Static | CallKind::Special)
             && !site.owner.starts_with('[')
             && self.filters.instrumentable(&site.owner)
+    }
+}
+
+impl Revealer {
+    /// The check a call site of an instrumented method gets when calls
+    /// are revealed as they run (`--virtual-calls receiver`), `None` for a
+    /// site revealed at its caller's first call:
+    /// - [`Check::Receiver`] at a [dispatch-watchable](Revealer::dispatch_watchable)
+    ///   site where the receiver's class can choose: class hierarchy
+    ///   analysis finds two or more loaded methods, or the owner is not
+    ///   loaded yet (unknown);
+    /// - [`Check::Reach`] at a [reach-watchable](Revealer::reach_watchable)
+    ///   site, and at a dispatch-watchable one with a single possible
+    ///   target: no receiver to copy off the stack, and the first run
+    ///   inside a root context reveals it ([`Revealer::on_call_site`], class
+    ///   hierarchy analysis, which also instruments an override loaded
+    ///   later).
+    pub fn site_check(&self, site: &CallSite) -> Option<Check> {
+        if self.reach_watchable(site) {
+            return Some(Check::Reach);
+        }
+        if !self.dispatch_watchable(site) {
+            return None;
+        }
+        let known = self.hierarchy.get(&site.owner).is_some();
+        let targets = self
+            .hierarchy
+            .virtual_targets(&site.owner, &site.name, &site.descriptor);
+        Some(if !known || targets.len() >= 2 {
+            Check::Receiver
+        } else {
+            Check::Reach
+        })
     }
 }
 

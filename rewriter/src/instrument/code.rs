@@ -624,7 +624,7 @@ pub(crate) struct MethodJob<'p> {
     pub(crate) descriptor: &'p [u8],
     /// Checks asked for: (offset of the call in the original code, site
     /// id), and the Methodrefs of the receiver check and the reach check.
-    pub(crate) guard_sites: &'p [(u32, u32)],
+    pub(crate) guard_sites: &'p [crate::GuardSite],
     pub(crate) guard_refs: (u16, u16),
 }
 
@@ -671,14 +671,15 @@ pub(crate) fn rewrite(
     decode(ca.code, s)?;
     let mut max_locals = ca.max_locals;
     job.plan.guards.clear();
-    for &(off, site) in job.guard_sites {
+    for g in job.guard_sites {
+        let off = g.offset;
         let i = index_of(&s.insns, off)
             .ok_or_else(|| unsupported(format!("guarded call at {off} is not an instruction")))?;
         let op = s.insns[i as usize].op;
         let mut site_push = [0u8; 3];
-        let n = super::id_push(site, pool, &mut site_push)?;
-        let code = match op {
-            INVOKEVIRTUAL | INVOKEINTERFACE => {
+        let n = super::id_push(g.site, pool, &mut site_push)?;
+        let code = match (op, g.check) {
+            (INVOKEVIRTUAL | INVOKEINTERFACE, crate::Check::Receiver) => {
                 let at = off as usize;
                 let cp = u16::from_be_bytes([ca.code[at + 1], ca.code[at + 2]]);
                 let desc = cf.member_descriptor(cp)?;
@@ -687,11 +688,19 @@ pub(crate) fn rewrite(
                 max_locals = max_locals.max(locals);
                 code
             }
-            INVOKESTATIC | INVOKESPECIAL => {
+            (
+                INVOKEVIRTUAL | INVOKEINTERFACE | INVOKESTATIC | INVOKESPECIAL,
+                crate::Check::Reach,
+            ) => {
                 let mut code = site_push[..n].to_vec();
                 code.push(INVOKESTATIC);
                 put_u16(&mut code, job.guard_refs.1);
                 code
+            }
+            (INVOKESTATIC | INVOKESPECIAL, crate::Check::Receiver) => {
+                return Err(unsupported(format!(
+                    "receiver check before the static or special call at {off}"
+                )));
             }
             _ => {
                 return Err(unsupported(format!(

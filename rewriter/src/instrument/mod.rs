@@ -60,7 +60,7 @@ use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
 use self::code::{MethodJob, Plan, Scratch};
 use self::pool::Pool;
-use crate::{Error, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
+use crate::{Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
@@ -75,11 +75,13 @@ pub fn instrument(
 }
 
 /// [`instrument`], plus a check before each call `guards` names in each
-/// target: before a virtual or interface call, `guard(receiver, site)` on
-/// a copy of the receiver, the stack as it was when the call runs (one
-/// argument is moved with `swap`/`dup_x1`, more are parked in new
-/// locals); before a static or special call, `reach(site)`. A guard that
-/// names no call instruction skips its method (`Unsupported`).
+/// target: [`Check::Receiver`](crate::Check::Receiver) before a virtual or
+/// interface call, `guard(receiver, site)` on a copy of the receiver, the
+/// stack as it was when the call runs (one argument is moved with
+/// `swap`/`dup_x1`, more are parked in new locals);
+/// [`Check::Reach`](crate::Check::Reach) before any call, `reach(site)`. A
+/// guard that names no call instruction, or a receiver check before a
+/// static or special call, skips its method (`Unsupported`).
 pub fn instrument_guarded(
     class: &[u8],
     targets: &[Target],
@@ -122,7 +124,7 @@ pub fn instrument_guarded(
     let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
     let mut methods = Vec::with_capacity(targets.len());
     for (ti, t) in targets.iter().enumerate() {
-        let sites: &[(u32, u32)] = guards.map(|g| g.sites[ti].as_slice()).unwrap_or(&[]);
+        let sites: &[GuardSite] = guards.map(|g| g.sites[ti].as_slice()).unwrap_or(&[]);
         let name = modified_utf8(&t.name);
         let desc = modified_utf8(&t.descriptor);
         let result = match by_name.get(&(name.as_slice(), desc.as_slice())) {
@@ -246,7 +248,7 @@ fn instrument_method(
     refs: &mut Option<(u16, u16)>,
     constructor: bool,
     (access, descriptor): (u16, &[u8]),
-    (guard_sites, guard_refs): (&[(u32, u32)], (u16, u16)),
+    (guard_sites, guard_refs): (&[GuardSite], (u16, u16)),
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
