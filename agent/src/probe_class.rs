@@ -33,8 +33,10 @@ static BYTES_FFM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ffm/sprig/rt
 /// JDK 22+ (for comparisons).
 const JNI_ONLY_ENV: &str = "SPRIG_AGENT_JNI_PROBES";
 /// Setting this in the target's environment makes the agent say on stderr
-/// which probe path it bound, its calibration windows, and at the end of a
-/// session the instrumented methods that never ran.
+/// which probe path it bound, its calibration windows, each redefinition
+/// batch, and at the end of a session the watched call sites and the
+/// calls into the agent they made, and the instrumented methods that never
+/// ran.
 const DEBUG_ENV: &str = "SPRIG_AGENT_DEBUG";
 
 /// Whether the agent prints its debugging lines ([`DEBUG_ENV`]).

@@ -1468,9 +1468,13 @@ fn debug_uncalled() {
         .iter()
         .filter(|w| w.check == Check::Receiver)
         .count();
+    let ([seen, done, again], dormant) = crate::probe::take_site_calls();
     eprintln!(
-        "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks",
-        st.site_info.len() - receiver_checks
+        "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks; \
+         {} calls into the agent (seen {seen}, done {done}, again {again}); \
+         {dormant} dormant entries passed on the JNI path",
+        st.site_info.len() - receiver_checks,
+        seen + done + again
     );
     eprintln!(
         "sprig agent: {} instrumented methods never called",
