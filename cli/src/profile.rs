@@ -88,7 +88,7 @@ pub struct SessionArgs {
     /// The check (a class test where the receiver's class chooses among
     /// methods, else a flag) sits at every such call of the instrumented
     /// classes, outside the root too: on a server, code around the root
-    /// runs slower than with `hierarchy` (Jetty: 20-45 points more
+    /// runs slower than with `hierarchy` (Jetty: about 30 points more
     /// overhead). A call site that sees more than 8 receiver classes, and
     /// calls on JDK types (except `toString`, `hashCode` and `equals`,
     /// which `hierarchy` would take to every loaded class), keep
