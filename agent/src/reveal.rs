@@ -732,14 +732,16 @@ pub fn sites_handed() -> u32 {
     SITES_HANDED.load(Ordering::Acquire)
 }
 
-/// The id of a watched call site, handed out the first time; `None` when
-/// `Probe.RECEIVERS` is full (the site is then revealed at its caller's first
-/// call, by class hierarchy analysis).
+/// The id of a watched call site and its check, handed out the first time
+/// with `check`; `None` when `Probe.RECEIVERS` is full (the site is then
+/// revealed at its caller's first call, by class hierarchy analysis). A
+/// site keeps its first check: the Java side keeps the site's state.
 fn site_id(
     st: &mut State,
     class: &str,
     method: &(String, String),
     call: &CallSite,
+    check: Check,
 ) -> Option<(u32, Check)> {
     let key = (
         class.to_string(),
@@ -761,12 +763,11 @@ fn site_id(
         repeats: 0,
         pending: 0,
         saturated: false,
-        // Its first check stays: the Java side keeps the site's state.
-        check: st.revealer.site_check(call).unwrap_or(Check::Reach),
+        check,
     });
     st.site_ids.insert(key, id);
     SITES_HANDED.fetch_max(id + 1, Ordering::AcqRel);
-    Some((id, st.site_info[id as usize].check))
+    Some((id, check))
 }
 
 /// The checks of the targets the hook instruments in `name`: per target,
@@ -776,7 +777,7 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
     for (t, _) in targets {
         let mut g = Vec::new();
         let method = (t.name.clone(), t.descriptor.clone());
-        let calls: Vec<CallSite> = if t.probes == REFLECT_PROBES {
+        let calls: Vec<(CallSite, Check)> = if t.probes == REFLECT_PROBES {
             Vec::new()
         } else {
             st.sites
@@ -784,14 +785,13 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
                 .and_then(|s| s.get(&method))
                 .map(|v| {
                     v.iter()
-                        .filter(|c| st.revealer.site_check(c).is_some())
-                        .cloned()
+                        .filter_map(|c| Some((c.clone(), st.revealer.site_check(c)?)))
                         .collect()
                 })
                 .unwrap_or_default()
         };
-        for c in calls {
-            if let Some((site, check)) = site_id(st, name, &method, &c) {
+        for (c, check) in calls {
+            if let Some((site, check)) = site_id(st, name, &method, &c, check) {
                 g.push(GuardSite {
                     offset: c.offset,
                     site,

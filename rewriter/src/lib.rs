@@ -42,11 +42,11 @@ pub struct Guards<'a> {
     /// Internal name of the class holding the guard method.
     pub class: &'a str,
     /// Name of the receiver check, `static void name(Object receiver, int
-    /// site)` (`(Ljava/lang/Object;I)V`), called before virtual and
-    /// interface calls.
+    /// site)` (`(Ljava/lang/Object;I)V`), called before the virtual and
+    /// interface calls marked [`Check::Receiver`].
     pub method: &'a str,
     /// Name of the reach check, `static void name(int site)`, called
-    /// before static and special calls.
+    /// before the calls marked [`Check::Reach`].
     pub reach: &'a str,
     /// Per target, in the order of the targets: the checked calls.
     pub sites: &'a [Vec<GuardSite>],

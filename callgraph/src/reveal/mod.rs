@@ -485,9 +485,7 @@ impl Revealer {
             && !site.owner.starts_with('[')
             && self.filters.instrumentable(&site.owner)
     }
-}
 
-impl Revealer {
     /// The check a call site of an instrumented method gets when calls
     /// are revealed as they run (`--virtual-calls receiver`), `None` for a
     /// site revealed at its caller's first call:

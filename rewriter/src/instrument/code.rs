@@ -622,8 +622,9 @@ pub(crate) struct MethodJob<'p> {
     pub(crate) plan: Plan<'p>,
     pub(crate) access: u16,
     pub(crate) descriptor: &'p [u8],
-    /// Checks asked for: (offset of the call in the original code, site
-    /// id), and the Methodrefs of the receiver check and the reach check.
+    /// Checks asked for (offset of the call in the original code, site id,
+    /// which check), and the Methodrefs of the receiver check and the reach
+    /// check.
     pub(crate) guard_sites: &'p [crate::GuardSite],
     pub(crate) guard_refs: (u16, u16),
 }
