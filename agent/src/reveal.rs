@@ -53,7 +53,7 @@ use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
-    Scheme,
+    Scheme, has_code, is_virtual,
 };
 use sprig_rewriter::{CallSite, Check, ClassInfo, GuardSite, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
@@ -81,13 +81,17 @@ static WATCHING_LINKS: AtomicBool = AtomicBool::new(false);
 /// Site ids handed out so far, over every session in this JVM (the next
 /// session clears `Probe.RECEIVERS` below it).
 static SITES_HANDED: AtomicU32 = AtomicU32::new(0);
-/// Receiver classes a watched call site may see before it is revealed by
-/// class hierarchy analysis instead (and watched no more).
+/// Receiver classes a watched call site may see before it is watched no
+/// more: what it dispatches to is then left to dormant probes (revealed as
+/// entered), or without them revealed by class hierarchy analysis.
 const MAX_RECEIVERS: usize = 8;
 /// Times a watched site may hand the agent a class it has seen already
 /// (more classes take turns there than `Probe.RECEIVERS` remembers, two)
-/// before it is revealed by class hierarchy analysis instead: each such
-/// call costs a JNI call and a class signature.
+/// before it is watched no more, as past `MAX_RECEIVERS`: each such call
+/// costs a JNI call and a class signature. On javac most sites watched no
+/// more got there this way (a visitor's `accept` sees its tree classes in
+/// turn); 1,024 repeats instead of 64 left 47 such sites of 64 on its
+/// `Gen::genClass` root, for eight times the calls into the agent.
 const MAX_REPEATS: u32 = 64;
 
 /// Call sites of one class's methods by (name, descriptor).
@@ -172,6 +176,11 @@ struct State {
     site_ids: HashMap<(String, String, String, u32), u32>,
     /// Per site id: the call and what it has seen.
     site_info: Vec<WatchedSite>,
+    /// Virtual calls (owner, name, descriptor) of watched sites that saw
+    /// too many receivers: what they dispatch to holds probes, dormant
+    /// until entered inside a root context, in the classes loaded at the
+    /// time and in those loaded later that override the method.
+    by_entries: HashSet<(String, String, String)>,
 }
 
 /// One call site watched for its receivers.
@@ -295,6 +304,7 @@ pub fn configure(
         receivers: receivers && scheme == Scheme::Lazy,
         site_ids: HashMap::new(),
         site_info: Vec::new(),
+        by_entries: HashSet::new(),
     });
     *classes() = Some(HashMap::new());
     REVEAL_NS.store(0, Ordering::Relaxed);
@@ -806,9 +816,13 @@ fn guards_of(st: &mut State, name: &str, targets: &[(Target, bool)]) -> Vec<Vec<
 
 /// `Probe.site`, inside a root context: a receiver of class `receiver` is
 /// about to be called at watched site `site`. Instruments the method the
-/// class selects, on this thread, before the call runs (a site that has
+/// class selects, on this thread, before the call runs. A site that has
 /// seen more than `MAX_RECEIVERS` classes, or a class the mirror does not
-/// know, is revealed by class hierarchy analysis instead). `Probe.reach`
+/// know, is watched no more: with dormant probes, every class it can
+/// dispatch to gets them (and a class loaded later that overrides the
+/// method, as it loads), and a method of theirs is revealed when a root
+/// context first enters it (`entered`); without, class hierarchy analysis
+/// reveals all it can dispatch to. `Probe.reach`
 /// (no receiver): a static or special site runs for the first time, and
 /// its target is instrumented. Returns whether any work was done or waited
 /// for, and whether the site is watched no more.
@@ -873,6 +887,22 @@ pub fn dispatched_call(
             // A lambda's class forwards to its implementation method, which
             // the invokedynamic that created it revealed.
             None if hidden && !saturate => None,
+            // A site with too many receiver classes (or a class the
+            // mirror does not know): class hierarchy analysis would
+            // instrument every method the call can dispatch to. With
+            // dormant probes, the classes of those methods get probes
+            // instead, and each method is revealed when a root context
+            // first enters it (`entered`): only those called.
+            None if !reach && st.dormant && st.revealer.instrumentable(&call.owner) => {
+                st.site_info[site as usize].saturated = true;
+                names.extend(dormant_alongside(st, &call));
+                st.by_entries.insert((
+                    call.owner.clone(),
+                    call.name.clone(),
+                    call.descriptor.clone(),
+                ));
+                None
+            }
             None => {
                 st.site_info[site as usize].saturated = true;
                 Some(st.revealer.on_call_site(caller, &call))
@@ -933,6 +963,35 @@ fn dormant_alongside(st: &mut State, call: &CallSite) -> Vec<String> {
             out.push(k.class);
         }
     }
+    out
+}
+
+/// The classes holding no probes yet whose methods a call left to its
+/// entries ([`State::by_entries`]) can now dispatch to through class
+/// `name`, which has just joined the mirror: `name` itself when it
+/// declares such a method, or the class it inherits one from (rare: a
+/// superclass that does not implement the call's interface itself).
+fn reached_by_entries(st: &State, name: &str) -> Vec<String> {
+    if st.by_entries.is_empty() {
+        return Vec::new();
+    }
+    let h = st.revealer.hierarchy();
+    let mut out: Vec<String> = st
+        .by_entries
+        .iter()
+        .filter(|(owner, _, _)| h.is_subtype(name, owner))
+        .filter_map(|(_, m, d)| h.select(name, m, d))
+        .filter(|k| {
+            h.declared(&k.class, &k.name, &k.descriptor)
+                .is_some_and(|m| is_virtual(m) && has_code(m))
+                && st.revealer.instrumentable(&k.class)
+                && !st.plan.contains_key(&k.class)
+                && !st.installed.contains_key(&k.class)
+        })
+        .map(|k| k.class)
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -1238,6 +1297,17 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
             st.scan_pending = true;
         }
     }
+    if !redefining {
+        // Dormant probes only, for a call left to the entries it makes: in
+        // this class as it loads, in a loaded superclass from the control
+        // thread.
+        for class in reached_by_entries(st, name) {
+            st.plan.insert(class.clone(), Vec::new());
+            if class != name {
+                st.deferred.insert(class);
+            }
+        }
+    }
     let Some(planned) = st.plan.get(name) else {
         REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         return (Vec::new(), None);
@@ -1463,6 +1533,26 @@ fn debug_uncalled() {
         ));
     }
     lines.sort();
+    let saturated: Vec<&WatchedSite> = st
+        .site_info
+        .iter()
+        .filter(|w| w.check == Check::Receiver && w.saturated)
+        .collect();
+    let by_classes = saturated
+        .iter()
+        .filter(|w| w.classes.len() > MAX_RECEIVERS)
+        .count();
+    eprintln!(
+        "sprig agent: receiver checks that saw too many receivers: {} ({by_classes} past {} classes, {} past {} repeats, the rest unknown classes); {} calls left to their entries",
+        saturated.len(),
+        MAX_RECEIVERS,
+        saturated
+            .iter()
+            .filter(|w| w.classes.len() <= MAX_RECEIVERS && w.repeats > MAX_REPEATS)
+            .count(),
+        MAX_REPEATS,
+        st.by_entries.len()
+    );
     let receiver_checks = st
         .site_info
         .iter()

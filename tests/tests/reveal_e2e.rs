@@ -572,6 +572,132 @@ fn receiver_checks_watch_object_methods_called_on_jdk_types() {
     }
 }
 
+/// `n` runs of one scenario under `sprig profile --root <root>` plus
+/// `extra`, the root's class not loaded yet: the tree's call counts, and
+/// the target's debug lines.
+fn debug_session(
+    jdk: &Jdk,
+    classes: &Path,
+    (root, scenario, n): (&str, &str, u32),
+    extra: &[&str],
+) -> (BTreeMap<String, u64>, String) {
+    let mut jvm = start_driver_with(jdk, classes, &[("SPRIG_AGENT_DEBUG", "1")]);
+    let out_dir = TempDir::new("reveal-out");
+    let out = out_dir.path().join("debug.json");
+    let mut cmd = Command::new(sprig_bin());
+    cmd.arg("profile")
+        .arg(jvm.pid().to_string())
+        .args(["--root", root])
+        .args(extra)
+        .args(["--format", "json", "-o"])
+        .arg(&out);
+    let mut sprig = Proc::spawn("sprig", cmd);
+    // The root is armed, and instrumented as its class loads.
+    let armed = format!("{root} matches no loaded class");
+    sprig.wait_for("the root armed", LONG, |l| l.contains(&armed));
+    run(&mut jvm, scenario, n, 1);
+    let got = paths(&stop_profile(sprig, &out));
+    let end = "instrumented methods never called";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jvm.stderr().contains(end) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = jvm.stderr();
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+    assert!(
+        err.contains(end),
+        "{extra:?}: no list of uncalled methods:\n{err}"
+    );
+    (got, err)
+}
+
+/// With receiver checks, a method that holds dormant probes carries the
+/// checks of its call sites too, so revealing it later (in place, no
+/// redefinition) reveals what it calls by the receivers it sees, as for a
+/// method revealed at once. `Seldom.seldom` is first called on the root's
+/// third call: the tree is exact from that call on either way, and its
+/// `Shape.area` call instruments the receiver's method only, where class
+/// hierarchy analysis at its first call also instruments `Hexagon.area`
+/// (loaded, never called).
+#[test]
+fn a_method_revealed_late_reveals_its_calls_by_their_receivers() {
+    let _serial = serial();
+    for jdk in test_jdks("a_method_revealed_late_reveals_its_calls_by_their_receivers") {
+        let classes = fixture_classes(&jdk);
+        let want: BTreeMap<String, u64> = [
+            ("Seldom.root", 6),
+            ("Seldom.root > Seldom.often", 6),
+            ("Seldom.root > Seldom.seldom", 4),
+            ("Seldom.root > Seldom.seldom > Circle.area", 4),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let hexagon = "sprig agent: uncalled reveal/Hexagon::area()I";
+        let seldom = ("reveal.Seldom::root", "seldom", 6);
+        let (got, err) = debug_session(
+            &jdk,
+            classes.path(),
+            seldom,
+            &["--virtual-calls", "receiver"],
+        );
+        assert_eq!(got, want, "JDK {} receiver:\n{err}", jdk.major);
+        assert!(!err.contains(hexagon), "JDK {} receiver:\n{err}", jdk.major);
+        let (got, err) = debug_session(&jdk, classes.path(), seldom, &[]);
+        assert_eq!(got, want, "JDK {} hierarchy:\n{err}", jdk.major);
+        assert!(err.contains(hexagon), "JDK {} hierarchy:\n{err}", jdk.major);
+    }
+}
+
+/// A watched call that sees more receiver classes taking turns than the
+/// probe remembers stops calling into the agent after `MAX_REPEATS`
+/// repeats; what it dispatches to is then left to the dormant probes of
+/// the classes it can reach, each method revealed as a root context first
+/// enters it, and a class loaded later that overrides the method gets them
+/// as it loads. `Turns.root` calls `area()` on a Circle, a Square and a
+/// Cube in turn 40 times, then on an Octagon too (loaded only then) 40
+/// times: the tree is exact, the Octagon's first call included, and
+/// `Hexagon.area` (loaded, never called), which class hierarchy analysis
+/// would add, is not instrumented.
+#[test]
+fn a_call_with_receivers_taking_turns_is_left_to_dormant_probes() {
+    let _serial = serial();
+    for jdk in test_jdks("a_call_with_receivers_taking_turns_is_left_to_dormant_probes") {
+        let classes = fixture_classes(&jdk);
+        let turns = ("reveal.Turns::root", "turns", 40);
+        let (got, err) = debug_session(
+            &jdk,
+            classes.path(),
+            turns,
+            &["--virtual-calls", "receiver"],
+        );
+        let want: BTreeMap<String, u64> = [
+            ("Turns.root", 80),
+            ("Turns.root > Circle.area", 80),
+            ("Turns.root > Square.area", 80),
+            ("Turns.root > Cube.area", 80),
+            ("Turns.root > Cube.area > Square.area", 80),
+            ("Turns.root > Octagon.area", 40),
+            ("Turns.root > Octagon.area > Octagon.sides", 40),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(got, want, "JDK {}:\n{err}", jdk.major);
+        assert!(
+            err.contains("1 past 64 repeats") && err.contains("1 calls left to their entries"),
+            "JDK {}: the area() call was not left to its entries:\n{err}",
+            jdk.major
+        );
+        assert!(
+            !err.contains("sprig agent: uncalled reveal/Hexagon::area()I"),
+            "JDK {}:\n{err}",
+            jdk.major
+        );
+    }
+}
+
 /// A session leaves nothing behind that keeps a class from unloading: a
 /// receiver the checks saw, of a class a loader of its own defined (and
 /// sprig instrumented), unloads after the detach once the program drops
