@@ -82,17 +82,20 @@ pub struct SessionArgs {
     /// loaded later. `receiver`: a check before each call of a profiled
     /// method into profiled code instruments the target just before it
     /// first runs, the method the receiver's class selects for a virtual
-    /// call; only methods that are called get probes (javac: 1.12
+    /// call; only methods that are called get probes (javac: 1.05
     /// instrumented per called method instead of 1.42, a Jetty servlet
     /// 1.09 instead of 2.01, and no call seen with `hierarchy` is missed).
     /// The check (a class test where the receiver's class chooses among
     /// methods, else a flag) sits at every such call of the instrumented
     /// classes, outside the root too: on a server, code around the root
     /// runs slower than with `hierarchy` (Jetty: about 30 points more
-    /// overhead). A call site that sees more than 8 receiver classes, and
-    /// calls on JDK types (except `toString`, `hashCode` and `equals`,
-    /// which `hierarchy` would take to every loaded class), keep
-    /// `hierarchy`.
+    /// overhead). A call site that sees more than 8 receiver classes, or
+    /// receivers of a few classes taking turns (a visitor's `accept`), is
+    /// watched no more: the methods it can reach get probes that stay
+    /// silent until a root first runs them (with `--no-dormant`, that
+    /// site falls back to `hierarchy`). Calls on JDK types (except `toString`, `hashCode`
+    /// and `equals`, which `hierarchy` would take to every loaded class)
+    /// keep `hierarchy`.
     #[arg(long, value_enum, default_value_t = VirtualArg::Hierarchy, value_name = "HOW")]
     pub virtual_calls: VirtualArg,
 
