@@ -199,7 +199,7 @@ fn expected(n: u64) -> BTreeMap<String, u64> {
         ("Ranked.root", 1),
         (UNREACHED, 1),
     ];
-    rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
+    tree(rows, n)
 }
 
 /// The one node no revelation rule reaches: it is recorded because its
@@ -256,6 +256,11 @@ fn trivial_at(bound: u32) -> Vec<&'static str> {
         .filter(|(_, len)| *len <= bound)
         .map(|(name, _)| *name)
         .collect()
+}
+
+/// Calls per path from a table of (path, calls per run), for `n` runs.
+fn tree(rows: &[(&str, u64)], n: u64) -> BTreeMap<String, u64> {
+    rows.iter().map(|(p, k)| (p.to_string(), k * n)).collect()
 }
 
 /// [`expected`] without the nodes of the methods left out at `bound` (all
@@ -504,6 +509,25 @@ fn receiver_checks_give_the_same_tree_with_fewer_methods() {
     }
 }
 
+/// The target's stderr once the agent has printed its end-of-session debug
+/// lines (`SPRIG_AGENT_DEBUG`, last the list of instrumented methods never
+/// called); then the target is told to exit.
+fn debug_lines_at_end(jvm: &mut Proc, what: &str) -> String {
+    let end = "instrumented methods never called";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !jvm.stderr().contains(end) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = jvm.stderr();
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
+    assert!(
+        err.contains(end),
+        "{what}: no list of uncalled methods:\n{err}"
+    );
+    err
+}
+
 /// The instrumented methods a session never saw called, as the agent
 /// lists them on the target's stderr when `SPRIG_AGENT_DEBUG` is set
 /// (`pkg/Class::name(descriptor)`), after the `objects` scenario ran.
@@ -519,18 +543,7 @@ fn uncalled_after_objects(jdk: &Jdk, classes: &Path, extra: &[&str]) -> Vec<Stri
         Some(&3),
         "{extra:?}: {got:#?}"
     );
-    let end = "instrumented methods never called";
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !jvm.stderr().contains(end) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let err = jvm.stderr();
-    assert!(
-        err.contains(end),
-        "{extra:?}: no list of uncalled methods:\n{err}"
-    );
-    jvm.send("exit");
-    let _ = jvm.wait_exit(Duration::from_secs(10));
+    let err = debug_lines_at_end(&mut jvm, &format!("{extra:?}"));
     err.lines()
         .filter_map(|l| l.strip_prefix("sprig agent: uncalled "))
         .map(|l| l.split(' ').next().unwrap_or(l).to_string())
@@ -597,18 +610,7 @@ fn debug_session(
     sprig.wait_for("the root armed", LONG, |l| l.contains(&armed));
     run(&mut jvm, scenario, n, 1);
     let got = paths(&stop_profile(sprig, &out));
-    let end = "instrumented methods never called";
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !jvm.stderr().contains(end) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let err = jvm.stderr();
-    jvm.send("exit");
-    let _ = jvm.wait_exit(Duration::from_secs(10));
-    assert!(
-        err.contains(end),
-        "{extra:?}: no list of uncalled methods:\n{err}"
-    );
+    let err = debug_lines_at_end(&mut jvm, &format!("{root} {extra:?}"));
     (got, err)
 }
 
@@ -625,15 +627,15 @@ fn a_method_revealed_late_reveals_its_calls_by_their_receivers() {
     let _serial = serial();
     for jdk in test_jdks("a_method_revealed_late_reveals_its_calls_by_their_receivers") {
         let classes = fixture_classes(&jdk);
-        let want: BTreeMap<String, u64> = [
-            ("Seldom.root", 6),
-            ("Seldom.root > Seldom.often", 6),
-            ("Seldom.root > Seldom.seldom", 4),
-            ("Seldom.root > Seldom.seldom > Circle.area", 4),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let want = tree(
+            &[
+                ("Seldom.root", 6),
+                ("Seldom.root > Seldom.often", 6),
+                ("Seldom.root > Seldom.seldom", 4),
+                ("Seldom.root > Seldom.seldom > Circle.area", 4),
+            ],
+            1,
+        );
         let hexagon = "sprig agent: uncalled reveal/Hexagon::area()I";
         let seldom = ("reveal.Seldom::root", "seldom", 6);
         let (got, err) = debug_session(
@@ -655,7 +657,7 @@ fn a_method_revealed_late_reveals_its_calls_by_their_receivers() {
 /// repeats; what it dispatches to is then left to the dormant probes of
 /// the classes it can reach, each method revealed as a root context first
 /// enters it, and a class loaded later that overrides the method gets them
-/// as it loads. `Turns.root` calls `area()` on a Circle, a Square and a
+/// as it loads. `Shape.describe` calls `area()` on a Circle, a Square and a
 /// Cube in turn 40 times, then on an Octagon too (loaded only then) 40
 /// times: the tree is exact, the Octagon's first call included, and
 /// `Hexagon.area` (loaded, never called), which class hierarchy analysis
@@ -665,25 +667,30 @@ fn a_call_with_receivers_taking_turns_is_left_to_dormant_probes() {
     let _serial = serial();
     for jdk in test_jdks("a_call_with_receivers_taking_turns_is_left_to_dormant_probes") {
         let classes = fixture_classes(&jdk);
-        let turns = ("reveal.Turns::root", "turns", 40);
+        let turns = ("reveal.Virtual::root", "turns", 40);
         let (got, err) = debug_session(
             &jdk,
             classes.path(),
             turns,
             &["--virtual-calls", "receiver"],
         );
-        let want: BTreeMap<String, u64> = [
-            ("Turns.root", 80),
-            ("Turns.root > Circle.area", 80),
-            ("Turns.root > Square.area", 80),
-            ("Turns.root > Cube.area", 80),
-            ("Turns.root > Cube.area > Square.area", 80),
-            ("Turns.root > Octagon.area", 40),
-            ("Turns.root > Octagon.area > Octagon.sides", 40),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        // 40 times: one root call over the three shapes, one over the four.
+        let want = tree(
+            &[
+                ("Virtual.root", 2),
+                ("Virtual.root > Shape.describe", 7),
+                ("Virtual.root > Shape.describe > Circle.area", 2),
+                ("Virtual.root > Shape.describe > Square.area", 2),
+                ("Virtual.root > Shape.describe > Cube.area", 2),
+                ("Virtual.root > Shape.describe > Cube.area > Square.area", 2),
+                ("Virtual.root > Shape.describe > Octagon.area", 1),
+                (
+                    "Virtual.root > Shape.describe > Octagon.area > Octagon.sides",
+                    1,
+                ),
+            ],
+            40,
+        );
         assert_eq!(got, want, "JDK {}:\n{err}", jdk.major);
         assert!(
             err.contains("1 past 64 repeats") && err.contains("1 calls left to their entries"),
