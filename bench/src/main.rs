@@ -76,6 +76,16 @@ struct Args {
     /// ms, charged, charged/bare, share) then describe that window.
     #[arg(long, value_name = "N", default_value_t = 0)]
     settle: usize,
+    /// Do not attach once during warm-up. By default each workload JVM is
+    /// profiled for one iteration and detached before its rows are timed,
+    /// then warmed up again: the first class redefinition after a dynamic
+    /// attach makes HotSpot throw away all compiled code (not only what
+    /// depends on the redefined classes), so without this the row that
+    /// attaches first (Scheme B of the first root) pays a cost no other
+    /// row pays. The priming session's first iteration and the re-warm-up
+    /// are reported per workload ("priming" in the JSON).
+    #[arg(long)]
+    no_priming: bool,
     /// Do not run scripts/setup.sh --bench first.
     #[arg(long)]
     no_setup: bool,
@@ -116,6 +126,8 @@ pub struct Ctx {
     pub rows: Vec<String>,
     /// Extra arguments for the workload JVMs (`--jvm-arg`).
     pub jvm_args: Vec<String>,
+    /// Attach once during warm-up (see `--no-priming`).
+    pub priming: bool,
 }
 
 fn main() -> ExitCode {
@@ -179,6 +191,7 @@ fn real_main() -> Result<bool> {
         compare_receivers: args.compare_receivers,
         compare_trivial: args.trivial_bounds(),
         settle: args.settle,
+        priming: !args.no_priming,
         rows: args.rows.clone(),
         jvm_args: args.jvm_arg.clone(),
         quick: args.quick,
@@ -238,10 +251,13 @@ fn real_main() -> Result<bool> {
         );
         if ctx.settle > 0 {
             println!(
-                "(with --settle {}: calls/iter, root ms, charged, charged/bare and share are of the settled window)",
+                "(with --settle {}: calls/iter, floor, root ms, charged, charged/bare and share are of the settled window)",
                 ctx.settle
             );
         }
+        println!(
+            "(floor %: calls/iter x the calibrated probe pair, over bare ms: the overhead the probes' own cost makes if nothing else changes)"
+        );
         workloads::print_table(&workload_out);
     }
     let ok = failures.is_empty();

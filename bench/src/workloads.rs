@@ -169,6 +169,54 @@ fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
     Ok(times)
 }
 
+/// The priming session (see `--no-priming`): Scheme B on the workload's
+/// first root for one iteration, detached, then the warm-up again. After a
+/// dynamic attach, HotSpot records which compiled code depends on which
+/// class only from the moment it grants the redefinition capability, so the
+/// first redefinition throws away all compiled code of the JVM; later ones
+/// only what depends on the classes redefined. Taken here, it falls on no
+/// row: every timed session is one after the first, whichever scheme or
+/// root it is.
+fn prime(
+    ctx: &Ctx,
+    jvm: &mut Jvm,
+    def: &WorkloadDef,
+    r: &RootDef,
+    out: &std::path::Path,
+    before_ms: f64,
+) -> Result<Value> {
+    eprintln!(
+        "sprig-bench: {}: priming session (root {}, one iteration), then warm-up again ({} iterations)",
+        def.name, r.label, def.warmup
+    );
+    let sargs = SprigArgs {
+        roots: r.roots.clone(),
+        include: r.include.clone(),
+        exclude: vec![],
+        scheme: "lazy".into(),
+    };
+    let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, out)?;
+    sprig.wait_profiling(Duration::from_secs(120))?;
+    let first = iterate(jvm, 1, def.iteration_bound)?;
+    let stopped = sprig.stop(Duration::from_secs(120))?;
+    let p = ProfileSummary::from_json(&stopped.report)?;
+    if p.root_calls == 0 {
+        bail!(
+            "{} priming session on root {}: no root call recorded; sprig's stderr: {:?}",
+            def.name,
+            r.label,
+            stopped.stderr
+        );
+    }
+    let rewarm = iterate(jvm, def.warmup, def.iteration_bound)?;
+    Ok(json!({
+        "root": r.label,
+        "first_iteration_ms": first[0],
+        "last_warmup_ms": before_ms,
+        "rewarm_ms": json_of(&rewarm),
+    }))
+}
+
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
         f64::NAN
@@ -231,6 +279,15 @@ impl Sample {
         self.settled
             .as_ref()
             .map(|(bare, prof)| (median(prof) / median(bare) - 1.0) * 100.0)
+    }
+    /// What the probes' own cost adds to an iteration if nothing else
+    /// changes: calls per iteration times the calibrated probe pair, over
+    /// the bare time of the window the report covers, in percent. The part
+    /// of an overhead no change outside the probes can take away.
+    fn probe_floor(&self) -> Option<f64> {
+        let c = &self.p.calibration;
+        let pair = c.get("inner_ns")?.as_f64()? + c.get("outer_ns")?.as_f64()?;
+        Some(self.calls_per_iter() * pair / 1e6 / self.covered_means().0 * 100.0)
     }
     fn charged_bare(&self) -> Option<f64> {
         self.whole
@@ -301,6 +358,20 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 .join(", ")
         );
     }
+    let priming = if ctx.priming {
+        let first = def.roots.iter().find(|r| wanted(r.label));
+        let before = warm.last().copied().unwrap_or(f64::NAN);
+        Some(prime(
+            ctx,
+            &mut jvm,
+            def,
+            first.context("no wanted root")?,
+            &out,
+            before,
+        )?)
+    } else {
+        None
+    };
     for rep in 0..ctx.repeats {
         let bare = iterate(&mut jvm, k, def.iteration_bound)?;
         for (ri, r) in def.roots.iter().enumerate() {
@@ -425,6 +496,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "steady_overhead_pct": json_of(&col(&|x| x.steady())),
                 "settled_overhead_pct": json_of(&settled),
                 "settle_iterations": ctx.settle,
+                "probe_floor_pct": json_of(&s.iter().filter_map(Sample::probe_floor).collect::<Vec<_>>()),
                 "root_ms": json_of(&col(&|x| x.root_ms())),
                 "charged_ms": json_of(&col(&|x| x.charged_ms())),
                 "charged_over_bare": json_of(&cb),
@@ -454,7 +526,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     }
     Ok(json!({
         "workload": def.name, "what": def.what, "warmup_ms": json_of(&warm),
-        "rows": rows, "skipped": skipped,
+        "priming": priming, "rows": rows, "skipped": skipped,
     }))
 }
 
@@ -471,7 +543,7 @@ fn sum(v: &Value, k: &str) -> Option<Summary> {
 /// The table in JFluid's columns (medians over repeats, [min-max]).
 pub fn print_table(results: &[Value]) {
     println!(
-        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
+        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
         "program",
         "root",
         "sch",
@@ -481,6 +553,7 @@ pub fn print_table(results: &[Value]) {
         "overhead %",
         "steady %",
         "settled %",
+        "floor %",
         "root ms",
         "charged",
         "charged/bare",
@@ -498,7 +571,7 @@ pub fn print_table(results: &[Value]) {
             let m = |k: &str| sum(r, k).map_or(f64::NAN, |s| s.median);
             let st = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
             println!(
-                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
+                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>7} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
                 st("workload"),
                 st("root"),
                 match st("scheme").as_str() {
@@ -517,6 +590,7 @@ pub fn print_table(results: &[Value]) {
                 m("steady_overhead_pct"),
                 sum(r, "settled_overhead_pct")
                     .map_or("-".to_owned(), |s| format!("{:.1}", s.median)),
+                sum(r, "probe_floor_pct").map_or("-".to_owned(), |s| format!("{:.1}", s.median)),
                 m("root_ms"),
                 m("charged_ms"),
                 sum(r, "charged_over_bare").map_or("-".to_owned(), |s| format!("{:.3}", s.median)),
@@ -539,6 +613,20 @@ pub fn print_table(results: &[Value]) {
                     c.median
                 );
             }
+        }
+        if let Some(p) = w.get("priming").filter(|p| !p.is_null()) {
+            println!(
+                "{:<7} priming session (root {}, before the rows): first iteration {:.2} ms against {:.2} ms at the end of the warm-up; warm-up again {} ms",
+                w.get("workload").and_then(Value::as_str).unwrap_or("?"),
+                p.get("root").and_then(Value::as_str).unwrap_or("?"),
+                p.get("first_iteration_ms")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(f64::NAN),
+                p.get("last_warmup_ms")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(f64::NAN),
+                fmt(sum(p, "rewarm_ms"), 2),
+            );
         }
         for s in w
             .get("skipped")
