@@ -25,6 +25,7 @@ use sprig_rewriter::{ProbeSet, Target};
 use sprig_wire::Message;
 use sprig_wire::control::ClassFailure;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -485,6 +486,44 @@ fn declared_methods(jvmti: &Jvmti, c: Local<'_>) -> Vec<(String, String, i32)> {
         .collect()
 }
 
+/// The Java feature version of a JVM whose next class redefinition is
+/// its first since sprig attached, when HotSpot throws away all compiled
+/// code at that one (0: none pending). HotSpot records which compiled code
+/// depends on which class only once an agent that may redefine classes is
+/// present (unless `AlwaysRecordEvolDependencies`, on by default on JDK 25,
+/// makes it do so from the start), so its first redefinition after a
+/// dynamic attach cannot tell and flushes everything: JDK 17 logs `Marked
+/// all nmethods for deopt` there, JDK 25 `Marked dependent nmethods for
+/// deopt`.
+static WHOLE_DEOPT_PENDING: AtomicU32 = AtomicU32::new(0);
+
+/// Up to this Java version the first redefinition after a dynamic attach
+/// throws away all compiled code (checked on 17; the flag that avoids it
+/// does not exist before JDK 21). Newer versions are left unannounced.
+const WHOLE_DEOPT_UP_TO: u32 = 20;
+
+/// Called when an attach defined the probe class: no sprig session ran in
+/// this JVM before, so none redefined a class in it.
+pub fn expect_whole_deoptimization(major: Option<u32>) {
+    if let Some(v) = major.filter(|v| *v <= WHOLE_DEOPT_UP_TO) {
+        WHOLE_DEOPT_PENDING.store(v, Ordering::Release);
+    }
+}
+
+/// After a redefinition that changed a class: says once that HotSpot threw
+/// away all compiled code at it, when it was the JVM's first.
+fn announce_whole_deoptimization() {
+    let v = WHOLE_DEOPT_PENDING.swap(0, Ordering::AcqRel);
+    if v != 0 {
+        session::send(Message::Warning(format!(
+            "first class redefinition in this JVM since an attach: HotSpot on JDK {v} threw \
+             away all its compiled code, so the first seconds run slower than usual while \
+             the JIT compiles it again (--reset-after SECS leaves them out of the report; \
+             later sessions in this JVM do not pay this)"
+        )));
+    }
+}
+
 /// Retransforms `batch`; when `instrumenting`, commits what the hook
 /// rewrote. On a batch failure retries one class at a time; a class that
 /// fails is reported and stays as it was.
@@ -512,6 +551,9 @@ pub fn retransform_batch<C>(
                 failures.push((name.clone(), e));
             }
         }
+    }
+    if failures.len() < batch.len() {
+        announce_whole_deoptimization();
     }
     let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
     let Some(plan) = guard.as_mut() else {

@@ -93,24 +93,26 @@ fn wants_ffm() -> bool {
     if BYTES_FFM.is_empty() || std::env::var_os(JNI_ONLY_ENV).is_some() {
         return false;
     }
-    let Some(agent) = crate::env::get() else {
-        return false;
-    };
+    vm_major().is_some_and(|v| v >= 22)
+}
+
+/// The target's Java feature version (17, 25, ...), when the agent can
+/// read it.
+pub fn vm_major() -> Option<u32> {
+    let agent = crate::env::get()?;
     // A VM property: JVMTI does not see `java.specification.version`.
     let version = agent
         .jvmti
         .system_property("java.vm.specification.version")
-        .unwrap_or_default();
-    version
-        .split('.')
-        .next()
-        .and_then(|v| v.parse::<u32>().ok())
-        .is_some_and(|v| v >= 22)
+        .ok()?;
+    version.split('.').next()?.parse::<u32>().ok()
 }
 
 /// Defines the class if this JVM does not have it yet (a previous attach
-/// defined it otherwise) and binds its natives to this library.
-pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
+/// defined it otherwise) and binds its natives to this library. Returns
+/// whether it defined the class now: no sprig session ran in this JVM
+/// before.
+pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
     let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
     jni.with_local_frame(16, |jni| {
         let (class, ffm, fresh) = match jni.find_class(CLASS)? {
@@ -182,7 +184,7 @@ pub fn ensure(jni: Jni<'_>) -> Result<(), AgentError> {
                 }
             );
         }
-        Ok(())
+        Ok(fresh)
     })
 }
 

@@ -131,7 +131,9 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     claim()?;
     let result = (|| {
         let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
-        probe_class::ensure(jni)?;
+        if probe_class::ensure(jni)? {
+            instrument::expect_whole_deoptimization(probe_class::vm_major());
+        }
         spawn_control(agent, move |jni| begin(agent, jni, opts))
     })();
     if result.is_err() {

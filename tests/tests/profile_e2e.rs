@@ -168,6 +168,47 @@ fn root_calls_are_counted_exactly_across_threads() {
     });
 }
 
+/// On JDK 17 the first class redefinition after a dynamic attach makes
+/// HotSpot throw away all compiled code (on JDK 25 only what depends on
+/// the classes redefined): the first session in a JVM says so, the second
+/// does not, and on JDK 25 neither does. The JVM is started with
+/// `-Xlog:redefine+class+nmethod=debug` so that the test also checks the
+/// warning against what HotSpot itself logs.
+#[test]
+fn the_first_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code() {
+    const SAID: &str = "threw away all its compiled code";
+    each_jdk(
+        "the_first_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code",
+        |jdk| {
+            let classes = fixture_classes(jdk);
+            let mut jvm =
+                start_workload(jdk, classes.path(), &["-Xlog:redefine+class+nmethod=debug"]);
+            run_scenario(&mut jvm, "calls", 2000, 1);
+            let tmp = TempDir::new("deopt");
+            let mut warned = Vec::new();
+            for session in 0..2 {
+                let out = tmp.path().join(format!("run{session}.json"));
+                let sprig = start_profile(jvm.pid(), "fixtures.Calls::root", &out, &[]);
+                run_scenario(&mut jvm, "calls", 100, 1);
+                let report = stop_profile(sprig, &out);
+                assert_eq!(calls_to_calls_root(&report), 100, "{report}");
+                warned.push(report["warnings"].to_string().contains(SAID));
+            }
+            run_scenario(&mut jvm, "calls", 1, 1);
+            let log = jvm.stdout();
+            let all = log.matches("Marked all nmethods for deopt").count();
+            assert_eq!(
+                warned,
+                [all == 1, false],
+                "JDK {}: warnings of the two sessions against HotSpot's log ({all} time(s) \
+                 'Marked all nmethods for deopt')",
+                jdk.major
+            );
+            assert_eq!(all, usize::from(jdk.major <= 20), "JDK {}", jdk.major);
+        },
+    );
+}
+
 /// Threads entering and leaving root contexts raise and lower
 /// `Probe.active` all the time: no callee call may go unrecorded while
 /// the field changes hands. Two threads (four times over) each call a
