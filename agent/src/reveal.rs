@@ -450,6 +450,12 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
     first.dedup();
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), first);
+    let ahead = !eager
+        && std::env::var_os(NO_PREFETCH_ENV).is_none()
+        && state().as_ref().is_some_and(|st| st.dormant);
+    if ahead {
+        prefetch(jvmti, jni);
+    }
     if eager {
         if let Some(st) = state().as_mut() {
             st.scan_pending = true;
@@ -457,6 +463,97 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
         settle(jvmti, jni);
     }
     hits
+}
+
+/// Set in the target's environment, the lazy scheme gives dormant probes
+/// only as it goes (the behaviour before [`prefetch`]; for measurements).
+const NO_PREFETCH_ENV: &str = "SPRIG_AGENT_NO_PREFETCH";
+
+/// At most this many classes get dormant probes ahead of revelation; past
+/// it the rest is left to revelation as it goes, so that a very large
+/// reachable graph does not pause the JVM for long at the start.
+const PREFETCH_CLASSES_MAX: usize = 2000;
+
+/// Lazy scheme with dormant probes, at session start: gives dormant probes,
+/// round by round, to every class holding a method the roots can reach by
+/// their call sites (every override for a virtual call, as the eager
+/// scheme finds them), so that revelation later switches methods on in
+/// place instead of redefining one class per link of the call chain (javac
+/// `Gen::genClass`: 10 redefinition batches instead of 108). Each round
+/// redefines the classes it found, which captures their call sites for the
+/// next. Nothing is switched on here: the probes record only what
+/// revelation reaches or what runs inside a root context.
+fn prefetch(jvmti: &Jvmti, jni: Jni<'_>) {
+    let t0 = Instant::now();
+    let mut frontier: Vec<MethodKey> = match state().as_ref() {
+        Some(st) => st.revealer.instrumented().map(|(_, k)| k.clone()).collect(),
+        None => return,
+    };
+    let mut seen: HashSet<MethodKey> = frontier.iter().cloned().collect();
+    let mut given = 0;
+    for _ in 0..EAGER_ROUNDS {
+        let t = Instant::now();
+        let names = {
+            let mut guard = state();
+            let Some(st) = guard.as_mut() else {
+                return;
+            };
+            let mut waiting = Vec::new();
+            let mut classes = BTreeSet::new();
+            while let Some(k) = frontier.pop() {
+                if !st.installed.contains_key(&k.class) {
+                    if !st.plan.contains_key(&k.class) && given < PREFETCH_CLASSES_MAX {
+                        given += 1;
+                        st.plan.insert(k.class.clone(), Vec::new());
+                        classes.insert(k.class.clone());
+                    }
+                    if classes.contains(&k.class) {
+                        waiting.push(k);
+                    }
+                    continue;
+                }
+                let Some(sites) = lookup(&st.sites, &k) else {
+                    continue;
+                };
+                let h = st.revealer.hierarchy();
+                for s in sites {
+                    let targets: Vec<MethodKey> = match s.kind {
+                        sprig_rewriter::CallKind::Static | sprig_rewriter::CallKind::Special => h
+                            .resolve(&s.owner, &s.name, &s.descriptor)
+                            .into_iter()
+                            .collect(),
+                        sprig_rewriter::CallKind::Virtual | sprig_rewriter::CallKind::Interface => {
+                            h.virtual_targets(&s.owner, &s.name, &s.descriptor)
+                        }
+                        sprig_rewriter::CallKind::Dynamic
+                        | sprig_rewriter::CallKind::MethodHandle => {
+                            vec![MethodKey::new(&s.owner, &s.name, &s.descriptor)]
+                        }
+                    };
+                    for target in targets {
+                        if st.revealer.instrumentable(&target.class) && seen.insert(target.clone())
+                        {
+                            frontier.push(target);
+                        }
+                    }
+                }
+            }
+            frontier = waiting;
+            classes.into_iter().collect::<Vec<_>>()
+        };
+        REVEAL_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if names.is_empty() {
+            break;
+        }
+        redefine(jvmti, Some(jni), names);
+    }
+    if crate::probe_class::debug_on() {
+        eprintln!(
+            "sprig agent: dormant probes ahead: {} methods reached, {given} classes, {} ms",
+            seen.len(),
+            t0.elapsed().as_millis()
+        );
+    }
 }
 
 /// Applies pending work now: batches deferred by class loads, then in the
