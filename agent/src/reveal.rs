@@ -162,6 +162,9 @@ struct State {
     dormant_keys: HashMap<u32, MethodKey>,
     /// Redefined classes get dormant probes in their other methods.
     dormant: bool,
+    /// Dormant probes ahead ([`prefetch`]) are still to be given: the
+    /// session started before any root's class was loaded.
+    ahead_pending: bool,
     /// `--skip-trivial`: the byte bound, 0 when every method is profiled.
     skip_trivial: u32,
     /// Per class that went through the hook: its trivial methods, and
@@ -299,6 +302,7 @@ pub fn configure(
         activated_in_place: 0,
         dormant_keys: HashMap::new(),
         dormant,
+        ahead_pending: false,
         skip_trivial,
         trivial: HashMap::new(),
         receivers: receivers && scheme == Scheme::Lazy,
@@ -454,7 +458,19 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
         && std::env::var_os(NO_PREFETCH_ENV).is_none()
         && state().as_ref().is_some_and(|st| st.dormant);
     if ahead {
-        prefetch(jvmti, jni);
+        // Without a root instrumented yet (none of their classes is
+        // loaded), the control thread does it once one is.
+        let now = match state().as_mut() {
+            Some(st) => {
+                let any = st.revealer.instrumented().next().is_some();
+                st.ahead_pending = !any;
+                any
+            }
+            None => false,
+        };
+        if now {
+            prefetch(jvmti, jni);
+        }
     }
     if eager {
         if let Some(st) = state().as_mut() {
@@ -1517,6 +1533,16 @@ pub fn entered(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
 pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
     if enabled() && unsettled() {
         settle(jvmti, jni);
+    }
+    let ahead = state().as_mut().is_some_and(|st| {
+        let due = st.ahead_pending && st.revealer.instrumented().next().is_some();
+        if due {
+            st.ahead_pending = false;
+        }
+        due
+    });
+    if ahead {
+        prefetch(jvmti, jni);
     }
 }
 

@@ -295,8 +295,19 @@ fn assert_tree(got: &BTreeMap<String, u64>, want: &BTreeMap<String, u64>, what: 
 /// with `extra` options, run every scenario `n` times, compare the tree.
 /// Runs every scenario under a profile; returns the report's `stats`.
 fn session(jdk: &Jdk, classes: &Path, warm: bool, extra: &[&str]) -> Value {
+    session_with(jdk, classes, warm, extra, &[])
+}
+
+/// [`session`] with `env` in the target JVM's environment.
+fn session_with(
+    jdk: &Jdk,
+    classes: &Path,
+    warm: bool,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Value {
     const N: u32 = 7;
-    let mut jvm = start_driver(jdk, classes);
+    let mut jvm = start_driver_with(jdk, classes, env);
     if warm {
         for s in SCENARIOS.iter().filter(|s| warms(s)) {
             run(&mut jvm, s, 200, 1);
@@ -612,6 +623,53 @@ fn debug_session(
     let got = paths(&stop_profile(sprig, &out));
     let err = debug_lines_at_end(&mut jvm, &format!("{root} {extra:?}"));
     (got, err)
+}
+
+/// Dormant probes given ahead (the default with dormant probes): at the
+/// start every class the roots can reach gets dormant probes in a few
+/// batches, so revelation switches methods on in place instead of
+/// redefining class after class as the calls go deeper. Against the
+/// target's `SPRIG_AGENT_NO_PREFETCH` (revelation as it goes): the same
+/// exact tree ([`session`] checks it), fewer redefinition batches, more
+/// methods switched on in place.
+#[test]
+fn dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions() {
+    let _serial = serial();
+    for jdk in test_jdks("dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions") {
+        let classes = fixture_classes(&jdk);
+        let ahead = session_with(&jdk, classes.path(), true, &[], &[]);
+        let going = session_with(
+            &jdk,
+            classes.path(),
+            true,
+            &[],
+            &[("SPRIG_AGENT_NO_PREFETCH", "1")],
+        );
+        let batches = |s: &Value| s["redefinition_batches"].as_u64().expect("batches");
+        let in_place = |s: &Value| {
+            s["revelation"]["activated_in_place"]
+                .as_u64()
+                .expect("activated_in_place")
+        };
+        eprintln!(
+            "JDK {}: batches {} ahead, {} as it goes; switched on in place {} and {}",
+            jdk.major,
+            batches(&ahead),
+            batches(&going),
+            in_place(&ahead),
+            in_place(&going)
+        );
+        assert!(
+            batches(&ahead) < batches(&going),
+            "JDK {}: {ahead}\n{going}",
+            jdk.major
+        );
+        assert!(
+            in_place(&ahead) > in_place(&going),
+            "JDK {}: {ahead}\n{going}",
+            jdk.major
+        );
+    }
 }
 
 /// With receiver checks, a method that holds dormant probes carries the
