@@ -490,6 +490,10 @@ const NO_PREFETCH_ENV: &str = "SPRIG_AGENT_NO_PREFETCH";
 /// reachable graph does not pause the JVM for long at the start.
 const PREFETCH_CLASSES_MAX: usize = 2000;
 
+/// At most this many classes in one redefinition of [`prefetch`], so that
+/// no single pause of the JVM grows with the reachable graph.
+const PREFETCH_BATCH_MAX: usize = 256;
+
 /// Lazy scheme with dormant probes, at session start: gives dormant probes,
 /// round by round, to every class holding a method the roots can reach by
 /// their call sites (every override for a virtual call, as the eager
@@ -561,7 +565,10 @@ fn prefetch(jvmti: &Jvmti, jni: Jni<'_>) {
         if names.is_empty() {
             break;
         }
-        redefine(jvmti, Some(jni), names);
+        // Each batch pauses the JVM for all its classes at once.
+        for chunk in names.chunks(PREFETCH_BATCH_MAX) {
+            redefine(jvmti, Some(jni), chunk.to_vec());
+        }
     }
     if crate::probe_class::debug_on() {
         eprintln!(
