@@ -165,6 +165,16 @@ struct State {
     /// Dormant probes ahead ([`prefetch`]) are still to be given: the
     /// session started before any root's class was loaded.
     ahead_pending: bool,
+    /// Whether this session gives dormant probes ahead (lazy scheme with
+    /// dormant probes, not turned off by the environment).
+    ahead: bool,
+    /// Methods revelation reached in a class that already holds their
+    /// dormant probes, left dormant until a root context enters one
+    /// ([`entered`] switches it on then): probe id to (class, name,
+    /// descriptor, the edge that reached it). Class hierarchy analysis
+    /// reaches every override a call could take; only those that run get
+    /// switched on.
+    held: HashMap<u32, (String, String, String, EdgeKind)>,
     /// `--skip-trivial`: the byte bound, 0 when every method is profiled.
     skip_trivial: u32,
     /// Per class that went through the hook: its trivial methods, and
@@ -303,6 +313,8 @@ pub fn configure(
         dormant_keys: HashMap::new(),
         dormant,
         ahead_pending: false,
+        ahead: false,
+        held: HashMap::new(),
         skip_trivial,
         trivial: HashMap::new(),
         receivers: receivers && scheme == Scheme::Lazy,
@@ -464,6 +476,7 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
             Some(st) => {
                 let any = st.revealer.instrumented().next().is_some();
                 st.ahead_pending = !any;
+                st.ahead = true;
                 any
             }
             None => false,
@@ -694,11 +707,37 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
                     .is_some_and(|&(_, root)| root == m.is_root)
             })
         });
+        // With dormant probes ahead and class hierarchy analysis, what
+        // revelation reaches in a class holding its dormant probes stays
+        // dormant until it runs inside a root context.
+        let hold = in_place && st.ahead && !st.receivers;
         let planned = batch
             .methods
             .iter()
-            .map(|m| {
-                let id = instrument::announce_method(&dotted, &m.name, &m.descriptor);
+            .zip(&left_out)
+            .map(|(m, &out)| {
+                let dormant = instrument::dormant_method(&dotted, &m.name, &m.descriptor)
+                    .filter(|id| !crate::methods::is_active(*id));
+                // What a root context entered, or reflection is about to
+                // call, is switched on now.
+                let edge = st
+                    .revealer
+                    .method(m.id)
+                    .and_then(|k| st.revealer.revealed_by(k));
+                let held_edge = edge.filter(|e| {
+                    !matches!(e, EdgeKind::Root | EdgeKind::Entered | EdgeKind::Reflective)
+                });
+                let id = match (dormant, held_edge) {
+                    (Some(id), _) if st.held.contains_key(&id) => id,
+                    (Some(id), Some(edge)) if hold && m.added && !m.is_root && !out => {
+                        st.held.insert(
+                            id,
+                            (dotted.clone(), m.name.clone(), m.descriptor.clone(), edge),
+                        );
+                        id
+                    }
+                    _ => instrument::announce_method(&dotted, &m.name, &m.descriptor),
+                };
                 st.by_probe.insert(id, (m.id, m.needs_first_call_check));
                 Planned {
                     name: m.name.clone(),
@@ -715,7 +754,7 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
                 .methods
                 .iter()
                 .zip(&left_out)
-                .filter(|(m, out)| m.added && !**out)
+                .filter(|(m, out)| m.added && !**out && !hold)
                 .count() as u64;
         } else {
             names.push(batch.class);
@@ -1527,6 +1566,20 @@ pub type HookPlan = (Vec<(Target, bool)>, Option<Vec<Vec<GuardSite>>>);
 /// call and every later one are recorded, and its first call reveals its
 /// callees. Returns whether `id` is active now.
 pub fn entered(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
+    // Switched on under the lock: a second thread entering it at once
+    // waits, then finds it active.
+    let switched = state().as_mut().is_some_and(|st| {
+        st.held
+            .remove(&id)
+            .map(|(class, name, descriptor, _)| {
+                instrument::announce_method(&class, &name, &descriptor);
+                st.activated_in_place += 1;
+            })
+            .is_some()
+    });
+    if switched {
+        return true;
+    }
     reveal_one(jvmti, jni, Instant::now(), |st| {
         let key = st.dormant_keys.get(&id)?.clone();
         Some(st.revealer.on_entered(&key))
@@ -1559,10 +1612,14 @@ pub fn stats() -> Option<RevealStats> {
     let st = guard.as_ref()?;
     let stats = st.revealer.stats();
     Some(RevealStats {
+        // Held methods are reached but not instrumented.
         revealed_by: stats
             .revealed_by
             .iter()
-            .map(|(k, n)| (edge_name(*k).to_string(), *n as u64))
+            .map(|(k, n)| {
+                let held = st.held.values().filter(|h| h.3 == *k).count();
+                (edge_name(*k).to_string(), n.saturating_sub(held) as u64)
+            })
             .collect(),
         scanned: stats.scanned as u64,
         reachable: stats.reachable as u64,
@@ -1640,7 +1697,7 @@ fn debug_uncalled() {
     };
     let mut lines = Vec::new();
     for (&id, &(rid, _)) in &st.by_probe {
-        if crate::methods::was_called(id) {
+        if crate::methods::was_called(id) || st.held.contains_key(&id) {
             continue;
         }
         let Some(key) = st.revealer.method(rid) else {

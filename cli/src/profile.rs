@@ -76,15 +76,18 @@ pub struct SessionArgs {
     pub scheme: SchemeArg,
 
     /// How the lazy scheme finds what profiled methods call. `hierarchy`
-    /// (JFluid's way): at a method's first call, every method its call
-    /// sites can reach: for a virtual or interface call, every override
-    /// in the loaded subclasses and implementors, and those of classes
-    /// loaded later. `receiver`: a check before each call of a profiled
-    /// method into profiled code instruments the target just before it
-    /// first runs, the method the receiver's class selects for a virtual
-    /// call; only methods that are called get probes (javac: 1.05
-    /// instrumented per called method instead of 1.42, a Jetty servlet
-    /// 1.09 instead of 2.01, and no call seen with `hierarchy` is missed).
+    /// (JFluid's way, the default): at a method's first call, every method
+    /// its call sites can reach: for a virtual or interface call, every
+    /// override in the loaded subclasses and implementors, and those of
+    /// classes loaded later; with dormant probes (the default) those that
+    /// hold them already are switched on only when a root context enters
+    /// them (1.00-1.005 instrumented per called method on the benchmark
+    /// roots; 1.42-2.07 with `--no-dormant`). `receiver`: a check before
+    /// each call of a profiled method into profiled code instruments the
+    /// target just before it first runs, the method the receiver's class
+    /// selects for a virtual call (javac: 1.07 instrumented per called
+    /// method, a Jetty servlet 1.09, and no call seen with `hierarchy` is
+    /// missed).
     /// The check (a class test where the receiver's class chooses among
     /// methods, else a flag) sits at every such call of the instrumented
     /// classes, outside the root too: on a server, code around the root
