@@ -115,10 +115,12 @@ pub struct SessionArgs {
     /// By default, at the start every class holding a method the root can
     /// reach (through every override of a virtual call, up to 2,000
     /// classes) gets probes in all its methods, dormant: they record
-    /// nothing until revelation reaches them, which then switches them on
-    /// without a redefinition (javac `Gen::genClass`: 10 redefinitions
-    /// instead of 108); a class redefined later for some of its methods
-    /// gets probes in all of them too.
+    /// nothing until revelation reaches them (with class hierarchy
+    /// analysis: until a root context enters them), which then switches
+    /// them on without a redefinition (javac `Gen::genClass`: 10
+    /// redefinitions instead of 108, and only the methods that run
+    /// instrumented); a class redefined later for some of its methods gets
+    /// probes in all of them too.
     /// A dormant method that runs inside a root context anyway (a JDK
     /// callback no rule foresees, such as a sort calling `compareTo` on
     /// objects made before the root ran) is revealed there and recorded
