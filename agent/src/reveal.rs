@@ -466,24 +466,18 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
     first.dedup();
     REVEAL_NS.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     redefine(jvmti, Some(jni), first);
-    let ahead = !eager
+    // Dormant probes ahead: now, or, without a root instrumented yet (none
+    // of their classes is loaded), from the control thread once one is.
+    let ahead_now = !eager
         && std::env::var_os(NO_PREFETCH_ENV).is_none()
-        && state().as_ref().is_some_and(|st| st.dormant);
-    if ahead {
-        // Without a root instrumented yet (none of their classes is
-        // loaded), the control thread does it once one is.
-        let now = match state().as_mut() {
-            Some(st) => {
-                let any = st.revealer.instrumented().next().is_some();
-                st.ahead_pending = !any;
-                st.ahead = true;
-                any
-            }
-            None => false,
-        };
-        if now {
-            prefetch(jvmti, jni);
-        }
+        && state().as_mut().is_some_and(|st| {
+            st.ahead = st.dormant;
+            let any = st.revealer.instrumented().next().is_some();
+            st.ahead_pending = st.ahead && !any;
+            st.ahead && any
+        });
+    if ahead_now {
+        prefetch(jvmti, jni);
     }
     if eager {
         if let Some(st) = state().as_mut() {
@@ -548,23 +542,13 @@ fn prefetch(jvmti: &Jvmti, jni: Jni<'_>) {
                 let Some(sites) = lookup(&st.sites, &k) else {
                     continue;
                 };
-                let h = st.revealer.hierarchy();
                 for s in sites {
-                    let targets: Vec<MethodKey> = match s.kind {
-                        sprig_rewriter::CallKind::Static | sprig_rewriter::CallKind::Special => h
-                            .resolve(&s.owner, &s.name, &s.descriptor)
-                            .into_iter()
-                            .collect(),
-                        sprig_rewriter::CallKind::Virtual | sprig_rewriter::CallKind::Interface => {
-                            h.virtual_targets(&s.owner, &s.name, &s.descriptor)
-                        }
-                        sprig_rewriter::CallKind::Dynamic
-                        | sprig_rewriter::CallKind::MethodHandle => {
-                            vec![MethodKey::new(&s.owner, &s.name, &s.descriptor)]
-                        }
-                    };
-                    for target in targets {
-                        if st.revealer.instrumentable(&target.class) && seen.insert(target.clone())
+                    // Loaded classes only: one not loaded yet gets its
+                    // probes as it loads, from revelation.
+                    for target in st.revealer.site_targets(&s) {
+                        if st.revealer.instrumentable(&target.class)
+                            && st.revealer.hierarchy().contains(&target.class)
+                            && seen.insert(target.clone())
                         {
                             frontier.push(target);
                         }

@@ -939,23 +939,54 @@ impl Revealer {
         }
         let kind = EdgeKind::from(site.kind);
         let (owner, name, desc) = (&site.owner, &site.name, &site.descriptor);
+        if self.dispatches(site) {
+            self.virtual_call(caller, owner, name, desc, kind, false);
+        } else {
+            self.direct(caller, owner, name, desc, kind);
+        }
+    }
+
+    /// Whether revelation takes a call site to every override of the named
+    /// method (virtual and interface calls, and an `invokedynamic` or
+    /// method handle naming a virtual method) rather than to the one
+    /// method it resolves to.
+    fn dispatches(&self, site: &CallSite) -> bool {
+        let (owner, name, desc) = (&site.owner, &site.name, &site.descriptor);
         match site.kind {
-            CallKind::Static | CallKind::Special => self.direct(caller, owner, name, desc, kind),
-            CallKind::Virtual | CallKind::Interface => {
-                self.virtual_call(caller, owner, name, desc, kind, false)
+            CallKind::Static | CallKind::Special => false,
+            CallKind::Virtual | CallKind::Interface => true,
+            CallKind::Dynamic | CallKind::MethodHandle => self
+                .hierarchy
+                .resolve(owner, name, desc)
+                .and_then(|k| self.hierarchy.declared(&k.class, name, desc))
+                .is_some_and(is_virtual),
+        }
+    }
+
+    /// The methods revelation would mark for a call site, without marking
+    /// them: what [`Self::direct`] resolves to, or every loaded override
+    /// [`Self::virtual_call`] finds (and the named method while its owner
+    /// is not loaded). None for a call on an array.
+    pub fn site_targets(&self, site: &CallSite) -> Vec<MethodKey> {
+        let (owner, name, desc) = (&site.owner, &site.name, &site.descriptor);
+        if owner.starts_with('[') {
+            return Vec::new();
+        }
+        if self.dispatches(site) {
+            let mut targets = self.hierarchy.virtual_targets(owner, name, desc);
+            if !self.hierarchy.contains(owner) {
+                targets.push(MethodKey::new(owner, name, desc));
             }
-            CallKind::Dynamic | CallKind::MethodHandle => {
-                let overridable = self
-                    .hierarchy
-                    .resolve(owner, name, desc)
-                    .and_then(|k| self.hierarchy.declared(&k.class, name, desc))
-                    .is_some_and(is_virtual);
-                if overridable {
-                    self.virtual_call(caller, owner, name, desc, kind, false);
-                } else {
-                    self.direct(caller, owner, name, desc, kind);
-                }
-            }
+            return targets;
+        }
+        let key = self
+            .hierarchy
+            .resolve(owner, name, desc)
+            .unwrap_or_else(|| MethodKey::new(owner, name, desc));
+        if key.class == "java/lang/Object" && name == "<init>" {
+            Vec::new()
+        } else {
+            vec![key]
         }
     }
 
