@@ -106,8 +106,9 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     jdk: Option<PathBuf>,
     /// Keep the scratch directory (the JVMs' and sprig's logs, with the
-    /// agent's debug lines: calibration windows, probe path) after a run
-    /// that passed too; its path is printed at the end.
+    /// agent's debug lines: calibration windows, probe path; and each
+    /// row's JSON report, `<workload>-<row>-<scheme>-<repeat>.json`) after a
+    /// run that passed too; its path is printed at the end.
     #[arg(long)]
     keep_logs: bool,
 }
@@ -281,7 +282,11 @@ fn real_main() -> Result<bool> {
     let mut ctx = ctx;
     if args.keep_logs && ok {
         ctx.env.scratch.keep = true;
-        eprintln!("sprig-bench: logs kept in {}", ctx.env.logs().display());
+        eprintln!(
+            "sprig-bench: logs kept in {} (each row's report in {})",
+            ctx.env.logs().display(),
+            ctx.env.scratch.path.display()
+        );
     }
     if !ok {
         ctx.env.scratch.keep = true;

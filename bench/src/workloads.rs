@@ -1,9 +1,9 @@
 //! Real workloads, bare and under sprig in the same JVM, in JFluid's columns.
 //!
 //! Per workload one JVM (bench.Driver) is started and warmed up; then, per
-//! repeat: K bare iterations, and for each root and scheme: attach, K
-//! profiled iterations, detach, K iterations after detach. Every iteration is
-//! timed inside the JVM around the call of Work.iteration(). With `--settle
+//! repeat: K bare iterations, and for each root and scheme (each repeat
+//! starting one scheme further along): attach, K profiled iterations,
+//! detach, K iterations after detach. Every iteration is timed inside the JVM around the call of Work.iteration(). With `--settle
 //! N`, profiling goes on for N more iterations and one more window of K
 //! before the detach (the settled overhead); sprig's results are reset
 //! (SIGUSR1) just before that window, so the profile columns (calls, root
@@ -344,7 +344,11 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         .collect();
     let mut skipped: Vec<String> = Vec::new();
     let mut roots_only_seen = false;
-    let out = ctx.env.scratch.path.join(format!("{}.json", def.name));
+    let out = ctx
+        .env
+        .scratch
+        .path
+        .join(format!("{}-priming.json", def.name));
     let wanted = |label: &str| ctx.rows.is_empty() || ctx.rows.iter().any(|r| r == label);
     if !def.roots.iter().any(|r| wanted(r.label)) {
         bail!(
@@ -378,7 +382,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             if !wanted(r.label) {
                 continue;
             }
-            for (si, scheme) in schemes.iter().enumerate() {
+            // Each repeat starts one scheme further along, so that no scheme
+            // always runs first after the bare window (in a JVM the previous
+            // sessions have not yet warmed) or always last. The first repeat
+            // starts with Scheme B, whose report says whether the others
+            // can differ from it at all.
+            for si in (0..schemes.len()).map(|i| (i + rep) % schemes.len()) {
+                let scheme = &schemes[si];
                 // Scheme A differs from B only once callees are revealed.
                 if *scheme != "lazy" && roots_only_seen {
                     let note = format!(
@@ -414,6 +424,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 } else {
                     None
                 };
+                // One report per row and repeat, kept with --keep-logs.
+                let out = ctx.env.scratch.path.join(format!(
+                    "{}-{}-{scheme}-{}.json",
+                    def.name,
+                    r.label,
+                    rep + 1
+                ));
                 let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
                 let attach = sprig.wait_profiling(Duration::from_secs(120))?;
                 let prof = iterate(&mut jvm, k, def.iteration_bound)?;
