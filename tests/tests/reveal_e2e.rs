@@ -706,6 +706,123 @@ fn dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions() {
     }
 }
 
+/// Dormant probes ahead when no root's class is loaded at the start: the
+/// agent's control thread gives them once the root's class loads (its
+/// first call). `Fan.root` returns at once on its first run, then goes down
+/// another of four branches on each run, each branch a class calling one
+/// more (all loaded at the driver's start). Revealed as they run, the
+/// second-level classes take a redefinition each, at their branch's first
+/// run; given ahead, they are redefined together before the branches run,
+/// and their methods are switched on in place. The tree is exact either way.
+#[test]
+fn dormant_probes_ahead_come_once_a_cold_root_loads() {
+    const ROOT: &str = "reveal.Fan::root";
+    const AHEAD: &str = "sprig agent: dormant probes ahead:";
+    let _serial = serial();
+    for jdk in test_jdks("dormant_probes_ahead_come_once_a_cold_root_loads") {
+        let classes = fixture_classes(&jdk);
+        let fan = |env: &[(&str, &str)]| {
+            let mut env = env.to_vec();
+            env.push(("SPRIG_AGENT_DEBUG", "1"));
+            let mut jvm = start_driver_with(&jdk, classes.path(), &env);
+            let out_dir = TempDir::new("reveal-out");
+            let out = out_dir.path().join("fan.json");
+            let mut cmd = Command::new(sprig_bin());
+            cmd.arg("profile")
+                .arg(jvm.pid().to_string())
+                .args(["--root", ROOT, "--format", "json", "-o"])
+                .arg(&out);
+            let mut sprig = Proc::spawn("sprig", cmd);
+            let armed = format!("{ROOT} matches no loaded class");
+            sprig.wait_for("the root armed", LONG, |l| l.contains(&armed));
+            // Nothing to start from before the root's class loads.
+            assert!(
+                !jvm.stderr().contains(AHEAD),
+                "JDK {}: {}",
+                jdk.major,
+                jvm.stderr()
+            );
+            run(&mut jvm, "fan", 1, 1);
+            let given = if env.iter().any(|(k, _)| *k == "SPRIG_AGENT_NO_PREFETCH") {
+                None
+            } else {
+                let deadline = std::time::Instant::now() + LONG;
+                while !jvm.stderr().contains(AHEAD) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let err = jvm.stderr();
+                let line = err
+                    .lines()
+                    .find(|l| l.starts_with(AHEAD))
+                    .unwrap_or_else(|| panic!("JDK {}: no dormant probes ahead:\n{err}", jdk.major))
+                    .to_string();
+                Some(line)
+            };
+            run(&mut jvm, "fan", 8, 1);
+            let report = stop_profile(sprig, &out);
+            jvm.send("exit");
+            let _ = jvm.wait_exit(Duration::from_secs(10));
+            (paths(&report), report["stats"].clone(), given)
+        };
+        let (ahead, ahead_stats, line) = fan(&[]);
+        let (going, going_stats, _) = fan(&[("SPRIG_AGENT_NO_PREFETCH", "1")]);
+        let mut want = BTreeMap::from([("Fan.root".to_string(), 9)]);
+        for (b, m) in [("A", "one"), ("B", "two"), ("C", "three"), ("D", "four")] {
+            let first = format!("Fan.root > FanLinks${b}.{m}");
+            want.insert(format!("{first} > FanLinks${b}2.leaf"), 2);
+            want.insert(first, 2);
+        }
+        assert_tree(&ahead, &want, &format!("JDK {} ahead", jdk.major));
+        assert_tree(&going, &want, &format!("JDK {} as it goes", jdk.major));
+        let line = line.expect("line");
+        let batches = |s: &Value| s["redefinition_batches"].as_u64().expect("batches");
+        let in_place = |s: &Value| {
+            s["revelation"]["activated_in_place"]
+                .as_u64()
+                .expect("activated_in_place")
+        };
+        eprintln!(
+            "JDK {}: {line}; batches {} ahead, {} as it goes; switched on in place {} and {}",
+            jdk.major,
+            batches(&ahead_stats),
+            batches(&going_stats),
+            in_place(&ahead_stats),
+            in_place(&going_stats)
+        );
+        // The four second-level classes at least (the first level may have
+        // been revealed by the root's first call before the control thread
+        // came to it).
+        let classes_given: u64 = line
+            .split(", ")
+            .find_map(|p| p.strip_suffix(" classes"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("JDK {}: {line}", jdk.major));
+        assert!(classes_given >= 4, "JDK {}: {line}", jdk.major);
+        assert!(
+            batches(&ahead_stats) + 2 < batches(&going_stats),
+            "JDK {}: {ahead_stats}\n{going_stats}",
+            jdk.major
+        );
+        // The four leaves, switched on in place when their branch first ran
+        // (the first level was revealed by the root's first call).
+        assert!(
+            in_place(&ahead_stats) >= 4,
+            "JDK {}: {ahead_stats}",
+            jdk.major
+        );
+        assert_eq!(
+            in_place(&going_stats),
+            0,
+            "JDK {}: {going_stats}",
+            jdk.major
+        );
+        for s in [&ahead_stats, &going_stats] {
+            assert_eq!(s["called_methods"], 9, "JDK {}: {s}", jdk.major);
+            assert_eq!(s["instrumented_methods"], 9, "JDK {}: {s}", jdk.major);
+        }
+    }
+}
+
 /// With receiver checks, a method that holds dormant probes carries the
 /// checks of its call sites too, so revealing it later (in place, no
 /// redefinition) reveals what it calls by the receivers it sees, as for a
