@@ -153,11 +153,51 @@ fn report_failure(p: Option<&mut Plan>, internal: &str, jvmti_error: String, rea
 
 /// The class file load hook (any thread; during a retransformation, the
 /// thread that called RetransformClasses). Returns new bytes to install.
-pub fn on_class_file(_jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
+pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
     let name = input.name?;
     if excluded(name) {
         return None;
     }
+    // A class with NaN constants is redefined from its first bytes, never
+    // from what the JVM gives back (see `originals`): instrumented from
+    // them, and put back to them.
+    let first = if input.redefining {
+        crate::originals::first_bytes(name, input.loader, input.bytes)
+    } else {
+        None
+    };
+    let Some(first) = first else {
+        return instrumented_bytes(jni, input, name);
+    };
+    let (given, at_first) = (
+        crate::originals::pool_count(input.bytes),
+        crate::originals::pool_count(&first),
+    );
+    if probe_class::debug_on() && first[..] != input.bytes[..] {
+        eprintln!(
+            "sprig agent: {name} redefined from its first bytes (NaN constants): \
+             constant pool {given} entries as the JVM gave it back, {at_first} in the first bytes"
+        );
+    }
+    if crate::originals::note_growth(name, given, at_first) {
+        session::send(Message::Warning(format!(
+            "{}: HotSpot copies this class's NaN constants again at every redefinition \
+             (constant pool {given} entries, {at_first} when sprig first redefined it), and each \
+             redefinition of it takes longer; later sessions in this JVM leave it \
+             uninstrumented",
+            dotted(name)
+        )));
+    }
+    let from_first = ClassFile {
+        bytes: &first,
+        ..*input
+    };
+    instrumented_bytes(jni, &from_first, name)
+        .or_else(|| (first[..] != input.bytes[..]).then(|| first.to_vec()))
+}
+
+/// [`on_class_file`] once the bytes to start from are chosen.
+fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Option<Vec<u8>> {
     let class = dotted(name);
     let (patterns, n_patterns) = with_plan(|p| {
         if !p.instrumenting || p.denied.contains(name) {

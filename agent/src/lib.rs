@@ -20,6 +20,7 @@ mod error;
 mod ffi;
 mod instrument;
 mod methods;
+mod originals;
 mod probe;
 mod probe_class;
 mod reveal;

@@ -290,10 +290,29 @@ pub fn configure(
     // Eager instruments everything reachable at once: dormant probes
     // would save it no redefinition, only cost calls outside the root.
     let dormant = dormant && scheme == Scheme::Lazy;
+    // Classes whose constant pool grows at every redefinition (see
+    // `originals`) stay out.
+    let mut exclude = parse(exclude)?;
+    let frozen: Vec<String> = crate::originals::frozen()
+        .iter()
+        .map(|n| n.replace('/', "."))
+        .collect();
+    for name in &frozen {
+        if let Ok(f) = ClassFilter::parse(name) {
+            exclude.push(f);
+        }
+    }
+    if !frozen.is_empty() {
+        crate::session::send(sprig_wire::control::Message::Warning(format!(
+            "left uninstrumented in this JVM, because HotSpot copies their NaN constants again \
+             at every redefinition and an earlier session saw their constant pool grow: {}",
+            frozen.join(", ")
+        )));
+    }
     let config = RevealConfig {
         scheme,
         include: parse(include)?,
-        exclude: parse(exclude)?,
+        exclude,
         // Callbacks of live classes are caught by their dormant probes.
         live_callbacks_where_they_run: dormant,
     };

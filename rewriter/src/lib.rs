@@ -17,7 +17,7 @@ pub use analyze::{
     TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,
 };
 pub use error::Error;
-pub use instrument::{instrument, instrument_guarded};
+pub use instrument::{has_nan_constants, instrument, instrument_guarded};
 
 /// Where the injected calls go. Each probe is `static void name(int id)`
 /// (descriptor `(I)V`) in `class`, except an entry probe with

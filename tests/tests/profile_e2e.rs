@@ -501,6 +501,81 @@ fn exceptions_thrown_out_of_the_root_still_close_the_call() {
     );
 }
 
+/// A class whose constant pool holds NaN constants, profiled session after
+/// session in one JVM. HotSpot on JDK 25 appends such constants again at
+/// every redefinition (they never compare equal), and rebuilds the class
+/// bytes it hands back from the grown pool: redefining from those made a
+/// redefinition of a 30-entry class take 31 s (the JVM stopped) by the tenth
+/// session. sprig redefines it from its first bytes, and once the pool has
+/// grown past its bound it warns and leaves the class out of later
+/// sessions. Every session counts the root's calls exactly and no
+/// redefinition takes long; JDK 17 does not grow the pool, so its class is
+/// profiled in every session.
+#[test]
+fn a_class_with_nan_constants_stays_cheap_to_redefine_session_after_session() {
+    const SESSIONS: usize = 14;
+    const CALLS: u64 = 1000;
+    each_jdk(
+        "a_class_with_nan_constants_stays_cheap_to_redefine_session_after_session",
+        |jdk| {
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            run_scenario(&mut jvm, "nan", 1000, 1);
+            let mut froze_at = None;
+            let mut slowest: f64 = 0.0;
+            for session in 1..=SESSIONS {
+                let tmp = TempDir::new("nan");
+                let out = tmp.path().join("run.json");
+                let sprig = start_profile(jvm.pid(), "fixtures.Nan::root", &out, &[]);
+                run_scenario(&mut jvm, "nan", CALLS as u32, 1);
+                let report = stop_profile(sprig, &out);
+                let what = format!("JDK {} session {session}", jdk.major);
+                let warnings = report["warnings"].to_string();
+                let stats = &report["stats"];
+                let ms = stats["redefinition_ms"].as_f64().expect("redefinition_ms");
+                slowest = slowest.max(ms);
+                assert_eq!(stats["failed_classes"], 0, "{what}: {stats}");
+                let roots = root_nodes(&report, "fixtures.Nan", "root", "");
+                let calls: u64 = roots
+                    .iter()
+                    .map(|(_, n)| n["calls"].as_u64().unwrap())
+                    .sum();
+                assert_eq!(calls, CALLS, "{what}: {report}");
+                let children: Vec<(String, u64)> =
+                    roots.iter().flat_map(|(_, n)| child_calls(n)).collect();
+                if froze_at.is_some() {
+                    // Left out, and said so.
+                    assert!(
+                        warnings.contains("left uninstrumented in this JVM")
+                            && warnings.contains("fixtures.NanConstants"),
+                        "{what}: {warnings}"
+                    );
+                    assert!(children.is_empty(), "{what}: {children:?}");
+                    break;
+                }
+                let want = vec![("d".to_string(), CALLS), ("f".to_string(), CALLS)];
+                assert_eq!(children, want, "{what}");
+                if warnings.contains("copies this class's NaN constants again") {
+                    froze_at = Some(session);
+                }
+            }
+            eprintln!(
+                "JDK {}: NaN class left out after session {froze_at:?}; slowest redefinition \
+                 total of a session {slowest:.1} ms",
+                jdk.major
+            );
+            assert!(slowest < 3000.0, "JDK {}: {slowest} ms", jdk.major);
+            if jdk.major >= 25 {
+                assert!(froze_at.is_some(), "JDK {}: never left out", jdk.major);
+            } else {
+                assert_eq!(froze_at, None, "JDK {}: the pool grew", jdk.major);
+            }
+            jvm.send("exit");
+            let _ = jvm.wait_exit(Duration::from_secs(10));
+        },
+    );
+}
+
 #[test]
 fn duration_stops_profiling_and_the_jvm_survives_twenty_cycles() {
     let jdk = sprig_tests::jdk17();

@@ -181,6 +181,9 @@ pub struct ClassFile<'b> {
     pub name: Option<&'b str>,
     /// Whether this is a retransformation (or redefinition) of a loaded class.
     pub redefining: bool,
+    /// The identity hash of the class's defining loader (0 for the boot
+    /// loader), `None` when JVMTI could not say.
+    pub loader: Option<i32>,
     pub bytes: &'b [u8],
 }
 
@@ -189,7 +192,7 @@ extern "system" fn class_file_load_hook(
     jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
     class_being_redefined: jclass,
-    _loader: jobject,
+    loader: jobject,
     name: *const c_char,
     _protection_domain: jobject,
     class_data_len: jint,
@@ -211,9 +214,20 @@ extern "system" fn class_file_load_hook(
         // SAFETY: the VM passes `class_data_len` readable bytes that stay
         // valid for the duration of the callback.
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        // SAFETY: the VM passes the environment the hook is registered in.
+        let jvmti = unsafe { Jvmti::from_raw(jvmti_env) };
+        let loader = if loader.is_null() {
+            Some(0)
+        } else {
+            // SAFETY: a live local reference the VM passes for the callback.
+            jvmti
+                .object_hash(unsafe { super::jni::Local::from_raw(loader) })
+                .ok()
+        };
         let input = ClassFile {
             name: name_str,
             redefining: !class_being_redefined.is_null(),
+            loader,
             bytes,
         };
         // SAFETY: the VM passes this thread's JNIEnv.
@@ -221,8 +235,6 @@ extern "system" fn class_file_load_hook(
         let Some(out) = crate::instrument::on_class_file(jni, &input) else {
             return;
         };
-        // SAFETY: the VM passes the environment the hook is registered in.
-        let jvmti = unsafe { Jvmti::from_raw(jvmti_env) };
         match jvmti.allocate_copy(&out) {
             Ok((mem, len)) => {
                 // SAFETY: both out pointers were checked non-null above; the

@@ -451,6 +451,14 @@ impl Jvmti {
         Ok(unsafe { Local::from_raw(class) })
     }
 
+    /// An object's identity hash code (the same for as long as it lives).
+    pub fn object_hash(&self, obj: Local<'_>) -> Result<i32, JvmtiError> {
+        let mut hash: jint = 0;
+        // SAFETY: `obj` is a live reference; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetObjectHashCode, obj.raw(), &mut hash)? };
+        Ok(hash)
+    }
+
     /// A class's access flags (interface, abstract, public, final, ...).
     pub fn class_modifiers(&self, class: Local<'_>) -> Result<i32, JvmtiError> {
         let mut mods: jint = 0;

@@ -65,6 +65,32 @@ use crate::{Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, Ski
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
 
+/// Whether `class`'s constant pool holds a `float` or `double` NaN.
+///
+/// HotSpot's class redefinition merges the old constant pool with the new
+/// one entry by entry and compares these constants by value, so a NaN never
+/// matches and is appended again by every redefinition. Redefining such a
+/// class from the bytes the JVM gives back (which hold every copy) doubles
+/// the copies each time: a caller that redefines a class repeatedly should
+/// start from the class's first bytes instead.
+pub fn has_nan_constants(class: &[u8]) -> Result<bool, Error> {
+    let cf = ClassFile::parse(class)?;
+    Ok(cf.cp.iter().any(|slot| {
+        let at = slot.pos as usize;
+        match slot.tag {
+            4 => class
+                .get(at..at + 4)
+                .and_then(|b| b.try_into().ok())
+                .is_some_and(|b: [u8; 4]| f32::from_bits(u32::from_be_bytes(b)).is_nan()),
+            6 => class
+                .get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .is_some_and(|b: [u8; 8]| f64::from_bits(u64::from_be_bytes(b)).is_nan()),
+            _ => false,
+        }
+    }))
+}
+
 /// Instruments `targets` of `class`. See the module docs.
 pub fn instrument(
     class: &[u8],

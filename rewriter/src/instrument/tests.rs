@@ -1230,3 +1230,35 @@ fn assert_runs_verified(dir: &std::path::Path, main: &str, want: &str) {
         assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{java}");
     }
 }
+
+#[test]
+fn nan_constants_are_found_in_float_and_double_slots() {
+    let with = |entries: &[Vec<u8>]| {
+        let mut cb = Cb::default();
+        for e in entries {
+            cb.cp.push(e.clone());
+            if e[0] == 6 || e[0] == 5 {
+                // the unusable second slot of a long or double
+                cb.cp.push(Vec::new());
+            }
+        }
+        crate::has_nan_constants(&cb.build(52, &[])).unwrap()
+    };
+    let float = |v: f32| [vec![4], v.to_bits().to_be_bytes().to_vec()].concat();
+    let double = |v: f64| [vec![6], v.to_bits().to_be_bytes().to_vec()].concat();
+    let int = |v: u32| [vec![3], v.to_be_bytes().to_vec()].concat();
+    let long = |v: u64| [vec![5], v.to_be_bytes().to_vec()].concat();
+    assert!(!with(&[]));
+    assert!(!with(&[float(1.5), double(-0.0), float(f32::INFINITY)]));
+    assert!(with(&[float(1.5), float(f32::NAN)]));
+    assert!(with(&[double(2.0), double(f64::NAN), float(3.0)]));
+    // Another NaN bit pattern is a NaN too.
+    assert!(with(&[float(f32::from_bits(0x7f80_0001))]));
+    // The same bits in an int or a long are not.
+    assert!(!with(&[
+        int(f32::NAN.to_bits()),
+        long(f64::NAN.to_bits()),
+        float(0.0)
+    ]));
+    assert!(crate::has_nan_constants(b"not a class").is_err());
+}
