@@ -298,7 +298,7 @@ pub fn configure(
         .map(|n| n.replace('/', "."))
         .collect();
     for name in &frozen {
-        if let Ok(f) = ClassFilter::parse(name) {
+        if let Ok(f) = ClassFilter::exact(name) {
             exclude.push(f);
         }
     }

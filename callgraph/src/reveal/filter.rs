@@ -47,6 +47,9 @@ pub struct FilterError {
 pub struct ClassFilter {
     text: String,
     glob: MethodPattern,
+    /// Whether a nested class matches through its outermost class (false
+    /// for [`ClassFilter::exact`]).
+    nested: bool,
 }
 
 impl ClassFilter {
@@ -59,7 +62,16 @@ impl ClassFilter {
         Ok(ClassFilter {
             text: text.to_string(),
             glob,
+            nested: true,
         })
+    }
+
+    /// A filter for the one class `text` names (binary name), without its
+    /// nested classes.
+    pub fn exact(text: &str) -> Result<ClassFilter, FilterError> {
+        let mut f = ClassFilter::parse(text)?;
+        f.nested = false;
+        Ok(f)
     }
 
     pub fn as_str(&self) -> &str {
@@ -71,6 +83,9 @@ impl ClassFilter {
     pub fn matches_dotted(&self, dotted: &str) -> bool {
         if self.glob.matches_class(dotted) {
             return true;
+        }
+        if !self.nested {
+            return false;
         }
         match dotted.split_once('$') {
             Some((outer, _)) => self.glob.matches_class(outer),
@@ -162,5 +177,26 @@ impl Filters {
         let dotted = internal.replace('/', ".");
         !self.defaults.iter().any(|f| f.matches_dotted(&dotted))
             || self.include.iter().any(|f| f.matches_dotted(&dotted))
+    }
+}
+
+#[cfg(test)]
+mod exact_tests {
+    use super::ClassFilter;
+
+    #[test]
+    fn an_exact_filter_leaves_nested_classes_alone() {
+        let outer = ClassFilter::parse("a.b.Parser").unwrap();
+        let exact = ClassFilter::exact("a.b.Parser").unwrap();
+        for f in [&outer, &exact] {
+            assert!(f.matches_dotted("a.b.Parser"));
+            assert!(!f.matches_dotted("a.b.ParserX"));
+        }
+        assert!(outer.matches_dotted("a.b.Parser$1"));
+        assert!(!exact.matches_dotted("a.b.Parser$1"));
+        assert!(!exact.matches_dotted("a.b.Parser$Mode"));
+        let nested = ClassFilter::exact("a.b.Parser$Mode").unwrap();
+        assert!(nested.matches_dotted("a.b.Parser$Mode"));
+        assert!(!nested.matches_dotted("a.b.Parser"));
     }
 }
