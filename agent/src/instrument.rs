@@ -173,7 +173,8 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         crate::originals::pool_count(input.bytes),
         crate::originals::pool_count(&first),
     );
-    if probe_class::debug_on() && first[..] != input.bytes[..] {
+    let changed = first[..] != input.bytes[..];
+    if probe_class::debug_on() && changed {
         eprintln!(
             "sprig agent: {name} redefined from its first bytes (NaN constants): \
              constant pool {given} entries as the JVM gave it back, {at_first} in the first bytes"
@@ -192,8 +193,7 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         bytes: &first,
         ..*input
     };
-    instrumented_bytes(jni, &from_first, name)
-        .or_else(|| (first[..] != input.bytes[..]).then(|| first.to_vec()))
+    instrumented_bytes(jni, &from_first, name).or_else(|| changed.then(|| first.to_vec()))
 }
 
 /// [`on_class_file`] once the bytes to start from are chosen.

@@ -182,7 +182,8 @@ pub struct ClassFile<'b> {
     /// Whether this is a retransformation (or redefinition) of a loaded class.
     pub redefining: bool,
     /// The identity hash of the class's defining loader (0 for the boot
-    /// loader), `None` when JVMTI could not say.
+    /// loader) during a retransformation; `None` for a class load, or when
+    /// JVMTI could not say.
     pub loader: Option<i32>,
     pub bytes: &'b [u8],
 }
@@ -216,7 +217,11 @@ extern "system" fn class_file_load_hook(
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
         // SAFETY: the VM passes the environment the hook is registered in.
         let jvmti = unsafe { Jvmti::from_raw(jvmti_env) };
-        let loader = if loader.is_null() {
+        // Only a retransformation needs the loader (see `originals`): a
+        // class load does not pay for the JVMTI call.
+        let loader = if class_being_redefined.is_null() {
+            None
+        } else if loader.is_null() {
             Some(0)
         } else {
             // SAFETY: a live local reference the VM passes for the callback.
