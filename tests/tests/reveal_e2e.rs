@@ -616,6 +616,24 @@ fn debug_session_with(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (BTreeMap<String, u64>, String) {
+    let (report, mut jvm) = armed_debug_session(jdk, classes, root, extra, env, |jvm| {
+        run(jvm, scenario, n, 1)
+    });
+    let err = debug_lines_at_end(&mut jvm, &format!("{root} {extra:?}"));
+    (paths(&report), err)
+}
+
+/// A session on a driver JVM (with `env` and the agent's debug lines) whose
+/// root class is not loaded yet: `drive` runs once the root is armed, then
+/// the session stops. The report, and the JVM still running.
+fn armed_debug_session(
+    jdk: &Jdk,
+    classes: &Path,
+    root: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    drive: impl FnOnce(&mut Proc),
+) -> (Value, Proc) {
     let mut env = env.to_vec();
     env.push(("SPRIG_AGENT_DEBUG", "1"));
     let mut jvm = start_driver_with(jdk, classes, &env);
@@ -632,10 +650,8 @@ fn debug_session_with(
     // The root is armed, and instrumented as its class loads.
     let armed = format!("{root} matches no loaded class");
     sprig.wait_for("the root armed", LONG, |l| l.contains(&armed));
-    run(&mut jvm, scenario, n, 1);
-    let got = paths(&stop_profile(sprig, &out));
-    let err = debug_lines_at_end(&mut jvm, &format!("{root} {extra:?}"));
-    (got, err)
+    drive(&mut jvm);
+    (stop_profile(sprig, &out), jvm)
 }
 
 /// Dormant probes given ahead (the default with dormant probes): at the
@@ -722,44 +738,36 @@ fn dormant_probes_ahead_come_once_a_cold_root_loads() {
     for jdk in test_jdks("dormant_probes_ahead_come_once_a_cold_root_loads") {
         let classes = fixture_classes(&jdk);
         let fan = |env: &[(&str, &str)]| {
-            let mut env = env.to_vec();
-            env.push(("SPRIG_AGENT_DEBUG", "1"));
-            let mut jvm = start_driver_with(&jdk, classes.path(), &env);
-            let out_dir = TempDir::new("reveal-out");
-            let out = out_dir.path().join("fan.json");
-            let mut cmd = Command::new(sprig_bin());
-            cmd.arg("profile")
-                .arg(jvm.pid().to_string())
-                .args(["--root", ROOT, "--format", "json", "-o"])
-                .arg(&out);
-            let mut sprig = Proc::spawn("sprig", cmd);
-            let armed = format!("{ROOT} matches no loaded class");
-            sprig.wait_for("the root armed", LONG, |l| l.contains(&armed));
-            // Nothing to start from before the root's class loads.
-            assert!(
-                !jvm.stderr().contains(AHEAD),
-                "JDK {}: {}",
-                jdk.major,
-                jvm.stderr()
-            );
-            run(&mut jvm, "fan", 1, 1);
-            let given = if env.iter().any(|(k, _)| *k == "SPRIG_AGENT_NO_PREFETCH") {
-                None
-            } else {
-                let deadline = std::time::Instant::now() + LONG;
-                while !jvm.stderr().contains(AHEAD) && std::time::Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let err = jvm.stderr();
-                let line = err
-                    .lines()
-                    .find(|l| l.starts_with(AHEAD))
-                    .unwrap_or_else(|| panic!("JDK {}: no dormant probes ahead:\n{err}", jdk.major))
-                    .to_string();
-                Some(line)
-            };
-            run(&mut jvm, "fan", 8, 1);
-            let report = stop_profile(sprig, &out);
+            let prefetch = !env.iter().any(|(k, _)| *k == "SPRIG_AGENT_NO_PREFETCH");
+            let mut given = None;
+            let (report, mut jvm) =
+                armed_debug_session(&jdk, classes.path(), ROOT, &[], env, |jvm| {
+                    // Nothing to start from before the root's class loads.
+                    assert!(
+                        !jvm.stderr().contains(AHEAD),
+                        "JDK {}: {}",
+                        jdk.major,
+                        jvm.stderr()
+                    );
+                    run(jvm, "fan", 1, 1);
+                    if prefetch {
+                        let deadline = std::time::Instant::now() + LONG;
+                        while !jvm.stderr().contains(AHEAD) && std::time::Instant::now() < deadline
+                        {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        let err = jvm.stderr();
+                        let line = err
+                            .lines()
+                            .find(|l| l.starts_with(AHEAD))
+                            .unwrap_or_else(|| {
+                                panic!("JDK {}: no dormant probes ahead:\n{err}", jdk.major)
+                            })
+                            .to_string();
+                        given = Some(line);
+                    }
+                    run(jvm, "fan", 8, 1);
+                });
             jvm.send("exit");
             let _ = jvm.wait_exit(Duration::from_secs(10));
             (paths(&report), report["stats"].clone(), given)
