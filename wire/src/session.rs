@@ -16,10 +16,11 @@ use crate::codec::{self, CodecError};
 use crate::control::{AgentOptions, JvmInfo, Message, PROTOCOL_VERSION};
 use std::fs::{self, DirBuilder, File};
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -95,11 +96,29 @@ fn hex(bytes: &[u8]) -> String {
 
 /// A private session directory holding `control.sock` and `ring`. Dropping
 /// it removes the directory and everything in it (best effort).
+///
+/// Root profiling another user's JVM ([`SessionDir::create_for_owner`])
+/// must hand the directory to that user, whose agent connects to the
+/// socket inside. The user then owns the directory and can rename, replace
+/// or symlink anything in it, so root touches nothing in it by path after
+/// the hand-over: every file is made and given its mode and owner while the
+/// directory is still root's and private (0700, in a sticky `/tmp` the user
+/// cannot rename it), owners are set without following links, and the
+/// directory itself is given away last, through a descriptor opened when it
+/// was made ([`Listener::bind`] does that as its last step). Removal goes
+/// through the descriptor too ([`Listener`]'s drop) or through
+/// `remove_dir_all`, which does not follow links.
 #[derive(Debug)]
 pub struct SessionDir {
     path: PathBuf,
     token: [u8; 16],
+    /// The directory itself, opened `O_NOFOLLOW` right after `mkdir`.
+    handle: File,
+    /// The user the directory goes to, for [`SessionDir::create_for_owner`].
     owner: Option<(u32, u32)>,
+    /// Set once the directory belongs to `owner`: from then on nothing is
+    /// made in it.
+    handed_over: AtomicBool,
 }
 
 impl SessionDir {
@@ -137,18 +156,28 @@ impl SessionDir {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
+            let handle = match open_dir_nofollow(&path) {
+                Ok(h) => h,
+                Err(e) => {
+                    let _ = fs::remove_dir(&path);
+                    return Err(e);
+                }
+            };
             let dir = SessionDir {
                 path,
                 token,
+                handle,
                 owner: None,
+                handed_over: AtomicBool::new(false),
             };
             // mkdir applied the umask, which may only have removed bits;
             // make the mode exactly 0700 and check what we created.
-            let meta = fs::symlink_metadata(&dir.path)?;
+            let meta = dir.handle.metadata()?;
             if !meta.is_dir() || meta.uid() != uid {
                 return Err(io::Error::other("session directory was replaced"));
             }
-            fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o700))?;
+            dir.handle
+                .set_permissions(fs::Permissions::from_mode(0o700))?;
             return Ok(dir);
         }
         Err(io::Error::new(
@@ -157,21 +186,66 @@ impl SessionDir {
         ))
     }
 
-    /// Like [`SessionDir::create`], then hands the directory to `uid:gid`
-    /// (root profiling another user's JVM). Files made later through
-    /// [`SessionDir::adopt`] and [`Listener::bind`] go to the same owner.
+    /// Like [`SessionDir::create`], for a session whose agent runs as
+    /// `uid:gid` (root profiling another user's JVM). The directory stays
+    /// root's and private while files are made in it; files made through
+    /// [`SessionDir::adopt`] and [`Listener::bind`] go to `uid:gid`, and
+    /// [`Listener::bind`] hands the directory over as its last step.
     pub fn create_for_owner(uid: u32, gid: u32) -> io::Result<SessionDir> {
-        let mut dir = SessionDir::create()?;
-        std::os::unix::fs::chown(&dir.path, Some(uid), Some(gid))?;
+        SessionDir::create_in_for_owner(Path::new("/tmp"), uid, gid)
+    }
+
+    /// [`SessionDir::create_for_owner`] under `base` (as
+    /// [`SessionDir::create_in`]).
+    pub fn create_in_for_owner(base: &Path, uid: u32, gid: u32) -> io::Result<SessionDir> {
+        let me = euid();
+        if me != 0 && uid != me {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("only root can make a session directory for uid {uid}"),
+            ));
+        }
+        let mut dir = SessionDir::create_in(base)?;
         dir.owner = Some((uid, gid));
         Ok(dir)
     }
 
     /// Gives a file made inside the directory to the directory's owner when
     /// it was created with [`SessionDir::create_for_owner`]; no-op otherwise.
+    /// The owner is set without following a link. Refused once the
+    /// directory has been handed over: its contents are no longer ours.
     pub fn adopt(&self, file: &Path) -> io::Result<()> {
+        let Some((uid, gid)) = self.owner else {
+            return Ok(());
+        };
+        self.check_private()?;
+        if file.parent() != Some(self.path.as_path()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "adopt takes a file directly inside the session directory",
+            ));
+        }
+        std::os::unix::fs::lchown(file, Some(uid), Some(gid))
+    }
+
+    /// Fails once the directory belongs to its owner.
+    fn check_private(&self) -> io::Result<()> {
+        if self.handed_over.load(Ordering::Acquire) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the session directory was already handed to its owner",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Gives the directory to its owner (no-op without one), through the
+    /// descriptor opened when it was made. Called last, by
+    /// [`Listener::bind`].
+    fn hand_over(&self) -> io::Result<()> {
         if let Some((uid, gid)) = self.owner {
-            std::os::unix::fs::chown(file, Some(uid), Some(gid))?;
+            std::os::unix::fs::fchown(&self.handle, Some(uid), Some(gid))?;
+            self.handed_over.store(true, Ordering::Release);
         }
         Ok(())
     }
@@ -207,8 +281,17 @@ impl SessionDir {
     }
 }
 
+/// Opens a directory without following a link at its last component.
+fn open_dir_nofollow(path: &Path) -> io::Result<File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
 impl Drop for SessionDir {
     fn drop(&mut self) {
+        // Does not follow a link at `path` or anywhere below it.
         let _ = fs::remove_dir_all(&self.path);
     }
 }
@@ -376,18 +459,33 @@ pub struct PeerExpectation {
 pub struct Listener {
     inner: UnixListener,
     path: PathBuf,
+    /// The session directory, to remove the socket without a path walk.
+    dir: OwnedFd,
 }
 
 impl Listener {
-    /// Binds `dir`'s control socket, mode 0600 (owned by the session
-    /// owner when there is one).
+    /// Binds `dir`'s control socket, mode 0600, and when the directory has
+    /// an owner ([`SessionDir::create_for_owner`]) gives the socket and then
+    /// the directory to that owner: binding is the last thing made in a
+    /// session directory. The socket is made, and its mode and owner set,
+    /// while the directory is still private to this process's user, so
+    /// nobody can swap a link in for it; its owner is set without
+    /// following links all the same.
     pub fn bind(dir: &SessionDir) -> io::Result<Listener> {
+        dir.check_private()?;
         let path = dir.socket_path();
         let inner = UnixListener::bind(&path)?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
-        dir.adopt(&path)?;
-        inner.set_nonblocking(true)?;
-        Ok(Listener { inner, path })
+        let dir_fd = dir.handle.as_fd().try_clone_to_owned()?;
+        let listener = Listener {
+            inner,
+            path,
+            dir: dir_fd,
+        };
+        fs::set_permissions(&listener.path, fs::Permissions::from_mode(0o600))?;
+        dir.adopt(&listener.path)?;
+        dir.hand_over()?;
+        listener.inner.set_nonblocking(true)?;
+        Ok(listener)
     }
 
     pub fn path(&self) -> &Path {
@@ -514,7 +612,17 @@ fn handshake(
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        // Relative to the directory's descriptor: the directory may belong
+        // to another user by now, who could have put a link where its path
+        // was.
+        let name = c"control.sock";
+        debug_assert_eq!(name.to_bytes(), SOCKET_NAME.as_bytes());
+        // SAFETY: `self.dir` is an open directory descriptor owned by this
+        // listener and `name` is a NUL-terminated string that outlives the
+        // call; unlinkat reads both and changes no memory of ours.
+        unsafe {
+            libc::unlinkat(self.dir.as_raw_fd(), name.as_ptr(), 0);
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! As another user, it checks that handing a directory to someone else is
 //! refused.
 
+mod common;
+
 use sprig_wire::control::JvmInfo;
 use sprig_wire::event::{Event, EventKind};
 use sprig_wire::ring::{Consumer, Producer, Region, RingConfig};
@@ -54,11 +56,9 @@ fn session_for_another_user() {
     }
     let dir = SessionDir::create_for_owner(NOBODY, NOBODY).unwrap();
     assert_eq!(dir.owner(), Some((NOBODY, NOBODY)));
+    // Root's and private until the socket is bound.
     let meta = std::fs::metadata(dir.path()).unwrap();
-    assert_eq!(
-        (meta.uid(), meta.gid(), meta.mode() & 0o777),
-        (NOBODY, NOBODY, 0o700)
-    );
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o700));
     let region = Region::create(
         &dir.ring_path(),
         &RingConfig {
@@ -70,6 +70,14 @@ fn session_for_another_user() {
     .unwrap();
     dir.adopt(&dir.ring_path()).unwrap();
     let listener = Listener::bind(&dir).unwrap();
+    let meta = std::fs::metadata(dir.path()).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o777),
+        (NOBODY, NOBODY, 0o700)
+    );
+    // Handed over: nothing more is made or adopted in it.
+    assert!(Listener::bind(&dir).is_err());
+    assert!(dir.adopt(&dir.ring_path()).is_err());
     for p in [dir.ring_path(), dir.socket_path()] {
         let m = std::fs::metadata(&p).unwrap();
         assert_eq!(
@@ -80,7 +88,8 @@ fn session_for_another_user() {
         );
     }
     let options = dir.agent_options(std::process::id()).format();
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let exe = common::SharedExe::new();
+    let mut child = Command::new(&exe.path)
         .args(["--exact", "session_for_another_user", "--test-threads=1"])
         .env(CHILD_ENV, &options)
         .uid(NOBODY)
