@@ -33,7 +33,7 @@ fn as_user(uid: u32, request: &str) -> String {
 
 /// `as_user` with a separate group.
 fn as_user_group(uid: u32, gid: u32, request: &str) -> String {
-    let exe = std::env::current_exe().unwrap();
+    let exe = attach_support::reachable_exe();
     let out = Command::new("timeout")
         .arg("60")
         .arg("setpriv")

@@ -64,20 +64,79 @@ pub fn is_root(case: &str) -> bool {
     root
 }
 
+/// Whether users other than the owner can reach `path` (every directory
+/// on the way searchable by others).
+fn others_can_reach(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    path.ancestors().all(|a| {
+        a.as_os_str().is_empty()
+            || fs::metadata(a)
+                .map(|m| m.mode() & 0o001 != 0)
+                .unwrap_or(false)
+    })
+}
+
+/// A directory the JVMs and helpers of other users can reach: the
+/// target's tmp dir, or, when the checkout sits in a private directory (a
+/// clone under a 0700 home), a fresh 0755 directory under /tmp for this
+/// test process (those of test processes that are gone are removed).
+pub fn reachable_tmp() -> &'static Path {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        if others_can_reach(&target) {
+            return target;
+        }
+        let prefix = "sprig-test-reachable-";
+        if let Ok(entries) = fs::read_dir("/tmp") {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let gone = name
+                    .strip_prefix(prefix)
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if gone {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = PathBuf::from(format!("/tmp/{prefix}{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir(&dir).expect("create a reachable test directory");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    })
+}
+
+/// This test binary, or a copy of it that other users can run.
+pub fn reachable_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        if others_can_reach(&exe) {
+            return exe;
+        }
+        let copy = reachable_tmp().join(exe.file_name().unwrap());
+        fs::copy(&exe, &copy).expect("copy the test binary");
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    })
+}
+
 /// Compiled fixtures: `classes/` with Sleeper, and `probe-agent.jar`.
 pub struct Fixtures {
     pub classes: PathBuf,
     pub agent_jar: PathBuf,
 }
 
-/// Compiles the fixtures once per test binary into the target's tmp dir,
+/// Compiles the fixtures once per test binary into [`reachable_tmp`],
 /// world-readable so JVMs of other users can load them.
 pub fn fixtures() -> &'static Fixtures {
     static FIXTURES: OnceLock<Fixtures> = OnceLock::new();
     FIXTURES.get_or_init(|| {
         let exe = std::env::current_exe().expect("test binary path");
         let name = exe.file_name().unwrap().to_string_lossy().into_owned();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-fixtures"));
+        let dir = reachable_tmp().join(format!("{name}-fixtures"));
         let _ = fs::remove_dir_all(&dir);
         let classes = dir.join("classes");
         let agent_classes = dir.join("agent-classes");
@@ -128,15 +187,14 @@ fn make_world_readable(path: &Path) {
     }
 }
 
-/// A fresh directory under the target's tmp dir, removed on drop.
+/// A fresh directory under [`reachable_tmp`], removed on drop.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("attach-{tag}-{}-{n}", std::process::id()));
+        let path = reachable_tmp().join(format!("attach-{tag}-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
