@@ -1,4 +1,4 @@
-//! Exact time, end to end (issue 6): the probes' cost is calibrated inside
+//! Exact time, end to end: the probes' cost is calibrated inside
 //! the target at attach and subtracted per call, so the time sprig charges a
 //! root comes close to the same root's bare time (JFluid's accuracy metric,
 //! charged ÷ bare).
@@ -15,24 +15,25 @@
 //! profiled round runs on its own thread (`measure-S-r`), after a warm-up
 //! thread has let the JIT compile the instrumented code.
 //!
-//! A whole session can also run slow: the probes cost a third more, or
-//! twice as much, than in the next session, with the twin at full speed.
-//! Until the ninth session that happened in 4 of 22 sessions (seventh
-//! session) and in 13 of 96 (ninth), three times in a row in one CI run;
-//! it came from each producer taking the segment the CLI had just freed
-//! (still in the CLI's cache), and did not show in 48 sessions with the
-//! producers going round the ring, nor in 72 with the CLI reading it less
-//! often (BENCHMARKS.md, "Ninth session"). It came back on one host of
-//! the thirteenth session, where the probe pair ran at 27 ns or at 44-50 ns
-//! in phases from milliseconds to tens of seconds while plain code and
-//! `nanoTime()` kept their speed: one CI run there failed all three
-//! sessions of (b) (39-41% of the probe cost left with a 27 ns
-//! calibration, or the root charged nothing after a calibration that fell
-//! in a slow phase), and the next three runs passed at the first session.
-//! Since the fourteenth session every profiled thread measures the probes
-//! again at the end of a root call (a calibration burst, at most every
-//! 10 ms) and its calls are charged what it measured, which follows those
-//! phases: sessions in a slow phase then left +2% and +3%.
+//! A whole profiling session can also run slow: the probes cost a third
+//! more, or twice as much, than in the next one, with the twin at full
+//! speed. Until 2026-11-25 (7b5e15b) that happened in 4 of 22 profiling
+//! sessions (measured 2026-11-24) and in 13 of 96 (2026-11-25), three
+//! times in a row in one CI run; it came from each producer taking the
+//! segment the CLI had just freed (still in the CLI's cache), and did not
+//! show in 48 profiling sessions with the producers going round the ring,
+//! nor in 72 with the CLI reading it less often (docs/event-ring.md). It
+//! came back on one host on 2026-11-25 (132d5d0), where the probe pair ran
+//! at 27 ns or at 44-50 ns in phases from milliseconds to tens of seconds
+//! while plain code and `nanoTime()` kept their speed: one CI run there
+//! failed all three profiling sessions of (b) (39-41% of the probe cost
+//! left with a 27 ns calibration, or the root charged nothing after a
+//! calibration that fell in a slow phase), and the next three runs passed
+//! at their first attempt. Since 8df42ad (2026-11-25) every profiled
+//! thread measures the probes again at the end of a root call (a
+//! calibration burst, at most every 10 ms) and its calls are charged what
+//! it measured, which follows those phases: profiling sessions in a slow
+//! phase then left +2% and +3% (docs/accuracy.md).
 //! When a scenario falls outside its bounds, the test waits a few seconds,
 //! attaches again and measures every scenario anew, up to five sessions,
 //! and prints each failed attempt.
@@ -413,15 +414,15 @@ fn judge_scenarios(
             "calls" => {
                 // (b) the probes cost four to nine times the work here,
                 // so the subtraction must be right to a few percent of
-                // their cost for charged/bare to come near 1 (the issue's
-                // goal is at most 1.25). What is subtracted is what the
+                // their cost for charged/bare to come near 1 (the
+                // project's goal is at most 1.25). What is subtracted is what the
                 // probes cost around an empty method, and around tiny()'s
                 // 3-4 ns of dependent arithmetic they can cost less: that
                 // work runs while the probes wait for their clock reads
-                // (sixth session). How much less moves with the host's
-                // phases: on one host of the fourteenth session -15% to
-                // +3% of the probe cost was left; on the host of the
-                // sixteenth, -23% in every one of five sessions (the root
+                // (docs/accuracy.md). How much less moves with the host's
+                // phases: on one host on 2026-11-25 -15% to +3% of the
+                // probe cost was left; on a host on 2026-11-26, -23% in
+                // every one of five profiling sessions (the root
                 // then charged nothing: each node is clamped at zero) in
                 // one spell (-21% to -36% measured before clamping, JDK 17
                 // and 25, on a quiet host), and -5% to +7% (charged/bare
@@ -441,7 +442,7 @@ fn judge_scenarios(
                 );
             }
             _ => {
-                // (c) deep recursion: no goal in the issue; most of the
+                // (c) deep recursion: no goal of its own; most of the
                 // probes' cost must still go.
                 ensure!(
                     ratio > 0.5 && left <= 0.7,
@@ -543,12 +544,12 @@ fn no_calibrate_leaves_raw_times() {
 /// A root run right after its thread wakes from a sleep (a request handler
 /// after a wait): on this machine kind the probes there cost about twice
 /// what the calibration at attach measures in a hot loop (57 ns a call
-/// against 27 in the thirteenth session's figures), and charging the attach
-/// figure left half the probes' cost in `work`: 20 times its bare time.
-/// The threads' own calibration bursts, taken in the same state, leave a
-/// few percent (fourteenth session: 3-11% either way). `work` makes 2,000 calls of a tiny method; its bare time
-/// is the median over 3,000 wake-ups before the attach, timed the same
-/// way.
+/// against 27 on 2026-11-25), and charging the attach figure left half the
+/// probes' cost in `work`: 20 times its bare time. The threads' own
+/// calibration bursts, taken in the same state, leave a few percent
+/// (2026-11-25, 8df42ad: 3-11% either way). `work` makes 2,000 calls of a
+/// tiny method; its bare time is the median over 3,000 wake-ups before the
+/// attach, timed the same way.
 #[test]
 fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
     let _serial = serial();
@@ -627,7 +628,7 @@ fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
             // Too much taken out is the call-dense scenario's bound (in
             // `charged_time_matches_bare_time`); here the twin's bare
             // `work` is 0.4 ns a call (the JIT unrolls its loop), and
-            // JDK 25 on a quiet host of the sixteenth session took out
+            // JDK 25 on a quiet host on 2026-11-26 took out
             // 29-44% too much of the probes' cost (the leaves clamped at
             // zero, so the clamped figure showed -2% at worst).
             if left <= 0.3 {

@@ -170,15 +170,15 @@ fn root_calls_are_counted_exactly_across_threads() {
 
 /// On JDK 17 the first class redefinition after a dynamic attach makes
 /// HotSpot throw away all compiled code (on JDK 25 only what depends on
-/// the classes redefined): the first session in a JVM says so, the second
-/// does not, and on JDK 25 neither does. The JVM is started with
+/// the classes redefined): the first profiling session in a JVM says so,
+/// the second does not, and on JDK 25 neither does. The JVM is started with
 /// `-Xlog:redefine+class+nmethod=debug` so that the test also checks the
 /// warning against what HotSpot itself logs.
 #[test]
-fn the_first_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code() {
+fn the_first_profiling_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code() {
     const SAID: &str = "threw away all its compiled code";
     each_jdk(
-        "the_first_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code",
+        "the_first_profiling_session_in_a_jvm_says_when_hotspot_drops_all_compiled_code",
         |jdk| {
             let classes = fixture_classes(jdk);
             let mut jvm =
@@ -1208,7 +1208,7 @@ fn a_second_session_on_the_same_jvm_is_refused_clearly() {
                 err.contains("another sprig session"),
                 "no clear hint:\n{err}"
             );
-            // The first session is unharmed.
+            // The first profiling session is unharmed.
             run_scenario(&mut jvm, "calls", 25, 1);
             let report = stop_profile(first, &out);
             let calls: u64 = calls_to_calls_root(&report);

@@ -427,7 +427,7 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
         // classes (Tokens$Key's three, the shapes' toString, ...), called
         // or not; with them, only those that ran: fewer in all, though the
         // dormant session also instruments Ranked.compareTo, which the
-        // other misses (44 against 45 in the sixteenth session).
+        // other misses (44 against 45 on 2026-11-26, c6f4c8e).
         println!(
             "JDK {}: instrumented {} with dormant probes, {} without",
             jdk.major,
@@ -1002,8 +1002,8 @@ fn concurrent_first_calls() {
 }
 
 /// The same with receiver checks: 8 threads reach each check at once, and
-/// the second session starts from the checks' memory cleared (site ids are
-/// handed out anew).
+/// the second profiling session starts from the checks' memory cleared
+/// (site ids are handed out anew).
 #[test]
 fn concurrent_first_calls_with_receiver_checks() {
     concurrent(&["--virtual-calls", "receiver"]);
@@ -1052,7 +1052,11 @@ fn concurrent_on(jdk: &Jdk, extra: &[&str]) {
     scenario_want.insert("Late.root".into(), 800);
     // A thread entering a method whose callees another thread is still
     // instrumenting waits for it: nothing is missed.
-    assert_tree(&got, &scenario_want, "first session, 8 threads at once");
+    assert_tree(
+        &got,
+        &scenario_want,
+        "first profiling session, 8 threads at once",
+    );
     // Attach again: the classes are loaded and were instrumented before.
     let sprig = start_profile(jvm.pid(), &warm, extra);
     run(&mut jvm, "virtual", 1, 1);
@@ -1062,7 +1066,7 @@ fn concurrent_on(jdk: &Jdk, extra: &[&str]) {
         .into_iter()
         .filter(|(p, _)| p.starts_with("Virtual."))
         .collect();
-    assert_tree(&got, &want, "second session");
+    assert_tree(&got, &want, "second profiling session");
     jvm.send("exit");
     let _ = jvm.wait_exit(Duration::from_secs(10));
 }
