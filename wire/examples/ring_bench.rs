@@ -9,9 +9,9 @@
 //!   events (together 1 MiB of records) between two barriers; then the
 //!   main thread drains the ring. This is the steady state where the
 //!   consumer keeps up. Producers go round the ring, so they write into
-//!   the segments freed longest ago; until the ninth session they took the
-//!   ones the drain had just freed, still in the draining CPU's cache, and
-//!   paid 4.5 ns per event here instead of 1.2 (BENCHMARKS.md).
+//!   the segments freed longest ago; before 7b5e15b they took the ones the
+//!   drain had just freed, still in the draining CPU's cache, and paid
+//!   4.5 ns per event here instead of 1.2 (docs/event-ring.md).
 //!   Shown for the push alone (precomputed timestamps) and with an `rdtsc`
 //!   per event (what a probe pays for clock + push).
 //! - **producer, cold**: the same with batches that fill the whole default

@@ -33,10 +33,10 @@
 //! (the first time, from its thread index), so it goes round the region
 //! and takes the segment the consumer freed longest ago. Taking the one
 //! freed last instead (still in the consumer's cache, the scan starting
-//! from the thread index every time, until the ninth session) made every
-//! store into it fetch the line from the consumer's core: the probe pair
-//! cost ~3 ns more, and in about one session in seven on this machine kind
-//! 12-28 ns more for the whole session (BENCHMARKS.md, "Ninth session").
+//! from the thread index every time, before 7b5e15b) made every store into
+//! it fetch the line from the consumer's core: the probe pair cost ~3 ns
+//! more, and in about one profiling session in seven on this machine kind
+//! 12-28 ns more for the whole session (docs/event-ring.md).
 //!
 //! The consumer scans the segment headers, sorts the visible (`OWNED` or
 //! `FULL`) segments by (thread, claim number) and reads each from its own

@@ -241,7 +241,7 @@ public final class Probe {
      * per site ({@code RECEIVERS[2 * site]} the latest): the classes last
      * handed to the agent at that site, or the array itself in the first
      * slot once the agent watches the site no more. Allocated by the agent
-     * for the first session that checks receivers (null until then),
+     * for the first profiling session that checks receivers (null until then),
      * written here, cleared by the agent when a session starts and ends.
      */
     static Object[] RECEIVERS;
