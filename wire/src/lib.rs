@@ -6,12 +6,24 @@
 //!   Unix-domain socket in a private session directory.
 //! - [`clock`]: the raw clocks probes read and how to convert their ticks.
 
+//!
+//! `unsafe` is denied but in the four modules that talk to the kernel or
+//! to shared memory (`clock`: `rdtsc` and `clock_gettime`; `memfd`;
+//! `ring`: the mapped region; `session`: socket credentials and
+//! descriptor passing), each block with a `// SAFETY:` line.
+
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
 pub mod clock;
 pub mod codec;
 pub mod control;
 pub mod event;
+#[allow(unsafe_code)]
 pub mod memfd;
+#[allow(unsafe_code)]
 pub mod ring;
+#[allow(unsafe_code)]
 pub mod session;
 
 pub use control::{AgentOptions, ClockKind, Message, PROTOCOL_VERSION};
