@@ -40,7 +40,7 @@ fn as_user_group(uid: u32, gid: u32, request: &str) -> String {
         .arg(format!("--reuid={uid}"))
         .arg(format!("--regid={gid}"))
         .arg("--clear-groups")
-        .arg(&exe)
+        .arg(exe)
         .args([
             "--exact",
             "child_helper",
