@@ -3,6 +3,7 @@
 # kind, and nothing that is already there. Idempotent; safe to run often.
 #   JDK 17 (javac, jcmd) from Debian's packages: the baseline the tests need.
 #   A JDK 25 is used too when one is installed under /usr/lib/jvm (not required).
+#   Go (golang-go) and Chromium, which the output tests read pprof and HTML with.
 # With --bench it also installs what the benchmark harness (bench/) runs:
 #   H2 (libh2-java) and Jetty 9 with its servlet API (libjetty9-java).
 set -euo pipefail
@@ -24,7 +25,9 @@ fi
 if [ ! -x /usr/lib/jvm/java-17-openjdk-amd64/bin/javac ]; then
     need_apt+=(openjdk-17-jdk-headless)
 fi
-for tool in setpriv:util-linux; do
+# The output tests read sprig's pprof back with `go tool pprof` and open
+# its flame graphs in headless Chromium.
+for tool in setpriv:util-linux go:golang-go chromium:chromium; do
     cmd=${tool%%:*}; pkg=${tool##*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

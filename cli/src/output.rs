@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern;
 use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
+use sprig_callgraph::report::flamegraph::DiffFlameGraph;
 use sprig_callgraph::{Profile, RenderOptions};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -16,13 +17,20 @@ pub enum Format {
     Text,
     Json,
     Collapsed,
+    /// One self-contained HTML page: an interactive flame graph and the
+    /// call tree (open it in a browser; it makes no network request).
+    Flamegraph,
+    /// Gzipped pprof protocol buffer, for `go tool pprof`, Pyroscope,
+    /// Parca or Grafana (binary: write it to a file with -o).
+    Pprof,
 }
 
 /// What the report shows.
 #[derive(Args, Debug, Clone)]
 pub struct ViewArgs {
-    /// Report format: an aligned text tree, JSON (schema version 1), or
-    /// collapsed stacks for flame graph tools. `-o FILE.sprig` writes a
+    /// Report format: an aligned text tree, JSON (schema version 1),
+    /// collapsed stacks for flame graph tools, an interactive HTML flame
+    /// graph, or pprof (gzipped protobuf). `-o FILE.sprig` writes a
     /// snapshot instead (re-render it with `sprig report`).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -110,6 +118,7 @@ pub fn write(profile: &Profile, view: &ViewArgs, output: Option<&Path>) -> Resul
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         None => {
+            refuse_binary_to_terminal(view.format == Format::Pprof, "pprof")?;
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             render(profile, view, &mut out)?;
@@ -125,8 +134,19 @@ fn render(profile: &Profile, view: &ViewArgs, out: &mut dyn Write) -> Result<()>
         Format::Text => sprig_callgraph::Format::Text,
         Format::Json => sprig_callgraph::Format::Json,
         Format::Collapsed => sprig_callgraph::Format::Collapsed,
+        Format::Flamegraph => sprig_callgraph::Format::Flamegraph,
+        Format::Pprof => sprig_callgraph::Format::Pprof,
     };
     format.renderer().render(profile, &opts, out)?;
+    Ok(())
+}
+
+/// A binary report is not written to a terminal: it would only garble it.
+fn refuse_binary_to_terminal(binary: bool, name: &str) -> Result<()> {
+    use std::io::IsTerminal;
+    if binary && std::io::stdout().is_terminal() {
+        bail!("--format {name} is binary: write it to a file with -o FILE, or redirect stdout");
+    }
     Ok(())
 }
 
@@ -165,6 +185,9 @@ pub enum DiffFormat {
     Text,
     /// `frame;frame self_a self_b` lines (differential flame graphs).
     Collapsed,
+    /// An interactive differential flame graph (HTML): widths from B,
+    /// red where B is slower, blue where faster (by time or by calls).
+    Flamegraph,
 }
 
 /// `sprig diff A.sprig B.sprig`.
@@ -204,6 +227,7 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
     match args.format {
         DiffFormat::Text => DiffText.render(&d, &opts, &mut out)?,
         DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, &mut out)?,
+        DiffFormat::Flamegraph => DiffFlameGraph.render(&d, &opts, &mut out)?,
     }
     out.flush()?;
     Ok(())

@@ -6,8 +6,10 @@
 
 pub mod collapsed;
 pub mod diff;
+pub mod flamegraph;
 pub mod json;
 pub mod live;
+pub mod pprof;
 pub mod text;
 pub mod view;
 
@@ -62,10 +64,14 @@ pub enum Format {
     Text,
     Json,
     Collapsed,
+    /// A self-contained interactive HTML flame graph.
+    Flamegraph,
+    /// Gzipped pprof protocol buffer (binary).
+    Pprof,
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown format `{0}` (expected text, json or collapsed)")]
+#[error("unknown format `{0}` (expected text, json, collapsed, flamegraph or pprof)")]
 pub struct UnknownFormat(pub String);
 
 impl std::str::FromStr for Format {
@@ -75,6 +81,8 @@ impl std::str::FromStr for Format {
             "text" => Ok(Format::Text),
             "json" => Ok(Format::Json),
             "collapsed" => Ok(Format::Collapsed),
+            "flamegraph" => Ok(Format::Flamegraph),
+            "pprof" => Ok(Format::Pprof),
             _ => Err(UnknownFormat(s.to_owned())),
         }
     }
@@ -87,7 +95,14 @@ impl Format {
             Format::Text => Box::new(text::Text),
             Format::Json => Box::new(json::Json),
             Format::Collapsed => Box::new(collapsed::Collapsed),
+            Format::Flamegraph => Box::new(flamegraph::FlameGraph),
+            Format::Pprof => Box::new(pprof::Pprof),
         }
+    }
+
+    /// Whether the format's output is binary (not for a terminal).
+    pub fn is_binary(self) -> bool {
+        self == Format::Pprof
     }
 }
 

@@ -1,0 +1,404 @@
+//! pprof output: the gzipped protocol buffer that `go tool pprof`,
+//! Pyroscope, Parca and Grafana read.
+//!
+//! Every calling context of every thread becomes one sample: its stack is
+//! the path from the root (the sample's locations, leaf first, as pprof
+//! wants them), its values the node's exact calls and exact self time. So
+//! pprof's "flat" figures are exact per-method call counts and self times,
+//! and its "cum" time is the exact total time; a `thread` label names the
+//! thread each sample came from. There is one function and one location
+//! per method: `name` is `pkg.Class.method`, `system_name` adds the
+//! descriptor, `filename` is the class's source-less internal name. The
+//! message types below are the pprof schema (`perftools.profiles`),
+//! declared for prost; prost encodes them.
+
+use super::view::tree_view;
+use super::{Render, RenderOptions};
+use crate::profile::Profile;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// `--format pprof`.
+pub struct Pprof;
+
+/// The pprof schema, field numbers as in `profile.proto`.
+pub mod schema {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(int64, tag = "7")]
+        pub drop_frames: i64,
+        #[prost(int64, tag = "8")]
+        pub keep_frames: i64,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, tag = "12")]
+        pub period: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+        #[prost(int64, tag = "3")]
+        pub num: i64,
+        #[prost(int64, tag = "4")]
+        pub num_unit: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub memory_start: u64,
+        #[prost(uint64, tag = "3")]
+        pub memory_limit: u64,
+        #[prost(uint64, tag = "4")]
+        pub file_offset: u64,
+        #[prost(int64, tag = "5")]
+        pub filename: i64,
+        #[prost(int64, tag = "6")]
+        pub build_id: i64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+        #[prost(bool, tag = "8")]
+        pub has_filenames: bool,
+        #[prost(bool, tag = "9")]
+        pub has_line_numbers: bool,
+        #[prost(bool, tag = "10")]
+        pub has_inline_frames: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+        #[prost(bool, tag = "5")]
+        pub is_folded: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+        #[prost(int64, tag = "2")]
+        pub line: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+        #[prost(int64, tag = "5")]
+        pub start_line: i64,
+    }
+}
+
+/// The string table: index 0 is the empty string, as pprof requires.
+#[derive(Default)]
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        let mut s = Strings::default();
+        s.get("");
+        s
+    }
+
+    fn get(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// The pprof message for `p` (before encoding), with the thresholds of
+/// `opts` applied as in the other reports (a hidden node's time stays with
+/// its nearest shown ancestor).
+pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
+    let mut strings = Strings::new();
+    let sample_type = vec![
+        schema::ValueType {
+            r#type: strings.get("calls"),
+            unit: strings.get("count"),
+        },
+        schema::ValueType {
+            r#type: strings.get("time"),
+            unit: strings.get("nanoseconds"),
+        },
+    ];
+    let thread_key = strings.get("thread");
+    let mut functions: Vec<schema::Function> = Vec::new();
+    let mut locations: Vec<schema::Location> = Vec::new();
+    // method id -> location id (= function id)
+    let mut by_method: HashMap<u32, u64> = HashMap::new();
+    let mut samples = Vec::new();
+    for t in &p.threads {
+        let view = tree_view(p, &t.tree, opts);
+        let thread_name = if t.name.is_empty() {
+            format!("thread-{}", t.index)
+        } else {
+            t.name.clone()
+        };
+        let thread_str = strings.get(&thread_name);
+        // Location ids of the shown path, root first.
+        let mut path: Vec<u64> = Vec::new();
+        for line in &view.lines {
+            let node = &t.tree.nodes[line.node as usize];
+            let loc = *by_method.entry(node.method).or_insert_with(|| {
+                let m = p.method(node.method);
+                let id = functions.len() as u64 + 1;
+                functions.push(schema::Function {
+                    id,
+                    name: strings.get(&format!("{}.{}", m.class, m.name)),
+                    system_name: strings.get(&m.display()),
+                    filename: strings.get(&m.class.replace('.', "/")),
+                    start_line: 0,
+                });
+                locations.push(schema::Location {
+                    id,
+                    mapping_id: 0,
+                    address: 0,
+                    line: vec![schema::Line {
+                        function_id: id,
+                        line: 0,
+                    }],
+                    is_folded: false,
+                });
+                id
+            });
+            path.truncate(line.depth);
+            path.push(loc);
+            let self_ns = view.times[line.node as usize]
+                .self_ns
+                .saturating_add(line.hidden_ns);
+            samples.push(schema::Sample {
+                location_id: path.iter().rev().copied().collect(),
+                value: vec![clamp(node.calls), clamp(self_ns)],
+                label: vec![schema::Label {
+                    key: thread_key,
+                    str: thread_str,
+                    num: 0,
+                    num_unit: 0,
+                }],
+            });
+        }
+    }
+    let mut comments = vec![strings.get(&format!("sprig {}", env!("CARGO_PKG_VERSION")))];
+    if !p.target.jvm.is_empty() {
+        comments.push(strings.get(&format!("JVM {} {}", p.target.pid, p.target.jvm)));
+    }
+    let time_type = sample_type[1].clone();
+    schema::Profile {
+        sample_type,
+        sample: samples,
+        mapping: Vec::new(),
+        location: locations,
+        function: functions,
+        string_table: strings.table,
+        drop_frames: 0,
+        keep_frames: 0,
+        time_nanos: 0,
+        duration_nanos: clamp(p.stats.duration_ms.saturating_mul(1_000_000)),
+        period_type: Some(time_type),
+        period: 1,
+        comment: comments,
+        default_sample_type: 1,
+    }
+}
+
+fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Render for Pprof {
+    fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+        use prost::Message as _;
+        let bytes = profile_message(p, opts).encode_to_vec();
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+        gz.write_all(&bytes)?;
+        gz.finish()?;
+        Ok(())
+    }
+}
+
+/// Reads back what [`Pprof`] wrote (for tests and tools).
+pub fn decode(gzipped: &[u8]) -> io::Result<schema::Profile> {
+    use prost::Message as _;
+    use std::io::Read as _;
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(gzipped).read_to_end(&mut raw)?;
+    schema::Profile::decode(raw.as_slice())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{MethodInfo, Node, ThreadProfile, Tree};
+
+    fn sample() -> Profile {
+        let mut p = Profile::new(1_000_000_000);
+        p.target.pid = 42;
+        p.target.jvm = "OpenJDK 17".into();
+        p.stats.duration_ms = 5;
+        for (id, name) in [(1, "root"), (2, "a"), (3, "b")] {
+            p.methods.insert(id, MethodInfo::new("x.Y", name, "()V"));
+        }
+        for (index, name) in [(0, "main"), (1, "worker")] {
+            let mut t = Tree::default();
+            let leaf = |method, calls, total| Node {
+                method,
+                calls,
+                total_ticks: total,
+                ..Node::default()
+            };
+            let r = t.push(None, leaf(1, 1, 100));
+            let a = t.push(Some(r), leaf(2, 3, 60));
+            t.push(Some(a), leaf(3, 7, 10));
+            t.push(Some(r), leaf(3, 2, 30));
+            t.recount();
+            p.threads.push(ThreadProfile {
+                index,
+                name: name.into(),
+                tree: t,
+                ..ThreadProfile::default()
+            });
+        }
+        p
+    }
+
+    fn round_trip(p: &Profile) -> schema::Profile {
+        let mut out = Vec::new();
+        Pprof
+            .render(p, &RenderOptions::default(), &mut out)
+            .unwrap();
+        assert_eq!(&out[..2], &[0x1f, 0x8b], "gzip magic");
+        decode(&out).unwrap()
+    }
+
+    #[test]
+    fn a_sample_per_context_with_exact_calls_and_self_time() {
+        let m = round_trip(&sample());
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        assert_eq!(s(0), "");
+        let types: Vec<(&str, &str)> = m
+            .sample_type
+            .iter()
+            .map(|v| (s(v.r#type), s(v.unit)))
+            .collect();
+        assert_eq!(types, [("calls", "count"), ("time", "nanoseconds")]);
+        assert_eq!(m.sample.len(), 8);
+        assert_eq!(m.function.len(), 3);
+        assert_eq!(m.location.len(), 3);
+        let name_of_loc = |id: u64| {
+            let l = m.location.iter().find(|l| l.id == id).unwrap();
+            let f = m
+                .function
+                .iter()
+                .find(|f| f.id == l.line[0].function_id)
+                .unwrap();
+            s(f.name)
+        };
+        // Flat calls per method add up to the exact calls of every context.
+        let mut flat: HashMap<&str, i64> = HashMap::new();
+        let mut self_time = 0;
+        for smp in &m.sample {
+            *flat.entry(name_of_loc(smp.location_id[0])).or_default() += smp.value[0];
+            self_time += smp.value[1];
+            assert_eq!(s(smp.label[0].key), "thread");
+        }
+        assert_eq!(flat["x.Y.root"], 2);
+        assert_eq!(flat["x.Y.a"], 6);
+        assert_eq!(flat["x.Y.b"], 18);
+        // Self times add up to the roots' exact totals.
+        assert_eq!(self_time, 200);
+        // The deepest sample's stack is leaf first.
+        let deep = m.sample.iter().find(|x| x.location_id.len() == 3).unwrap();
+        let names: Vec<&str> = deep.location_id.iter().map(|&l| name_of_loc(l)).collect();
+        assert_eq!(names, ["x.Y.b", "x.Y.a", "x.Y.root"]);
+        let f = &m.function[0];
+        assert_eq!(s(f.system_name), "x.Y.root()V");
+        assert_eq!(s(f.filename), "x/Y");
+        assert_eq!(m.duration_nanos, 5_000_000);
+        assert!(m.comment.iter().any(|&c| s(c) == "JVM 42 OpenJDK 17"));
+    }
+
+    #[test]
+    fn thresholds_give_hidden_time_to_the_shown_ancestor() {
+        let opts = RenderOptions {
+            max_depth: Some(1),
+            ..RenderOptions::default()
+        };
+        let m = profile_message(&sample(), &opts);
+        assert_eq!(m.sample.len(), 2);
+        assert!(m.sample.iter().all(|s| s.value == vec![1, 100]));
+    }
+
+    #[test]
+    fn damaged_input_is_an_error_not_a_panic() {
+        assert!(decode(b"not gzip").is_err());
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&[0xff, 0xff, 0xff]).unwrap();
+        assert!(decode(&gz.finish().unwrap()).is_err());
+    }
+}

@@ -1,0 +1,359 @@
+//! The outputs the Java ecosystem reads, end to end: a real profile of a
+//! fixture JVM written as pprof and read back by `go tool pprof`, and as
+//! an HTML flame graph (and a differential one) opened in headless
+//! Chromium. `scripts/setup.sh` installs Go and Chromium; without them the
+//! cases that need them are skipped with a printed reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_workload};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Two snapshots of the `calls` scenario (200 and 300 root calls) of one
+/// JVM, made once for all tests of this file.
+struct Snapshots {
+    _dir: TempDir,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+fn snapshots() -> &'static Snapshots {
+    static SNAPS: OnceLock<Snapshots> = OnceLock::new();
+    SNAPS.get_or_init(|| {
+        let jdk = sprig_tests::jdk17();
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_workload(&jdk, classes.path(), &[]);
+        jvm.send("run calls 1 1");
+        jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+        let dir = TempDir::new("outputs");
+        let mut paths = Vec::new();
+        for (i, n) in [(0, 200u32), (1, 300)] {
+            let path = dir.path().join(format!("run{i}.sprig"));
+            let mut cmd = Command::new(sprig_bin());
+            cmd.args([
+                "profile",
+                &jvm.pid().to_string(),
+                "--root",
+                "fixtures.Calls::root",
+                "-o",
+            ])
+            .arg(&path);
+            let mut p = Proc::spawn("sprig", cmd);
+            p.wait_for("sprig: profiling", LONG, |l| {
+                l.starts_with("sprig: profiling")
+            });
+            jvm.send(&format!("run calls {n} 2"));
+            jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+            p.signal("INT");
+            assert!(
+                p.wait_exit(LONG).expect("sprig stops").success(),
+                "{}",
+                p.transcript()
+            );
+            paths.push(path);
+        }
+        let b = paths.pop().unwrap();
+        let a = paths.pop().unwrap();
+        Snapshots { _dir: dir, a, b }
+    })
+}
+
+fn report(snapshot: &Path, args: &[&str]) -> String {
+    let mut all = vec!["report", snapshot.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, out, err) = run_sprig(&all, LONG);
+    assert_eq!(code, 0, "sprig {all:?}: {err}");
+    out
+}
+
+/// Calls per method (`Class.method`) over every context of every thread.
+fn json_calls(report: &Value) -> BTreeMap<String, u64> {
+    let mut calls = BTreeMap::new();
+    let mut stack: Vec<&Value> = Vec::new();
+    for t in report["threads"].as_array().expect("threads") {
+        stack.extend(t["roots"].as_array().expect("roots"));
+    }
+    while let Some(n) = stack.pop() {
+        let name = format!(
+            "{}.{}",
+            n["class"].as_str().unwrap(),
+            n["method"].as_str().unwrap()
+        );
+        *calls.entry(name).or_default() += n["calls"].as_u64().unwrap();
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
+    calls
+}
+
+/// Number of nodes of the merged tree in a JSON report made with --merged.
+fn merged_nodes(report: &Value) -> usize {
+    let mut stack: Vec<&Value> = report["merged"]["roots"]
+        .as_array()
+        .expect("merged roots")
+        .iter()
+        .collect();
+    let mut n = 0;
+    while let Some(v) = stack.pop() {
+        n += 1;
+        stack.extend(v["children"].as_array().into_iter().flatten());
+    }
+    n
+}
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+}
+
+#[test]
+fn pprof_read_back_by_go_tool_pprof_has_the_exact_calls_of_the_json() {
+    let Some(go) = tool("go") else {
+        eprintln!(
+            "SKIP pprof_read_back_by_go_tool_pprof: no `go` (scripts/setup.sh installs golang-go)"
+        );
+        return;
+    };
+    let snaps = snapshots();
+    let json: Value = serde_json::from_str(&report(&snaps.a, &["--format", "json"])).unwrap();
+    let expected = json_calls(&json);
+    assert_eq!(expected["fixtures.Calls.root"], 400, "{expected:?}");
+    let pb = snaps.a.with_extension("pb.gz");
+    report(&snaps.a, &["--format", "pprof", "-o", pb.to_str().unwrap()]);
+    // -traces prints each sample's values and stack, leaf first.
+    let out = Command::new(&go)
+        .args(["tool", "pprof", "-traces"])
+        .arg(&pb)
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .expect("run go tool pprof");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "go tool pprof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Blocks: "-----------+---" separators; in each, the first line holds
+    // the sample's calls value and the leaf function.
+    let mut calls: BTreeMap<String, u64> = BTreeMap::new();
+    for block in text.split("-----------+-------------------------------------------------------") {
+        let Some(first) = block
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("thread:") && !l.contains(':'))
+        else {
+            continue;
+        };
+        let mut words = first.split_whitespace();
+        let (Some(value), Some(func)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if let Ok(v) = value.parse::<u64>() {
+            *calls.entry(func.to_owned()).or_default() += v;
+        }
+    }
+    assert_eq!(calls, expected, "pprof -traces:\n{text}");
+    // -raw names both sample types.
+    let raw = Command::new(&go)
+        .args(["tool", "pprof", "-raw"])
+        .arg(&pb)
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&raw.stdout);
+    assert!(
+        raw.contains("calls/count[dflt] time/nanoseconds")
+            || raw.contains("calls/count time/nanoseconds"),
+        "{raw}"
+    );
+}
+
+/// The hosts of the URLs in a Chromium network log.
+fn hosts(netlog: &str) -> std::collections::BTreeSet<String> {
+    netlog
+        .split("\"url\":\"")
+        .skip(1)
+        .filter_map(|u| {
+            let u = &u[..u.find('"')?];
+            let rest = u.split_once("://")?.1;
+            Some(rest.split(['/', '?', ':']).next()?.to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+/// Chromium's DOM of `page` after its script ran, with a screenshot, and
+/// the hosts the page made Chromium contact beyond those Chromium contacts
+/// by itself on a blank page; `None` (with a printed reason) without
+/// Chromium.
+fn chromium_dom(page: &Path, shot: &Path) -> Option<(String, Vec<String>)> {
+    let Some(chromium) = tool("chromium").or_else(|| tool("chromium-browser")) else {
+        eprintln!("SKIP: no chromium (scripts/setup.sh installs Debian's chromium)");
+        return None;
+    };
+    let profile = TempDir::new("chromium");
+    let netlog = profile.path().join("netlog.json");
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,700",
+    ];
+    let page_url = format!("file://{}", page.display());
+    let run = |extra: &[String], url: &str| {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg(&chromium)
+            .args(flags)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(url)
+            .output()
+            .expect("run chromium");
+        assert!(
+            out.status.success(),
+            "chromium: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&[format!("--screenshot={}", shot.display())], &page_url);
+    assert!(shot.exists(), "no screenshot");
+    let net = |url: &str| {
+        let dom = run(
+            &[
+                "--dump-dom".to_owned(),
+                format!("--log-net-log={}", netlog.display()),
+            ],
+            url,
+        );
+        let log = std::fs::read_to_string(&netlog).unwrap_or_default();
+        let _ = std::fs::remove_file(&netlog);
+        (dom, hosts(&log))
+    };
+    let (_, own) = net("about:blank");
+    let (dom, contacted) = net(&page_url);
+    let extra = contacted.difference(&own).cloned().collect();
+    Some((dom, extra))
+}
+
+/// (total, width) of every frame in a DOM dump, and the SVG's width.
+fn frames(dom: &str) -> (Vec<(u64, f64)>, f64) {
+    let attr = |s: &str, k: &str| -> String {
+        let at = s
+            .find(&format!(" {k}=\""))
+            .unwrap_or_else(|| panic!("{k} in {s}"))
+            + k.len()
+            + 3;
+        s[at..at + s[at..].find('"').unwrap()].to_owned()
+    };
+    let svg_at = dom.find("<svg").expect("an svg");
+    let svg_width: f64 = attr(&dom[svg_at..], "width").parse().unwrap();
+    let f = dom
+        .split("<g class=\"f")
+        .skip(1)
+        .filter(|g| !g.starts_with(" h") && !g.contains("class=\"f h"))
+        .map(|g| {
+            let rect = &g[g.find("<rect").unwrap()..];
+            (
+                attr(g, "data-t").parse().unwrap(),
+                attr(rect, "width").parse().unwrap(),
+            )
+        })
+        .collect();
+    (f, svg_width)
+}
+
+fn artifacts() -> PathBuf {
+    let dir = sprig_tests::repo_root().join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_flame_graph_has_a_frame_per_node_as_wide_as_its_time_and_makes_no_request() {
+    let snaps = snapshots();
+    let json: Value =
+        serde_json::from_str(&report(&snaps.a, &["--format", "json", "--merged"])).unwrap();
+    let nodes = merged_nodes(&json);
+    assert!(nodes >= 4, "{json}");
+    let page = snaps.a.with_extension("html");
+    report(
+        &snaps.a,
+        &["--format", "flamegraph", "-o", page.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script src") && !html.contains("<link"));
+    let shot = artifacts().join("flamegraph.png");
+    let Some((dom, requests)) = chromium_dom(&page, &shot) else {
+        return;
+    };
+    let (f, svg_width) = frames(&dom);
+    assert_eq!(f.len(), nodes, "a frame per node of the merged tree");
+    let total = f[0].0 as f64;
+    assert!(total > 0.0);
+    for (t, w) in &f {
+        let expected = *t as f64 / total * svg_width;
+        assert!(
+            (w - expected).abs() < 0.01 + expected * 1e-6,
+            "frame of {t} ns is {w} wide, expected {expected} of {svg_width}"
+        );
+    }
+    assert!(
+        requests.is_empty(),
+        "the page made Chromium contact {requests:?}"
+    );
+    std::fs::copy(&page, artifacts().join("flamegraph.html")).unwrap();
+}
+
+#[test]
+fn a_diff_flame_graph_of_two_snapshots_colours_what_changed() {
+    let snaps = snapshots();
+    let (code, html, err) = run_sprig(
+        &[
+            "diff",
+            snaps.a.to_str().unwrap(),
+            snaps.b.to_str().unwrap(),
+            "--format",
+            "flamegraph",
+        ],
+        LONG,
+    );
+    assert_eq!(code, 0, "{err}");
+    let page = snaps.a.with_extension("diff.html");
+    std::fs::write(&page, &html).unwrap();
+    // 2 x 200 -> 2 x 300 root calls: the root is redder by calls.
+    let root = &html[html
+        .find("data-n=\"fixtures.Calls.root")
+        .expect("root frame")..];
+    assert!(
+        root.contains("calls 400 → 600 (+200)"),
+        "{}",
+        &root[..400.min(root.len())]
+    );
+    assert!(
+        root.contains("data-fc=\"rgb(255,"),
+        "{}",
+        &root[..400.min(root.len())]
+    );
+    let shot = artifacts().join("flamegraph-diff.png");
+    let Some((dom, _)) = chromium_dom(&page, &shot) else {
+        return;
+    };
+    let (f, _) = frames(&dom);
+    assert!(f.len() >= 4, "{dom}");
+}
