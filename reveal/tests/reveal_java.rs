@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{
+use sprig_reveal::{
     EdgeKind, Hierarchy, LoadOutcome, MethodKey, RevealConfig, Revealed, Revealer, Scheme,
 };
 use sprig_rewriter::{CallSite, callees, callees_all, class_info};

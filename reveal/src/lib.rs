@@ -124,7 +124,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo};
 
-use crate::pattern::MethodPattern;
+use sprig_callgraph::pattern::MethodPattern;
 
 pub use filter::{
     CALLBACK_TYPES, ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES,
@@ -382,7 +382,7 @@ struct VirtualCall {
 ///
 /// ```
 /// use sprig_callgraph::pattern::MethodPattern;
-/// use sprig_callgraph::reveal::{RevealConfig, Revealer};
+/// use sprig_reveal::{RevealConfig, Revealer};
 /// use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
 ///
 /// let method = |name: &str, has_calls| MethodInfo {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use sprig_rewriter::{ClassInfo, MethodInfo};
 
-use super::MethodKey;
+use crate::MethodKey;
 
 pub(crate) const ACC_PRIVATE: u16 = 0x0002;
 pub(crate) const ACC_STATIC: u16 = 0x0008;

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
+use sprig_reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
 use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info};
 
 /// The source set javac compiles: the fixture by default, or a javac
@@ -368,7 +368,7 @@ fn javac_lazy_instruments_few_uncalled_methods_and_eager_more() {
 /// receiver's class chooses among loaded methods, reach checks elsewhere.
 #[test]
 fn javac_lazy_excess_by_cause() {
-    use sprig_callgraph::reveal::EdgeKind;
+    use sprig_reveal::EdgeKind;
     let (lazy, called, _) = replay(Scheme::Lazy, Sites::All);
     let touched = &run().touched;
     let ran_classes: HashSet<&str> = touched.iter().map(|k| k.class.as_str()).collect();

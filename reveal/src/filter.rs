@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use crate::pattern::{MethodPattern, PatternError};
+use sprig_callgraph::pattern::{MethodPattern, PatternError};
 
 /// Packages of the JDK that are not instrumented unless an include pattern
 /// names them. Their code is still "traversed for nothing" (see the module
-/// documentation of [`crate::reveal`]).
+/// documentation of [`crate`]).
 pub const DEFAULT_EXCLUDES: &[&str] = &["java.**", "javax.**", "jdk.**", "sun.**", "com.sun.**"];
 
 /// Filtered supertypes whose methods the callback rule considers: the JDK

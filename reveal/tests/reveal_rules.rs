@@ -4,7 +4,7 @@
 //! `reveal_java.rs` and `reveal_javac.rs`.)
 
 use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{
+use sprig_reveal::{
     ClassFilter, EdgeKind, Filters, LoadOutcome, MethodId, MethodKey, RevealConfig, RevealError,
     Revealer, Scheme,
 };
