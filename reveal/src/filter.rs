@@ -4,6 +4,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use sprig_rewriter::vocab::names::binary_name;
+
 use sprig_callgraph::pattern::{MethodPattern, PatternError};
 
 /// Packages of the JDK that are not instrumented unless an include pattern
@@ -141,7 +143,7 @@ impl Filters {
         if self.instrumentable(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.callback_types
             .iter()
             .any(|f| f.matches_dotted(&dotted))
@@ -153,7 +155,7 @@ impl Filters {
         if !self.calls_back(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.callback_interfaces
             .iter()
             .any(|f| f.matches_dotted(&dotted))
@@ -166,7 +168,7 @@ impl Filters {
         if internal.starts_with('[') || internal.contains("$$Lambda") {
             return true;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.sprig.matches_dotted(&dotted) || self.exclude.iter().any(|f| f.matches_dotted(&dotted))
     }
 
@@ -174,7 +176,7 @@ impl Filters {
         if self.is_excluded(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         !self.defaults.iter().any(|f| f.matches_dotted(&dotted))
             || self.include.iter().any(|f| f.matches_dotted(&dotted))
     }

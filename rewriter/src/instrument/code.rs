@@ -9,82 +9,14 @@
 //! branches that no longer reach are widened to `goto_w`/`jsr_w`, or for a
 //! conditional `if<cond> L` to `if<!cond> +8; goto_w L`, until a fixed point.
 
-use super::bytes::{Reader, put_u16, put_u32};
+use super::bytes::{put_u16, put_u32};
 use super::classfile::ClassFile;
 use super::frames;
 use super::pool::Pool;
+use crate::vocab::access::ACC_STATIC;
+use crate::vocab::opcode::*;
+use crate::vocab::reader::Reader;
 use crate::{Error, SkipReason};
-
-/// Length of each fixed-size opcode; 0 for variable-size (switches, wide)
-/// and undefined opcodes.
-const LEN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut op = 0;
-    while op < 256 {
-        t[op] = match op {
-            0..=15 => 1,
-            16 => 2,
-            17 => 3,
-            18 => 2,
-            19 | 20 => 3,
-            21..=25 => 2,
-            26..=53 => 1,
-            54..=58 => 2,
-            59..=131 => 1,
-            132 => 3,
-            133..=152 => 1,
-            153..=168 => 3,
-            169 => 2,
-            172..=177 => 1,
-            178..=184 => 3,
-            185 | 186 => 5,
-            187 => 3,
-            188 => 2,
-            189 => 3,
-            190 | 191 => 1,
-            192 | 193 => 3,
-            194 | 195 => 1,
-            197 => 4,
-            198 | 199 => 3,
-            200 | 201 => 5,
-            _ => 0,
-        };
-        op += 1;
-    }
-    t
-};
-
-pub(crate) const GOTO: u8 = 167;
-pub(crate) const JSR: u8 = 168;
-pub(crate) const TABLESWITCH: u8 = 170;
-pub(crate) const LOOKUPSWITCH: u8 = 171;
-pub(crate) const GOTO_W: u8 = 200;
-pub(crate) const JSR_W: u8 = 201;
-pub(crate) const INVOKEVIRTUAL: u8 = 182;
-pub(crate) const INVOKESPECIAL: u8 = 183;
-pub(crate) const INVOKEINTERFACE: u8 = 185;
-const INVOKESTATIC: u8 = 184;
-pub(crate) const NEW: u8 = 187;
-pub(crate) const ATHROW: u8 = 191;
-pub(crate) const WIDE: u8 = 196;
-pub(crate) const RET: u8 = 169;
-
-pub(crate) fn is_branch16(op: u8) -> bool {
-    matches!(op, 153..=168 | 198 | 199)
-}
-
-fn is_return(op: u8) -> bool {
-    matches!(op, 172..=177)
-}
-
-/// The opposite condition of a conditional branch (`ifeq` ↔ `ifne`, ...).
-pub(crate) fn negate(op: u8) -> u8 {
-    match op {
-        153..=166 => 153 + ((op - 153) ^ 1),
-        198 => 199,
-        _ => 198,
-    }
-}
 
 pub(crate) fn unsupported(msg: impl Into<String>) -> SkipReason {
     SkipReason::Unsupported(msg.into())
@@ -145,7 +77,7 @@ pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
         let t0 = s.targets.len() as u32;
         let len = match op {
             TABLESWITCH | LOOKUPSWITCH => {
-                let pad = 3 - (pc % 4);
+                let pad = switch_padding(pc);
                 let mut r = Reader::at(code, pc + 1 + pad);
                 let default = r.i32("switch default")?;
                 s.targets.push(rel(pc, default));
@@ -178,16 +110,14 @@ pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
                 }
                 r.pos() - pc
             }
-            WIDE => match code.get(pc + 1) {
-                Some(132) => 6,
-                Some(21..=25 | 54..=58 | 169) => 4,
-                _ => return Err(unsupported(format!("bad wide instruction at {pc}"))),
+            WIDE => match code.get(pc + 1).and_then(|&op| wide_length(op)) {
+                Some(l) => l,
+                None => return Err(unsupported(format!("bad wide instruction at {pc}"))),
             },
             _ => {
-                let l = LEN[op as usize] as usize;
-                if l == 0 {
+                let Some(l) = fixed_length(op) else {
                     return Err(unsupported(format!("undefined opcode {op} at {pc}")));
-                }
+                };
                 if l + pc > n {
                     return Err(unsupported(format!(
                         "instruction at {pc} runs past the code"
@@ -319,10 +249,7 @@ fn new_size(ins: &Insn, wide: bool, at: u32) -> u32 {
 
 /// Instructions after which control never falls through.
 pub(crate) fn is_unconditional(code: &[u8], ins: &Insn) -> bool {
-    matches!(
-        ins.op,
-        GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
-    ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET))
+    ends_flow(ins.op, code.get(ins.off as usize + 1) == Some(&RET))
 }
 
 /// Computes `s.pre`/`s.at`, widening branches until every 16-bit branch
@@ -638,7 +565,7 @@ fn initial_locals(
 ) -> Result<Vec<frames::VType>, SkipReason> {
     use frames::VType;
     let mut v = Vec::new();
-    if job.access & 0x0008 == 0 {
+    if job.access & ACC_STATIC == 0 {
         v.push(if job.plan.constructor {
             VType(6, 0)
         } else {
@@ -897,9 +824,6 @@ pub(crate) fn guard_code(
     guard_ref: u16,
     max_locals: u16,
 ) -> Result<(Vec<u8>, u16), SkipReason> {
-    const DUP: u8 = 89;
-    const DUP_X1: u8 = 90;
-    const SWAP: u8 = 95;
     let params = param_kinds(desc)?;
     let mut code = Vec::with_capacity(16);
     let call = |code: &mut Vec<u8>| {
@@ -973,20 +897,20 @@ impl Kind {
     }
     fn store(self) -> u8 {
         match self {
-            Kind::Int => 54,
-            Kind::Long => 55,
-            Kind::Float => 56,
-            Kind::Double => 57,
-            Kind::Ref => 58,
+            Kind::Int => ISTORE,
+            Kind::Long => LSTORE,
+            Kind::Float => FSTORE,
+            Kind::Double => DSTORE,
+            Kind::Ref => ASTORE,
         }
     }
     fn load(self) -> u8 {
         match self {
-            Kind::Int => 21,
-            Kind::Long => 22,
-            Kind::Float => 23,
-            Kind::Double => 24,
-            Kind::Ref => 25,
+            Kind::Int => ILOAD,
+            Kind::Long => LLOAD,
+            Kind::Float => FLOAD,
+            Kind::Double => DLOAD,
+            Kind::Ref => ALOAD,
         }
     }
 }
