@@ -50,11 +50,11 @@
 
 use crate::ffi::{Event, Global, Jni, Jvmti, Local};
 use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
-use sprig_callgraph::pattern::MethodPattern;
 use sprig_reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
     Scheme, has_code, is_virtual,
 };
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallSite, Check, ClassInfo, GuardSite, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -6,8 +6,6 @@
 //!   (adjust-time and calibrated probe cost subtracted).
 //! - [`report`]: views (tree, hot spots, back traces) and the text, JSON and
 //!   collapsed renderers behind [`report::Render`].
-pub mod pattern;
-
 pub mod cct;
 pub mod profile;
 pub mod report;

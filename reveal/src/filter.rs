@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use sprig_rewriter::vocab::names::binary_name;
 
-use sprig_callgraph::pattern::{MethodPattern, PatternError};
+use sprig_rewriter::pattern::{MethodPattern, PatternError};
 
 /// Packages of the JDK that are not instrumented unless an include pattern
 /// names them. Their code is still "traversed for nothing" (see the module

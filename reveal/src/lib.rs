@@ -128,7 +128,7 @@ use sprig_rewriter::vocab::access::ACC_STATIC;
 use sprig_rewriter::vocab::names::{binary_name, internal_name};
 use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo};
 
-use sprig_callgraph::pattern::MethodPattern;
+use sprig_rewriter::pattern::MethodPattern;
 
 pub use filter::{
     CALLBACK_TYPES, ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES,
@@ -383,7 +383,7 @@ struct VirtualCall {
 /// The revelation state machine (see the module documentation).
 ///
 /// ```
-/// use sprig_callgraph::pattern::MethodPattern;
+/// use sprig_rewriter::pattern::MethodPattern;
 /// use sprig_reveal::{RevealConfig, Revealer};
 /// use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
 ///

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use sprig_callgraph::pattern::MethodPattern;
 use sprig_reveal::{
     EdgeKind, Hierarchy, LoadOutcome, MethodKey, RevealConfig, Revealed, Revealer, Scheme,
 };
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallSite, callees, callees_all, class_info};
 
 /// What the real run of the fixture left behind.

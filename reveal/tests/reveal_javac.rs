@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use sprig_callgraph::pattern::MethodPattern;
 use sprig_reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info};
 
 /// The source set javac compiles: the fixture by default, or a javac

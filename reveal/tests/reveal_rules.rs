@@ -3,11 +3,11 @@
 //! loaders, and the call protocol. (The tests on real javac output are in
 //! `reveal_java.rs` and `reveal_javac.rs`.)
 
-use sprig_callgraph::pattern::MethodPattern;
 use sprig_reveal::{
     ClassFilter, EdgeKind, Filters, LoadOutcome, MethodId, MethodKey, RevealConfig, RevealError,
     Revealer, Scheme,
 };
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::vocab::access::{
     ACC_ABSTRACT, ACC_INTERFACE, ACC_NATIVE, ACC_PROTECTED, ACC_PUBLIC, ACC_STATIC,
 };

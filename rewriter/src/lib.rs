@@ -4,6 +4,8 @@
 //!   return, and a catch-all handler that calls `exit(id)` and rethrows.
 //! - [`class_info`] and [`callees`] tell revelation what a class declares and
 //!   what a method calls.
+//! - [`pattern`] parses and matches the method patterns users write
+//!   (`pkg.Class::method`), for roots and for `sprig rewrite --methods`.
 //! - [`vocab`] is the class-file vocabulary of the whole workspace: opcodes,
 //!   access flags, constant-pool tags, name conversions and the byte reader.
 //!
@@ -14,6 +16,7 @@
 mod analyze;
 mod error;
 mod instrument;
+pub mod pattern;
 pub mod vocab;
 
 pub use analyze::{
