@@ -3,7 +3,7 @@
 //! the catch-all cover only code where `this` is initialized.
 
 use super::classfile::ClassFile;
-use super::code::{Scratch, index_of, unsupported};
+use super::insns::{Scratch, index_of, unsupported};
 use crate::SkipReason;
 use crate::vocab::opcode::{INVOKESPECIAL, NEW, RET, ends_flow};
 

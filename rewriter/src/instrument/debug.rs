@@ -3,7 +3,7 @@
 //! Runtime(In)VisibleTypeAnnotations.
 
 use super::bytes::put_u16;
-use super::code::{Scratch, map_debug, unsupported};
+use super::insns::{Scratch, map_debug, unsupported};
 use crate::SkipReason;
 use crate::vocab::reader::Reader;
 

@@ -4,7 +4,7 @@
 //! instruction, and a frame for the appended catch-all handler is added.
 
 use super::bytes::put_u16;
-use super::code::{Scratch, index_of, unsupported};
+use super::insns::{Scratch, index_of, unsupported};
 use crate::SkipReason;
 use crate::vocab::reader::Reader;
 

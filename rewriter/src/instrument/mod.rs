@@ -52,16 +52,17 @@ mod code;
 mod ctor;
 mod debug;
 mod frames;
+mod insns;
 mod pool;
 
 use std::collections::HashMap;
 
 use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
-use self::code::{MethodJob, Plan, Scratch};
+use self::code::{MethodJob, Plan, id_push};
+use self::insns::Scratch;
 use self::pool::Pool;
 use crate::vocab::access::{ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
-use crate::vocab::opcode::{BIPUSH, ICONST_0, LDC, LDC_W, SIPUSH};
 use crate::{Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
 
 /// Whether `class`'s constant pool holds a `float` or `double` NaN.
@@ -320,43 +321,6 @@ fn instrument_method(
         guard_refs,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
-}
-
-/// Bytecode pushing `id` (as the int with the same bit pattern); returns its length.
-pub(crate) fn id_push(
-    id: u32,
-    pool: &mut Pool<'_, '_>,
-    out: &mut [u8; 3],
-) -> Result<usize, SkipReason> {
-    let v = id as i32;
-    Ok(match v {
-        -1..=5 => {
-            out[0] = (i32::from(ICONST_0) + v) as u8; // iconst_m1 ... iconst_5
-            1
-        }
-        -128..=127 => {
-            out[0] = BIPUSH;
-            out[1] = v as i8 as u8;
-            2
-        }
-        -32768..=32767 => {
-            out[0] = SIPUSH;
-            out[1..3].copy_from_slice(&(v as i16).to_be_bytes());
-            3
-        }
-        _ => {
-            let idx = pool.integer(id)?;
-            if idx <= 255 {
-                out[0] = LDC;
-                out[1] = idx as u8;
-                2
-            } else {
-                out[0] = LDC_W;
-                out[1..3].copy_from_slice(&idx.to_be_bytes());
-                3
-            }
-        }
-    })
 }
 
 #[cfg(test)]
