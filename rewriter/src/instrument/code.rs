@@ -14,10 +14,10 @@ use super::classfile::ClassFile;
 use super::frames;
 use super::insns::{Insn, Scratch, decode, index_of, unsupported};
 use super::pool::Pool;
+use crate::SkipReason;
 use crate::vocab::access::ACC_STATIC;
 use crate::vocab::opcode::*;
 use crate::vocab::reader::Reader;
-use crate::SkipReason;
 
 /// What is inserted where, for one method.
 pub(crate) struct Plan<'p> {
