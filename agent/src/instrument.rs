@@ -20,7 +20,7 @@ use crate::probe_class;
 use crate::reveal;
 use crate::session;
 use crate::suggest;
-use sprig_callgraph::pattern::MethodPattern;
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{ProbeSet, Target};
 use sprig_wire::Message;
 use sprig_wire::control::ClassFailure;

@@ -50,11 +50,11 @@
 
 use crate::ffi::{Event, Global, Jni, Jvmti, Local};
 use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
-use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{
+use sprig_reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
     Scheme, has_code, is_virtual,
 };
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallSite, Check, ClassInfo, GuardSite, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -1413,11 +1413,11 @@ pub fn on_class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
 }
 
 /// A batch of one class's planned methods (nothing when empty).
-fn own_batch(name: &str, methods: Vec<sprig_callgraph::reveal::Instrument>) -> Revealed {
+fn own_batch(name: &str, methods: Vec<sprig_reveal::Instrument>) -> Revealed {
     let classes = if methods.is_empty() {
         Vec::new()
     } else {
-        vec![sprig_callgraph::reveal::ClassBatch {
+        vec![sprig_reveal::ClassBatch {
             class: name.to_string(),
             loaders: Vec::new(),
             methods,

@@ -47,7 +47,7 @@ use crate::probe;
 use crate::probe_class;
 use crate::reveal;
 use crate::threads;
-use sprig_callgraph::pattern::MethodPattern;
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions};
 use sprig_wire::ring::Region;
 use sprig_wire::session::{Channel, connect};

@@ -1,6 +1,6 @@
 //! Near matches for a root pattern that matched nothing.
 
-use sprig_callgraph::pattern::MethodPattern;
+use sprig_rewriter::pattern::MethodPattern;
 
 /// Edit distance (insert, delete, substitute) between two strings.
 pub fn distance(a: &str, b: &str) -> usize {

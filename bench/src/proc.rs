@@ -11,6 +11,9 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+/// Scheme name of a `--skip-trivial` row, followed by its byte bound.
+pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
+
 /// How many of a JVM's last stdout lines an error message quotes.
 const TAIL: usize = 12;
 
@@ -261,7 +264,7 @@ impl Sprig {
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
-            scheme => match scheme.strip_prefix(crate::workloads::TRIVIAL_SCHEME) {
+            scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])
                     .arg(format!("--skip-trivial={bound}")),

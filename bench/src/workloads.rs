@@ -12,7 +12,7 @@
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
-use crate::proc::{Jvm, Sprig, SprigArgs};
+use crate::proc::{Jvm, Sprig, SprigArgs, TRIVIAL_SCHEME};
 use crate::profile::ProfileSummary;
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
@@ -297,9 +297,6 @@ impl Sample {
         self.root_ms() / self.covered_means().1
     }
 }
-
-/// Scheme name of a `--skip-trivial` row, followed by its byte bound.
-pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
 
 /// Runs one workload; returns its JSON rows.
 pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {

@@ -1,4 +1,4 @@
-//! Revelation (Scheme A/B) and the calling context tree builder.
+//! The calling context tree builder, the profile model and the reports.
 //!
 //! - [`cct`]: [`CctBuilder`] turns ring events into per-thread calling
 //!   context trees; snapshots and profile diffs live beside it.
@@ -6,12 +6,9 @@
 //!   (adjust-time and calibrated probe cost subtracted).
 //! - [`report`]: views (tree, hot spots, back traces) and the text, JSON and
 //!   collapsed renderers behind [`report::Render`].
-pub mod pattern;
-
 pub mod cct;
 pub mod profile;
 pub mod report;
-pub mod reveal;
 
 pub use cct::diff::{ProfileDiff, diff};
 pub use cct::snapshot::SnapshotError;

@@ -13,12 +13,10 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use sprig_rewriter::vocab::access::{ACC_ABSTRACT, ACC_NATIVE};
 use sprig_rewriter::{ProbeSet, Target};
 
 use crate::pattern::{self, MethodPattern};
-
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct RewriteArgs {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use sprig_rewriter::vocab::access::NO_CODE;
 use sprig_rewriter::{ProbeSet, Target, callees_all, class_info, instrument};
 
 const DEFAULT_JDK: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
@@ -146,7 +147,7 @@ fn instrument_all(classes: &[(PathBuf, Vec<u8>)], probes: &[ProbeSet]) -> Tally 
         let targets: Vec<Target> = info
             .methods
             .iter()
-            .filter(|m| m.access & 0x0500 == 0)
+            .filter(|m| m.access & NO_CODE == 0)
             .map(|m| {
                 id = id.wrapping_add(1);
                 Target {

@@ -2,8 +2,9 @@
 //! ([`callees`], [`callees_all`]), for the class-hierarchy mirror and for
 //! Scheme B revelation.
 //!
-//! Analysis reads the class file with its own small bounds-checked reader
-//! (`reader`) rather than a full object model: it needs exact byte offsets of
+//! Analysis reads the class file through a small view of its own (`reader`,
+//! on the shared bounds-checked [`Reader`](crate::vocab::reader::Reader))
+//! rather than a full object model: it needs exact byte offsets of
 //! call instructions, touches only the constant pool, the method table and the
 //! bytecode, and runs in the agent on every revealed method.
 
@@ -13,11 +14,11 @@ mod reader;
 use bytecode::Insn;
 use reader::{Entry, Member, RawClass, RawMethod};
 
+use crate::vocab::access::{ACC_SYNCHRONIZED, NO_CODE};
+use crate::vocab::opcode::{self, *};
+use crate::vocab::tag;
 use crate::{CallKind, CallSite, ClassInfo, Error, MethodInfo};
 
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
-const ACC_SYNCHRONIZED: u16 = 0x0020;
 const LAMBDA_METAFACTORY: &str = "java/lang/invoke/LambdaMetafactory";
 
 /// What a class declares: names, supertypes, access flags and, per method,
@@ -45,9 +46,8 @@ pub fn class_info(class: &[u8]) -> Result<ClassInfo, Error> {
             Some(code) => {
                 let mut calls = false;
                 bytecode::walk(code, |insn| {
-                    calls = calls
-                        || bytecode::is_invoke(insn.opcode)
-                        || loads_method_handle(&raw, insn);
+                    calls =
+                        calls || opcode::is_invoke(insn.opcode) || loads_method_handle(&raw, insn);
                     Ok(())
                 })?;
                 (u32::try_from(code.len()).unwrap_or(u32::MAX), calls)
@@ -133,7 +133,7 @@ pub fn trivial_methods(class: &[u8], max_bytes: u32) -> Result<Vec<(String, Stri
     let mut out = Vec::new();
     for m in &raw.methods {
         let Some(code) = m.code else { continue };
-        if m.access & (ACC_NATIVE | ACC_ABSTRACT | ACC_SYNCHRONIZED) != 0
+        if m.access & (NO_CODE | ACC_SYNCHRONIZED) != 0
             || u32::try_from(code.len()).map_or(true, |n| n > max_bytes)
         {
             continue;
@@ -157,17 +157,16 @@ pub fn trivial_methods(class: &[u8], max_bytes: u32) -> Result<Vec<(String, Stri
 fn straight_and_cheap(raw: &RawClass<'_>, insn: Insn<'_>) -> bool {
     let forward16 = || i16::from_be_bytes([insn.operands[0], insn.operands[1]]) > 0;
     match insn.opcode {
-        op if bytecode::is_invoke(op) => false,
-        bytecode::LDC | bytecode::LDC_W => !loads_method_handle(raw, insn),
+        op if opcode::is_invoke(op) => false,
+        LDC | LDC_W => !loads_method_handle(raw, insn),
         // if<cond>, if_icmp<cond>, if_acmp<cond>, goto, ifnull, ifnonnull:
         // only forward.
-        0x99..=0xa7 | 0xc6 | 0xc7 => insn.operands.len() >= 2 && forward16(),
-        // jsr, ret, tableswitch, lookupswitch, goto_w, jsr_w
-        0xa8..=0xab | 0xc8 | 0xc9 => false,
+        IFEQ..=GOTO | IFNULL | IFNONNULL => insn.operands.len() >= 2 && forward16(),
+        JSR..=LOOKUPSWITCH | GOTO_W | JSR_W => false,
         // new, newarray, anewarray, athrow, monitorenter/exit, multianewarray
-        0xbb..=0xbd | 0xbf | 0xc2 | 0xc3 | 0xc5 => false,
+        NEW..=0xbd | ATHROW | 0xc2 | 0xc3 | 0xc5 => false,
         // wide ret
-        bytecode::WIDE => insn.operands.first() != Some(&0xa9),
+        WIDE => insn.operands.first() != Some(&RET),
         _ => true,
     }
 }
@@ -176,18 +175,18 @@ fn method_callees(raw: &RawClass<'_>, m: &RawMethod<'_>) -> Result<Vec<CallSite>
     let Some(code) = m.code else {
         return Ok(Vec::new());
     };
-    if m.access & (ACC_NATIVE | ACC_ABSTRACT) != 0 {
+    if m.access & NO_CODE != 0 {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
     bytecode::walk(code, |insn| {
         let kind = match insn.opcode {
-            bytecode::INVOKEVIRTUAL => CallKind::Virtual,
-            bytecode::INVOKESPECIAL => CallKind::Special,
-            bytecode::INVOKESTATIC => CallKind::Static,
-            bytecode::INVOKEINTERFACE => CallKind::Interface,
-            bytecode::INVOKEDYNAMIC => return dynamic_callees(raw, insn, &mut out),
-            bytecode::LDC | bytecode::LDC_W => {
+            INVOKEVIRTUAL => CallKind::Virtual,
+            INVOKESPECIAL => CallKind::Special,
+            INVOKESTATIC => CallKind::Static,
+            INVOKEINTERFACE => CallKind::Interface,
+            INVOKEDYNAMIC => return dynamic_callees(raw, insn, &mut out),
+            LDC | LDC_W => {
                 if let Entry::MethodHandle(ref_kind, reference) = raw.pool.get(insn.u2())?
                     && let Some(target) = handle_target(raw, ref_kind, reference)?
                 {
@@ -198,7 +197,7 @@ fn method_callees(raw: &RawClass<'_>, m: &RawMethod<'_>) -> Result<Vec<CallSite>
             _ => return Ok(()),
         };
         let (tag, target) = raw.pool.member(insn.u2())?;
-        if tag == reader::TAG_FIELDREF {
+        if tag == tag::FIELDREF {
             return Err(Error::Malformed(format!(
                 "invoke at code offset {} refers to field {}.{}",
                 insn.offset, target.owner, target.name
@@ -221,7 +220,7 @@ fn site(kind: CallKind, m: Member, offset: u32) -> CallSite {
 }
 
 fn loads_method_handle(raw: &RawClass<'_>, insn: Insn<'_>) -> bool {
-    matches!(insn.opcode, bytecode::LDC | bytecode::LDC_W)
+    matches!(insn.opcode, LDC | LDC_W)
         && matches!(raw.pool.get(insn.u2()), Ok(Entry::MethodHandle(..)))
 }
 
@@ -235,7 +234,7 @@ fn handle_target(
         1..=4 => Ok(None),
         5..=9 => {
             let (tag, member) = raw.pool.member(reference)?;
-            if tag == reader::TAG_METHODREF || tag == reader::TAG_INTERFACE_METHODREF {
+            if tag == tag::METHODREF || tag == tag::INTERFACE_METHODREF {
                 Ok(Some(member))
             } else {
                 Err(Error::Malformed(format!(
@@ -256,7 +255,7 @@ fn dynamic_callees(
     out: &mut Vec<CallSite>,
 ) -> Result<(), Error> {
     let index = insn.u2();
-    let Entry::Dynamic(reader::TAG_INVOKE_DYNAMIC, bsm) = raw.pool.get(index)? else {
+    let Entry::Dynamic(tag::INVOKE_DYNAMIC, bsm) = raw.pool.get(index)? else {
         return Err(Error::Malformed(format!(
             "invokedynamic at code offset {} refers to constant #{index}, not InvokeDynamic",
             insn.offset

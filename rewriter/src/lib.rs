@@ -4,6 +4,10 @@
 //!   return, and a catch-all handler that calls `exit(id)` and rethrows.
 //! - [`class_info`] and [`callees`] tell revelation what a class declares and
 //!   what a method calls.
+//! - [`pattern`] parses and matches the method patterns users write
+//!   (`pkg.Class::method`), for roots and for `sprig rewrite --methods`.
+//! - [`vocab`] is the class-file vocabulary of the whole workspace: opcodes,
+//!   access flags, constant-pool tags, name conversions and the byte reader.
 //!
 //! Every byte that instrumentation does not mean to change is left as it was:
 //! constant-pool entries are appended and only the `Code` attributes of the
@@ -12,6 +16,8 @@
 mod analyze;
 mod error;
 mod instrument;
+pub mod pattern;
+pub mod vocab;
 
 pub use analyze::{
     TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use sprig_rewriter::vocab::access::{ACC_INTERFACE, ACC_NATIVE, ACC_PUBLIC};
 use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info, trivial_methods};
 
 /// Compiles the test sources once into a fresh temp dir; returns it.
@@ -52,7 +53,7 @@ fn class_info_reports_header_and_methods() {
     assert_eq!(info.super_name.as_deref(), Some("java/lang/Object"));
     assert_eq!(info.interfaces, vec!["Greeter".to_string()]);
     assert_eq!(info.major_version, 61);
-    assert_eq!(info.access & 0x0001, 0x0001);
+    assert_eq!(info.access & ACC_PUBLIC, ACC_PUBLIC);
     let m = |name: &str| info.methods.iter().find(|m| m.name == name).unwrap();
     assert_eq!(m("twice").descriptor, "(I)I");
     assert!(!m("twice").has_calls, "twice is a leaf");
@@ -66,14 +67,18 @@ fn class_info_reports_header_and_methods() {
     assert!(m("<init>").has_calls);
     assert_eq!(m("nat").code_length, 0);
     assert!(!m("nat").has_calls);
-    assert_eq!(m("nat").access & 0x0100, 0x0100);
+    assert_eq!(m("nat").access & ACC_NATIVE, ACC_NATIVE);
 
     let shape = class_info(&bytes("Shape")).unwrap();
     let area = shape.methods.iter().find(|m| m.name == "area").unwrap();
     assert_eq!((area.code_length, area.has_calls), (0, false));
 
     let greeter = class_info(&bytes("Greeter")).unwrap();
-    assert_eq!(greeter.access & 0x0200, 0x0200, "interface flag");
+    assert_eq!(
+        greeter.access & ACC_INTERFACE,
+        ACC_INTERFACE,
+        "interface flag"
+    );
     assert_eq!(greeter.super_name.as_deref(), Some("java/lang/Object"));
 }
 

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use sprig_rewriter::vocab::access::NO_CODE;
 use sprig_rewriter::{ProbeSet, Target, callees_all, class_info, instrument, trivial_methods};
 
 const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
@@ -71,7 +72,7 @@ fn seeds() -> &'static [Seed] {
                 let targets = info
                     .methods
                     .iter()
-                    .filter(|m| m.access & 0x0500 == 0)
+                    .filter(|m| m.access & NO_CODE == 0)
                     .enumerate()
                     .map(|(i, m)| Target {
                         name: m.name.clone(),

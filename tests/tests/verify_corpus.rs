@@ -35,11 +35,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sprig_rewriter::vocab::access::NO_CODE;
 use sprig_rewriter::{ProbeSet, SkipReason, Target};
 use sprig_tests::{Jdk, TempDir, javac, jdk17, jdk25, repo_root};
-
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
 
 fn full_corpus() -> bool {
     std::env::var("SPRIG_FULL_CORPUS").is_ok_and(|v| v == "1")
@@ -200,7 +198,7 @@ fn instrument_class(
     let targets: Vec<Target> = info
         .methods
         .iter()
-        .filter(|m| m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0)
+        .filter(|m| m.access & NO_CODE == 0)
         .map(|m| {
             let id = *next_id;
             *next_id += 1;

@@ -8,53 +8,8 @@
 use std::borrow::Cow;
 
 use crate::Error;
-
-/// A big-endian cursor over a byte slice.
-pub(crate) struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, pos: 0 }
-    }
-
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
-    pub(crate) fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
-    }
-
-    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
-        if n > self.remaining() {
-            return Err(Error::Malformed(format!(
-                "truncated at byte {} reading {what} ({n} bytes needed, {} left)",
-                self.pos,
-                self.remaining()
-            )));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    pub(crate) fn u1(&mut self, what: &str) -> Result<u8, Error> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    pub(crate) fn u2(&mut self, what: &str) -> Result<u16, Error> {
-        let b = self.take(2, what)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    pub(crate) fn u4(&mut self, what: &str) -> Result<u32, Error> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-}
+use crate::vocab::reader::Reader;
+use crate::vocab::tag;
 
 /// One constant-pool entry, as far as analysis cares.
 #[derive(Clone, Copy, Debug)]
@@ -73,19 +28,14 @@ pub(crate) enum Entry<'a> {
     Other(u8),
 }
 
-pub(crate) const TAG_FIELDREF: u8 = 9;
-pub(crate) const TAG_METHODREF: u8 = 10;
-pub(crate) const TAG_INTERFACE_METHODREF: u8 = 11;
-pub(crate) const TAG_INVOKE_DYNAMIC: u8 = 18;
-
 /// The constant pool, indexed from 1.
 pub(crate) struct ConstantPool<'a> {
     entries: Vec<Entry<'a>>,
 }
 
 impl<'a> ConstantPool<'a> {
-    fn parse(c: &mut Cursor<'a>) -> Result<Self, Error> {
-        let count = c.u2("constant_pool_count")? as usize;
+    fn parse(c: &mut Reader<'a>) -> Result<Self, Error> {
+        let count = c.u16("constant_pool_count")? as usize;
         if count == 0 {
             return Err(Error::Malformed("constant_pool_count is 0".into()));
         }
@@ -93,18 +43,18 @@ impl<'a> ConstantPool<'a> {
         entries.push(Entry::Unusable);
         while entries.len() < count {
             let index = entries.len();
-            let tag = c.u1("constant tag")?;
+            let tag = c.u8("constant tag")?;
             let entry = match tag {
-                1 => {
-                    let len = c.u2("Utf8 length")? as usize;
-                    Entry::Utf8(c.take(len, "Utf8 bytes")?)
+                tag::UTF8 => {
+                    let len = c.u16("Utf8 length")? as usize;
+                    Entry::Utf8(c.bytes(len, "Utf8 bytes")?)
                 }
-                3 | 4 => {
-                    c.take(4, "4-byte constant")?;
+                tag::INTEGER | tag::FLOAT => {
+                    c.bytes(4, "4-byte constant")?;
                     Entry::Other(tag)
                 }
-                5 | 6 => {
-                    c.take(8, "8-byte constant")?;
+                tag::LONG | tag::DOUBLE => {
+                    c.bytes(8, "8-byte constant")?;
                     if index + 1 >= count {
                         return Err(Error::Malformed(format!(
                             "8-byte constant at #{index} overruns the constant pool"
@@ -113,19 +63,23 @@ impl<'a> ConstantPool<'a> {
                     entries.push(Entry::Other(tag));
                     Entry::Unusable
                 }
-                7 => Entry::Class(c.u2("Class name index")?),
-                8 | 16 | 19 | 20 => {
-                    c.u2("constant index")?;
+                tag::CLASS => Entry::Class(c.u16("Class name index")?),
+                tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => {
+                    c.u16("constant index")?;
                     Entry::Other(tag)
                 }
-                9..=11 => {
-                    Entry::MemberRef(tag, c.u2("member class")?, c.u2("member name-and-type")?)
+                tag::FIELDREF..=tag::INTERFACE_METHODREF => {
+                    Entry::MemberRef(tag, c.u16("member class")?, c.u16("member name-and-type")?)
                 }
-                12 => Entry::NameAndType(c.u2("name index")?, c.u2("descriptor index")?),
-                15 => Entry::MethodHandle(c.u1("reference kind")?, c.u2("reference index")?),
-                17 | 18 => {
-                    let bootstrap = c.u2("bootstrap index")?;
-                    c.u2("name-and-type")?;
+                tag::NAME_AND_TYPE => {
+                    Entry::NameAndType(c.u16("name index")?, c.u16("descriptor index")?)
+                }
+                tag::METHOD_HANDLE => {
+                    Entry::MethodHandle(c.u8("reference kind")?, c.u16("reference index")?)
+                }
+                tag::DYNAMIC | tag::INVOKE_DYNAMIC => {
+                    let bootstrap = c.u16("bootstrap index")?;
+                    c.u16("name-and-type")?;
                     Entry::Dynamic(tag, bootstrap)
                 }
                 _ => {
@@ -245,46 +199,46 @@ pub(crate) struct RawClass<'a> {
 
 impl<'a> RawClass<'a> {
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
-        let mut c = Cursor::new(bytes);
-        let magic = c.u4("magic")?;
+        let mut c = Reader::new(bytes);
+        let magic = c.u32("magic")?;
         if magic != 0xCAFE_BABE {
             return Err(Error::Malformed(format!(
                 "bad magic 0x{magic:08X}, expected 0xCAFEBABE"
             )));
         }
-        let _minor = c.u2("minor_version")?;
-        let major = c.u2("major_version")?;
+        let _minor = c.u16("minor_version")?;
+        let major = c.u16("major_version")?;
         if !(45..=255).contains(&major) {
             return Err(Error::Unsupported(format!(
                 "class file major version {major}"
             )));
         }
         let pool = ConstantPool::parse(&mut c)?;
-        let access = c.u2("access_flags")?;
-        let this_class = c.u2("this_class")?;
-        let super_class = c.u2("super_class")?;
-        let n = c.u2("interfaces_count")?;
+        let access = c.u16("access_flags")?;
+        let this_class = c.u16("this_class")?;
+        let super_class = c.u16("super_class")?;
+        let n = c.u16("interfaces_count")?;
         let mut interfaces = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            interfaces.push(c.u2("interface index")?);
+            interfaces.push(c.u16("interface index")?);
         }
-        let fields = c.u2("fields_count")?;
+        let fields = c.u16("fields_count")?;
         for _ in 0..fields {
-            c.take(6, "field header")?;
+            c.bytes(6, "field header")?;
             skip_attributes(&mut c)?;
         }
-        let n = c.u2("methods_count")?;
+        let n = c.u16("methods_count")?;
         let mut methods = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            let access = c.u2("method access_flags")?;
-            let name = c.u2("method name index")?;
-            let descriptor = c.u2("method descriptor index")?;
+            let access = c.u16("method access_flags")?;
+            let name = c.u16("method name index")?;
+            let descriptor = c.u16("method descriptor index")?;
             let mut code = None;
-            let attrs = c.u2("method attributes_count")?;
+            let attrs = c.u16("method attributes_count")?;
             for _ in 0..attrs {
-                let attr_name = c.u2("attribute name index")?;
-                let len = c.u4("attribute length")? as usize;
-                let body = c.take(len, "attribute body")?;
+                let attr_name = c.u16("attribute name index")?;
+                let len = c.u32("attribute length")? as usize;
+                let body = c.bytes(len, "attribute body")?;
                 if code.is_none() && is_utf8(&pool, attr_name, b"Code") {
                     code = Some(code_bytes(body)?);
                 }
@@ -297,11 +251,11 @@ impl<'a> RawClass<'a> {
             });
         }
         let mut bootstraps = Vec::new();
-        let attrs = c.u2("class attributes_count")?;
+        let attrs = c.u16("class attributes_count")?;
         for _ in 0..attrs {
-            let attr_name = c.u2("attribute name index")?;
-            let len = c.u4("attribute length")? as usize;
-            let body = c.take(len, "attribute body")?;
+            let attr_name = c.u16("attribute name index")?;
+            let len = c.u32("attribute length")? as usize;
+            let body = c.bytes(len, "attribute body")?;
             if is_utf8(&pool, attr_name, b"BootstrapMethods") {
                 bootstraps = parse_bootstraps(body)?;
             }
@@ -329,24 +283,24 @@ fn is_utf8(pool: &ConstantPool<'_>, index: u16, expected: &[u8]) -> bool {
     matches!(pool.get(index), Ok(Entry::Utf8(b)) if b == expected)
 }
 
-fn skip_attributes(c: &mut Cursor<'_>) -> Result<(), Error> {
-    let n = c.u2("attributes_count")?;
+fn skip_attributes(c: &mut Reader<'_>) -> Result<(), Error> {
+    let n = c.u16("attributes_count")?;
     for _ in 0..n {
-        c.u2("attribute name index")?;
-        let len = c.u4("attribute length")? as usize;
-        c.take(len, "attribute body")?;
+        c.u16("attribute name index")?;
+        let len = c.u32("attribute length")? as usize;
+        c.bytes(len, "attribute body")?;
     }
     Ok(())
 }
 
 /// The bytecode array inside a `Code` attribute body.
 fn code_bytes(body: &[u8]) -> Result<&[u8], Error> {
-    let mut c = Cursor::new(body);
-    c.take(4, "Code max_stack/max_locals")?;
-    let len = c.u4("code_length")? as usize;
-    let code = c.take(len, "Code bytes")?;
-    let handlers = c.u2("exception_table_length")? as usize;
-    c.take(handlers * 8, "exception table")?;
+    let mut c = Reader::new(body);
+    c.bytes(4, "Code max_stack/max_locals")?;
+    let len = c.u32("code_length")? as usize;
+    let code = c.bytes(len, "Code bytes")?;
+    let handlers = c.u16("exception_table_length")? as usize;
+    c.bytes(handlers * 8, "exception table")?;
     skip_attributes(&mut c)?;
     if c.remaining() != 0 {
         return Err(Error::Malformed(
@@ -357,15 +311,15 @@ fn code_bytes(body: &[u8]) -> Result<&[u8], Error> {
 }
 
 fn parse_bootstraps(body: &[u8]) -> Result<Vec<Bootstrap>, Error> {
-    let mut c = Cursor::new(body);
-    let n = c.u2("num_bootstrap_methods")?;
+    let mut c = Reader::new(body);
+    let n = c.u16("num_bootstrap_methods")?;
     let mut out = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let method = c.u2("bootstrap_method_ref")?;
-        let nargs = c.u2("num_bootstrap_arguments")?;
+        let method = c.u16("bootstrap_method_ref")?;
+        let nargs = c.u16("num_bootstrap_arguments")?;
         let mut args = Vec::with_capacity(nargs as usize);
         for _ in 0..nargs {
-            args.push(c.u2("bootstrap argument")?);
+            args.push(c.u16("bootstrap argument")?);
         }
         out.push(Bootstrap { method, args });
     }

@@ -2,15 +2,9 @@
 //! `Code` attribute lies, without decoding anything else. Instrumentation
 //! copies every byte it does not change from this view.
 
-use super::bytes::Reader;
 use crate::Error;
-
-pub(crate) const CP_UTF8: u8 = 1;
-pub(crate) const CP_INTEGER: u8 = 3;
-pub(crate) const CP_CLASS: u8 = 7;
-pub(crate) const CP_METHODREF: u8 = 10;
-pub(crate) const CP_INTERFACE_METHODREF: u8 = 11;
-pub(crate) const CP_NAME_AND_TYPE: u8 = 12;
+use crate::vocab::reader::Reader;
+use crate::vocab::tag;
 
 /// One constant-pool slot: its tag (0 for slot 0 and the second slot of a
 /// long/double) and the file offset of the byte after the tag.
@@ -65,12 +59,12 @@ impl<'a> ClassFile<'a> {
             let tag = r.u8("constant pool tag")?;
             let pos = r.pos() as u32;
             let size = match tag {
-                CP_UTF8 => r.u16("utf8 length")? as usize,
-                3 | 4 => 4,
-                5 | 6 => 8,
-                7 | 8 | 16 | 19 | 20 => 2,
-                9..=12 | 17 | 18 => 4,
-                15 => 3,
+                tag::UTF8 => r.u16("utf8 length")? as usize,
+                tag::INTEGER | tag::FLOAT => 4,
+                tag::LONG | tag::DOUBLE => 8,
+                tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => 2,
+                tag::FIELDREF..=tag::NAME_AND_TYPE | tag::DYNAMIC | tag::INVOKE_DYNAMIC => 4,
+                tag::METHOD_HANDLE => 3,
                 _ => {
                     return Err(Error::Malformed(format!(
                         "constant pool entry {} has unknown tag {tag}",
@@ -155,7 +149,7 @@ impl<'a> ClassFile<'a> {
 
     /// The raw (modified UTF-8) bytes of a `CONSTANT_Utf8`.
     pub(crate) fn utf8(&self, idx: u16) -> Result<&'a [u8], Error> {
-        let pos = self.slot(idx, CP_UTF8)?;
+        let pos = self.slot(idx, tag::UTF8)?;
         let mut r = Reader::at(self.bytes, pos);
         let len = r.u16("utf8")? as usize;
         r.bytes(len, "utf8")
@@ -170,7 +164,7 @@ impl<'a> ClassFile<'a> {
 
     /// The name of a `CONSTANT_Class`.
     pub(crate) fn class_name(&self, idx: u16) -> Result<&'a [u8], Error> {
-        let pos = self.slot(idx, CP_CLASS)?;
+        let pos = self.slot(idx, tag::CLASS)?;
         let name = Reader::at(self.bytes, pos).u16("class name")?;
         self.utf8(name)
     }
@@ -189,13 +183,13 @@ impl<'a> ClassFile<'a> {
     /// InterfaceMethodref.
     fn member_name_and_type(&self, idx: u16) -> Result<(u16, u16), Error> {
         let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
-        let tag = if tag == CP_INTERFACE_METHODREF {
+        let tag = if tag == tag::INTERFACE_METHODREF {
             tag
         } else {
-            CP_METHODREF
+            tag::METHODREF
         };
         let (_, nat) = self.pair(idx, tag)?;
-        self.pair(nat, CP_NAME_AND_TYPE)
+        self.pair(nat, tag::NAME_AND_TYPE)
     }
 }
 

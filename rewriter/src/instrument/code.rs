@@ -9,245 +9,15 @@
 //! branches that no longer reach are widened to `goto_w`/`jsr_w`, or for a
 //! conditional `if<cond> L` to `if<!cond> +8; goto_w L`, until a fixed point.
 
-use super::bytes::{Reader, put_u16, put_u32};
+use super::bytes::{put_u16, put_u32};
 use super::classfile::ClassFile;
 use super::frames;
+use super::insns::{Insn, Scratch, decode, index_of, unsupported};
 use super::pool::Pool;
-use crate::{Error, SkipReason};
-
-/// Length of each fixed-size opcode; 0 for variable-size (switches, wide)
-/// and undefined opcodes.
-const LEN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut op = 0;
-    while op < 256 {
-        t[op] = match op {
-            0..=15 => 1,
-            16 => 2,
-            17 => 3,
-            18 => 2,
-            19 | 20 => 3,
-            21..=25 => 2,
-            26..=53 => 1,
-            54..=58 => 2,
-            59..=131 => 1,
-            132 => 3,
-            133..=152 => 1,
-            153..=168 => 3,
-            169 => 2,
-            172..=177 => 1,
-            178..=184 => 3,
-            185 | 186 => 5,
-            187 => 3,
-            188 => 2,
-            189 => 3,
-            190 | 191 => 1,
-            192 | 193 => 3,
-            194 | 195 => 1,
-            197 => 4,
-            198 | 199 => 3,
-            200 | 201 => 5,
-            _ => 0,
-        };
-        op += 1;
-    }
-    t
-};
-
-pub(crate) const GOTO: u8 = 167;
-pub(crate) const JSR: u8 = 168;
-pub(crate) const TABLESWITCH: u8 = 170;
-pub(crate) const LOOKUPSWITCH: u8 = 171;
-pub(crate) const GOTO_W: u8 = 200;
-pub(crate) const JSR_W: u8 = 201;
-pub(crate) const INVOKEVIRTUAL: u8 = 182;
-pub(crate) const INVOKESPECIAL: u8 = 183;
-pub(crate) const INVOKEINTERFACE: u8 = 185;
-const INVOKESTATIC: u8 = 184;
-pub(crate) const NEW: u8 = 187;
-pub(crate) const ATHROW: u8 = 191;
-pub(crate) const WIDE: u8 = 196;
-pub(crate) const RET: u8 = 169;
-
-pub(crate) fn is_branch16(op: u8) -> bool {
-    matches!(op, 153..=168 | 198 | 199)
-}
-
-fn is_return(op: u8) -> bool {
-    matches!(op, 172..=177)
-}
-
-/// The opposite condition of a conditional branch (`ifeq` ↔ `ifne`, ...).
-pub(crate) fn negate(op: u8) -> u8 {
-    match op {
-        153..=166 => 153 + ((op - 153) ^ 1),
-        198 => 199,
-        _ => 198,
-    }
-}
-
-pub(crate) fn unsupported(msg: impl Into<String>) -> SkipReason {
-    SkipReason::Unsupported(msg.into())
-}
-
-impl From<Error> for SkipReason {
-    fn from(e: Error) -> Self {
-        SkipReason::Unsupported(e.to_string())
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Insn {
-    pub(crate) off: u32,
-    pub(crate) len: u32,
-    pub(crate) op: u8,
-    /// Branch/switch targets: `targets[t0..t0 + tn]` (instruction indices;
-    /// for switches the default first).
-    t0: u32,
-    tn: u32,
-}
-
-/// Instruction list plus the new layout, reused across methods.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    pub(crate) insns: Vec<Insn>,
-    targets: Vec<u32>,
-    /// New offset of the probe code inserted before instruction i (equal to
-    /// `at[i]` when nothing is inserted there). Branches to i land here.
-    pub(crate) pre: Vec<u32>,
-    /// New offset of instruction i itself.
-    pub(crate) at: Vec<u32>,
-    wide: Vec<bool>,
-    /// Far conditional branches sent through a trampoline: (u, i) sorted,
-    /// meaning `goto_w` for instruction i's target sits right after the
-    /// unconditional instruction u.
-    pub(crate) tramps: Vec<(u32, u32)>,
-    /// New offset of each trampoline, parallel to `tramps`.
-    pub(crate) tramp_at: Vec<u32>,
-}
-
-impl Scratch {
-    /// Target instruction indices of instruction `i` (switch default first).
-    pub(crate) fn targets_of(&self, i: usize) -> &[u32] {
-        let ins = &self.insns[i];
-        &self.targets[ins.t0 as usize..(ins.t0 + ins.tn) as usize]
-    }
-}
-
-/// Decodes `code` into `s.insns` with resolved targets.
-pub(crate) fn decode(code: &[u8], s: &mut Scratch) -> Result<(), SkipReason> {
-    s.insns.clear();
-    s.targets.clear();
-    let n = code.len();
-    let mut pc = 0usize;
-    while pc < n {
-        let op = code[pc];
-        let t0 = s.targets.len() as u32;
-        let len = match op {
-            TABLESWITCH | LOOKUPSWITCH => {
-                let pad = 3 - (pc % 4);
-                let mut r = Reader::at(code, pc + 1 + pad);
-                let default = r.i32("switch default")?;
-                s.targets.push(rel(pc, default));
-                if op == TABLESWITCH {
-                    let low = r.i32("tableswitch low")?;
-                    let high = r.i32("tableswitch high")?;
-                    if low > high {
-                        return Err(unsupported(format!("tableswitch at {pc} has low > high")));
-                    }
-                    let count = (i64::from(high) - i64::from(low) + 1) as usize;
-                    if count > n {
-                        return Err(unsupported(format!(
-                            "tableswitch at {pc} runs past the code"
-                        )));
-                    }
-                    for _ in 0..count {
-                        let o = r.i32("tableswitch offset")?;
-                        s.targets.push(rel(pc, o));
-                    }
-                } else {
-                    let npairs = r.i32("lookupswitch npairs")?;
-                    if npairs < 0 || npairs as usize > n {
-                        return Err(unsupported(format!("lookupswitch at {pc} has bad npairs")));
-                    }
-                    for _ in 0..npairs {
-                        r.skip(4, "lookupswitch match")?;
-                        let o = r.i32("lookupswitch offset")?;
-                        s.targets.push(rel(pc, o));
-                    }
-                }
-                r.pos() - pc
-            }
-            WIDE => match code.get(pc + 1) {
-                Some(132) => 6,
-                Some(21..=25 | 54..=58 | 169) => 4,
-                _ => return Err(unsupported(format!("bad wide instruction at {pc}"))),
-            },
-            _ => {
-                let l = LEN[op as usize] as usize;
-                if l == 0 {
-                    return Err(unsupported(format!("undefined opcode {op} at {pc}")));
-                }
-                if l + pc > n {
-                    return Err(unsupported(format!(
-                        "instruction at {pc} runs past the code"
-                    )));
-                }
-                if is_branch16(op) {
-                    let o = i16::from_be_bytes([code[pc + 1], code[pc + 2]]);
-                    s.targets.push(rel(pc, i32::from(o)));
-                } else if op == GOTO_W || op == JSR_W {
-                    let o = i32::from_be_bytes([
-                        code[pc + 1],
-                        code[pc + 2],
-                        code[pc + 3],
-                        code[pc + 4],
-                    ]);
-                    s.targets.push(rel(pc, o));
-                }
-                l
-            }
-        };
-        if pc + len > n {
-            return Err(unsupported(format!(
-                "instruction at {pc} runs past the code"
-            )));
-        }
-        let tn = s.targets.len() as u32 - t0;
-        s.insns.push(Insn {
-            off: pc as u32,
-            len: len as u32,
-            op,
-            t0,
-            tn,
-        });
-        pc += len;
-    }
-    // Resolve target offsets to instruction indices.
-    for t in s.targets.iter_mut() {
-        *t = index_of(&s.insns, *t)
-            .ok_or_else(|| unsupported(format!("branch to {t}, not an instruction start")))?;
-    }
-    Ok(())
-}
-
-/// Absolute target of a relative branch, or u32::MAX when out of range.
-fn rel(pc: usize, o: i32) -> u32 {
-    let t = pc as i64 + i64::from(o);
-    if (0..=u32::MAX as i64 - 1).contains(&t) {
-        t as u32
-    } else {
-        u32::MAX
-    }
-}
-
-/// Index of the instruction starting exactly at `off`.
-pub(crate) fn index_of(insns: &[Insn], off: u32) -> Option<u32> {
-    insns
-        .binary_search_by_key(&off, |i| i.off)
-        .ok()
-        .map(|i| i as u32)
-}
+use crate::SkipReason;
+use crate::vocab::access::ACC_STATIC;
+use crate::vocab::opcode::*;
+use crate::vocab::reader::Reader;
 
 /// What is inserted where, for one method.
 pub(crate) struct Plan<'p> {
@@ -319,10 +89,7 @@ fn new_size(ins: &Insn, wide: bool, at: u32) -> u32 {
 
 /// Instructions after which control never falls through.
 pub(crate) fn is_unconditional(code: &[u8], ins: &Insn) -> bool {
-    matches!(
-        ins.op,
-        GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
-    ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET))
+    ends_flow(ins.op, code.get(ins.off as usize + 1) == Some(&RET))
 }
 
 /// Computes `s.pre`/`s.at`, widening branches until every 16-bit branch
@@ -522,19 +289,6 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
     }
 }
 
-/// Maps an original offset to its new place, for debug tables: offset 0
-/// stays 0 (so parameters and the first line cover the entry probe), other
-/// offsets go to the probe code before the instruction there (or the next
-/// instruction, for offsets that are not instruction starts), and offsets
-/// at or past the end go to the end of the relocated code.
-pub(crate) fn map_debug(s: &Scratch, off: u32, end: u32) -> u32 {
-    if off == 0 {
-        return 0;
-    }
-    let i = s.insns.partition_point(|x| x.off < off);
-    s.pre.get(i).copied().unwrap_or(end)
-}
-
 /// Rewrites the exception table `old` (8-byte entries) into `out`.
 pub(crate) fn emit_exception_table(
     old: &[u8],
@@ -638,7 +392,7 @@ fn initial_locals(
 ) -> Result<Vec<frames::VType>, SkipReason> {
     use frames::VType;
     let mut v = Vec::new();
-    if job.access & 0x0008 == 0 {
+    if job.access & ACC_STATIC == 0 {
         v.push(if job.plan.constructor {
             VType(6, 0)
         } else {
@@ -678,7 +432,7 @@ pub(crate) fn rewrite(
             .ok_or_else(|| unsupported(format!("guarded call at {off} is not an instruction")))?;
         let op = s.insns[i as usize].op;
         let mut site_push = [0u8; 3];
-        let n = super::id_push(g.site, pool, &mut site_push)?;
+        let n = id_push(g.site, pool, &mut site_push)?;
         let code = match (op, g.check) {
             (INVOKEVIRTUAL | INVOKEINTERFACE, crate::Check::Receiver) => {
                 let at = off as usize;
@@ -897,9 +651,6 @@ pub(crate) fn guard_code(
     guard_ref: u16,
     max_locals: u16,
 ) -> Result<(Vec<u8>, u16), SkipReason> {
-    const DUP: u8 = 89;
-    const DUP_X1: u8 = 90;
-    const SWAP: u8 = 95;
     let params = param_kinds(desc)?;
     let mut code = Vec::with_capacity(16);
     let call = |code: &mut Vec<u8>| {
@@ -973,20 +724,20 @@ impl Kind {
     }
     fn store(self) -> u8 {
         match self {
-            Kind::Int => 54,
-            Kind::Long => 55,
-            Kind::Float => 56,
-            Kind::Double => 57,
-            Kind::Ref => 58,
+            Kind::Int => ISTORE,
+            Kind::Long => LSTORE,
+            Kind::Float => FSTORE,
+            Kind::Double => DSTORE,
+            Kind::Ref => ASTORE,
         }
     }
     fn load(self) -> u8 {
         match self {
-            Kind::Int => 21,
-            Kind::Long => 22,
-            Kind::Float => 23,
-            Kind::Double => 24,
-            Kind::Ref => 25,
+            Kind::Int => ILOAD,
+            Kind::Long => LLOAD,
+            Kind::Float => FLOAD,
+            Kind::Double => DLOAD,
+            Kind::Ref => ALOAD,
         }
     }
 }
@@ -1028,4 +779,41 @@ pub(crate) fn param_kinds(desc: &[u8]) -> Result<Vec<Kind>, SkipReason> {
             _ => Kind::Int,
         })
         .collect())
+}
+
+/// Bytecode pushing `id` (as the int with the same bit pattern); returns its length.
+pub(crate) fn id_push(
+    id: u32,
+    pool: &mut Pool<'_, '_>,
+    out: &mut [u8; 3],
+) -> Result<usize, SkipReason> {
+    let v = id as i32;
+    Ok(match v {
+        -1..=5 => {
+            out[0] = (i32::from(ICONST_0) + v) as u8; // iconst_m1 ... iconst_5
+            1
+        }
+        -128..=127 => {
+            out[0] = BIPUSH;
+            out[1] = v as i8 as u8;
+            2
+        }
+        -32768..=32767 => {
+            out[0] = SIPUSH;
+            out[1..3].copy_from_slice(&(v as i16).to_be_bytes());
+            3
+        }
+        _ => {
+            let idx = pool.integer(id)?;
+            if idx <= 255 {
+                out[0] = LDC;
+                out[1] = idx as u8;
+                2
+            } else {
+                out[0] = LDC_W;
+                out[1..3].copy_from_slice(&idx.to_be_bytes());
+                3
+            }
+        }
+    })
 }

@@ -3,11 +3,9 @@
 //! the catch-all cover only code where `this` is initialized.
 
 use super::classfile::ClassFile;
-use super::code::{
-    ATHROW, GOTO, GOTO_W, INVOKESPECIAL, LOOKUPSWITCH, NEW, RET, Scratch, TABLESWITCH, WIDE,
-    index_of, unsupported,
-};
+use super::insns::{Scratch, index_of, unsupported};
 use crate::SkipReason;
+use crate::vocab::opcode::{INVOKESPECIAL, NEW, RET, ends_flow};
 
 /// Where `this` is initialized in a constructor, from a flow analysis
 /// over branches, switches, `jsr` and exception edges.
@@ -98,10 +96,7 @@ pub(crate) fn constructor_flow(
         for &t in s.targets_of(i) {
             merge(&mut state, &mut work, t as usize, out)?;
         }
-        let ends = matches!(
-            ins.op,
-            GOTO | GOTO_W | TABLESWITCH | LOOKUPSWITCH | ATHROW | RET | 172..=177
-        ) || (ins.op == WIDE && code.get(ins.off as usize + 1) == Some(&RET));
+        let ends = ends_flow(ins.op, code.get(ins.off as usize + 1) == Some(&RET));
         if !ends && i + 1 < n {
             merge(&mut state, &mut work, i + 1, out)?;
         }

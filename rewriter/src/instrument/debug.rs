@@ -2,9 +2,10 @@
 //! LineNumberTable, LocalVariableTable, LocalVariableTypeTable and
 //! Runtime(In)VisibleTypeAnnotations.
 
-use super::bytes::{Reader, put_u16};
-use super::code::{Scratch, map_debug, unsupported};
+use super::bytes::put_u16;
+use super::insns::{Scratch, map_debug, unsupported};
 use crate::SkipReason;
+use crate::vocab::reader::Reader;
 
 /// Deepest annotation nesting accepted (hostile input must not exhaust the stack).
 const MAX_DEPTH: u32 = 64;

@@ -3,9 +3,10 @@
 //! longer fits), `Uninitialized(offset)` types follow their `new`
 //! instruction, and a frame for the appended catch-all handler is added.
 
-use super::bytes::{Reader, put_u16};
-use super::code::{Scratch, index_of, unsupported};
+use super::bytes::put_u16;
+use super::insns::{Scratch, index_of, unsupported};
 use crate::SkipReason;
+use crate::vocab::reader::Reader;
 
 const SAME_LOCALS_1_EXTENDED: u8 = 247;
 const SAME_EXTENDED: u8 = 251;

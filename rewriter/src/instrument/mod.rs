@@ -52,18 +52,18 @@ mod code;
 mod ctor;
 mod debug;
 mod frames;
+mod insns;
 mod pool;
 
 use std::collections::HashMap;
 
 use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
-use self::code::{MethodJob, Plan, Scratch};
+use self::code::{MethodJob, Plan, id_push};
+use self::insns::Scratch;
 use self::pool::Pool;
+use crate::vocab::access::{ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use crate::{Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
-
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
 
 /// Whether `class`'s constant pool holds a `float` or `double` NaN.
 ///
@@ -293,7 +293,6 @@ fn instrument_method(
             (e, x)
         }
     };
-    const ACC_STATIC: u16 = 0x0008;
     if probes.entry_receiver && access & ACC_STATIC != 0 {
         return Err(SkipReason::Unsupported(
             "a receiver entry probe needs an instance method".into(),
@@ -322,43 +321,6 @@ fn instrument_method(
         guard_refs,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
-}
-
-/// Bytecode pushing `id` (as the int with the same bit pattern); returns its length.
-pub(crate) fn id_push(
-    id: u32,
-    pool: &mut Pool<'_, '_>,
-    out: &mut [u8; 3],
-) -> Result<usize, SkipReason> {
-    let v = id as i32;
-    Ok(match v {
-        -1..=5 => {
-            out[0] = (3 + v) as u8; // iconst_m1 = 2 ... iconst_5 = 8
-            1
-        }
-        -128..=127 => {
-            out[0] = 16; // bipush
-            out[1] = v as i8 as u8;
-            2
-        }
-        -32768..=32767 => {
-            out[0] = 17; // sipush
-            out[1..3].copy_from_slice(&(v as i16).to_be_bytes());
-            3
-        }
-        _ => {
-            let idx = pool.integer(id)?;
-            if idx <= 255 {
-                out[0] = 18; // ldc
-                out[1] = idx as u8;
-                2
-            } else {
-                out[0] = 19; // ldc_w
-                out[1..3].copy_from_slice(&idx.to_be_bytes());
-                3
-            }
-        }
-    })
 }
 
 #[cfg(test)]

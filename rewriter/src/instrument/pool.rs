@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
-use super::bytes::{Reader, put_u16, put_u32};
-use super::classfile::{CP_CLASS, CP_INTEGER, CP_METHODREF, CP_NAME_AND_TYPE, CP_UTF8, ClassFile};
+use super::bytes::{put_u16, put_u32};
+use super::classfile::ClassFile;
 use crate::SkipReason;
+use crate::vocab::reader::Reader;
+use crate::vocab::tag;
 
 pub(crate) struct Pool<'c, 'a> {
     cf: &'c ClassFile<'a>,
@@ -79,7 +81,7 @@ impl<'c, 'a> Pool<'c, 'a> {
             return Ok(*i);
         }
         for (i, slot) in self.cf.cp.iter().enumerate() {
-            if slot.tag == CP_UTF8 && self.cf.utf8(i as u16).is_ok_and(|b| b == s) {
+            if slot.tag == tag::UTF8 && self.cf.utf8(i as u16).is_ok_and(|b| b == s) {
                 self.utf8_added.push((s.to_vec(), i as u16));
                 return Ok(i as u16);
             }
@@ -87,7 +89,7 @@ impl<'c, 'a> Pool<'c, 'a> {
         let len = u16::try_from(s.len())
             .map_err(|_| SkipReason::Unsupported("name longer than 65,535 bytes".into()))?;
         let i = self.alloc()?;
-        self.appended.push(CP_UTF8);
+        self.appended.push(tag::UTF8);
         put_u16(&mut self.appended, len);
         self.appended.extend_from_slice(s);
         self.utf8_added.push((s.to_vec(), i));
@@ -103,7 +105,7 @@ impl<'c, 'a> Pool<'c, 'a> {
             if slot.tag == tag {
                 let mut r = Reader::at(self.cf.bytes, slot.pos as usize);
                 let x = r.u16("").unwrap_or(0);
-                let y = if tag == CP_CLASS {
+                let y = if tag == tag::CLASS {
                     0
                 } else {
                     r.u16("").unwrap_or(0)
@@ -117,7 +119,7 @@ impl<'c, 'a> Pool<'c, 'a> {
         let i = self.alloc()?;
         self.appended.push(tag);
         put_u16(&mut self.appended, a);
-        if tag != CP_CLASS {
+        if tag != tag::CLASS {
             put_u16(&mut self.appended, b);
         }
         self.added.push((tag, key, i));
@@ -126,7 +128,7 @@ impl<'c, 'a> Pool<'c, 'a> {
 
     pub(crate) fn class(&mut self, name: &[u8]) -> Result<u16, SkipReason> {
         let n = self.utf8(name)?;
-        self.pair(CP_CLASS, n, 0)
+        self.pair(tag::CLASS, n, 0)
     }
 
     /// A `CONSTANT_Methodref` to `class.name:desc`.
@@ -139,8 +141,8 @@ impl<'c, 'a> Pool<'c, 'a> {
         let c = self.class(class)?;
         let n = self.utf8(name)?;
         let d = self.utf8(desc)?;
-        let nat = self.pair(CP_NAME_AND_TYPE, n, d)?;
-        self.pair(CP_METHODREF, c, nat)
+        let nat = self.pair(tag::NAME_AND_TYPE, n, d)?;
+        self.pair(tag::METHODREF, c, nat)
     }
 
     /// A `CONSTANT_Integer` holding the bit pattern `v`.
@@ -148,7 +150,7 @@ impl<'c, 'a> Pool<'c, 'a> {
         if self.ints.is_none() {
             let mut m = HashMap::new();
             for (i, slot) in self.cf.cp.iter().enumerate() {
-                if slot.tag == CP_INTEGER
+                if slot.tag == tag::INTEGER
                     && let Ok(x) = Reader::at(self.cf.bytes, slot.pos as usize).u32("")
                 {
                     m.entry(x).or_insert(i as u16);
@@ -160,7 +162,7 @@ impl<'c, 'a> Pool<'c, 'a> {
             return Ok(i);
         }
         let i = self.alloc()?;
-        self.appended.push(CP_INTEGER);
+        self.appended.push(tag::INTEGER);
         put_u32(&mut self.appended, v);
         if let Some(m) = &mut self.ints {
             m.insert(v, i);

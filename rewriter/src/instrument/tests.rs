@@ -4,7 +4,8 @@
 
 use super::bytes::put_u16;
 use super::classfile::ClassFile;
-use super::code::{CodeAttr, Scratch, decode};
+use super::code::CodeAttr;
+use super::insns::{Scratch, decode};
 use crate::{Error, ProbeSet, SkipReason, Target, instrument};
 
 /// A minimal class-file builder.

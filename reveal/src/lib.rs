@@ -113,6 +113,8 @@
 //! other than lambda proxies (which are recognised by name and never
 //! instrumented) should not be passed in: they cannot be redefined.
 
+#![forbid(unsafe_code)]
+
 mod filter;
 mod hierarchy;
 
@@ -122,16 +124,16 @@ use std::fmt;
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
+use sprig_rewriter::vocab::access::ACC_STATIC;
+use sprig_rewriter::vocab::names::{binary_name, internal_name};
 use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo};
 
-use crate::pattern::MethodPattern;
+use sprig_rewriter::pattern::MethodPattern;
 
 pub use filter::{
     CALLBACK_TYPES, ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES,
 };
 pub use hierarchy::{Hierarchy, LoadedClass, has_code, is_virtual};
-
-use hierarchy::ACC_STATIC;
 
 /// A method: internal class name, method name, descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -381,8 +383,8 @@ struct VirtualCall {
 /// The revelation state machine (see the module documentation).
 ///
 /// ```
-/// use sprig_callgraph::pattern::MethodPattern;
-/// use sprig_callgraph::reveal::{RevealConfig, Revealer};
+/// use sprig_rewriter::pattern::MethodPattern;
+/// use sprig_reveal::{RevealConfig, Revealer};
 /// use sprig_rewriter::{CallKind, CallSite, ClassInfo, MethodInfo};
 ///
 /// let method = |name: &str, has_calls| MethodInfo {
@@ -691,7 +693,7 @@ impl Revealer {
     pub fn add_root(&mut self, pattern: MethodPattern) {
         let classes: Vec<String> = match pattern.exact_class() {
             Some(c) => {
-                let internal = c.replace('.', "/");
+                let internal = internal_name(&c);
                 if self.hierarchy.contains(&internal) {
                     vec![internal]
                 } else {
@@ -701,7 +703,7 @@ impl Revealer {
             None => self
                 .hierarchy
                 .classes()
-                .filter(|c| pattern.matches_class(&c.name.replace('/', ".")))
+                .filter(|c| pattern.matches_class(&binary_name(&c.name)))
                 .map(|c| c.name.clone())
                 .collect(),
         };
@@ -1301,7 +1303,7 @@ impl Revealer {
     /// Everything that happens when a new class name arrives.
     fn class_arrived(&mut self, name: &str) {
         // Root patterns.
-        let dotted = name.replace('/', ".");
+        let dotted = binary_name(name);
         let roots: Vec<(usize, MethodPattern)> = self
             .roots
             .iter()

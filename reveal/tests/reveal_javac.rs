@@ -10,15 +10,16 @@
 //! ones (the JVM does not say which call stack touched a method), so the
 //! ratios are instrumented / called in JFluid's Table 2 sense.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
+use sprig_reveal::{MethodId, MethodKey, RevealConfig, Revealed, Revealer, Scheme};
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallKind, CallSite, callees, callees_all, class_info};
 
 /// The source set javac compiles: the fixture by default, or a javac
@@ -65,11 +66,8 @@ fn run() -> &'static Run {
         let mut loads = Vec::new();
         let mut touched = HashSet::new();
         for line in text.lines() {
-            if let Some((_, rest)) = line.split_once("[class,load] ") {
-                let name = rest.split(' ').next().unwrap();
-                if !name.contains("$$Lambda") && !name.contains("/0x") {
-                    loads.push(name.replace('.', "/"));
-                }
+            if line.contains("[class,load] ") {
+                loads.extend(common::loaded_class(line));
             } else if let Some((class, method)) = line.split_once('.')
                 && let Some((name, desc)) = method.split_once(':')
                 && desc.starts_with('(')
@@ -78,26 +76,7 @@ fn run() -> &'static Run {
             }
         }
         let dump = work.join("dump");
-        let mut child = Command::new("java")
-            .arg(src.join("Dump.java"))
-            .arg(&dump)
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("java runs Dump.java");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(loads.join("\n").as_bytes())
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-        let mut bytes = HashMap::new();
-        for name in &loads {
-            if let Ok(b) = std::fs::read(dump.join(format!("{name}.class"))) {
-                bytes.insert(name.clone(), b);
-            }
-        }
-        loads.retain(|n| bytes.contains_key(n));
+        let bytes = common::dump_classes(&src, None, &dump, &mut loads);
         Run {
             loads,
             bytes,
@@ -368,7 +347,7 @@ fn javac_lazy_instruments_few_uncalled_methods_and_eager_more() {
 /// receiver's class chooses among loaded methods, reach checks elsewhere.
 #[test]
 fn javac_lazy_excess_by_cause() {
-    use sprig_callgraph::reveal::EdgeKind;
+    use sprig_reveal::EdgeKind;
     let (lazy, called, _) = replay(Scheme::Lazy, Sites::All);
     let touched = &run().touched;
     let ran_classes: HashSet<&str> = touched.iter().map(|k| k.class.as_str()).collect();

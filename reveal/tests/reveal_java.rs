@@ -8,16 +8,17 @@
 //! scripted call, that the method called is already instrumented (otherwise
 //! its calls would be lost), and which methods get instrumented when.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
-use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{
+use sprig_reveal::{
     EdgeKind, Hierarchy, LoadOutcome, MethodKey, RevealConfig, Revealed, Revealer, Scheme,
 };
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::{CallSite, callees, callees_all, class_info};
 
 /// What the real run of the fixture left behind.
@@ -71,11 +72,8 @@ fn run() -> &'static Run {
         let mut loads = Vec::new();
         let mut touched = BTreeSet::new();
         for line in text.lines() {
-            if let Some((_, rest)) = line.split_once("[class,load] ") {
-                let name = rest.split(' ').next().unwrap();
-                if !name.contains("$$Lambda") && !name.contains("/0x") {
-                    loads.push(name.replace('.', "/"));
-                }
+            if line.contains("[class,load] ") {
+                loads.extend(common::loaded_class(line));
             } else if let Some(rest) = line.strip_prefix("app/") {
                 let (class, method) = rest.split_once('.').unwrap();
                 let (name, desc) = method.split_once(':').unwrap();
@@ -86,28 +84,7 @@ fn run() -> &'static Run {
         }
 
         // Dump the bytes of every loaded class (JDK ones from the runtime image).
-        let mut child = Command::new("java")
-            .arg("-cp")
-            .arg(&classes)
-            .arg(src.join("Dump.java"))
-            .arg(&dump)
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("java runs Dump.java");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(loads.join("\n").as_bytes())
-            .unwrap();
-        assert!(child.wait().unwrap().success(), "Dump failed");
-        let mut bytes = HashMap::new();
-        for name in &loads {
-            if let Ok(b) = std::fs::read(dump.join(format!("{name}.class"))) {
-                bytes.insert(name.clone(), b);
-            }
-        }
-        loads.retain(|n| bytes.contains_key(n));
+        let bytes = common::dump_classes(&src, Some(&classes), &dump, &mut loads);
         Run {
             loads,
             bytes,

@@ -11,16 +11,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use sprig_rewriter::vocab::access::{
+    ACC_ABSTRACT, ACC_FINAL, ACC_INTERFACE, ACC_NATIVE, ACC_PRIVATE, ACC_STATIC,
+};
 use sprig_rewriter::{ClassInfo, MethodInfo};
 
-use super::MethodKey;
-
-pub(crate) const ACC_PRIVATE: u16 = 0x0002;
-pub(crate) const ACC_STATIC: u16 = 0x0008;
-pub(crate) const ACC_FINAL: u16 = 0x0010;
-pub(crate) const ACC_NATIVE: u16 = 0x0100;
-pub(crate) const ACC_INTERFACE: u16 = 0x0200;
-pub(crate) const ACC_ABSTRACT: u16 = 0x0400;
+use crate::MethodKey;
 
 /// One loaded class as the mirror keeps it.
 #[derive(Clone, Debug)]

@@ -11,6 +11,8 @@
 use std::fmt;
 use thiserror::Error;
 
+use crate::vocab::names::{binary_name, check_method_descriptor};
+
 /// Why a pattern could not be parsed.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum PatternError {
@@ -162,7 +164,7 @@ impl MethodPattern {
         let Some((class_raw, rest)) = text.split_once("::") else {
             return Err(PatternError::MissingSeparator(text.to_string()));
         };
-        let class_text = class_raw.trim().replace('/', ".");
+        let class_text = binary_name(class_raw.trim());
         if class_text.is_empty() {
             return Err(PatternError::EmptyClass(text.to_string()));
         }
@@ -303,62 +305,15 @@ impl std::str::FromStr for MethodPattern {
     }
 }
 
-/// Checks a field type at the start of `s`; returns the rest.
-fn field_type(s: &str) -> Result<&str, &'static str> {
-    let mut rest = s;
-    let mut dims = 0;
-    while let Some(r) = rest.strip_prefix('[') {
-        rest = r;
-        dims += 1;
-        if dims > 255 {
-            return Err("array type with more than 255 dimensions");
-        }
-    }
-    let Some(c) = rest.chars().next() else {
-        return Err("type expected");
-    };
-    match c {
-        'B' | 'C' | 'D' | 'F' | 'I' | 'J' | 'S' | 'Z' => Ok(&rest[1..]),
-        'L' => {
-            let Some(end) = rest.find(';') else {
-                return Err("class type `L...` without `;`");
-            };
-            let name = &rest[1..end];
-            if name.is_empty() {
-                return Err("empty class name in `L;`");
-            }
-            if name.contains(['.', '[', '(', ')']) {
-                return Err("class names in descriptors use `/`, not `.`");
-            }
-            Ok(&rest[end + 1..])
-        }
-        _ => Err("unknown type character"),
-    }
+/// Parses one pattern ([`MethodPattern::parse`]).
+pub fn parse(text: &str) -> Result<MethodPattern, PatternError> {
+    MethodPattern::parse(text)
 }
 
-/// Validates a JVM method descriptor `(params)ret`.
-pub fn check_method_descriptor(d: &str) -> Result<(), &'static str> {
-    let Some(mut rest) = d.strip_prefix('(') else {
-        return Err("must start with `(`");
-    };
-    loop {
-        if let Some(r) = rest.strip_prefix(')') {
-            rest = r;
-            break;
-        }
-        if rest.is_empty() {
-            return Err("missing `)`");
-        }
-        rest = field_type(rest)?;
-    }
-    if rest == "V" {
-        return Ok(());
-    }
-    let tail = field_type(rest)?;
-    if !tail.is_empty() {
-        return Err("trailing characters after the return type");
-    }
-    Ok(())
+/// Parses a comma-separated list of patterns (descriptors never contain
+/// commas). Empty items are errors, so a stray comma is reported.
+pub fn parse_list(text: &str) -> Result<Vec<MethodPattern>, PatternError> {
+    text.split(',').map(parse).collect()
 }
 
 #[cfg(test)]
@@ -462,24 +417,39 @@ mod tests {
     }
 
     #[test]
-    fn descriptors() {
-        for ok in [
-            "()V",
-            "(I)V",
-            "([[Ljava/lang/Object;JD)[I",
-            "(ZBCSFJD)Ljava/util/List;",
-        ] {
-            assert_eq!(check_method_descriptor(ok), Ok(()), "{ok}");
-        }
-        for bad in ["", "I", "(", "()", "(L;)V", "()[V", "(I)VV"] {
-            assert!(check_method_descriptor(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn glob_is_linear_on_hostile_input() {
         let m = p("a.**b**c**d**e**f::x");
         let long = format!("a.{}", "b".repeat(5000));
         assert!(!m.matches_class(&long));
+    }
+
+    #[test]
+    fn rewrite_examples() {
+        let one = parse("com.acme.Service::handle").unwrap();
+        assert!(one.matches("com.acme.Service", "handle", "()V"));
+        assert!(!one.matches("com.acme.Service", "handler", "()V"));
+        let desc = parse("com.acme.Service::handle(Ljava/lang/String;)V").unwrap();
+        assert!(desc.matches_method("handle", "(Ljava/lang/String;)V"));
+        assert!(!desc.matches_method("handle", "()V"));
+        let deep = parse("com.acme.**::*").unwrap();
+        assert!(deep.matches_class("com.acme.sub.Deep$Inner"));
+        assert!(!deep.matches_class("com.acmex.Service"));
+        let shallow = parse("com.acme.*::*").unwrap();
+        assert!(shallow.matches_class("com.acme.Service"));
+        assert!(!shallow.matches_class("com.acme.sub.Service"));
+    }
+
+    #[test]
+    fn lists_split_on_commas_and_reject_empty_items() {
+        let list = parse_list("a.B::x,c.**::*").unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[1].to_string(), "c.**::*");
+        let err = parse_list("a.B::x,").unwrap_err().to_string();
+        assert!(err.contains("no `::`"), "{err}");
+        let err = parse_list("a.B").unwrap_err().to_string();
+        assert!(
+            err.contains("\"a.B\"") && err.contains("pkg.Class::method"),
+            "{err}"
+        );
     }
 }

@@ -4,11 +4,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use crate::pattern::{MethodPattern, PatternError};
+use sprig_rewriter::vocab::names::binary_name;
+
+use sprig_rewriter::pattern::{MethodPattern, PatternError};
 
 /// Packages of the JDK that are not instrumented unless an include pattern
 /// names them. Their code is still "traversed for nothing" (see the module
-/// documentation of [`crate::reveal`]).
+/// documentation of [`crate`]).
 pub const DEFAULT_EXCLUDES: &[&str] = &["java.**", "javax.**", "jdk.**", "sun.**", "com.sun.**"];
 
 /// Filtered supertypes whose methods the callback rule considers: the JDK
@@ -141,7 +143,7 @@ impl Filters {
         if self.instrumentable(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.callback_types
             .iter()
             .any(|f| f.matches_dotted(&dotted))
@@ -153,7 +155,7 @@ impl Filters {
         if !self.calls_back(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.callback_interfaces
             .iter()
             .any(|f| f.matches_dotted(&dotted))
@@ -166,7 +168,7 @@ impl Filters {
         if internal.starts_with('[') || internal.contains("$$Lambda") {
             return true;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         self.sprig.matches_dotted(&dotted) || self.exclude.iter().any(|f| f.matches_dotted(&dotted))
     }
 
@@ -174,7 +176,7 @@ impl Filters {
         if self.is_excluded(internal) {
             return false;
         }
-        let dotted = internal.replace('/', ".");
+        let dotted = binary_name(internal);
         !self.defaults.iter().any(|f| f.matches_dotted(&dotted))
             || self.include.iter().any(|f| f.matches_dotted(&dotted))
     }

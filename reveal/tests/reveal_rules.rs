@@ -3,17 +3,20 @@
 //! loaders, and the call protocol. (The tests on real javac output are in
 //! `reveal_java.rs` and `reveal_javac.rs`.)
 
-use sprig_callgraph::pattern::MethodPattern;
-use sprig_callgraph::reveal::{
+use sprig_reveal::{
     ClassFilter, EdgeKind, Filters, LoadOutcome, MethodId, MethodKey, RevealConfig, RevealError,
     Revealer, Scheme,
 };
+use sprig_rewriter::pattern::MethodPattern;
+use sprig_rewriter::vocab::access::{
+    ACC_ABSTRACT, ACC_INTERFACE, ACC_NATIVE, ACC_PROTECTED, ACC_PUBLIC, ACC_STATIC,
+};
 use sprig_rewriter::{CallKind, CallSite, Check, ClassInfo, MethodInfo};
 
-const PUBLIC: u16 = 0x0001;
-const STATIC: u16 = 0x0008;
-const INTERFACE: u16 = 0x0200 | 0x0400;
-const ABSTRACT: u16 = 0x0400;
+const PUBLIC: u16 = ACC_PUBLIC;
+const STATIC: u16 = ACC_STATIC;
+const INTERFACE: u16 = ACC_INTERFACE | ACC_ABSTRACT;
+const ABSTRACT: u16 = ACC_ABSTRACT;
 
 /// A method: (name, descriptor, access, has_calls); abstract ones get no code.
 type M<'a> = (&'a str, &'a str, u16, bool);
@@ -65,8 +68,8 @@ fn object() -> ClassInfo {
         &[
             ("<init>", "()V", PUBLIC, false),
             ("toString", "()Ljava/lang/String;", PUBLIC, true),
-            ("hashCode", "()I", PUBLIC | 0x0100, false),
-            ("finalize", "()V", 0x0004, false),
+            ("hashCode", "()I", PUBLIC | ACC_NATIVE, false),
+            ("finalize", "()V", ACC_PROTECTED, false),
         ],
     )
 }
