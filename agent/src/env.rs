@@ -22,7 +22,7 @@ pub fn init(vm: JavaVm) -> Result<&'static Agent, AgentError> {
     if let Some(a) = AGENT.get() {
         return Ok(a);
     }
-    let _guard = INIT.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = crate::sync::lock(&INIT);
     if let Some(a) = AGENT.get() {
         return Ok(a);
     }

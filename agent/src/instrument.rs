@@ -18,7 +18,6 @@ use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
 use crate::methods;
 use crate::probe_class;
 use crate::reveal;
-use crate::session;
 use crate::suggest;
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_rewriter::{ProbeSet, Target};
@@ -108,13 +107,13 @@ struct Plan {
 static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
 
 fn with_plan<R>(f: impl FnOnce(&mut Plan) -> R) -> Option<R> {
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&PLAN);
     guard.as_mut().map(f)
 }
 
 /// Arms the patterns: from now on the hook instruments matching classes.
 pub fn begin(jvmti: &Jvmti, patterns: Vec<MethodPattern>) -> Result<(), JvmtiError> {
-    *PLAN.lock().unwrap_or_else(|p| p.into_inner()) = Some(Plan {
+    *crate::sync::lock(&PLAN) = Some(Plan {
         patterns,
         instrumenting: true,
         committed: HashMap::new(),
@@ -144,7 +143,7 @@ fn report_failure(p: Option<&mut Plan>, internal: &str, jvmti_error: String, rea
         p.denied.insert(internal.to_string());
         p.counters.failed += 1;
     }
-    session::send(Message::ClassFailed(ClassFailure {
+    crate::outbox::send(Message::ClassFailed(ClassFailure {
         class: dotted(internal),
         jvmti_error,
         reason,
@@ -181,7 +180,7 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         );
     }
     if crate::originals::note_growth(name, given, at_first) {
-        session::send(Message::Warning(format!(
+        crate::outbox::send(Message::Warning(format!(
             "{}: HotSpot copies this class's NaN constants again at every redefinition \
              (constant pool {given} entries, {at_first} when sprig first redefined it), and each \
              redefinition of it takes longer; later sessions in this JVM leave it \
@@ -272,7 +271,7 @@ fn root_targets(
     let info = match sprig_rewriter::class_info(input.bytes) {
         Ok(info) => info,
         Err(e) => {
-            let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = crate::sync::lock(&PLAN);
             report_failure(guard.as_mut(), name, String::new(), e.to_string());
             return None;
         }
@@ -318,7 +317,7 @@ fn install(
     });
     let result =
         sprig_rewriter::instrument_guarded(input.bytes, targets, probe_sets(), guards.as_ref());
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&PLAN);
     let plan = guard.as_mut()?;
     let out = match result {
         Ok(out) => out,
@@ -362,7 +361,7 @@ fn install(
             .add(&rec);
         drop(guard);
         for (pattern, methods) in live {
-            session::send(Message::RootInstrumented { pattern, methods });
+            crate::outbox::send(Message::RootInstrumented { pattern, methods });
         }
     }
     Some(out.bytes)
@@ -371,7 +370,7 @@ fn install(
 /// The hook could not hand its bytes to the VM.
 pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
     let name = name.unwrap_or("<unnamed>");
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&PLAN);
     if let Some(p) = guard.as_mut() {
         p.pending.remove(name);
         p.committed.remove(name);
@@ -389,7 +388,7 @@ pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
 pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
     let (id, _) = methods::id_for(class, name, descriptor);
     if methods::mark_announced(id) {
-        session::send(Message::Method {
+        crate::outbox::send(Message::Method {
             id,
             class: class.to_string(),
             name: name.to_string(),
@@ -555,7 +554,7 @@ pub fn expect_whole_deoptimization(major: Option<u32>) {
 fn announce_whole_deoptimization() {
     let v = WHOLE_DEOPT_PENDING.swap(0, Ordering::AcqRel);
     if v != 0 {
-        session::send(Message::Warning(format!(
+        crate::outbox::send(Message::Warning(format!(
             "first class redefinition in this JVM since an attach: HotSpot on JDK {v} threw \
              away all its compiled code, so the first seconds run slower than usual while \
              the JIT compiles it again (--reset-after SECS leaves them out of the report; \
@@ -595,7 +594,7 @@ pub fn retransform_batch<C>(
     if failures.len() < batch.len() {
         announce_whole_deoptimization();
     }
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&PLAN);
     let Some(plan) = guard.as_mut() else {
         return;
     };
@@ -663,7 +662,7 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
             retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
     }
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&PLAN);
     guard.take().map(|p| p.counters).unwrap_or_default()
 }
 

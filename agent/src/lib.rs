@@ -21,11 +21,13 @@ mod ffi;
 mod instrument;
 mod methods;
 mod originals;
+mod outbox;
 mod probe;
 mod probe_class;
 mod reveal;
 mod session;
 mod suggest;
+mod sync;
 mod threads;
 
 use std::ffi::{c_char, c_void};

@@ -63,7 +63,7 @@ fn slot(id: u32) -> Option<(usize, u64)> {
 
 /// Forgets every id and first call (a new session).
 pub fn reset() {
-    let mut t = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut t = crate::sync::lock(&TABLE);
     *t = Some(Table::new());
     for w in CALLED
         .iter()
@@ -79,7 +79,7 @@ pub fn reset() {
 /// The id of a method (`class` dotted), and whether it was just assigned
 /// (the caller then announces it).
 pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
-    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&TABLE);
     let t = guard.get_or_insert_with(Table::new);
     let key = (class.to_string(), name.to_string(), descriptor.to_string());
     if let Some(&id) = t.ids.get(&key) {
@@ -98,7 +98,7 @@ pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
 
 /// Marks `id` announced; true the first time (the caller sends `Method`).
 pub fn mark_announced(id: u32) -> bool {
-    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&TABLE);
     match guard.as_mut() {
         Some(t) => t.announced.insert(id),
         None => true,
@@ -244,7 +244,7 @@ mod tests {
     static SERIAL: Mutex<()> = Mutex::new(());
 
     fn serial() -> std::sync::MutexGuard<'static, ()> {
-        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&SERIAL)
     }
 
     #[test]

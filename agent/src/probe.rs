@@ -811,7 +811,7 @@ fn active_value() -> i32 {
 
 /// Starts recording into `region` (a new session).
 pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
-    *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
+    *crate::sync::write(&REGION) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);
@@ -837,7 +837,7 @@ pub fn stop(jni: Jni<'_>) {
 /// Retires the ring (frames still running old instrumented code write into
 /// private memory from now on) and drops the session's reference.
 pub fn retire_ring() -> std::io::Result<()> {
-    let region = REGION.write().unwrap_or_else(|p| p.into_inner()).take();
+    let region = crate::sync::write(&REGION).take();
     match region {
         Some(r) => r.retire(),
         None => Ok(()),

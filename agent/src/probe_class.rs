@@ -113,7 +113,7 @@ pub fn vm_major() -> Option<u32> {
 /// whether it defined the class now: no sprig session ran in this JVM
 /// before.
 pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
-    let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = crate::sync::lock(&WRITE);
     jni.with_local_frame(16, |jni| {
         let (class, ffm, fresh) = match jni.find_class(CLASS)? {
             // GetStaticFieldID initialises the class (done long ago).
@@ -235,7 +235,7 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
     let Some(jni) = agent.vm.current_jni() else {
         return;
     };
-    let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = crate::sync::lock(&LIVE_WRITE);
     let Ok(index) = i32::try_from(word) else {
         return;
     };
@@ -250,7 +250,7 @@ pub fn clear_live(jni: Jni<'_>) {
         return;
     };
     if let Some(live) = &p.live {
-        let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = crate::sync::lock(&LIVE_WRITE);
         let zeros = vec![0i64; crate::methods::WORDS];
         jni.set_long_array_region(live.as_local(), 0, &zeros);
     }
@@ -337,7 +337,7 @@ const INSIDE_SLOTS: usize = 1 << 12;
 /// Writes `Probe.on` (root probes call into the agent only while it is 1).
 pub fn set_on(jni: Jni<'_>, on: bool) {
     if let Some(p) = PROBE.get() {
-        let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = crate::sync::lock(&WRITE);
         jni.set_static_int(&p.class, p.on, i32::from(on));
     }
 }
@@ -347,7 +347,7 @@ pub fn set_on(jni: Jni<'_>, on: bool) {
 /// then tells `written` (still under the lock) what is in the field.
 pub fn publish_active(jni: Jni<'_>, current: impl FnOnce() -> i32, written: impl FnOnce(i32)) {
     if let Some(p) = PROBE.get() {
-        let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = crate::sync::lock(&WRITE);
         let v = current().max(0);
         jni.set_static_int(&p.class, p.active, v);
         written(v);

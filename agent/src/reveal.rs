@@ -59,7 +59,7 @@ use sprig_rewriter::{CallSite, Check, ClassInfo, GuardSite, MethodInfo, Target};
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const ACC_NATIVE: u16 = 0x0100;
@@ -251,11 +251,11 @@ static REDEFINE: Mutex<()> = Mutex::new(());
 static CLASSES: Mutex<Option<HashMap<String, Vec<Global>>>> = Mutex::new(None);
 
 fn state() -> MutexGuard<'static, Option<State>> {
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&STATE)
 }
 
 fn classes() -> MutexGuard<'static, Option<HashMap<String, Vec<Global>>>> {
-    CLASSES.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&CLASSES)
 }
 
 /// Whether revelation runs in this session.
@@ -303,7 +303,7 @@ pub fn configure(
         }
     }
     if !frozen.is_empty() {
-        crate::session::send(sprig_wire::control::Message::Warning(format!(
+        crate::outbox::send(sprig_wire::control::Message::Warning(format!(
             "left uninstrumented in this JVM, because HotSpot copies their NaN constants again \
              at every redefinition and an earlier session saw their constant pool grow: {}",
             frozen.join(", ")
@@ -446,7 +446,7 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
                 Ok(()) => WATCHING_LINKS.store(true, Ordering::Release),
                 // The revelation steps poll them instead, a little late.
                 Err(e) => {
-                    crate::session::send(sprig_wire::control::Message::Warning(format!(
+                    crate::outbox::send(sprig_wire::control::Message::Warning(format!(
                         "revelation: cannot watch class linking ({e}): overrides in \
                          classes loaded before the attach but linked later may miss \
                          their first calls"
@@ -1262,14 +1262,13 @@ fn lock_batches() -> (Option<MutexGuard<'static, ()>>, bool) {
     let deadline = Instant::now() + REDEFINE_WAIT;
     let mut waited = false;
     loop {
-        match REDEFINE.try_lock() {
-            Ok(g) => return (Some(g), waited),
-            Err(TryLockError::Poisoned(p)) => return (Some(p.into_inner()), waited),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+        match crate::sync::try_lock(&REDEFINE) {
+            Some(g) => return (Some(g), waited),
+            None if Instant::now() < deadline => {
                 waited = true;
                 std::thread::sleep(Duration::from_micros(200));
             }
-            Err(TryLockError::WouldBlock) => return (None, waited),
+            None => return (None, waited),
         }
     }
 }
@@ -1665,7 +1664,7 @@ fn edge_name(k: EdgeKind) -> &'static str {
 /// the restore (hold it across the restore).
 pub fn quiesce() -> MutexGuard<'static, ()> {
     ON.store(false, Ordering::Release);
-    REDEFINE.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&REDEFINE)
 }
 
 /// Session end (after the restore): class references released, the

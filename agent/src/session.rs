@@ -43,6 +43,7 @@ use crate::error::AgentError;
 use crate::ffi::{Event, JavaVm, Jni};
 use crate::instrument;
 use crate::methods;
+use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
@@ -67,44 +68,12 @@ const TICK: Duration = Duration::from_millis(200);
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 /// Time the probe calibration may take at the start of a session.
 const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
-/// Queued messages beyond this are dropped (a runaway thread count).
-const OUTBOX_LIMIT: usize = 1 << 16;
-
 /// A session is running in this JVM (at most one at a time).
 static BUSY: AtomicBool = AtomicBool::new(false);
 /// The VM is dying: the control loop stops at once.
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
-/// Sending handle of the current session (any thread may send).
-static WRITER: Mutex<Option<Channel>> = Mutex::new(None);
-/// Messages queued by probes (never blocked on the socket).
-static OUTBOX: Mutex<Vec<Message>> = Mutex::new(Vec::new());
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
-
-/// Sends `msg` to the CLI now (bounded by the write timeout). Returns false
-/// when there is no session or the send failed.
-pub fn send(msg: Message) -> bool {
-    let guard = WRITER.lock().unwrap_or_else(|p| p.into_inner());
-    match guard.as_ref() {
-        Some(ch) => ch.send(&msg).is_ok(),
-        None => false,
-    }
-}
-
-/// Queues `msg` for the control thread (for probes: never blocks on I/O).
-pub fn post(msg: Message) {
-    let mut q = OUTBOX.lock().unwrap_or_else(|p| p.into_inner());
-    if q.len() < OUTBOX_LIMIT {
-        q.push(msg);
-    }
-}
-
-fn flush_outbox() {
-    let msgs = std::mem::take(&mut *OUTBOX.lock().unwrap_or_else(|p| p.into_inner()));
-    for m in msgs {
-        send(m);
-    }
-}
 
 fn claim() -> Result<(), AgentError> {
     BUSY.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
@@ -147,7 +116,7 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
 pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
     let agent = env::init(vm)?;
-    *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(opts);
+    *crate::sync::lock(&PENDING) = Some(opts);
     agent
         .jvmti
         .set_event(Event::VmInit, true)
@@ -157,7 +126,7 @@ pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
 /// VMInit in startup mode: the session starts on this thread (so the roots
 /// are armed before `main` runs), the control loop on its own thread.
 pub fn on_vm_init(jni: Jni<'_>) {
-    let Some(opts) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+    let Some(opts) = crate::sync::lock(&PENDING).take() else {
         return;
     };
     let Some(agent) = env::get() else {
@@ -187,8 +156,8 @@ pub fn on_vm_init(jni: Jni<'_>) {
 pub fn on_vm_death() {
     VM_DEAD.store(true, Ordering::Release);
     if BUSY.load(Ordering::Acquire) {
-        flush_outbox();
-        send(Message::Warning("the target JVM is exiting".into()));
+        outbox::flush();
+        outbox::send(Message::Warning("the target JVM is exiting".into()));
     }
 }
 
@@ -217,7 +186,7 @@ fn spawn_control(
             }));
             if outcome.is_err() {
                 eprintln!("sprig agent: {}", AgentError::Panic);
-                *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                outbox::close();
             }
             release();
         })
@@ -227,7 +196,7 @@ fn spawn_control(
 
 /// A started session, owned by the control thread.
 fn send_calibration(f: calibrate::Figures) {
-    send(Message::Calibration {
+    outbox::send(Message::Calibration {
         inner_ticks: f.inner_ticks,
         outer_ticks: f.outer_ticks,
         samples: f.samples,
@@ -387,8 +356,7 @@ fn start_profiling(
         clock: region.clock(),
         ticks_per_sec: region.ticks_per_sec(),
     });
-    *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
-    OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    outbox::begin_session(writer);
     methods::reset();
     probe_class::clear_live(jni);
     probe_class::clear_sites(jni, reveal::sites_handed());
@@ -406,7 +374,7 @@ fn start_profiling(
                 && probe_class::ensure_receivers(jni),
         )
     {
-        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        outbox::close();
         return refuse(ch, e);
     }
     if so.receivers
@@ -415,7 +383,7 @@ fn start_profiling(
         && !calibrate_only
         && !reveal::receivers_on()
     {
-        send(Message::Warning(
+        outbox::send(Message::Warning(
             "--virtual-calls receiver: receiver checks are not available in this JVM (the \
              probe class an older sprig defined has none, or their memory could not be \
              allocated); calls are revealed by class hierarchy analysis"
@@ -443,7 +411,7 @@ fn start_profiling(
                 }
             }
             Err(e) => {
-                send(Message::Warning(format!(
+                outbox::send(Message::Warning(format!(
                     "probe calibration failed ({e}): times include the probes' cost"
                 )));
             }
@@ -458,7 +426,7 @@ fn start_profiling(
         return None;
     }
     if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
-        send(Message::Error(format!(
+        outbox::send(Message::Error(format!(
             "cannot enable the class file load hook: {e}"
         )));
         session.detach(agent, jni, End::Failed);
@@ -466,16 +434,16 @@ fn start_profiling(
     }
     let report = instrument::instrument_loaded(&agent.jvmti, jni);
     for (pattern, methods) in report.instrumented {
-        send(Message::RootInstrumented { pattern, methods });
+        outbox::send(Message::RootInstrumented { pattern, methods });
     }
     for pattern in report.failed {
-        send(Message::Warning(format!(
+        outbox::send(Message::Warning(format!(
             "root {pattern}: no matching class could be instrumented (see the class failures); \
              it stays armed for classes loaded later"
         )));
     }
     for (pattern, class_loaded, suggestions) in report.not_found {
-        send(Message::RootNotFound {
+        outbox::send(Message::RootNotFound {
             pattern,
             class_loaded,
             suggestions,
@@ -494,7 +462,7 @@ impl Session {
     fn run(mut self, agent: &'static Agent, jni: Jni<'_>) {
         let mut last_status = Instant::now();
         let end = loop {
-            flush_outbox();
+            outbox::flush();
             let wait = probe::settle_active(jni).map_or(TICK, |w| w.min(TICK));
             reveal::service(&agent.jvmti, jni);
             if VM_DEAD.load(Ordering::Acquire) {
@@ -506,18 +474,18 @@ impl Session {
             match self.ch.recv_timeout(wait) {
                 Ok(Some(Message::Detach)) => break End::Requested,
                 Ok(Some(Message::StatusRequest)) => {
-                    send(Message::Status(self.status()));
+                    outbox::send(Message::Status(self.status()));
                     last_status = Instant::now();
                 }
                 Ok(Some(Message::BytecodeDigest { class })) => {
-                    send(digest(agent, jni, class));
+                    outbox::send(digest(agent, jni, class));
                 }
                 Ok(Some(_)) | Ok(None) => {}
                 Err(e) if e.is_closed() => break End::CliGone,
                 Err(e) => break End::Channel(e.to_string()),
             }
             if last_status.elapsed() >= STATUS_EVERY {
-                send(Message::Status(self.status()));
+                outbox::send(Message::Status(self.status()));
                 last_status = Instant::now();
             }
         };
@@ -549,7 +517,7 @@ impl Session {
         probe::stop(jni);
         let on_virtual = probe_class::virtual_roots(jni);
         if on_virtual > 0 {
-            send(Message::Warning(format!(
+            outbox::send(Message::Warning(format!(
                 "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig keeps \
                  a thread's probe state with the carrier thread, and a virtual thread that \
                  blocks inside the root can go on on another carrier",
@@ -574,21 +542,20 @@ impl Session {
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
         let _ = probe::retire_ring();
-        flush_outbox();
+        outbox::flush();
         match &end {
             End::RingDead => {
-                send(Message::Warning(
+                outbox::send(Message::Warning(
                     "the event ring was abandoned: profiling stopped".into(),
                 ));
             }
             End::Channel(e) => {
-                send(Message::Warning(format!("control channel failed: {e}")));
+                outbox::send(Message::Warning(format!("control channel failed: {e}")));
             }
             End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
         }
-        send(Message::Detached(stats_with(counters, revelation)));
+        outbox::send(Message::Detached(stats_with(counters, revelation)));
         let _ = self.ch.shutdown();
-        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        outbox::end_session();
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::env;
 use crate::ffi::Jni;
-use crate::session;
 use sprig_wire::Message;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -40,7 +39,7 @@ pub fn announce(jni: Jni<'_>, index: u32) {
             Err(_) => (String::new(), 0),
         }
     });
-    session::post(Message::Thread {
+    crate::outbox::post(Message::Thread {
         index,
         java_id,
         name,
