@@ -98,7 +98,7 @@ pub fn set_burst_every(every_ticks: u64) {
     BURST_EVERY.store(every_ticks, Ordering::Relaxed);
 }
 
-pub(crate) struct ThreadState {
+struct ThreadState {
     generation: Cell<u64>,
     depth: Cell<u32>,
     /// Set while this thread runs the probe's own slow path (registration).
@@ -189,6 +189,60 @@ impl ThreadState {
     }
 }
 
+/// Runs `f` with the calling thread's probe state (through the `ffi::tls`
+/// slot); `None` once the thread is ending.
+#[inline(always)]
+fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+    crate::ffi::with_state(&STATE, f)
+}
+
+/// The natives of `sprig.rt.Probe`, as `ffi` binds them.
+pub struct Natives;
+
+impl crate::ffi::ProbeNatives for Natives {
+    const SITE_AGAIN: i32 = SITE_AGAIN;
+    const FAST_SLOW: i32 = FAST_SLOW;
+
+    #[inline(always)]
+    fn enter(id: u32, jni: Jni<'_>) {
+        enter(id, jni)
+    }
+    #[inline(always)]
+    fn exit(id: u32, jni: Jni<'_>) {
+        exit(id, jni)
+    }
+    #[inline(always)]
+    fn root_enter(id: u32, jni: Jni<'_>) -> bool {
+        root_enter(id, jni)
+    }
+    #[inline(always)]
+    fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
+        root_exit(id, jni)
+    }
+    fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
+        reflect(jni, method)
+    }
+    fn site(jni: Jni<'_>, site_id: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
+        site(jni, site_id, receiver)
+    }
+    #[inline(always)]
+    fn fast_enter(id: u32) -> i32 {
+        fast_enter(id)
+    }
+    #[inline(always)]
+    fn fast_exit(id: u32) -> i32 {
+        fast_exit(id)
+    }
+    #[inline(always)]
+    fn fast_root_enter(id: u32) -> i32 {
+        fast_root_enter(id)
+    }
+    #[inline(always)]
+    fn fast_root_exit(id: u32) -> i32 {
+        fast_root_exit(id)
+    }
+}
+
 impl Drop for ThreadState {
     /// The thread is ending: close its stream with `ThreadEnd`.
     fn drop(&mut self) {
@@ -210,7 +264,7 @@ impl Drop for ThreadState {
 }
 
 thread_local! {
-    pub(crate) static STATE: ThreadState = const { ThreadState::new() };
+    static STATE: ThreadState = const { ThreadState::new() };
     /// Calibration only: a private ring this thread records into instead of
     /// the session's, so its events never reach the CLI while taking the
     /// same probe path (see `with_private_ring`).
@@ -231,7 +285,7 @@ pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
 }
 
 fn forget_thread_state() {
-    let _ = crate::ffi::with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
+    let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
 #[cold]
@@ -246,7 +300,7 @@ fn ring_dead() {
 /// `Probe.nEnter`: entry of an instrumented method.
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         if s.depth.get() == 0 {
             return;
         }
@@ -294,7 +348,7 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
 /// instruments) the target on this thread before the call proceeds, and
 /// the time goes out as `AdjustTime` like a first call's.
 pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return;
         }
@@ -356,7 +410,7 @@ pub fn take_site_calls() -> ([u64; 3], u64) {
 }
 
 fn site_on_thread(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return SITE_AGAIN;
         }
@@ -446,7 +500,7 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
 /// [`mid_root_burst`]).
 #[inline]
 pub fn exit(id: u32, jni: Jni<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
@@ -509,7 +563,7 @@ pub fn has_burst_class() -> bool {
 /// thread-id slot in `Probe.INSIDE`).
 #[inline]
 pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.busy.get() {
             return false;
         }
@@ -549,7 +603,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
 /// last thread out of a root context lowers `Probe.active` at once.
 #[inline]
 pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
             return ROOT_NESTED;
@@ -602,7 +656,7 @@ fn fast_nothing() -> i32 {
 /// segment (claiming one may wait) go to the JNI path.
 #[inline]
 pub fn fast_enter(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 {
             return fast_nothing();
@@ -634,7 +688,7 @@ pub fn fast_enter(id: u32) -> i32 {
 /// Fast `exit`: as `exit`, a full segment goes to the JNI path.
 #[inline]
 pub fn fast_exit(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
@@ -658,7 +712,7 @@ pub fn fast_exit(id: u32) -> i32 {
 /// `Probe.active`) takes the JNI path.
 #[inline]
 pub fn fast_root_enter(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.busy.get() {
             return fast_nothing();
         }
@@ -680,7 +734,7 @@ pub fn fast_root_enter(id: u32) -> i32 {
 /// last one) takes the JNI path.
 #[inline]
 pub fn fast_root_exit(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();

@@ -3,7 +3,7 @@
 //! it), its natives bound on every attach, and its two flags written.
 
 use crate::error::AgentError;
-use crate::ffi::{FieldId, Global, Jni, Local, probe_natives, site_native};
+use crate::ffi::{FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -111,8 +111,8 @@ pub fn vm_major() -> Option<u32> {
 /// Defines the class if this JVM does not have it yet (a previous attach
 /// defined it otherwise) and binds its natives to this library. Returns
 /// whether it defined the class now: no sprig session ran in this JVM
-/// before.
-pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
+/// before. The natives are `P`'s.
+pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
     let _guard = crate::sync::lock(&WRITE);
     jni.with_local_frame(16, |jni| {
         let (class, ffm, fresh) = match jni.find_class(CLASS)? {
@@ -129,11 +129,11 @@ pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
         };
         // Before the class initialises: its initialiser asks for the
         // address of the fast probes.
-        jni.register_natives(class, &probe_natives(ffm))?;
+        jni.register_natives(class, &probe_natives::<P>(ffm))?;
         // Absent from a probe class an older sprig defined: the session
         // then reveals virtual calls by class hierarchy only.
         SITES_BOUND.store(
-            jni.register_natives(class, &[site_native()]).is_ok(),
+            jni.register_natives(class, &[site_native::<P>()]).is_ok(),
             Ordering::Release,
         );
         if PROBE.get().is_none() {

@@ -40,7 +40,7 @@
 use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::AgentError;
-use crate::ffi::{Event, JavaVm, Jni};
+use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
 use crate::instrument;
 use crate::methods;
 use crate::outbox;
@@ -75,6 +75,29 @@ static VM_DEAD: AtomicBool = AtomicBool::new(false);
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
 
+/// The agent's handlers of the JVMTI events, as `ffi` binds them.
+struct Events;
+
+impl crate::ffi::VmEvents for Events {
+    fn class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
+        instrument::on_class_file(jni, input)
+    }
+    fn class_file_failed(name: Option<&str>, e: JvmtiError) {
+        instrument::report_hook_failure(name, e)
+    }
+    /// Revelation mirrors a class now if it was loaded before the attach
+    /// but not prepared then.
+    fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
+        reveal::on_class_prepare(jvmti, jni, class)
+    }
+    fn vm_init(jni: Jni<'_>) {
+        on_vm_init(jni)
+    }
+    fn vm_death() {
+        on_vm_death()
+    }
+}
+
 fn claim() -> Result<(), AgentError> {
     BUSY.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         .map(|_| ())
@@ -96,11 +119,11 @@ fn parse_options(options: Option<&str>) -> Result<AgentOptions, AgentError> {
 /// control thread, return.
 pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
-    let agent = env::init(vm)?;
+    let agent = env::init::<Events>(vm)?;
     claim()?;
     let result = (|| {
         let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
-        if probe_class::ensure(jni)? {
+        if probe_class::ensure::<probe::Natives>(jni)? {
             instrument::expect_whole_deoptimization(probe_class::vm_major());
         }
         spawn_control(agent, move |jni| begin(agent, jni, opts))
@@ -115,7 +138,7 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
 /// session at VMInit.
 pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
-    let agent = env::init(vm)?;
+    let agent = env::init::<Events>(vm)?;
     *crate::sync::lock(&PENDING) = Some(opts);
     agent
         .jvmti
@@ -136,7 +159,7 @@ pub fn on_vm_init(jni: Jni<'_>) {
     if claim().is_err() {
         return;
     }
-    let started = probe_class::ensure(jni).map(|_| begin(agent, jni, opts));
+    let started = probe_class::ensure::<probe::Natives>(jni).map(|_| begin(agent, jni, opts));
     match started {
         Ok(Some(session)) => {
             if let Err(e) = spawn_control(agent, move |_| Some(session)) {
