@@ -329,7 +329,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
 #[inline(never)]
 fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
     if !reveal::enabled() || methods::dormant_entry_refused(id) {
-        DORMANT_PASSED.fetch_add(1, Ordering::Relaxed);
+        reveal::count_dormant_passed();
         return false;
     }
     let Some(agent) = crate::env::get() else {
@@ -385,28 +385,8 @@ fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
 /// [`SITE_DONE`] or [`SITE_AGAIN`].
 pub fn site(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
     let r = site_on_thread(jni, site, receiver);
-    if let Some(n) = SITE_CALLS.get(r as usize) {
-        n.fetch_add(1, Ordering::Relaxed);
-    }
+    reveal::count_site_call(r);
     r
-}
-
-/// Entries of a method with dormant probes inside a root context that the
-/// JNI path let pass unrecorded (not revealed: refused once, or no
-/// session), since the last [`take_site_calls`]: for the debug lines.
-static DORMANT_PASSED: AtomicU64 = AtomicU64::new(0);
-
-/// `nSite` calls since the last [`take_site_calls`], by what they returned
-/// ([`SITE_SEEN`], [`SITE_DONE`], [`SITE_AGAIN`]): for the debug lines.
-static SITE_CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-
-/// The `nSite` calls counted so far, by result, and the dormant entries
-/// let pass; the counts start again.
-pub fn take_site_calls() -> ([u64; 3], u64) {
-    (
-        SITE_CALLS.each_ref().map(|n| n.swap(0, Ordering::Relaxed)),
-        DORMANT_PASSED.swap(0, Ordering::Relaxed),
-    )
 }
 
 fn site_on_thread(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {

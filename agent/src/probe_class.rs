@@ -4,6 +4,7 @@
 
 use crate::error::AgentError;
 use crate::ffi::{FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native};
+use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -70,6 +71,43 @@ struct ProbeClass {
 
 /// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
 pub const SITE_SLOTS: u32 = 1 << 16;
+// The probe kinds: which pair of the class's probes a method gets.
+
+/// Index of the root probe pair in [`probe_sets`].
+pub const ROOT_PROBES: usize = 0;
+/// Index of the plain probe pair (revealed methods).
+pub const PLAIN_PROBES: usize = 1;
+/// The receiver probe on `Method.invoke`/`Constructor.newInstance`.
+pub const REFLECT_PROBES: usize = 2;
+
+/// The probe pairs handed to the rewriter.
+pub fn probe_sets() -> &'static [ProbeSet] {
+    static SETS: OnceLock<Vec<ProbeSet>> = OnceLock::new();
+    SETS.get_or_init(|| {
+        let set = |entry: &str, exit: &str| ProbeSet {
+            class: CLASS.to_string(),
+            entry: entry.to_string(),
+            exit: exit.to_string(),
+            entry_receiver: false,
+        };
+        let mut v = vec![
+            set(ROOT_ENTER, ROOT_EXIT),
+            set(ENTER, EXIT),
+            ProbeSet {
+                entry_receiver: true,
+                ..set(REFLECT_ENTER, REFLECT_EXIT)
+            },
+        ];
+        debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
+        v.shrink_to_fit();
+        v
+    })
+}
+
+/// Words of `Probe.LIVE` in a probe class an older sprig defined: the
+/// active-id bitmap of `methods`, one bit per tracked id.
+pub const LIVE_WORDS: usize = 1 << 14;
+
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 
@@ -251,7 +289,7 @@ pub fn clear_live(jni: Jni<'_>) {
     };
     if let Some(live) = &p.live {
         let _guard = crate::sync::lock(&LIVE_WRITE);
-        let zeros = vec![0i64; crate::methods::WORDS];
+        let zeros = vec![0i64; LIVE_WORDS];
         jni.set_long_array_region(live.as_local(), 0, &zeros);
     }
     if let Some(inside) = &p.inside {

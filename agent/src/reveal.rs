@@ -49,7 +49,9 @@
 //! `STATE` and the plan lock, one at a time.
 
 use crate::ffi::{Event, Global, Jni, Jvmti, Local};
-use crate::instrument::{self, PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
+use crate::ledger;
+use crate::methods::{announce_method, dormant_method};
+use crate::probe_class::{PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::reveal::{
     ClassFilter, EdgeKind, MethodId as RevealId, MethodKey, RevealConfig, Revealed, Revealer,
@@ -293,7 +295,7 @@ pub fn configure(
     // Classes whose constant pool grows at every redefinition (see
     // `originals`) stay out.
     let mut exclude = parse(exclude)?;
-    let frozen: Vec<String> = crate::originals::frozen()
+    let frozen: Vec<String> = ledger::originals::frozen()
         .iter()
         .map(|n| n.replace('/', "."))
         .collect();
@@ -676,7 +678,7 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
         // (they are JDK classes, outside every filter).
         st.watching_reflection = true;
         for (class, name, descriptor) in REFLECTION_WATCH {
-            let id = instrument::announce_method(&class.replace('/', "."), name, descriptor);
+            let id = announce_method(&class.replace('/', "."), name, descriptor);
             st.plan.insert(
                 class.to_string(),
                 vec![Planned {
@@ -719,7 +721,7 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
             .iter()
             .zip(&left_out)
             .map(|(m, &out)| {
-                let dormant = instrument::dormant_method(&dotted, &m.name, &m.descriptor)
+                let dormant = dormant_method(&dotted, &m.name, &m.descriptor)
                     .filter(|id| !crate::methods::is_active(*id));
                 // What a root context entered, or reflection is about to
                 // call, is switched on now.
@@ -739,7 +741,7 @@ fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
                         );
                         id
                     }
-                    _ => instrument::announce_method(&dotted, &m.name, &m.descriptor),
+                    _ => announce_method(&dotted, &m.name, &m.descriptor),
                 };
                 st.by_probe.insert(id, (m.id, m.needs_first_call_check));
                 Planned {
@@ -829,7 +831,7 @@ fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) {
         }
     }
     let t0 = Instant::now();
-    instrument::retransform_batch(&batch, true, |cs| {
+    ledger::retransform_batch(&batch, true, |cs| {
         let refs: Vec<&Global> = cs.iter().map(|g| **g).collect();
         jvmti.retransform_globals(&refs)
     });
@@ -1526,7 +1528,7 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
             if !has_code || key.0 == "<clinit>" || trivial || have.contains_key(&key) {
                 continue;
             }
-            if let Some(id) = instrument::dormant_method(&dotted, &key.0, &key.1) {
+            if let Some(id) = dormant_method(&dotted, &key.0, &key.1) {
                 st.dormant_keys
                     .entry(id)
                     .or_insert_with(|| MethodKey::new(name, &key.0, &key.1));
@@ -1574,7 +1576,7 @@ pub fn entered(jvmti: &Jvmti, jni: Jni<'_>, id: u32) -> bool {
         st.held
             .remove(&id)
             .map(|(class, name, descriptor, _)| {
-                instrument::announce_method(&class, &name, &descriptor);
+                announce_method(&class, &name, &descriptor);
                 st.activated_in_place += 1;
             })
             .is_some()
@@ -1689,6 +1691,37 @@ pub fn end(jni: Jni<'_>) {
     }
 }
 
+/// Entries of a method with dormant probes inside a root context that the
+/// probes' JNI path let pass unrecorded (not revealed: refused once, or no
+/// session), since the last [`take_site_calls`]: for the debug lines.
+static DORMANT_PASSED: AtomicU64 = AtomicU64::new(0);
+
+/// `nSite` calls since the last [`take_site_calls`], by what they returned
+/// (`probe::SITE_SEEN`, `SITE_DONE`, `SITE_AGAIN`): for the debug lines.
+static SITE_CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+/// The `nSite` calls counted so far, by result, and the dormant entries
+/// let pass; the counts start again.
+fn take_site_calls() -> ([u64; 3], u64) {
+    (
+        SITE_CALLS.each_ref().map(|n| n.swap(0, Ordering::Relaxed)),
+        DORMANT_PASSED.swap(0, Ordering::Relaxed),
+    )
+}
+
+/// Counts an `nSite` call that returned `result` (for the debug lines).
+pub fn count_site_call(result: i32) {
+    if let Some(n) = SITE_CALLS.get(result as usize) {
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts an entry of a dormant method that the probe let pass (for the
+/// debug lines).
+pub fn count_dormant_passed() {
+    DORMANT_PASSED.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Debugging Scheme B's precision (`SPRIG_AGENT_DEBUG` in the target's
 /// environment): every instrumented method the session never saw called,
 /// on the target's stderr, with the chain of edges that revealed it.
@@ -1747,7 +1780,7 @@ fn debug_uncalled() {
         .iter()
         .filter(|w| w.check == Check::Receiver)
         .count();
-    let ([seen, done, again], dormant) = crate::probe::take_site_calls();
+    let ([seen, done, again], dormant) = take_site_calls();
     eprintln!(
         "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks; \
          {} calls into the agent (seen {seen}, done {done}, again {again}); \

@@ -42,6 +42,7 @@ use crate::env::{self, Agent};
 use crate::error::AgentError;
 use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
 use crate::instrument;
+use crate::ledger;
 use crate::methods;
 use crate::outbox;
 use crate::probe;
@@ -124,7 +125,7 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let result = (|| {
         let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
         if probe_class::ensure::<probe::Natives>(jni)? {
-            instrument::expect_whole_deoptimization(probe_class::vm_major());
+            ledger::expect_whole_deoptimization(probe_class::vm_major());
         }
         spawn_control(agent, move |jni| begin(agent, jni, opts))
     })();
@@ -257,12 +258,12 @@ fn jvm_info(agent: &Agent) -> JvmInfo {
     }
 }
 
-fn stats(counters: instrument::Counters) -> AgentStats {
+fn stats(counters: ledger::Counters) -> AgentStats {
     stats_with(counters, reveal::stats())
 }
 
 fn stats_with(
-    counters: instrument::Counters,
+    counters: ledger::Counters,
     reveal: Option<sprig_wire::control::RevealStats>,
 ) -> AgentStats {
     AgentStats {
@@ -295,7 +296,7 @@ fn digest(agent: &Agent, jni: Jni<'_>, class: String) -> Message {
 /// Ends a session that never started profiling.
 fn refuse(ch: Channel, why: String) -> Option<Session> {
     let _ = ch.send(&Message::Error(why));
-    let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+    let _ = ch.send(&Message::Detached(stats(ledger::Counters::default())));
     let _ = ch.shutdown();
     None
 }
@@ -320,12 +321,12 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
         match ch.recv_timeout(left.min(TICK)) {
             Ok(Some(Message::Start(o))) => break o,
             Ok(Some(Message::Detach)) => {
-                let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+                let _ = ch.send(&Message::Detached(stats(ledger::Counters::default())));
                 let _ = ch.shutdown();
                 return None;
             }
             Ok(Some(Message::StatusRequest)) => {
-                let _ = ch.send(&Message::Status(stats(instrument::Counters::default())));
+                let _ = ch.send(&Message::Status(stats(ledger::Counters::default())));
             }
             Ok(Some(Message::BytecodeDigest { class })) => {
                 let _ = ch.send(&digest(agent, jni, class));
@@ -380,10 +381,10 @@ fn start_profiling(
         ticks_per_sec: region.ticks_per_sec(),
     });
     outbox::begin_session(writer);
-    methods::reset();
+    methods::begin_session();
     probe_class::clear_live(jni);
     probe_class::clear_sites(jni, reveal::sites_handed());
-    threads::reset();
+    threads::begin_session();
     if !so.roots_only
         && !calibrate_only
         && let Err(e) = reveal::configure(
@@ -477,7 +478,7 @@ fn start_profiling(
 
 impl Session {
     fn status(&self) -> AgentStats {
-        stats(instrument::counters())
+        stats(ledger::counters())
     }
 
     /// The control loop: forwards queued messages, answers requests, sends
@@ -550,7 +551,7 @@ impl Session {
         }
         let serial = reveal::quiesce();
         let counters = if matches!(end, End::VmDeath) {
-            instrument::counters()
+            ledger::counters()
         } else {
             instrument::restore_all(&agent.jvmti, jni)
         };

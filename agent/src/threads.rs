@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
 
-/// Starts a new session's numbering.
-pub fn reset() {
+/// A session starts its numbering at 0.
+pub fn begin_session() {
     NEXT_INDEX.store(0, Ordering::Relaxed);
 }
 
