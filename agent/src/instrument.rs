@@ -28,9 +28,9 @@ use std::collections::HashSet;
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
 
-/// Arms the patterns: from now on the hook instruments matching classes.
-pub fn begin(jvmti: &Jvmti, patterns: Vec<MethodPattern>) -> Result<(), JvmtiError> {
-    ledger::begin_session(patterns);
+/// A session starts: the class file load hook goes on, and from now on
+/// instruments the classes the ledger's patterns match.
+pub fn begin_session(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     jvmti.set_event(Event::ClassFileLoadHook, true)
 }
 

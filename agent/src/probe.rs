@@ -843,8 +843,8 @@ fn active_value() -> i32 {
     }
 }
 
-/// Starts recording into `region` (a new session).
-pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+/// A session starts recording into `region`.
+pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     *crate::sync::write(&REGION) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
@@ -858,9 +858,9 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     probe_class::set_on(jni, true);
 }
 
-/// Silences every probe at once: `Probe.on` and `Probe.active` go to 0 and
-/// every thread state becomes stale.
-pub fn stop(jni: Jni<'_>) {
+/// The session ends: every probe is silenced at once (`Probe.on` and
+/// `Probe.active` go to 0 and every thread state becomes stale).
+pub fn end_session(jni: Jni<'_>) {
     BURST_EVERY.store(0, Ordering::Relaxed);
     PROFILING.store(false, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::AcqRel);

@@ -280,10 +280,25 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
     jni.set_long_array_region(live.as_local(), index, &[current() as i64]);
 }
 
+/// A session starts: every id dormant in `Probe.LIVE` (a probe class an
+/// older sprig defined), and the receiver classes remembered by the
+/// `used` watched sites of earlier sessions forgotten.
+pub fn begin_session(jni: Jni<'_>, used: u32) {
+    clear_live(jni);
+    clear_sites(jni, used);
+}
+
+/// The session ends: the receiver classes its `used` watched sites
+/// remembered are forgotten (references that would keep those classes,
+/// and their loaders, from unloading).
+pub fn end_session(jni: Jni<'_>, used: u32) {
+    clear_sites(jni, used);
+}
+
 /// Clears `Probe.LIVE` (a new session: every id dormant) and
 /// `Probe.INSIDE` (no root context of this session is open yet; counts a
 /// session that stopped mid-root left behind only cost native calls).
-pub fn clear_live(jni: Jni<'_>) {
+fn clear_live(jni: Jni<'_>) {
     let Some(p) = PROBE.get() else {
         return;
     };
@@ -339,7 +354,7 @@ pub fn ensure_receivers(jni: Jni<'_>) -> bool {
 /// Forgets the receiver classes `Probe.RECEIVERS` holds for sites `0..used`
 /// (a new session hands the ids out anew; at the end, so that they do not
 /// keep those classes from unloading).
-pub fn clear_sites(jni: Jni<'_>, used: u32) {
+fn clear_sites(jni: Jni<'_>, used: u32) {
     let Some(ProbeClass {
         class,
         receivers: Some(f),

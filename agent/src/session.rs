@@ -380,14 +380,16 @@ fn start_profiling(
         clock: region.clock(),
         ticks_per_sec: region.ticks_per_sec(),
     });
+    // Per-session state begins in this order (and ends in `detach`):
+    // outbox, methods, probe_class, threads, reveal (with revelation on),
+    // probe, then ledger and instrument (not in a calibration-only session).
     outbox::begin_session(writer);
     methods::begin_session();
-    probe_class::clear_live(jni);
-    probe_class::clear_sites(jni, reveal::sites_handed());
+    probe_class::begin_session(jni, reveal::sites_handed());
     threads::begin_session();
     if !so.roots_only
         && !calibrate_only
-        && let Err(e) = reveal::configure(
+        && let Err(e) = reveal::begin_session(
             so.scheme,
             &so.include,
             &so.exclude,
@@ -415,7 +417,7 @@ fn start_profiling(
         ));
     }
     let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
-    probe::start(jni, region, so.wait_bound_ms);
+    probe::begin_session(jni, region, so.wait_bound_ms);
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
@@ -449,7 +451,8 @@ fn start_profiling(
         session.detach(agent, jni, End::Requested);
         return None;
     }
-    if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
+    ledger::begin_session(patterns);
+    if let Err(e) = instrument::begin_session(&agent.jvmti) {
         outbox::send(Message::Error(format!(
             "cannot enable the class file load hook: {e}"
         )));
@@ -538,7 +541,10 @@ impl Session {
         if matches!(end, End::Requested) {
             self.calibrate_again(jni);
         }
-        probe::stop(jni);
+        // Per-session state ends in this order: probe (silenced), the
+        // restore (ledger, under revelation's quiesce), reveal, probe_class,
+        // the ring, outbox.
+        probe::end_session(jni);
         let on_virtual = probe_class::virtual_roots(jni);
         if on_virtual > 0 {
             outbox::send(Message::Warning(format!(
@@ -557,11 +563,11 @@ impl Session {
         };
         drop(serial);
         let revelation = reveal::stats();
-        reveal::end(jni);
+        reveal::end_session(jni);
         // The receiver classes the checks remembered: references that
         // would keep those classes (and their loaders) from unloading.
         if !matches!(end, End::VmDeath) {
-            probe_class::clear_sites(jni, reveal::sites_handed());
+            probe_class::end_session(jni, reveal::sites_handed());
         }
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = agent.jvmti.set_event(Event::ClassPrepare, false);

@@ -101,8 +101,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-/// Builds the revealer of a session. Errors name the bad filter pattern.
-pub fn configure(
+/// A session starts: builds its revealer. Errors name the bad filter
+/// pattern.
+pub fn begin_session(
     scheme: sprig_wire::control::Scheme,
     include: &[String],
     exclude: &[String],
@@ -348,9 +349,9 @@ fn dormant_count(st: &State) -> u64 {
         .count() as u64
 }
 
-/// Session end (after the restore): class references released, the
+/// The session ends (after the restore): class references released, the
 /// revealer dropped.
-pub fn end(jni: Jni<'_>) {
+pub fn end_session(jni: Jni<'_>) {
     ON.store(false, Ordering::Release);
     if crate::probe_class::debug_on() {
         debug_uncalled();
