@@ -23,8 +23,8 @@
 //! The CCT builder then charges a node `own - calls * t_I - children * t_O`.
 
 use crate::ffi::Jni;
-use crate::instrument;
 use crate::probe;
+use crate::probe_class;
 use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::time::{Duration, Instant};
@@ -120,16 +120,16 @@ fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> 
             name: "loop".into(),
             descriptor: "(I)V".into(),
             id: LOOP_ID,
-            probes: instrument::ROOT_PROBES,
+            probes: probe_class::ROOT_PROBES,
         },
         sprig_rewriter::Target {
             name: "empty".into(),
             descriptor: "()V".into(),
             id: EMPTY_ID,
-            probes: instrument::PLAIN_PROBES,
+            probes: probe_class::PLAIN_PROBES,
         },
     ];
-    let out = sprig_rewriter::instrument(BYTES, &targets, instrument::probe_sets())
+    let out = sprig_rewriter::instrument(BYTES, &targets, probe_class::probe_sets())
         .map_err(|e| format!("cannot instrument the calibration class: {e}"))?;
     if out.instrumented_count() != targets.len() {
         return Err("the calibration class was not fully instrumented".into());

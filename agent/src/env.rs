@@ -16,13 +16,13 @@ pub struct Agent {
 static AGENT: OnceLock<Agent> = OnceLock::new();
 static INIT: Mutex<()> = Mutex::new(());
 
-/// The agent, creating the environment (capabilities, callbacks, VMDeath)
-/// on the first call.
-pub fn init(vm: JavaVm) -> Result<&'static Agent, AgentError> {
+/// The agent, creating the environment (capabilities, callbacks bound to
+/// `E`, VMDeath) on the first call.
+pub fn init<E: ffi::VmEvents>(vm: JavaVm) -> Result<&'static Agent, AgentError> {
     if let Some(a) = AGENT.get() {
         return Ok(a);
     }
-    let _guard = INIT.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = crate::sync::lock(&INIT);
     if let Some(a) = AGENT.get() {
         return Ok(a);
     }
@@ -30,7 +30,7 @@ pub fn init(vm: JavaVm) -> Result<&'static Agent, AgentError> {
     jvmti
         .add_profiler_capabilities()
         .map_err(AgentError::jvmti("AddCapabilities"))?;
-    ffi::install(&jvmti).map_err(AgentError::jvmti("SetEventCallbacks"))?;
+    ffi::install::<E>(&jvmti).map_err(AgentError::jvmti("SetEventCallbacks"))?;
     jvmti
         .set_event(Event::VmDeath, true)
         .map_err(AgentError::jvmti("SetEventNotificationMode(VMDeath)"))?;

@@ -15,119 +15,28 @@
 //! counters replace a class's record rather than add to it.
 
 use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
-use crate::methods;
-use crate::probe_class;
+use crate::ledger::{self, ClassRecord, Counters, originals};
+use crate::methods::announce_method;
+use crate::probe_class::{self, ROOT_PROBES, probe_sets};
 use crate::reveal;
-use crate::session;
 use crate::suggest;
+use sprig_rewriter::Target;
 use sprig_rewriter::pattern::MethodPattern;
-use sprig_rewriter::{ProbeSet, Target};
 use sprig_wire::Message;
-use sprig_wire::control::ClassFailure;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
-
-/// Index of the root probe pair in [`probe_sets`].
-pub const ROOT_PROBES: usize = 0;
-/// Index of the plain probe pair (revealed methods, issue 5).
-pub const PLAIN_PROBES: usize = 1;
-/// The receiver probe on `Method.invoke`/`Constructor.newInstance`.
-pub const REFLECT_PROBES: usize = 2;
+use std::collections::HashSet;
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
 
-/// The probe pairs handed to the rewriter.
-pub fn probe_sets() -> &'static [ProbeSet] {
-    static SETS: OnceLock<Vec<ProbeSet>> = OnceLock::new();
-    SETS.get_or_init(|| {
-        let set = |entry: &str, exit: &str| ProbeSet {
-            class: probe_class::CLASS.to_string(),
-            entry: entry.to_string(),
-            exit: exit.to_string(),
-            entry_receiver: false,
-        };
-        let mut v = vec![
-            set(probe_class::ROOT_ENTER, probe_class::ROOT_EXIT),
-            set(probe_class::ENTER, probe_class::EXIT),
-            ProbeSet {
-                entry_receiver: true,
-                ..set(probe_class::REFLECT_ENTER, probe_class::REFLECT_EXIT)
-            },
-        ];
-        debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
-        v.shrink_to_fit();
-        v
-    })
-}
-
-/// Methods instrumented in one class, per root pattern.
-#[derive(Clone, Debug, Default)]
-struct ClassRecord {
-    methods: u32,
-    per_pattern: Vec<u32>,
-}
-
-impl ClassRecord {
-    fn add(&mut self, other: &ClassRecord) {
-        self.methods += other.methods;
-        if self.per_pattern.len() < other.per_pattern.len() {
-            self.per_pattern.resize(other.per_pattern.len(), 0);
-        }
-        for (a, b) in self.per_pattern.iter_mut().zip(&other.per_pattern) {
-            *a += b;
-        }
-    }
-}
-
-/// Counters for `AgentStats`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Counters {
-    pub methods: u64,
-    pub classes: u64,
-    pub failed: u64,
-    pub batches: u64,
-    pub redefinition_ns: u64,
-}
-
-struct Plan {
-    patterns: Vec<MethodPattern>,
-    /// The hook instruments only while this is set.
-    instrumenting: bool,
-    /// Classes (internal names) whose probes are live.
-    committed: HashMap<String, ClassRecord>,
-    /// Classes the hook rewrote during a retransformation not yet finished.
-    pending: HashMap<String, ClassRecord>,
-    /// Classes that failed: they stay original for the rest of the session.
-    denied: HashSet<String>,
-    counters: Counters,
-}
-
-static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
-
-fn with_plan<R>(f: impl FnOnce(&mut Plan) -> R) -> Option<R> {
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
-    guard.as_mut().map(f)
-}
-
-/// Arms the patterns: from now on the hook instruments matching classes.
-pub fn begin(jvmti: &Jvmti, patterns: Vec<MethodPattern>) -> Result<(), JvmtiError> {
-    *PLAN.lock().unwrap_or_else(|p| p.into_inner()) = Some(Plan {
-        patterns,
-        instrumenting: true,
-        committed: HashMap::new(),
-        pending: HashMap::new(),
-        denied: HashSet::new(),
-        counters: Counters::default(),
-    });
+/// A session starts: the class file load hook goes on, and from now on
+/// instruments the classes the ledger's patterns match.
+pub fn begin_session(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     jvmti.set_event(Event::ClassFileLoadHook, true)
 }
 
-/// Current counters (zero when no session).
-pub fn counters() -> Counters {
-    with_plan(|p| p.counters).unwrap_or_default()
+/// The hook could not hand its bytes to the VM.
+pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
+    ledger::report_hook_failure(name, e)
 }
 
 fn dotted(internal: &str) -> String {
@@ -137,18 +46,6 @@ fn dotted(internal: &str) -> String {
 /// Whether a class is never instrumented whatever the patterns say.
 fn excluded(internal: &str) -> bool {
     internal.starts_with("sprig/")
-}
-
-fn report_failure(p: Option<&mut Plan>, internal: &str, jvmti_error: String, reason: String) {
-    if let Some(p) = p {
-        p.denied.insert(internal.to_string());
-        p.counters.failed += 1;
-    }
-    session::send(Message::ClassFailed(ClassFailure {
-        class: dotted(internal),
-        jvmti_error,
-        reason,
-    }));
 }
 
 /// The class file load hook (any thread; during a retransformation, the
@@ -162,7 +59,7 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
     // from what the JVM gives back (see `originals`): instrumented from
     // them, and put back to them.
     let first = if input.redefining {
-        crate::originals::first_bytes(name, input.loader, input.bytes)
+        originals::first_bytes(name, input.loader, input.bytes)
     } else {
         None
     };
@@ -170,8 +67,8 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         return instrumented_bytes(jni, input, name);
     };
     let (given, at_first) = (
-        crate::originals::pool_count(input.bytes),
-        crate::originals::pool_count(&first),
+        originals::pool_count(input.bytes),
+        originals::pool_count(&first),
     );
     let changed = first[..] != input.bytes[..];
     if probe_class::debug_on() && changed {
@@ -180,8 +77,8 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
              constant pool {given} entries as the JVM gave it back, {at_first} in the first bytes"
         );
     }
-    if crate::originals::note_growth(name, given, at_first) {
-        session::send(Message::Warning(format!(
+    if originals::note_growth(name, given, at_first) {
+        crate::outbox::send(Message::Warning(format!(
             "{}: HotSpot copies this class's NaN constants again at every redefinition \
              (constant pool {given} entries, {at_first} when sprig first redefined it), and each \
              redefinition of it takes longer; later sessions in this JVM leave it \
@@ -199,7 +96,7 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
 /// [`on_class_file`] once the bytes to start from are chosen.
 fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Option<Vec<u8>> {
     let class = dotted(name);
-    let (patterns, n_patterns) = with_plan(|p| {
+    let (patterns, n_patterns) = ledger::with(|p| {
         if !p.instrumenting || p.denied.contains(name) {
             return None;
         }
@@ -272,8 +169,8 @@ fn root_targets(
     let info = match sprig_rewriter::class_info(input.bytes) {
         Ok(info) => info,
         Err(e) => {
-            let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
-            report_failure(guard.as_mut(), name, String::new(), e.to_string());
+            let mut guard = ledger::lock();
+            ledger::report_failure(guard.as_mut(), name, String::new(), e.to_string());
             return None;
         }
     };
@@ -318,12 +215,12 @@ fn install(
     });
     let result =
         sprig_rewriter::instrument_guarded(input.bytes, targets, probe_sets(), guards.as_ref());
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = ledger::lock();
     let plan = guard.as_mut()?;
     let out = match result {
         Ok(out) => out,
         Err(e) => {
-            report_failure(Some(plan), name, String::new(), e.to_string());
+            ledger::report_failure(Some(plan), name, String::new(), e.to_string());
             return None;
         }
     };
@@ -362,49 +259,10 @@ fn install(
             .add(&rec);
         drop(guard);
         for (pattern, methods) in live {
-            session::send(Message::RootInstrumented { pattern, methods });
+            crate::outbox::send(Message::RootInstrumented { pattern, methods });
         }
     }
     Some(out.bytes)
-}
-
-/// The hook could not hand its bytes to the VM.
-pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
-    let name = name.unwrap_or("<unnamed>");
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(p) = guard.as_mut() {
-        p.pending.remove(name);
-        p.committed.remove(name);
-    }
-    report_failure(
-        guard.as_mut(),
-        name,
-        e.to_string(),
-        "JVMTI Allocate failed in the class file load hook".into(),
-    );
-}
-
-/// Assigns (and announces, the first time) the id of a method, and makes
-/// its probes record.
-pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
-    let (id, _) = methods::id_for(class, name, descriptor);
-    if methods::mark_announced(id) {
-        session::send(Message::Method {
-            id,
-            class: class.to_string(),
-            name: name.to_string(),
-            descriptor: descriptor.to_string(),
-        });
-    }
-    methods::activate(id);
-    id
-}
-
-/// The id of a method that gets dormant probes (not announced, not
-/// active); `None` when ids have run past what can be dormant.
-pub fn dormant_method(class: &str, name: &str, descriptor: &str) -> Option<u32> {
-    let (id, _) = methods::id_for(class, name, descriptor);
-    (id < methods::MAX_TRACKED).then_some(id)
 }
 
 /// A loaded class as JVMTI names it: `Lpkg/Name;` → `pkg/Name`.
@@ -429,7 +287,7 @@ pub struct RootReport {
 /// nothing stay armed for classes loaded later and come back with near
 /// matches.
 pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
-    let patterns = with_plan(|p| p.patterns.clone()).unwrap_or_default();
+    let patterns = ledger::with(|p| p.patterns.clone()).unwrap_or_default();
     let revealing = reveal::enabled();
     jni.with_local_frame(64, |jni| {
         let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
@@ -485,10 +343,10 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
                 *m = u32::try_from(h).unwrap_or(u32::MAX);
             }
         } else {
-            retransform_batch(&batch, true, |cs| retransform_locals(jvmti, cs));
+            ledger::retransform_batch(&batch, true, |cs| retransform_locals(jvmti, cs));
         }
         let mut report = RootReport::default();
-        let live = with_plan(|p| {
+        let live = ledger::with(|p| {
             let mut per = vec![0u32; patterns.len()];
             for rec in p.committed.values() {
                 for (a, b) in per.iter_mut().zip(&rec.per_pattern) {
@@ -526,108 +384,6 @@ fn declared_methods(jvmti: &Jvmti, c: Local<'_>) -> Vec<(String, String, i32)> {
         .collect()
 }
 
-/// The Java feature version of a JVM whose next class redefinition is
-/// its first since sprig attached, when HotSpot throws away all compiled
-/// code at that one (0: none pending). HotSpot records which compiled code
-/// depends on which class only once an agent that may redefine classes is
-/// present (unless `AlwaysRecordEvolDependencies`, on by default on JDK 25,
-/// makes it do so from the start), so its first redefinition after a
-/// dynamic attach cannot tell and flushes everything: JDK 17 logs `Marked
-/// all nmethods for deopt` there, JDK 25 `Marked dependent nmethods for
-/// deopt`.
-static WHOLE_DEOPT_PENDING: AtomicU32 = AtomicU32::new(0);
-
-/// Up to this Java version the first redefinition after a dynamic attach
-/// throws away all compiled code (checked on 17; the flag that avoids it
-/// does not exist before JDK 21). Newer versions are left unannounced.
-const WHOLE_DEOPT_UP_TO: u32 = 20;
-
-/// Called when an attach defined the probe class: no sprig session ran in
-/// this JVM before, so none redefined a class in it.
-pub fn expect_whole_deoptimization(major: Option<u32>) {
-    if let Some(v) = major.filter(|v| *v <= WHOLE_DEOPT_UP_TO) {
-        WHOLE_DEOPT_PENDING.store(v, Ordering::Release);
-    }
-}
-
-/// After a redefinition that changed a class: says once that HotSpot threw
-/// away all compiled code at it, when it was the JVM's first.
-fn announce_whole_deoptimization() {
-    let v = WHOLE_DEOPT_PENDING.swap(0, Ordering::AcqRel);
-    if v != 0 {
-        session::send(Message::Warning(format!(
-            "first class redefinition in this JVM since an attach: HotSpot on JDK {v} threw \
-             away all its compiled code, so the first seconds run slower than usual while \
-             the JIT compiles it again (--reset-after SECS leaves them out of the report; \
-             later sessions in this JVM do not pay this)"
-        )));
-    }
-}
-
-/// Retransforms `batch`; when `instrumenting`, commits what the hook
-/// rewrote. On a batch failure retries one class at a time; a class that
-/// fails is reported and stays as it was.
-pub fn retransform_batch<C>(
-    batch: &[(C, String)],
-    instrumenting: bool,
-    retransform: impl Fn(&[&C]) -> Result<(), JvmtiError>,
-) {
-    if batch.is_empty() {
-        return;
-    }
-    let classes: Vec<&C> = batch.iter().map(|(c, _)| c).collect();
-    let t0 = Instant::now();
-    let result = retransform(&classes);
-    let mut elapsed = t0.elapsed().as_nanos() as u64;
-    let mut failures = Vec::new();
-    let mut batches = 1;
-    if result.is_err() {
-        for (c, name) in batch {
-            let t = Instant::now();
-            let r = retransform(&[c]);
-            elapsed += t.elapsed().as_nanos() as u64;
-            batches += 1;
-            if let Err(e) = r {
-                failures.push((name.clone(), e));
-            }
-        }
-    }
-    if failures.len() < batch.len() {
-        announce_whole_deoptimization();
-    }
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(plan) = guard.as_mut() else {
-        return;
-    };
-    plan.counters.batches += batches;
-    plan.counters.redefinition_ns += elapsed;
-    let failed: HashSet<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
-    if instrumenting {
-        for (_, name) in batch {
-            let Some(rec) = plan.pending.remove(name) else {
-                continue;
-            };
-            if failed.contains(name.as_str()) {
-                continue;
-            }
-            // The class now holds exactly this record's probes.
-            plan.counters.methods += u64::from(rec.methods);
-            match plan.committed.insert(name.clone(), rec) {
-                Some(old) => plan.counters.methods -= u64::from(old.methods),
-                None => plan.counters.classes += 1,
-            }
-        }
-    }
-    for (name, e) in failures {
-        let reason = if instrumenting {
-            "RetransformClasses refused the instrumented class; it stays original"
-        } else {
-            "RetransformClasses could not restore the class; its probes stay silent"
-        };
-        report_failure(Some(plan), &name, e.to_string(), reason.to_string());
-    }
-}
-
 fn retransform_locals(jvmti: &Jvmti, classes: &[&Local<'_>]) -> Result<(), JvmtiError> {
     let v: Vec<Local<'_>> = classes.iter().map(|c| **c).collect();
     jvmti.retransform(&v)
@@ -636,7 +392,7 @@ fn retransform_locals(jvmti: &Jvmti, classes: &[&Local<'_>]) -> Result<(), Jvmti
 /// Stops instrumenting and retransforms every instrumented class back to
 /// its original bytes. Returns the final counters.
 pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
-    let names: HashSet<String> = with_plan(|p| {
+    let names: HashSet<String> = ledger::with(|p| {
         p.instrumenting = false;
         p.committed
             .keys()
@@ -660,11 +416,10 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
                     batch.push((c, internal.to_string()));
                 }
             }
-            retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
+            ledger::retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
     }
-    let mut guard = PLAN.lock().unwrap_or_else(|p| p.into_inner());
-    guard.take().map(|p| p.counters).unwrap_or_default()
+    ledger::end_session()
 }
 
 /// FNV-1a digest of the bytecodes of every method of the loaded class(es)
@@ -726,6 +481,6 @@ mod tests {
         assert!(excluded("sprig/rt/Probe"));
         assert!(!excluded("sprigx/A"));
         assert_eq!(probe_sets()[ROOT_PROBES].entry, "rootEnter");
-        assert_eq!(probe_sets()[PLAIN_PROBES].exit, "exit");
+        assert_eq!(probe_sets()[crate::probe_class::PLAIN_PROBES].exit, "exit");
     }
 }

@@ -2,30 +2,47 @@
 //! (startup mode) or by the attach mechanism (dynamic attach). This file
 //! holds only the exported entry points; see the modules for the rest:
 //!
-//! - `ffi`: the FFI boundary (raw JVMTI/JNI pointers, safe wrappers,
-//!   the callbacks the VM calls).
-//! - `session`: connect to the CLI, control loop, detach.
-//! - `probe`: the probe runtime (hot path); `probe_class`: the embedded
-//!   `sprig.rt.Probe` class; `threads`: thread registry; `methods`: method
-//!   ids and first calls.
-//! - `instrument`: class file load hook, RetransformClasses, restore.
+//! From the top floor down (a module imports only modules below it):
+//!
+//! - `session`: connect to the CLI, control loop, detach; the one list of
+//!   each module's `begin_session`/`end_session`.
+//! - `calibrate`: the probe calibration.
+//! - `probe`: the probe runtime (hot path), the natives of the probe class.
+//! - `instrument`: class file load hook, root matching, restore.
 //! - `reveal`: drives callgraph's revealer (Scheme B/A): class mirror,
 //!   first-call revelation, redefinition batches.
+//! - `ledger`: what each class holds (first bytes, probes), the
+//!   RetransformClasses batches and their counters.
+//! - `methods`: method ids and first calls; `threads`: thread registry;
+//!   `probe_class`: the embedded `sprig.rt.Probe` class and its probe
+//!   kinds; `suggest`: near matches of a root pattern.
+//! - `outbox`: the one way to the CLI; `env`: the JVMTI environment;
+//!   `error`; `sync`: the lock helper.
+//! - `ffi`: the FFI boundary (raw JVMTI/JNI pointers, safe wrappers, the
+//!   trampolines the VM calls); it imports nothing of the agent.
+//!
+//! `unsafe` lives in `ffi` and in the three entry points below, and
+//! nowhere else.
 
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod calibrate;
 mod env;
 mod error;
+// Raw JVMTI/JNI pointers, the trampolines the VM calls, the TLS slot.
+#[allow(unsafe_code)]
 mod ffi;
 mod instrument;
+mod ledger;
 mod methods;
-mod originals;
+mod outbox;
 mod probe;
 mod probe_class;
 mod reveal;
 mod session;
 mod suggest;
+mod sync;
 mod threads;
 
 use std::ffi::{c_char, c_void};
@@ -34,6 +51,8 @@ use std::ffi::{c_char, c_void};
 /// Called by the VM with its JavaVM pointer and option string.
 ///
 /// Startup mode: `-agentpath:libsprig_agent.so=dir=...,token=...,cli=...`.
+// Exported entry point: unsafe by the JVMTI contract.
+#[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn Agent_OnLoad(
     vm: *mut c_void,
@@ -52,6 +71,8 @@ pub unsafe extern "system" fn Agent_OnLoad(
 /// Called by the VM with its JavaVM pointer and option string.
 ///
 /// Dynamic attach (also called again when the library is loaded again).
+// Exported entry point: unsafe by the JVMTI contract.
+#[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn Agent_OnAttach(
     vm: *mut c_void,
@@ -70,6 +91,8 @@ pub unsafe extern "system" fn Agent_OnAttach(
 ///
 /// The VM unloads the agent at exit; the VMDeath handler already ended the
 /// session.
+// Exported entry point: unsafe by the JVMTI contract.
+#[allow(unsafe_code)]
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut c_void) {
     let _ = error::run_entry("OnUnload", || Ok(()));

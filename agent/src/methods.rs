@@ -11,6 +11,10 @@
 //! until revelation reaches them, which then costs no redefinition. Ids
 //! are announced to the CLI when they become active.
 
+use crate::outbox;
+use crate::probe_class;
+use crate::sync::lock;
+use sprig_wire::Message;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +27,7 @@ pub const RESERVED_FIRST: u32 = MAX_TRACKED - 2;
 /// Words of the bitmaps (and of the `LIVE` array of a probe class an older
 /// sprig defined).
 pub const WORDS: usize = (MAX_TRACKED / 64) as usize;
+const _: () = assert!(WORDS == probe_class::LIVE_WORDS);
 
 static CALLED: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
 /// First calls claimed: the claiming thread reveals the callees, then sets
@@ -62,8 +67,8 @@ fn slot(id: u32) -> Option<(usize, u64)> {
 }
 
 /// Forgets every id and first call (a new session).
-pub fn reset() {
-    let mut t = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+pub fn begin_session() {
+    let mut t = lock(&TABLE);
     *t = Some(Table::new());
     for w in CALLED
         .iter()
@@ -79,7 +84,7 @@ pub fn reset() {
 /// The id of a method (`class` dotted), and whether it was just assigned
 /// (the caller then announces it).
 pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
-    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = lock(&TABLE);
     let t = guard.get_or_insert_with(Table::new);
     let key = (class.to_string(), name.to_string(), descriptor.to_string());
     if let Some(&id) = t.ids.get(&key) {
@@ -98,7 +103,7 @@ pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
 
 /// Marks `id` announced; true the first time (the caller sends `Method`).
 pub fn mark_announced(id: u32) -> bool {
-    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = lock(&TABLE);
     match guard.as_mut() {
         Some(t) => t.announced.insert(id),
         None => true,
@@ -111,7 +116,7 @@ pub fn mark_announced(id: u32) -> bool {
 pub fn activate(id: u32) {
     if let Some((word, bit)) = slot(id) {
         ACTIVE[word].fetch_or(bit, Ordering::Release);
-        crate::probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
+        probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
     }
 }
 
@@ -236,6 +241,29 @@ pub fn called_count() -> u64 {
     CALLED_COUNT.load(Ordering::Relaxed)
 }
 
+/// Assigns (and announces, the first time) the id of a method, and makes
+/// its probes record.
+pub fn announce_method(class: &str, name: &str, descriptor: &str) -> u32 {
+    let (id, _) = id_for(class, name, descriptor);
+    if mark_announced(id) {
+        outbox::send(Message::Method {
+            id,
+            class: class.to_string(),
+            name: name.to_string(),
+            descriptor: descriptor.to_string(),
+        });
+    }
+    activate(id);
+    id
+}
+
+/// The id of a method that gets dormant probes (not announced, not
+/// active); `None` when ids have run past what can be dormant.
+pub fn dormant_method(class: &str, name: &str, descriptor: &str) -> Option<u32> {
+    let (id, _) = id_for(class, name, descriptor);
+    (id < MAX_TRACKED).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,13 +272,13 @@ mod tests {
     static SERIAL: Mutex<()> = Mutex::new(());
 
     fn serial() -> std::sync::MutexGuard<'static, ()> {
-        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&SERIAL)
     }
 
     #[test]
     fn ids_skip_the_calibration_ids() {
         let _s = serial();
-        reset();
+        begin_session();
         if let Some(t) = TABLE.lock().unwrap().as_mut() {
             t.next = RESERVED_FIRST - 1;
         }
@@ -267,13 +295,13 @@ mod tests {
             assert!(is_active(id) && was_called(id));
             assert_eq!(claim_first_call(id), FirstCall::Done);
         }
-        reset();
+        begin_session();
     }
 
     #[test]
     fn ids_and_first_calls() {
         let _s = serial();
-        reset();
+        begin_session();
         let (a, new_a) = id_for("p.A", "run", "()V");
         let (b, new_b) = id_for("p.A", "run", "(I)V");
         let (a2, new_a2) = id_for("p.A", "run", "()V");
@@ -286,7 +314,7 @@ mod tests {
         mark_called(b);
         mark_called(MAX_TRACKED + 5);
         assert_eq!(called_count(), 2);
-        reset();
+        begin_session();
         assert_eq!(called_count(), 0);
         mark_called(a);
         assert_eq!(called_count(), 1);
@@ -295,7 +323,7 @@ mod tests {
     #[test]
     fn a_first_call_in_progress_makes_others_wait() {
         let _s = serial();
-        reset();
+        begin_session();
         let (a, _) = id_for("p.C", "run", "()V");
         assert_eq!(claim_first_call(a), FirstCall::Mine);
         assert_eq!(claim_first_call(a), FirstCall::Pending);
@@ -312,7 +340,7 @@ mod tests {
     #[test]
     fn ids_start_dormant_and_are_announced_once() {
         let _s = serial();
-        reset();
+        begin_session();
         let (a, _) = id_for("p.B", "run", "()V");
         assert!(!is_active(a));
         assert!(is_active(MAX_TRACKED + 1));
@@ -320,7 +348,7 @@ mod tests {
         assert!(is_active(a));
         assert!(mark_announced(a));
         assert!(!mark_announced(a));
-        reset();
+        begin_session();
         assert!(!is_active(a));
         assert!(mark_announced(a));
     }

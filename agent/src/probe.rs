@@ -98,7 +98,7 @@ pub fn set_burst_every(every_ticks: u64) {
     BURST_EVERY.store(every_ticks, Ordering::Relaxed);
 }
 
-pub(crate) struct ThreadState {
+struct ThreadState {
     generation: Cell<u64>,
     depth: Cell<u32>,
     /// Set while this thread runs the probe's own slow path (registration).
@@ -189,6 +189,60 @@ impl ThreadState {
     }
 }
 
+/// Runs `f` with the calling thread's probe state (through the `ffi::tls`
+/// slot); `None` once the thread is ending.
+#[inline(always)]
+fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+    crate::ffi::with_state(&STATE, f)
+}
+
+/// The natives of `sprig.rt.Probe`, as `ffi` binds them.
+pub struct Natives;
+
+impl crate::ffi::ProbeNatives for Natives {
+    const SITE_AGAIN: i32 = SITE_AGAIN;
+    const FAST_SLOW: i32 = FAST_SLOW;
+
+    #[inline(always)]
+    fn enter(id: u32, jni: Jni<'_>) {
+        enter(id, jni)
+    }
+    #[inline(always)]
+    fn exit(id: u32, jni: Jni<'_>) {
+        exit(id, jni)
+    }
+    #[inline(always)]
+    fn root_enter(id: u32, jni: Jni<'_>) -> bool {
+        root_enter(id, jni)
+    }
+    #[inline(always)]
+    fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
+        root_exit(id, jni)
+    }
+    fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
+        reflect(jni, method)
+    }
+    fn site(jni: Jni<'_>, site_id: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
+        site(jni, site_id, receiver)
+    }
+    #[inline(always)]
+    fn fast_enter(id: u32) -> i32 {
+        fast_enter(id)
+    }
+    #[inline(always)]
+    fn fast_exit(id: u32) -> i32 {
+        fast_exit(id)
+    }
+    #[inline(always)]
+    fn fast_root_enter(id: u32) -> i32 {
+        fast_root_enter(id)
+    }
+    #[inline(always)]
+    fn fast_root_exit(id: u32) -> i32 {
+        fast_root_exit(id)
+    }
+}
+
 impl Drop for ThreadState {
     /// The thread is ending: close its stream with `ThreadEnd`.
     fn drop(&mut self) {
@@ -210,7 +264,7 @@ impl Drop for ThreadState {
 }
 
 thread_local! {
-    pub(crate) static STATE: ThreadState = const { ThreadState::new() };
+    static STATE: ThreadState = const { ThreadState::new() };
     /// Calibration only: a private ring this thread records into instead of
     /// the session's, so its events never reach the CLI while taking the
     /// same probe path (see `with_private_ring`).
@@ -231,7 +285,7 @@ pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
 }
 
 fn forget_thread_state() {
-    let _ = crate::ffi::with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
+    let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
 #[cold]
@@ -246,7 +300,7 @@ fn ring_dead() {
 /// `Probe.nEnter`: entry of an instrumented method.
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         if s.depth.get() == 0 {
             return;
         }
@@ -275,7 +329,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
 #[inline(never)]
 fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
     if !reveal::enabled() || methods::dormant_entry_refused(id) {
-        DORMANT_PASSED.fetch_add(1, Ordering::Relaxed);
+        reveal::count_dormant_passed();
         return false;
     }
     let Some(agent) = crate::env::get() else {
@@ -294,7 +348,7 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
 /// instruments) the target on this thread before the call proceeds, and
 /// the time goes out as `AdjustTime` like a first call's.
 pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return;
         }
@@ -331,32 +385,12 @@ fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
 /// [`SITE_DONE`] or [`SITE_AGAIN`].
 pub fn site(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
     let r = site_on_thread(jni, site, receiver);
-    if let Some(n) = SITE_CALLS.get(r as usize) {
-        n.fetch_add(1, Ordering::Relaxed);
-    }
+    reveal::count_site_call(r);
     r
 }
 
-/// Entries of a method with dormant probes inside a root context that the
-/// JNI path let pass unrecorded (not revealed: refused once, or no
-/// session), since the last [`take_site_calls`]: for the debug lines.
-static DORMANT_PASSED: AtomicU64 = AtomicU64::new(0);
-
-/// `nSite` calls since the last [`take_site_calls`], by what they returned
-/// ([`SITE_SEEN`], [`SITE_DONE`], [`SITE_AGAIN`]): for the debug lines.
-static SITE_CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-
-/// The `nSite` calls counted so far, by result, and the dormant entries
-/// let pass; the counts start again.
-pub fn take_site_calls() -> ([u64; 3], u64) {
-    (
-        SITE_CALLS.each_ref().map(|n| n.swap(0, Ordering::Relaxed)),
-        DORMANT_PASSED.swap(0, Ordering::Relaxed),
-    )
-}
-
 fn site_on_thread(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return SITE_AGAIN;
         }
@@ -446,7 +480,7 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
 /// [`mid_root_burst`]).
 #[inline]
 pub fn exit(id: u32, jni: Jni<'_>) {
-    let _ = crate::ffi::with_state(|s| {
+    let _ = with_state(|s| {
         let d = s.depth.get();
         // At depth 1 only the root's own exit may close the context.
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
@@ -509,7 +543,7 @@ pub fn has_burst_class() -> bool {
 /// thread-id slot in `Probe.INSIDE`).
 #[inline]
 pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.busy.get() {
             return false;
         }
@@ -549,7 +583,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
 /// last thread out of a root context lowers `Probe.active` at once.
 #[inline]
 pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
             return ROOT_NESTED;
@@ -602,7 +636,7 @@ fn fast_nothing() -> i32 {
 /// segment (claiming one may wait) go to the JNI path.
 #[inline]
 pub fn fast_enter(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 {
             return fast_nothing();
@@ -634,7 +668,7 @@ pub fn fast_enter(id: u32) -> i32 {
 /// Fast `exit`: as `exit`, a full segment goes to the JNI path.
 #[inline]
 pub fn fast_exit(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
@@ -658,7 +692,7 @@ pub fn fast_exit(id: u32) -> i32 {
 /// `Probe.active`) takes the JNI path.
 #[inline]
 pub fn fast_root_enter(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         if s.busy.get() {
             return fast_nothing();
         }
@@ -680,7 +714,7 @@ pub fn fast_root_enter(id: u32) -> i32 {
 /// last one) takes the JNI path.
 #[inline]
 pub fn fast_root_exit(id: u32) -> i32 {
-    crate::ffi::with_state(|s| {
+    with_state(|s| {
         let d = s.depth.get();
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();
@@ -809,9 +843,9 @@ fn active_value() -> i32 {
     }
 }
 
-/// Starts recording into `region` (a new session).
-pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
-    *REGION.write().unwrap_or_else(|p| p.into_inner()) = Some(region);
+/// A session starts recording into `region`.
+pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+    *crate::sync::write(&REGION) = Some(region);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);
@@ -824,9 +858,9 @@ pub fn start(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
     probe_class::set_on(jni, true);
 }
 
-/// Silences every probe at once: `Probe.on` and `Probe.active` go to 0 and
-/// every thread state becomes stale.
-pub fn stop(jni: Jni<'_>) {
+/// The session ends: every probe is silenced at once (`Probe.on` and
+/// `Probe.active` go to 0 and every thread state becomes stale).
+pub fn end_session(jni: Jni<'_>) {
     BURST_EVERY.store(0, Ordering::Relaxed);
     PROFILING.store(false, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::AcqRel);
@@ -837,7 +871,7 @@ pub fn stop(jni: Jni<'_>) {
 /// Retires the ring (frames still running old instrumented code write into
 /// private memory from now on) and drops the session's reference.
 pub fn retire_ring() -> std::io::Result<()> {
-    let region = REGION.write().unwrap_or_else(|p| p.into_inner()).take();
+    let region = crate::sync::write(&REGION).take();
     match region {
         Some(r) => r.retire(),
         None => Ok(()),

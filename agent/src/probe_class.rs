@@ -3,7 +3,8 @@
 //! it), its natives bound on every attach, and its two flags written.
 
 use crate::error::AgentError;
-use crate::ffi::{FieldId, Global, Jni, Local, probe_natives, site_native};
+use crate::ffi::{FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native};
+use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -70,6 +71,43 @@ struct ProbeClass {
 
 /// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
 pub const SITE_SLOTS: u32 = 1 << 16;
+// The probe kinds: which pair of the class's probes a method gets.
+
+/// Index of the root probe pair in [`probe_sets`].
+pub const ROOT_PROBES: usize = 0;
+/// Index of the plain probe pair (revealed methods).
+pub const PLAIN_PROBES: usize = 1;
+/// The receiver probe on `Method.invoke`/`Constructor.newInstance`.
+pub const REFLECT_PROBES: usize = 2;
+
+/// The probe pairs handed to the rewriter.
+pub fn probe_sets() -> &'static [ProbeSet] {
+    static SETS: OnceLock<Vec<ProbeSet>> = OnceLock::new();
+    SETS.get_or_init(|| {
+        let set = |entry: &str, exit: &str| ProbeSet {
+            class: CLASS.to_string(),
+            entry: entry.to_string(),
+            exit: exit.to_string(),
+            entry_receiver: false,
+        };
+        let mut v = vec![
+            set(ROOT_ENTER, ROOT_EXIT),
+            set(ENTER, EXIT),
+            ProbeSet {
+                entry_receiver: true,
+                ..set(REFLECT_ENTER, REFLECT_EXIT)
+            },
+        ];
+        debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
+        v.shrink_to_fit();
+        v
+    })
+}
+
+/// Words of `Probe.LIVE` in a probe class an older sprig defined: the
+/// active-id bitmap of `methods`, one bit per tracked id.
+pub const LIVE_WORDS: usize = 1 << 14;
+
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 
@@ -111,9 +149,9 @@ pub fn vm_major() -> Option<u32> {
 /// Defines the class if this JVM does not have it yet (a previous attach
 /// defined it otherwise) and binds its natives to this library. Returns
 /// whether it defined the class now: no sprig session ran in this JVM
-/// before.
-pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
-    let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+/// before. The natives are `P`'s.
+pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
+    let _guard = crate::sync::lock(&WRITE);
     jni.with_local_frame(16, |jni| {
         let (class, ffm, fresh) = match jni.find_class(CLASS)? {
             // GetStaticFieldID initialises the class (done long ago).
@@ -129,11 +167,11 @@ pub fn ensure(jni: Jni<'_>) -> Result<bool, AgentError> {
         };
         // Before the class initialises: its initialiser asks for the
         // address of the fast probes.
-        jni.register_natives(class, &probe_natives(ffm))?;
+        jni.register_natives(class, &probe_natives::<P>(ffm))?;
         // Absent from a probe class an older sprig defined: the session
         // then reveals virtual calls by class hierarchy only.
         SITES_BOUND.store(
-            jni.register_natives(class, &[site_native()]).is_ok(),
+            jni.register_natives(class, &[site_native::<P>()]).is_ok(),
             Ordering::Release,
         );
         if PROBE.get().is_none() {
@@ -235,23 +273,38 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
     let Some(jni) = agent.vm.current_jni() else {
         return;
     };
-    let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = crate::sync::lock(&LIVE_WRITE);
     let Ok(index) = i32::try_from(word) else {
         return;
     };
     jni.set_long_array_region(live.as_local(), index, &[current() as i64]);
 }
 
+/// A session starts: every id dormant in `Probe.LIVE` (a probe class an
+/// older sprig defined), and the receiver classes remembered by the
+/// `used` watched sites of earlier sessions forgotten.
+pub fn begin_session(jni: Jni<'_>, used: u32) {
+    clear_live(jni);
+    clear_sites(jni, used);
+}
+
+/// The session ends: the receiver classes its `used` watched sites
+/// remembered are forgotten (references that would keep those classes,
+/// and their loaders, from unloading).
+pub fn end_session(jni: Jni<'_>, used: u32) {
+    clear_sites(jni, used);
+}
+
 /// Clears `Probe.LIVE` (a new session: every id dormant) and
 /// `Probe.INSIDE` (no root context of this session is open yet; counts a
 /// session that stopped mid-root left behind only cost native calls).
-pub fn clear_live(jni: Jni<'_>) {
+fn clear_live(jni: Jni<'_>) {
     let Some(p) = PROBE.get() else {
         return;
     };
     if let Some(live) = &p.live {
-        let _guard = LIVE_WRITE.lock().unwrap_or_else(|p| p.into_inner());
-        let zeros = vec![0i64; crate::methods::WORDS];
+        let _guard = crate::sync::lock(&LIVE_WRITE);
+        let zeros = vec![0i64; LIVE_WORDS];
         jni.set_long_array_region(live.as_local(), 0, &zeros);
     }
     if let Some(inside) = &p.inside {
@@ -301,7 +354,7 @@ pub fn ensure_receivers(jni: Jni<'_>) -> bool {
 /// Forgets the receiver classes `Probe.RECEIVERS` holds for sites `0..used`
 /// (a new session hands the ids out anew; at the end, so that they do not
 /// keep those classes from unloading).
-pub fn clear_sites(jni: Jni<'_>, used: u32) {
+fn clear_sites(jni: Jni<'_>, used: u32) {
     let Some(ProbeClass {
         class,
         receivers: Some(f),
@@ -337,7 +390,7 @@ const INSIDE_SLOTS: usize = 1 << 12;
 /// Writes `Probe.on` (root probes call into the agent only while it is 1).
 pub fn set_on(jni: Jni<'_>, on: bool) {
     if let Some(p) = PROBE.get() {
-        let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = crate::sync::lock(&WRITE);
         jni.set_static_int(&p.class, p.on, i32::from(on));
     }
 }
@@ -347,7 +400,7 @@ pub fn set_on(jni: Jni<'_>, on: bool) {
 /// then tells `written` (still under the lock) what is in the field.
 pub fn publish_active(jni: Jni<'_>, current: impl FnOnce() -> i32, written: impl FnOnce(i32)) {
     if let Some(p) = PROBE.get() {
-        let _guard = WRITE.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = crate::sync::lock(&WRITE);
         let v = current().max(0);
         jni.set_static_int(&p.class, p.active, v);
         written(v);

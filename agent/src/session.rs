@@ -40,9 +40,11 @@
 use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::AgentError;
-use crate::ffi::{Event, JavaVm, Jni};
+use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
 use crate::instrument;
+use crate::ledger;
 use crate::methods;
+use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
@@ -67,42 +69,33 @@ const TICK: Duration = Duration::from_millis(200);
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 /// Time the probe calibration may take at the start of a session.
 const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
-/// Queued messages beyond this are dropped (a runaway thread count).
-const OUTBOX_LIMIT: usize = 1 << 16;
-
 /// A session is running in this JVM (at most one at a time).
 static BUSY: AtomicBool = AtomicBool::new(false);
 /// The VM is dying: the control loop stops at once.
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
-/// Sending handle of the current session (any thread may send).
-static WRITER: Mutex<Option<Channel>> = Mutex::new(None);
-/// Messages queued by probes (never blocked on the socket).
-static OUTBOX: Mutex<Vec<Message>> = Mutex::new(Vec::new());
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
 
-/// Sends `msg` to the CLI now (bounded by the write timeout). Returns false
-/// when there is no session or the send failed.
-pub fn send(msg: Message) -> bool {
-    let guard = WRITER.lock().unwrap_or_else(|p| p.into_inner());
-    match guard.as_ref() {
-        Some(ch) => ch.send(&msg).is_ok(),
-        None => false,
-    }
-}
+/// The agent's handlers of the JVMTI events, as `ffi` binds them.
+struct Events;
 
-/// Queues `msg` for the control thread (for probes: never blocks on I/O).
-pub fn post(msg: Message) {
-    let mut q = OUTBOX.lock().unwrap_or_else(|p| p.into_inner());
-    if q.len() < OUTBOX_LIMIT {
-        q.push(msg);
+impl crate::ffi::VmEvents for Events {
+    fn class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
+        instrument::on_class_file(jni, input)
     }
-}
-
-fn flush_outbox() {
-    let msgs = std::mem::take(&mut *OUTBOX.lock().unwrap_or_else(|p| p.into_inner()));
-    for m in msgs {
-        send(m);
+    fn class_file_failed(name: Option<&str>, e: JvmtiError) {
+        instrument::report_hook_failure(name, e)
+    }
+    /// Revelation mirrors a class now if it was loaded before the attach
+    /// but not prepared then.
+    fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
+        reveal::on_class_prepare(jvmti, jni, class)
+    }
+    fn vm_init(jni: Jni<'_>) {
+        on_vm_init(jni)
+    }
+    fn vm_death() {
+        on_vm_death()
     }
 }
 
@@ -127,12 +120,12 @@ fn parse_options(options: Option<&str>) -> Result<AgentOptions, AgentError> {
 /// control thread, return.
 pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
-    let agent = env::init(vm)?;
+    let agent = env::init::<Events>(vm)?;
     claim()?;
     let result = (|| {
         let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
-        if probe_class::ensure(jni)? {
-            instrument::expect_whole_deoptimization(probe_class::vm_major());
+        if probe_class::ensure::<probe::Natives>(jni)? {
+            ledger::expect_whole_deoptimization(probe_class::vm_major());
         }
         spawn_control(agent, move |jni| begin(agent, jni, opts))
     })();
@@ -146,8 +139,8 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
 /// session at VMInit.
 pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
-    let agent = env::init(vm)?;
-    *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(opts);
+    let agent = env::init::<Events>(vm)?;
+    *crate::sync::lock(&PENDING) = Some(opts);
     agent
         .jvmti
         .set_event(Event::VmInit, true)
@@ -157,7 +150,7 @@ pub fn on_load(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
 /// VMInit in startup mode: the session starts on this thread (so the roots
 /// are armed before `main` runs), the control loop on its own thread.
 pub fn on_vm_init(jni: Jni<'_>) {
-    let Some(opts) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+    let Some(opts) = crate::sync::lock(&PENDING).take() else {
         return;
     };
     let Some(agent) = env::get() else {
@@ -167,7 +160,7 @@ pub fn on_vm_init(jni: Jni<'_>) {
     if claim().is_err() {
         return;
     }
-    let started = probe_class::ensure(jni).map(|_| begin(agent, jni, opts));
+    let started = probe_class::ensure::<probe::Natives>(jni).map(|_| begin(agent, jni, opts));
     match started {
         Ok(Some(session)) => {
             if let Err(e) = spawn_control(agent, move |_| Some(session)) {
@@ -187,8 +180,8 @@ pub fn on_vm_init(jni: Jni<'_>) {
 pub fn on_vm_death() {
     VM_DEAD.store(true, Ordering::Release);
     if BUSY.load(Ordering::Acquire) {
-        flush_outbox();
-        send(Message::Warning("the target JVM is exiting".into()));
+        outbox::flush();
+        outbox::send(Message::Warning("the target JVM is exiting".into()));
     }
 }
 
@@ -217,7 +210,7 @@ fn spawn_control(
             }));
             if outcome.is_err() {
                 eprintln!("sprig agent: {}", AgentError::Panic);
-                *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                outbox::close();
             }
             release();
         })
@@ -227,7 +220,7 @@ fn spawn_control(
 
 /// A started session, owned by the control thread.
 fn send_calibration(f: calibrate::Figures) {
-    send(Message::Calibration {
+    outbox::send(Message::Calibration {
         inner_ticks: f.inner_ticks,
         outer_ticks: f.outer_ticks,
         samples: f.samples,
@@ -265,12 +258,12 @@ fn jvm_info(agent: &Agent) -> JvmInfo {
     }
 }
 
-fn stats(counters: instrument::Counters) -> AgentStats {
+fn stats(counters: ledger::Counters) -> AgentStats {
     stats_with(counters, reveal::stats())
 }
 
 fn stats_with(
-    counters: instrument::Counters,
+    counters: ledger::Counters,
     reveal: Option<sprig_wire::control::RevealStats>,
 ) -> AgentStats {
     AgentStats {
@@ -303,7 +296,7 @@ fn digest(agent: &Agent, jni: Jni<'_>, class: String) -> Message {
 /// Ends a session that never started profiling.
 fn refuse(ch: Channel, why: String) -> Option<Session> {
     let _ = ch.send(&Message::Error(why));
-    let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+    let _ = ch.send(&Message::Detached(stats(ledger::Counters::default())));
     let _ = ch.shutdown();
     None
 }
@@ -328,12 +321,12 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
         match ch.recv_timeout(left.min(TICK)) {
             Ok(Some(Message::Start(o))) => break o,
             Ok(Some(Message::Detach)) => {
-                let _ = ch.send(&Message::Detached(stats(instrument::Counters::default())));
+                let _ = ch.send(&Message::Detached(stats(ledger::Counters::default())));
                 let _ = ch.shutdown();
                 return None;
             }
             Ok(Some(Message::StatusRequest)) => {
-                let _ = ch.send(&Message::Status(stats(instrument::Counters::default())));
+                let _ = ch.send(&Message::Status(stats(ledger::Counters::default())));
             }
             Ok(Some(Message::BytecodeDigest { class })) => {
                 let _ = ch.send(&digest(agent, jni, class));
@@ -387,15 +380,16 @@ fn start_profiling(
         clock: region.clock(),
         ticks_per_sec: region.ticks_per_sec(),
     });
-    *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
-    OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    methods::reset();
-    probe_class::clear_live(jni);
-    probe_class::clear_sites(jni, reveal::sites_handed());
-    threads::reset();
+    // Per-session state begins in this order (and ends in `detach`):
+    // outbox, methods, probe_class, threads, reveal (with revelation on),
+    // probe, then ledger and instrument (not in a calibration-only session).
+    outbox::begin_session(writer);
+    methods::begin_session();
+    probe_class::begin_session(jni, reveal::sites_handed());
+    threads::begin_session();
     if !so.roots_only
         && !calibrate_only
-        && let Err(e) = reveal::configure(
+        && let Err(e) = reveal::begin_session(
             so.scheme,
             &so.include,
             &so.exclude,
@@ -406,7 +400,7 @@ fn start_profiling(
                 && probe_class::ensure_receivers(jni),
         )
     {
-        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        outbox::close();
         return refuse(ch, e);
     }
     if so.receivers
@@ -415,7 +409,7 @@ fn start_profiling(
         && !calibrate_only
         && !reveal::receivers_on()
     {
-        send(Message::Warning(
+        outbox::send(Message::Warning(
             "--virtual-calls receiver: receiver checks are not available in this JVM (the \
              probe class an older sprig defined has none, or their memory could not be \
              allocated); calls are revealed by class hierarchy analysis"
@@ -423,7 +417,7 @@ fn start_profiling(
         ));
     }
     let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
-    probe::start(jni, region, so.wait_bound_ms);
+    probe::begin_session(jni, region, so.wait_bound_ms);
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
@@ -443,7 +437,7 @@ fn start_profiling(
                 }
             }
             Err(e) => {
-                send(Message::Warning(format!(
+                outbox::send(Message::Warning(format!(
                     "probe calibration failed ({e}): times include the probes' cost"
                 )));
             }
@@ -457,8 +451,9 @@ fn start_profiling(
         session.detach(agent, jni, End::Requested);
         return None;
     }
-    if let Err(e) = instrument::begin(&agent.jvmti, patterns) {
-        send(Message::Error(format!(
+    ledger::begin_session(patterns);
+    if let Err(e) = instrument::begin_session(&agent.jvmti) {
+        outbox::send(Message::Error(format!(
             "cannot enable the class file load hook: {e}"
         )));
         session.detach(agent, jni, End::Failed);
@@ -466,16 +461,16 @@ fn start_profiling(
     }
     let report = instrument::instrument_loaded(&agent.jvmti, jni);
     for (pattern, methods) in report.instrumented {
-        send(Message::RootInstrumented { pattern, methods });
+        outbox::send(Message::RootInstrumented { pattern, methods });
     }
     for pattern in report.failed {
-        send(Message::Warning(format!(
+        outbox::send(Message::Warning(format!(
             "root {pattern}: no matching class could be instrumented (see the class failures); \
              it stays armed for classes loaded later"
         )));
     }
     for (pattern, class_loaded, suggestions) in report.not_found {
-        send(Message::RootNotFound {
+        outbox::send(Message::RootNotFound {
             pattern,
             class_loaded,
             suggestions,
@@ -486,7 +481,7 @@ fn start_profiling(
 
 impl Session {
     fn status(&self) -> AgentStats {
-        stats(instrument::counters())
+        stats(ledger::counters())
     }
 
     /// The control loop: forwards queued messages, answers requests, sends
@@ -494,7 +489,7 @@ impl Session {
     fn run(mut self, agent: &'static Agent, jni: Jni<'_>) {
         let mut last_status = Instant::now();
         let end = loop {
-            flush_outbox();
+            outbox::flush();
             let wait = probe::settle_active(jni).map_or(TICK, |w| w.min(TICK));
             reveal::service(&agent.jvmti, jni);
             if VM_DEAD.load(Ordering::Acquire) {
@@ -506,18 +501,18 @@ impl Session {
             match self.ch.recv_timeout(wait) {
                 Ok(Some(Message::Detach)) => break End::Requested,
                 Ok(Some(Message::StatusRequest)) => {
-                    send(Message::Status(self.status()));
+                    outbox::send(Message::Status(self.status()));
                     last_status = Instant::now();
                 }
                 Ok(Some(Message::BytecodeDigest { class })) => {
-                    send(digest(agent, jni, class));
+                    outbox::send(digest(agent, jni, class));
                 }
                 Ok(Some(_)) | Ok(None) => {}
                 Err(e) if e.is_closed() => break End::CliGone,
                 Err(e) => break End::Channel(e.to_string()),
             }
             if last_status.elapsed() >= STATUS_EVERY {
-                send(Message::Status(self.status()));
+                outbox::send(Message::Status(self.status()));
                 last_status = Instant::now();
             }
         };
@@ -546,10 +541,13 @@ impl Session {
         if matches!(end, End::Requested) {
             self.calibrate_again(jni);
         }
-        probe::stop(jni);
+        // Per-session state ends in this order: probe (silenced), the
+        // restore (ledger, under revelation's quiesce), reveal, probe_class,
+        // the ring, outbox.
+        probe::end_session(jni);
         let on_virtual = probe_class::virtual_roots(jni);
         if on_virtual > 0 {
-            send(Message::Warning(format!(
+            outbox::send(Message::Warning(format!(
                 "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig keeps \
                  a thread's probe state with the carrier thread, and a virtual thread that \
                  blocks inside the root can go on on another carrier",
@@ -559,36 +557,35 @@ impl Session {
         }
         let serial = reveal::quiesce();
         let counters = if matches!(end, End::VmDeath) {
-            instrument::counters()
+            ledger::counters()
         } else {
             instrument::restore_all(&agent.jvmti, jni)
         };
         drop(serial);
         let revelation = reveal::stats();
-        reveal::end(jni);
+        reveal::end_session(jni);
         // The receiver classes the checks remembered: references that
         // would keep those classes (and their loaders) from unloading.
         if !matches!(end, End::VmDeath) {
-            probe_class::clear_sites(jni, reveal::sites_handed());
+            probe_class::end_session(jni, reveal::sites_handed());
         }
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
         let _ = probe::retire_ring();
-        flush_outbox();
+        outbox::flush();
         match &end {
             End::RingDead => {
-                send(Message::Warning(
+                outbox::send(Message::Warning(
                     "the event ring was abandoned: profiling stopped".into(),
                 ));
             }
             End::Channel(e) => {
-                send(Message::Warning(format!("control channel failed: {e}")));
+                outbox::send(Message::Warning(format!("control channel failed: {e}")));
             }
             End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
         }
-        send(Message::Detached(stats_with(counters, revelation)));
+        outbox::send(Message::Detached(stats_with(counters, revelation)));
         let _ = self.ch.shutdown();
-        *WRITER.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        OUTBOX.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        outbox::end_session();
     }
 }

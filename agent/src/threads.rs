@@ -3,14 +3,13 @@
 
 use crate::env;
 use crate::ffi::Jni;
-use crate::session;
 use sprig_wire::Message;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
 
-/// Starts a new session's numbering.
-pub fn reset() {
+/// A session starts its numbering at 0.
+pub fn begin_session() {
     NEXT_INDEX.store(0, Ordering::Relaxed);
 }
 
@@ -40,7 +39,7 @@ pub fn announce(jni: Jni<'_>, index: u32) {
             Err(_) => (String::new(), 0),
         }
     });
-    session::post(Message::Thread {
+    crate::outbox::post(Message::Thread {
         index,
         java_id,
         name,

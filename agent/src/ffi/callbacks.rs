@@ -1,14 +1,49 @@
 //! The functions the VM calls: the probe natives, the class file load hook
-//! and the VMInit/VMDeath events. Each converts its raw arguments into the
-//! safe wrappers, runs the agent's handler inside `catch_unwind`, and never
-//! lets a panic or an error reach the VM.
+//! and the VMInit/VMDeath/ClassPrepare events. Each is a trampoline: it
+//! converts its raw arguments into the safe wrappers and forwards them,
+//! inside `catch_unwind`, to the handler the agent names with a type
+//! ([`ProbeNatives`], [`VmEvents`]); no panic or error reaches the VM.
+//! The handlers live above this module, which calls nothing of the agent.
 
-use super::jni::{Jni, NativeMethod};
+use super::jni::{Jni, Local, NativeMethod};
 use super::jvmti::{Jvmti, JvmtiError};
 use jvmti_bindings::sys::jni::{JNIEnv, jclass, jint, jlong, jobject, jthread};
 use jvmti_bindings::sys::jvmti::{jvmtiEnv, jvmtiEventCallbacks};
 use std::ffi::{CStr, c_char, c_uchar};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// What the natives of `sprig.rt.Probe` do: the probe runtime implements
+/// it, and [`probe_natives`] binds its functions.
+pub trait ProbeNatives: 'static {
+    /// `nSite`'s answer when nothing was done (also after a panic).
+    const SITE_AGAIN: i32;
+    /// A fast probe's answer that sends the Java side to the JNI native
+    /// (also after a panic).
+    const FAST_SLOW: i32;
+    fn enter(id: u32, jni: Jni<'_>);
+    fn exit(id: u32, jni: Jni<'_>);
+    /// Whether it opened a root context on this thread.
+    fn root_enter(id: u32, jni: Jni<'_>) -> bool;
+    fn root_exit(id: u32, jni: Jni<'_>) -> i32;
+    fn reflect(jni: Jni<'_>, method: Local<'_>);
+    fn site(jni: Jni<'_>, site: u32, receiver: Option<Local<'_>>) -> i32;
+    fn fast_enter(id: u32) -> i32;
+    fn fast_exit(id: u32) -> i32;
+    fn fast_root_enter(id: u32) -> i32;
+    fn fast_root_exit(id: u32) -> i32;
+}
+
+/// What the agent does at the JVMTI events it enables; [`install`] binds
+/// them.
+pub trait VmEvents: 'static {
+    /// The class file load hook: new bytes to install, if any.
+    fn class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>>;
+    /// The hook's new bytes could not be handed to the VM.
+    fn class_file_failed(name: Option<&str>, e: JvmtiError);
+    fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>);
+    fn vm_init(jni: Jni<'_>);
+    fn vm_death();
+}
 
 /// Runs `f`, swallowing a panic (the VM must never see one).
 #[inline(always)]
@@ -16,29 +51,29 @@ fn guard(f: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(f));
 }
 
-extern "system" fn n_enter(env: *mut JNIEnv, _cls: jclass, id: jint) {
+extern "system" fn n_enter<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, id: jint) {
     guard(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
         let jni = unsafe { Jni::from_raw(env) };
-        crate::probe::enter(id as u32, jni)
+        P::enter(id as u32, jni)
     });
 }
 
-extern "system" fn n_exit(env: *mut JNIEnv, _cls: jclass, id: jint) {
+extern "system" fn n_exit<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, id: jint) {
     guard(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
         let jni = unsafe { Jni::from_raw(env) };
-        crate::probe::exit(id as u32, jni)
+        P::exit(id as u32, jni)
     });
 }
 
 /// Returns 1 when it opened a root context on this thread (the Java side
 /// counts it in `Probe.INSIDE`), 0 otherwise (a panic included).
-extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
+extern "system" fn n_root_enter<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
         let jni = unsafe { Jni::from_raw(env) };
-        jint::from(crate::probe::root_enter(id as u32, jni))
+        jint::from(P::root_enter(id as u32, jni))
     }))
     .unwrap_or(0)
 }
@@ -46,27 +81,31 @@ extern "system" fn n_root_enter(env: *mut JNIEnv, _cls: jclass, id: jint) -> jin
 /// Returns 1 when it closed this thread's root context, 3 when the thread
 /// runs a calibration burst first (the probe class then calls again), 0
 /// otherwise (a panic included).
-extern "system" fn n_root_exit(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
+extern "system" fn n_root_exit<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, id: jint) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives.
         let jni = unsafe { Jni::from_raw(env) };
-        jint::from(crate::probe::root_exit(id as u32, jni))
+        jint::from(P::root_exit(id as u32, jni))
     }))
     .unwrap_or(0)
 }
 
-extern "system" fn n_reflect(env: *mut JNIEnv, _cls: jclass, method: jobject) {
+extern "system" fn n_reflect<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, method: jobject) {
     guard(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
         // `method` is a local reference valid for this call.
-        let (jni, method) = unsafe { (Jni::from_raw(env), super::jni::Local::from_raw(method)) };
-        crate::probe::reflect(jni, method)
+        let (jni, method) = unsafe { (Jni::from_raw(env), Local::from_raw(method)) };
+        P::reflect(jni, method)
     });
 }
 
-/// Returns `probe::SITE_SEEN`, `SITE_DONE` (the agent watches this call
-/// site no more) or `SITE_AGAIN` (nothing done, a panic included).
-extern "system" fn n_site(env: *mut JNIEnv, _cls: jclass, site: jint, receiver: jclass) -> jint {
+/// Returns what `P::site` says (`P::SITE_AGAIN` after a panic).
+extern "system" fn n_site<P: ProbeNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    site: jint,
+    receiver: jclass,
+) -> jint {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
         // `receiver` is null (a reach check) or a local reference valid for
@@ -74,22 +113,22 @@ extern "system" fn n_site(env: *mut JNIEnv, _cls: jclass, site: jint, receiver: 
         let (jni, receiver) = unsafe {
             (
                 Jni::from_raw(env),
-                (!receiver.is_null()).then(|| super::jni::Local::from_raw(receiver)),
+                (!receiver.is_null()).then(|| Local::from_raw(receiver)),
             )
         };
-        crate::probe::site(jni, site as u32, receiver)
+        P::site(jni, site as u32, receiver)
     }))
-    .unwrap_or(crate::probe::SITE_AGAIN)
+    .unwrap_or(P::SITE_AGAIN)
 }
 
 /// `Probe.nSite`, bound on its own: a probe class an older sprig defined
 /// in this JVM does not declare it.
-pub fn site_native() -> NativeMethod {
+pub fn site_native<P: ProbeNatives>() -> NativeMethod {
     type SiteNative = extern "system" fn(*mut JNIEnv, jclass, jint, jclass) -> jint;
     NativeMethod {
         name: c"nSite",
         signature: c"(ILjava/lang/Class;)I",
-        fn_ptr: (n_site as SiteNative) as *mut std::ffi::c_void,
+        fn_ptr: (n_site::<P> as SiteNative) as *mut std::ffi::c_void,
     }
 }
 
@@ -98,41 +137,45 @@ type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
 /// The fast probes of the JDK 22+ probe class, called through FFM downcall
 /// handles linked with `Linker.Option.critical(false)`: no JNIEnv, no
 /// thread-state transition, and the thread stays in Java state (safepoints
-/// wait for it), so they never block: they return `probe::FAST_SLOW` for
+/// wait for it), so they never block: they return `P::FAST_SLOW` for
 /// everything that needs JNI, JVMTI or a wait, and the Java side then calls
 /// the JNI native of the same probe.
 type FastProbe = extern "C" fn(jint) -> jint;
 
-extern "C" fn fast_enter(id: jint) -> jint {
-    fast_guard(|| crate::probe::fast_enter(id as u32))
+extern "C" fn fast_enter<P: ProbeNatives>(id: jint) -> jint {
+    fast_guard::<P>(|| P::fast_enter(id as u32))
 }
 
-extern "C" fn fast_exit(id: jint) -> jint {
-    fast_guard(|| crate::probe::fast_exit(id as u32))
+extern "C" fn fast_exit<P: ProbeNatives>(id: jint) -> jint {
+    fast_guard::<P>(|| P::fast_exit(id as u32))
 }
 
-extern "C" fn fast_root_enter(id: jint) -> jint {
-    fast_guard(|| crate::probe::fast_root_enter(id as u32))
+extern "C" fn fast_root_enter<P: ProbeNatives>(id: jint) -> jint {
+    fast_guard::<P>(|| P::fast_root_enter(id as u32))
 }
 
-extern "C" fn fast_root_exit(id: jint) -> jint {
-    fast_guard(|| crate::probe::fast_root_exit(id as u32))
+extern "C" fn fast_root_exit<P: ProbeNatives>(id: jint) -> jint {
+    fast_guard::<P>(|| P::fast_root_exit(id as u32))
 }
 
 /// Runs a fast probe; a panic sends the Java side to the JNI path.
 #[inline(always)]
-fn fast_guard(f: impl FnOnce() -> i32) -> jint {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(crate::probe::FAST_SLOW)
+fn fast_guard<P: ProbeNatives>(f: impl FnOnce() -> i32) -> jint {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(P::FAST_SLOW)
 }
 
 /// `Probe.fastAddress(which)`: the address of fast probe `which` (enter,
 /// exit, rootEnter, rootExit), 0 for any other number.
-extern "system" fn n_fast_address(_env: *mut JNIEnv, _cls: jclass, which: jint) -> jlong {
+extern "system" fn n_fast_address<P: ProbeNatives>(
+    _env: *mut JNIEnv,
+    _cls: jclass,
+    which: jint,
+) -> jlong {
     let f: Option<FastProbe> = match which {
-        0 => Some(fast_enter),
-        1 => Some(fast_exit),
-        2 => Some(fast_root_enter),
-        3 => Some(fast_root_exit),
+        0 => Some(fast_enter::<P>),
+        1 => Some(fast_exit::<P>),
+        2 => Some(fast_root_enter::<P>),
+        3 => Some(fast_root_exit::<P>),
         _ => None,
     };
     f.map_or(0, |f| f as usize as jlong)
@@ -140,7 +183,7 @@ extern "system" fn n_fast_address(_env: *mut JNIEnv, _cls: jclass, which: jint) 
 
 /// The natives of `sprig.rt.Probe`, for RegisterNatives: the four JNI
 /// probes, `nReflect`, and with `fast` (the JDK 22+ class) `fastAddress`.
-pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
+pub fn probe_natives<P: ProbeNatives>(fast: bool) -> Vec<NativeMethod> {
     let m = |name: &'static CStr, f: ProbeNative| NativeMethod {
         name,
         signature: c"(I)V",
@@ -153,23 +196,23 @@ pub fn probe_natives(fast: bool) -> Vec<NativeMethod> {
         fn_ptr: f as *mut std::ffi::c_void,
     };
     let mut v = vec![
-        m(c"nEnter", n_enter),
-        m(c"nExit", n_exit),
-        r(c"nRootEnter", n_root_enter),
-        r(c"nRootExit", n_root_exit),
+        m(c"nEnter", n_enter::<P>),
+        m(c"nExit", n_exit::<P>),
+        r(c"nRootEnter", n_root_enter::<P>),
+        r(c"nRootExit", n_root_exit::<P>),
     ];
     type ReflectNative = extern "system" fn(*mut JNIEnv, jclass, jobject);
     v.push(NativeMethod {
         name: c"nReflect",
         signature: c"(Ljava/lang/Object;)V",
-        fn_ptr: (n_reflect as ReflectNative) as *mut std::ffi::c_void,
+        fn_ptr: (n_reflect::<P> as ReflectNative) as *mut std::ffi::c_void,
     });
     if fast {
         type AddressNative = extern "system" fn(*mut JNIEnv, jclass, jint) -> jlong;
         v.push(NativeMethod {
             name: c"fastAddress",
             signature: c"(I)J",
-            fn_ptr: (n_fast_address as AddressNative) as *mut std::ffi::c_void,
+            fn_ptr: (n_fast_address::<P> as AddressNative) as *mut std::ffi::c_void,
         });
     }
     v
@@ -189,7 +232,7 @@ pub struct ClassFile<'b> {
 }
 
 #[allow(clippy::too_many_arguments)]
-extern "system" fn class_file_load_hook(
+extern "system" fn class_file_load_hook<E: VmEvents>(
     jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
     class_being_redefined: jclass,
@@ -225,9 +268,7 @@ extern "system" fn class_file_load_hook(
             Some(0)
         } else {
             // SAFETY: a live local reference the VM passes for the callback.
-            jvmti
-                .object_hash(unsafe { super::jni::Local::from_raw(loader) })
-                .ok()
+            jvmti.object_hash(unsafe { Local::from_raw(loader) }).ok()
         };
         let input = ClassFile {
             name: name_str,
@@ -237,7 +278,7 @@ extern "system" fn class_file_load_hook(
         };
         // SAFETY: the VM passes this thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(jni_env) };
-        let Some(out) = crate::instrument::on_class_file(jni, &input) else {
+        let Some(out) = E::class_file(jni, &input) else {
             return;
         };
         match jvmti.allocate_copy(&out) {
@@ -249,14 +290,13 @@ extern "system" fn class_file_load_hook(
                     *new_class_data = mem;
                 }
             }
-            Err(e) => crate::instrument::report_hook_failure(input.name, e),
+            Err(e) => E::class_file_failed(input.name, e),
         }
     });
 }
 
-/// A class is linked (before any of its code runs): revelation mirrors it
-/// now if it was loaded before the attach but not prepared then.
-extern "system" fn class_prepare(
+/// A class is linked (before any of its code runs).
+extern "system" fn class_prepare<E: VmEvents>(
     jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
     _thread: jthread,
@@ -273,31 +313,36 @@ extern "system" fn class_prepare(
             (
                 Jvmti::from_raw(jvmti_env),
                 Jni::from_raw(jni_env),
-                super::jni::Local::from_raw(klass),
+                Local::from_raw(klass),
             )
         };
-        crate::reveal::on_class_prepare(&jvmti, jni, class);
+        E::class_prepare(&jvmti, jni, class);
     });
 }
 
-extern "system" fn vm_init(_jvmti_env: *mut jvmtiEnv, jni_env: *mut JNIEnv, _thread: jthread) {
+extern "system" fn vm_init<E: VmEvents>(
+    _jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+) {
     guard(|| {
         // SAFETY: the VM passes this thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(jni_env) };
-        crate::session::on_vm_init(jni);
+        E::vm_init(jni);
     });
 }
 
-extern "system" fn vm_death(_jvmti_env: *mut jvmtiEnv, _jni_env: *mut JNIEnv) {
-    guard(crate::session::on_vm_death);
+extern "system" fn vm_death<E: VmEvents>(_jvmti_env: *mut jvmtiEnv, _jni_env: *mut JNIEnv) {
+    guard(E::vm_death);
 }
 
-/// Installs the event callbacks of the agent's single environment.
-pub fn install(jvmti: &Jvmti) -> Result<(), JvmtiError> {
+/// Installs the event callbacks of the agent's single environment, bound
+/// to `E`.
+pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     let mut cb = jvmtiEventCallbacks::default();
-    cb.VMInit = Some(vm_init);
-    cb.VMDeath = Some(vm_death);
-    cb.ClassFileLoadHook = Some(class_file_load_hook);
-    cb.ClassPrepare = Some(class_prepare);
+    cb.VMInit = Some(vm_init::<E>);
+    cb.VMDeath = Some(vm_death::<E>);
+    cb.ClassFileLoadHook = Some(class_file_load_hook::<E>);
+    cb.ClassPrepare = Some(class_prepare::<E>);
     jvmti.set_event_callbacks(&cb)
 }

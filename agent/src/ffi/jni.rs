@@ -1,6 +1,5 @@
 //! Safe wrappers over the JNI function table and the invocation interface.
 
-use super::jvmti::Jvmti;
 use jvmti_bindings::sys::jni::{
     JNIEnv, JNINativeMethod, JavaVM, JavaVMAttachArgs, jfieldID, jint, jmethodID, jobject, jvalue,
 };
@@ -10,7 +9,6 @@ use std::marker::PhantomData;
 
 const JNI_OK: jint = 0;
 const JNI_VERSION_1_8: jint = 0x0001_0008;
-const JVMTI_VERSION_1_2: jint = 0x3001_0200;
 
 /// A JNI failure.
 #[derive(Debug, thiserror::Error)]
@@ -541,7 +539,7 @@ impl<'a> Jni<'a> {
 
     /// The method a `java.lang.reflect.Method` or `Constructor` object
     /// reflects (`None` for anything else or a pending exception).
-    pub fn reflected_method(&self, method: Local<'_>) -> Option<super::jvmti::MethodId> {
+    pub fn reflected_method(&self, method: Local<'_>) -> Option<MethodId> {
         if method.raw.is_null() {
             return None;
         }
@@ -550,7 +548,7 @@ impl<'a> Jni<'a> {
         if self.exception_clear() || mid.is_null() {
             return None;
         }
-        Some(super::jvmti::MethodId(mid))
+        Some(MethodId(mid))
     }
 
     /// The id of the static method `name` with descriptor `sig` of `class`
@@ -615,10 +613,14 @@ impl<'a> Jni<'a> {
     }
 }
 
+/// A method of a loaded class. Valid while its class is loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodId(pub(super) jmethodID);
+
 /// The Java VM (invocation interface).
 #[derive(Clone, Copy, Debug)]
 pub struct JavaVm {
-    raw: *mut JavaVM,
+    pub(super) raw: *mut JavaVM,
 }
 
 // SAFETY: the JavaVM pointer is process-global and valid for the life of
@@ -636,18 +638,6 @@ impl JavaVm {
         } else {
             Some(JavaVm { raw: raw.cast() })
         }
-    }
-
-    /// A new JVMTI environment (version 1.2).
-    pub fn new_jvmti(&self) -> Result<Jvmti, i32> {
-        let mut env: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out pointer; `raw` is the live JavaVM.
-        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, JVMTI_VERSION_1_2) };
-        if rc != JNI_OK || env.is_null() {
-            return Err(rc);
-        }
-        // SAFETY: GetEnv returned a live JVMTI environment.
-        Ok(unsafe { Jvmti::from_raw(env.cast()) })
     }
 
     /// The JNIEnv of the calling thread if it is attached to the VM.

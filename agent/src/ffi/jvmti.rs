@@ -1,12 +1,18 @@
 //! Safe wrappers over the JVMTI function table (jvmti-bindings' raw `sys`
 //! table). Every call checks for a missing slot and maps the error code.
 
-use super::jni::{FieldOwner, Global, Jni, Local};
+use super::jni::{FieldOwner, Global, JavaVm, Jni, Local, MethodId};
+use jvmti_bindings::jvm_call;
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject};
 use jvmti_bindings::sys::jvmti::{
     self as sys, jvmtiCapabilities, jvmtiEnv, jvmtiEventCallbacks, jvmtiThreadInfo,
 };
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_void};
+
+/// JVMTI version asked of GetEnv.
+const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+/// GetEnv's success.
+const JNI_OK: jint = 0;
 
 /// A JVMTI error code, shown as `JVMTI_ERROR_NAME (n)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -118,10 +124,6 @@ impl Event {
         }
     }
 }
-
-/// A method of a loaded class. Valid while its class is loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MethodId(pub(super) jmethodID);
 
 /// One JVMTI environment. The agent keeps exactly one for the life of the
 /// library and reuses it across attaches.
@@ -489,5 +491,19 @@ impl Jvmti {
         }
         // SAFETY: `thread` is a local reference owned by this thread.
         Ok((name, unsafe { Local::from_raw(thread) }))
+    }
+}
+
+impl JavaVm {
+    /// A new JVMTI environment (version 1.2).
+    pub fn new_jvmti(&self) -> Result<Jvmti, i32> {
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid out pointer; `raw` is the live JavaVM.
+        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, JVMTI_VERSION_1_2) };
+        if rc != JNI_OK || env.is_null() {
+            return Err(rc);
+        }
+        // SAFETY: GetEnv returned a live JVMTI environment.
+        Ok(unsafe { Jvmti::from_raw(env.cast()) })
     }
 }

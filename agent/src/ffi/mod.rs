@@ -8,10 +8,10 @@ mod jni;
 mod jvmti;
 mod tls;
 
-pub use callbacks::{ClassFile, install, probe_natives, site_native};
+pub use callbacks::{ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native};
 pub use cpu::Affinity;
-pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local};
-pub use jvmti::{Event, Jvmti, JvmtiError, MethodId};
+pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
+pub use jvmti::{Event, Jvmti, JvmtiError};
 pub use tls::{forget_state, with_state};
 
 /// The agent option string the VM passed (`None` when absent).

@@ -4,8 +4,9 @@
 //! `__tls_get_addr` (the general-dynamic model): a call into the dynamic
 //! linker on every access, about a tenth of what the JNI probe natives
 //! spend in this library (`perf`, tenth session). Here one word per thread
-//! in the initial-exec model holds the address of the thread's
-//! `probe::STATE`; reading it is one load relative to `%fs`, with no call.
+//! in the initial-exec model holds the address of the thread's value of
+//! one `thread_local!` (the probe runtime's state); reading it is one load
+//! relative to `%fs`, with no call.
 //!
 //! An initial-exec variable puts this library's whole thread-local block
 //! (256 bytes) in the static TLS area the C library reserves for libraries
@@ -13,12 +14,15 @@
 //! marks the library `STATIC_TLS`, and loading it would fail only if other
 //! such libraries had used that room up first.
 //!
-//! The word is set on the thread's first probe (from `STATE.try_with`) and
-//! cleared when the thread's `ThreadState` is dropped, before the storage
-//! goes away; after that every probe takes `try_with` again, which then
-//! fails, as before.
+//! The word is set on the thread's first probe (from `try_with`) and
+//! cleared when the thread's value is dropped ([`forget_state`]), before
+//! the storage goes away; after that every probe takes `try_with` again,
+//! which then fails, as before. The one word serves one `thread_local!`:
+//! the first key that fills it owns it, and any other key is always
+//! reached through `try_with`.
 
-use crate::probe::{STATE, ThreadState};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::LocalKey;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod slot {
@@ -82,27 +86,38 @@ mod slot {
     pub fn set(_value: usize) {}
 }
 
-/// Runs `f` with the calling thread's probe state; `None` once the state
-/// is gone (the thread is ending), like `STATE.try_with`.
+/// The address of the `LocalKey` whose values the slot holds (0: none yet).
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` with the calling thread's value of `key`; `None` once the value
+/// is gone (the thread is ending), like `key.try_with`.
 #[inline(always)]
-pub fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+pub fn with_state<T: 'static, R>(key: &'static LocalKey<T>, f: impl FnOnce(&T) -> R) -> Option<R> {
+    let owner = key as *const LocalKey<T> as usize;
     let p = slot::get();
-    if p != 0 {
-        // SAFETY: `p` is the address of this thread's `STATE`, stored below
-        // by this thread; `forget_state` clears it when that value is
-        // dropped, before its storage is released, so it is live here. It
-        // is used on this thread only, as `try_with` would.
-        return Some(f(unsafe { &*(p as *const ThreadState) }));
+    if p != 0 && OWNER.load(Ordering::Relaxed) == owner {
+        // SAFETY: the slot is non-zero only after this thread stored the
+        // address of its value of the owning key below (the owner never
+        // changes once set, and it is `key`, so the value has type `T`);
+        // `forget_state` clears it when that value is dropped, before its
+        // storage is released, so it is live here. It is used on this
+        // thread only, as `try_with` would.
+        return Some(f(unsafe { &*(p as *const T) }));
     }
-    STATE
-        .try_with(|s| {
-            slot::set(s as *const ThreadState as usize);
-            f(s)
-        })
-        .ok()
+    key.try_with(|s| {
+        let mine = match OWNER.compare_exchange(0, owner, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => true,
+            Err(current) => current == owner,
+        };
+        if mine {
+            slot::set(s as *const T as usize);
+        }
+        f(s)
+    })
+    .ok()
 }
 
-/// The thread's state is being dropped: no probe may reach it through the
+/// The thread's value is being dropped: no probe may reach it through the
 /// slot any more.
 pub fn forget_state() {
     slot::set(0);
@@ -111,10 +126,37 @@ pub fn forget_state() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::cell::Cell;
+
+    /// A stand-in for the probe runtime's state.
+    struct ThreadState {
+        _word: Cell<u64>,
+    }
+
+    impl Drop for ThreadState {
+        fn drop(&mut self) {
+            forget_state();
+        }
+    }
+
+    thread_local! {
+        static STATE: ThreadState = const { ThreadState { _word: Cell::new(0) } };
+        static OTHER: u64 = const { 7 };
+    }
 
     fn address() -> usize {
-        with_state(|s| s as *const ThreadState as usize).unwrap_or(0)
+        with_state(&STATE, |s| s as *const ThreadState as usize).unwrap_or(0)
+    }
+
+    #[test]
+    fn a_second_key_never_reads_the_slot_of_the_first() {
+        std::thread::spawn(|| {
+            assert_ne!(address(), 0);
+            assert_eq!(with_state(&OTHER, |v| *v), Some(7));
+            assert_eq!(with_state(&OTHER, |v| *v), Some(7));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
@@ -154,7 +196,7 @@ mod tests {
     impl Drop for Later {
         fn drop(&mut self) {
             let mut seen = 1;
-            if slot::get() == 0 && with_state(|_| ()).is_none() {
+            if slot::get() == 0 && with_state(&STATE, |_| ()).is_none() {
                 seen += 2;
             }
             SEEN_AFTER_DROP.store(seen, Ordering::SeqCst);

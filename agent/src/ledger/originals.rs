@@ -35,20 +35,12 @@ pub fn note_growth(name: &str, given: u16, first: u16) -> bool {
     if given <= first + (first / 2).max(GROWTH_ALLOWED_MIN) {
         return false;
     }
-    FROZEN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(name.to_string())
+    crate::sync::lock(&FROZEN).insert(name.to_string())
 }
 
 /// The frozen classes (internal names), to leave out of a session.
 pub fn frozen() -> Vec<String> {
-    FROZEN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .cloned()
-        .collect()
+    crate::sync::lock(&FROZEN).iter().cloned().collect()
 }
 
 /// At most this many classes are kept...
@@ -71,7 +63,7 @@ static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
 /// is the first time), else `None`.
 pub fn first_bytes(name: &str, loader: Option<i32>, given: &[u8]) -> Option<Arc<[u8]>> {
     let loader = loader?;
-    let mut guard = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = crate::sync::lock(&KEPT);
     let kept = guard.get_or_insert_with(Kept::default);
     let key = (name.to_string(), loader);
     if let Some(first) = kept.classes.get(&key) {

@@ -1,0 +1,229 @@
+//! The ledger of what each class holds: per session, the classes whose
+//! probes are live (and for which root patterns), those rewritten by a
+//! retransformation not yet finished, and those that failed; the
+//! RetransformClasses batches that change them, with their counters; and,
+//! for the life of the JVM, the first bytes of classes that cannot be
+//! redefined from what the JVM gives back ([`originals`]).
+
+pub mod originals;
+
+use crate::ffi::JvmtiError;
+use crate::outbox;
+use sprig_rewriter::pattern::MethodPattern;
+use sprig_wire::Message;
+use sprig_wire::control::ClassFailure;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Methods instrumented in one class, per root pattern.
+#[derive(Clone, Debug, Default)]
+pub struct ClassRecord {
+    pub methods: u32,
+    pub per_pattern: Vec<u32>,
+}
+
+impl ClassRecord {
+    pub fn add(&mut self, other: &ClassRecord) {
+        self.methods += other.methods;
+        if self.per_pattern.len() < other.per_pattern.len() {
+            self.per_pattern.resize(other.per_pattern.len(), 0);
+        }
+        for (a, b) in self.per_pattern.iter_mut().zip(&other.per_pattern) {
+            *a += b;
+        }
+    }
+}
+
+/// Counters for `AgentStats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub methods: u64,
+    pub classes: u64,
+    pub failed: u64,
+    pub batches: u64,
+    pub redefinition_ns: u64,
+}
+
+pub struct Ledger {
+    pub patterns: Vec<MethodPattern>,
+    /// The hook instruments only while this is set.
+    pub instrumenting: bool,
+    /// Classes (internal names) whose probes are live.
+    pub committed: HashMap<String, ClassRecord>,
+    /// Classes the hook rewrote during a retransformation not yet finished.
+    pub pending: HashMap<String, ClassRecord>,
+    /// Classes that failed: they stay original for the rest of the session.
+    pub denied: HashSet<String>,
+    pub counters: Counters,
+}
+
+static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
+
+/// The ledger of the current session (`None` between sessions).
+pub fn lock() -> MutexGuard<'static, Option<Ledger>> {
+    crate::sync::lock(&LEDGER)
+}
+
+/// Runs `f` on the current session's ledger.
+pub fn with<R>(f: impl FnOnce(&mut Ledger) -> R) -> Option<R> {
+    lock().as_mut().map(f)
+}
+
+/// A session arms its patterns: from now on the hook instruments matching
+/// classes.
+pub fn begin_session(patterns: Vec<MethodPattern>) {
+    *lock() = Some(Ledger {
+        patterns,
+        instrumenting: true,
+        committed: HashMap::new(),
+        pending: HashMap::new(),
+        denied: HashSet::new(),
+        counters: Counters::default(),
+    });
+}
+
+/// The session is over: its ledger dropped. Returns its final counters.
+pub fn end_session() -> Counters {
+    lock().take().map(|p| p.counters).unwrap_or_default()
+}
+
+/// Current counters (zero when no session).
+pub fn counters() -> Counters {
+    with(|p| p.counters).unwrap_or_default()
+}
+
+fn dotted(internal: &str) -> String {
+    internal.replace('/', ".")
+}
+
+pub fn report_failure(p: Option<&mut Ledger>, internal: &str, jvmti_error: String, reason: String) {
+    if let Some(p) = p {
+        p.denied.insert(internal.to_string());
+        p.counters.failed += 1;
+    }
+    outbox::send(Message::ClassFailed(ClassFailure {
+        class: dotted(internal),
+        jvmti_error,
+        reason,
+    }));
+}
+
+/// The hook could not hand its bytes to the VM.
+pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
+    let name = name.unwrap_or("<unnamed>");
+    let mut guard = lock();
+    if let Some(p) = guard.as_mut() {
+        p.pending.remove(name);
+        p.committed.remove(name);
+    }
+    report_failure(
+        guard.as_mut(),
+        name,
+        e.to_string(),
+        "JVMTI Allocate failed in the class file load hook".into(),
+    );
+}
+
+/// The Java feature version of a JVM whose next class redefinition is
+/// its first since sprig attached, when HotSpot throws away all compiled
+/// code at that one (0: none pending). HotSpot records which compiled code
+/// depends on which class only once an agent that may redefine classes is
+/// present (unless `AlwaysRecordEvolDependencies`, on by default on JDK 25,
+/// makes it do so from the start), so its first redefinition after a
+/// dynamic attach cannot tell and flushes everything: JDK 17 logs `Marked
+/// all nmethods for deopt` there, JDK 25 `Marked dependent nmethods for
+/// deopt`.
+static WHOLE_DEOPT_PENDING: AtomicU32 = AtomicU32::new(0);
+
+/// Up to this Java version the first redefinition after a dynamic attach
+/// throws away all compiled code (checked on 17; the flag that avoids it
+/// does not exist before JDK 21). Newer versions are left unannounced.
+const WHOLE_DEOPT_UP_TO: u32 = 20;
+
+/// Called when an attach defined the probe class: no sprig session ran in
+/// this JVM before, so none redefined a class in it.
+pub fn expect_whole_deoptimization(major: Option<u32>) {
+    if let Some(v) = major.filter(|v| *v <= WHOLE_DEOPT_UP_TO) {
+        WHOLE_DEOPT_PENDING.store(v, Ordering::Release);
+    }
+}
+
+/// After a redefinition that changed a class: says once that HotSpot threw
+/// away all compiled code at it, when it was the JVM's first.
+fn announce_whole_deoptimization() {
+    let v = WHOLE_DEOPT_PENDING.swap(0, Ordering::AcqRel);
+    if v != 0 {
+        outbox::send(Message::Warning(format!(
+            "first class redefinition in this JVM since an attach: HotSpot on JDK {v} threw \
+             away all its compiled code, so the first seconds run slower than usual while \
+             the JIT compiles it again (--reset-after SECS leaves them out of the report; \
+             later sessions in this JVM do not pay this)"
+        )));
+    }
+}
+
+/// Retransforms `batch`; when `instrumenting`, commits what the hook
+/// rewrote. On a batch failure retries one class at a time; a class that
+/// fails is reported and stays as it was.
+pub fn retransform_batch<C>(
+    batch: &[(C, String)],
+    instrumenting: bool,
+    retransform: impl Fn(&[&C]) -> Result<(), JvmtiError>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let classes: Vec<&C> = batch.iter().map(|(c, _)| c).collect();
+    let t0 = Instant::now();
+    let result = retransform(&classes);
+    let mut elapsed = t0.elapsed().as_nanos() as u64;
+    let mut failures = Vec::new();
+    let mut batches = 1;
+    if result.is_err() {
+        for (c, name) in batch {
+            let t = Instant::now();
+            let r = retransform(&[c]);
+            elapsed += t.elapsed().as_nanos() as u64;
+            batches += 1;
+            if let Err(e) = r {
+                failures.push((name.clone(), e));
+            }
+        }
+    }
+    if failures.len() < batch.len() {
+        announce_whole_deoptimization();
+    }
+    let mut guard = lock();
+    let Some(plan) = guard.as_mut() else {
+        return;
+    };
+    plan.counters.batches += batches;
+    plan.counters.redefinition_ns += elapsed;
+    let failed: HashSet<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    if instrumenting {
+        for (_, name) in batch {
+            let Some(rec) = plan.pending.remove(name) else {
+                continue;
+            };
+            if failed.contains(name.as_str()) {
+                continue;
+            }
+            // The class now holds exactly this record's probes.
+            plan.counters.methods += u64::from(rec.methods);
+            match plan.committed.insert(name.clone(), rec) {
+                Some(old) => plan.counters.methods -= u64::from(old.methods),
+                None => plan.counters.classes += 1,
+            }
+        }
+    }
+    for (name, e) in failures {
+        let reason = if instrumenting {
+            "RetransformClasses refused the instrumented class; it stays original"
+        } else {
+            "RetransformClasses could not restore the class; its probes stay silent"
+        };
+        report_failure(Some(plan), &name, e.to_string(), reason.to_string());
+    }
+}
