@@ -22,11 +22,10 @@ use crate::reveal;
 use crate::suggest;
 use sprig_rewriter::Target;
 use sprig_rewriter::pattern::MethodPattern;
+use sprig_rewriter::vocab::access::NO_CODE;
+use sprig_rewriter::vocab::names::{binary_name, descriptor_class, internal_name};
 use sprig_wire::Message;
 use std::collections::HashSet;
-
-const ACC_NATIVE: u16 = 0x0100;
-const ACC_ABSTRACT: u16 = 0x0400;
 
 /// A session starts: the class file load hook goes on, and from now on
 /// instruments the classes the ledger's patterns match.
@@ -40,7 +39,7 @@ pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
 }
 
 fn dotted(internal: &str) -> String {
-    internal.replace('/', ".")
+    binary_name(internal)
 }
 
 /// Whether a class is never instrumented whatever the patterns say.
@@ -177,7 +176,7 @@ fn root_targets(
     let mut targets = Vec::new();
     let mut owner = Vec::new();
     for m in &info.methods {
-        if m.access & (ACC_NATIVE | ACC_ABSTRACT) != 0 {
+        if m.access & NO_CODE != 0 {
             continue;
         }
         let Some((pi, _)) = patterns
@@ -265,11 +264,6 @@ fn install(
     Some(out.bytes)
 }
 
-/// A loaded class as JVMTI names it: `Lpkg/Name;` → `pkg/Name`.
-fn internal_name(signature: &str) -> Option<&str> {
-    signature.strip_prefix('L')?.strip_suffix(';')
-}
-
 /// What [`instrument_loaded`] did, per pattern.
 #[derive(Debug, Default)]
 pub struct RootReport {
@@ -299,7 +293,7 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
             let Ok(sig) = jvmti.class_signature(c) else {
                 continue;
             };
-            let Some(internal) = internal_name(&sig) else {
+            let Some(internal) = descriptor_class(&sig) else {
                 continue; // arrays and primitives
             };
             if excluded(internal) {
@@ -315,7 +309,7 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
                 // Revealing: the revealer plans the roots (`reveal::start`).
                 let own_roots = if revealing { &[][..] } else { &methods[..] };
                 for (name, desc, mods) in own_roots {
-                    if mods & i32::from(ACC_NATIVE | ACC_ABSTRACT) != 0 {
+                    if mods & i32::from(NO_CODE) != 0 {
                         continue;
                     }
                     if let Some(&pi) = hits
@@ -410,7 +404,7 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
                 let Ok(sig) = jvmti.class_signature(c) else {
                     continue;
                 };
-                if let Some(internal) = internal_name(&sig)
+                if let Some(internal) = descriptor_class(&sig)
                     && names.contains(internal)
                 {
                     batch.push((c, internal.to_string()));
@@ -426,7 +420,7 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
 /// named `class` (dotted), methods in (name, descriptor) order. Returns the
 /// number of methods digested (0 when the class is not loaded).
 pub fn bytecode_digest(jvmti: &Jvmti, jni: Jni<'_>, class: &str) -> (u32, u64) {
-    let want = class.replace('.', "/");
+    let want = internal_name(class);
     jni.with_local_frame(64, |jni| {
         let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -441,7 +435,7 @@ pub fn bytecode_digest(jvmti: &Jvmti, jni: Jni<'_>, class: &str) -> (u32, u64) {
             let Ok(sig) = jvmti.class_signature(c) else {
                 continue;
             };
-            if internal_name(&sig) != Some(want.as_str()) {
+            if descriptor_class(&sig) != Some(want.as_str()) {
                 continue;
             }
             let mut methods: Vec<(String, String, Vec<u8>)> = jvmti
@@ -475,9 +469,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(internal_name("Lcom/acme/A$B;"), Some("com/acme/A$B"));
-        assert_eq!(internal_name("[I"), None);
-        assert_eq!(internal_name("I"), None);
         assert!(excluded("sprig/rt/Probe"));
         assert!(!excluded("sprigx/A"));
         assert_eq!(probe_sets()[ROOT_PROBES].entry, "rootEnter");

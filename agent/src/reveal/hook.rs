@@ -5,8 +5,6 @@ use super::plan::apply;
 use super::plan::own_batch;
 use super::plan::reached_by_entries;
 use super::sites::guards_of;
-use super::state::ACC_ABSTRACT;
-use super::state::ACC_NATIVE;
 use super::state::Probed;
 use super::state::REVEAL_NS;
 use super::state::Sites;
@@ -15,6 +13,8 @@ use super::state::state;
 use crate::methods::dormant_method;
 use crate::probe_class::{PLAIN_PROBES, REFLECT_PROBES, ROOT_PROBES};
 use sprig_reveal::MethodKey;
+use sprig_rewriter::vocab::access::NO_CODE;
+use sprig_rewriter::vocab::names::binary_name;
 use sprig_rewriter::{ClassInfo, GuardSite, Target};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -108,10 +108,10 @@ pub fn targets(name: &str, bytes: &[u8], redefining: bool) -> HookPlan {
         && !planned.iter().any(|p| p.reflect)
         && let Some(info) = parsed.or_else(|| sprig_rewriter::class_info(bytes).ok())
     {
-        let dotted = name.replace('/', ".");
+        let dotted = binary_name(name);
         let trivial_here = st.trivial.get(name);
         for m in info.methods {
-            let has_code = m.access & (ACC_NATIVE | ACC_ABSTRACT) == 0 && m.code_length > 0;
+            let has_code = m.access & NO_CODE == 0 && m.code_length > 0;
             let key = (m.name, m.descriptor);
             let trivial = trivial_here.is_some_and(|t| t.methods.contains(&key));
             if !has_code || key.0 == "<clinit>" || trivial || have.contains_key(&key) {

@@ -3,21 +3,17 @@
 
 use super::plan::apply;
 use super::plan::own_batch;
-use super::state::ACC_ABSTRACT;
-use super::state::ACC_NATIVE;
 use super::state::State;
 use super::state::WATCHING_LINKS;
 use crate::ffi::{Global, Jni, Jvmti, Local};
+use sprig_rewriter::vocab::access::NO_CODE;
+use sprig_rewriter::vocab::names::descriptor_class;
 use sprig_rewriter::{ClassInfo, MethodInfo};
 use std::sync::atomic::Ordering;
 
-pub(super) fn internal_name(signature: &str) -> Option<&str> {
-    signature.strip_prefix('L')?.strip_suffix(';')
-}
-
 pub(super) fn signature_name(jvmti: &Jvmti, c: Local<'_>) -> Option<String> {
     let sig = jvmti.class_signature(c).ok()?;
-    internal_name(&sig).map(str::to_string)
+    descriptor_class(&sig).map(str::to_string)
 }
 
 /// A loaded class's facts from JVMTI (no bytes).
@@ -47,7 +43,7 @@ pub(super) fn class_facts(
         .filter_map(|m| {
             let (name, descriptor) = jvmti.method_name(m).ok()?;
             let access = jvmti.method_modifiers(m).ok()? as u16;
-            let code = access & (ACC_NATIVE | ACC_ABSTRACT) == 0;
+            let code = access & NO_CODE == 0;
             Some(MethodInfo {
                 name,
                 descriptor,

@@ -96,6 +96,7 @@ use crate::ffi::{Event, Jni, Jvmti};
 use crate::ledger;
 use sprig_reveal::{ClassFilter, RevealConfig, Revealer, Scheme};
 use sprig_rewriter::pattern::MethodPattern;
+use sprig_rewriter::vocab::names::binary_name;
 use sprig_wire::control::RevealStats;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -128,7 +129,7 @@ pub fn begin_session(
     let mut exclude = parse(exclude)?;
     let frozen: Vec<String> = ledger::originals::frozen()
         .iter()
-        .map(|n| n.replace('/', "."))
+        .map(|n| binary_name(n))
         .collect();
     for name in &frozen {
         if let Ok(f) = ClassFilter::exact(name) {

@@ -9,6 +9,7 @@ use super::state::state;
 use crate::methods::{announce_method, dormant_method};
 use sprig_reveal::{EdgeKind, MethodKey, Revealed, Revealer, has_code, is_virtual};
 use sprig_rewriter::CallSite;
+use sprig_rewriter::vocab::names::binary_name;
 use std::collections::HashMap;
 
 /// What sprig instruments to see the targets of reflective calls.
@@ -54,7 +55,7 @@ pub(super) fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
         // (they are JDK classes, outside every filter).
         st.watching_reflection = true;
         for (class, name, descriptor) in REFLECTION_WATCH {
-            let id = announce_method(&class.replace('/', "."), name, descriptor);
+            let id = announce_method(&binary_name(class), name, descriptor);
             st.plan.insert(
                 class.to_string(),
                 vec![Planned {
@@ -69,7 +70,7 @@ pub(super) fn apply(st: &mut State, revealed: Revealed) -> Vec<String> {
         }
     }
     for batch in revealed.classes {
-        let dotted = batch.class.replace('/', ".");
+        let dotted = binary_name(&batch.class);
         // Every method of the batch already holds its probes (dormant
         // until now): activating them is all it takes.
         // Trivial methods left out count as held: they never get probes.

@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-pub(super) const ACC_NATIVE: u16 = 0x0100;
-pub(super) const ACC_ABSTRACT: u16 = 0x0400;
 /// Longest a thread waits for another thread's redefinition batch; past it
 /// the batch goes to the control thread.
 pub(super) const REDEFINE_WAIT: Duration = Duration::from_secs(2);
