@@ -52,7 +52,7 @@ const BATCH: i32 = 1000;
 /// events, one to two milliseconds of probing). The CLI reads the
 /// session's ring every 10 ms or so; draining every 120 batches here (in a
 /// private ring of 96 segments) gave the same figures to 0.1 ns on JDK 17
-/// (five sessions, ninth session), so the shorter cadence and the smaller
+/// (five profiling sessions, 2026-11-25, 732b2b7), so the shorter cadence and the smaller
 /// ring stay.
 const DRAIN_EVERY: u32 = 24;
 /// Batches run before any is measured (interpreter and C1 code).
@@ -109,8 +109,8 @@ pub fn class_ref(jni: Jni<'_>) -> Option<crate::ffi::Global> {
     })
 }
 
-/// The calibration class, defined (instrumented) by the first session in
-/// this JVM.
+/// The calibration class, defined (instrumented) by the first profiling
+/// session in this JVM.
 fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> {
     if let Some(c) = jni.find_class(CLASS).map_err(|e| e.to_string())? {
         return Ok(c);

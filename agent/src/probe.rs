@@ -26,7 +26,7 @@
 //! empty native ~8 ns, a critical downcall ~2.3 ns. Summed, a pair would
 //! take ~37 ns on the JNI path and ~22 ns on the FFM path; measured in
 //! place they overlap to ~23 ns (JDK 17) and ~20 ns (JDK 25) a pair
-//! (`sprig-bench --only probe`, tenth session). The thread's state is
+//! (`sprig-bench --only probe`, 2026-11-25, 3651a5f). The thread's state is
 //! reached through one `%fs`-relative load (`ffi::tls`), not the
 //! `__tls_get_addr` call a `thread_local!` costs in a shared library
 //! (which took 1.5-2 ns of the JNI pair).

@@ -61,7 +61,7 @@ struct ProbeClass {
     /// (absent in a probe class an older sprig defined in this JVM).
     virtual_roots: Option<FieldId>,
     /// `Probe.RECEIVERS` (receiver classes per watched call site, allocated
-    /// by the first session that checks receivers), absent in a probe class
+    /// by the first profiling session that checks receivers), absent in a probe class
     /// an older sprig defined.
     receivers: Option<FieldId>,
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration

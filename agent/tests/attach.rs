@@ -1,6 +1,6 @@
 //! Dynamic attach with `jcmd <pid> JVMTI.agent_load` (no sprig attach
 //! code): exact counts, nested roots, restore to the original bytecodes,
-//! re-attach cycles, the CLI disappearing, and refusing a second session.
+//! re-attach cycles, the CLI disappearing, and refusing a second profiling session.
 
 mod common;
 
@@ -124,7 +124,7 @@ fn root_not_found_lists_near_matches() {
 }
 
 #[test]
-fn second_session_is_refused_and_cli_death_detaches() {
+fn a_second_profiling_session_is_refused_and_cli_death_detaches() {
     let jdk = sprig_tests::jdk17();
     let classes = fixture_classes(&jdk);
     let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");

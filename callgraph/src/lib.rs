@@ -6,6 +6,8 @@
 //!   (adjust-time and calibrated probe cost subtracted).
 //! - [`report`]: views (tree, hot spots, back traces) and the text, JSON and
 //!   collapsed renderers behind [`report::Render`].
+
+#![forbid(unsafe_code)]
 pub mod cct;
 pub mod profile;
 pub mod report;

@@ -112,7 +112,7 @@ pub fn callees_all(class: &[u8]) -> Result<Vec<(String, String, Vec<CallSite>)>,
 /// The byte bound of [`trivial_methods`] that `sprig profile
 /// --skip-trivial` (and `sprig-bench --compare-trivial`) use when given
 /// none: getters, setters, constants, empty methods and short forward
-/// branches, measured against 35 on javac (BENCHMARKS.md, eighth session).
+/// branches, measured against 35 on javac (2026-11-25, c2703ed; docs/guide.md).
 pub const TRIVIAL_BYTES_DEFAULT: u32 = 16;
 /// The largest byte bound those options accept.
 pub const TRIVIAL_BYTES_MAX: u32 = 255;

@@ -13,6 +13,8 @@
 //! constant-pool entries are appended and only the `Code` attributes of the
 //! instrumented methods are replaced.
 
+#![forbid(unsafe_code)]
+
 mod analyze;
 mod error;
 mod instrument;

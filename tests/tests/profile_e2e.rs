@@ -1184,9 +1184,9 @@ fn root_calls_on_virtual_threads_are_left_out_and_reported() {
 }
 
 #[test]
-fn a_second_session_on_the_same_jvm_is_refused_clearly() {
+fn a_second_profiling_session_on_the_same_jvm_is_refused_clearly() {
     each_jdk(
-        "a_second_session_on_the_same_jvm_is_refused_clearly",
+        "a_second_profiling_session_on_the_same_jvm_is_refused_clearly",
         |jdk| {
             let classes = fixture_classes(jdk);
             let mut jvm = start_workload(jdk, classes.path(), &[]);

@@ -1197,7 +1197,7 @@ impl CctBuilder {
     /// The faster one is subtracted, but the probes may have run at the
     /// slower speed for part of the session: on shared hosts the pair was
     /// seen to flip between 27 and 45-50 ns for seconds at a time while
-    /// plain code kept its speed (thirteenth session, BENCHMARKS.md), and
+    /// plain code kept its speed (2026-11-25, eaa7f51; docs/accuracy.md), and
     /// the difference is then left in the times of call-dense methods.
     fn calibration_spread_warning(&self) -> Option<String> {
         let (i, o) = self.pending_calibration_ticks?;
