@@ -53,6 +53,47 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+//! # Sampled timing
+//!
+//! With [`CctBuilder::set_timing`]`(`[`Timing::Sampled`]`)` the probes
+//! inside a root context write `ts = 0` in their `MethodEntry` and
+//! `MethodExit` records (no clock read); `RootEntry`, `RootExit`,
+//! `ThreadStart`, `ThreadEnd` and `AdjustTime` keep their meaning. Calls,
+//! shape, incomplete calls and stream problems come out exactly as in
+//! exact mode; inner nodes have no measured ticks. Time comes from
+//! [`Sample`]s, the positions a sampler beside the consumer reads with
+//! `sprig_wire::ring::Region::positions`, each credited to the frame open
+//! at its position once [`CctBuilder::process_run`] brings the thread's
+//! stream there. Root calls keep their timestamps: each root node gets a
+//! latency histogram of its complete calls, in both modes.
+//!
+//! ```
+//! use sprig_callgraph::{CctBuilder, Sample, Timing};
+//! use sprig_wire::event::{Event, EventKind};
+//! use sprig_wire::ring::{Run, StreamPosition};
+//!
+//! let mut b = CctBuilder::new(1_000_000_000);
+//! b.set_timing(Timing::Sampled);
+//! // The sampler read thread 0 when it had published 2 events of the
+//! // segment with claim number 7: the ring's StreamPosition, stamped with
+//! // the reading's time and its weight (ticks since the previous reading).
+//! let pos = StreamPosition { thread: 0, claim: 7, committed: 2 };
+//! b.add_samples(&[Sample::at(pos, 150, 100)]);
+//! // What Consumer::poll_runs hands over: the root is timed, A is not.
+//! let run = Run { thread: 0, claim: 7, start: 0 };
+//! b.process_run(run, &[
+//!     Event::new(EventKind::RootEntry, 1, 100),
+//!     Event::new(EventKind::MethodEntry, 2, 0),
+//!     Event::new(EventKind::MethodExit, 2, 0),
+//!     Event::new(EventKind::RootExit, 1, 400),
+//! ]);
+//! let p = b.finish();
+//! let tree = &p.threads[0].tree;
+//! let times = p.times(tree);
+//! assert_eq!((tree.nodes[1].calls, times[1].self_ns, times[1].self_samples), (1, 100, 1));
+//! assert_eq!(p.latency_ns(&tree.nodes[0]).unwrap().max_ns, 300);
+//! ```
+
 pub mod diff;
 pub mod latency;
 pub mod snapshot;
@@ -919,7 +960,9 @@ impl ThreadState {
     fn add_sample(&mut self, key: (u64, u32), ts: u64, weight: u64, reset: Option<PendingReset>) {
         match self.pos {
             Some(p) if key < p => self.samples.late += 1,
-            Some(p) if key == p && self.pending.is_empty() => {
+            // (the pending ones all lie further on: the order of credits
+            // does not matter, each goes to the frame open at its position)
+            Some(p) if key == p => {
                 self.reset_before_sample(ts, reset);
                 self.credit(weight);
             }
@@ -1168,13 +1211,15 @@ impl CctBuilder {
         while done < len {
             // Up to the next sample inside this run, or to its end.
             let stop = match self.threads[s].next_pending() {
-                Some((c, i)) if c == run.claim && i > run.start + done && i < end => i - run.start,
+                Some((c, i)) if c == run.claim && i > run.start.saturating_add(done) && i < end => {
+                    i - run.start
+                }
                 _ => len,
             };
             self.feed(s, &events[done as usize..stop as usize]);
             done = stop;
             let t = &mut self.threads[s];
-            t.pos = Some((run.claim, run.start + done));
+            t.pos = Some((run.claim, run.start.saturating_add(done)));
             t.credit_due(self.reset);
         }
     }

@@ -157,8 +157,8 @@ fn a_sample_ahead_of_its_events_waits_for_them() {
     let events = call();
     b.process_run(run(0, 5, 0), &events[..3]);
     // The stream stands after 3 events (in B): a sample there is credited
-    // at once, one further on waits.
-    b.add_samples(&[sample(0, 5, 3, 7), sample(0, 5, 5, 11)]);
+    // at once (even with others waiting), one further on waits.
+    b.add_samples(&[sample(0, 5, 5, 11), sample(0, 5, 3, 7)]);
     let live = b.snapshot();
     assert_eq!(node(&live, 0, &[R, A, B]).1, 1);
     assert_eq!(node(&live, 0, &[R]).1, 0);
