@@ -36,7 +36,11 @@
 //! ```
 //!
 //! Nothing is subtracted: the probes' own cost is inside the samples like
-//! any other code. With `n` samples behind a figure, a mean weight (period)
+//! any other code. Neither is adjust-time: a thread waiting for ring space
+//! owns no segment, so the sampler does not see it at all, while a wait
+//! with its segment still owned (revelation, class-load handling) is
+//! sampled in the node it happened in; `adjust_ticks` stay what they
+//! measured, and root latencies have them taken out. With `n` samples behind a figure, a mean weight (period)
 //! `p` and `N` samples of the thread in the window, the 95% bound is about
 //! `1.96 * p * sqrt(n * (1 - n/N))` ([`sample_bound_ns`]).
 //!

@@ -761,6 +761,14 @@ impl ThreadState {
     /// t_I + t_O of each call it made, directly or not), as
     /// [`Profile::times`] takes it out of the root's total. A call that
     /// began before a reset has no latency.
+    ///
+    /// The probe cost is the one known when the call ends (the thread's
+    /// latest bursts, else the session calibration received so far), so
+    /// the calls add up to the root's exact total (within a tick a call)
+    /// when that cost did not change afterwards. It differs by the change
+    /// when a later calibration replaced the first (the faster of two
+    /// stays), and for calls before the thread's first burst, which
+    /// [`Profile::times`] charges that burst's figures after the fact.
     fn close_root(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
         if f.partial {
