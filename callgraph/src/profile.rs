@@ -753,6 +753,19 @@ mod tests {
     }
 
     #[test]
+    fn sample_bound_by_hand() {
+        // 100 samples of 1 ms out of 1000: 1.96 * 1 ms * sqrt(100 * 0.9)
+        assert_eq!(sample_bound_ns(100, 100_000_000, 1000), 18_594_193);
+        // every sample of the window: nothing left to vary
+        assert_eq!(sample_bound_ns(50, 50_000_000, 50), 0);
+        assert_eq!(sample_bound_ns(0, 0, 1000), 0);
+        // a window smaller than the count (inconsistent input): no panic
+        assert_eq!(sample_bound_ns(5, 5_000, 2), 0);
+        // one sample of 1 ms out of many: about 1.96 ms
+        assert_eq!(sample_bound_ns(1, 1_000_000, 1_000_000), 1_959_999);
+    }
+
+    #[test]
     fn ticks_convert_with_frequency() {
         assert_eq!(ticks_to_ns(3_000, 3_000_000_000), 1_000);
         assert_eq!(ticks_to_ns(7, 0), 7);
