@@ -14,8 +14,9 @@ pub mod report;
 
 pub use cct::diff::{ProfileDiff, diff};
 pub use cct::snapshot::SnapshotError;
-pub use cct::{CctBuilder, StreamIssues};
+pub use cct::{CctBuilder, Sample, StreamIssues};
 pub use profile::{
-    Calibration, MethodInfo, Node, Profile, Stats, Target, ThreadProfile, Times, Tree,
+    Calibration, Latency, LatencySummary, MethodInfo, Node, Profile, SampleCounts, Stats, Target,
+    ThreadProfile, Times, Timing, Tree, sample_bound_ns,
 };
 pub use report::{Format, Render, RenderOptions};

@@ -21,8 +21,111 @@
 //! every descendant's probe cost inside the total, and the children's inner
 //! parts inside the parent's self time. So an exact total is the time of the
 //! subtree with every probe in it taken out.
+//!
+//! # Sampled timing
+//!
+//! With [`Timing::Sampled`] the probes inside a root context record no
+//! time: calls and shape stay exact, and a node's time is the weight of
+//! the samples that found its thread inside it (a sample is "at time t,
+//! this thread had written its stream up to here", see
+//! [`crate::cct::Sample`]):
+//!
+//! ```text
+//! self(node)  = sum of the weights of its samples      (Node::sampled_ticks)
+//! total(node) = self(node) + sum(total(child))
+//! ```
+//!
+//! Nothing is subtracted: the probes' own cost is inside the samples like
+//! any other code. Neither is adjust-time: a thread waiting for ring space
+//! owns no segment, so the sampler does not see it at all, while a wait
+//! with its segment still owned (revelation, class-load handling) is
+//! sampled in the node it happened in; `adjust_ticks` stay what they
+//! measured, and root latencies have them taken out. With `n` samples behind a figure, a mean weight (period)
+//! `p` and `N` samples of the thread in the window, the 95% bound is about
+//! `1.96 * p * sqrt(n * (1 - n/N))` ([`sample_bound_ns`]).
+//!
+//! Root calls keep their timestamps in both modes: each root node carries
+//! a [`Latency`] histogram of its complete calls.
 
+pub use crate::cct::latency::Latency;
 use std::collections::{BTreeMap, HashMap};
+
+/// Where a profile's times come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Timing {
+    /// Every call timed by its probes; adjust-time and the calibrated
+    /// probe cost subtracted.
+    #[default]
+    Exact,
+    /// Calls counted by the probes, time from samples of the thread's
+    /// position in its event stream; only root calls are timed.
+    Sampled,
+}
+
+impl Timing {
+    /// `exact` or `sampled`, as reports and the command line write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Exact => "exact",
+            Timing::Sampled => "sampled",
+        }
+    }
+}
+
+/// What became of the samples of one thread (see [`crate::cct::Sample`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleCounts {
+    /// Samples credited to a node of the tree.
+    pub credited: u64,
+    /// Samples that found the thread outside every root context, and
+    /// their weight in ticks: not in the tree.
+    pub outside: u64,
+    pub outside_ticks: u64,
+    /// Samples given after the builder had processed the thread's stream
+    /// past their position (the caller broke the ordering contract of
+    /// [`crate::CctBuilder::add_samples`]): dropped.
+    pub late: u64,
+    /// Samples whose position the stream never reached (events lost, or
+    /// profiling ended first): dropped at the end.
+    pub unmatched: u64,
+}
+
+impl SampleCounts {
+    /// N of the error bound: every sample that found the thread, in a root
+    /// context or not.
+    pub fn window(&self) -> u64 {
+        self.credited.saturating_add(self.outside)
+    }
+
+    pub fn add(&mut self, o: &SampleCounts) {
+        self.credited = self.credited.saturating_add(o.credited);
+        self.outside = self.outside.saturating_add(o.outside);
+        self.outside_ticks = self.outside_ticks.saturating_add(o.outside_ticks);
+        self.late = self.late.saturating_add(o.late);
+        self.unmatched = self.unmatched.saturating_add(o.unmatched);
+    }
+}
+
+/// The 95% bound of a time estimated from samples: `n` samples whose
+/// weights add up to `estimate_ns`, out of `window` samples taken of the
+/// thread(s): about `1.96 * p * sqrt(n * (1 - n/N))` with `p` the mean
+/// weight (the sampling period), the normal approximation of the binomial
+/// count of samples. 0 without samples (a node no sample found is not
+/// shown to have no time, only none measured: its time is below about
+/// one period).
+pub fn sample_bound_ns(n: u64, estimate_ns: u64, window: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let nf = n as f64;
+    let p = estimate_ns as f64 / nf;
+    let rest = if window > n {
+        1.0 - nf / window as f64
+    } else {
+        0.0
+    };
+    (1.96 * p * (nf * rest).sqrt()).round() as u64
+}
 
 /// Index of a node inside a [`Tree`].
 pub type NodeId = u32;
@@ -177,6 +280,14 @@ pub struct Node {
     pub recal: Recal,
     /// Children; every child index is greater than its parent's index.
     pub children: Vec<NodeId>,
+    /// Sampled timing: samples that found the thread in this node's own
+    /// code, and the sum of their weights in ticks (0 in exact mode).
+    pub samples: u64,
+    pub sampled_ticks: u64,
+    /// Root nodes: the latency of each complete call (exit minus entry,
+    /// minus the waits for the profiler inside, in exact mode minus the
+    /// probe cost too); `None` on other nodes.
+    pub latency: Option<Box<Latency>>,
 }
 
 /// Units of [`Recal::inner`] and [`Recal::outer`] per clock tick.
@@ -301,6 +412,8 @@ pub struct ThreadProfile {
     pub name: String,
     pub tree: Tree,
     pub bursts: Bursts,
+    /// Sampled timing: what became of this thread's samples.
+    pub samples: SampleCounts,
 }
 
 /// Derived times of one node, in nanoseconds.
@@ -319,6 +432,10 @@ pub struct Times {
     /// Calibrated probe cost taken out of the subtree (what `total_ns`
     /// lost to the subtraction beyond adjust-time).
     pub probe_ns: u64,
+    /// Sampled timing: samples behind `self_ns` and behind `total_ns`
+    /// (0 in exact mode).
+    pub self_samples: u64,
+    pub total_samples: u64,
     /// The part of `probe_ns` taken out of the node's own code.
     pub probe_self_ns: u64,
     /// Calibrated probe cost of every call in the subtree as computed,
@@ -355,12 +472,28 @@ pub struct Profile {
     pub target: Target,
     pub stats: Stats,
     pub calibration: Option<Calibration>,
+    /// Where the times come from.
+    pub timing: Timing,
     /// Method id -> name.
     pub methods: BTreeMap<u32, MethodInfo>,
     /// Sorted by `index`.
     pub threads: Vec<ThreadProfile>,
     /// Problems found in the event stream, in a stable order.
     pub warnings: Vec<String>,
+}
+
+/// What reports show of a root node's [`Latency`], in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencySummary {
+    /// Complete calls.
+    pub count: u64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    /// Sum over the calls.
+    pub sum_ns: u64,
 }
 
 /// Thread index used by [`Profile::merged`].
@@ -385,6 +518,7 @@ impl Profile {
             target: Target::default(),
             stats: Stats::default(),
             calibration: None,
+            timing: Timing::Exact,
             methods: BTreeMap::new(),
             threads: Vec::new(),
             warnings: Vec::new(),
@@ -445,6 +579,9 @@ impl Profile {
     /// Derived times of every node of `tree`, indexed like `tree.nodes`
     /// (see the module documentation for the formulas).
     pub fn times(&self, tree: &Tree) -> Vec<Times> {
+        if self.timing == Timing::Sampled {
+            return self.sampled_times(tree);
+        }
         let len = tree.nodes.len();
         let mut out = vec![Times::default(); len];
         let net = |n: &Node| n.total_ticks.saturating_sub(n.adjust_ticks);
@@ -482,9 +619,57 @@ impl Profile {
                 probe_ns: probe_self_ns.saturating_add(kids_probe),
                 probe_self_ns,
                 probe_cost_ns: cost.saturating_add(kids_cost),
+                self_samples: 0,
+                total_samples: 0,
             };
         }
         out
+    }
+
+    /// [`Profile::times`] of a sampled profile: self time = the samples'
+    /// weight, total = self + the children's totals; nothing subtracted.
+    fn sampled_times(&self, tree: &Tree) -> Vec<Times> {
+        let len = tree.nodes.len();
+        let mut out = vec![Times::default(); len];
+        for i in (0..len).rev() {
+            let n = &tree.nodes[i];
+            let (mut kids_total, mut kids_samples) = (0u64, 0u64);
+            for &c in n
+                .children
+                .iter()
+                .filter(|&&c| c as usize > i && (c as usize) < len)
+            {
+                kids_total = kids_total.saturating_add(out[c as usize].total_ns);
+                kids_samples = kids_samples.saturating_add(out[c as usize].total_samples);
+            }
+            let self_ns = ticks_to_ns(n.sampled_ticks, self.ticks_per_sec);
+            out[i] = Times {
+                raw_total_ns: ticks_to_ns(n.total_ticks, self.ticks_per_sec),
+                adjust_ns: ticks_to_ns(n.adjust_ticks, self.ticks_per_sec),
+                total_ns: self_ns.saturating_add(kids_total),
+                self_ns,
+                self_samples: n.samples,
+                total_samples: n.samples.saturating_add(kids_samples),
+                ..Times::default()
+            };
+        }
+        out
+    }
+
+    /// What reports show of a root node's latency histogram, in
+    /// nanoseconds; `None` for nodes without one.
+    pub fn latency_ns(&self, node: &Node) -> Option<LatencySummary> {
+        let l = node.latency.as_deref()?;
+        let ns = |t: u64| ticks_to_ns(t, self.ticks_per_sec);
+        Some(LatencySummary {
+            count: l.count,
+            min_ns: ns(l.min),
+            p50_ns: ns(l.quantile(0.5)),
+            p90_ns: ns(l.quantile(0.9)),
+            p99_ns: ns(l.quantile(0.99)),
+            max_ns: ns(l.max),
+            sum_ns: ns(l.sum),
+        })
     }
 
     /// All threads combined: nodes with the same path (root method, then
@@ -492,10 +677,12 @@ impl Profile {
     /// index order, so the result is deterministic.
     pub fn merged(&self) -> ThreadProfile {
         let mut tree = Tree::default();
+        let mut samples = SampleCounts::default();
         // (parent in merged tree or u32::MAX for the root level, method) -> merged node
         let mut index: HashMap<(NodeId, u32), NodeId> = HashMap::new();
         let mut stack: Vec<(NodeId, NodeId)> = Vec::new();
         for t in &self.threads {
+            samples.add(&t.samples);
             let src = &t.tree;
             for &r in src.roots.iter().rev() {
                 stack.push((r, NodeId::MAX));
@@ -524,6 +711,11 @@ impl Profile {
                 m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
                 m.incomplete = m.incomplete.saturating_add(n.incomplete);
                 m.recal.add(&n.recal);
+                m.samples = m.samples.saturating_add(n.samples);
+                m.sampled_ticks = m.sampled_ticks.saturating_add(n.sampled_ticks);
+                if let Some(l) = &n.latency {
+                    m.latency.get_or_insert_with(Default::default).merge(l);
+                }
                 // only children that keep the tree invariant: no cycles
                 for &c in n.children.iter().rev().filter(|&&c| c > s) {
                     stack.push((c, d));
@@ -537,6 +729,7 @@ impl Profile {
             name: "all threads".to_owned(),
             tree,
             bursts: Bursts::default(),
+            samples,
         }
     }
 
@@ -557,6 +750,19 @@ mod tests {
             total_ticks: total,
             ..Node::default()
         }
+    }
+
+    #[test]
+    fn sample_bound_by_hand() {
+        // 100 samples of 1 ms out of 1000: 1.96 * 1 ms * sqrt(100 * 0.9)
+        assert_eq!(sample_bound_ns(100, 100_000_000, 1000), 18_594_193);
+        // every sample of the window: nothing left to vary
+        assert_eq!(sample_bound_ns(50, 50_000_000, 50), 0);
+        assert_eq!(sample_bound_ns(0, 0, 1000), 0);
+        // a window smaller than the count (inconsistent input): no panic
+        assert_eq!(sample_bound_ns(5, 5_000, 2), 0);
+        // one sample of 1 ms out of many: about 1.96 ms
+        assert_eq!(sample_bound_ns(1, 1_000_000, 1_000_000), 1_959_999);
     }
 
     #[test]
@@ -740,6 +946,7 @@ mod tests {
                 name: format!("t{index}"),
                 tree: t,
                 bursts: Default::default(),
+                samples: Default::default(),
             });
         }
         let m = p.merged();

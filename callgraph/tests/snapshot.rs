@@ -13,6 +13,68 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
+/// The version 6 file of the same profile: a version 7 file without the
+/// timing byte, the sample counts of each thread (5 u64) and the samples
+/// and latency histogram of each node.
+fn downgrade_to_v6(v7: &[u8]) -> Vec<u8> {
+    let mut v = v7.to_vec();
+    assert_eq!(v[8..12], 7u32.to_le_bytes());
+    v[8..12].copy_from_slice(&6u32.to_le_bytes());
+    let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
+    let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
+    // magic(8) version(4) ticks(8) clock(str) pid(4) jvm(str) stats(5*8) calibration(1+16)
+    let mut at = 8 + 4 + 8;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 4;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 5 * 8 + 1 + 16;
+    // agent block (6 u64, the revelation flag and its block)
+    at += 6 * 8;
+    if v[at] == 1 {
+        at += 1;
+        let kinds = u32_at(&v, at);
+        at += 4;
+        for _ in 0..kinds {
+            at += 4 + u32_at(&v, at) as usize + 8;
+        }
+        at += 9 * 8;
+    } else {
+        at += 1;
+    }
+    at += 8; // reset
+    v.remove(at); // timing
+    let methods = u32_at(&v, at);
+    at += 4;
+    for _ in 0..methods {
+        at += 4;
+        for _ in 0..3 {
+            at += 4 + u32_at(&v, at) as usize;
+        }
+    }
+    let threads = u32_at(&v, at);
+    at += 4;
+    for _ in 0..threads {
+        at += 4 + 8;
+        at += 4 + u32_at(&v, at) as usize;
+        at += 5 * 8; // bursts
+        v.drain(at..at + 5 * 8);
+        at += 4;
+        let nodes = u64_at(&v, at);
+        at += 8;
+        for _ in 0..nodes {
+            at += 4 + 4 * 8 + 3 * 8;
+            let latency = if v[at + 16] == 1 {
+                1 + 4 * 8 + 4 + 12 * u32_at(&v, at + 16 + 1 + 32) as usize
+            } else {
+                1
+            };
+            v.drain(at..at + 16 + latency);
+            at += 4;
+        }
+    }
+    v
+}
+
 fn render(p: &Profile, opts: &RenderOptions, f: Format) -> Vec<u8> {
     let mut v = Vec::new();
     f.renderer().render(p, opts, &mut v).unwrap();
@@ -186,9 +248,26 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         "{text}"
     );
 
-    // A version 1 file: the same bytes without the agent block.
+    // A version 6 file: no timing mode, samples or latency.
     let plain = bytes(&s.profile);
-    let mut v1 = plain.clone();
+    let v6 = downgrade_to_v6(&plain);
+    let old = Profile::read_snapshot(&mut v6.as_slice()).expect("version 6 reads");
+    let mut expected = s.profile.clone();
+    for t in &mut expected.threads {
+        t.samples = Default::default();
+        for n in &mut t.tree.nodes {
+            n.latency = None;
+            n.samples = 0;
+            n.sampled_ticks = 0;
+        }
+    }
+    assert!(
+        s.profile.threads[0].tree.nodes[0].latency.is_some(),
+        "the test file has latencies to leave out"
+    );
+    assert_eq!(old, expected);
+    // A version 1 file: the same bytes without the agent block.
+    let mut v1 = v6;
     v1[8..12].copy_from_slice(&1u32.to_le_bytes());
     // magic(8) version(4) ticks(8) clock(str) pid(4) jvm(str) stats(5*8) calibration(1+16)
     let str_len = |at: usize| u32::from_le_bytes(v1[at..at + 4].try_into().unwrap()) as usize;
@@ -227,7 +306,6 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     let old = Profile::read_snapshot(&mut v1.as_slice()).expect("version 1 reads");
-    let mut expected = s.profile.clone();
     for t in &mut expected.threads {
         t.bursts = Default::default();
         for n in &mut t.tree.nodes {
@@ -235,10 +313,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v7 = plain;
-    v7[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let mut v8 = plain;
+    v8[8..12].copy_from_slice(&8u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v7.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(7))
+        Profile::read_snapshot(&mut v8.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(8))
     ));
 }

@@ -300,3 +300,104 @@ fn the_probe_bound_legend_suggests_skip_trivial_only_when_it_applies() {
         "{skipped}"
     );
 }
+
+/// The fields sampled timing added: `timing` at the top, `latency` on
+/// every root node (both modes), `samples` and the bounds per node and
+/// per thread in sampled mode only.
+#[test]
+fn json_carries_timing_latency_and_samples() {
+    for path in common::scripts() {
+        let s = common::load(&path);
+        let sampled = s.profile.timing == sprig_callgraph::Timing::Sampled;
+        let text = render(&s.profile, &s.opts, Format::Json);
+        let j = parse_json(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.display();
+        assert_eq!(
+            j.get("timing").and_then(Json::str),
+            Some(if sampled { "sampled" } else { "exact" }),
+            "{name}"
+        );
+        for t in j.get("threads").expect("threads").arr() {
+            let counts = t.get("samples");
+            assert_eq!(counts.is_some(), sampled, "{name}: thread samples");
+            if let Some(c) = counts {
+                for k in ["credited", "outside", "outside_ns", "late", "unmatched"] {
+                    assert!(c.get(k).and_then(Json::u64).is_some(), "{name}: {k}");
+                }
+            }
+            let mut stack: Vec<(&Json, bool)> = t
+                .get("roots")
+                .expect("roots")
+                .arr()
+                .iter()
+                .map(|r| (r, true))
+                .collect();
+            while let Some((n, is_root)) = stack.pop() {
+                let calls = n.get("calls").and_then(Json::u64).unwrap();
+                let incomplete = n.get("incomplete").and_then(Json::u64).unwrap();
+                match n.get("latency") {
+                    Some(l) => {
+                        assert!(is_root, "{name}: latency on an inner node");
+                        let f = |k: &str| l.get(k).and_then(Json::u64).expect(k);
+                        assert_eq!(f("count"), calls - incomplete, "{name}");
+                        assert!(f("min_ns") <= f("p50_ns"), "{name}: {l:?}");
+                        assert!(f("p50_ns") <= f("p90_ns"), "{name}: {l:?}");
+                        assert!(f("p90_ns") <= f("p99_ns"), "{name}: {l:?}");
+                        assert!(f("p99_ns") <= f("max_ns"), "{name}: {l:?}");
+                    }
+                    None => assert!(
+                        !is_root || calls == incomplete,
+                        "{name}: a root with complete calls has a latency: {n:?}"
+                    ),
+                }
+                for k in [
+                    "samples",
+                    "total_samples",
+                    "self_bound_ns",
+                    "total_bound_ns",
+                ] {
+                    assert_eq!(
+                        n.get(k).and_then(Json::u64).is_some(),
+                        sampled,
+                        "{name}: {k}"
+                    );
+                }
+                stack.extend(
+                    n.get("children")
+                        .expect("children")
+                        .arr()
+                        .iter()
+                        .map(|c| (c, false)),
+                );
+            }
+        }
+    }
+}
+
+/// In exact mode a root's calls add up to its exact total (the latency
+/// of each call has the probe cost of every call inside taken out).
+#[test]
+fn exact_root_latencies_add_up_to_the_exact_total() {
+    let s = script("basic.events");
+    let p = &s.profile;
+    let mut roots = 0;
+    for t in &p.threads {
+        let times = p.times(&t.tree);
+        for &r in &t.tree.roots {
+            let n = &t.tree.nodes[r as usize];
+            let l = p.latency_ns(n).expect("latency");
+            assert_eq!(l.count, n.calls);
+            assert_eq!(l.sum_ns, times[r as usize].total_ns);
+            roots += 1;
+        }
+    }
+    assert_eq!(roots, 2);
+    let text = render(p, &s.opts, Format::Text);
+    assert!(
+        text.contains(
+            "  latency      com.acme.Shop.handle(Lcom/acme/Request;)V: 2 calls, min 0.500, \
+             p50 0.500, p90 2.900, p99 2.900, max 2.900 ms"
+        ),
+        "{text}"
+    );
+}

@@ -46,6 +46,16 @@
 //! only way segments are recycled, so a thread's unread segments never
 //! disappear before the consumer has seen them: per-thread order is exact.
 //!
+//! # Positions for sampling
+//!
+//! [`Region::positions`] reads, for every `OWNED` segment, its thread,
+//! claim number and `committed` count, without consuming anything: a
+//! sampler in the consumer's process stamps such a reading with a time and
+//! a weight and hands it to the CCT builder, which matches it against the
+//! [`Run`]s that [`Consumer::poll_runs`] delivers (thread, claim number and
+//! index of each slice's first event). A producer that owns no segment
+//! (it waits for space, or never pushed) has no position.
+//!
 //! # Backpressure
 //!
 //! With no `FREE` segment a producer waits: it spins briefly, yields, then
@@ -923,6 +933,16 @@ impl Consumer {
     /// `(thread index, events)`, frees the segments read to their end, and
     /// returns how many events it delivered. Bumps the heartbeat.
     pub fn poll(&mut self, sink: &mut dyn FnMut(u32, &[Event])) -> usize {
+        self.poll_runs(&mut |run, events| sink(run.thread, events))
+    }
+
+    /// [`Consumer::poll`] telling the sink where each slice comes from: a
+    /// [`Run`] names the thread, the segment's claim number and the index
+    /// of the slice's first event in that segment, so a caller can match
+    /// [`StreamPosition`]s (samples) against the stream. A thread's runs
+    /// come in stream order: claim numbers rise, and within a claim each
+    /// run starts where the previous one ended.
+    pub fn poll_runs(&mut self, sink: &mut dyn FnMut(Run, &[Event])) -> usize {
         self.heartbeat();
         let r = &*self.region;
         if r.is_retired() {
@@ -965,7 +985,12 @@ impl Consumer {
             if committed > pos {
                 let n = (committed - pos) as usize;
                 copy_events(r.slots(v.index), pos, &mut self.buf[..n]);
-                sink(v.thread, &self.buf[..n]);
+                let run = Run {
+                    thread: v.thread,
+                    claim: v.seq,
+                    start: pos,
+                };
+                sink(run, &self.buf[..n]);
                 delivered += n;
                 self.pos[v.index as usize] = committed;
             }
@@ -978,6 +1003,82 @@ impl Consumer {
         }
         self.heartbeat();
         delivered
+    }
+
+    /// Where every producer stands now: see [`Region::positions`]. Reads
+    /// only; consumes nothing.
+    pub fn positions(&self, out: &mut Vec<StreamPosition>) {
+        self.region.positions(out)
+    }
+}
+
+/// Where a slice handed to [`Consumer::poll_runs`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Run {
+    /// The producer's thread index.
+    pub thread: u32,
+    /// The segment's claim number (orders one thread's segments).
+    pub claim: u64,
+    /// Index in the segment of the slice's first event.
+    pub start: u32,
+}
+
+/// How far one producer has written: thread `thread` had published
+/// `committed` events of the segment it claimed with number `claim` when
+/// [`Region::positions`] read it. Matched against [`Run`]s, this says
+/// which event of a thread's stream was the last before the reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamPosition {
+    pub thread: u32,
+    pub claim: u64,
+    pub committed: u32,
+}
+
+impl Region {
+    /// Appends to `out` the position of every producer that owns a segment
+    /// now (`OWNED`; a producer waiting for a free segment owns none, and a
+    /// thread that never pushed has none). For a sampler outside the
+    /// producers' process: it reads segment headers only, with `Acquire`
+    /// loads, writes nothing to the shared file and takes nothing from the
+    /// consumer, so it may run on any thread beside the [`Consumer`].
+    ///
+    /// `committed` is clamped to the segment capacity. A header is read
+    /// twice (state and claim number before and after the other fields)
+    /// and left out when the segment changed owner in between, or when its
+    /// claim number was never handed out (a damaged header); a position is
+    /// data to validate like an event (its claim may name no segment the
+    /// consumer ever delivers).
+    pub fn positions(&self, out: &mut Vec<StreamPosition>) {
+        if self.is_retired() {
+            return;
+        }
+        let start = out.len();
+        for i in 0..self.segments {
+            let h = self.seg(i);
+            if h.state.load(Ordering::Acquire) != OWNED {
+                continue;
+            }
+            let claim = h.seq.load(Ordering::Acquire);
+            let thread = h.thread.load(Ordering::Acquire);
+            let committed = h.committed.load(Ordering::Acquire).min(self.capacity);
+            if h.state.load(Ordering::Acquire) != OWNED || h.seq.load(Ordering::Acquire) != claim {
+                continue;
+            }
+            out.push(StreamPosition {
+                thread,
+                claim,
+                committed,
+            });
+        }
+        let handed_out = self.header().claims.load(Ordering::Acquire);
+        let mut kept = start;
+        for j in start..out.len() {
+            if out[j].claim < handed_out {
+                out[kept] = out[j];
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
     }
 }
 
@@ -1039,6 +1140,120 @@ mod tests {
         assert_eq!(ids, (0..14).collect::<Vec<_>>());
         // Nothing new: nothing delivered.
         assert_eq!(cons.poll(&mut |_, _| panic!("no events expected")), 0);
+    }
+
+    #[test]
+    fn runs_name_claim_and_start_and_positions_match_them() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut a = Producer::new(r.clone(), 5, Duration::from_secs(1));
+        let mut b = Producer::new(r.clone(), 2, Duration::from_secs(1));
+        let mut cons = Consumer::new(Region::open(&p).unwrap());
+        let mut pos = Vec::new();
+        // Nothing pushed: no segment owned, no position.
+        cons.positions(&mut pos);
+        assert!(pos.is_empty());
+        let ev = |i: u32| Event::new(EventKind::Marker, i, u64::from(i));
+        for i in 0..2 {
+            a.push(ev(i)).unwrap();
+        }
+        b.push(ev(100)).unwrap();
+        cons.positions(&mut pos);
+        pos.sort_by_key(|p| p.thread);
+        assert_eq!(
+            pos,
+            vec![
+                StreamPosition {
+                    thread: 2,
+                    claim: 1,
+                    committed: 1
+                },
+                StreamPosition {
+                    thread: 5,
+                    claim: 0,
+                    committed: 2
+                }
+            ]
+        );
+        let mut runs = Vec::new();
+        cons.poll_runs(&mut |run, evs| runs.push((run, evs.iter().map(|e| e.id).collect())));
+        let expect = |thread, claim, start, ids: &[u32]| {
+            (
+                Run {
+                    thread,
+                    claim,
+                    start,
+                },
+                ids.to_vec(),
+            )
+        };
+        assert_eq!(
+            runs,
+            vec![expect(2, 1, 0, &[100]), expect(5, 0, 0, &[0, 1])]
+        );
+        // Reading positions consumed nothing; polling did not change them.
+        let mut again = Vec::new();
+        cons.positions(&mut again);
+        again.sort_by_key(|p| p.thread);
+        assert_eq!(again, pos);
+        // Thread 5 fills its segment (capacity 4) and goes on in a new one:
+        // the full one is not a position any more, the new one is.
+        for i in 2..6 {
+            a.push(ev(i)).unwrap();
+        }
+        runs.clear();
+        cons.poll_runs(&mut |run, evs| runs.push((run, evs.iter().map(|e| e.id).collect())));
+        assert_eq!(
+            runs,
+            vec![expect(5, 0, 2, &[2, 3]), expect(5, 2, 0, &[4, 5])]
+        );
+        pos.clear();
+        cons.positions(&mut pos);
+        pos.retain(|p| p.thread == 5);
+        assert_eq!(
+            pos,
+            vec![StreamPosition {
+                thread: 5,
+                claim: 2,
+                committed: 2
+            }]
+        );
+        // A released segment is FULL, not owned: thread 2 has no position.
+        b.release();
+        pos.clear();
+        cons.positions(&mut pos);
+        assert!(pos.iter().all(|p| p.thread != 2), "{pos:?}");
+        // `poll` still hands the same events, by thread only.
+        a.push(ev(6)).unwrap();
+        let mut got = Vec::new();
+        cons.poll(&mut |t, evs| got.extend(evs.iter().map(|e| (t, e.id))));
+        assert_eq!(got, vec![(5, 6)]);
+    }
+
+    #[test]
+    fn positions_are_clamped_and_skip_damaged_claims() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut a = Producer::new(r.clone(), 1, Duration::from_secs(1));
+        a.push(Event::default()).unwrap();
+        let seg = a.seg;
+        // A hostile peer writes a count past the capacity: clamped.
+        r.seg(seg).committed.store(1000, Ordering::Release);
+        let mut pos = vec![StreamPosition {
+            thread: 9,
+            claim: 77,
+            committed: 3,
+        }];
+        r.positions(&mut pos);
+        assert_eq!(pos.len(), 2, "{pos:?}");
+        // What the caller had in `out` stays.
+        assert_eq!(pos[0].claim, 77);
+        assert_eq!(pos[1].committed, r.segment_capacity());
+        // A claim number never handed out: left out.
+        r.seg(seg).seq.store(1 << 40, Ordering::Release);
+        pos.clear();
+        r.positions(&mut pos);
+        assert!(pos.is_empty(), "{pos:?}");
     }
 
     #[test]

@@ -134,6 +134,7 @@ mod tests {
             name: "main".into(),
             tree: t,
             bursts: Default::default(),
+            samples: Default::default(),
         });
         p
     }

@@ -53,15 +53,58 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+//! # Sampled timing
+//!
+//! With [`CctBuilder::set_timing`]`(`[`Timing::Sampled`]`)` the probes
+//! inside a root context write `ts = 0` in their `MethodEntry` and
+//! `MethodExit` records (no clock read); `RootEntry`, `RootExit`,
+//! `ThreadStart`, `ThreadEnd` and `AdjustTime` keep their meaning. Calls,
+//! shape, incomplete calls and stream problems come out exactly as in
+//! exact mode; inner nodes have no measured ticks. Time comes from
+//! [`Sample`]s, the positions a sampler beside the consumer reads with
+//! `sprig_wire::ring::Region::positions`, each credited to the frame open
+//! at its position once [`CctBuilder::process_run`] brings the thread's
+//! stream there. Root calls keep their timestamps: each root node gets a
+//! latency histogram of its complete calls, in both modes.
+//!
+//! ```
+//! use sprig_callgraph::{CctBuilder, Sample, Timing};
+//! use sprig_wire::event::{Event, EventKind};
+//! use sprig_wire::ring::{Run, StreamPosition};
+//!
+//! let mut b = CctBuilder::new(1_000_000_000);
+//! b.set_timing(Timing::Sampled);
+//! // The sampler read thread 0 when it had published 2 events of the
+//! // segment with claim number 7: the ring's StreamPosition, stamped with
+//! // the reading's time and its weight (ticks since the previous reading).
+//! let pos = StreamPosition { thread: 0, claim: 7, committed: 2 };
+//! b.add_samples(&[Sample::at(pos, 150, 100)]);
+//! // What Consumer::poll_runs hands over: the root is timed, A is not.
+//! let run = Run { thread: 0, claim: 7, start: 0 };
+//! b.process_run(run, &[
+//!     Event::new(EventKind::RootEntry, 1, 100),
+//!     Event::new(EventKind::MethodEntry, 2, 0),
+//!     Event::new(EventKind::MethodExit, 2, 0),
+//!     Event::new(EventKind::RootExit, 1, 400),
+//! ]);
+//! let p = b.finish();
+//! let tree = &p.threads[0].tree;
+//! let times = p.times(tree);
+//! assert_eq!((tree.nodes[1].calls, times[1].self_ns, times[1].self_samples), (1, 100, 1));
+//! assert_eq!(p.latency_ns(&tree.nodes[0]).unwrap().max_ns, 300);
+//! ```
+
 pub mod diff;
+pub mod latency;
 pub mod snapshot;
 
 use crate::profile::{
-    Bursts, Calibration, MethodInfo, Node, Profile, RECAL_UNIT, Recal, ThreadProfile, Tree,
-    ticks_to_ns,
+    Bursts, Calibration, Latency, MethodInfo, Node, Profile, RECAL_UNIT, Recal, SampleCounts,
+    ThreadProfile, Timing, Tree, ticks_to_ns,
 };
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
+use sprig_wire::ring::{Run, StreamPosition};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -107,6 +150,9 @@ struct BNode {
     adjust: u64,
     incomplete: u64,
     recal: Recal,
+    samples: u64,
+    sampled: u64,
+    latency: Option<Box<Latency>>,
 }
 
 impl BNode {
@@ -122,6 +168,9 @@ impl BNode {
             adjust: 0,
             incomplete: 0,
             recal: Recal::default(),
+            samples: 0,
+            sampled: 0,
+            latency: None,
         }
     }
 }
@@ -220,6 +269,50 @@ struct Frame {
     /// The call began before a reset: its node counts it as incomplete
     /// already (see [`CctBuilder::reset_at`]).
     partial: bool,
+    /// A root frame (opened by a root entry, at depth 0).
+    root: bool,
+    /// Its time counts: every frame in exact mode, root frames only in
+    /// sampled mode (the other probes record no time).
+    timed: bool,
+}
+
+/// A sample not yet matched with its thread's stream.
+#[derive(Clone, Copy, Debug)]
+struct PendingSample {
+    key: (u64, u32),
+    ts: u64,
+    weight: u64,
+}
+
+/// A reading of a thread's place in its event stream, for sampled timing:
+/// "at time `ts`, thread `thread` had published `index` events of the
+/// segment it claimed with number `claim`" (a
+/// [`StreamPosition`] read by [`sprig_wire::ring::Region::positions`]),
+/// worth `weight` ticks of the session clock: the wall time since the
+/// sampler's previous reading, or the thread's CPU time since then,
+/// converted to the session clock's ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sample {
+    pub thread: u32,
+    pub claim: u64,
+    pub index: u32,
+    /// Session clock ticks at the reading (places the sample against a
+    /// reset, [`CctBuilder::reset_at`]).
+    pub ts: u64,
+    pub weight: u64,
+}
+
+impl Sample {
+    /// The sample of one position read at `ts`, worth `weight` ticks.
+    pub fn at(pos: StreamPosition, ts: u64, weight: u64) -> Sample {
+        Sample {
+            thread: pos.thread,
+            claim: pos.claim,
+            index: pos.committed,
+            ts,
+            weight,
+        }
+    }
 }
 
 /// Multiplicative hasher for the (parent, method) keys of wide nodes.
@@ -369,10 +462,25 @@ struct ThreadState {
     /// The session calibration's pair in ticks (0: none yet), against
     /// which bursts are checked.
     reference_pair: f64,
+    /// The session calibration's (t_I, t_O) in 1/`RECAL_UNIT` ticks, what
+    /// a root call's latency is charged for calls no burst measured.
+    session_cost: (u64, u64),
+    /// Probe cost (1/`RECAL_UNIT` ticks) of the calls closed since the
+    /// current root call began.
+    call_cost: u64,
+    /// Sampled timing: entry and exit timestamps are ignored.
+    sampled: bool,
+    /// Where the stream stands: (claim number, events of that segment
+    /// processed); `None` until a [`Run`] was seen.
+    pos: Option<(u64, u32)>,
+    /// Samples ahead of the stream; sorted by key unless `pending_dirty`.
+    pending: Vec<PendingSample>,
+    pending_dirty: bool,
+    samples: SampleCounts,
 }
 
 impl ThreadState {
-    fn new(index: u32) -> ThreadState {
+    fn new(index: u32, sampled: bool) -> ThreadState {
         ThreadState {
             index,
             nodes: vec![BNode::new(NONE)],
@@ -387,6 +495,13 @@ impl ThreadState {
             burst: Burst::default(),
             recal: Recalibration::default(),
             reference_pair: 0.0,
+            session_cost: (0, 0),
+            call_cost: 0,
+            sampled,
+            pos: None,
+            pending: Vec::new(),
+            pending_dirty: false,
+            samples: SampleCounts::default(),
         }
     }
 
@@ -415,6 +530,9 @@ impl ThreadState {
         self.nodes = nodes;
         self.wide.clear();
         self.issues = StreamIssues::default();
+        // Samples read before the reset belong to the forgotten part.
+        self.samples = SampleCounts::default();
+        self.pending.retain(|p| p.ts >= at);
         self.last_ts = at;
         self.burst.start = self.burst.start.max(at);
     }
@@ -491,20 +609,32 @@ impl ThreadState {
     fn enter(&mut self, parent: u32, method: u32, ts: u64) {
         let c = self.child(parent, method);
         self.nodes[c as usize].calls += 1;
+        let root = parent == 0;
+        if root {
+            self.call_cost = 0;
+        }
         self.stack.push(Frame {
             node: c,
             method,
             start: ts,
             adjust: self.adjust_sum,
             partial: false,
+            root,
+            timed: root || !self.sampled,
         });
     }
 
     #[inline(always)]
     fn close(&mut self, f: Frame, ts: u64) {
         let adjust_sum = self.adjust_sum;
+        if !f.root {
+            let (inner, outer) = self.recal.current.unwrap_or(self.session_cost);
+            self.call_cost = self.call_cost.saturating_add(inner.saturating_add(outer));
+        }
         let n = &mut self.nodes[f.node as usize];
-        let d = if ts >= f.start {
+        let d = if !f.timed {
+            0
+        } else if ts >= f.start {
             ts - f.start
         } else {
             self.issues.clock_went_backwards += 1;
@@ -625,6 +755,42 @@ impl ThreadState {
         rc.current = Some((median_u64(&mut i), median_u64(&mut o)));
     }
 
+    /// Closes a root frame at its exit and records the call's latency:
+    /// exit minus entry, minus the waits for the profiler inside, and in
+    /// exact mode minus the probe cost of every call inside (its own t_I,
+    /// t_I + t_O of each call it made, directly or not), as
+    /// [`Profile::times`] takes it out of the root's total. A call that
+    /// began before a reset has no latency.
+    ///
+    /// The probe cost is the one known when the call ends (the thread's
+    /// latest bursts, else the session calibration received so far), so
+    /// the calls add up to the root's exact total (within a tick a call)
+    /// when that cost did not change afterwards. It differs by the change
+    /// when a later calibration replaced the first (the faster of two
+    /// stays), and for calls before the thread's first burst, which
+    /// [`Profile::times`] charges that burst's figures after the fact.
+    fn close_root(&mut self, f: Frame, ts: u64) {
+        self.close(f, ts);
+        if f.partial {
+            return;
+        }
+        let waits = self.adjust_sum.wrapping_sub(f.adjust);
+        let cost = if self.sampled {
+            0
+        } else {
+            let inner = self.recal.current.unwrap_or(self.session_cost).0;
+            self.call_cost.saturating_add(inner) / RECAL_UNIT
+        };
+        let v = ts
+            .saturating_sub(f.start)
+            .saturating_sub(waits)
+            .saturating_sub(cost);
+        self.nodes[f.node as usize]
+            .latency
+            .get_or_insert_with(Default::default)
+            .record(v);
+    }
+
     fn close_incomplete(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
         if !f.partial {
@@ -686,7 +852,7 @@ impl ThreadState {
                     }
                 }
                 if let Some(f) = self.stack.pop() {
-                    self.close(f, ts);
+                    self.close_root(f, ts);
                 }
             }
         }
@@ -704,6 +870,17 @@ impl ThreadState {
 
     #[inline]
     fn process(&mut self, events: &[Event]) {
+        if self.sampled {
+            self.process_mode::<true>(events)
+        } else {
+            self.process_mode::<false>(events)
+        }
+    }
+
+    /// The event loop; `SAMPLED`: method entries and exits carry no time
+    /// (the probes write 0), so they take the thread's last timestamp.
+    #[inline(always)]
+    fn process_mode<const SAMPLED: bool>(&mut self, events: &[Event]) {
         for e in events {
             if self.in_burst && self.burst_event(e) {
                 self.flush_adjust();
@@ -711,24 +888,26 @@ impl ThreadState {
             }
             match e.kind {
                 K_ENTRY => {
-                    self.last_ts = e.ts;
+                    let ts = if SAMPLED { self.last_ts } else { e.ts };
+                    self.last_ts = ts;
                     match self.stack.last() {
-                        Some(_) if e.id == BURST_EMPTY => self.start_burst(e.ts),
+                        Some(_) if e.id == BURST_EMPTY => self.start_burst(ts),
                         Some(top) => {
                             let parent = top.node;
-                            self.enter(parent, e.id, e.ts);
+                            self.enter(parent, e.id, ts);
                         }
                         None => self.issues.entries_outside_root += 1,
                     }
                 }
                 K_EXIT => {
-                    self.last_ts = e.ts;
+                    let ts = if SAMPLED { self.last_ts } else { e.ts };
+                    self.last_ts = ts;
                     match self.stack.last() {
                         Some(&top) if top.method == e.id => {
                             self.stack.pop();
-                            self.close(top, e.ts);
+                            self.close(top, ts);
                         }
-                        _ => self.exit_slow(e.id, e.ts),
+                        _ => self.exit_slow(e.id, ts),
                     }
                 }
                 K_ROOT_ENTRY => {
@@ -743,7 +922,7 @@ impl ThreadState {
                     match self.stack.as_slice() {
                         &[only] if only.method == e.id => {
                             self.stack.clear();
-                            self.close(only, e.ts);
+                            self.close_root(only, e.ts);
                         }
                         _ => self.root_exit_slow(e.id, e.ts),
                     }
@@ -764,6 +943,77 @@ impl ThreadState {
                 _ => {}
             }
             self.flush_adjust();
+        }
+    }
+
+    /// Credits one sample to the frame open now, or counts it outside.
+    fn credit(&mut self, weight: u64) {
+        match self.stack.last() {
+            Some(f) => {
+                let n = &mut self.nodes[f.node as usize];
+                n.samples += 1;
+                n.sampled = n.sampled.saturating_add(weight);
+                self.samples.credited += 1;
+            }
+            None => {
+                self.samples.outside += 1;
+                self.samples.outside_ticks = self.samples.outside_ticks.saturating_add(weight);
+            }
+        }
+    }
+
+    /// Takes a sample: credited now when the stream stands exactly at its
+    /// position, kept when the stream has not reached it, dropped (late)
+    /// when the stream is past it.
+    fn add_sample(&mut self, key: (u64, u32), ts: u64, weight: u64, reset: Option<PendingReset>) {
+        match self.pos {
+            Some(p) if key < p => self.samples.late += 1,
+            // (the pending ones all lie further on: the order of credits
+            // does not matter, each goes to the frame open at its position)
+            Some(p) if key == p => {
+                self.reset_before_sample(ts, reset);
+                self.credit(weight);
+            }
+            _ => {
+                if self.pending.last().is_some_and(|l| l.key > key) {
+                    self.pending_dirty = true;
+                }
+                self.pending.push(PendingSample { key, ts, weight });
+            }
+        }
+    }
+
+    /// A sample read after a reset's time that reaches a thread the reset
+    /// has not reached yet (in sampled mode method events carry no time,
+    /// so a sample can place the reset earlier than the next timestamp).
+    fn reset_before_sample(&mut self, ts: u64, reset: Option<PendingReset>) {
+        if let Some(r) = reset
+            && ts >= r.at
+        {
+            self.catch_up(r);
+        }
+    }
+
+    /// Key of the first pending sample (`None` when there is none).
+    fn next_pending(&mut self) -> Option<(u64, u32)> {
+        if self.pending_dirty {
+            self.pending.sort_by_key(|p| p.key);
+            self.pending_dirty = false;
+        }
+        self.pending.first().map(|p| p.key)
+    }
+
+    /// Credits every pending sample at or before the stream's position.
+    fn credit_due(&mut self, reset: Option<PendingReset>) {
+        let Some(pos) = self.pos else { return };
+        if self.next_pending().is_none_or(|k| k > pos) {
+            return;
+        }
+        let due = self.pending.partition_point(|p| p.key <= pos);
+        let taken: Vec<PendingSample> = self.pending.drain(..due).collect();
+        for p in taken {
+            self.reset_before_sample(p.ts, reset);
+            self.credit(p.weight);
         }
     }
 
@@ -829,6 +1079,9 @@ impl ThreadState {
                     incomplete: n.incomplete,
                     recal,
                     children: Vec::with_capacity(n.nchildren as usize),
+                    samples: n.samples,
+                    sampled_ticks: n.sampled,
+                    latency: n.latency.clone(),
                 },
             );
             map[b as usize] = id;
@@ -871,6 +1124,7 @@ pub struct CctBuilder {
     /// The latest reset, applied to each thread as its events reach it.
     reset: Option<PendingReset>,
     resets: u32,
+    timing: Timing,
 }
 
 /// A reset some threads may not have reached yet (see [`CctBuilder::reset_at`]).
@@ -897,7 +1151,25 @@ impl CctBuilder {
             profile_template: Profile::new(ticks_per_sec),
             reset: None,
             resets: 0,
+            timing: Timing::Exact,
         }
+    }
+
+    /// Chooses how nodes are timed (before the first event; the default
+    /// is [`Timing::Exact`]). In [`Timing::Sampled`] mode the timestamps of
+    /// `MethodEntry`/`MethodExit` are ignored (the probes write 0 there):
+    /// calls and shape stay exact, root entries and exits keep their
+    /// timestamps (root latency), and node times come from
+    /// [`CctBuilder::add_samples`].
+    pub fn set_timing(&mut self, timing: Timing) {
+        self.timing = timing;
+        for t in &mut self.threads {
+            t.sampled = timing == Timing::Sampled;
+        }
+    }
+
+    pub fn timing(&self) -> Timing {
+        self.timing
     }
 
     fn slot(&mut self, thread: u32) -> usize {
@@ -910,7 +1182,8 @@ impl CctBuilder {
             Some(&s) => s,
             None => {
                 let s = self.threads.len();
-                self.threads.push(ThreadState::new(thread));
+                self.threads
+                    .push(ThreadState::new(thread, self.timing == Timing::Sampled));
                 self.slots.insert(thread, s);
                 s
             }
@@ -925,11 +1198,91 @@ impl CctBuilder {
         if events.is_empty() {
             return;
         }
-        self.events += events.len() as u64;
+        let s = self.prepare(thread);
+        self.feed(s, events);
+    }
+
+    /// [`CctBuilder::process`] for a slice that
+    /// [`sprig_wire::ring::Consumer::poll_runs`] delivered: the run says
+    /// where in the thread's stream the slice lies, so the samples of
+    /// [`CctBuilder::add_samples`] can be matched. In sampled mode the
+    /// caller uses this instead of `process`.
+    pub fn process_run(&mut self, run: Run, events: &[Event]) {
+        let s = self.prepare(run.thread);
+        let reset = self.reset;
+        let len = u32::try_from(events.len()).unwrap_or(u32::MAX);
+        let end = run.start.saturating_add(len);
+        let t = &mut self.threads[s];
+        t.pos = Some((run.claim, run.start));
+        t.credit_due(reset);
+        let mut done = 0u32;
+        while done < len {
+            // Up to the next sample inside this run, or to its end.
+            let stop = match self.threads[s].next_pending() {
+                Some((c, i)) if c == run.claim && i > run.start.saturating_add(done) && i < end => {
+                    i - run.start
+                }
+                _ => len,
+            };
+            self.feed(s, &events[done as usize..stop as usize]);
+            done = stop;
+            let t = &mut self.threads[s];
+            t.pos = Some((run.claim, run.start.saturating_add(done)));
+            t.credit_due(self.reset);
+        }
+    }
+
+    /// Samples of the threads' positions (sampled mode; ignored in exact
+    /// mode), in any order. Each is credited, once its thread's stream
+    /// (fed with [`CctBuilder::process_run`]) reaches its position, to the
+    /// frame open there: its weight to that node's sampled self time, one
+    /// to its sample count; a sample that finds the thread outside every
+    /// root context is counted outside ([`SampleCounts`]).
+    ///
+    /// Ordering contract: a sample must be given before the events past
+    /// its position are processed. A sample whose position the stream has
+    /// passed already is dropped and counted (`late`); the caller keeps
+    /// this from happening by giving every sample read so far before it
+    /// processes a poll whose reading of the segments began after them
+    /// (for instance: the sampler appends to a queue under a lock while it
+    /// reads the positions; the consumer polls into a buffer, then takes
+    /// the queue under the lock, adds it, then processes the buffer).
+    /// Samples whose position the stream never reaches are dropped at
+    /// [`CctBuilder::finish`] and counted (`unmatched`): they point at
+    /// events that were lost, and crediting them to whatever is open at the
+    /// end would charge the wrong node.
+    pub fn add_samples(&mut self, samples: &[Sample]) {
+        if self.timing != Timing::Sampled {
+            return;
+        }
+        let reset = self.reset;
+        for x in samples {
+            let s = self.slot(x.thread);
+            let t = &mut self.threads[s];
+            let reset = reset.filter(|r| r.generation != t.reset_generation);
+            t.add_sample((x.claim, x.index), x.ts, x.weight, reset);
+        }
+    }
+
+    /// The thread's slot, with the builder-wide figures it needs.
+    fn prepare(&mut self, thread: u32) -> usize {
         let reference_pair = self.reference_pair_ticks();
+        let session_cost = self.session_cost_units();
         let s = self.slot(thread);
         let t = &mut self.threads[s];
         t.reference_pair = reference_pair;
+        t.session_cost = session_cost;
+        s
+    }
+
+    /// Processes events of the thread in slot `s`, applying a pending
+    /// reset where the events reach its time.
+    fn feed(&mut self, s: usize, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        self.events += events.len() as u64;
+        let t = &mut self.threads[s];
         match self.reset {
             Some(r) if t.reset_generation != r.generation => {
                 // Timestamps rise within a thread; an AdjustTime record
@@ -1000,6 +1353,20 @@ impl CctBuilder {
             }
             _ => std::borrow::Cow::Borrowed(t),
         }
+    }
+
+    /// The session calibration's (t_I, t_O) in 1/`RECAL_UNIT` ticks.
+    fn session_cost_units(&self) -> (u64, u64) {
+        let (i, o) = match self.pending_calibration_ticks {
+            Some(p) => p,
+            None => self.calibration.map_or((0.0, 0.0), |c| {
+                let per_ns = self.ticks_per_sec.max(1) as f64 / 1e9;
+                (c.inner_ns * per_ns, c.outer_ns * per_ns)
+            }),
+        };
+        // `as` saturates and maps NaN to 0.
+        let units = |x: f64| (x * RECAL_UNIT as f64).round() as u64;
+        (units(i), units(o))
     }
 
     /// The session calibration's pair (t_I + t_O) in ticks, 0 when none.
@@ -1139,6 +1506,7 @@ impl CctBuilder {
     pub fn snapshot(&self) -> Profile {
         let mut p = self.profile_template.clone();
         p.ticks_per_sec = self.ticks_per_sec;
+        p.timing = self.timing;
         p.calibration = match self.pending_calibration_ticks {
             Some((i, o)) => Some(Calibration::from_ticks(i, o, self.ticks_per_sec)),
             None => self.calibration,
@@ -1152,6 +1520,9 @@ impl CctBuilder {
         let mut warnings = Vec::new();
         for t in &threads {
             t.issues.describe(t.index, &mut warnings);
+            if self.timing == Timing::Sampled {
+                describe_samples(t.index, &t.samples, &mut warnings);
+            }
             if t.nodes.len() <= 1 {
                 continue;
             }
@@ -1161,9 +1532,11 @@ impl CctBuilder {
                     .get(f.node as usize)
                     .and_then(|&i| tree.nodes.get_mut(i as usize))
                 {
-                    n.total_ticks = n
-                        .total_ticks
-                        .saturating_add(t.last_ts.saturating_sub(f.start));
+                    if f.timed {
+                        n.total_ticks = n
+                            .total_ticks
+                            .saturating_add(t.last_ts.saturating_sub(f.start));
+                    }
                     n.adjust_ticks = n
                         .adjust_ticks
                         .saturating_add(t.adjust_sum.wrapping_sub(f.adjust));
@@ -1183,6 +1556,7 @@ impl CctBuilder {
                 name,
                 tree,
                 bursts: t.recal.summary(self.ticks_per_sec),
+                samples: t.samples,
             });
         }
         p.warnings.extend(warnings);
@@ -1242,11 +1616,32 @@ impl CctBuilder {
             let ts = t.last_ts;
             let n = t.close_all(ts);
             t.issues.frames_open_at_finish += n;
+            t.samples.unmatched += t.pending.len() as u64;
+            t.pending.clear();
         }
         self.snapshot()
     }
 }
 
+/// Warnings about samples that could not be used.
+fn describe_samples(thread: u32, s: &SampleCounts, out: &mut Vec<String>) {
+    if s.late > 0 {
+        out.push(format!(
+            "thread {thread}: {} samples came after the events past them had been processed \
+             (dropped)",
+            s.late
+        ));
+    }
+    if s.unmatched > 0 {
+        out.push(format!(
+            "thread {thread}: {} samples pointed past the end of the thread's events (dropped)",
+            s.unmatched
+        ));
+    }
+}
+
+#[cfg(test)]
+mod sampled_tests;
 #[cfg(test)]
 mod tests;
 

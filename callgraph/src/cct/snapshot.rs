@@ -14,13 +14,18 @@
 //!              unmodifiable_skipped, reflective_sites,
 //!              (v3) dormant, activated_in_place, (v5) trivial_skipped]
 //! reset (v4):  u64 reset_after_ms
+//! timing (v7): u8 0 = exact, 1 = sampled
 //! methods:     u32 n, n × (u32 id, str class, str name, str descriptor)
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name,
 //!                          (v6) u64 bursts used, rejected, min, median, max pair ps,
+//!                          (v7) u64 samples credited, outside, outside_ticks, late, unmatched,
 //!                          u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
 //!                                                u64 adjust_ticks, u64 incomplete,
 //!                                                (v6) u64 recal calls, inner, outer,
+//!                                                (v7) u64 samples, sampled_ticks,
+//!                                                u8 latency present [u64 count, sum, min, max,
+//!                                                u32 n, n × (u32 bucket, u64 calls)],
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! magic "SPRIGEND"
@@ -34,12 +39,15 @@
 //! validate and without recursion. Reading never trusts a count for an
 //! allocation and never panics on a damaged file.
 
-use crate::profile::{Bursts, Calibration, MethodInfo, Node, Profile, Recal, ThreadProfile, Tree};
+use crate::profile::{
+    Bursts, Calibration, Latency, MethodInfo, Node, Profile, Recal, SampleCounts, ThreadProfile,
+    Timing, Tree,
+};
 use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 6;
+pub const SNAPSHOT_VERSION: u32 = 7;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -213,6 +221,10 @@ impl Profile {
             }
         }
         w.u64(s.reset_after_ms)?;
+        w.u8(match self.timing {
+            Timing::Exact => 0,
+            Timing::Sampled => 1,
+        })?;
         w.len(self.methods.len())?;
         for (&id, m) in &self.methods {
             w.u32(id)?;
@@ -233,6 +245,10 @@ impl Profile {
                 b.median_pair_ps,
                 b.max_pair_ps,
             ] {
+                w.u64(v)?;
+            }
+            let c = &t.samples;
+            for v in [c.credited, c.outside, c.outside_ticks, c.late, c.unmatched] {
                 w.u64(v)?;
             }
             write_tree(&mut w, &t.tree)?;
@@ -310,6 +326,13 @@ impl Profile {
         if version >= 4 {
             p.stats.reset_after_ms = r.u64()?;
         }
+        if version >= 7 {
+            p.timing = match r.u8()? {
+                0 => Timing::Exact,
+                1 => Timing::Sampled,
+                x => return Err(corrupt(format!("timing {x}"))),
+            };
+        }
         let n = r.u32()?;
         for _ in 0..n {
             let id = r.u32()?;
@@ -337,6 +360,17 @@ impl Profile {
             } else {
                 Bursts::default()
             };
+            let samples = if version >= 7 {
+                SampleCounts {
+                    credited: r.u64()?,
+                    outside: r.u64()?,
+                    outside_ticks: r.u64()?,
+                    late: r.u64()?,
+                    unmatched: r.u64()?,
+                }
+            } else {
+                SampleCounts::default()
+            };
             let tree = read_tree(&mut r, version)?;
             p.threads.push(ThreadProfile {
                 index,
@@ -344,6 +378,7 @@ impl Profile {
                 name,
                 tree,
                 bursts,
+                samples,
             });
         }
         let n = r.u32()?;
@@ -396,10 +431,40 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
         w.u64(n.recal.calls)?;
         w.u64(n.recal.inner)?;
         w.u64(n.recal.outer)?;
+        w.u64(n.samples)?;
+        w.u64(n.sampled_ticks)?;
+        match n.latency.as_deref() {
+            None => w.u8(0)?,
+            Some(l) => {
+                w.u8(1)?;
+                for v in [l.count, l.sum, l.min, l.max] {
+                    w.u64(v)?;
+                }
+                w.len(l.buckets().count())?;
+                for (b, calls) in l.buckets() {
+                    w.u32(b)?;
+                    w.u64(calls)?;
+                }
+            }
+        }
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
     }
     Ok(())
+}
+
+fn read_latency(r: &mut R<'_>) -> Result<Latency, SnapshotError> {
+    let (count, sum, min, max) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+    let n = r.u32()?;
+    if n > crate::cct::latency::BUCKETS {
+        return Err(corrupt(format!("latency histogram of {n} buckets")));
+    }
+    let mut buckets = reserve(u64::from(n));
+    for _ in 0..n {
+        buckets.push((r.u32()?, r.u64()?));
+    }
+    Latency::from_parts(count, sum, min, max, buckets)
+        .ok_or_else(|| corrupt("latency histogram does not add up"))
 }
 
 fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
@@ -446,6 +511,15 @@ fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
             if node.recal.calls > node.calls {
                 return Err(corrupt("more recalibrated calls than calls"));
             }
+        }
+        if version >= 7 {
+            node.samples = r.u64()?;
+            node.sampled_ticks = r.u64()?;
+            node.latency = match r.u8()? {
+                0 => None,
+                1 => Some(Box::new(read_latency(r)?)),
+                x => return Err(corrupt(format!("latency flag {x}"))),
+            };
         }
         let children = r.u32()?;
         let id = tree.push(parent, node);

@@ -1,6 +1,7 @@
 //! Collapsed stacks (flamegraph.pl / inferno / speedscope input): one
 //! `frame;frame;frame value` line per path, frame = `pkg.Class::method`,
-//! value = exact self nanoseconds of the path's last node.
+//! value = self nanoseconds of the path's last node: exact, or in sampled
+//! mode the weight of its samples (as [`Profile::times`] gives them).
 //!
 //! Paths are merged over threads unless `thread_frames` asks for one set per
 //! thread with the thread's name as the first frame. Nodes hidden by the

@@ -27,12 +27,23 @@
 //! `raw_total_ns - adjust_ns - probe_ns` is the exact total unclamped,
 //! negative where the calibration took out more than was measured).
 //!
+//! Timing modes: top level `timing` (`"exact"` or `"sampled"`); on each
+//! root node `latency` (`{"count","min_ns","p50_ns","p90_ns","p99_ns",
+//! "max_ns"}`: the root's complete calls, each exit minus entry minus the
+//! profiler's waits inside, in exact mode minus the probe cost too, so the
+//! calls add up to `total_ns`), in both modes. In sampled mode `total_ns`
+//! and `self_ns` are the sampled times (`raw_total_ns` is measured on
+//! roots only, `probe_ns` is 0), and each node adds `samples` (behind
+//! `self_ns`), `total_samples` (behind `total_ns`), `self_bound_ns` and
+//! `total_bound_ns` (95% bounds, "± x"); each thread (and `merged`) adds
+//! `samples` (`{"credited","outside","outside_ns","late","unmatched"}`).
+//!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
 
 use super::view::{hot_spots, tree_view};
 use super::{Render, RenderOptions};
-use crate::profile::{Profile, Tree};
+use crate::profile::{Profile, SampleCounts, Timing, Tree, sample_bound_ns, ticks_to_ns};
 use std::io::{self, Write};
 
 const MAX_INDENT: usize = 32;
@@ -82,10 +93,25 @@ fn indent(out: &mut dyn Write, depth: usize) -> io::Result<()> {
     write!(out, "\n{:1$}", "", 2 * depth.min(MAX_INDENT))
 }
 
-/// The `"roots":[...]` array of one tree, `depth` = indentation of the key.
+/// The `"samples":{...},` object of a thread (sampled mode).
+fn sample_counts(p: &Profile, c: &SampleCounts, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "\"samples\":{{\"credited\":{},\"outside\":{},\"outside_ns\":{},\"late\":{},\"unmatched\":{}}},",
+        c.credited,
+        c.outside,
+        ticks_to_ns(c.outside_ticks, p.ticks_per_sec),
+        c.late,
+        c.unmatched
+    )
+}
+
+/// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
+/// `window`: the samples of the tree's thread(s), for the bounds.
 fn roots(
     p: &Profile,
     tree: &Tree,
+    window: u64,
     opts: &RenderOptions,
     depth: usize,
     out: &mut dyn Write,
@@ -117,7 +143,7 @@ fn roots(
         write_str(out, &m.descriptor)?;
         write!(
             out,
-            ",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"raw_total_ns\":{},\"adjust_ns\":{},\"incomplete\":{},\"probe_ns\":{},\"children\":[",
+            ",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"raw_total_ns\":{},\"adjust_ns\":{},\"incomplete\":{},\"probe_ns\":{},",
             n.calls,
             t.total_ns,
             t.self_ns,
@@ -126,6 +152,24 @@ fn roots(
             n.incomplete,
             t.probe_cost_ns
         )?;
+        if p.timing == Timing::Sampled {
+            write!(
+                out,
+                "\"samples\":{},\"total_samples\":{},\"self_bound_ns\":{},\"total_bound_ns\":{},",
+                t.self_samples,
+                t.total_samples,
+                sample_bound_ns(t.self_samples, t.self_ns, window),
+                sample_bound_ns(t.total_samples, t.total_ns, window)
+            )?;
+        }
+        if let Some(l) = p.latency_ns(n) {
+            write!(
+                out,
+                "\"latency\":{{\"count\":{},\"min_ns\":{},\"p50_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{}}},",
+                l.count, l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns
+            )?;
+        }
+        out.write_all(b"\"children\":[")?;
         wrote.push(false);
     }
     while wrote.len() > 1 {
@@ -204,7 +248,7 @@ impl Render for Json {
         indent(out, 1)?;
         write!(out, "\"ticks_per_sec\":{},\"clock\":", p.ticks_per_sec)?;
         write_str(out, &p.clock)?;
-        out.write_all(b",")?;
+        write!(out, ",\"timing\":\"{}\",", p.timing.name())?;
         indent(out, 1)?;
         out.write_all(b"\"warnings\":[")?;
         for (i, w) in p.warnings.iter().enumerate() {
@@ -240,7 +284,10 @@ impl Render for Json {
                 ns(b.max_pair_ps)
             )?;
             indent(out, 3)?;
-            roots(p, &t.tree, opts, 3, out)?;
+            if p.timing == Timing::Sampled {
+                sample_counts(p, &t.samples, out)?;
+            }
+            roots(p, &t.tree, t.samples.window(), opts, 3, out)?;
             out.write_all(b"}")?;
         }
         out.write_all(b"]")?;
@@ -251,7 +298,10 @@ impl Render for Json {
             out.write_all(b",")?;
             indent(out, 1)?;
             out.write_all(b"\"merged\":{")?;
-            roots(p, &m.tree, opts, 2, out)?;
+            if p.timing == Timing::Sampled {
+                sample_counts(p, &m.samples, out)?;
+            }
+            roots(p, &m.tree, m.samples.window(), opts, 2, out)?;
             out.write_all(b"}")?;
         }
         if let Some(m) = &merged

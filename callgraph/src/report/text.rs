@@ -14,10 +14,15 @@
 //! A time written `~0.200` had more calibrated probe cost taken out of it
 //! than is left: the probes' cost moves by a few ns a call with the code
 //! around them, which is then tens of percent of the figure ([`LEGEND`]).
+//!
+//! Under each tree, a `latency` line per root gives its complete calls'
+//! count, minimum, median, 90th and 99th percentile and maximum. In sampled
+//! mode the table shows the samples behind each self time and the 95%
+//! bounds (`+/-`, ASCII for ±) of the total and self times ([`sampled_row`]).
 
 use super::view::{back_node_name, back_traces, hot_spots, tree_view};
 use super::{Render, RenderOptions, ms, percent, us};
-use crate::profile::{Profile, ThreadProfile};
+use crate::profile::{Profile, ThreadProfile, Times, Timing, sample_bound_ns};
 use std::io::{self, Write};
 
 /// Guides are drawn for this many levels; deeper lines show their depth.
@@ -116,6 +121,16 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             p.clock, p.ticks_per_sec
         )?;
     }
+    if p.timing == Timing::Sampled {
+        let mut c = crate::profile::SampleCounts::default();
+        p.threads.iter().for_each(|t| c.add(&t.samples));
+        writeln!(
+            out,
+            "  timing       sampled: calls counted, times from {} samples in root contexts \
+             ({} outside); +/- is the 95% bound",
+            c.credited, c.outside
+        )?;
+    }
     writeln!(
         out,
         "  events       {} ({} lost){}",
@@ -182,6 +197,13 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     match p.calibration {
+        Some(c) if p.timing == Timing::Sampled => writeln!(
+            out,
+            "  calibration  t_I {:.3} ns, t_O {:.3} ns (not subtracted: sampled times hold \
+             the probes' cost like any other code)",
+            c.inner_ns, c.outer_ns
+        )?,
+        None if p.timing == Timing::Sampled => writeln!(out, "  calibration  none")?,
         Some(c) => writeln!(
             out,
             "  calibration  t_I {:.3} ns, t_O {:.3} ns (probe cost subtracted per call)",
@@ -243,7 +265,14 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         })
         .map(|n| n.adjust_ticks)
         .fold(0u64, u64::saturating_add);
-    if waits > 0 {
+    if waits > 0 && p.timing == Timing::Sampled {
+        writeln!(
+            out,
+            "  waits        {} ms the profiler blocked profiled threads (taken out of root \
+             latencies)",
+            ms(crate::profile::ticks_to_ns(waits, p.ticks_per_sec))
+        )?;
+    } else if waits > 0 {
         writeln!(
             out,
             "  waits        {} ms the profiler blocked profiled threads (subtracted)",
@@ -308,11 +337,20 @@ fn thread_tree(
         if roots == 1 { "" } else { "s" },
         ms(view.total_ns)
     )?;
-    writeln!(
-        out,
-        "{:>12} {:>12} {:>12} {:>8}  method",
-        "calls", "total ms", "self ms", "% root"
-    )?;
+    let sampled = p.timing == Timing::Sampled;
+    if sampled {
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>9} {:>12} {:>9} {:>8} {:>8}  method",
+            "calls", "total ms", "+/- ms", "self ms", "+/- ms", "samples", "% root"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>12} {:>8}  method",
+            "calls", "total ms", "self ms", "% root"
+        )?;
+    }
     // open[d]: the last line drawn at depth d has later siblings.
     let mut open: Vec<bool> = Vec::new();
     let mut marked = false;
@@ -325,6 +363,14 @@ fn thread_tree(
         let mut name = p.display_name(node.method);
         if node.incomplete > 0 {
             name.push_str(&format!(" [{} incomplete]", node.incomplete));
+        }
+        if sampled {
+            let window = t.samples.window();
+            let row = sampled_row(node.calls, &times, window);
+            let share = percent(times.total_ns, line.root_total_ns);
+            let guide = guides(&open, line.depth, line.last);
+            writeln!(out, "{row} {share:>8}  {guide}{name}")?;
+            continue;
         }
         let (total_bound, self_bound) = (times.probe_bound(), times.self_probe_bound());
         marked |= total_bound || self_bound;
@@ -348,10 +394,42 @@ fn thread_tree(
             t.tree.nodes.len()
         )?;
     }
+    for line in view.lines.iter().filter(|l| l.depth == 0) {
+        let node = &t.tree.nodes[line.node as usize];
+        if let Some(l) = p.latency_ns(node) {
+            writeln!(
+                out,
+                "  latency      {}: {} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} ms",
+                p.display_name(node.method),
+                l.count,
+                if l.count == 1 { "" } else { "s" },
+                ms(l.min_ns),
+                ms(l.p50_ns),
+                ms(l.p90_ns),
+                ms(l.p99_ns),
+                ms(l.max_ns)
+            )?;
+        }
+    }
     if marked {
         legend(p, out)?;
     }
     Ok(())
+}
+
+/// The figures of a sampled tree line: calls, total ± bound, self ±
+/// bound, samples behind the self time.
+pub fn sampled_row(calls: u64, times: &Times, window: u64) -> String {
+    let bound = |n: u64, ns: u64| ms(sample_bound_ns(n, ns, window));
+    format!(
+        "{:>12} {:>12} {:>9} {:>12} {:>9} {:>8}",
+        calls,
+        ms(times.total_ns),
+        bound(times.total_samples, times.total_ns),
+        ms(times.self_ns),
+        bound(times.self_samples, times.self_ns),
+        times.self_samples
+    )
 }
 
 fn hot_spot_table(
@@ -371,7 +449,8 @@ fn hot_spot_table(
     writeln!(out)?;
     writeln!(
         out,
-        "hot spots: exact self time, all threads ({} of {} methods)",
+        "hot spots: {} self time, all threads ({} of {} methods)",
+        p.timing.name(),
         spots.len().min(limit),
         spots.len()
     )?;

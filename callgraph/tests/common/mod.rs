@@ -16,12 +16,21 @@
 //! <thread> root|enter|exit|root_exit <method id> <ts>
 //! <thread> adjust <ticks>
 //! <thread> thread_start|thread_end <ts>
+//! timing exact|sampled
+//! <thread> sample <weight>
 //! ```
+//!
+//! With `timing sampled` each thread's events are one stream (claim number
+//! = thread index) fed with `process_run`, and a `sample` line is a sample
+//! of the thread's position at that line, worth `weight` ticks; all samples
+//! are given before the first event (ahead of their events).
 #![allow(dead_code)]
 
-use sprig_callgraph::{Calibration, CctBuilder, Profile, RenderOptions};
+use sprig_callgraph::{Calibration, CctBuilder, Profile, RenderOptions, Sample, Timing};
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
+use sprig_wire::ring::Run;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub fn data_dir() -> PathBuf {
@@ -106,6 +115,11 @@ pub fn parse(text: &str) -> Result<Script, String> {
                 });
             }
             "calibration" => b.set_calibration(Calibration::new(float(1)?, float(2)?)),
+            "timing" => b.set_timing(match w.get(1).map(String::as_str) {
+                Some("exact") => Timing::Exact,
+                Some("sampled") => Timing::Sampled,
+                _ => return Err(format!("line {n}: timing exact|sampled")),
+            }),
             "method" if w.len() == 5 => b.set_method(num(1)? as u32, &w[2], &w[3], &w[4]),
             "thread" => b.set_thread_name(num(1)? as u32, num(2)?, &w[3..].join(" ")),
             "option" => {
@@ -126,6 +140,30 @@ pub fn parse(text: &str) -> Result<Script, String> {
     // Consecutive events of one thread go in one batch, like the ring hands them.
     let mut batch: Vec<Event> = Vec::new();
     let mut batch_thread = None;
+    let sampled = b.timing() == Timing::Sampled;
+    // events of each thread so far: where a sample stands
+    let mut seen: HashMap<u32, u32> = HashMap::new();
+    let mut samples = Vec::new();
+    let mut runs: Vec<(Run, Vec<Event>)> = Vec::new();
+    type Runs = Vec<(Run, Vec<Event>)>;
+    let feed = |b: &mut CctBuilder,
+                seen: &mut HashMap<u32, u32>,
+                runs: &mut Runs,
+                thread: u32,
+                batch: &[Event]| {
+        if sampled {
+            let start = seen.entry(thread).or_insert(0);
+            let run = Run {
+                thread,
+                claim: u64::from(thread),
+                start: *start,
+            };
+            *start += batch.len() as u32;
+            runs.push((run, batch.to_vec()));
+        } else {
+            b.process(thread, batch);
+        }
+    };
     for (n, w) in &events {
         let thread: u32 = w[0].parse().map_err(|_| format!("line {n}: thread"))?;
         let num = |i: usize| -> Result<u64, String> {
@@ -134,6 +172,23 @@ pub fn parse(text: &str) -> Result<Script, String> {
                 .ok_or(format!("line {n}: number expected in field {i}"))
         };
         let kind = w.get(1).map(String::as_str).unwrap_or("");
+        if kind == "sample" {
+            // the thread's events so far, those of the open batch included
+            let before = seen.get(&thread).copied().unwrap_or(0);
+            let open = if batch_thread == Some(thread) {
+                batch.len() as u32
+            } else {
+                0
+            };
+            samples.push(Sample {
+                thread,
+                claim: u64::from(thread),
+                index: before + open,
+                ts: 0,
+                weight: num(2)?,
+            });
+            continue;
+        }
         let e = match kind {
             "root" => Event::new(EventKind::RootEntry, num(2)? as u32, num(3)?),
             "enter" => Event::new(EventKind::MethodEntry, num(2)? as u32, num(3)?),
@@ -146,7 +201,7 @@ pub fn parse(text: &str) -> Result<Script, String> {
         };
         if batch_thread != Some(thread) {
             if let Some(t) = batch_thread {
-                b.process(t, &batch);
+                feed(&mut b, &mut seen, &mut runs, t, &batch);
             }
             batch.clear();
             batch_thread = Some(thread);
@@ -154,7 +209,11 @@ pub fn parse(text: &str) -> Result<Script, String> {
         batch.push(e);
     }
     if let Some(t) = batch_thread {
-        b.process(t, &batch);
+        feed(&mut b, &mut seen, &mut runs, t, &batch);
+    }
+    b.add_samples(&samples);
+    for (run, events) in runs {
+        b.process_run(run, &events);
     }
     {
         let (target_slot, stats_slot) = b.profile_fields_mut();
@@ -452,4 +511,28 @@ pub fn parse_json(text: &str) -> Result<Json, String> {
             }
         }
     }
+}
+
+/// An exact-mode report without what the sampled-timing work added to it
+/// (the top-level `"timing":"exact"`, each root's `"latency":{...}` and the
+/// text's `latency` lines): what the report was before, byte for byte, so
+/// the golden files of exact mode stay as they were.
+pub fn without_timing_additions(ext: &str, report: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8(report.to_vec()).expect("reports are UTF-8");
+    let out = match ext {
+        "json" => {
+            let mut s = text.replacen(r#""timing":"exact","#, "", 1);
+            while let Some(at) = s.find(r#""latency":{"#) {
+                let end = s[at..].find("},").expect("latency object ends") + at + 2;
+                s.replace_range(at..end, "");
+            }
+            s
+        }
+        "txt" => text
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("  latency      "))
+            .collect(),
+        _ => text,
+    };
+    out.into_bytes()
 }
