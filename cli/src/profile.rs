@@ -359,13 +359,7 @@ fn prepare_with(
     }
     .context("cannot create the private session directory")?;
     let (clock_kind, ticks_per_sec) = clock::choose(clock_kind);
-    let segment_bytes: u32 = 64 * 1024;
-    let cfg = RingConfig {
-        segment_bytes,
-        segments: (ring_mib * 1024 * 1024) / segment_bytes,
-        clock: clock_kind,
-        ticks_per_sec,
-    };
+    let cfg = ring_config(ring_mib, clock_kind, ticks_per_sec)?;
     // Anonymous shared memory, handed over the control socket: nothing on
     // a disk, nothing another user could open or truncate.
     let (region, ring_fd) = Region::create_memfd(&cfg).context("cannot create the event ring")?;
@@ -375,6 +369,26 @@ fn prepare_with(
         region,
         ring_fd,
         listener,
+    })
+}
+
+/// The ring of `ring_mib` MiB in 64 KiB segments. The size is computed in
+/// 64 bits (4096 MiB, the largest `--ring-mib`, is 2^32 bytes) and checked
+/// against the ring's limits.
+fn ring_config(ring_mib: u32, clock: ClockKind, ticks_per_sec: u64) -> Result<RingConfig> {
+    const SEGMENT_BYTES: u32 = 64 * 1024;
+    let bytes = u64::from(ring_mib) * 1024 * 1024;
+    let segments = u32::try_from(bytes / u64::from(SEGMENT_BYTES))
+        .ok()
+        .filter(|&n| {
+            n <= sprig_wire::ring::MAX_SEGMENTS && bytes <= sprig_wire::ring::MAX_REGION_BYTES
+        })
+        .ok_or_else(|| anyhow!("--ring-mib {ring_mib} is larger than the event ring allows"))?;
+    Ok(RingConfig {
+        segment_bytes: SEGMENT_BYTES,
+        segments,
+        clock,
+        ticks_per_sec,
     })
 }
 
@@ -1178,6 +1192,32 @@ mod tests {
     use super::*;
 
     const RING: usize = 2_000_000;
+
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        session: SessionArgs,
+    }
+
+    fn session_args(args: &[&str]) -> SessionArgs {
+        use clap::Parser;
+        Cmd::try_parse_from(std::iter::once("sprig").chain(args.iter().copied()))
+            .unwrap()
+            .session
+    }
+
+    #[test]
+    fn the_documented_largest_ring_is_made() {
+        let args = session_args(&["--root", "a.B::c", "--ring-mib", "4096"]);
+        args.validate().unwrap();
+        let p = prepare_with(ClockKind::Tsc, args.ring_mib, None).expect("a 4 GiB ring");
+        assert_eq!(
+            u64::from(p.region.segments()) * 64 * 1024,
+            4096 * 1024 * 1024
+        );
+        let args = session_args(&["--root", "a.B::c", "--ring-mib", "4097"]);
+        assert!(args.validate().is_err());
+    }
 
     #[test]
     fn a_quiet_ring_is_read_every_poll_pause() {
