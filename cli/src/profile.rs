@@ -294,11 +294,30 @@ impl SessionArgs {
                 bail!("--reset-after {r} is not before --duration {d}: the report would be empty");
             }
         }
+        for r in &self.roots {
+            if let Some(p) = self.excluding(r) {
+                bail!("--root {r} is excluded by --exclude {p}: nothing would be profiled");
+            }
+        }
         self.view.validate()?;
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
         }
+        if let Some(path) = &self.output {
+            check_writable(path)?;
+        }
         Ok(())
+    }
+
+    /// The `--exclude` pattern that leaves out the one class root `r`
+    /// names, if one does (a class pattern covers its nested classes).
+    fn excluding(&self, r: &str) -> Option<&str> {
+        let class = MethodPattern::parse(r).ok()?.exact_class()?;
+        let outer = class.split('$').next().unwrap_or(&class);
+        self.exclude.iter().map(String::as_str).find(|p| {
+            MethodPattern::parse(&format!("{}::*", p.trim()))
+                .is_ok_and(|g| g.matches_class(&class) || g.matches_class(outer))
+        })
     }
 
     /// The clock the probes read for `--clock`.
@@ -330,6 +349,29 @@ impl SessionArgs {
             // The agent runs bursts only after its calibration at attach.
             recalibrate_ms: self.recalibrate_every,
         }
+    }
+}
+
+/// Fails unless `path` can be written, so that a profile is never lost for
+/// want of a place to put it: an existing file is opened for writing (and
+/// left as it is), a new one is created and removed again.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let context = || format!("cannot write {}", path.display());
+    if path.is_dir() {
+        return Err(anyhow!("it is a directory")).with_context(context);
+    }
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(context)?;
+            let _ = std::fs::remove_file(path);
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(context),
     }
 }
 
@@ -1217,6 +1259,59 @@ mod tests {
         );
         let args = session_args(&["--root", "a.B::c", "--ring-mib", "4097"]);
         assert!(args.validate().is_err());
+    }
+
+    #[test]
+    fn a_root_in_an_excluded_class_is_refused_before_attaching() {
+        let args = session_args(&["--root", "com.acme.A::run", "--exclude", "com.acme.**"]);
+        let err = args.validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--root com.acme.A::run is excluded by --exclude com.acme.**: nothing would be profiled"
+        );
+        // A nested class is excluded with its outer class.
+        let args = session_args(&["--root", "com.acme.A$In::run", "--exclude", "com.acme.A"]);
+        assert!(args.validate().is_err());
+        // Other roots and patterns are not.
+        for (root, exclude) in [
+            ("com.acme.A::run", "com.acme.B"),
+            ("com.acme.AB::run", "com.acme.A"),
+            ("com.acme.*::run", "com.acme.A"),
+        ] {
+            let args = session_args(&["--root", root, "--exclude", exclude]);
+            args.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn an_unwritable_output_is_refused_before_attaching() {
+        let dir = std::env::temp_dir().join(format!("sprig-out-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let missing = dir.join("no-such-dir/out.json");
+        let args = session_args(&["--root", "a.B::c", "-o", missing.to_str().unwrap()]);
+        let err = format!("{:#}", args.validate().unwrap_err());
+        assert!(
+            err.starts_with(&format!("cannot write {}", missing.display())),
+            "{err}"
+        );
+        // A directory is no output file either.
+        let args = session_args(&["--root", "a.B::c", "-o", dir.to_str().unwrap()]);
+        assert!(args.validate().is_err());
+        // A writable path passes and is left as it was: a new file is not
+        // left behind, an existing one keeps its contents.
+        let fresh = dir.join("fresh.json");
+        session_args(&["--root", "a.B::c", "-o", fresh.to_str().unwrap()])
+            .validate()
+            .unwrap();
+        assert!(!fresh.exists());
+        let old = dir.join("old.json");
+        std::fs::write(&old, b"keep").unwrap();
+        session_args(&["--root", "a.B::c", "-o", old.to_str().unwrap()])
+            .validate()
+            .unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"keep");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
