@@ -14,6 +14,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::{attach, jvm};
 use sprig_callgraph::pattern::MethodPattern;
+use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::live::Live;
 use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions};
 use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
@@ -612,7 +613,12 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         }
         writeln!(out, "]\n}}")?;
     } else {
-        writeln!(out, "sprig calibrate: pid {}, {jvm_line}", args.pid)?;
+        writeln!(
+            out,
+            "sprig calibrate: pid {}, {}",
+            args.pid,
+            escape(&jvm_line)
+        )?;
         writeln!(out, "  clock        {clock_name} ({ticks_per_sec} ticks/s)")?;
         writeln!(
             out,
@@ -632,7 +638,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             "  samples      {samples} batches of 1000 calls, the median batch of the fastest few ms kept"
         )?;
         for p in &problems {
-            writeln!(out, "  warning      {p}")?;
+            writeln!(out, "  warning      {}", escape(p))?;
         }
     }
     drop(prepared);
@@ -709,14 +715,21 @@ struct Status {
     tty: bool,
     last: Instant,
     drawn: bool,
+    out: Box<dyn Write>,
 }
 
 impl Status {
     fn new() -> Status {
+        Status::to(Box::new(std::io::stderr()), std::io::stderr().is_terminal())
+    }
+
+    /// A status writing to `out` (redrawn in place when `tty`).
+    fn to(out: Box<dyn Write>, tty: bool) -> Status {
         Status {
-            tty: std::io::stderr().is_terminal(),
+            tty,
             last: Instant::now(),
             drawn: false,
+            out,
         }
     }
 
@@ -725,7 +738,8 @@ impl Status {
             return;
         }
         self.last = Instant::now();
-        eprint!(
+        let _ = write!(
+            self.out,
             "\r\x1b[2Ksprig: profiling {:>6.1} s, {} events ({}/s), {} methods instrumented / {} called",
             elapsed.as_secs_f64(),
             human(events as f64),
@@ -738,10 +752,10 @@ impl Status {
 
     fn line(&mut self, text: &str) {
         if self.drawn {
-            eprint!("\r\x1b[2K");
+            let _ = write!(self.out, "\r\x1b[2K");
             self.drawn = false;
         }
-        eprintln!("{text}");
+        let _ = writeln!(self.out, "{}", escape(text));
     }
 }
 
@@ -1246,6 +1260,67 @@ mod tests {
         Cmd::try_parse_from(std::iter::once("sprig").chain(args.iter().copied()))
             .unwrap()
             .session
+    }
+
+    /// A sink the test keeps a handle on.
+    #[derive(Clone, Default)]
+    struct Captured(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn agent_messages_are_printed_with_control_characters_escaped() {
+        let captured = Captured::default();
+        let mut status = Status::to(Box::new(captured.clone()), false);
+        let (mut phase, mut stats) = (Phase::Starting, AgentStats::default());
+        let (mut since, mut announced) = (None, false);
+        let esc = "a.B\u{1b}]0;t\u{7}";
+        for msg in [
+            Message::RootInstrumented {
+                pattern: format!("{esc}::run"),
+                methods: 1,
+            },
+            Message::RootNotFound {
+                pattern: format!("{esc}::x"),
+                class_loaded: false,
+                suggestions: vec![format!("{esc}::y")],
+            },
+            Message::Warning(format!("class {esc} \u{9b}")),
+            Message::ClassFailed(sprig_wire::control::ClassFailure {
+                class: esc.into(),
+                jvmti_error: "E\u{1b}".into(),
+                reason: "r\r".into(),
+            }),
+        ] {
+            let end = handle_message(
+                msg,
+                &mut phase,
+                &mut stats,
+                &mut status,
+                &mut since,
+                &mut announced,
+                1,
+            );
+            assert!(end.is_none());
+        }
+        let text = String::from_utf8(captured.0.borrow().clone()).unwrap();
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("warning: class a.B\\x1b]0;t\\x07 \\u{9b}"),
+            "{text}"
+        );
     }
 
     #[test]

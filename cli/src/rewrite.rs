@@ -13,6 +13,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use sprig_callgraph::report::escape::escape;
 use sprig_rewriter::{ProbeSet, Target};
 
 use crate::pattern::{self, MethodPattern};
@@ -162,7 +163,11 @@ impl Rewriter<'_> {
         let info = match sprig_rewriter::class_info(bytes) {
             Ok(info) => info,
             Err(e) => {
-                writeln!(self.out, "skipped class {label}: {e}; copied unchanged")?;
+                writeln!(
+                    self.out,
+                    "{}",
+                    escape(&format!("skipped class {label}: {e}; copied unchanged"))
+                )?;
                 return Ok(bytes.to_vec());
             }
         };
@@ -198,11 +203,11 @@ impl Rewriter<'_> {
                 Ok(done) => done,
                 Err(e) => {
                     for t in &targets {
-                        writeln!(
-                            self.out,
+                        let line = format!(
                             "skipped {dotted}::{}{}: class not instrumented: {e}",
                             t.name, t.descriptor
-                        )?;
+                        );
+                        writeln!(self.out, "{}", escape(&line))?;
                     }
                     self.summary.skipped += targets.len();
                     return Ok(bytes.to_vec());
@@ -221,11 +226,11 @@ impl Rewriter<'_> {
                     ));
                 }
                 Err(reason) => {
-                    writeln!(
-                        self.out,
+                    let line = format!(
                         "skipped {dotted}::{}{}: {reason}",
                         outcome.name, outcome.descriptor
-                    )?;
+                    );
+                    writeln!(self.out, "{}", escape(&line))?;
                     self.summary.skipped += 1;
                 }
             }
