@@ -438,6 +438,7 @@ fn ring_config(ring_mib: u32, clock: ClockKind, ticks_per_sec: u64) -> Result<Ri
 /// `sprig profile <pid>`.
 pub fn profile(args: ProfileArgs) -> Result<ExitCode> {
     args.session.validate()?;
+    sprig::stale::clean();
     if !(args.attach_timeout.is_finite() && args.attach_timeout > 0.0) {
         bail!("--attach-timeout must be a positive number of seconds");
     }
@@ -648,6 +649,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
 /// `sprig run -- java ...`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     args.session.validate()?;
+    sprig::stale::clean();
     let agent = attach::agent_library_path()?;
     let prepared = prepare(&args.session, None)?;
     let options = prepared.dir.agent_options(std::process::id());
