@@ -863,6 +863,8 @@ fn drive(
     let mut catch_up_at: Option<Instant> = None;
     let mut rate_window = (Instant::now(), 0u64, 0.0f64);
     let mut announced_roots = false;
+    // Whether the agent's counts (`Status`, `Detached`) ever arrived.
+    let mut stats_seen = false;
 
     let end = loop {
         let polled_at = Instant::now();
@@ -877,6 +879,7 @@ fn drive(
             match messages.try_recv() {
                 Ok(Ok(msg)) => {
                     builder.apply_message(&msg);
+                    stats_seen |= carries_stats(&msg);
                     if let Some(e) = handle_message(
                         msg,
                         &mut phase,
@@ -1026,6 +1029,22 @@ fn drive(
         }
     }
 
+    // A JVM that exits ends the session before the control messages it
+    // sent last are read (its `Detached`, when it got that out): read what
+    // is left, up to the closed connection.
+    if matches!(end, End::JvmExited(_) | End::Lost(_)) {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while let Ok(Ok(msg)) =
+            messages.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            builder.apply_message(&msg);
+            stats_seen |= carries_stats(&msg);
+            if let Message::Status(s) | Message::Detached(s) = msg {
+                stats = s;
+            }
+        }
+    }
+
     // Final drain: everything the agent published before it retired the ring.
     let n = consumer.poll(&mut |thread, evs| builder.process(thread, evs));
     events += n as u64;
@@ -1047,7 +1066,10 @@ fn drive(
         st.duration_ms = duration_ms;
         st.reset_after_ms = reset_after_ms;
     }
-    let profile: Profile = builder.finish();
+    let mut profile: Profile = builder.finish();
+    if !stats_seen {
+        count_methods_from_profile(&mut profile);
+    }
 
     let (code, note) = match &end {
         End::Detached => (ExitCode::SUCCESS, None),
@@ -1087,6 +1109,33 @@ fn drive(
         ));
     }
     Ok(code)
+}
+
+/// Whether `msg` carries the agent's counts.
+fn carries_stats(msg: &Message) -> bool {
+    matches!(msg, Message::Status(_) | Message::Detached(_))
+}
+
+/// The method counts of a session whose agent never sent its own (a JVM
+/// that exited within its first second, before a status message, and
+/// before the agent's last one): the methods that got probes, as the
+/// agent announced them, and the methods of the tree.
+fn count_methods_from_profile(profile: &mut Profile) {
+    let called: std::collections::BTreeSet<u32> = profile
+        .threads
+        .iter()
+        .flat_map(|t| t.tree.nodes.iter())
+        .filter(|n| n.calls > 0)
+        .map(|n| n.method)
+        .collect();
+    let st = &mut profile.stats;
+    st.called_methods = called.len() as u64;
+    st.instrumented_methods = (profile.methods.len() as u64).max(st.called_methods);
+    profile.warnings.push(
+        "the agent's counts did not arrive before the JVM exited: methods counted from the \
+         profile (instrumented: every method the agent gave probes, dormant ones too)"
+            .to_owned(),
+    );
 }
 
 /// Whether process `pid` is gone (or a zombie) within `bound`.
