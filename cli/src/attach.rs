@@ -5,7 +5,10 @@
 //! 2. Otherwise create `.attach_pid<nspid>` in the JVM's working directory
 //!    (or its /tmp), send SIGQUIT — only to a process `jvm::inspect` just
 //!    confirmed to be a HotSpot JVM — and wait for the socket with backoff.
-//!    The trigger file is removed on every path.
+//!    The trigger file is removed on every path. A trigger file found there
+//!    that is not the JVM's user's or sprig's (or is a link) is refused with
+//!    an error naming it and its owner: HotSpot would ignore it and answer
+//!    the SIGQUIT with a thread dump.
 //! 3. Send `1\0load\0<path>\0true\0<options>\0` and read the whole reply: a
 //!    status line, then `return code: N` for an agent that ran, or the JVM's
 //!    error text. JDK 21+ answers status 0 even when loading failed, so the
