@@ -246,6 +246,16 @@ fn clock_kind(clock: ClockArg) -> ClockKind {
     }
 }
 
+/// The pattern of `excludes` (`--exclude`) that covers `class` (binary
+/// name with dots), if one does; a class pattern covers its nested classes.
+pub fn excluded_by<'e>(class: &str, excludes: &'e [String]) -> Option<&'e str> {
+    let outer = class.split('$').next().unwrap_or(class);
+    excludes.iter().map(String::as_str).find(|p| {
+        MethodPattern::parse(&format!("{}::*", p.trim()))
+            .is_ok_and(|g| g.matches_class(class) || g.matches_class(outer))
+    })
+}
+
 /// Checks `--attach-timeout` and returns it.
 pub fn attach_timeout(secs: f64) -> Result<std::time::Duration> {
     if !(secs.is_finite() && secs > 0.0) {
@@ -301,11 +311,7 @@ impl SessionArgs {
     /// names, if one does (a class pattern covers its nested classes).
     fn excluding(&self, r: &str) -> Option<&str> {
         let class = MethodPattern::parse(r).ok()?.exact_class()?;
-        let outer = class.split('$').next().unwrap_or(&class);
-        self.exclude.iter().map(String::as_str).find(|p| {
-            MethodPattern::parse(&format!("{}::*", p.trim()))
-                .is_ok_and(|g| g.matches_class(&class) || g.matches_class(outer))
-        })
+        excluded_by(&class, &self.exclude)
     }
 
     /// The clock the probes read for `--clock`.

@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use sprig_callgraph::pattern::MethodPattern;
 use sprig_callgraph::report::live::Live;
 use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions};
 use sprig_wire::control::{AgentStats, ClockKind};
@@ -18,7 +19,7 @@ use sprig_wire::ring::Consumer;
 use sprig_wire::session::{Channel, SessionError};
 use sprig_wire::{Message, clock};
 
-use super::args::SessionArgs;
+use super::args::{SessionArgs, excluded_by};
 use super::connect::{Prepared, spawn_reader};
 use super::status::Status;
 use crate::{output, signals};
@@ -162,7 +163,7 @@ impl<'a> SessionLoop<'a> {
             consumer,
             ring_events,
             builder,
-            control: Control::new(),
+            control: Control::new(args.exclude.clone()),
             status: Status::new(),
             events: 0,
             last_poll,
@@ -560,16 +561,19 @@ struct Control {
     stats_seen: bool,
     profiling_since: Option<Instant>,
     announced_roots: bool,
+    /// The `--exclude` patterns, to explain a root they leave out.
+    excludes: Vec<String>,
 }
 
 impl Control {
-    fn new() -> Control {
+    fn new(excludes: Vec<String>) -> Control {
         Control {
             phase: Phase::Starting,
             stats: AgentStats::default(),
             stats_seen: false,
             profiling_since: None,
             announced_roots: false,
+            excludes,
         }
     }
 
@@ -578,6 +582,22 @@ impl Control {
             self.phase = Phase::Profiling;
             self.profiling_since = Some(Instant::now());
         }
+    }
+
+    /// The `--exclude` pattern that covers the classes of every near match
+    /// the agent gave for a root it found no method for, when the root's
+    /// class pattern matches them all: the root is excluded, not missing.
+    fn excluding_all(&self, pattern: &str, suggestions: &[String]) -> Option<&str> {
+        let root = MethodPattern::parse(pattern).ok()?;
+        let mut found = None;
+        for s in suggestions {
+            let class = s.split("::").next().unwrap_or(s);
+            if !root.matches_class(class) {
+                return None;
+            }
+            found = Some(excluded_by(class, &self.excludes)?);
+        }
+        found
     }
 
     /// What the session loop itself does with a control message (the CCT
@@ -605,6 +625,11 @@ impl Control {
                 suggestions,
             } => {
                 if class_loaded {
+                    if let Some(p) = self.excluding_all(&pattern, &suggestions) {
+                        return Some(End::AgentError(format!(
+                            "root {pattern} matches only classes excluded by --exclude {p}"
+                        )));
+                    }
                     let near = if suggestions.is_empty() {
                         String::new()
                     } else {
@@ -706,7 +731,7 @@ mod tests {
     fn agent_messages_are_printed_with_control_characters_escaped() {
         let captured = Captured::default();
         let mut status = Status::to(Box::new(captured.clone()), false);
-        let mut control = Control::new();
+        let mut control = Control::new(Vec::new());
         let esc = "a.B\u{1b}]0;t\u{7}";
         for msg in [
             Message::RootInstrumented {
@@ -738,6 +763,48 @@ mod tests {
             text.contains("warning: class a.B\\x1b]0;t\\x07 \\u{9b}"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_root_whose_classes_are_all_excluded_says_so() {
+        let captured = Captured::default();
+        let mut status = Status::to(Box::new(captured.clone()), false);
+        let mut control = Control::new(vec!["com.acme.**".into()]);
+        // The agent finds the root's classes loaded but may not instrument
+        // them: its near matches are the root's own methods.
+        let end = control.on_message(
+            Message::RootNotFound {
+                pattern: "com.acme.*::run".into(),
+                class_loaded: true,
+                suggestions: vec!["com.acme.A::run".into(), "com.acme.B::run".into()],
+            },
+            &mut status,
+            1,
+        );
+        match end {
+            Some(End::AgentError(why)) => assert_eq!(
+                why,
+                "root com.acme.*::run matches only classes excluded by --exclude com.acme.**"
+            ),
+            _ => panic!("not an error"),
+        }
+        // A near match outside the excluded classes is still shown as one.
+        let end = control.on_message(
+            Message::RootNotFound {
+                pattern: "com.acme.*::run".into(),
+                class_loaded: true,
+                suggestions: vec!["org.other.A::run".into()],
+            },
+            &mut status,
+            1,
+        );
+        match end {
+            Some(End::AgentError(why)) => assert_eq!(
+                why,
+                "root com.acme.*::run matches no method of the loaded classes; near matches: org.other.A::run"
+            ),
+            _ => panic!("not an error"),
+        }
     }
 
     #[test]
