@@ -345,11 +345,16 @@ impl SessionArgs {
 
 /// Fails unless `path` can be written, so that a profile is never lost for
 /// want of a place to put it: an existing file is opened for writing (and
-/// left as it is), a new one is created and removed again.
+/// left as it is), a new one is created and removed again; a pipe or a
+/// device is left for the end.
 fn check_writable(path: &std::path::Path) -> Result<()> {
     let context = || format!("cannot write {}", path.display());
-    if path.is_dir() {
-        return Err(anyhow!("it is a directory")).with_context(context);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(anyhow!("it is a directory")).with_context(context),
+        // A pipe or a device: opening it now could block, or end the
+        // reader's input before the report is written.
+        Ok(m) if !m.is_file() => return Ok(()),
+        _ => {}
     }
     match std::fs::OpenOptions::new().write(true).open(path) {
         Ok(_) => Ok(()),
@@ -444,6 +449,18 @@ pub(super) mod tests {
             .validate()
             .unwrap();
         assert_eq!(std::fs::read(&old).unwrap(), b"keep");
+        // A named pipe nobody reads yet: not opened (that would block).
+        let fifo = dir.join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        session_args(&["--root", "a.B::c", "-o", fifo.to_str().unwrap()])
+            .validate()
+            .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
