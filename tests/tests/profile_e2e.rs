@@ -744,11 +744,18 @@ fn sprig_run_profiles_from_the_jvm_start() {
     );
 }
 
-/// A `sprig run` whose JVM exits soon after the root ran: the agent has no
-/// time for a status message and the JVM is gone before its last one, so
-/// the counts in the header must not read 0 above a tree of methods.
+/// A `sprig run` whose JVM exits soon after the root ran: the JVM is gone
+/// before the agent's last counts, and the agent's status (once a second)
+/// either never came or came before the root ran, so the counts in the
+/// header must not read 0 above a tree of methods.
 #[test]
 fn sprig_run_of_a_short_jvm_counts_its_methods() {
+    for wait in [Duration::ZERO, Duration::from_millis(1500)] {
+        sprig_run_of_a_short_jvm_counts_its_methods_after(wait);
+    }
+}
+
+fn sprig_run_of_a_short_jvm_counts_its_methods_after(wait: Duration) {
     let jdk = sprig_tests::jdk17();
     let classes = fixture_classes(&jdk);
     let tmp = TempDir::new("run-short");
@@ -763,6 +770,8 @@ fn sprig_run_of_a_short_jvm_counts_its_methods() {
         .arg("fixtures.Workload");
     let mut p = Proc::spawn("sprig-run-short", cmd);
     p.wait_for("ready", LONG, |l| l.starts_with("ready"));
+    // With a wait, a status message comes before the root runs.
+    std::thread::sleep(wait);
     p.send("run calls 5 1");
     p.wait_for("done", LONG, |l| l.starts_with("done calls"));
     p.send("exit");
@@ -785,7 +794,7 @@ fn sprig_run_of_a_short_jvm_counts_its_methods() {
     assert_eq!(numbers.len(), 2, "{line}");
     assert!(
         numbers[0] >= numbers[1] && numbers[1] >= 2,
-        "{line} above a tree of {in_tree} lines:\n{text}\n{}",
+        "{line} above a tree of {in_tree} lines (after {wait:?}):\n{text}\n{}",
         p.transcript()
     );
 }

@@ -385,6 +385,7 @@ impl<'a> SessionLoop<'a> {
                     Ok(Ok(Message::Detached(s))) => {
                         self.control.stats = s;
                         self.control.stats_seen = true;
+                        self.control.final_counts = true;
                         break;
                     }
                     Ok(Ok(_)) | Err(RecvTimeoutError::Timeout) => {}
@@ -404,6 +405,7 @@ impl<'a> SessionLoop<'a> {
             {
                 self.builder.apply_message(&msg);
                 self.control.stats_seen |= carries_stats(&msg);
+                self.control.final_counts |= matches!(msg, Message::Detached(_));
                 if let Message::Status(s) | Message::Detached(s) = msg {
                     self.control.stats = s;
                 }
@@ -436,8 +438,8 @@ impl<'a> SessionLoop<'a> {
         let child_mode = self.child.is_some();
         let mut status = self.status;
         let mut profile: Profile = self.builder.finish();
-        if !self.control.stats_seen {
-            count_methods_from_profile(&mut profile);
+        if !self.control.final_counts {
+            complete_method_counts(&mut profile, self.control.stats_seen);
         }
 
         let (code, note) = match &end {
@@ -486,26 +488,37 @@ fn carries_stats(msg: &Message) -> bool {
     matches!(msg, Message::Status(_) | Message::Detached(_))
 }
 
-/// The method counts of a session whose agent never sent its own (a JVM
-/// that exited within its first second, before a status message, and
-/// before the agent's last one): the methods that got probes, as the
-/// agent announced them, and the methods of the tree.
-fn count_methods_from_profile(profile: &mut Profile) {
-    let called: std::collections::BTreeSet<u32> = profile
+/// The method counts of a session whose agent's final counts never came
+/// (its `Detached`, lost when the JVM exits): its last status is up to a
+/// second old, from before the root ran in a JVM that exits soon after it,
+/// or there was none. The counts are then at least the methods of the tree;
+/// without a status, instrumented counts the methods the agent gave probes
+/// (dormant ones too). A warning says so when this changes them.
+fn complete_method_counts(profile: &mut Profile, had_status: bool) {
+    let in_tree = profile
         .threads
         .iter()
         .flat_map(|t| t.tree.nodes.iter())
         .filter(|n| n.calls > 0)
         .map(|n| n.method)
-        .collect();
+        .collect::<std::collections::BTreeSet<u32>>()
+        .len() as u64;
+    let announced = profile.methods.len() as u64;
     let st = &mut profile.stats;
-    st.called_methods = called.len() as u64;
-    st.instrumented_methods = (profile.methods.len() as u64).max(st.called_methods);
-    profile.warnings.push(
-        "the agent's counts did not arrive before the JVM exited: methods counted from the \
-         profile (instrumented: every method the agent gave probes, dormant ones too)"
-            .to_owned(),
-    );
+    let before = (st.instrumented_methods, st.called_methods);
+    st.called_methods = st.called_methods.max(in_tree);
+    st.instrumented_methods = if had_status {
+        st.instrumented_methods.max(st.called_methods)
+    } else {
+        announced.max(st.called_methods)
+    };
+    if (st.instrumented_methods, st.called_methods) != before {
+        profile.warnings.push(
+            "the JVM exited before the agent's final counts: the method counts are the \
+             larger of its last status and the methods of the tree"
+                .to_owned(),
+        );
+    }
 }
 
 /// Whether process `pid` is gone (or a zombie) within `bound`.
@@ -559,6 +572,8 @@ struct Control {
     stats: AgentStats,
     /// Whether the agent's counts (`Status`, `Detached`) ever arrived.
     stats_seen: bool,
+    /// Whether its final counts (`Detached`) arrived.
+    final_counts: bool,
     profiling_since: Option<Instant>,
     announced_roots: bool,
     /// The `--exclude` patterns, to explain a root they leave out.
@@ -571,6 +586,7 @@ impl Control {
             phase: Phase::Starting,
             stats: AgentStats::default(),
             stats_seen: false,
+            final_counts: false,
             profiling_since: None,
             announced_roots: false,
             excludes,
@@ -605,6 +621,7 @@ impl Control {
     /// ended, if it did.
     fn on_message(&mut self, msg: Message, status: &mut Status, pid: u32) -> Option<End> {
         self.stats_seen |= carries_stats(&msg);
+        self.final_counts |= matches!(msg, Message::Detached(_));
         match msg {
             Message::RootInstrumented {
                 pattern,
