@@ -5,7 +5,10 @@
 //! 2. Otherwise create `.attach_pid<nspid>` in the JVM's working directory
 //!    (or its /tmp), send SIGQUIT — only to a process `jvm::inspect` just
 //!    confirmed to be a HotSpot JVM — and wait for the socket with backoff.
-//!    The trigger file is removed on every path.
+//!    The trigger file is removed on every path. A trigger file found there
+//!    that is not the JVM's user's or sprig's (or is a link) is refused with
+//!    an error naming it and its owner: HotSpot would ignore it and answer
+//!    the SIGQUIT with a thread dump.
 //! 3. Send `1\0load\0<path>\0true\0<options>\0` and read the whole reply: a
 //!    status line, then `return code: N` for an agent that ran, or the JVM's
 //!    error text. JDK 21+ answers status 0 even when loading failed, so the
@@ -90,6 +93,18 @@ pub enum AttachError {
         owner: u32,
         #[source]
         source: io::Error,
+    },
+    #[error(
+        "JVM {pid} cannot be asked to open its attach socket: {} is {kind} of uid {owner}, not of the JVM's user {jvm_user} or of sprig's, so the JVM would ignore it and print a thread dump instead; its owner or root must remove it",
+        path.display()
+    )]
+    ForeignTrigger {
+        pid: u32,
+        path: PathBuf,
+        /// `a file`, `a symbolic link`, ...
+        kind: &'static str,
+        owner: u32,
+        jvm_user: String,
     },
     #[error(
         "sprig's agent library is not installed: looked for {}; build it with `cargo build -p sprig-agent` (it goes next to the sprig binary)",
@@ -439,6 +454,7 @@ impl TriggerFile {
             match created {
                 Ok(_) => return Ok(TriggerFile { path, owned: true }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    check_foreign_trigger(jvm, &path)?;
                     return Ok(TriggerFile { path, owned: false });
                 }
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
@@ -477,6 +493,37 @@ impl Drop for TriggerFile {
     }
 }
 
+/// Refuses a trigger file sprig did not make unless HotSpot would act on it:
+/// a file (not a link, which HotSpot would follow) of the JVM's user or of
+/// sprig's. HotSpot ignores one of another user and answers the SIGQUIT
+/// with a thread dump; in the working directory it does not even look in
+/// /tmp then. A file that is gone is no obstacle.
+fn check_foreign_trigger(jvm: &JvmProcess, path: &Path) -> Result<(), AttachError> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let (euid, _) = sys::effective_ids();
+    let kind = meta.file_type();
+    if !kind.is_symlink() && (meta.uid() == jvm.uid || meta.uid() == euid) {
+        return Ok(());
+    }
+    Err(AttachError::ForeignTrigger {
+        pid: jvm.pid,
+        path: path.to_owned(),
+        kind: if kind.is_symlink() {
+            "a symbolic link"
+        } else if kind.is_file() {
+            "a file"
+        } else if kind.is_dir() {
+            "a directory"
+        } else {
+            "a special file"
+        },
+        owner: meta.uid(),
+        jvm_user: jvm.user.clone(),
+    })
+}
+
 /// Makes the JVM open its attach socket and connects to it.
 ///
 /// Attachers racing for one JVM (several sprig threads or processes, jcmd)
@@ -508,6 +555,10 @@ fn start_attach_listener(
                 // signal after checking the socket once more.
                 trigger = TriggerFile::create(jvm, creds)?;
             } else if !trigger.is_fresh_foreign() {
+                if !trigger.owned {
+                    // It may have been replaced while its owner's grace ran.
+                    check_foreign_trigger(jvm, &trigger.path)?;
+                }
                 sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
                     context: format!("cannot signal JVM {}", jvm.pid),
                     source,

@@ -6,3 +6,4 @@ pub mod jvm;
 pub mod list;
 pub mod pattern;
 pub mod rewrite;
+pub mod stale;

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use sprig_callgraph::report::escape::escape;
+
 use crate::jvm::{self, JvmProcess};
 
 /// Writes the table of attachable JVMs (sorted by PID), or one line saying
@@ -34,14 +36,16 @@ pub fn write_table(out: &mut dyn Write, jvms: &[JvmProcess], euid: u32) -> std::
     let mut sorted: Vec<&JvmProcess> = jvms.iter().collect();
     sorted.sort_by_key(|j| j.pid);
     for j in sorted {
-        let mut main = j.main.clone();
+        let mut main = escape(&j.main).into_owned();
         if j.attach_disabled {
             main.push_str("  (attach disabled: use `sprig run`)");
         }
         rows.push([
             j.pid.to_string(),
-            j.user.clone(),
-            j.java_version.clone().unwrap_or_else(|| "?".to_owned()),
+            escape(&j.user).into_owned(),
+            j.java_version
+                .as_deref()
+                .map_or_else(|| "?".to_owned(), |v| escape(v).into_owned()),
             main,
         ]);
     }
@@ -114,6 +118,30 @@ mod tests {
              77     nobody  25       /opt/app.jar  (attach disabled: use `sprig run`)\n\
              31337  alice   17.0.15  com.example.Main\n"
         );
+    }
+
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        // A main class, user or version that would rewrite the terminal.
+        let mut j = jvm(
+            9,
+            "ev\u{1b}[2Jil",
+            Some("17\u{9b}1m"),
+            "a.Main\u{1b}]0;owned\u{7}\n",
+        );
+        j.main.push('\u{7f}');
+        let text = render(&[j], 0);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert_eq!(text.lines().count(), 2, "{text:?}");
+        assert!(
+            text.contains("a.Main\\x1b]0;owned\\x07\\n\\x7f"),
+            "{text:?}"
+        );
+        assert!(text.contains("ev\\x1b[2Jil"), "{text:?}");
+        assert!(text.contains("17\\u{9b}1m"), "{text:?}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod signals;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sprig_callgraph::report::escape::escape;
 
 /// sprig: an exact, low-overhead call-subgraph profiler for HotSpot JVMs.
 ///
@@ -83,13 +84,18 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sprig: error: {}", one_line(&e));
+            eprintln!("{}", error_line(&e));
             if let Some(hint) = hint(&e) {
                 eprintln!("sprig: hint: {hint}");
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// The line `sprig: error: ...` printed for `e`.
+fn error_line(e: &anyhow::Error) -> String {
+    format!("sprig: error: {}", escape(&one_line(e)))
 }
 
 /// The error and its causes on one line.
@@ -118,5 +124,20 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
         Some("run sprig as the user that owns the JVM, or as root")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_one_line_with_control_characters_escaped() {
+        // Errors quote class names, paths and the JVM's own text.
+        let e = anyhow::anyhow!("class a.B\u{1b}[2J\nis bad").context("cannot rewrite x\u{9b}");
+        assert_eq!(
+            error_line(&e),
+            "sprig: error: cannot rewrite x\\u{9b}: class a.B\\x1b[2J\\nis bad"
+        );
     }
 }

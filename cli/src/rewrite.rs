@@ -13,6 +13,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use sprig_callgraph::report::escape::escape;
 use sprig_rewriter::vocab::access::{ACC_ABSTRACT, ACC_NATIVE};
 use sprig_rewriter::{ProbeSet, Target};
 
@@ -110,6 +111,10 @@ pub fn run_to(args: &RewriteArgs, out: &mut dyn Write) -> anyhow::Result<Summary
             } else {
                 args.output.clone()
             };
+            // Given alone, a class that cannot be read is the command's
+            // failure (in a directory or a jar it is reported and copied).
+            sprig_rewriter::class_info(&bytes)
+                .with_context(|| format!("cannot read class {}", input.display()))?;
             let label = input.display().to_string();
             let new = rw.class(&label, &bytes)?;
             write_file(&output, &new)?;
@@ -156,7 +161,11 @@ impl Rewriter<'_> {
         let info = match sprig_rewriter::class_info(bytes) {
             Ok(info) => info,
             Err(e) => {
-                writeln!(self.out, "skipped class {label}: {e}; copied unchanged")?;
+                writeln!(
+                    self.out,
+                    "{}",
+                    escape(&format!("skipped class {label}: {e}; copied unchanged"))
+                )?;
                 return Ok(bytes.to_vec());
             }
         };
@@ -192,11 +201,11 @@ impl Rewriter<'_> {
                 Ok(done) => done,
                 Err(e) => {
                     for t in &targets {
-                        writeln!(
-                            self.out,
+                        let line = format!(
                             "skipped {dotted}::{}{}: class not instrumented: {e}",
                             t.name, t.descriptor
-                        )?;
+                        );
+                        writeln!(self.out, "{}", escape(&line))?;
                     }
                     self.summary.skipped += targets.len();
                     return Ok(bytes.to_vec());
@@ -215,11 +224,11 @@ impl Rewriter<'_> {
                     ));
                 }
                 Err(reason) => {
-                    writeln!(
-                        self.out,
+                    let line = format!(
                         "skipped {dotted}::{}{}: {reason}",
                         outcome.name, outcome.descriptor
-                    )?;
+                    );
+                    writeln!(self.out, "{}", escape(&line))?;
                     self.summary.skipped += 1;
                 }
             }
@@ -603,6 +612,23 @@ abstract class B {
         let err = format!("{:#}", run_text(&args(&input, &input)).0.unwrap_err());
         assert!(err.contains("is the input"), "{err}");
         assert!(!err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn a_single_broken_class_is_an_error() {
+        let tmp = Tmp::new("broken-one");
+        let bad = tmp.0.join("Bad.class");
+        fs::write(&bad, [0xCA, 0xFE, 0xBA, 0xBE, 0, 0]).unwrap();
+        let out = tmp.0.join("Out.class");
+        let (r, text) = run_text(&args(&bad, &out));
+        let err = format!("{:#}", r.expect_err("a broken class given alone fails"));
+        assert!(
+            err.starts_with(&format!("cannot read class {}: ", bad.display())),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
+        assert_eq!(text, "", "nothing on stdout");
+        assert!(!out.exists());
     }
 
     #[test]

@@ -388,3 +388,68 @@ fn concurrent_attaches_to_one_jvm_all_succeed() {
         ["Uid:", "0", "0", "0", "0"]
     );
 }
+
+/// HotSpot ignores a trigger file that is not its user's (or root's), and
+/// answers the SIGQUIT with a thread dump: another user who plants one in
+/// /tmp, or in a working directory it may write, would block every attach.
+/// sprig names the file and its owner instead, and does not signal.
+#[test]
+fn a_trigger_file_planted_by_another_user_is_named_and_no_signal_sent() {
+    if !attach_support::is_root(
+        "a_trigger_file_planted_by_another_user_is_named_and_no_signal_sent",
+    ) {
+        return;
+    }
+    let home = jdk17();
+    let timeout = Duration::from_secs(6);
+    // In /tmp: the JVM's working directory is root's, so the trigger goes
+    // to /tmp, where a stranger's file already is.
+    let mut jvm = Jvm::start(&home, &[], RunAs::Nobody);
+    let info = jvm::inspect(jvm.pid).unwrap();
+    let planted = PathBuf::from(format!("/tmp/.attach_pid{}", jvm.pid));
+    std::fs::write(&planted, b"").unwrap();
+    std::os::unix::fs::chown(&planted, Some(STRANGER), Some(STRANGER)).unwrap();
+    let result = attach::load_agent(&info, &missing_library(), "", timeout);
+    let _ = std::fs::remove_file(&planted);
+    let err = result.unwrap_err();
+    assert!(matches!(err, AttachError::ForeignTrigger { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "JVM {} cannot be asked to open its attach socket: {} is a file of uid {STRANGER}, not of the JVM's user nobody",
+            jvm.pid,
+            info.root.join(format!("tmp/.attach_pid{}", jvm.pid)).display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "{text}");
+    // In the working directory, which HotSpot reads first: a link there is
+    // refused whatever it points to.
+    std::os::unix::fs::chown(&jvm.cwd.0, Some(NOBODY), Some(NOBODY)).unwrap();
+    let link = jvm.cwd.0.join(format!(".attach_pid{}", jvm.pid));
+    std::os::unix::fs::symlink("/nonexistent", &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(STRANGER), Some(STRANGER)).unwrap();
+    let err = attach::load_agent(&info, &missing_library(), "", timeout).unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "/proc/{0}/cwd/.attach_pid{0} is a symbolic link of uid {STRANGER}",
+            jvm.pid
+        )),
+        "{err}"
+    );
+    std::fs::remove_file(&link).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !jvm.output().contains("Full thread dump"),
+        "{}",
+        jvm.output()
+    );
+    assert!(jvm.alive());
+    // With the files gone the attach goes through.
+    let err = attach::load_agent(&info, &missing_library(), "", ATTACH_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, AttachError::AgentLoadFailed { code: Some(-1), .. }),
+        "{err:?}"
+    );
+    assert_no_trigger_files(&jvm);
+}

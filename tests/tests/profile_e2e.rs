@@ -744,6 +744,61 @@ fn sprig_run_profiles_from_the_jvm_start() {
     );
 }
 
+/// A `sprig run` whose JVM exits soon after the root ran: the JVM is gone
+/// before the agent's last counts, and the agent's status (once a second)
+/// either never came or came before the root ran, so the counts in the
+/// header must not read 0 above a tree of methods.
+#[test]
+fn sprig_run_of_a_short_jvm_counts_its_methods() {
+    for wait in [Duration::ZERO, Duration::from_millis(1500)] {
+        sprig_run_of_a_short_jvm_counts_its_methods_after(wait);
+    }
+}
+
+fn sprig_run_of_a_short_jvm_counts_its_methods_after(wait: Duration) {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let tmp = TempDir::new("run-short");
+    let out = tmp.path().join("run.txt");
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args(["run", "--root", "fixtures.Calls::root", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(jdk.java())
+        .arg("-cp")
+        .arg(classes.path())
+        .arg("fixtures.Workload");
+    let mut p = Proc::spawn("sprig-run-short", cmd);
+    p.wait_for("ready", LONG, |l| l.starts_with("ready"));
+    // With a wait, a status message comes before the root runs.
+    std::thread::sleep(wait);
+    p.send("run calls 5 1");
+    p.wait_for("done", LONG, |l| l.starts_with("done calls"));
+    p.send("exit");
+    let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
+    assert!(status.success(), "{status}\n{}", p.transcript());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("methods "))
+        .unwrap_or_else(|| panic!("no methods line:\n{text}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let in_tree = text
+        .lines()
+        .filter(|l| l.contains("fixtures.Calls."))
+        .count() as u64;
+    assert!(in_tree >= 2, "{text}");
+    assert_eq!(numbers.len(), 2, "{line}");
+    assert!(
+        numbers[0] >= numbers[1] && numbers[1] >= 2,
+        "{line} above a tree of {in_tree} lines (after {wait:?}):\n{text}\n{}",
+        p.transcript()
+    );
+}
+
 // ---------------------------------------------------------------- bad input
 
 /// Runs sprig (with its own TMPDIR) expecting a one-line error and a

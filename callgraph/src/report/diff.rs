@@ -152,7 +152,7 @@ impl DiffText {
                 signed_ms(node.delta_total_ns()),
                 change_percent(total_a(node), total_b(node)),
                 prefix,
-                node.method.display()
+                super::escape::escape(&node.method.display())
             )?;
         }
         Ok(())

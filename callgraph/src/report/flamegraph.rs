@@ -22,6 +22,7 @@
 //! toggle, by calls. Paths found only in the first profile have no width
 //! there: they are in the page (and the tree beside it) with width 0.
 
+use super::escape::escape;
 use super::view::tree_view;
 use super::{Render, RenderOptions, ms, percent};
 use crate::cct::diff::ProfileDiff;
@@ -317,8 +318,10 @@ fn short_label(class: &str, name: &str) -> String {
 }
 
 /// Text safe inside HTML and SVG, attributes included; control characters
-/// (which a class or thread name may hold) are shown as `\u{..}` escapes.
+/// (which a class or thread name may hold) are written out as the text
+/// report writes them ([`escape`]).
 fn esc(s: &str) -> String {
+    let s = escape(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -327,9 +330,6 @@ fn esc(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
-            c if c.is_control() => {
-                let _ = write!(o, "\\u{{{:x}}}", c as u32);
-            }
             c => o.push(c),
         }
     }
@@ -637,7 +637,7 @@ mod tests {
         };
         let html = render(&sample(), &opts);
         let f = frames(&html);
-        assert_eq!(f[0], ("main\\u{1b}[31m".to_owned(), 0, 100, 0));
+        assert_eq!(f[0], ("main\\x1b[31m".to_owned(), 0, 100, 0));
         assert_eq!(f[1].3, 1);
         assert!(!html.contains('\u{1b}'));
     }

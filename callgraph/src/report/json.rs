@@ -50,33 +50,33 @@ const MAX_INDENT: usize = 32;
 
 pub struct Json;
 
-/// Writes `s` as a JSON string literal.
+/// Writes `s` as a JSON string literal. Every control character (C0, DEL
+/// and C1) is escaped, so the JSON is safe to print on a terminal too.
 pub fn write_str(out: &mut dyn Write, s: &str) -> io::Result<()> {
     out.write_all(b"\"")?;
     let mut start = 0;
-    let bytes = s.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0c => Some(b"\\f"),
+    for (i, c) in s.char_indices() {
+        let esc: Option<&[u8]> = match c {
+            '"' => Some(b"\\\""),
+            '\\' => Some(b"\\\\"),
+            '\n' => Some(b"\\n"),
+            '\r' => Some(b"\\r"),
+            '\t' => Some(b"\\t"),
+            '\u{8}' => Some(b"\\b"),
+            '\u{c}' => Some(b"\\f"),
             _ => None,
         };
-        if esc.is_none() && b >= 0x20 && b != 0x7f {
+        if esc.is_none() && !c.is_control() {
             continue;
         }
-        out.write_all(&bytes[start..i])?;
+        out.write_all(&s.as_bytes()[start..i])?;
         match esc {
             Some(e) => out.write_all(e)?,
-            None => write!(out, "\\u{:04x}", b)?,
+            None => write!(out, "\\u{:04x}", c as u32)?,
         }
-        start = i + 1;
+        start = i + c.len_utf8();
     }
-    out.write_all(&bytes[start..])?;
+    out.write_all(&s.as_bytes()[start..])?;
     out.write_all(b"\"")
 }
 
@@ -354,6 +354,8 @@ mod tests {
         assert_eq!(esc("a\"b\\c"), "\"a\\\"b\\\\c\"");
         assert_eq!(esc("l1\nl2\t\r"), "\"l1\\nl2\\t\\r\"");
         assert_eq!(esc("\u{1}\u{7f}"), "\"\\u0001\\u007f\"");
+        // C1: a terminal may read U+009B as the start of an escape sequence.
+        assert_eq!(esc("\u{9b}2J\u{a0}"), "\"\\u009b2J\u{a0}\"");
         assert_eq!(esc("Zürich ✓"), "\"Zürich ✓\"");
         assert_eq!(esc(""), "\"\"");
     }

@@ -48,7 +48,7 @@ impl Render for Live {
                 ms(t.self_ns),
                 percent(t.total_ns, line.root_total_ns),
                 "",
-                p.display_name(n.method),
+                super::escape::escape(&p.display_name(n.method)),
                 indent = 2 * line.depth.min(30)
             )?;
         }

@@ -6,6 +6,7 @@
 
 pub mod collapsed;
 pub mod diff;
+pub mod escape;
 pub mod flamegraph;
 pub mod json;
 pub mod live;

@@ -20,6 +20,7 @@
 //! mode the table shows the samples behind each self time and the 95%
 //! bounds (`+/-`, ASCII for ±) of the total and self times ([`sampled_row`]).
 
+use super::escape::escape;
 use super::view::{back_node_name, back_traces, hot_spots, tree_view};
 use super::{Render, RenderOptions, ms, percent, us};
 use crate::profile::{Profile, ThreadProfile, Times, Timing, sample_bound_ns};
@@ -98,7 +99,7 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     } else {
         &p.target.jvm
     };
-    writeln!(out, "sprig profile: pid {}, {}", p.target.pid, jvm)?;
+    writeln!(out, "sprig profile: pid {}, {}", p.target.pid, escape(jvm))?;
     let s = &p.stats;
     if s.reset_after_ms > 0 {
         writeln!(
@@ -282,7 +283,7 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     if !p.warnings.is_empty() {
         writeln!(out, "  warnings")?;
         for w in &p.warnings {
-            writeln!(out, "    - {}", w.replace('\n', " "))?;
+            writeln!(out, "    - {}", escape(w))?;
         }
     }
     Ok(())
@@ -326,7 +327,7 @@ fn thread_tree(
     } else {
         format!(
             "thread \"{}\" (java id {}, sprig #{})",
-            t.name.replace('\n', " "),
+            escape(&t.name),
             t.java_id,
             t.index
         )
@@ -360,7 +361,7 @@ fn thread_tree(
         open.truncate(line.depth);
         open.resize(line.depth, false);
         open.push(!line.last);
-        let mut name = p.display_name(node.method);
+        let mut name = escape(&p.display_name(node.method)).into_owned();
         if node.incomplete > 0 {
             name.push_str(&format!(" [{} incomplete]", node.incomplete));
         }
@@ -470,7 +471,7 @@ fn hot_spot_table(
             h.calls,
             ms(h.total_ns),
             us(h.avg_ns),
-            p.display_name(h.method)
+            escape(&p.display_name(h.method))
         )?;
     }
     if marked {
@@ -491,7 +492,7 @@ fn back_trace(
     writeln!(
         out,
         "back traces of {}: {} calls, {} ms",
-        p.display_name(method),
+        escape(&p.display_name(method)),
         bt.calls(),
         ms(bt.total_ns())
     )?;
@@ -508,7 +509,7 @@ fn back_trace(
         open.truncate(d);
         open.resize(d, false);
         open.push(!last);
-        let mut name = back_node_name(p, n);
+        let mut name = escape(&back_node_name(p, n)).into_owned();
         if depth == 1 && n.method == Some(method) {
             // its time is inside the outermost call's already
             name.push_str(" (recursive calls)");
@@ -524,4 +525,74 @@ fn back_trace(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{MethodInfo, Node, Tree};
+
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        // Every name comes from the JVM: a class, thread or JVM name with
+        // terminal escape sequences must not reach the terminal raw.
+        let mut p = Profile::new(1_000_000_000);
+        p.target.jvm = "VM\u{1b}]0;title\u{7}".into();
+        p.methods.insert(
+            0,
+            MethodInfo {
+                class: "a.B\u{1b}[2J".into(),
+                name: "run\u{9b}31m".into(),
+                descriptor: "()V\u{7f}".into(),
+            },
+        );
+        p.warnings.push("agent: class a.B\u{1b}[1m failed".into());
+        let mut tree = Tree::default();
+        tree.push(
+            None,
+            Node {
+                method: 0,
+                calls: 1,
+                total_ticks: 1_000,
+                ..Node::default()
+            },
+        );
+        tree.recount();
+        p.threads.push(ThreadProfile {
+            index: 0,
+            java_id: 1,
+            name: "main\u{1b}[31m\r\n".into(),
+            tree,
+            ..ThreadProfile::default()
+        });
+        let opts = RenderOptions {
+            merged: false,
+            hot_spots: 5,
+            back_traces: vec![0],
+            ..RenderOptions::default()
+        };
+        for merged in [false, true] {
+            let mut out = Vec::new();
+            Text.render(
+                &p,
+                &RenderOptions {
+                    merged,
+                    ..opts.clone()
+                },
+                &mut out,
+            )
+            .unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(text.contains("a.B\\x1b[2J.run\\u{9b}31m()V\\x7f"), "{text}");
+            assert!(text.contains("VM\\x1b]0;title\\x07"), "{text}");
+            assert!(text.contains("a.B\\x1b[1m failed"), "{text}");
+            if !merged {
+                assert!(text.contains("thread \"main\\x1b[31m\\r\\n\""), "{text}");
+            }
+        }
+    }
 }

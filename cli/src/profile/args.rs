@@ -1,0 +1,466 @@
+//! The command lines of `profile`, `run` and `calibrate` (clap), and their
+//! validation: everything is checked here, before anything touches a JVM.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use sprig_rewriter::pattern::MethodPattern;
+use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
+
+use crate::output::ViewArgs;
+
+/// Options shared by `profile` and `run`.
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// Root method(s) whose call subgraph is profiled: `pkg.Class::method`,
+    /// `pkg.Class::method(Ljava/lang/String;)V`, or `pkg.Class::*`. `*`
+    /// matches within a package segment, `**` across segments; nested
+    /// classes use `$`. Repeat for several roots. A root whose class is not
+    /// loaded yet is instrumented when it loads.
+    #[arg(long = "root", value_name = "PATTERN", required = true)]
+    pub roots: Vec<String>,
+
+    /// Stop after this many seconds of profiling (default: until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Reset the results this many seconds into profiling: the report then
+    /// shows the calls made from that moment on (calls running at that
+    /// moment count from it, marked incomplete). Leaves out the warm-up
+    /// after attaching, while revelation redefines classes and the JIT
+    /// recompiles the code that deoptimised. `kill -USR1 <sprig's pid>`
+    /// resets at any moment, as often as wanted.
+    #[arg(long, value_name = "SECS")]
+    pub reset_after: Option<f64>,
+
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub view: ViewArgs,
+
+    /// Redraw the hottest paths on the terminal every second while
+    /// profiling (stderr; ignored when stderr is not a terminal).
+    #[arg(long)]
+    pub live: bool,
+
+    /// Also instrument classes matching this pattern (package or class
+    /// glob, e.g. `com.sun.tools.javac.**`), even in the JDK's packages.
+    #[arg(long, value_name = "PATTERN")]
+    pub include: Vec<String>,
+
+    /// Never instrument classes matching this pattern.
+    #[arg(long, value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+
+    /// How the root's callees are found: `lazy` instruments a method's
+    /// callees when it first runs (JFluid's Scheme B, the default); `eager`
+    /// instruments the whole reachable graph at once (Scheme A).
+    #[arg(long, value_enum, default_value_t = SchemeArg::Lazy)]
+    pub scheme: SchemeArg,
+
+    /// How the lazy scheme finds what profiled methods call. `hierarchy`
+    /// (JFluid's way, the default): at a method's first call, every method
+    /// its call sites can reach: for a virtual or interface call, every
+    /// override in the loaded subclasses and implementors, and those of
+    /// classes loaded later; with dormant probes (the default) those that
+    /// hold them already are switched on only when a root context enters
+    /// them (1.00-1.005 instrumented per called method on the benchmark
+    /// roots; 1.42-2.07 with `--no-dormant`). `receiver`: a check before
+    /// each call of a profiled method into profiled code instruments the
+    /// target just before it first runs, the method the receiver's class
+    /// selects for a virtual call (javac: 1.07 instrumented per called
+    /// method, a Jetty servlet 1.09, and no call seen with `hierarchy` is
+    /// missed).
+    /// The check (a class test where the receiver's class chooses among
+    /// methods, else a flag) sits at every such call of the instrumented
+    /// classes, outside the root too: on a server, code around the root
+    /// runs slower than with `hierarchy` (Jetty: about 30 points more
+    /// overhead). A call site that sees more than 8 receiver classes, or
+    /// receivers of a few classes taking turns (a visitor's `accept`), is
+    /// watched no more: the methods it can reach get probes that stay
+    /// silent until a root first runs them (with `--no-dormant`, that
+    /// site falls back to `hierarchy`). Calls on JDK types (except `toString`, `hashCode`
+    /// and `equals`, which `hierarchy` would take to every loaded class)
+    /// keep `hierarchy`.
+    #[arg(long, value_enum, default_value_t = VirtualArg::Hierarchy, value_name = "HOW")]
+    pub virtual_calls: VirtualArg,
+
+    /// Which clock times calls: `wall` (TSC when invariant, ~10 ns to read)
+    /// or `cpu` (thread CPU time: excludes time blocked, but every read is a
+    /// system call of several hundred ns, so overhead is far higher).
+    #[arg(long, value_enum, default_value_t = ClockArg::Wall)]
+    pub clock: ClockArg,
+
+    /// Instrument only the roots, not their callees.
+    #[arg(long)]
+    pub roots_only: bool,
+
+    /// By default, at the start every class holding a method the root can
+    /// reach (through every override of a virtual call, up to 2,000
+    /// classes) gets probes in all its methods, dormant: they record
+    /// nothing until revelation reaches them (with class hierarchy
+    /// analysis: until a root context enters them), which then switches
+    /// them on without a redefinition (javac `Gen::genClass`: 10
+    /// redefinitions instead of 108, and only the methods that run
+    /// instrumented); a class redefined later for some of its methods gets
+    /// probes in all of them too.
+    /// A dormant method that runs inside a root context anyway (a JDK
+    /// callback no rule foresees, such as a sort calling `compareTo` on
+    /// objects made before the root ran) is revealed there and recorded
+    /// from that call on (`entered` in the revelation counts).
+    /// Redefinitions pause the JVM (tens of ms each on a big application);
+    /// a dormant probe costs a load and a test in Java per call, and makes
+    /// the method's bytecode a little larger.
+    /// This flag redefines a class for every revelation instead, one link
+    /// of the call chain at a time, and misses such calls (`--scheme
+    /// eager` never uses dormant probes).
+    #[arg(long)]
+    pub no_dormant: bool,
+
+    /// Leave out trivial methods: getters, setters, constants, empty
+    /// methods, any method of at most BYTES bytes of bytecode (default 16)
+    /// that calls nothing, allocates nothing, throws nothing and has no
+    /// loop. Their time then counts in their callers' self time and they
+    /// get no node of their own. On code that calls many such methods
+    /// (compilers, parsers, collections-heavy code) this leaves out a
+    /// quarter to two fifths of the probed calls, and their probes' cost;
+    /// the tree keeps every method that calls further.
+    /// Roots are always profiled. `--skip-trivial=6` keeps to getters,
+    /// setters and constants.
+    // `Some(None)`: the option given without a bound.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        num_args = 0..=1,
+        require_equals = true,
+        value_parser = clap::value_parser!(u32)
+            .range(1..=i64::from(sprig_rewriter::TRIVIAL_BYTES_MAX))
+    )]
+    pub skip_trivial: Option<Option<u32>>,
+
+    /// Skip the probe calibration at attach (about 0.2 s). Times then
+    /// include the probes' own cost, which dominates short methods; see
+    /// `sprig calibrate`.
+    #[arg(long)]
+    pub no_calibrate: bool,
+
+    /// Measure the probes again on each profiled thread, at most every MS
+    /// milliseconds: as a thread leaves a root (or, in a root call running
+    /// longer than MS, at a method exit inside it) it runs 32 probed calls
+    /// of an empty method (1-2 µs), and its calls are charged the probe cost
+    /// measured there (the median of its latest three bursts; its calls
+    /// before its first burst, that burst's). On shared hosts, and right
+    /// after a thread wakes up, the probes can cost twice what the
+    /// calibration at attach measured in a hot loop. The bursts are left out
+    /// of the tree and of the root's time; the report's `in session` line
+    /// sums them up. 0: charge the attach-time calibration throughout.
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    pub recalibrate_every: u32,
+
+    /// Longest a JVM thread waits for room in the event ring before it
+    /// gives up and profiling switches off (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
+    pub wait_bound_ms: u32,
+
+    /// Size of the shared event ring in MiB (anonymous shared memory,
+    /// all of it taken when the session starts; a thread waits, and the
+    /// wait is taken out of its times, when the ring is full).
+    #[arg(long, value_name = "MIB", default_value_t = 32)]
+    pub ring_mib: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// PID of the JVM to profile (see `sprig list`).
+    pub pid: u32,
+
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// Give up attaching after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub attach_timeout: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// The java command line: `java [jvm options] MainClass|-jar app.jar [args]`.
+    #[arg(last = true, required = true, value_name = "JAVA COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    Lazy,
+    Eager,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VirtualArg {
+    Hierarchy,
+    Receiver,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    Wall,
+    Cpu,
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// PID of the JVM (see `sprig list`).
+    pub pid: u32,
+
+    /// The clock to calibrate, as for `sprig profile --clock`.
+    #[arg(long, value_enum, default_value_t = ClockArg::Wall)]
+    pub clock: ClockArg,
+
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Give up attaching after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub attach_timeout: f64,
+}
+
+impl CalibrateArgs {
+    /// The clock `--clock` names.
+    pub fn clock_kind(&self) -> ClockKind {
+        clock_kind(self.clock)
+    }
+}
+
+/// The clock the probes read for `--clock`.
+fn clock_kind(clock: ClockArg) -> ClockKind {
+    match clock {
+        ClockArg::Wall => ClockKind::Tsc,
+        ClockArg::Cpu => ClockKind::ThreadCpu,
+    }
+}
+
+/// The pattern of `excludes` (`--exclude`) that covers `class` (binary
+/// name with dots), if one does; a class pattern covers its nested classes.
+pub fn excluded_by<'e>(class: &str, excludes: &'e [String]) -> Option<&'e str> {
+    let outer = class.split('$').next().unwrap_or(class);
+    excludes.iter().map(String::as_str).find(|p| {
+        MethodPattern::parse(&format!("{}::*", p.trim()))
+            .is_ok_and(|g| g.matches_class(class) || g.matches_class(outer))
+    })
+}
+
+/// Checks `--attach-timeout` and returns it.
+pub fn attach_timeout(secs: f64) -> Result<std::time::Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        bail!("--attach-timeout must be a positive number of seconds");
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+impl SessionArgs {
+    /// Validates every pattern and option before anything touches the JVM.
+    pub fn validate(&self) -> Result<()> {
+        for r in &self.roots {
+            MethodPattern::parse(r).map_err(|e| anyhow!("bad --root pattern {r:?}: {e}"))?;
+        }
+        for p in self.include.iter().chain(&self.exclude) {
+            if p.trim().is_empty() || p.contains(char::is_whitespace) {
+                bail!(
+                    "bad --include/--exclude pattern {p:?}: expected a package or class glob like com.acme.**"
+                );
+            }
+        }
+        if let Some(d) = self.duration
+            && !(d.is_finite() && d > 0.0)
+        {
+            bail!("--duration must be a positive number of seconds, not {d}");
+        }
+        if let Some(r) = self.reset_after {
+            if !(r.is_finite() && r > 0.0) {
+                bail!("--reset-after must be a positive number of seconds, not {r}");
+            }
+            if let Some(d) = self.duration
+                && r >= d
+            {
+                bail!("--reset-after {r} is not before --duration {d}: the report would be empty");
+            }
+        }
+        for r in &self.roots {
+            if let Some(p) = self.excluding(r) {
+                bail!("--root {r} is excluded by --exclude {p}: nothing would be profiled");
+            }
+        }
+        self.view.validate()?;
+        if self.ring_mib == 0 || self.ring_mib > 4096 {
+            bail!("--ring-mib must be between 1 and 4096");
+        }
+        if let Some(path) = &self.output {
+            check_writable(path)?;
+        }
+        Ok(())
+    }
+
+    /// The `--exclude` pattern that leaves out the one class root `r`
+    /// names, if one does (a class pattern covers its nested classes).
+    fn excluding(&self, r: &str) -> Option<&str> {
+        let class = MethodPattern::parse(r).ok()?.exact_class()?;
+        excluded_by(&class, &self.exclude)
+    }
+
+    /// The clock the probes read for `--clock`.
+    pub fn clock_kind(&self) -> ClockKind {
+        clock_kind(self.clock)
+    }
+
+    pub fn session_options(&self) -> SessionOptions {
+        SessionOptions {
+            roots: self.roots.clone(),
+            include: self.include.clone(),
+            exclude: self.exclude.clone(),
+            scheme: match self.scheme {
+                SchemeArg::Lazy => Scheme::Lazy,
+                SchemeArg::Eager => Scheme::Eager,
+            },
+            clock: self.clock_kind(),
+            roots_only: self.roots_only,
+            calibrate: !self.no_calibrate,
+            wait_bound_ms: self.wait_bound_ms,
+            no_dormant: self.no_dormant,
+            skip_trivial: self
+                .skip_trivial
+                .map_or(0, |b| b.unwrap_or(sprig_rewriter::TRIVIAL_BYTES_DEFAULT)),
+            receivers: self.virtual_calls == VirtualArg::Receiver,
+            // The agent runs bursts only after its calibration at attach.
+            recalibrate_ms: self.recalibrate_every,
+        }
+    }
+}
+
+/// Fails unless `path` can be written, so that a profile is never lost for
+/// want of a place to put it: an existing file is opened for writing (and
+/// left as it is), a new one is created and removed again; a pipe or a
+/// device is left for the end.
+fn check_writable(path: &std::path::Path) -> Result<()> {
+    let context = || format!("cannot write {}", path.display());
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(anyhow!("it is a directory")).with_context(context),
+        // A pipe or a device: opening it now could block, or end the
+        // reader's input before the report is written.
+        Ok(m) if !m.is_file() => return Ok(()),
+        _ => {}
+    }
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(context)?;
+            let _ = std::fs::remove_file(path);
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(context),
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        session: SessionArgs,
+    }
+
+    pub(in crate::profile) fn session_args(args: &[&str]) -> SessionArgs {
+        use clap::Parser;
+        Cmd::try_parse_from(std::iter::once("sprig").chain(args.iter().copied()))
+            .unwrap()
+            .session
+    }
+
+    #[test]
+    fn ring_sizes_up_to_4096_mib_are_accepted() {
+        session_args(&["--root", "a.B::c", "--ring-mib", "4096"])
+            .validate()
+            .unwrap();
+        for bad in ["0", "4097"] {
+            let args = session_args(&["--root", "a.B::c", "--ring-mib", bad]);
+            assert!(args.validate().is_err());
+        }
+    }
+
+    #[test]
+    fn a_root_in_an_excluded_class_is_refused_before_attaching() {
+        let args = session_args(&["--root", "com.acme.A::run", "--exclude", "com.acme.**"]);
+        let err = args.validate().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--root com.acme.A::run is excluded by --exclude com.acme.**: nothing would be profiled"
+        );
+        // A nested class is excluded with its outer class.
+        let args = session_args(&["--root", "com.acme.A$In::run", "--exclude", "com.acme.A"]);
+        assert!(args.validate().is_err());
+        // Other roots and patterns are not.
+        for (root, exclude) in [
+            ("com.acme.A::run", "com.acme.B"),
+            ("com.acme.AB::run", "com.acme.A"),
+            ("com.acme.*::run", "com.acme.A"),
+        ] {
+            let args = session_args(&["--root", root, "--exclude", exclude]);
+            args.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn an_unwritable_output_is_refused_before_attaching() {
+        let dir = std::env::temp_dir().join(format!("sprig-out-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let missing = dir.join("no-such-dir/out.json");
+        let args = session_args(&["--root", "a.B::c", "-o", missing.to_str().unwrap()]);
+        let err = format!("{:#}", args.validate().unwrap_err());
+        assert!(
+            err.starts_with(&format!("cannot write {}", missing.display())),
+            "{err}"
+        );
+        // A directory is no output file either.
+        let args = session_args(&["--root", "a.B::c", "-o", dir.to_str().unwrap()]);
+        assert!(args.validate().is_err());
+        // A writable path passes and is left as it was: a new file is not
+        // left behind, an existing one keeps its contents.
+        let fresh = dir.join("fresh.json");
+        session_args(&["--root", "a.B::c", "-o", fresh.to_str().unwrap()])
+            .validate()
+            .unwrap();
+        assert!(!fresh.exists());
+        let old = dir.join("old.json");
+        std::fs::write(&old, b"keep").unwrap();
+        session_args(&["--root", "a.B::c", "-o", old.to_str().unwrap()])
+            .validate()
+            .unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"keep");
+        // A named pipe nobody reads yet: not opened (that would block).
+        let fifo = dir.join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        session_args(&["--root", "a.B::c", "-o", fifo.to_str().unwrap()])
+            .validate()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
