@@ -37,6 +37,7 @@ use crate::probe_class;
 use crate::reveal;
 use crate::threads;
 use sprig_wire::clock;
+use sprig_wire::control::Timing;
 use sprig_wire::ring::{Producer, Region};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::cell::{Cell, RefCell};
@@ -74,6 +75,11 @@ static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 /// burst may run (no calibration class in this JVM, or the agent's own
 /// calibration is running).
 static BURST_EVERY: AtomicU64 = AtomicU64::new(0);
+/// The session's timing ([`TIMING_EXACT`] or [`TIMING_SAMPLED`]), which a
+/// thread takes when it registers.
+static TIMING: AtomicU32 = AtomicU32::new(TIMING_EXACT);
+const TIMING_EXACT: u32 = 0;
+const TIMING_SAMPLED: u32 = 1;
 
 /// `root_exit`: this call did not close the root context.
 pub const ROOT_NESTED: i32 = 0;
@@ -109,6 +115,9 @@ struct ThreadState {
     index: Cell<u32>,
     tsc: Cell<bool>,
     clock: Cell<ClockKind>,
+    /// Sampled timing: entries and exits inside a root context carry no
+    /// timestamp (the root's own entry and exit still do).
+    untimed: Cell<bool>,
     producer: RefCell<Option<Producer>>,
     /// Clock reading from which this thread's next root call ends with a
     /// calibration burst (0: the next one).
@@ -132,6 +141,7 @@ impl ThreadState {
             index: Cell::new(0),
             tsc: Cell::new(false),
             clock: Cell::new(ClockKind::Monotonic),
+            untimed: Cell::new(false),
             producer: RefCell::new(None),
             next_burst: Cell::new(0),
             in_burst: Cell::new(false),
@@ -151,6 +161,13 @@ impl ThreadState {
         } else {
             clock::read(self.clock.get())
         }
+    }
+
+    /// The timestamp of an entry or exit inside a root context: the clock,
+    /// or 0 under sampled timing, where no probe inside reads it.
+    #[inline(always)]
+    fn inner_now(&self) -> u64 {
+        if self.untimed.get() { 0 } else { self.now() }
     }
 
     #[inline(always)]
@@ -310,7 +327,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         if !methods::is_active(id) && !enter_dormant(s, id, jni) {
             return;
         }
-        let ts = s.now();
+        let ts = s.inner_now();
         s.depth.set(s.depth.get() + 1);
         check_first_call(s, id, jni);
         s.push(Event::new(EventKind::MethodEntry, id, ts));
@@ -486,7 +503,7 @@ pub fn exit(id: u32, jni: Jni<'_>) {
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return;
         }
-        let ts = s.now();
+        let ts = s.inner_now();
         s.depth.set(d - 1);
         s.push(Event::new(EventKind::MethodExit, id, ts));
         if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
@@ -553,7 +570,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         }
         let d = s.depth.get();
         if d > 0 {
-            let ts = s.now();
+            let ts = s.inner_now();
             s.depth.set(d + 1);
             check_first_call(s, id, jni);
             s.push(Event::new(EventKind::MethodEntry, id, ts));
@@ -606,6 +623,7 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
             ROOT_CLOSED
         } else {
             s.depth.set(d - 1);
+            let ts = if s.untimed.get() { 0 } else { ts };
             s.push(Event::new(EventKind::MethodExit, id, ts));
             ROOT_NESTED
         }
@@ -656,7 +674,7 @@ pub fn fast_enter(id: u32) -> i32 {
         if !methods::was_called(id) {
             return FAST_SLOW;
         }
-        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.inner_now())) {
             return FAST_SLOW;
         }
         s.depth.set(d + 1);
@@ -673,7 +691,7 @@ pub fn fast_exit(id: u32) -> i32 {
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
         }
-        let ts = s.now();
+        let ts = s.inner_now();
         if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
             // a burst inside a long root call: JNI calls it
             return FAST_SLOW;
@@ -700,7 +718,7 @@ pub fn fast_root_enter(id: u32) -> i32 {
         if d == 0 || !s.current() || !methods::was_called(id) {
             return FAST_SLOW;
         }
-        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.now())) {
+        if !s.try_push(Event::new(EventKind::MethodEntry, id, s.inner_now())) {
             return FAST_SLOW;
         }
         s.depth.set(d + 1);
@@ -719,7 +737,7 @@ pub fn fast_root_exit(id: u32) -> i32 {
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();
         }
-        if d == 1 || !s.try_push(Event::new(EventKind::MethodExit, id, s.now())) {
+        if d == 1 || !s.try_push(Event::new(EventKind::MethodExit, id, s.inner_now())) {
             return FAST_SLOW;
         }
         s.depth.set(d - 1);
@@ -751,6 +769,9 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     let clock_kind = region.clock();
     s.clock.set(clock_kind);
     s.tsc.set(clock_kind == ClockKind::Tsc);
+    // The private ring (the calibration) is always timed.
+    s.untimed
+        .set(!is_private && TIMING.load(Ordering::Relaxed) == TIMING_SAMPLED);
     let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
@@ -844,8 +865,15 @@ fn active_value() -> i32 {
 }
 
 /// A session starts recording into `region`.
-pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32) {
+pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timing: Timing) {
     *crate::sync::write(&REGION) = Some(region);
+    TIMING.store(
+        match timing {
+            Timing::Exact => TIMING_EXACT,
+            Timing::Sampled => TIMING_SAMPLED,
+        },
+        Ordering::Relaxed,
+    );
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);

@@ -50,7 +50,7 @@ use crate::probe_class;
 use crate::reveal;
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
-use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions};
+use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions, Timing};
 use sprig_wire::ring::Region;
 use sprig_wire::session::{Channel, connect};
 use sprig_wire::{AgentOptions, Message};
@@ -417,7 +417,7 @@ fn start_profiling(
         ));
     }
     let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
-    probe::begin_session(jni, region, so.wait_bound_ms);
+    probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
@@ -425,7 +425,12 @@ fn start_profiling(
                 send_calibration(f);
                 // The calibration class is defined now: the probe class
                 // may call it for the threads' own bursts.
-                if !calibrate_only && f.bursts && probe_class::bursts_available() {
+                // No bursts under sampled timing: nothing is subtracted.
+                if !calibrate_only
+                    && so.timing == Timing::Exact
+                    && f.bursts
+                    && probe_class::bursts_available()
+                {
                     if !probe::has_burst_class()
                         && let Some(c) = calibrate::class_ref(jni)
                     {

@@ -43,5 +43,6 @@ pub fn announce(jni: Jni<'_>, index: u32) {
         index,
         java_id,
         name,
+        tid: crate::ffi::gettid(),
     });
 }

@@ -50,27 +50,8 @@
 pub use crate::cct::latency::Latency;
 use std::collections::{BTreeMap, HashMap};
 
-/// Where a profile's times come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Timing {
-    /// Every call timed by its probes; adjust-time and the calibrated
-    /// probe cost subtracted.
-    #[default]
-    Exact,
-    /// Calls counted by the probes, time from samples of the thread's
-    /// position in its event stream; only root calls are timed.
-    Sampled,
-}
-
-impl Timing {
-    /// `exact` or `sampled`, as reports and the command line write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Timing::Exact => "exact",
-            Timing::Sampled => "sampled",
-        }
-    }
-}
+/// Where a profile's times come from (the agent's session option).
+pub use sprig_wire::control::Timing;
 
 /// What became of the samples of one thread (see [`crate::cct::Sample`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

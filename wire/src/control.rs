@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`
@@ -32,6 +32,29 @@ pub enum ClockKind {
     Monotonic,
     /// CLOCK_THREAD_CPUTIME_ID in nanoseconds (`--clock cpu`).
     ThreadCpu,
+}
+
+/// Where a profile's times come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Encode, Decode)]
+pub enum Timing {
+    /// Every call timed by its probes (two clock reads a call); adjust-time
+    /// and the calibrated probe cost subtracted.
+    #[default]
+    Exact,
+    /// Calls counted by the probes, which read no clock inside a root
+    /// context; time from samples of each thread's position in its event
+    /// stream. Root entries and exits keep their timestamps.
+    Sampled,
+}
+
+impl Timing {
+    /// `exact` or `sampled`, as reports and the command line write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timing::Exact => "exact",
+            Timing::Sampled => "sampled",
+        }
+    }
 }
 
 /// Which revelation scheme the agent runs.
@@ -77,6 +100,8 @@ pub struct SessionOptions {
     /// context, see `event::CALIBRATION_LOOP_ID`); 0 for none. Only with
     /// `calibrate`.
     pub recalibrate_ms: u32,
+    /// Whether the probes inside a root context read the clock.
+    pub timing: Timing,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.
@@ -192,6 +217,9 @@ pub enum Message {
         index: u32,
         java_id: u64,
         name: String,
+        /// The thread's kernel id (0 when unknown): the CLI reads its CPU
+        /// time from `/proc/<pid>/task/<tid>` for sampled CPU timing.
+        tid: u32,
     },
     /// Probe calibration measured in the target, in ticks of the session clock.
     Calibration {

@@ -88,6 +88,11 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     skip_trivial,
                     receivers: wait_bound_ms % 3 == 0,
                     recalibrate_ms: wait_bound_ms.rotate_left(13) % 100,
+                    timing: if wait_bound_ms % 2 == 0 {
+                        sprig_wire::control::Timing::Exact
+                    } else {
+                        sprig_wire::control::Timing::Sampled
+                    },
                 }
             },
         )
@@ -123,11 +128,14 @@ fn message() -> impl Strategy<Value = Message> {
                 suggestions,
             }
         }),
-        (any::<u32>(), any::<u64>(), text()).prop_map(|(index, java_id, name)| Message::Thread {
-            index,
-            java_id,
-            name
-        }),
+        (any::<u32>(), any::<u64>(), text(), any::<u32>()).prop_map(
+            |(index, java_id, name, tid)| Message::Thread {
+                index,
+                java_id,
+                name,
+                tid
+            }
+        ),
         // Finite floats: NaN != NaN would make equality meaningless.
         (
             -1e12f64..1e12,

@@ -465,6 +465,7 @@ fn the_ring_descriptor_travels_with_start() {
         skip_trivial: 0,
         receivers: false,
         recalibrate_ms: 0,
+        timing: Default::default(),
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

@@ -1,6 +1,13 @@
 //! The calling thread's CPU affinity (calibration runs its windows on each
 //! CPU the thread may use in turn, see `calibrate`).
 
+/// The calling thread's kernel thread id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    u32::try_from(tid).unwrap_or(0)
+}
+
 /// The CPUs a thread may run on, as read by [`Affinity::current`].
 pub struct Affinity {
     set: libc::cpu_set_t,

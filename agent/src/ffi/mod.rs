@@ -9,7 +9,7 @@ mod jvmti;
 mod tls;
 
 pub use callbacks::{ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native};
-pub use cpu::Affinity;
+pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
 pub use jvmti::{Event, Jvmti, JvmtiError};
 pub use tls::{forget_state, with_state};

@@ -29,6 +29,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         skip_trivial: 0,
         receivers: false,
         recalibrate_ms: 0,
+        timing: Default::default(),
     }
 }
 

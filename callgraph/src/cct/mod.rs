@@ -1448,6 +1448,7 @@ impl CctBuilder {
                 index,
                 java_id,
                 name,
+                ..
             } => self.set_thread_name(*index, *java_id, name),
             Message::Calibration {
                 inner_ticks,

@@ -452,6 +452,7 @@ fn several_roots_and_threads_with_names() {
         index: 1,
         java_id: 1,
         name: "main".into(),
+        tid: 0,
     });
     b.apply_message(&Message::Method {
         id: R,

@@ -38,6 +38,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             skip_trivial: 0,
             receivers: false,
             recalibrate_ms: 0,
+            timing: Default::default(),
         }),
         prepared.ring_fd.as_fd(),
     )?;

@@ -12,6 +12,7 @@
 pub mod args;
 mod calibrate;
 mod connect;
+mod sampler;
 mod session;
 mod status;
 

@@ -11,16 +11,19 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use sprig_callgraph::Timing;
 use sprig_callgraph::report::live::Live;
 use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions};
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, ClockKind};
-use sprig_wire::ring::Consumer;
+use sprig_wire::event::Event;
+use sprig_wire::ring::{Consumer, Run};
 use sprig_wire::session::{Channel, SessionError};
 use sprig_wire::{Message, clock};
 
-use super::args::{SessionArgs, excluded_by};
+use super::args::{SessionArgs, TimingArg, excluded_by};
 use super::connect::{Prepared, spawn_reader};
+use super::sampler::{Sampler, Weight};
 use super::status::Status;
 use crate::{output, signals};
 
@@ -93,6 +96,11 @@ pub(super) struct SessionLoop<'a> {
     writer: Channel,
     messages: Receiver<Result<Message, SessionError>>,
     consumer: Consumer,
+    /// Sampled timing: the sampler, and the runs of the last poll (their
+    /// events in `run_events`), held until its samples are in.
+    sampler: Option<Sampler>,
+    runs: Vec<(Run, std::ops::Range<usize>)>,
+    run_events: Vec<Event>,
     /// Event slots in the whole ring.
     ring_events: usize,
     builder: CctBuilder,
@@ -148,6 +156,18 @@ impl<'a> SessionLoop<'a> {
             prepared.region.segments() as usize * prepared.region.segment_capacity() as usize;
         let last_poll = Instant::now();
         let mut builder = CctBuilder::new(ticks_per_sec);
+        let sampler = (args.timing == TimingArg::Sampled).then(|| {
+            builder.set_timing(Timing::Sampled);
+            let weight = match args.clock_kind() {
+                ClockKind::ThreadCpu => Weight::Cpu { pid },
+                _ => Weight::Wall,
+            };
+            Sampler::start(
+                prepared.region.clone(),
+                Duration::from_secs_f64(args.interval / 1000.0),
+                weight,
+            )
+        });
         {
             let (target, _) = builder.profile_fields_mut();
             target.pid = pid;
@@ -161,6 +181,9 @@ impl<'a> SessionLoop<'a> {
             writer,
             messages,
             consumer,
+            sampler,
+            runs: Vec::new(),
+            run_events: Vec::new(),
             ring_events,
             builder,
             control: Control::new(args.exclude.clone()),
@@ -208,9 +231,28 @@ impl<'a> SessionLoop<'a> {
     fn read_ring(&mut self) -> (usize, Duration) {
         let polled_at = Instant::now();
         let builder = &mut self.builder;
-        let n = self
-            .consumer
-            .poll(&mut |thread, evs| builder.process(thread, evs));
+        let n = match &self.sampler {
+            None => self
+                .consumer
+                .poll(&mut |thread, evs| builder.process(thread, evs)),
+            Some(sampler) => {
+                // The ring first, then the samples taken up to now, then
+                // the events: no sample comes after the events it falls in.
+                let (runs, events) = (&mut self.runs, &mut self.run_events);
+                runs.clear();
+                events.clear();
+                let n = self.consumer.poll_runs(&mut |run, evs| {
+                    let start = events.len();
+                    events.extend_from_slice(evs);
+                    runs.push((run, start..events.len()));
+                });
+                builder.add_samples(&sampler.take());
+                for (run, range) in runs.iter() {
+                    builder.process_run(*run, &events[range.clone()]);
+                }
+                n
+            }
+        };
         let since_last_poll = polled_at.duration_since(self.last_poll);
         self.last_poll = polled_at;
         self.events += n as u64;
@@ -224,6 +266,9 @@ impl<'a> SessionLoop<'a> {
             match self.messages.try_recv() {
                 Ok(Ok(msg)) => {
                     self.builder.apply_message(&msg);
+                    if let (Some(s), Message::Thread { index, tid, .. }) = (&self.sampler, &msg) {
+                        s.set_tid(*index, *tid);
+                    }
                     if let Some(e) = self.control.on_message(msg, &mut self.status, self.pid) {
                         return Some(e);
                     }
@@ -414,6 +459,8 @@ impl<'a> SessionLoop<'a> {
 
         // Final drain: everything the agent published before it retired the ring.
         self.read_ring();
+        // No sample after the last events.
+        self.sampler = None;
         let prepared = self.prepared;
         prepared.region.mark_consumer_gone();
 
