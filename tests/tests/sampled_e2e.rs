@@ -1,0 +1,208 @@
+//! Sampled timing on real JVMs (JDK 17, and JDK 25 where installed): the
+//! same calling context tree and call counts as exact timing, samples
+//! credited only to nodes inside root contexts, none behind the stream,
+//! and each root's latency present and consistent with its measured time.
+//! Nothing here depends on how fast the host is.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, start_workload, test_jdks};
+
+const LONG: Duration = Duration::from_secs(120);
+
+/// Profiles `fixtures.Calls` roots over the `calls` (2 x 500 root calls)
+/// and `long` (one root call of 3 million rounds) scenarios with `extra`
+/// options; the JSON report.
+fn session(jvm: &mut Proc, out: &Path, extra: &[&str]) -> Value {
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args([
+        "profile",
+        &jvm.pid().to_string(),
+        "--root",
+        "fixtures.Calls::root",
+        "--root",
+        "fixtures.Calls::longRoot",
+        "--format",
+        "json",
+        "-o",
+    ])
+    .arg(out)
+    .args(extra);
+    let mut p = Proc::spawn("sprig", cmd);
+    p.wait_for("sprig: profiling", LONG, |l| {
+        l.starts_with("sprig: profiling")
+    });
+    for (scenario, n, threads) in [("calls", 500, 2), ("long", 1, 1)] {
+        jvm.send(&format!("run {scenario} {n} {threads}"));
+        let done = format!("done {scenario}");
+        jvm.wait_for(&done, LONG, |l| l.starts_with(&done));
+    }
+    p.signal("INT");
+    let status = p.wait_exit(LONG).expect("sprig stops");
+    assert!(status.success(), "{}", p.transcript());
+    let text = std::fs::read_to_string(out).expect("report");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Calls per path (`root;child;...` of method names) over all threads.
+fn path_calls(report: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(String, &Value)> = Vec::new();
+    for t in report["threads"].as_array().unwrap() {
+        for r in t["roots"].as_array().unwrap() {
+            stack.push((String::new(), r));
+        }
+    }
+    while let Some((prefix, n)) = stack.pop() {
+        let path = format!("{prefix};{}", n["method"].as_str().unwrap());
+        *out.entry(path.clone()).or_default() += n["calls"].as_u64().unwrap();
+        for c in n["children"].as_array().into_iter().flatten() {
+            stack.push((path.clone(), c));
+        }
+    }
+    out
+}
+
+/// Every node of a thread's tree.
+fn nodes(thread: &Value) -> Vec<&Value> {
+    let mut all = Vec::new();
+    let mut stack: Vec<&Value> = thread["roots"].as_array().unwrap().iter().collect();
+    while let Some(n) = stack.pop() {
+        all.push(n);
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
+    all
+}
+
+fn check_latency(root: &Value, sampled: bool) {
+    let l = &root["latency"];
+    let calls = root["calls"].as_u64().unwrap();
+    let count = l["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no latency: {root}"));
+    assert_eq!(
+        count,
+        calls - root["incomplete"].as_u64().unwrap_or(0),
+        "{l}"
+    );
+    let q: Vec<u64> = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"]
+        .iter()
+        .map(|k| l[*k].as_u64().unwrap())
+        .collect();
+    assert!(
+        q.windows(2).all(|w| w[0] <= w[1]),
+        "quantiles out of order: {l}"
+    );
+    // Each call is its measured time less the profiler's waits inside it
+    // (in exact mode less the probes' calibrated cost too, never below
+    // zero), so the calls add up to the root's measured time less waits
+    // (sampled), or to at least its unclamped exact total (exact: where
+    // the probes' cost swamps a call, that call reads 0).
+    let measured = root["raw_total_ns"].as_u64().unwrap() - root["adjust_ns"].as_u64().unwrap();
+    let slack = count; // rounding: up to a nanosecond a call
+    assert!(
+        count * q[0] <= measured + slack,
+        "{count} calls of at least {} ns exceed the measured {measured} ns: {l}",
+        q[0]
+    );
+    let floor = if sampled {
+        assert_eq!(root["probe_ns"], 0);
+        measured
+    } else {
+        measured.saturating_sub(root["probe_ns"].as_u64().unwrap())
+    };
+    assert!(
+        floor <= count * q[4] + slack,
+        "{count} calls of at most {} ns cannot add up to {floor} ns: {l}",
+        q[4]
+    );
+}
+
+#[test]
+fn sampled_timing_keeps_the_exact_tree_and_counts_and_credits_samples_inside_roots() {
+    for jdk in test_jdks("sampled_timing_keeps_the_exact_tree") {
+        run_on(&jdk);
+    }
+}
+
+fn run_on(jdk: &Jdk) {
+    let classes = fixture_classes(jdk);
+    let mut jvm = start_workload(jdk, classes.path(), &[]);
+    let tmp = TempDir::new("sampled");
+    // Warm up, so that both sessions see the same code.
+    jvm.send("run calls 2000 1");
+    jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+    let exact = session(&mut jvm, &tmp.path().join("exact.json"), &[]);
+    let sampled = session(
+        &mut jvm,
+        &tmp.path().join("sampled.json"),
+        &["--timing", "sampled", "--interval", "0.5"],
+    );
+    assert_eq!(exact["timing"], "exact");
+    assert_eq!(sampled["timing"], "sampled");
+
+    // The same tree and the same counts, path by path.
+    let (e, s) = (path_calls(&exact), path_calls(&sampled));
+    assert_eq!(e, s, "JDK {}: sampled timing changed the tree", jdk.major);
+    assert_eq!(e[";root"], 1000, "{e:?}");
+    assert_eq!(e[";longRoot;a;leaf"], 6_000_000, "{e:?}");
+
+    let mut credited = 0;
+    for t in sampled["threads"].as_array().unwrap() {
+        let counts = &t["samples"];
+        assert_eq!(counts["late"], 0, "samples behind the stream: {counts}");
+        let all = nodes(t);
+        let on_nodes: u64 = all.iter().map(|n| n["samples"].as_u64().unwrap()).sum();
+        // Samples go to nodes only from inside root contexts; the others
+        // are counted apart.
+        assert_eq!(on_nodes, counts["credited"].as_u64().unwrap(), "{counts}");
+        for n in &all {
+            if n["samples"].as_u64().unwrap() > 0 {
+                assert!(n["calls"].as_u64().unwrap() > 0, "{n}");
+            }
+            assert!(n["self_ns"].as_u64().unwrap() <= n["total_ns"].as_u64().unwrap());
+        }
+        credited += on_nodes;
+        for r in t["roots"].as_array().unwrap() {
+            check_latency(r, true);
+        }
+    }
+    // The long root runs for hundreds of milliseconds at a sample every
+    // 0.5 ms (at least 3 million probed calls).
+    assert!(
+        credited >= 20,
+        "JDK {}: only {credited} samples credited",
+        jdk.major
+    );
+    for t in exact["threads"].as_array().unwrap() {
+        for r in t["roots"].as_array().unwrap() {
+            check_latency(r, false);
+        }
+    }
+}
+
+#[test]
+fn bad_timing_options_are_one_clear_line() {
+    for (args, needle) in [
+        (&["--timing", "fast"][..], "invalid value 'fast'"),
+        (
+            &["--timing", "sampled", "--interval", "0"][..],
+            "--interval must be",
+        ),
+        (&["--interval", "nan"][..], "--interval must be"),
+    ] {
+        let out = Command::new(sprig_bin())
+            .args(["profile", "1", "--root", "a.B::c"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
