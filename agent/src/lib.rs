@@ -9,7 +9,7 @@
 //! - `calibrate`: the probe calibration.
 //! - `probe`: the probe runtime (hot path), the natives of the probe class.
 //! - `instrument`: class file load hook, root matching, restore.
-//! - `reveal`: drives callgraph's revealer (Scheme B/A): class mirror,
+//! - `reveal`: drives sprig-reveal's revealer (Scheme B/A): class mirror,
 //!   first-call revelation, redefinition batches.
 //! - `ledger`: what each class holds (first bytes, probes), the
 //!   RetransformClasses batches and their counters.

@@ -4,7 +4,7 @@
 //! Times are stored raw (clock ticks, as measured, plus the adjust-time ticks
 //! measured inside each node). Everything a user reads is derived by
 //! [`Profile::times`]: nanoseconds, adjust-time taken out, and the calibrated
-//! probe cost subtracted per node (DESIGN.md, "Exact time",
+//! probe cost subtracted per node (JFluid's exact time, docs/accuracy.md:
 //! `t_exact = t_meas - t_I - m * t_O`):
 //!
 //! ```text
@@ -150,7 +150,7 @@ impl MethodInfo {
     }
 }
 
-/// Calibrated probe cost in nanoseconds (DESIGN.md: t_I and t_O).
+/// Calibrated probe cost in nanoseconds (t_I and t_O, docs/accuracy.md).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Calibration {
     /// t_I: charged to a call itself, once per call.

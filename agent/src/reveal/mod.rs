@@ -1,6 +1,7 @@
-//! The revelation driver: feeds callgraph's [`Revealer`] with the loaded
+//! The revelation driver: feeds sprig-reveal's [`Revealer`] with the loaded
 //! classes, the class loads and the first calls, and applies the batches it
-//! hands back (Scheme B lazy, Scheme A eager; see DESIGN.md).
+//! hands back (Scheme B lazy, Scheme A eager; see ARCHITECTURE.md and
+//! docs/revelation.md).
 //!
 //! # Where the facts come from
 //!

@@ -1,4 +1,4 @@
-//! JSON report, schema fixed by issue 4 (fields may be added, never renamed):
+//! JSON report, schema version 1 (fields may be added, never renamed):
 //!
 //! ```text
 //! {"version":1,

@@ -1,4 +1,4 @@
-//! Probe injection (issue 2).
+//! Probe injection.
 //!
 //! Works on raw class-file bytes with its own small reader and writer; no
 //! class-file object model (and none of ristretto_classfile's serializer) is
