@@ -397,6 +397,17 @@ pub struct ThreadProfile {
     pub samples: SampleCounts,
 }
 
+impl ThreadProfile {
+    /// The thread's name, or `thread-<index>` when the agent gave none.
+    pub fn display_name(&self) -> String {
+        if self.name.is_empty() {
+            format!("thread-{}", self.index)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
 /// Derived times of one node, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Times {

@@ -208,6 +208,22 @@ pub fn sprig_bin() -> PathBuf {
     p
 }
 
+/// Starts `sprig profile <pid> ARGS...` and waits until it says it is
+/// profiling.
+pub fn start_sprig(pid: u32, args: &[&str], out: &Path) -> Proc {
+    let mut cmd = Command::new(sprig_bin());
+    cmd.arg("profile")
+        .arg(pid.to_string())
+        .args(args)
+        .arg("-o")
+        .arg(out);
+    let mut p = Proc::spawn("sprig", cmd);
+    p.wait_for("sprig: profiling", Duration::from_secs(120), |l| {
+        l.starts_with("sprig: profiling")
+    });
+    p
+}
+
 /// The agent library built beside the tests.
 pub fn agent_lib() -> PathBuf {
     let p = target_dir().join("libsprig_agent.so");

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_workload};
+use sprig_tests::{TempDir, fixture_classes, run_sprig, start_sprig, start_workload};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -35,19 +35,7 @@ fn snapshots() -> &'static Snapshots {
         let mut paths = Vec::new();
         for (i, n) in [(0, 200u32), (1, 300)] {
             let path = dir.path().join(format!("run{i}.sprig"));
-            let mut cmd = Command::new(sprig_bin());
-            cmd.args([
-                "profile",
-                &jvm.pid().to_string(),
-                "--root",
-                "fixtures.Calls::root",
-                "-o",
-            ])
-            .arg(&path);
-            let mut p = Proc::spawn("sprig", cmd);
-            p.wait_for("sprig: profiling", LONG, |l| {
-                l.starts_with("sprig: profiling")
-            });
+            let mut p = start_sprig(jvm.pid(), &["--root", "fixtures.Calls::root"], &path);
             jvm.send(&format!("run calls {n} 2"));
             jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
             p.signal("INT");

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sprig_tests::{
-    Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_workload, test_jdks,
+    Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_sprig, start_workload,
+    test_jdks,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -17,23 +18,9 @@ const LONG: Duration = Duration::from_secs(60);
 /// Starts `sprig profile` against `pid` writing JSON to `out`, and waits until
 /// it says the root is instrumented.
 fn start_profile(pid: u32, root: &str, out: &Path, extra: &[&str]) -> Proc {
-    let mut cmd = Command::new(sprig_bin());
-    cmd.args([
-        "profile",
-        &pid.to_string(),
-        "--root",
-        root,
-        "--format",
-        "json",
-        "-o",
-    ])
-    .arg(out)
-    .args(extra);
-    let mut p = Proc::spawn("sprig", cmd);
-    p.wait_for("sprig: profiling", LONG, |l| {
-        l.starts_with("sprig: profiling")
-    });
-    p
+    let mut args = vec!["--root", root, "--format", "json"];
+    args.extend_from_slice(extra);
+    start_sprig(pid, &args, out)
 }
 
 /// Sends `run SCENARIO N THREADS` to the workload and waits for it to finish.
@@ -1007,19 +994,7 @@ fn snapshots_re_render_and_diff() {
     let mut snaps = Vec::new();
     for (i, n) in [(0, 200u32), (1, 300)] {
         let path = tmp.path().join(format!("run{i}.sprig"));
-        let mut cmd = Command::new(sprig_bin());
-        cmd.args([
-            "profile",
-            &jvm.pid().to_string(),
-            "--root",
-            "fixtures.Calls::root",
-            "-o",
-        ])
-        .arg(&path);
-        let mut p = Proc::spawn("sprig", cmd);
-        p.wait_for("sprig: profiling", LONG, |l| {
-            l.starts_with("sprig: profiling")
-        });
+        let mut p = start_sprig(jvm.pid(), &["--root", "fixtures.Calls::root"], &path);
         run_scenario(&mut jvm, "calls", n, 1);
         p.signal("INT");
         assert!(

@@ -10,7 +10,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, start_workload, test_jdks};
+use sprig_tests::{
+    Jdk, Proc, TempDir, fixture_classes, sprig_bin, start_sprig, start_workload, test_jdks,
+};
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -18,24 +20,16 @@ const LONG: Duration = Duration::from_secs(120);
 /// and `long` (one root call of 3 million rounds) scenarios with `extra`
 /// options; the JSON report.
 fn session(jvm: &mut Proc, out: &Path, extra: &[&str]) -> Value {
-    let mut cmd = Command::new(sprig_bin());
-    cmd.args([
-        "profile",
-        &jvm.pid().to_string(),
+    let mut args = vec![
         "--root",
         "fixtures.Calls::root",
         "--root",
         "fixtures.Calls::longRoot",
         "--format",
         "json",
-        "-o",
-    ])
-    .arg(out)
-    .args(extra);
-    let mut p = Proc::spawn("sprig", cmd);
-    p.wait_for("sprig: profiling", LONG, |l| {
-        l.starts_with("sprig: profiling")
-    });
+    ];
+    args.extend_from_slice(extra);
+    let mut p = start_sprig(jvm.pid(), &args, out);
     for (scenario, n, threads) in [("calls", 500, 2), ("long", 1, 1)] {
         jvm.send(&format!("run {scenario} {n} {threads}"));
         let done = format!("done {scenario}");

@@ -21,7 +21,8 @@
 //! the first key that fills it owns it, and any other key is always
 //! reached through `try_with`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::any::TypeId;
+use std::sync::OnceLock;
 use std::thread::LocalKey;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -86,30 +87,33 @@ mod slot {
     pub fn set(_value: usize) {}
 }
 
-/// The address of the `LocalKey` whose values the slot holds (0: none yet).
-static OWNER: AtomicUsize = AtomicUsize::new(0);
+/// The type of the values the slot holds, set by the first `with_state`.
+/// A type, not the key's address: `thread_local!` declares its key as a
+/// constant, so `&KEY` may be a different address at every use, and a
+/// slot owned by one of them would send every other use to `try_with`
+/// (a call into the dynamic linker per probe: 11 ns a probe on this
+/// machine kind). Only one `thread_local!` of a given type may use the
+/// slot (the probe runtime's state).
+static OWNER: OnceLock<TypeId> = OnceLock::new();
 
 /// Runs `f` with the calling thread's value of `key`; `None` once the value
 /// is gone (the thread is ending), like `key.try_with`.
 #[inline(always)]
 pub fn with_state<T: 'static, R>(key: &'static LocalKey<T>, f: impl FnOnce(&T) -> R) -> Option<R> {
-    let owner = key as *const LocalKey<T> as usize;
     let p = slot::get();
-    if p != 0 && OWNER.load(Ordering::Relaxed) == owner {
+    if p != 0 && OWNER.get() == Some(&TypeId::of::<T>()) {
         // SAFETY: the slot is non-zero only after this thread stored the
-        // address of its value of the owning key below (the owner never
-        // changes once set, and it is `key`, so the value has type `T`);
-        // `forget_state` clears it when that value is dropped, before its
-        // storage is released, so it is live here. It is used on this
-        // thread only, as `try_with` would.
+        // address of its value of a key of type `T` below (the owner type
+        // never changes once set, and it is `T`); `forget_state` clears it
+        // when that value is dropped, before its storage is released, so
+        // it is live here. It is used on this thread only, as `try_with`
+        // would.
         return Some(f(unsafe { &*(p as *const T) }));
     }
+    #[cfg(test)]
+    tests::SLOW_PATH.with(|n| n.set(n.get() + 1));
     key.try_with(|s| {
-        let mine = match OWNER.compare_exchange(0, owner, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => true,
-            Err(current) => current == owner,
-        };
-        if mine {
+        if *OWNER.get_or_init(TypeId::of::<T>) == TypeId::of::<T>() {
             slot::set(s as *const T as usize);
         }
         f(s)
@@ -127,6 +131,7 @@ pub fn forget_state() {
 mod tests {
     use super::*;
     use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A stand-in for the probe runtime's state.
     struct ThreadState {
@@ -142,6 +147,37 @@ mod tests {
     thread_local! {
         static STATE: ThreadState = const { ThreadState { _word: Cell::new(0) } };
         static OTHER: u64 = const { 7 };
+        /// Calls of `with_state` on this thread that went through `try_with`.
+        pub(super) static SLOW_PATH: Cell<u32> = const { Cell::new(0) };
+    }
+
+    #[inline(never)]
+    fn from_here() -> usize {
+        with_state(&STATE, |s| s as *const ThreadState as usize).unwrap_or(0)
+    }
+
+    #[inline(never)]
+    fn from_there() -> usize {
+        with_state(&STATE, |s| std::ptr::from_ref(s) as usize).unwrap_or(0)
+    }
+
+    #[test]
+    fn every_use_of_the_key_takes_the_slot_once_it_is_filled() {
+        std::thread::spawn(|| {
+            let a = from_here();
+            let after_first = SLOW_PATH.with(Cell::get);
+            for _ in 0..100 {
+                assert_eq!(from_here(), a);
+                assert_eq!(from_there(), a);
+            }
+            assert_eq!(
+                SLOW_PATH.with(Cell::get),
+                after_first,
+                "a use of the same key went through try_with"
+            );
+        })
+        .join()
+        .unwrap();
     }
 
     fn address() -> usize {

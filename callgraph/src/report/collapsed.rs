@@ -68,12 +68,7 @@ impl Render for Collapsed {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
         if opts.thread_frames {
             for t in &p.threads {
-                let name = if t.name.is_empty() {
-                    format!("thread-{}", t.index)
-                } else {
-                    t.name.clone()
-                };
-                stacks(p, t, Some(name), opts, out)?;
+                stacks(p, t, Some(t.display_name()), opts, out)?;
             }
             Ok(())
         } else {

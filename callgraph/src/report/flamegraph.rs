@@ -82,11 +82,7 @@ impl Render for FlameGraph {
         let mut total = 0u64;
         if opts.thread_frames {
             for t in &p.threads {
-                let name = if t.name.is_empty() {
-                    format!("thread-{}", t.index)
-                } else {
-                    t.name.clone()
-                };
+                let name = t.display_name();
                 total =
                     total.saturating_add(add_thread(p, t, Some(name), opts, total, &mut frames));
             }

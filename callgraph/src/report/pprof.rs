@@ -194,12 +194,7 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
     let mut samples = Vec::new();
     for t in &p.threads {
         let view = tree_view(p, &t.tree, opts);
-        let thread_name = if t.name.is_empty() {
-            format!("thread-{}", t.index)
-        } else {
-            t.name.clone()
-        };
-        let thread_str = strings.get(&thread_name);
+        let thread_str = strings.get(&t.display_name());
         // Location ids of the shown path, root first.
         let mut path: Vec<u64> = Vec::new();
         for line in &view.lines {
