@@ -3,14 +3,9 @@
 //! equal `tests/results/<script>.<txt|json|collapsed>`. Re-bless with
 //! `SPRIG_BLESS=1 cargo test -p sprig-callgraph --test golden`; on mismatch
 //! the actual output is saved next to the expected one as `*.actual`.
-//! Scripts in exact mode are compared without the root latency and timing
-//! mode fields ([`common::without_timing_additions`]), so their files are
-//! the reports as they were before sampled timing; `sampled.events` is
-//! compared whole.
 
 mod common;
 
-use sprig_callgraph::Timing;
 use sprig_callgraph::diff;
 use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
 use sprig_callgraph::report::{Format, RenderOptions};
@@ -40,12 +35,6 @@ fn reports_match_golden_files() {
                 .render(&s.profile, &s.opts, &mut again)
                 .unwrap();
             assert_eq!(out, again, "{stem}.{ext} is not deterministic");
-            // Exact mode: byte for byte what it was before root latency and
-            // the timing mode were added (checked on their own below).
-            let out = match s.profile.timing {
-                Timing::Exact => common::without_timing_additions(ext, &out),
-                Timing::Sampled => out,
-            };
             if let Err(e) = common::golden(&format!("{stem}.{ext}"), &out) {
                 failures.push(e);
             }

@@ -55,6 +55,13 @@ pub struct ViewArgs {
     /// with each caller's share of their time. Repeatable.
     #[arg(long = "back-trace", value_name = "PATTERN")]
     pub back_traces: Vec<String>,
+
+    /// Text report: end with every figure of the session (clock, events,
+    /// revelation and redefinition counts, dormant probes, calibration,
+    /// in-session bursts, waits) instead of a one-line summary. The JSON
+    /// always holds them all.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 impl ViewArgs {
@@ -92,6 +99,7 @@ impl ViewArgs {
             merged: self.merged,
             hot_spots: self.hot_spots,
             back_traces,
+            verbose: self.verbose,
             ..RenderOptions::default()
         })
     }
@@ -102,8 +110,15 @@ fn is_snapshot_path(p: &Path) -> bool {
 }
 
 /// Writes `profile` to `output` (stdout when None): a snapshot for a
-/// `.sprig` file, else the report in the chosen format.
-pub fn write(profile: &Profile, view: &ViewArgs, output: Option<&Path>) -> Result<()> {
+/// `.sprig` file, else the report in the chosen format. `warned_live`: the
+/// agent's warnings went to stderr while profiling; a text report on the
+/// same terminal then only counts them.
+pub fn write(
+    profile: &Profile,
+    view: &ViewArgs,
+    output: Option<&Path>,
+    warned_live: bool,
+) -> Result<()> {
     match output {
         Some(path) => {
             let file = std::fs::File::create(path)
@@ -112,24 +127,32 @@ pub fn write(profile: &Profile, view: &ViewArgs, output: Option<&Path>) -> Resul
             if is_snapshot_path(path) {
                 profile.write_snapshot(&mut f)?;
             } else {
-                render(profile, view, &mut f)?;
+                render(profile, view, &mut f, false)?;
             }
             f.flush()
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         None => {
             refuse_binary_to_terminal(view.format == Format::Pprof, "pprof")?;
+            use std::io::IsTerminal;
             let stdout = std::io::stdout();
+            let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
             let mut out = stdout.lock();
-            render(profile, view, &mut out)?;
+            render(profile, view, &mut out, shown)?;
             out.flush()?;
         }
     }
     Ok(())
 }
 
-fn render(profile: &Profile, view: &ViewArgs, out: &mut dyn Write) -> Result<()> {
-    let opts = view.render_options(profile)?;
+fn render(
+    profile: &Profile,
+    view: &ViewArgs,
+    out: &mut dyn Write,
+    agent_warnings_shown: bool,
+) -> Result<()> {
+    let mut opts = view.render_options(profile)?;
+    opts.agent_warnings_shown = agent_warnings_shown;
     let format = match view.format {
         Format::Text => sprig_callgraph::Format::Text,
         Format::Json => sprig_callgraph::Format::Json,
@@ -176,7 +199,7 @@ pub struct ReportArgs {
 pub fn report(args: &ReportArgs) -> Result<()> {
     args.view.validate()?;
     let profile = read_snapshot(&args.snapshot)?;
-    write(&profile, &args.view, args.output.as_deref())
+    write(&profile, &args.view, args.output.as_deref(), false)
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -748,7 +748,7 @@ fn sprig_run_of_a_short_jvm_counts_its_methods_after(wait: Duration) {
     let tmp = TempDir::new("run-short");
     let out = tmp.path().join("run.txt");
     let mut cmd = Command::new(sprig_bin());
-    cmd.args(["run", "--root", "fixtures.Calls::root", "-o"])
+    cmd.args(["run", "--root", "fixtures.Calls::root", "--verbose", "-o"])
         .arg(&out)
         .arg("--")
         .arg(jdk.java())

@@ -445,6 +445,8 @@ impl StreamIssues {
 #[derive(Clone, Debug)]
 struct ThreadState {
     index: u32,
+    /// Root calls entered on this thread (resets do not clear it).
+    root_entries: u64,
     /// Node 0 is a sentinel whose children are the root contexts.
     nodes: Vec<BNode>,
     stack: Vec<Frame>,
@@ -483,6 +485,7 @@ impl ThreadState {
     fn new(index: u32, sampled: bool) -> ThreadState {
         ThreadState {
             index,
+            root_entries: 0,
             nodes: vec![BNode::new(NONE)],
             stack: Vec::with_capacity(64),
             wide: WideMap::default(),
@@ -912,6 +915,7 @@ impl ThreadState {
                 }
                 K_ROOT_ENTRY => {
                     self.last_ts = e.ts;
+                    self.root_entries += 1;
                     if !self.stack.is_empty() {
                         self.root_entry_in_context(e.ts);
                     }
@@ -1490,6 +1494,12 @@ impl CctBuilder {
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Root calls entered so far on every thread (for a progress line;
+    /// resets do not clear it).
+    pub fn root_calls(&self) -> u64 {
+        self.threads.iter().map(|t| t.root_entries).sum()
     }
 
     /// Stream problems summed over threads, so far.

@@ -34,6 +34,13 @@ pub struct RenderOptions {
     /// Collapsed: one stack set per thread, with the thread name as the
     /// first frame, instead of the merged stacks.
     pub thread_frames: bool,
+    /// Text: every figure of the session in the footer (clock, events,
+    /// revelation, redefinitions, calibration, waits), not only the
+    /// summary line.
+    pub verbose: bool,
+    /// Text: the agent's warnings were printed on the same terminal while
+    /// profiling; the footer only counts them.
+    pub agent_warnings_shown: bool,
 }
 
 impl Default for RenderOptions {
@@ -45,6 +52,8 @@ impl Default for RenderOptions {
             hot_spots: 20,
             back_traces: Vec::new(),
             thread_frames: false,
+            verbose: false,
+            agent_warnings_shown: false,
         }
     }
 }

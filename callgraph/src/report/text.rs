@@ -1,19 +1,24 @@
 //! Text report: aligned columns, ASCII only, so it reads in a terminal and
-//! pastes unchanged into a bug report.
+//! pastes unchanged into a bug report. What the user asked for comes
+//! first: one summary line, the trees, the hot spots; then each legend
+//! once, the back traces, and a footer with the session's figures (one
+//! line, or every figure with `verbose`) and its warnings.
 //!
 //! ```text
-//! sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15
-//!   duration     1500 ms
-//!   ...
-//! thread "main" (java id 1, sprig #0): 1 root, 0.300 ms
+//! sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15: 1500 ms, exact timing
+//!
+//! thread "main" (java id 1, sprig #0): 1 root call, 0.300 ms
 //!        calls     total ms      self ms   % root  method
 //!            1        0.300        0.100   100.0%  com.acme.App.run()V
 //!           10        0.200        0.200    66.7%  \- com.acme.App.work(I)I
+//!   ...
+//! session: 1500 ms, 23 events (0 lost), 6 methods instrumented, 5 called; ...
 //! ```
 //!
 //! A time written `~0.200` had more calibrated probe cost taken out of it
 //! than is left: the probes' cost moves by a few ns a call with the code
-//! around them, which is then tens of percent of the figure ([`LEGEND`]).
+//! around them, which is then tens of percent of the figure ([`LEGEND`],
+//! printed once under the tables).
 //!
 //! Under each tree, a `latency` line per root gives its complete calls'
 //! count, minimum, median, 90th and 99th percentile and maximum. In sampled
@@ -65,41 +70,132 @@ pub struct Text;
 
 impl Render for Text {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-        header(p, out)?;
+        summary(p, out)?;
         let merged =
             (opts.merged || !opts.back_traces.is_empty() || opts.hot_spots > 0).then(|| p.merged());
+        let mut marked = false;
         if opts.merged {
             if let Some(m) = &merged {
-                thread_tree(p, m, opts, out)?;
+                marked |= thread_tree(p, m, opts, out)?;
             }
         } else {
             for t in &p.threads {
-                thread_tree(p, t, opts, out)?;
+                marked |= thread_tree(p, t, opts, out)?;
             }
         }
         if p.threads.is_empty() {
             writeln!(out)?;
             writeln!(out, "no calls were recorded in a root context")?;
         }
+        if let Some(m) = &merged
+            && opts.hot_spots > 0
+        {
+            marked |= hot_spot_table(p, m, opts.hot_spots, out)?;
+        }
+        if marked {
+            writeln!(out)?;
+            legend(p, out)?;
+        }
         if let Some(m) = &merged {
-            if opts.hot_spots > 0 {
-                hot_spot_table(p, m, opts.hot_spots, out)?;
-            }
             for &method in &opts.back_traces {
                 back_trace(p, m, method, opts, out)?;
             }
         }
-        Ok(())
+        writeln!(out)?;
+        if opts.verbose {
+            details(p, out)?;
+        } else {
+            footer(p, out)?;
+        }
+        warnings(p, opts, out)
     }
 }
 
-fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+/// The first line: the JVM, how long, and how times were taken.
+fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let jvm = if p.target.jvm.is_empty() {
         "unknown JVM"
     } else {
         &p.target.jvm
     };
-    writeln!(out, "sprig profile: pid {}, {}", p.target.pid, escape(jvm))?;
+    let from_reset = if p.stats.reset_after_ms > 0 {
+        format!(" (from a reset {} ms in)", p.stats.reset_after_ms)
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "sprig profile: pid {}, {}: {} ms{from_reset}, {} timing{}",
+        p.target.pid,
+        escape(jvm),
+        p.stats.duration_ms,
+        p.timing.name(),
+        if p.clock == "thread-cpu" {
+            ", thread CPU time"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The short footer: what was instrumented, what was lost, what was
+/// subtracted, in one line (`verbose` gives [`details`] instead).
+fn footer(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let s = &p.stats;
+    let how = match (p.timing, p.calibration) {
+        (Timing::Sampled, _) => {
+            let mut c = crate::profile::SampleCounts::default();
+            p.threads.iter().for_each(|t| c.add(&t.samples));
+            format!("times from {} samples in root contexts", c.credited)
+        }
+        (Timing::Exact, Some(c)) => format!(
+            "probe cost {:.1} + {:.1} ns subtracted per call",
+            c.inner_ns, c.outer_ns
+        ),
+        (Timing::Exact, None) => "probe cost not subtracted".to_owned(),
+    };
+    writeln!(
+        out,
+        "session: {} events ({} lost), {} methods instrumented, {} called; {how} (--verbose: \
+         every figure of the session)",
+        s.events, s.lost_events, s.instrumented_methods, s.called_methods
+    )
+}
+
+/// The warnings, once; the agent's only counted when they were printed on
+/// this terminal while profiling.
+fn warnings(p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let (agent, own): (Vec<&String>, Vec<&String>) = p
+        .warnings
+        .iter()
+        .partition(|w| opts.agent_warnings_shown && w.starts_with("agent: "));
+    if own.is_empty() && agent.is_empty() {
+        return Ok(());
+    }
+    if own.is_empty() {
+        return writeln!(
+            out,
+            "warnings: {} from the agent, printed above while profiling",
+            agent.len()
+        );
+    }
+    writeln!(out, "warnings:")?;
+    for w in own {
+        writeln!(out, "  - {}", escape(w))?;
+    }
+    if !agent.is_empty() {
+        writeln!(
+            out,
+            "  ({} more from the agent, printed above while profiling)",
+            agent.len()
+        )?;
+    }
+    Ok(())
+}
+
+/// Every figure of the session, one per line (`verbose`).
+fn details(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "session")?;
     let s = &p.stats;
     if s.reset_after_ms > 0 {
         writeln!(
@@ -280,12 +376,6 @@ fn header(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             ms(crate::profile::ticks_to_ns(waits, p.ticks_per_sec))
         )?;
     }
-    if !p.warnings.is_empty() {
-        writeln!(out, "  warnings")?;
-        for w in &p.warnings {
-            writeln!(out, "    - {}", escape(w))?;
-        }
-    }
     Ok(())
 }
 
@@ -307,12 +397,13 @@ fn guides(open: &[bool], depth: usize, last: bool) -> String {
     s
 }
 
+/// One thread's (or the merged) tree; whether a time was marked `~`.
 fn thread_tree(
     p: &Profile,
     t: &ThreadProfile,
     opts: &RenderOptions,
     out: &mut dyn Write,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     let view = tree_view(p, &t.tree, opts);
     writeln!(out)?;
     let roots = t
@@ -412,10 +503,7 @@ fn thread_tree(
             )?;
         }
     }
-    if marked {
-        legend(p, out)?;
-    }
-    Ok(())
+    Ok(marked)
 }
 
 /// The figures of a sampled tree line: calls, total ± bound, self ±
@@ -433,15 +521,16 @@ pub fn sampled_row(calls: u64, times: &Times, window: u64) -> String {
     )
 }
 
+/// The hot spots; whether a time was marked `~`.
 fn hot_spot_table(
     p: &Profile,
     merged: &ThreadProfile,
     limit: usize,
     out: &mut dyn Write,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     let spots = hot_spots(p, &merged.tree);
     if spots.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let all_self = spots
         .iter()
@@ -474,10 +563,7 @@ fn hot_spot_table(
             escape(&p.display_name(h.method))
         )?;
     }
-    if marked {
-        legend(p, out)?;
-    }
-    Ok(())
+    Ok(marked)
 }
 
 fn back_trace(
@@ -594,5 +680,116 @@ mod tests {
                 assert!(text.contains("thread \"main\\x1b[31m\\r\\n\""), "{text}");
             }
         }
+    }
+
+    /// Two threads, each with a method of a few ns under the probes (its
+    /// time `~`), an agent warning and a stream warning.
+    fn two_marked_threads() -> Profile {
+        let mut p = Profile::new(1_000_000_000);
+        p.target.pid = 7;
+        p.target.jvm = "OpenJDK 17".into();
+        p.stats.duration_ms = 10;
+        p.stats.instrumented_methods = 2;
+        p.stats.called_methods = 2;
+        p.clock = "tsc".into();
+        p.calibration = Some(crate::profile::Calibration::new(20.0, 10.0));
+        p.methods.insert(1, MethodInfo::new("a.B", "root", "()V"));
+        p.methods.insert(2, MethodInfo::new("a.B", "tiny", "()V"));
+        p.warnings.push("agent: first class redefinition".into());
+        p.warnings.push("thread 1: 1 frames were still open".into());
+        for index in [1, 2] {
+            let mut tree = Tree::default();
+            let r = tree.push(
+                None,
+                Node {
+                    method: 1,
+                    calls: 1,
+                    total_ticks: 100_000,
+                    ..Node::default()
+                },
+            );
+            tree.push(
+                Some(r),
+                Node {
+                    method: 2,
+                    calls: 4,
+                    total_ticks: 40,
+                    ..Node::default()
+                },
+            );
+            tree.recount();
+            p.threads.push(ThreadProfile {
+                index,
+                name: format!("t{index}"),
+                tree,
+                ..ThreadProfile::default()
+            });
+        }
+        p
+    }
+
+    fn text_of(p: &Profile, opts: &RenderOptions) -> String {
+        let mut out = Vec::new();
+        Text.render(p, opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_trees_come_first_each_legend_once_and_the_internals_last() {
+        let p = two_marked_threads();
+        let text = text_of(&p, &RenderOptions::default());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("sprig profile: pid 7, OpenJDK 17: 10 ms, exact timing"));
+        assert_eq!(lines[1], "");
+        assert!(lines[2].starts_with("thread \"t1\""), "{text}");
+        // Two trees and the hot spots carry `~`; the legend comes once.
+        assert_eq!(text.matches("~ more probe cost").count(), 1, "{text}");
+        assert!(text.find("hot spots").unwrap() < text.find("~ more probe cost").unwrap());
+        // Internals only in the one-line footer; each warning once.
+        assert!(
+            !text.contains("revelation") && !text.contains("  clock "),
+            "{text}"
+        );
+        assert!(text.contains("session: 0 events (0 lost), 2 methods instrumented, 2 called"));
+        assert_eq!(text.matches("first class redefinition").count(), 1);
+        assert_eq!(text.matches("frames were still open").count(), 1);
+        assert!(text.find("session: ").unwrap() < text.find("warnings:").unwrap());
+    }
+
+    #[test]
+    fn verbose_ends_with_every_figure_of_the_session() {
+        let p = two_marked_threads();
+        let text = text_of(
+            &p,
+            &RenderOptions {
+                verbose: true,
+                ..RenderOptions::default()
+            },
+        );
+        for line in [
+            "  duration     10 ms",
+            "  clock        tsc (wall clock, 1000000000 ticks/s)",
+            "  methods      2 instrumented, 2 called",
+            "  calibration  t_I 20.000 ns, t_O 10.000 ns (probe cost subtracted per call)",
+        ] {
+            assert!(text.contains(line), "{line:?} missing:\n{text}");
+        }
+        assert!(text.find("hot spots").unwrap() < text.find("  duration ").unwrap());
+        assert!(!text.contains("--verbose: every figure"));
+    }
+
+    #[test]
+    fn agent_warnings_shown_while_profiling_are_only_counted() {
+        let p = two_marked_threads();
+        let text = text_of(
+            &p,
+            &RenderOptions {
+                agent_warnings_shown: true,
+                ..RenderOptions::default()
+            },
+        );
+        assert!(!text.contains("first class redefinition"), "{text}");
+        assert!(text.contains("frames were still open"));
+        assert!(text.contains("(1 more from the agent, printed above while profiling)"));
     }
 }

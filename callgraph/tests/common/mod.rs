@@ -512,27 +512,3 @@ pub fn parse_json(text: &str) -> Result<Json, String> {
         }
     }
 }
-
-/// An exact-mode report without what the sampled-timing work added to it
-/// (the top-level `"timing":"exact"`, each root's `"latency":{...}` and the
-/// text's `latency` lines): what the report was before, byte for byte, so
-/// the golden files of exact mode stay as they were.
-pub fn without_timing_additions(ext: &str, report: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8(report.to_vec()).expect("reports are UTF-8");
-    let out = match ext {
-        "json" => {
-            let mut s = text.replacen(r#""timing":"exact","#, "", 1);
-            while let Some(at) = s.find(r#""latency":{"#) {
-                let end = s[at..].find("},").expect("latency object ends") + at + 2;
-                s.replace_range(at..end, "");
-            }
-            s
-        }
-        "txt" => text
-            .split_inclusive('\n')
-            .filter(|l| !l.starts_with("  latency      "))
-            .collect(),
-        _ => text,
-    };
-    out.into_bytes()
-}

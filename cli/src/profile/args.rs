@@ -46,6 +46,12 @@ pub struct SessionArgs {
     #[arg(long)]
     pub live: bool,
 
+    /// No progress line on stderr while profiling (elapsed time, root
+    /// calls, events a second, methods instrumented and called). It is
+    /// off anyway when stderr is not a terminal.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
     /// Also instrument classes matching this pattern (package or class
     /// glob, e.g. `com.sun.tools.javac.**`), even in the JDK's packages.
     #[arg(long, value_name = "PATTERN")]

@@ -24,7 +24,7 @@ use sprig_wire::{Message, clock};
 use super::args::{SessionArgs, TimingArg, excluded_by};
 use super::connect::{Prepared, spawn_reader};
 use super::sampler::{Sampler, Weight};
-use super::status::Status;
+use super::status::{Progress, Status};
 use crate::{output, signals};
 
 /// How long to wait for the agent to answer a detach before giving up
@@ -187,7 +187,11 @@ impl<'a> SessionLoop<'a> {
             ring_events,
             builder,
             control: Control::new(args.exclude.clone()),
-            status: Status::new(),
+            status: if args.quiet {
+                Status::new().quiet()
+            } else {
+                Status::new()
+            },
             events: 0,
             last_poll,
             detach_sent_at: None,
@@ -399,8 +403,13 @@ impl<'a> SessionLoop<'a> {
             } else {
                 r
             };
+            let progress = Progress {
+                events: self.events,
+                rate,
+                root_calls: self.builder.root_calls(),
+            };
             self.status
-                .update(since.elapsed(), self.events, rate, &self.control.stats);
+                .update(since.elapsed(), progress, &self.control.stats);
             if self.live && self.last_live.elapsed() >= Duration::from_secs(1) {
                 self.last_live = Instant::now();
                 draw_live(&self.builder, self.args);
@@ -519,7 +528,7 @@ impl<'a> SessionLoop<'a> {
         if self.control.phase == Phase::Starting && !matches!(end, End::Detached) {
             return Ok(code);
         }
-        output::write(&profile, &self.args.view, self.args.output.as_deref())?;
+        output::write(&profile, &self.args.view, self.args.output.as_deref(), true)?;
         if profile.stats.lost_events > 0 {
             status.line(&format!(
                 "sprig: warning: {} events were lost (the ring was full for longer than the wait bound)",
@@ -788,6 +797,36 @@ mod tests {
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
+        }
+    }
+
+    #[test]
+    fn the_progress_line_shows_root_calls_and_quiet_turns_it_off() {
+        let progress = Progress {
+            events: 2_500_000,
+            rate: 1_250_000.0,
+            root_calls: 4_200,
+        };
+        let stats = AgentStats {
+            instrumented_methods: 12,
+            called_methods: 9,
+            ..AgentStats::default()
+        };
+        for quiet in [false, true] {
+            let captured = Captured::default();
+            let status = Status::to(Box::new(captured.clone()), true);
+            let mut status = if quiet { status.quiet() } else { status };
+            std::thread::sleep(Duration::from_millis(510));
+            status.update(Duration::from_secs(3), progress, &stats);
+            let text = String::from_utf8(captured.0.borrow().clone()).unwrap();
+            if quiet {
+                assert!(text.is_empty(), "{text:?}");
+            } else {
+                assert!(
+                    text.contains("3.0 s, 4.2k root calls, 2.5M events (1.2M/s), 12 methods instrumented / 9 called"),
+                    "{text:?}"
+                );
+            }
         }
     }
 

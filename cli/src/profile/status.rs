@@ -31,17 +31,24 @@ impl Status {
         }
     }
 
-    pub(super) fn update(&mut self, elapsed: Duration, events: u64, rate: f64, stats: &AgentStats) {
+    /// No progress line at all (`--quiet`).
+    pub(super) fn quiet(mut self) -> Status {
+        self.tty = false;
+        self
+    }
+
+    pub(super) fn update(&mut self, elapsed: Duration, progress: Progress, stats: &AgentStats) {
         if !self.tty || self.last.elapsed() < Duration::from_millis(500) {
             return;
         }
         self.last = Instant::now();
         let _ = write!(
             self.out,
-            "\r\x1b[2Ksprig: profiling {:>6.1} s, {} events ({}/s), {} methods instrumented / {} called",
+            "\r\x1b[2Ksprig: profiling {:>6.1} s, {} root calls, {} events ({}/s), {} methods instrumented / {} called",
             elapsed.as_secs_f64(),
-            human(events as f64),
-            human(rate),
+            human(progress.root_calls as f64),
+            human(progress.events as f64),
+            human(progress.rate),
             stats.instrumented_methods,
             stats.called_methods
         );
@@ -55,6 +62,15 @@ impl Status {
         }
         let _ = writeln!(self.out, "{}", escape(text));
     }
+}
+
+/// What the progress line shows besides the agent's counts.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Progress {
+    pub events: u64,
+    /// Events a second, over the last second or so.
+    pub rate: f64,
+    pub root_calls: u64,
 }
 
 fn human(v: f64) -> String {
