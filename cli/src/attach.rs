@@ -21,6 +21,7 @@
 //! per thread (raw system calls, see `sys`), so no fork is needed and the
 //! rest of the CLI keeps its credentials; a guard restores them.
 
+#[allow(unsafe_code)]
 pub(crate) mod sys;
 
 use std::fs::{self, OpenOptions};

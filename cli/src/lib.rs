@@ -1,6 +1,8 @@
 //! The `sprig` library: everything the `sprig` binary does, testable without
 //! it.
 
+#![deny(unsafe_code)]
+
 pub mod attach;
 pub mod jvm;
 pub mod list;

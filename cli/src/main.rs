@@ -1,8 +1,11 @@
 //! `sprig`: parse the command line, dispatch to one module per command,
 //! print errors as one line with a hint.
 
+#![deny(unsafe_code)]
+
 mod output;
 mod profile;
+#[allow(unsafe_code)]
 mod signals;
 
 use std::process::ExitCode;
