@@ -369,12 +369,18 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
         if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return;
         }
+        let Some(mid) = jni.reflected_method(method) else {
+            return;
+        };
+        // A target handed over before costs nothing more (no JVMTI, no
+        // clock, no lock).
+        if reveal::reflective_target_seen(mid) {
+            return;
+        }
         let Some(agent) = crate::env::get() else {
             return;
         };
-        revealing(s, || {
-            (reveal::reflective_call(&agent.jvmti, jni, method), ())
-        });
+        revealing(s, || (reveal::reflective_call(&agent.jvmti, jni, mid), ()));
     });
 }
 

@@ -617,6 +617,13 @@ impl<'a> Jni<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MethodId(pub(super) jmethodID);
 
+impl MethodId {
+    /// The id's value, as an identity (never dereferenced).
+    pub fn addr(&self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// The Java VM (invocation interface).
 #[derive(Clone, Copy, Debug)]
 pub struct JavaVm {

@@ -15,7 +15,7 @@ use super::state::REVEAL_NS;
 use super::state::State;
 use super::state::enabled;
 use super::state::state;
-use crate::ffi::{Jni, Jvmti, Local};
+use crate::ffi::{Jni, Jvmti, Local, MethodId};
 use crate::methods::announce_method;
 use sprig_reveal::{MethodKey, Revealed, Scheme};
 use std::sync::atomic::Ordering;
@@ -25,11 +25,8 @@ use std::time::Instant;
 /// on a thread inside a root context: reveal the target (and what
 /// dispatches to it) and instrument it now, before it runs. Returns
 /// whether anything was done (the first time per target).
-pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, method: Local<'_>) -> bool {
+pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, mid: MethodId) -> bool {
     let t0 = Instant::now();
-    let Some(mid) = jni.reflected_method(method) else {
-        return false;
-    };
     let key = jni.with_local_frame(8, |jni| {
         let class = jvmti.method_declaring_class(&jni, mid).ok()?;
         let class = signature_name(jvmti, class)?;
@@ -39,11 +36,20 @@ pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, method: Local<'_>) -> bool {
     let Some(key) = key else {
         return false;
     };
-    reveal_one(jvmti, jni, t0, |st| {
+    let did = reveal_one(jvmti, jni, t0, |st| {
         st.reflected
             .insert(key.clone())
             .then(|| st.revealer.on_reflective_call(None, &key))
-    })
+    });
+    // Handed over now or before: later calls of it return at once.
+    super::seen::insert(mid.addr());
+    did
+}
+
+/// Whether the target of a reflective call was handed to the revealer
+/// already this session (then there is nothing to do).
+pub fn reflective_target_seen(mid: MethodId) -> bool {
+    super::seen::contains(mid.addr())
 }
 
 /// One revelation step on the probing thread: `step` asks the revealer

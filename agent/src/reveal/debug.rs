@@ -99,6 +99,11 @@ pub(super) fn debug_uncalled() {
         .filter(|w| w.check == Check::Receiver)
         .count();
     let ([seen, done, again], dormant) = take_site_calls();
+    let (reflect_hits, reflect_lookups) = super::seen::take_counts();
+    eprintln!(
+        "sprig agent: reflective calls: {reflect_lookups} named through JVMTI, \
+         {reflect_hits} of a target handed over before"
+    );
     eprintln!(
         "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks; \
          {} calls into the agent (seen {seen}, done {done}, again {again}); \

@@ -65,11 +65,14 @@ mod hook;
 mod mirror;
 mod plan;
 mod prefetch;
+mod seen;
 mod sites;
 mod state;
 
 pub use self::batches::quiesce;
-pub use self::calls::{entered, first_call, on_class_prepare, reflective_call};
+pub use self::calls::{
+    entered, first_call, on_class_prepare, reflective_call, reflective_target_seen,
+};
 pub use self::debug::{count_dormant_passed, count_site_call};
 pub use self::hook::targets;
 pub use self::sites::{dispatched_call, sites_handed};
@@ -180,6 +183,7 @@ pub fn begin_session(
     REVEAL_NS.store(0, Ordering::Relaxed);
     HIDDEN_SKIPPED.store(0, Ordering::Relaxed);
     WATCHING_LINKS.store(false, Ordering::Relaxed);
+    seen::clear();
     ON.store(true, Ordering::Release);
     Ok(())
 }
@@ -358,6 +362,7 @@ pub fn end_session(jni: Jni<'_>) {
     if crate::probe_class::debug_on() {
         debug_uncalled();
     }
+    seen::clear();
     if let Some(map) = classes().take() {
         for g in map.into_values().flatten() {
             jni.delete_global(g);
