@@ -211,7 +211,12 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         json.contains(r#""revealed_by":{"root":1,"virtual":9}"#),
         "{json}"
     );
-    let text = String::from_utf8(render(&back, &s.opts, Format::Text)).unwrap();
+    // The session's figures are in the verbose footer.
+    let verbose = RenderOptions {
+        verbose: true,
+        ..s.opts.clone()
+    };
+    let text = String::from_utf8(render(&back, &verbose, Format::Text)).unwrap();
     assert!(
         text.contains("redefined    7 classes in 4 batches, 12.3 ms"),
         "{text}"

@@ -181,7 +181,7 @@ fn text_report_has_header_tree_and_hot_spots() {
     let s = script("basic.events");
     let text = render(&s.profile, &s.opts, Format::Text);
     assert!(text.starts_with("sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15"));
-    assert!(text.contains("t_I 20.000 ns, t_O 10.000 ns"));
+    assert!(text.contains("probe cost 20.0 + 10.0 ns subtracted per call"));
     assert!(text.contains("thread \"main\" (java id 1, sprig #1)"));
     assert!(text.contains("hot spots: exact self time"));
     assert!(text.contains("back traces of com.acme.Db.query"));
@@ -293,7 +293,11 @@ fn the_probe_bound_legend_suggests_skip_trivial_only_when_it_applies() {
         "{hinted}"
     );
     p.stats.reveal.as_mut().unwrap().trivial_skipped = 12;
-    let skipped = render(&p, &s.opts, Format::Text);
+    let verbose = RenderOptions {
+        verbose: true,
+        ..s.opts.clone()
+    };
+    let skipped = render(&p, &verbose, Format::Text);
     assert!(!skipped.contains(TRIVIAL_HINT), "{skipped}");
     assert!(
         skipped.contains("trivial      12 methods left out (--skip-trivial)"),
