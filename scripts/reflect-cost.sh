@@ -22,12 +22,12 @@ wait_lines() { for _ in $(seq 600); do [ "$(grep -c "$1" "$work/out")" -ge "$2" 
 wait_lines '^ready' 1
 echo "time 15" >&3; wait_lines '^direct' 1     # warm-up
 echo "time 15" >&3; wait_lines '^direct' 2     # bare
-"$sprig" profile "$app" --root 'ReflectCost::root' --quiet -o "$work/p.json" --format json 2> "$work/sprig.err" &
+"$sprig" profile "$app" --root 'ReflectCost::root' -o "$work/p.json" --format json 2> "$work/sprig.err" &
 prof=$!
 for _ in $(seq 300); do grep -q "sprig: profiling" "$work/sprig.err" && break; sleep 0.1; done
 echo "time 15" >&3; wait_lines '^direct' 3     # profiled, first (revelation, JIT)
 echo "time 15" >&3; wait_lines '^direct' 4     # profiled
-kill -INT "$prof"; wait "$prof" || true
+kill -INT "$prof" 2>/dev/null; wait "$prof" || true
 echo "exit" >&3
 grep '^direct' "$work/out" | sed -n '2p;4p' | awk '
     NR == 1 { db = $2; ib = $4 }
