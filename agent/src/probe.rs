@@ -75,11 +75,9 @@ static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 /// burst may run (no calibration class in this JVM, or the agent's own
 /// calibration is running).
 static BURST_EVERY: AtomicU64 = AtomicU64::new(0);
-/// The session's timing ([`TIMING_EXACT`] or [`TIMING_SAMPLED`]), which a
-/// thread takes when it registers.
-static TIMING: AtomicU32 = AtomicU32::new(TIMING_EXACT);
-const TIMING_EXACT: u32 = 0;
-const TIMING_SAMPLED: u32 = 1;
+/// Whether the session times calls by sampling (`Timing::Sampled`); a
+/// thread takes it when it registers.
+static SAMPLED: AtomicBool = AtomicBool::new(false);
 
 /// `root_exit`: this call did not close the root context.
 pub const ROOT_NESTED: i32 = 0;
@@ -777,7 +775,7 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     s.tsc.set(clock_kind == ClockKind::Tsc);
     // The private ring (the calibration) is always timed.
     s.untimed
-        .set(!is_private && TIMING.load(Ordering::Relaxed) == TIMING_SAMPLED);
+        .set(!is_private && SAMPLED.load(Ordering::Relaxed));
     let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
@@ -873,13 +871,7 @@ fn active_value() -> i32 {
 /// A session starts recording into `region`.
 pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timing: Timing) {
     *crate::sync::write(&REGION) = Some(region);
-    TIMING.store(
-        match timing {
-            Timing::Exact => TIMING_EXACT,
-            Timing::Sampled => TIMING_SAMPLED,
-        },
-        Ordering::Relaxed,
-    );
+    SAMPLED.store(timing == Timing::Sampled, Ordering::Relaxed);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
     RING_DEAD.store(false, Ordering::Release);

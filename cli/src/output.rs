@@ -133,9 +133,16 @@ pub fn write(
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         None => {
-            refuse_binary_to_terminal(view.format == Format::Pprof, "pprof")?;
             use std::io::IsTerminal;
             let stdout = std::io::stdout();
+            if view.format.report().is_binary() && stdout.is_terminal() {
+                bail!(
+                    "--format {} is binary: write it to a file with -o FILE, or redirect stdout",
+                    view.format
+                        .to_possible_value()
+                        .map_or_else(String::new, |v| v.get_name().to_owned())
+                );
+            }
             let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
             let mut out = stdout.lock();
             render(profile, view, &mut out, shown)?;
@@ -153,24 +160,24 @@ fn render(
 ) -> Result<()> {
     let mut opts = view.render_options(profile)?;
     opts.agent_warnings_shown = agent_warnings_shown;
-    let format = match view.format {
-        Format::Text => sprig_callgraph::Format::Text,
-        Format::Json => sprig_callgraph::Format::Json,
-        Format::Collapsed => sprig_callgraph::Format::Collapsed,
-        Format::Flamegraph => sprig_callgraph::Format::Flamegraph,
-        Format::Pprof => sprig_callgraph::Format::Pprof,
-    };
-    format.renderer().render(profile, &opts, out)?;
+    view.format
+        .report()
+        .renderer()
+        .render(profile, &opts, out)?;
     Ok(())
 }
 
-/// A binary report is not written to a terminal: it would only garble it.
-fn refuse_binary_to_terminal(binary: bool, name: &str) -> Result<()> {
-    use std::io::IsTerminal;
-    if binary && std::io::stdout().is_terminal() {
-        bail!("--format {name} is binary: write it to a file with -o FILE, or redirect stdout");
+impl Format {
+    /// The report format this option names.
+    fn report(self) -> sprig_callgraph::Format {
+        match self {
+            Format::Text => sprig_callgraph::Format::Text,
+            Format::Json => sprig_callgraph::Format::Json,
+            Format::Collapsed => sprig_callgraph::Format::Collapsed,
+            Format::Flamegraph => sprig_callgraph::Format::Flamegraph,
+            Format::Pprof => sprig_callgraph::Format::Pprof,
+        }
     }
-    Ok(())
 }
 
 /// Reads a `.sprig` snapshot.
