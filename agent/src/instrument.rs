@@ -15,6 +15,7 @@
 //! counters replace a class's record rather than add to it.
 
 use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
+use crate::frames;
 use crate::ledger::{self, ClassRecord, Counters, originals};
 use crate::methods::announce_method;
 use crate::probe_class::{self, ROOT_PROBES, probe_sets};
@@ -229,6 +230,7 @@ fn install(
     };
     for (outcome, pi) in out.methods.iter().zip(owner) {
         if outcome.result.is_ok() {
+            frames::note_probed(name, &outcome.name, &outcome.descriptor);
             rec.methods += 1;
             if let Some(n) = rec.per_pattern.get_mut(*pi) {
                 *n += 1;
@@ -384,8 +386,9 @@ fn retransform_locals(jvmti: &Jvmti, classes: &[&Local<'_>]) -> Result<(), Jvmti
 }
 
 /// Stops instrumenting and retransforms every instrumented class back to
-/// its original bytes. Returns the final counters.
-pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
+/// its original bytes. Returns the final counters and the classes the
+/// session redefined (internal names).
+pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> (Counters, HashSet<String>) {
     let names: HashSet<String> = ledger::with(|p| {
         p.instrumenting = false;
         p.committed
@@ -413,7 +416,7 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> Counters {
             ledger::retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
     }
-    ledger::end_session()
+    (ledger::end_session(), names)
 }
 
 /// FNV-1a digest of the bytecodes of every method of the loaded class(es)

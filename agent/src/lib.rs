@@ -13,6 +13,8 @@
 //!   first-call revelation, redefinition batches.
 //! - `ledger`: what each class holds (first bytes, probes), the
 //!   RetransformClasses batches and their counters.
+//! - `frames`: the frames running at the attach, and those left on an
+//!   old method version at the detach.
 //! - `methods`: method ids and first calls; `threads`: thread registry;
 //!   `probe_class`: the embedded `sprig.rt.Probe` class and its probe
 //!   kinds; `suggest`: near matches of a root pattern.
@@ -33,6 +35,7 @@ mod error;
 // Raw JVMTI/JNI pointers, the trampolines the VM calls, the TLS slot.
 #[allow(unsafe_code)]
 mod ffi;
+mod frames;
 mod instrument;
 mod ledger;
 mod methods;

@@ -33,7 +33,9 @@
 //! 5. The end: on `Detach`, the socket closing, the ring dying (consumer
 //!    gone or stalled past `wait_bound_ms`) the agent restores every class
 //!    and sends `Detached(stats)` (after a `Warning` when the ring died and
-//!    a `Warning` with the revelation summary when revelation was on),
+//!    a `Warning` with the revelation summary when revelation was on, and
+//!    a `Warning` naming the running frames the session's redefinitions
+//!    left on an old method version),
 //!    then closes the socket. On VM exit it sends `Warning("the target JVM
 //!    is exiting")` and the socket closes with the process.
 
@@ -41,6 +43,7 @@ use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::AgentError;
 use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
+use crate::frames;
 use crate::instrument;
 use crate::ledger;
 use crate::methods;
@@ -456,6 +459,8 @@ fn start_profiling(
         session.detach(agent, jni, End::Requested);
         return None;
     }
+    // Before any class is redefined: what runs now.
+    frames::begin_session(&agent.jvmti, jni);
     ledger::begin_session(patterns);
     if let Err(e) = instrument::begin_session(&agent.jvmti) {
         outbox::send(Message::Error(format!(
@@ -564,8 +569,17 @@ impl Session {
         let counters = if matches!(end, End::VmDeath) {
             ledger::counters()
         } else {
-            instrument::restore_all(&agent.jvmti, jni)
+            let (counters, redefined) = instrument::restore_all(&agent.jvmti, jni);
+            // Frames the redefinitions left on old method versions.
+            if !redefined.is_empty() {
+                let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
+                if let Some(w) = frames::warning(&stale) {
+                    outbox::send(Message::Warning(w));
+                }
+            }
+            counters
         };
+        frames::end_session();
         drop(serial);
         let revelation = reveal::stats();
         reveal::end_session(jni);

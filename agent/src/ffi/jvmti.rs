@@ -125,6 +125,16 @@ impl Event {
     }
 }
 
+/// One thread's stack as [`Jvmti::all_stack_traces`] saw it.
+#[derive(Clone, Debug)]
+pub struct ThreadStack {
+    pub name: String,
+    /// The `java.lang.Thread` object's identity hash.
+    pub hash: i32,
+    /// The method of each frame, innermost first.
+    pub frames: Vec<MethodId>,
+}
+
 /// One JVMTI environment. The agent keeps exactly one for the life of the
 /// library and reuses it across attaches.
 #[derive(Clone, Copy, Debug)]
@@ -467,6 +477,79 @@ impl Jvmti {
         // SAFETY: `class` is a live class reference; valid out pointer.
         unsafe { jvmti_call!(self.env, GetClassModifiers, class.raw(), &mut mods)? };
         Ok(mods)
+    }
+
+    /// Whether `m` is an obsolete method version: one a class redefinition
+    /// replaced by different bytecodes while a frame still ran it.
+    pub fn is_method_obsolete(&self, m: MethodId) -> Result<bool, JvmtiError> {
+        let mut b: u8 = 0;
+        // SAFETY: `m` is a method id from a stack trace taken by the caller
+        // (its class is loaded while a frame runs it); valid out pointer.
+        unsafe { jvmti_call!(self.env, IsMethodObsolete, m.0, &mut b)? };
+        Ok(b != 0)
+    }
+
+    /// Every live thread's name, identity hash and up to `max_frames` of its
+    /// frames (the method of each, innermost first).
+    pub fn all_stack_traces(
+        &self,
+        jni: &Jni<'_>,
+        max_frames: i32,
+    ) -> Result<Vec<ThreadStack>, JvmtiError> {
+        let mut info: *mut sys::jvmtiStackInfo = std::ptr::null_mut();
+        let mut count: jint = 0;
+        // SAFETY: valid out pointers; the calling thread is attached (holds
+        // `jni`), so the thread references JVMTI returns are its locals.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetAllStackTraces,
+                max_frames,
+                &mut info,
+                &mut count
+            )?
+        };
+        if info.is_null() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        for i in 0..count.max(0) as usize {
+            // SAFETY: JVMTI returned an array of `count` stack infos, each
+            // with `frame_count` frames in the same allocation.
+            let si = unsafe { *info.add(i) };
+            let frames = (0..si.frame_count.max(0) as usize)
+                // SAFETY: see above; `j < frame_count`.
+                .map(|j| MethodId(unsafe { (*si.frame_buffer.add(j)).method }))
+                .collect();
+            // SAFETY: a local reference JVMTI created for this thread.
+            let thread = unsafe { Local::from_raw(si.thread) };
+            let name = self.thread_name(jni, thread).unwrap_or_default();
+            let hash = self.object_hash(thread).unwrap_or(0);
+            jni.delete_local(thread);
+            out.push(ThreadStack { name, hash, frames });
+        }
+        self.deallocate(info.cast());
+        Ok(out)
+    }
+
+    /// A thread's name.
+    fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
+        let mut info = jvmtiThreadInfo::default();
+        // SAFETY: `thread` is a live thread reference; `info` a valid out
+        // struct.
+        unsafe { jvmti_call!(self.env, GetThreadInfo, thread.raw(), &mut info)? };
+        let name = JvmtiStr {
+            jvmti: self,
+            ptr: info.name,
+        }
+        .decode();
+        // SAFETY: GetThreadInfo returns these as local references of this
+        // thread; nothing else holds them.
+        unsafe {
+            jni.delete_local(Local::from_raw(info.thread_group));
+            jni.delete_local(Local::from_raw(info.context_class_loader));
+        }
+        Ok(name)
     }
 
     /// The current thread's name and its `java.lang.Thread` object.

@@ -11,7 +11,7 @@ mod tls;
 pub use callbacks::{ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native};
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
-pub use jvmti::{Event, Jvmti, JvmtiError};
+pub use jvmti::{Event, Jvmti, JvmtiError, ThreadStack};
 pub use tls::{forget_state, with_state};
 
 /// The agent option string the VM passed (`None` when absent).

@@ -54,7 +54,13 @@ pub(super) fn prefetch(jvmti: &Jvmti, jni: Jni<'_>) {
             let mut classes = BTreeSet::new();
             while let Some(k) = frontier.pop() {
                 if !st.installed.contains_key(&k.class) {
-                    if !st.plan.contains_key(&k.class) && given < PREFETCH_CLASSES_MAX {
+                    // A class with a method running since the attach is
+                    // left to revelation: redefining it would leave that
+                    // frame interpreted for good (see `frames`).
+                    if !st.plan.contains_key(&k.class)
+                        && given < PREFETCH_CLASSES_MAX
+                        && !crate::frames::running_class(&k.class)
+                    {
                         given += 1;
                         st.plan.insert(k.class.clone(), Vec::new());
                         classes.insert(k.class.clone());

@@ -1,0 +1,125 @@
+//! Code that was running when sprig attached, after the detach
+//! (`fixtures.Spin`): HotSpot never compiles a method version a class
+//! redefinition replaced, so a loop running in a class sprig redefines
+//! stays interpreted after the detach. The loop in the root's class cannot
+//! escape that (the root must be instrumented): the end report names it.
+//! A loop in a class the root can reach but revelation never needs keeps
+//! its speed, because nothing redefines its class while it runs.
+
+use serde_json::Value;
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// Starts `fixtures.Spin` and waits until both loops ran 2 seconds.
+fn start_spin(jdk: &Jdk, classes: &std::path::Path) -> Proc {
+    let mut cmd = Command::new(jdk.java());
+    cmd.arg("-cp").arg(classes).arg("fixtures.Spin");
+    let mut p = Proc::spawn(&format!("spin-jdk{}", jdk.major), cmd);
+    p.wait_for("ready", LONG, |l| l == "ready");
+    p
+}
+
+/// The (same, other) rates of the `rate` lines printed from now on, for
+/// `span`.
+fn rates(jvm: &mut Proc, span: Duration) -> Vec<(f64, f64)> {
+    let deadline = Instant::now() + span;
+    let mut out = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let Some(line) = jvm.try_wait_for(left, |_, l| l.starts_with("rate ")) else {
+            break;
+        };
+        let field = |key: &str| -> Option<f64> {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(key))
+                .and_then(|v| v.parse().ok())
+        };
+        if let (Some(s), Some(o)) = (field("same="), field("other=")) {
+            out.push((s, o));
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "no rate lines");
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_speed() {
+    for jdk in test_jdks("running frames after the detach") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_spin(&jdk, classes.path());
+        let before = rates(&mut jvm, Duration::from_secs(2));
+        let tmp = TempDir::new("running");
+        let out = tmp.path().join("report.json");
+        let mut sprig = Proc::spawn("sprig", {
+            let mut c = Command::new(sprig_bin());
+            c.arg("profile")
+                .arg(jvm.pid().to_string())
+                .args(["--root", "fixtures.Spin::root", "--format", "json"])
+                .args(["--duration", "1", "-o"])
+                .arg(&out);
+            c
+        });
+        let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
+        assert!(status.success(), "{status}:\n{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).unwrap();
+        let warnings: Vec<String> = report["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .map(|w| w.as_str().unwrap_or_default().to_string())
+            .collect();
+        let stale: Vec<&String> = warnings
+            .iter()
+            .filter(|w| w.contains("left on an old version"))
+            .collect();
+        assert_eq!(stale.len(), 1, "JDK {}: {warnings:?}", jdk.major);
+        assert!(
+            stale[0].contains("thread \"spin-same\": fixtures.Spin::loop"),
+            "JDK {}: the loop in the root's class is named: {}",
+            jdk.major,
+            stale[0]
+        );
+        assert!(
+            !stale[0].contains("spin-other") && !stale[0].contains("SpinOther"),
+            "JDK {}: the loop outside was not redefined: {}",
+            jdk.major,
+            stale[0]
+        );
+        // The CLI printed it as it came.
+        assert!(
+            sprig.stderr().contains("fixtures.Spin::loop"),
+            "{}",
+            sprig.transcript()
+        );
+        // Both loops share the machine's load: after the detach the loop
+        // whose class stayed as it was runs compiled, the other interpreted.
+        // Before the attach they ran at about the same speed.
+        std::thread::sleep(Duration::from_secs(2));
+        let after = rates(&mut jvm, Duration::from_secs(3));
+        let ratio = |v: &[(f64, f64)]| median(v.iter().map(|(s, o)| o / s.max(1.0)).collect());
+        let (r_before, r_after) = (ratio(&before), ratio(&after));
+        eprintln!(
+            "JDK {}: other/same loop speed {r_before:.2} before the attach, {r_after:.2} after \
+             the detach; same after/before {:.2}, other after/before {:.2}",
+            jdk.major,
+            median(after.iter().map(|r| r.0).collect())
+                / median(before.iter().map(|r| r.0).collect()),
+            median(after.iter().map(|r| r.1).collect())
+                / median(before.iter().map(|r| r.1).collect()),
+        );
+        assert!(
+            r_after >= 2.0 * r_before.min(1.0),
+            "JDK {}: the loop outside the root's class runs {r_after:.2}x the one inside after \
+             the detach ({r_before:.2}x before): it should be compiled again, the other not",
+            jdk.major
+        );
+    }
+}
