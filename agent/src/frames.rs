@@ -233,13 +233,12 @@ pub fn warning(stale: &[Stale]) -> Option<String> {
     let n = stale.len();
     Some(format!(
         "{n} running frame{} left on an old version of {} method, which HotSpot never \
-         compiles again: {}. Sprig redefined {} class while the frame ran, so a loop there \
-         runs interpreted, slower than before the attach, until it returns (the class's \
-         other callers run at full speed)",
+         compiles again: {}. sprig redefined the class while the frame ran, so a loop there \
+         runs interpreted, slower than before the attach, until the frame returns (new \
+         calls run the current version at full speed)",
         if n == 1 { " is" } else { "s are" },
         if n == 1 { "its" } else { "their" },
         named.join(", "),
-        if n == 1 { "its" } else { "their" },
     ))
 }
 

@@ -385,7 +385,8 @@ fn start_profiling(
     });
     // Per-session state begins in this order (and ends in `detach`):
     // outbox, methods, probe_class, threads, reveal (with revelation on),
-    // probe, then ledger and instrument (not in a calibration-only session).
+    // probe, then frames, ledger and instrument (not in a calibration-only
+    // session).
     outbox::begin_session(writer);
     methods::begin_session();
     probe_class::begin_session(jni, reveal::sites_handed());
@@ -552,8 +553,8 @@ impl Session {
             self.calibrate_again(jni);
         }
         // Per-session state ends in this order: probe (silenced), the
-        // restore (ledger, under revelation's quiesce), reveal, probe_class,
-        // the ring, outbox.
+        // restore (ledger, under revelation's quiesce), frames, reveal,
+        // probe_class, the ring, outbox.
         probe::end_session(jni);
         let on_virtual = probe_class::virtual_roots(jni);
         if on_virtual > 0 {
@@ -566,21 +567,20 @@ impl Session {
             )));
         }
         let serial = reveal::quiesce();
-        let counters = if matches!(end, End::VmDeath) {
-            ledger::counters()
+        let (counters, redefined) = if matches!(end, End::VmDeath) {
+            (ledger::counters(), Default::default())
         } else {
-            let (counters, redefined) = instrument::restore_all(&agent.jvmti, jni);
-            // Frames the redefinitions left on old method versions.
-            if !redefined.is_empty() {
-                let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
-                if let Some(w) = frames::warning(&stale) {
-                    outbox::send(Message::Warning(w));
-                }
-            }
-            counters
+            instrument::restore_all(&agent.jvmti, jni)
         };
-        frames::end_session();
         drop(serial);
+        // Frames the redefinitions left on old method versions.
+        if !redefined.is_empty() {
+            let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
+            if let Some(w) = frames::warning(&stale) {
+                outbox::send(Message::Warning(w));
+            }
+        }
+        frames::end_session();
         let revelation = reveal::stats();
         reveal::end_session(jni);
         // The receiver classes the checks remembered: references that
