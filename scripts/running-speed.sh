@@ -68,7 +68,7 @@ for r in $(seq 1 "$repeats"); do
         results+=("$key $ratio")
     done
     echo "$line"
-    grep -i "left on an old version" "$work/sprig$r.err" | sed 's/^/  sprig: /' || true
+    grep -i "left on an old version" "$work/sprig$r.err" | sed 's/^/  /' || true
 done
 for key in same other; do
     m=$(printf '%s\n' "${results[@]}" | awk -v key="$key" '$1 == key { print $2 }' | mid)
