@@ -28,8 +28,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Frames taken per thread (innermost first; a deeper stack loses its
-/// outermost frames, where loops that never return usually sit).
-const MAX_FRAMES: i32 = 2048;
+/// outermost frames, where loops that never return usually sit). HotSpot
+/// sets this many frames aside per thread while it takes the stacks
+/// (16 bytes each: 16 KiB a thread).
+const MAX_FRAMES: i32 = 1024;
 /// At most this many frames are named in the warning.
 const MAX_NAMED: usize = 12;
 

@@ -101,19 +101,33 @@ fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_spee
         );
         // Both loops share the machine's load: after the detach the loop
         // whose class stayed as it was runs compiled, the other interpreted.
-        // Before the attach they ran at about the same speed.
-        std::thread::sleep(Duration::from_secs(2));
-        let after = rates(&mut jvm, Duration::from_secs(3));
+        // Before the attach they ran at about the same speed. Under heavy
+        // load the JIT may need a while to compile the loop again: windows
+        // of 2 s are taken until it has (the loop in the root's class never
+        // catches up, so waiting does not weaken the check), for at most
+        // 30 s.
         let ratio = |v: &[(f64, f64)]| median(v.iter().map(|(s, o)| o / s.max(1.0)).collect());
-        let (r_before, r_after) = (ratio(&before), ratio(&after));
+        let r_before = ratio(&before);
+        let speed = |v: &[(f64, f64)], i: usize| {
+            median(v.iter().map(|r| if i == 0 { r.0 } else { r.1 }).collect())
+        };
+        // The JIT compiles the root again first.
+        std::thread::sleep(Duration::from_secs(2));
+        let mut after = Vec::new();
+        let mut r_after = 0.0;
+        for _ in 0..14 {
+            after = rates(&mut jvm, Duration::from_secs(2));
+            r_after = ratio(&after);
+            if r_after >= 2.0 * r_before.min(1.0) {
+                break;
+            }
+        }
         eprintln!(
             "JDK {}: other/same loop speed {r_before:.2} before the attach, {r_after:.2} after \
              the detach; same after/before {:.2}, other after/before {:.2}",
             jdk.major,
-            median(after.iter().map(|r| r.0).collect())
-                / median(before.iter().map(|r| r.0).collect()),
-            median(after.iter().map(|r| r.1).collect())
-                / median(before.iter().map(|r| r.1).collect()),
+            speed(&after, 0) / speed(&before, 0),
+            speed(&after, 1) / speed(&before, 1),
         );
         assert!(
             r_after >= 2.0 * r_before.min(1.0),
