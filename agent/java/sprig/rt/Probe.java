@@ -109,17 +109,127 @@ public final class Probe {
         return (int) Thread.currentThread().getId() & (SLOT_MASK);
     }
 
+    /**
+     * Sampled timing's Java path (the agent's {@code ffi/slots.rs} and
+     * docs/sampled-timing.md): the address of the slot table the agent
+     * maps for the life of the JVM, 0 when there is none or
+     * {@code jdk.internal.misc} is not exported to this class (the agent
+     * exports it with JVMTI before the class initialises). Slot
+     * {@code id & SLOT_MASK} of 64 bytes: the owner thread's id while the
+     * slot is open (+0), its root-context depth (+8), the capacity (+12)
+     * and next position (+16) of the ring segment it owns, the address of
+     * that segment's event slot 0 (+24) and of its {@code committed} count
+     * (+32). After the slots, a bitmap of the method ids the Java path may
+     * record (revealed, first call handled).
+     *
+     * <p>A probe on an open slot of its own thread records the event
+     * itself, exactly as the agent would: the 16-byte event (no
+     * timestamp: sampled timing reads no clock inside a root context) at
+     * the position, then the new count with a release store; anything
+     * else (a closed or shared slot, a dormant or first-called method, a
+     * full segment) returns false and the probe takes the native path.
+     * The position is checked against the capacity read from the same
+     * slot, so nothing is written outside the thread's segment.
+     */
+    private static final long TABLE;
+
+    private static final long IDS;
+
+    private static final jdk.internal.misc.Unsafe U;
+
+    private static final long ENTRY_KIND = 1L << 32;
+
+    private static final long EXIT_KIND = 2L << 32;
+
+    static {
+        long t = 0;
+        jdk.internal.misc.Unsafe u = null;
+        try {
+            t = nTable();
+            if (t != 0) {
+                u = jdk.internal.misc.Unsafe.getUnsafe();
+            }
+        } catch (Throwable e) {
+            // no slot table, or the package is not exported: native path only
+            u = null;
+        }
+        U = u;
+        TABLE = u == null ? 0 : t;
+        IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
+    }
+
+    private static boolean javaEnter(long t, int id) {
+        jdk.internal.misc.Unsafe u = U;
+        long e = TABLE + ((t & SLOT_MASK) << 6);
+        if (u.getLong(e) != t) {
+            return false;
+        }
+        int d = u.getInt(e + 8);
+        if (d == 0) {
+            return true;
+        }
+        if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
+            return false;
+        }
+        int p = u.getInt(e + 16);
+        if (p >= u.getInt(e + 12)) {
+            return false;
+        }
+        long a = u.getLong(e + 24) + ((long) p << 4);
+        u.putLong(a, 0L);
+        u.putLong(a + 8, ENTRY_KIND | id);
+        u.putInt(e + 16, p + 1);
+        u.putInt(e + 8, d + 1);
+        u.putIntRelease(null, u.getLong(e + 32), p + 1);
+        return true;
+    }
+
+    private static boolean javaExit(long t, int id) {
+        jdk.internal.misc.Unsafe u = U;
+        long e = TABLE + ((t & SLOT_MASK) << 6);
+        if (u.getLong(e) != t) {
+            return false;
+        }
+        int d = u.getInt(e + 8);
+        if (d <= 1) {
+            return true;
+        }
+        if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
+            return false;
+        }
+        int p = u.getInt(e + 16);
+        if (p >= u.getInt(e + 12)) {
+            return false;
+        }
+        long a = u.getLong(e + 24) + ((long) p << 4);
+        u.putLong(a, 0L);
+        u.putLong(a + 8, EXIT_KIND | id);
+        u.putInt(e + 16, p + 1);
+        u.putInt(e + 8, d - 1);
+        u.putIntRelease(null, u.getLong(e + 32), p + 1);
+        return true;
+    }
+
+    /** The address of the agent's slot table for the Java path, 0 for none. */
+    private static native long nTable();
+
     public static void enter(int id) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            nEnter(id);
+        if (active != 0) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaEnter(t, id))) {
+                nEnter(id);
+            }
         } else if (NEVER) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            nExit(id);
+        if (active != 0) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaExit(t, id))) {
+                nExit(id);
+            }
         } else if (NEVER) {
             nExit(id);
         }
