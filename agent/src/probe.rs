@@ -79,10 +79,10 @@ static BURST_EVERY: AtomicU64 = AtomicU64::new(0);
 /// Whether the session times calls by sampling (`Timing::Sampled`); a
 /// thread takes it when it registers.
 static SAMPLED: AtomicBool = AtomicBool::new(false);
-/// Events inside root contexts that the agent wrote for threads whose
-/// probes could record in Java (sampled timing): a first call, a dormant
-/// method, a full segment, a slot closed around revelation. The rest went
-/// through the probe class's Java path.
+/// Entries and exits inside root contexts that the agent wrote under
+/// sampled timing: all of them without the Java path; with it, a first
+/// call, a full segment, a thread without its slot, a slot closed around
+/// revelation. The rest went through the probe class's Java path.
 static NATIVE_INNER: AtomicU64 = AtomicU64::new(0);
 /// The ring's pinned address range, once a session retired its ring: the
 /// next session maps its ring there (`Region::from_fd_pinned`), so
@@ -212,9 +212,11 @@ impl ThreadState {
     fn push(&self, ev: Event) {
         let mut p = self.producer.borrow_mut();
         if let Some(p) = p.as_mut() {
+            if self.untimed.get() {
+                count_native(ev);
+            }
             let slot = self.slot.get();
             if let Some(slot) = slot {
-                self.count_native(ev);
                 take_up(slot, p);
             }
             if p.push(ev).is_err() {
@@ -232,30 +234,22 @@ impl ThreadState {
     fn try_push(&self, ev: Event) -> bool {
         match self.producer.try_borrow_mut() {
             Ok(mut p) => p.as_mut().is_some_and(|p| {
-                let Some(slot) = self.slot.get() else {
-                    return p.try_push(ev);
-                };
-                take_up(slot, p);
+                let slot = self.slot.get();
+                if let Some(slot) = slot {
+                    take_up(slot, p);
+                }
                 let done = p.try_push(ev);
                 if done {
-                    self.count_native(ev);
-                    self.reopen(slot, p);
+                    if self.untimed.get() {
+                        count_native(ev);
+                    }
+                    if let Some(slot) = slot {
+                        self.reopen(slot, p);
+                    }
                 }
                 done
             }),
             Err(_) => false,
-        }
-    }
-
-    /// Counts an event inside a root context that the agent wrote while
-    /// the thread could have written it in Java ([`native_inner_events`]).
-    #[inline(always)]
-    fn count_native(&self, ev: Event) {
-        if matches!(
-            ev.kind(),
-            Some(EventKind::MethodEntry | EventKind::MethodExit)
-        ) {
-            NATIVE_INNER.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -323,6 +317,18 @@ impl ThreadState {
         self.disabled.set(false);
         self.next_burst.set(0);
         self.in_burst.set(false);
+    }
+}
+
+/// Counts an entry or exit inside a root context that the agent wrote
+/// under sampled timing ([`native_inner_events`]).
+#[inline(always)]
+fn count_native(ev: Event) {
+    if matches!(
+        ev.kind(),
+        Some(EventKind::MethodEntry | EventKind::MethodExit)
+    ) {
+        NATIVE_INNER.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -1083,8 +1089,8 @@ pub fn map_ring(fd: std::os::fd::OwnedFd) -> Result<Arc<Region>, sprig_wire::rin
     Region::from_fd_pinned(fd, spare)
 }
 
-/// Events inside root contexts the agent wrote this session for threads
-/// that could record in Java (see [`NATIVE_INNER`]).
+/// Entries and exits inside root contexts the agent wrote this session
+/// under sampled timing (see [`NATIVE_INNER`]).
 pub fn native_inner_events() -> u64 {
     NATIVE_INNER.load(Ordering::Relaxed)
 }

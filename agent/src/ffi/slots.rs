@@ -19,11 +19,12 @@
 //! [ SLOTS slots of 64 bytes ][ bitmap of MAX_IDS bits ]
 //! slot: +0  owner     i64  the Java thread id while the slot is open;
 //!                          FREE (0) or HELD (-1) otherwise
-//!       +8  depth     i32  root-context depth of the thread (agent and Java)
-//!       +12 cap       i32  event slots of the owned segment
-//!       +16 pos       i32  next event slot to write
-//!       +24 slots     i64  address of event slot 0 of the owned segment
-//!       +32 committed i64  address of the segment's `committed` count
+//!       +8  pos       i32  next event slot to write   } one 64-bit word
+//!       +12 depth     i32  root-context depth         } for Java
+//!       +16 cap       i32  event slots of the owned segment
+//!       +24 slots     i64  address of event slot 0 of the owned segment;
+//!                          its `committed` count is COMMITTED_BEFORE
+//!                          bytes before it (the ring's segment header)
 //! ```
 //!
 //! A bit of the bitmap says that a method id's probes record and its first
@@ -68,21 +69,24 @@ const HELD: i64 = -1;
 #[derive(Debug)]
 struct RawSlot {
     owner: AtomicI64,
+    pos: AtomicI32,
     depth: AtomicI32,
     cap: AtomicI32,
-    pos: AtomicI32,
     _pad0: i32,
     slots: AtomicI64,
-    committed: AtomicI64,
-    _pad1: [u8; 24],
+    _pad1: [u8; 32],
 }
 
 const _: () = assert!(std::mem::size_of::<RawSlot>() == SLOT_BYTES);
-const _: () = assert!(std::mem::offset_of!(RawSlot, depth) == 8);
-const _: () = assert!(std::mem::offset_of!(RawSlot, cap) == 12);
-const _: () = assert!(std::mem::offset_of!(RawSlot, pos) == 16);
+const _: () = assert!(std::mem::offset_of!(RawSlot, pos) == 8);
+const _: () = assert!(std::mem::offset_of!(RawSlot, depth) == 12);
+const _: () = assert!(std::mem::offset_of!(RawSlot, cap) == 16);
 const _: () = assert!(std::mem::offset_of!(RawSlot, slots) == 24);
-const _: () = assert!(std::mem::offset_of!(RawSlot, committed) == 32);
+
+/// Bytes from a segment's event slot 0 back to its `committed` count (the
+/// probe class computes the address; a segment laid out otherwise is
+/// never opened to it).
+pub const COMMITTED_BEFORE: usize = 48;
 
 /// The table's base address (0: it could not be mapped).
 static TABLE: OnceLock<usize> = OnceLock::new();
@@ -234,12 +238,14 @@ impl Slot {
     /// and closes it.
     pub fn open(self, seg: Segment, still_valid: impl FnOnce() -> bool) -> bool {
         let s = self.raw();
-        if seg.cap > i32::MAX as u32 || seg.pos > seg.cap {
+        if seg.cap > i32::MAX as u32
+            || seg.pos > seg.cap
+            || seg.slots.checked_sub(COMMITTED_BEFORE) != Some(seg.committed)
+        {
             self.close();
             return false;
         }
         s.slots.store(seg.slots as i64, Ordering::Relaxed);
-        s.committed.store(seg.committed as i64, Ordering::Relaxed);
         s.cap.store(seg.cap as i32, Ordering::Relaxed);
         s.pos.store(seg.pos as i32, Ordering::Relaxed);
         s.owner.store(self.owner, Ordering::SeqCst);
@@ -281,7 +287,7 @@ mod tests {
         assert!(claim(id + 4096).is_none(), "same slot, other thread");
         assert!(!a.is_open());
         let seg = Segment {
-            slots: 0x1000,
+            slots: 0x1040,
             committed: 0x1010,
             pos: 3,
             cap: 8,
@@ -293,6 +299,11 @@ mod tests {
         close_all();
         assert!(!a.is_open());
         assert!(!a.open(Segment { pos: 9, ..seg }, || true), "pos past cap");
+        let elsewhere = Segment {
+            committed: 0x1020,
+            ..seg
+        };
+        assert!(!a.open(elsewhere, || true), "count not in the header");
         a.set_depth(2);
         assert_eq!(a.depth(), 2);
         a.free();

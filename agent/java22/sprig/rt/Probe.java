@@ -109,11 +109,12 @@ public final class Probe {
      * {@code jdk.internal.misc} is not exported to this class (the agent
      * exports it with JVMTI before the class initialises). Slot
      * {@code id & SLOT_MASK} of 64 bytes: the owner thread's id while the
-     * slot is open (+0), its root-context depth (+8), the capacity (+12)
-     * and next position (+16) of the ring segment it owns, the address of
-     * that segment's event slot 0 (+24) and of its {@code committed} count
-     * (+32). After the slots, a bitmap of the method ids the Java path may
-     * record (revealed, first call handled).
+     * slot is open (+0), one word holding the next position in the ring
+     * segment the thread owns (low half) and its root-context depth (high
+     * half) (+8), the segment's capacity (+16) and the address of its event
+     * slot 0 (+24), 48 bytes after its {@code committed} count. After the
+     * slots, a bitmap of the method ids the Java path may record
+     * (revealed, first call handled).
      *
      * <p>A probe on an open slot of its own thread records the event
      * itself, exactly as the agent would: the 16-byte event (no
@@ -157,23 +158,23 @@ public final class Probe {
         if (u.getLong(e) != t) {
             return false;
         }
-        int d = u.getInt(e + 8);
-        if (d == 0) {
+        long w = u.getLong(e + 8);
+        if ((w >>> 32) == 0) {
             return true;
         }
         if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
             return false;
         }
-        int p = u.getInt(e + 16);
-        if (p >= u.getInt(e + 12)) {
+        int p = (int) w;
+        if (p >= u.getInt(e + 16)) {
             return false;
         }
-        long a = u.getLong(e + 24) + ((long) p << 4);
+        long b = u.getLong(e + 24);
+        long a = b + ((long) p << 4);
         u.putLong(a, 0L);
         u.putLong(a + 8, ENTRY_KIND | id);
-        u.putInt(e + 16, p + 1);
-        u.putInt(e + 8, d + 1);
-        u.putIntRelease(null, u.getLong(e + 32), p + 1);
+        u.putLong(e + 8, w + (1L << 32) + 1);
+        u.putIntRelease(null, b - 48, p + 1);
         return true;
     }
 
@@ -183,23 +184,23 @@ public final class Probe {
         if (u.getLong(e) != t) {
             return false;
         }
-        int d = u.getInt(e + 8);
-        if (d <= 1) {
+        long w = u.getLong(e + 8);
+        if ((w >>> 32) <= 1) {
             return true;
         }
         if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
             return false;
         }
-        int p = u.getInt(e + 16);
-        if (p >= u.getInt(e + 12)) {
+        int p = (int) w;
+        if (p >= u.getInt(e + 16)) {
             return false;
         }
-        long a = u.getLong(e + 24) + ((long) p << 4);
+        long b = u.getLong(e + 24);
+        long a = b + ((long) p << 4);
         u.putLong(a, 0L);
         u.putLong(a + 8, EXIT_KIND | id);
-        u.putInt(e + 16, p + 1);
-        u.putInt(e + 8, d - 1);
-        u.putIntRelease(null, u.getLong(e + 32), p + 1);
+        u.putLong(e + 8, w + 1 - (1L << 32));
+        u.putIntRelease(null, b - 48, p + 1);
         return true;
     }
 
