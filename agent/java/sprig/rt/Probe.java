@@ -106,7 +106,7 @@ public final class Probe {
     }
 
     private static int slot() {
-        return (int) Thread.currentThread().getId() & (SLOT_MASK);
+        return (int) tid() & SLOT_MASK;
     }
 
     /**
@@ -144,19 +144,36 @@ public final class Probe {
 
     static {
         long t = 0;
+        long tidAt = -1;
         jdk.internal.misc.Unsafe u = null;
         try {
             t = nTable();
             if (t != 0) {
                 u = jdk.internal.misc.Unsafe.getUnsafe();
+                tidAt = u.objectFieldOffset(Thread.class, "tid");
             }
         } catch (Throwable e) {
             // no slot table, or the package is not exported: native path only
             u = null;
         }
         U = u;
+        TID = u == null ? -1 : tidAt;
         TABLE = u == null ? 0 : t;
         IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
+    }
+
+    /**
+     * Offset of {@code Thread.tid}: the probes read the field itself, which
+     * a subclass cannot override as it can {@code getId()} (two threads
+     * answering one id would share a slot of the Java path); -1 without
+     * the Java path.
+     */
+    private static final long TID;
+
+    /** The current thread's id: its {@code tid} field where readable. */
+    private static long tid() {
+        Thread t = Thread.currentThread();
+        return TID >= 0 ? U.getLong(t, TID) : t.getId();
     }
 
     private static boolean javaEnter(long t, int id) {
@@ -216,7 +233,7 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().getId();
+            long t = tid();
             if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaEnter(t, id))) {
                 nEnter(id);
             }
@@ -227,7 +244,7 @@ public final class Probe {
 
     public static void exit(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().getId();
+            long t = tid();
             if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaExit(t, id))) {
                 nExit(id);
             }
@@ -334,7 +351,7 @@ public final class Probe {
         if (active != 0
                 && seen != null
                 && receiver != null
-                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+                && INSIDE[(int) tid() & SLOT_MASK] != 0) {
             int k = site << 1;
             Class<?> c = receiver.getClass();
             Object last = seen[k];
@@ -361,7 +378,7 @@ public final class Probe {
         if (active != 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
-                    && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
+                    && INSIDE[(int) tid() & SLOT_MASK] != 0
                     && nSite(site, null) == 1) {
                 seen[k] = seen;
             }
