@@ -24,21 +24,20 @@ pub fn next_index() -> u32 {
 }
 
 /// Queues the `Thread` message for `index`: the Java thread's name and id
-/// (JVMTI GetThreadInfo, `Thread.getId()`), and returns the thread's own
-/// `tid` field (which no subclass can override; 0 when it could not be
-/// read). Never blocks on the socket: the control thread forwards the
-/// queue.
+/// (JVMTI GetThreadInfo, `Thread.getId()`), and returns the id (0 when
+/// it could not be read). Never blocks on the socket: the control thread
+/// forwards the queue.
 pub fn announce(jni: Jni<'_>, index: u32) -> u64 {
-    let (name, java_id, tid) = jni.with_local_frame(8, |jni| {
+    let (name, java_id) = jni.with_local_frame(8, |jni| {
         let Some(agent) = env::get() else {
-            return (String::new(), 0, 0);
+            return (String::new(), 0);
         };
         match agent.jvmti.current_thread(&jni) {
             Ok((name, thread)) => {
                 let id = jni.thread_id(thread).unwrap_or(0);
-                (name, id, jni.thread_tid(thread).unwrap_or(0))
+                (name, id)
             }
-            Err(_) => (String::new(), 0, 0),
+            Err(_) => (String::new(), 0),
         }
     });
     crate::outbox::post(Message::Thread {
@@ -47,5 +46,5 @@ pub fn announce(jni: Jni<'_>, index: u32) -> u64 {
         name,
         tid: crate::ffi::gettid(),
     });
-    tid
+    java_id
 }

@@ -293,6 +293,15 @@ fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
             "JDK {}: no Java path: {path}",
             jdk.major
         );
+        // No flag asked for, no warning printed (the package is exported
+        // to the probe class by the agent).
+        for word in ["Unsafe", "jdk.internal.misc", "IllegalAccess"] {
+            assert!(
+                !stderr.contains(word),
+                "JDK {}: {word} on the target's stderr:\n{stderr}",
+                jdk.major
+            );
+        }
         let native_first = native_events(&mut jvm);
         let exact = session(&mut jvm, &tmp.path().join("e.json"), &[]);
         let second = session(&mut jvm, &tmp.path().join("s2.json"), &sampled);

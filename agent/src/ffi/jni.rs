@@ -508,19 +508,6 @@ impl<'a> Jni<'a> {
         Some(unsafe { Local::from_raw(m) })
     }
 
-    /// The private `tid` field of a `java.lang.Thread` (what `threadId()`
-    /// returns, and `getId()` unless a subclass overrides it).
-    pub fn thread_tid(&self, thread: Local<'_>) -> Option<u64> {
-        let class = self.find_class("java/lang/Thread").ok()??;
-        let field = self.find_field(class, "tid", c"J");
-        self.delete_local(class);
-        let field = field?;
-        // SAFETY: `field` is the `long tid` field of java.lang.Thread and
-        // `thread` a live reference to a Thread.
-        let id = unsafe { jni_call!(self.env, GetLongField, thread.raw(), field.0) };
-        Some(id as u64)
-    }
-
     /// `thread.getId()` of a `java.lang.Thread`.
     pub fn thread_id(&self, thread: Local<'_>) -> Option<u64> {
         // SAFETY: live local reference of this thread.

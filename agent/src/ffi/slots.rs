@@ -50,7 +50,7 @@
 //! static final field for the life of the JVM.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 /// Slots: the probe class takes the thread id modulo this (its
 /// `INSIDE` array has as many).
@@ -186,6 +186,26 @@ pub fn allow_id(id: u32) {
     }
 }
 
+/// The capacity of every segment a slot was ever opened onto (0 until the
+/// first): see [`same_capacity`].
+static CAPACITY: AtomicU32 = AtomicU32::new(0);
+
+/// Whether a segment of `cap` events may be opened to the Java probes:
+/// only one capacity ever is, for the life of the process. A Java probe
+/// combines a slot's segment address and capacity; read by the slot's own
+/// thread they always belong together, but a thread whose `getId()` a
+/// subclass made answer another thread's id could pass that thread's
+/// owner check and read a segment address of one session with the
+/// capacity of the next. With one capacity for every segment ever opened,
+/// any combination still bounds the write inside a segment of a pinned
+/// ring: such a thread can spoil events, never memory outside the rings.
+fn same_capacity(cap: u32) -> bool {
+    match CAPACITY.compare_exchange(0, cap, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => cap != 0,
+        Err(first) => first == cap,
+    }
+}
+
 /// One thread's slot: a handle the thread keeps while it lives.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
@@ -241,6 +261,7 @@ impl Slot {
         if seg.cap > i32::MAX as u32
             || seg.pos > seg.cap
             || seg.slots.checked_sub(COMMITTED_BEFORE) != Some(seg.committed)
+            || !same_capacity(seg.cap)
         {
             self.close();
             return false;
@@ -304,6 +325,8 @@ mod tests {
             ..seg
         };
         assert!(!a.open(elsewhere, || true), "count not in the header");
+        let other_size = Segment { cap: 16, ..seg };
+        assert!(!a.open(other_size, || true), "another segment capacity");
         a.set_depth(2);
         assert_eq!(a.depth(), 2);
         a.free();

@@ -106,7 +106,7 @@ public final class Probe {
     }
 
     private static int slot() {
-        return (int) tid() & SLOT_MASK;
+        return (int) Thread.currentThread().getId() & SLOT_MASK;
     }
 
     /**
@@ -144,44 +144,35 @@ public final class Probe {
 
     static {
         long t = 0;
-        long tidAt = -1;
         jdk.internal.misc.Unsafe u = null;
         try {
             t = nTable();
             if (t != 0) {
                 u = jdk.internal.misc.Unsafe.getUnsafe();
-                tidAt = u.objectFieldOffset(Thread.class, "tid");
             }
         } catch (Throwable e) {
             // no slot table, or the package is not exported: native path only
             u = null;
         }
         U = u;
-        TID = u == null ? -1 : tidAt;
         TABLE = u == null ? 0 : t;
         IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
     }
 
     /**
-     * Offset of {@code Thread.tid}: the probes read the field itself, which
-     * a subclass cannot override as it can {@code getId()} (two threads
-     * answering one id would share a slot of the Java path); -1 without
-     * the Java path.
+     * Whether thread {@code t}'s slot is open for it: the one check a probe
+     * pays when it does not record in Java (exact timing, a shared slot),
+     * small enough to inline everywhere, with the rest of the Java path
+     * behind it.
      */
-    private static final long TID;
-
-    /** The current thread's id: its {@code tid} field where readable. */
-    private static long tid() {
-        Thread t = Thread.currentThread();
-        return TID >= 0 ? U.getLong(t, TID) : t.getId();
+    private static boolean mine(long t) {
+        return U.getLong(TABLE + ((t & SLOT_MASK) << 6)) == t;
     }
 
+    /** The Java path of {@code enter} on an open slot of its own thread. */
     private static boolean javaEnter(long t, int id) {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
-        if (u.getLong(e) != t) {
-            return false;
-        }
         long w = u.getLong(e + 8);
         if ((w >>> 32) == 0) {
             return true;
@@ -202,12 +193,10 @@ public final class Probe {
         return true;
     }
 
+    /** The Java path of {@code exit} on an open slot of its own thread. */
     private static boolean javaExit(long t, int id) {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
-        if (u.getLong(e) != t) {
-            return false;
-        }
         long w = u.getLong(e + 8);
         if ((w >>> 32) <= 1) {
             return true;
@@ -233,8 +222,8 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            long t = tid();
-            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaEnter(t, id))) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !mine(t) || !javaEnter(t, id))) {
                 nEnter(id);
             }
         } else if (NEVER) {
@@ -244,8 +233,8 @@ public final class Probe {
 
     public static void exit(int id) {
         if (active != 0) {
-            long t = tid();
-            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !javaExit(t, id))) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !mine(t) || !javaExit(t, id))) {
                 nExit(id);
             }
         } else if (NEVER) {
@@ -351,7 +340,7 @@ public final class Probe {
         if (active != 0
                 && seen != null
                 && receiver != null
-                && INSIDE[(int) tid() & SLOT_MASK] != 0) {
+                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
             int k = site << 1;
             Class<?> c = receiver.getClass();
             Object last = seen[k];
@@ -378,7 +367,7 @@ public final class Probe {
         if (active != 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
-                    && INSIDE[(int) tid() & SLOT_MASK] != 0
+                    && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
                     && nSite(site, null) == 1) {
                 seen[k] = seen;
             }

@@ -152,12 +152,20 @@ public final class Probe {
         IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
     }
 
+    /**
+     * Whether thread {@code t}'s slot is open for it: the one check a probe
+     * pays when it does not record in Java (exact timing, a shared slot),
+     * small enough to inline everywhere, with the rest of the Java path
+     * behind it.
+     */
+    private static boolean mine(long t) {
+        return U.getLong(TABLE + ((t & SLOT_MASK) << 6)) == t;
+    }
+
+    /** The Java path of {@code enter} on an open slot of its own thread. */
     private static boolean javaEnter(long t, int id) {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
-        if (u.getLong(e) != t) {
-            return false;
-        }
         long w = u.getLong(e + 8);
         if ((w >>> 32) == 0) {
             return true;
@@ -178,12 +186,10 @@ public final class Probe {
         return true;
     }
 
+    /** The Java path of {@code exit} on an open slot of its own thread. */
     private static boolean javaExit(long t, int id) {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
-        if (u.getLong(e) != t) {
-            return false;
-        }
         long w = u.getLong(e + 8);
         if ((w >>> 32) <= 1) {
             return true;
@@ -211,7 +217,7 @@ public final class Probe {
         long t;
         if (active != 0
                 && INSIDE[(int) (t = Thread.currentThread().threadId()) & SLOT_MASK] != 0
-                && (TABLE == 0 || !javaEnter(t, id))
+                && (TABLE == 0 || !mine(t) || !javaEnter(t, id))
                 && (!FAST || fastEnter(id) != 0)) {
             nEnter(id);
         }
@@ -221,7 +227,7 @@ public final class Probe {
         long t;
         if (active != 0
                 && INSIDE[(int) (t = Thread.currentThread().threadId()) & SLOT_MASK] != 0
-                && (TABLE == 0 || !javaExit(t, id))
+                && (TABLE == 0 || !mine(t) || !javaExit(t, id))
                 && (!FAST || fastExit(id) != 0)) {
             nExit(id);
         }
