@@ -282,7 +282,7 @@ fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
         jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
         let tmp = TempDir::new("sampled-java");
         let sampled = ["--timing", "sampled", "--interval", "0.5"];
-        let first = session(&mut jvm, &tmp.path().join("s1.json"), &sampled);
+        let sampled_a = session(&mut jvm, &tmp.path().join("s1.json"), &sampled);
         let stderr = jvm.stderr();
         let path = stderr
             .lines()
@@ -302,17 +302,27 @@ fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
                 jdk.major
             );
         }
-        let native_first = native_events(&mut jvm);
+        let native_a = native_events(&mut jvm);
         let exact = session(&mut jvm, &tmp.path().join("e.json"), &[]);
-        let second = session(&mut jvm, &tmp.path().join("s2.json"), &sampled);
-        let native_second = native_events(&mut jvm);
+        let sampled_b = session(&mut jvm, &tmp.path().join("s2.json"), &sampled);
+        let native_b = native_events(&mut jvm);
         // Sampled, exact, sampled in one JVM: the same tree and counts.
-        assert_eq!(path_calls(&first), path_calls(&exact), "JDK {}", jdk.major);
-        assert_eq!(path_calls(&second), path_calls(&exact), "JDK {}", jdk.major);
+        assert_eq!(
+            path_calls(&sampled_a),
+            path_calls(&exact),
+            "JDK {}",
+            jdk.major
+        );
+        assert_eq!(
+            path_calls(&sampled_b),
+            path_calls(&exact),
+            "JDK {}",
+            jdk.major
+        );
         assert_eq!(path_calls(&exact)[";longRoot;a;leaf"], 6_000_000);
         // Two events a call; the agent writes those of first calls, full
         // segments (one in 4,092) and little else: under 1% of them.
-        for (report, native) in [(&first, native_first), (&second, native_second)] {
+        for (report, native) in [(&sampled_a, native_a), (&sampled_b, native_b)] {
             let events = 2 * inner_calls(report);
             assert!(events >= 2 * 12_000_000, "{events}");
             assert!(
