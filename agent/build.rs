@@ -1,10 +1,10 @@
 //! Compiles the probe class into OUT_DIR; the agent embeds the class files
 //! with `include_bytes!`:
-//! - `jni/sprig/rt/Probe.class` from java/sprig/rt/Probe.java with
-//!   `javac --release 8` (JNI natives only; used on JDK 8–21), required,
+//! - `jni/sprig/rt/Probe.class` from java/sprig/rt/Probe.java for
+//!   Java 17 (JNI natives only; used on JDK 17–21), required,
 //!   and beside it `jni/sprig/rt/Calibration.class` (probe calibration, every JDK);
 //! - `ffm/sprig/rt/Probe.class` from java22/sprig/rt/Probe.java with
-//!   `javac --release 22` (FFM critical downcalls first; used on JDK 22+),
+//!   Java 22 (FFM critical downcalls first; used on JDK 22+),
 //!   when a javac 22 or later is found (`SPRIG_JAVAC22`, `JAVA_HOME`, `javac`
 //!   on the PATH, /usr/lib/jvm/*). Without one (or with
 //!   `SPRIG_JAVAC22=none`) an empty file is written and the agent uses the
@@ -30,10 +30,10 @@ fn main() {
         _ => PathBuf::from("javac"),
     };
     let jni_out = out.join("jni");
-    if let Err(why) = compile(&javac, "8", &jni_out, &[&src, &calib]) {
+    if let Err(why) = compile(&javac, "17", &jni_out, &[&src, &calib]) {
         panic!(
             "sprig-agent needs a JDK's javac to compile {}: {why}. \
-             Install a JDK (9 or later) or set JAVA_HOME.",
+             Install a JDK (17 or later) or set JAVA_HOME.",
             src.display()
         );
     }
@@ -58,8 +58,13 @@ fn main() {
 }
 
 fn compile(javac: &Path, release: &str, out: &Path, sources: &[&Path]) -> Result<(), String> {
+    // Not `--release`: the probe class uses `jdk.internal.misc.Unsafe`
+    // (sampled timing's Java path), which only the JDK's own modules show;
+    // the agent exports the package to the class at run time.
     let o = Command::new(javac)
-        .args(["--release", release, "-nowarn", "-Xlint:-options", "-d"])
+        .args(["-source", release, "-target", release])
+        .args(["--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"])
+        .args(["-nowarn", "-Xlint:-options", "-d"])
         .arg(out)
         .args(sources)
         .output()

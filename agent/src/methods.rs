@@ -11,6 +11,7 @@
 //! until revelation reaches them, which then costs no redefinition. Ids
 //! are announced to the CLI when they become active.
 
+use crate::ffi::slots;
 use crate::outbox;
 use crate::probe_class;
 use crate::sync::lock;
@@ -79,6 +80,7 @@ pub fn begin_session() {
         w.store(0, Ordering::Relaxed);
     }
     CALLED_COUNT.store(0, Ordering::Relaxed);
+    slots::clear_ids();
 }
 
 /// The id of a method (`class` dotted), and whether it was just assigned
@@ -115,8 +117,11 @@ pub fn mark_announced(id: u32) -> bool {
 /// agent for dormant ids).
 pub fn activate(id: u32) {
     if let Some((word, bit)) = slot(id) {
-        ACTIVE[word].fetch_or(bit, Ordering::Release);
+        ACTIVE[word].fetch_or(bit, Ordering::SeqCst);
         probe_class::publish_live_word(word, || ACTIVE[word].load(Ordering::Acquire));
+        if CALLED[word].load(Ordering::SeqCst) & bit != 0 {
+            slots::allow_id(id);
+        }
     }
 }
 
@@ -187,7 +192,12 @@ pub fn claim_first_call(id: u32) -> FirstCall {
 /// The first call of `id` is handled: its callees hold their probes.
 pub fn first_call_done(id: u32) {
     if let Some((w, bit)) = slot(id) {
-        CALLED[w].fetch_or(bit, Ordering::Release);
+        CALLED[w].fetch_or(bit, Ordering::SeqCst);
+        // Either this or `activate` sees both bits (SeqCst on both sides):
+        // the probe class's Java path may record `id` from now on.
+        if ACTIVE[w].load(Ordering::SeqCst) & bit != 0 {
+            slots::allow_id(id);
+        }
     }
 }
 

@@ -32,13 +32,14 @@
 //! (which took 1.5-2 ns of the JNI pair).
 
 use crate::ffi::Jni;
+use crate::ffi::slots::{self, Segment, Slot};
 use crate::methods;
 use crate::probe_class;
 use crate::reveal;
 use crate::threads;
 use sprig_wire::clock;
 use sprig_wire::control::Timing;
-use sprig_wire::ring::{Producer, Region};
+use sprig_wire::ring::{Producer, Region, Spare};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -78,6 +79,16 @@ static BURST_EVERY: AtomicU64 = AtomicU64::new(0);
 /// Whether the session times calls by sampling (`Timing::Sampled`); a
 /// thread takes it when it registers.
 static SAMPLED: AtomicBool = AtomicBool::new(false);
+/// Entries and exits inside root contexts that the agent wrote under
+/// sampled timing: all of them without the Java path; with it, a first
+/// call, a full segment, a thread without its slot, a slot closed around
+/// revelation. The rest went through the probe class's Java path.
+static NATIVE_INNER: AtomicU64 = AtomicU64::new(0);
+/// The ring's pinned address range, once a session retired its ring: the
+/// next session maps its ring there (`Region::from_fd_pinned`), so
+/// repeated sessions do not grow the address space, and nothing a Java
+/// probe may still write to is ever unmapped.
+static SPARE: std::sync::Mutex<Option<Spare>> = std::sync::Mutex::new(None);
 
 /// `root_exit`: this call did not close the root context.
 pub const ROOT_NESTED: i32 = 0;
@@ -104,7 +115,17 @@ pub fn set_burst_every(every_ticks: u64) {
 
 struct ThreadState {
     generation: Cell<u64>,
+    /// Root-context depth, unless `slot` holds it.
     depth: Cell<u32>,
+    /// This thread's slot of the Java path's table (`ffi::slots`), kept for
+    /// the thread's life once claimed (0: never tried, see `java_id`).
+    owned_slot: Cell<Option<Slot>>,
+    /// `owned_slot` while this generation lets the probe class record in
+    /// Java (sampled timing): it then holds the depth and, while open, the
+    /// position in the producer's segment.
+    slot: Cell<Option<Slot>>,
+    /// The Java thread id (`Thread.getId()`), 0 until registration.
+    java_id: Cell<u64>,
     /// Set while this thread runs the probe's own slow path (registration).
     busy: Cell<bool>,
     /// Registration failed in this generation: never record on this thread.
@@ -134,6 +155,9 @@ impl ThreadState {
         ThreadState {
             generation: Cell::new(0),
             depth: Cell::new(0),
+            owned_slot: Cell::new(None),
+            slot: Cell::new(None),
+            java_id: Cell::new(0),
             busy: Cell::new(false),
             disabled: Cell::new(false),
             index: Cell::new(0),
@@ -169,12 +193,38 @@ impl ThreadState {
     }
 
     #[inline(always)]
+    fn depth(&self) -> u32 {
+        match self.slot.get() {
+            Some(slot) => slot.depth(),
+            None => self.depth.get(),
+        }
+    }
+
+    #[inline(always)]
+    fn set_depth(&self, d: u32) {
+        match self.slot.get() {
+            Some(slot) => slot.set_depth(d),
+            None => self.depth.set(d),
+        }
+    }
+
+    #[inline(always)]
     fn push(&self, ev: Event) {
         let mut p = self.producer.borrow_mut();
-        if let Some(p) = p.as_mut()
-            && p.push(ev).is_err()
-        {
-            ring_dead();
+        if let Some(p) = p.as_mut() {
+            if self.untimed.get() {
+                count_native(ev);
+            }
+            let slot = self.slot.get();
+            if let Some(slot) = slot {
+                take_up(slot, p);
+            }
+            if p.push(ev).is_err() {
+                ring_dead();
+            }
+            if let Some(slot) = slot {
+                self.reopen(slot, p);
+            }
         }
     }
 
@@ -183,24 +233,111 @@ impl ThreadState {
     #[inline(always)]
     fn try_push(&self, ev: Event) -> bool {
         match self.producer.try_borrow_mut() {
-            Ok(mut p) => p.as_mut().is_some_and(|p| p.try_push(ev)),
+            Ok(mut p) => p.as_mut().is_some_and(|p| {
+                let slot = self.slot.get();
+                if let Some(slot) = slot {
+                    take_up(slot, p);
+                }
+                let done = p.try_push(ev);
+                if done {
+                    if self.untimed.get() {
+                        count_native(ev);
+                    }
+                    if let Some(slot) = slot {
+                        self.reopen(slot, p);
+                    }
+                }
+                done
+            }),
             Err(_) => false,
+        }
+    }
+
+    /// Opens the thread's slot onto the producer's segment when the Java
+    /// probes may record (sampled timing, not busy, this generation, a
+    /// segment owned), closes it otherwise.
+    #[inline]
+    fn reopen(&self, slot: Slot, p: &Producer) {
+        let generation = self.generation.get();
+        match p.window() {
+            Some(w) if !self.busy.get() && self.untimed.get() => {
+                slot.open(
+                    Segment {
+                        slots: w.slots,
+                        committed: w.committed,
+                        pos: w.pos,
+                        cap: w.cap,
+                    },
+                    || GENERATION.load(Ordering::SeqCst) == generation,
+                );
+            }
+            _ => slot.close(),
+        }
+    }
+
+    /// Closes the slot (the Java probes take the native path) after taking
+    /// up where they left the segment.
+    fn close_slot(&self) {
+        let Some(slot) = self.slot.get() else {
+            return;
+        };
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            take_up(slot, p);
+        }
+        slot.close();
+    }
+
+    /// Reopens the slot after [`ThreadState::close_slot`], if it may be.
+    fn reopen_slot(&self) {
+        let Some(slot) = self.slot.get() else {
+            return;
+        };
+        if let Ok(p) = self.producer.try_borrow()
+            && let Some(p) = p.as_ref()
+        {
+            self.reopen(slot, p);
         }
     }
 
     /// Forgets a stale generation's state.
     #[cold]
     fn reset(&self, generation: u64) {
+        self.close_slot();
+        self.set_depth(0);
+        self.slot.set(None);
         if let Ok(mut p) = self.producer.try_borrow_mut()
             && let Some(mut old) = p.take()
         {
             old.release();
         }
         self.generation.set(generation);
-        self.depth.set(0);
+        self.set_depth(0);
         self.disabled.set(false);
         self.next_burst.set(0);
         self.in_burst.set(false);
+    }
+}
+
+/// Counts an entry or exit inside a root context that the agent wrote
+/// under sampled timing ([`native_inner_events`]).
+#[inline(always)]
+fn count_native(ev: Event) {
+    if matches!(
+        ev.kind(),
+        Some(EventKind::MethodEntry | EventKind::MethodExit)
+    ) {
+        NATIVE_INNER.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Takes up the producer where the Java probes left its segment (the
+/// slot's position, while it is open).
+#[inline(always)]
+fn take_up(slot: Slot, p: &mut Producer) {
+    if slot.is_open() {
+        p.resume_at(slot.pos());
     }
 }
 
@@ -262,6 +399,10 @@ impl Drop for ThreadState {
     /// The thread is ending: close its stream with `ThreadEnd`.
     fn drop(&mut self) {
         crate::ffi::forget_state();
+        self.close_slot();
+        if let Some(slot) = self.owned_slot.take() {
+            slot.free();
+        }
         if !self.current() {
             return;
         }
@@ -316,7 +457,7 @@ fn ring_dead() {
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
     let _ = with_state(|s| {
-        if s.depth.get() == 0 {
+        if s.depth() == 0 {
             return;
         }
         if s.busy.get() || !s.current() {
@@ -326,7 +467,7 @@ pub fn enter(id: u32, jni: Jni<'_>) {
             return;
         }
         let ts = s.inner_now();
-        s.depth.set(s.depth.get() + 1);
+        s.set_depth(s.depth() + 1);
         check_first_call(s, id, jni);
         s.push(Event::new(EventKind::MethodEntry, id, ts));
     });
@@ -364,7 +505,7 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
 /// the time goes out as `AdjustTime` like a first call's.
 pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
     let _ = with_state(|s| {
-        if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
+        if s.depth() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return;
         }
         let Some(mid) = jni.reflected_method(method) else {
@@ -388,10 +529,13 @@ pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
 /// no frame is charged for it.
 fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
     s.busy.set(true);
+    // The Java probes of code run here record nothing either.
+    s.close_slot();
     let t0 = s.now();
     let (worked, out) = f();
     let spent = s.now().saturating_sub(t0);
     s.busy.set(false);
+    s.reopen_slot();
     if worked && spent > 0 {
         s.push(Event::new(EventKind::AdjustTime, 0, spent));
     }
@@ -412,7 +556,7 @@ pub fn site(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) ->
 
 fn site_on_thread(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
     with_state(|s| {
-        if s.depth.get() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
+        if s.depth() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
             return SITE_AGAIN;
         }
         let Some(agent) = crate::env::get() else {
@@ -502,13 +646,13 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
 #[inline]
 pub fn exit(id: u32, jni: Jni<'_>) {
     let _ = with_state(|s| {
-        let d = s.depth.get();
+        let d = s.depth();
         // At depth 1 only the root's own exit may close the context.
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return;
         }
         let ts = s.inner_now();
-        s.depth.set(d - 1);
+        s.set_depth(d - 1);
         s.push(Event::new(EventKind::MethodExit, id, ts));
         if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
             mid_root_burst(s, ts, jni);
@@ -572,10 +716,10 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         if s.generation.get() != generation {
             s.reset(generation);
         }
-        let d = s.depth.get();
+        let d = s.depth();
         if d > 0 {
             let ts = s.inner_now();
-            s.depth.set(d + 1);
+            s.set_depth(d + 1);
             check_first_call(s, id, jni);
             s.push(Event::new(EventKind::MethodEntry, id, ts));
             return false;
@@ -589,7 +733,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         }
         open_root_context(jni);
         let ts = s.now();
-        s.depth.set(1);
+        s.set_depth(1);
         s.root_since.set(ts);
         check_first_call(s, id, jni);
         s.push(Event::new(EventKind::RootEntry, id, ts));
@@ -605,7 +749,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
 #[inline]
 pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
     with_state(|s| {
-        let d = s.depth.get();
+        let d = s.depth();
         if d == 0 || s.busy.get() || !s.current() {
             return ROOT_NESTED;
         }
@@ -619,14 +763,14 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
                 s.in_burst.set(true);
                 return ROOT_BURST_FIRST;
             }
-            s.depth.set(0);
+            s.set_depth(0);
             s.push(Event::new(EventKind::RootExit, id, ts));
             if close_root_context() {
                 publish(jni);
             }
             ROOT_CLOSED
         } else {
-            s.depth.set(d - 1);
+            s.set_depth(d - 1);
             let ts = if s.untimed.get() { 0 } else { ts };
             s.push(Event::new(EventKind::MethodExit, id, ts));
             ROOT_NESTED
@@ -659,7 +803,7 @@ fn fast_nothing() -> i32 {
 #[inline]
 pub fn fast_enter(id: u32) -> i32 {
     with_state(|s| {
-        let d = s.depth.get();
+        let d = s.depth();
         if d == 0 {
             return fast_nothing();
         }
@@ -681,7 +825,7 @@ pub fn fast_enter(id: u32) -> i32 {
         if !s.try_push(Event::new(EventKind::MethodEntry, id, s.inner_now())) {
             return FAST_SLOW;
         }
-        s.depth.set(d + 1);
+        s.set_depth(d + 1);
         FAST_DONE
     })
     .unwrap_or(FAST_SLOW)
@@ -691,7 +835,7 @@ pub fn fast_enter(id: u32) -> i32 {
 #[inline]
 pub fn fast_exit(id: u32) -> i32 {
     with_state(|s| {
-        let d = s.depth.get();
+        let d = s.depth();
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
         }
@@ -703,7 +847,7 @@ pub fn fast_exit(id: u32) -> i32 {
         if !s.try_push(Event::new(EventKind::MethodExit, id, ts)) {
             return FAST_SLOW;
         }
-        s.depth.set(d - 1);
+        s.set_depth(d - 1);
         FAST_DONE
     })
     .unwrap_or(FAST_SLOW)
@@ -718,14 +862,14 @@ pub fn fast_root_enter(id: u32) -> i32 {
         if s.busy.get() {
             return fast_nothing();
         }
-        let d = s.depth.get();
+        let d = s.depth();
         if d == 0 || !s.current() || !methods::was_called(id) {
             return FAST_SLOW;
         }
         if !s.try_push(Event::new(EventKind::MethodEntry, id, s.inner_now())) {
             return FAST_SLOW;
         }
-        s.depth.set(d + 1);
+        s.set_depth(d + 1);
         FAST_DONE
     })
     .unwrap_or(FAST_SLOW)
@@ -737,14 +881,14 @@ pub fn fast_root_enter(id: u32) -> i32 {
 #[inline]
 pub fn fast_root_exit(id: u32) -> i32 {
     with_state(|s| {
-        let d = s.depth.get();
+        let d = s.depth();
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();
         }
         if d == 1 || !s.try_push(Event::new(EventKind::MethodExit, id, s.inner_now())) {
             return FAST_SLOW;
         }
-        s.depth.set(d - 1);
+        s.set_depth(d - 1);
         FAST_DONE
     })
     .unwrap_or(FAST_SLOW)
@@ -777,13 +921,32 @@ fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     s.untimed
         .set(!is_private && SAMPLED.load(Ordering::Relaxed));
     let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
+    let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
-        threads::announce(jni, index);
+        s.java_id.set(threads::announce(jni, index));
+    }
+    if java {
+        use_slot(s);
     }
     s.push(Event::new(EventKind::ThreadStart, index, s.now()));
     s.busy.set(false);
     true
+}
+
+/// Lets the probe class record this thread's events in Java from now on
+/// (sampled timing): its slot, claimed the first time, holds the depth.
+/// A thread whose slot another thread holds stays on the native path.
+fn use_slot(s: &ThreadState) {
+    let id = s.java_id.get();
+    if s.owned_slot.get().is_none() && id > 0 {
+        s.owned_slot.set(slots::claim(id));
+    }
+    if let Some(slot) = s.owned_slot.get() {
+        let d = s.depth.get();
+        s.slot.set(Some(slot));
+        s.set_depth(d);
+    }
 }
 
 fn open_root_context(jni: Jni<'_>) {
@@ -871,6 +1034,7 @@ fn active_value() -> i32 {
 /// A session starts recording into `region`.
 pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timing: Timing) {
     *crate::sync::write(&REGION) = Some(region);
+    NATIVE_INNER.store(0, Ordering::Relaxed);
     SAMPLED.store(timing == Timing::Sampled, Ordering::Relaxed);
     WAIT_BOUND_MS.store(wait_bound_ms.max(1), Ordering::Relaxed);
     LOST.store(0, Ordering::Relaxed);
@@ -889,7 +1053,16 @@ pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timi
 pub fn end_session(jni: Jni<'_>) {
     BURST_EVERY.store(0, Ordering::Relaxed);
     PROFILING.store(false, Ordering::Release);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+    // After the generation: a thread opening its slot either sees the new
+    // generation or has its slot closed here (`Slot::open`).
+    slots::close_all();
+    if SAMPLED.load(Ordering::Relaxed) && probe_class::debug_on() {
+        eprintln!(
+            "sprig agent: sampled timing: {} events inside root contexts written natively",
+            native_inner_events()
+        );
+    }
     probe_class::set_on(jni, false);
     publish(jni);
 }
@@ -899,9 +1072,27 @@ pub fn end_session(jni: Jni<'_>) {
 pub fn retire_ring() -> std::io::Result<()> {
     let region = crate::sync::write(&REGION).take();
     match region {
-        Some(r) => r.retire(),
+        Some(r) => {
+            if let Some(spare) = r.retire_pinned()? {
+                *crate::sync::lock(&SPARE) = Some(spare);
+            }
+            Ok(())
+        }
         None => Ok(()),
     }
+}
+
+/// Maps the session's ring from `fd` at the range the previous session's
+/// ring left (see [`SPARE`]).
+pub fn map_ring(fd: std::os::fd::OwnedFd) -> Result<Arc<Region>, sprig_wire::ring::RingError> {
+    let spare = crate::sync::lock(&SPARE).take();
+    Region::from_fd_pinned(fd, spare)
+}
+
+/// Entries and exits inside root contexts the agent wrote this session
+/// under sampled timing (see [`NATIVE_INNER`]).
+pub fn native_inner_events() -> u64 {
+    NATIVE_INNER.load(Ordering::Relaxed)
 }
 
 /// Whether a producer found the ring dead in this session.

@@ -3,7 +3,9 @@
 //! it), its natives bound on every attach, and its two flags written.
 
 use crate::error::AgentError;
-use crate::ffi::{FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native};
+use crate::ffi::{
+    FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native, slots, table_native,
+};
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -25,7 +27,7 @@ pub const SITE: &str = "site";
 /// Reach check before a watched static or special call.
 pub const REACH: &str = "reach";
 
-/// The JNI-only class (JDK 8 class file), used on JDK 17–21.
+/// The JNI-only class (Java 17 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
 /// The class with the FFM fast path (JDK 22 class file), used on JDK 22+;
 /// empty when the build found no javac 22 or later.
@@ -168,6 +170,11 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
         // Before the class initialises: its initialiser asks for the
         // address of the fast probes.
         jni.register_natives(class, &probe_natives::<P>(ffm))?;
+        // Absent from a probe class an older sprig defined: no Java path.
+        let table_bound = jni.register_natives(class, &[table_native()]).is_ok();
+        if fresh && table_bound {
+            open_unsafe(jni, class);
+        }
         // Absent from a probe class an older sprig defined: the session
         // then reveals virtual calls by class hierarchy only.
         SITES_BOUND.store(
@@ -212,18 +219,59 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             && jni
                 .find_static_field(class, "FAST", c"Z")
                 .is_some_and(|f| jni.static_boolean(&class, f));
+        // The class's table is this library's (a class an older sprig or
+        // another copy of the agent defined may hold another, or none).
+        let java = table_bound
+            && slots::table().is_some_and(|t| {
+                jni.find_static_field(class, "TABLE", c"J")
+                    .is_some_and(|f| jni.static_long(&class, f) as u64 == t as u64)
+            });
+        JAVA_PATH.store(java, Ordering::Release);
         if debug_on() {
             eprintln!(
-                "sprig agent: probe path: {}",
+                "sprig agent: probe path: {}{}",
                 if fast {
                     "FFM critical downcalls, JNI for slow paths"
                 } else {
                     "JNI"
+                },
+                if java {
+                    "; Java stores under sampled timing"
+                } else {
+                    ""
                 }
             );
         }
         Ok(fresh)
     })
+}
+
+/// The probe class's Java path of sampled timing is linked to this
+/// library's slot table (`ffi::slots`).
+static JAVA_PATH: AtomicBool = AtomicBool::new(false);
+
+/// Whether the probes can record in Java under sampled timing.
+pub fn java_path() -> bool {
+    JAVA_PATH.load(Ordering::Acquire)
+}
+
+/// Exports `jdk.internal.misc` to the probe class's module (the boot
+/// loader's unnamed module) before the class initialises, so that its
+/// Java path can use `jdk.internal.misc.Unsafe` with no command-line flag
+/// and no warning (`sun.misc.Unsafe`'s memory methods warn on JDK 23 and
+/// later). Without it the class initialises with no Java path.
+fn open_unsafe(jni: Jni<'_>, class: Local<'_>) {
+    let Some(agent) = crate::env::get() else {
+        return;
+    };
+    let Some(module) = jni.module_of(class) else {
+        return;
+    };
+    if let Err(e) = agent.jvmti.export_boot_package("jdk/internal/misc", module)
+        && debug_on()
+    {
+        eprintln!("sprig agent: jdk.internal.misc not exported to the probe class: {e}");
+    }
 }
 
 /// The probe class's initialiser links its fast path with

@@ -54,7 +54,6 @@ use crate::reveal;
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions, Timing};
-use sprig_wire::ring::Region;
 use sprig_wire::session::{Channel, connect};
 use sprig_wire::{AgentOptions, Message};
 use std::sync::Mutex;
@@ -371,7 +370,7 @@ fn start_profiling(
     let Some(ring) = ring else {
         return refuse(ch, "no event ring came with the Start message".into());
     };
-    let region = match Region::from_fd(ring) {
+    let region = match probe::map_ring(ring) {
         Ok(r) => r,
         Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
     };

@@ -24,9 +24,10 @@ pub fn next_index() -> u32 {
 }
 
 /// Queues the `Thread` message for `index`: the Java thread's name and id
-/// (JVMTI GetThreadInfo, `Thread.getId()`). Never blocks on the socket: the
-/// control thread forwards the queue.
-pub fn announce(jni: Jni<'_>, index: u32) {
+/// (JVMTI GetThreadInfo, `Thread.getId()`), and returns the id (0 when
+/// it could not be read). Never blocks on the socket: the control thread
+/// forwards the queue.
+pub fn announce(jni: Jni<'_>, index: u32) -> u64 {
     let (name, java_id) = jni.with_local_frame(8, |jni| {
         let Some(agent) = env::get() else {
             return (String::new(), 0);
@@ -45,4 +46,5 @@ pub fn announce(jni: Jni<'_>, index: u32) {
         name,
         tid: crate::ffi::gettid(),
     });
+    java_id
 }

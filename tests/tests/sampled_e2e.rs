@@ -2,7 +2,11 @@
 //! same calling context tree and call counts as exact timing, samples
 //! credited only to nodes inside root contexts, none behind the stream,
 //! and each root's latency present and consistent with its measured time.
-//! Nothing here depends on how fast the host is.
+//! Also that the probes inside root contexts record in Java (the agent
+//! writes only a small share of the events), that sessions in a row in one
+//! JVM stay exact, and that a CLI killed mid-session leaves a JVM that
+//! runs on and can be profiled again. Nothing here depends on how fast the
+//! host is.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +17,7 @@ use serde_json::Value;
 use sprig_tests::{
     Jdk, Proc, TempDir, fixture_classes, sprig_bin, start_sprig, start_workload, test_jdks,
 };
+use std::time::Instant;
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -226,5 +231,177 @@ fn bad_timing_options_are_one_clear_line() {
         assert!(!out.status.success(), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// `fixtures.Workload` with the agent's debugging lines on (it says which
+/// probe path it bound and, after a sampled session, how many events
+/// inside root contexts it wrote itself).
+fn start_debug_workload(jdk: &Jdk, classes: &Path) -> Proc {
+    let cwd = TempDir::new("jvm-cwd");
+    let mut cmd = Command::new(jdk.java());
+    cmd.current_dir(cwd.path())
+        .env("SPRIG_AGENT_DEBUG", "1")
+        .arg("-cp")
+        .arg(classes)
+        .arg("fixtures.Workload");
+    let mut p = Proc::spawn(&format!("workload-jdk{}", jdk.major), cmd);
+    p.cwd = Some(cwd);
+    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+    p
+}
+
+/// Calls of every node below a root, over all threads.
+fn inner_calls(report: &Value) -> u64 {
+    report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| nodes(t))
+        .filter(|n| n["latency"].is_null())
+        .map(|n| n["calls"].as_u64().unwrap())
+        .sum()
+}
+
+/// The agent's count of events inside root contexts it wrote itself in
+/// the sampled session that just ended.
+fn native_events(jvm: &mut Proc) -> u64 {
+    const LINE: &str = "events inside root contexts written natively";
+    let l = jvm.wait_for(LINE, LONG, |l| l.contains(LINE));
+    l.split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {l:?}"))
+}
+
+#[test]
+fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
+    for jdk in test_jdks("sampled_probes_record_in_java") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_debug_workload(&jdk, classes.path());
+        jvm.send("run calls 2000 1");
+        jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+        let tmp = TempDir::new("sampled-java");
+        let sampled = ["--timing", "sampled", "--interval", "0.5"];
+        let sampled_a = session(&mut jvm, &tmp.path().join("s1.json"), &sampled);
+        let stderr = jvm.stderr();
+        let path = stderr
+            .lines()
+            .find(|l| l.contains("probe path"))
+            .unwrap_or_default();
+        assert!(
+            path.contains("Java stores under sampled timing"),
+            "JDK {}: no Java path: {path}",
+            jdk.major
+        );
+        // No flag asked for, no warning printed (the package is exported
+        // to the probe class by the agent).
+        for word in ["Unsafe", "jdk.internal.misc", "IllegalAccess"] {
+            assert!(
+                !stderr.contains(word),
+                "JDK {}: {word} on the target's stderr:\n{stderr}",
+                jdk.major
+            );
+        }
+        let native_a = native_events(&mut jvm);
+        let exact = session(&mut jvm, &tmp.path().join("e.json"), &[]);
+        let sampled_b = session(&mut jvm, &tmp.path().join("s2.json"), &sampled);
+        let native_b = native_events(&mut jvm);
+        // Sampled, exact, sampled in one JVM: the same tree and counts.
+        assert_eq!(
+            path_calls(&sampled_a),
+            path_calls(&exact),
+            "JDK {}",
+            jdk.major
+        );
+        assert_eq!(
+            path_calls(&sampled_b),
+            path_calls(&exact),
+            "JDK {}",
+            jdk.major
+        );
+        assert_eq!(path_calls(&exact)[";longRoot;a;leaf"], 6_000_000);
+        // Two events a call; the agent writes those of first calls, full
+        // segments (one in 4,092) and little else: under 1% of them.
+        for (report, native) in [(&sampled_a, native_a), (&sampled_b, native_b)] {
+            let events = 2 * inner_calls(report);
+            assert!(events >= 2 * 12_000_000, "{events}");
+            assert!(
+                native * 100 < events,
+                "JDK {}: the agent wrote {native} of {events} events inside root contexts",
+                jdk.major
+            );
+        }
+        // The JVM runs on.
+        jvm.send("run calls 10 1");
+        jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+    }
+}
+
+#[test]
+fn killing_the_cli_mid_sampled_session_leaves_a_running_jvm() {
+    for jdk in test_jdks("killing_the_cli_mid_sampled_session") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_workload(&jdk, classes.path(), &[]);
+        jvm.send("run calls 200 1");
+        jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+        let tmp = TempDir::new("sampled-kill");
+        let out = tmp.path().join("killed.json");
+        let args = [
+            "--root",
+            "fixtures.Calls::longRoot",
+            "--timing",
+            "sampled",
+            "--format",
+            "json",
+        ];
+        let mut cli = start_sprig(jvm.pid(), &args, &out);
+        // Two threads in the long root, their probes writing the ring in
+        // Java, when the CLI dies.
+        jvm.send("run long 20 2");
+        std::thread::sleep(Duration::from_millis(500));
+        cli.signal("KILL");
+        cli.wait_exit(LONG).expect("killed");
+        let killed_at = Instant::now();
+        jvm.wait_for("done long", LONG, |l| l.starts_with("done long"));
+        // The agent detached by itself: a new session gets going (the agent
+        // takes one at a time), within a few seconds.
+        let out2 = tmp.path().join("after.json");
+        let mut next = None;
+        while next.is_none() && killed_at.elapsed() < Duration::from_secs(20) {
+            let mut cmd = Command::new(sprig_bin());
+            cmd.args([
+                "profile",
+                &jvm.pid().to_string(),
+                "--root",
+                "fixtures.Calls::root",
+            ])
+            .args(["--timing", "sampled", "--format", "json", "-o"])
+            .arg(&out2);
+            let mut p = Proc::spawn("sprig-after", cmd);
+            if p.try_wait_for(Duration::from_secs(5), |_, l| {
+                l.starts_with("sprig: profiling")
+            })
+            .is_some()
+            {
+                next = Some(p);
+            } else {
+                p.wait_exit(Duration::from_secs(5));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        let mut p = next.unwrap_or_else(|| panic!("JDK {}: no new session", jdk.major));
+        jvm.send("run calls 10 1");
+        jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
+        p.signal("INT");
+        assert!(
+            p.wait_exit(LONG).expect("stops").success(),
+            "{}",
+            p.transcript()
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&out2).unwrap()).unwrap();
+        assert_eq!(path_calls(&report)[";root"], 10, "{report}");
+        // And the JVM still works.
+        jvm.send("run long 1 1");
+        jvm.wait_for("done long", LONG, |l| l.starts_with("done long"));
     }
 }

@@ -263,11 +263,30 @@ pub enum RingError {
 #[error("the event ring is dead: the consumer is gone")]
 pub struct Dead;
 
+/// How a region is mapped.
+enum Mapping {
+    /// Unmaps the range (shared, or private after `retire`) on drop.
+    Owned(#[allow(dead_code)] MmapRaw),
+    /// Mapped at a range this process never unmaps ([`Region::from_fd_pinned`]);
+    /// `reserved` bytes from the base belong to it (at least the region's).
+    Pinned { reserved: usize },
+}
+
+/// An address range a retired pinned region leaves behind: mapped private
+/// and writable for the rest of the process, never unmapped, to be used by
+/// the next pinned region ([`Region::from_fd_pinned`]). Not `Clone`: one
+/// region at a time owns it.
+#[derive(Debug)]
+pub struct Spare {
+    base: usize,
+    len: usize,
+}
+
 /// A mapped ring file. Shared between the producers of one process (or
 /// the consumer) through `Arc`.
 pub struct Region {
-    /// Unmaps the range (shared, or private after `retire`) on drop.
-    _map: MmapRaw,
+    /// The mapping: unmapped on drop, or pinned (never unmapped).
+    map: Mapping,
     base: *mut u8,
     len: usize,
     segment_bytes: usize,
@@ -349,6 +368,38 @@ impl Region {
         Region::open_file(File::from(fd))
     }
 
+    /// Maps a ring received as a descriptor, like [`Region::from_fd`], at
+    /// an address range this process never unmaps: inside `spare` (what
+    /// the previous pinned region left, [`Region::retire_pinned`]) when the
+    /// ring fits there, else at a new range (and the old one stays private
+    /// and unused for good). For the agent, whose probes may write into
+    /// the ring from code that no lock or safepoint can wait for (Java
+    /// stores through raw addresses): a write that comes after the session
+    /// retired the ring lands in private memory, or in the next session's
+    /// ring at the same place, never in memory the process gave back.
+    pub fn from_fd_pinned(fd: OwnedFd, spare: Option<Spare>) -> Result<Arc<Region>, RingError> {
+        memfd::check_size_sealed(&fd)?;
+        let file = File::from(fd);
+        let cfg = Region::read_config(&file)?;
+        let len = cfg.validate()? as usize;
+        let (at, reserved) = match spare {
+            Some(s) if s.len >= len => (s.base, s.len),
+            _ => (0, len),
+        };
+        let base = map_pinned(&file, at, len)?;
+        Ok(Arc::new(Region::with_mapping(
+            Mapping::Pinned { reserved },
+            base,
+            &cfg,
+            len,
+        )))
+    }
+
+    /// Whether the region is mapped at a range never unmapped.
+    pub fn is_pinned(&self) -> bool {
+        matches!(self.map, Mapping::Pinned { .. })
+    }
+
     /// Writes the header of a fresh (zeroed) ring of `len` bytes in `file`
     /// and maps it.
     fn init(file: &File, cfg: &RingConfig, len: u64) -> Result<Arc<Region>, RingError> {
@@ -379,6 +430,14 @@ impl Region {
     }
 
     fn open_file(file: File) -> Result<Arc<Region>, RingError> {
+        let cfg = Region::read_config(&file)?;
+        let len = cfg.validate()?;
+        Ok(Arc::new(Region::map(&file, &cfg, len as usize)?))
+    }
+
+    /// Reads and checks the header of a ring file against the file length
+    /// and this build's layout.
+    fn read_config(file: &File) -> Result<RingConfig, RingError> {
         let file_len = file.metadata()?.len();
         if file_len < HEADER_BYTES as u64 {
             return Err(RingError::Layout(format!(
@@ -393,7 +452,7 @@ impl Region {
         // Read the header through a header-only mapping first.
         let head = memmap2::MmapOptions::new()
             .len(HEADER_BYTES)
-            .map_raw_read_only(&file)?;
+            .map_raw_read_only(file)?;
         // SAFETY: the mapping is HEADER_BYTES long (≥ size_of::<Header>()),
         // page aligned, and Header consists of atomics and padding only, so
         // concurrent writers cannot make the reference unsound.
@@ -428,7 +487,7 @@ impl Region {
                 "header describes {len} bytes but the file has {file_len}"
             )));
         }
-        Ok(Arc::new(Region::map(&file, &cfg, len as usize)?))
+        Ok(cfg)
     }
 
     /// Maps `len` bytes of `file`, every page present at once
@@ -443,8 +502,12 @@ impl Region {
             .populate()
             .map_raw(file)?;
         let base = map.as_mut_ptr();
-        Ok(Region {
-            _map: map,
+        Ok(Region::with_mapping(Mapping::Owned(map), base, cfg, len))
+    }
+
+    fn with_mapping(map: Mapping, base: *mut u8, cfg: &RingConfig, len: usize) -> Region {
+        Region {
+            map,
             base,
             len,
             segment_bytes: cfg.segment_bytes as usize,
@@ -455,7 +518,7 @@ impl Region {
             dead: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             lost_here: AtomicU64::new(0),
-        })
+        }
     }
 
     #[inline]
@@ -586,6 +649,68 @@ impl Region {
         self.dead.store(true, Ordering::Release);
         remap_private(self.base, self.len)
     }
+
+    /// [`Region::retire`] for a pinned region, handing back its range for
+    /// the next one: `Some` only to the call that retired it, when the
+    /// region is pinned and the shared pages are gone.
+    pub fn retire_pinned(&self) -> std::io::Result<Option<Spare>> {
+        if self.retired.swap(true, Ordering::AcqRel) {
+            return Ok(None);
+        }
+        self.dead.store(true, Ordering::Release);
+        remap_private(self.base, self.len)?;
+        Ok(match self.map {
+            Mapping::Pinned { reserved } => Some(Spare {
+                base: self.base as usize,
+                len: reserved,
+            }),
+            Mapping::Owned(_) => None,
+        })
+    }
+}
+
+impl Drop for Region {
+    /// A pinned region is retired (its shared pages released), never
+    /// unmapped; an owned one is unmapped by its `MmapRaw`.
+    fn drop(&mut self) {
+        if self.is_pinned() {
+            let _ = self.retire();
+        }
+    }
+}
+
+/// Maps `len` bytes of `file` shared, every page present at once, at `at`
+/// (a [`Spare`]'s base, replacing its private pages) or, with `at` 0,
+/// wherever the kernel chooses.
+fn map_pinned(file: &File, at: usize, len: usize) -> std::io::Result<*mut u8> {
+    use std::os::fd::AsRawFd;
+    let fixed = if at == 0 { 0 } else { libc::MAP_FIXED };
+    // SAFETY: with MAP_FIXED, [at, at+len) lies inside a Spare: a range
+    // this process mapped for a retired pinned region and never unmaps,
+    // which no live Region uses (a Spare is handed out once, by the call
+    // that retired its region); replacing it is atomic. Without it the
+    // kernel picks a free range. `file` is a live descriptor of at least
+    // `len` bytes (checked by `read_config`, and sealed).
+    let p = unsafe {
+        libc::mmap(
+            at as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE | fixed,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        if at != 0 {
+            // A failed MAP_FIXED may have dropped part of the range: map it
+            // private again, so nothing else moves in there.
+            let _ = remap_private(at as *mut u8, len);
+        }
+        return Err(e);
+    }
+    Ok(p.cast())
 }
 
 /// Replaces `len` bytes at `base` (a mapping we own) by private anonymous
@@ -648,6 +773,19 @@ pub struct Producer {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// A producer's owned segment as raw addresses ([`Producer::window`]):
+/// event slot `i` is at `slots + 16 * i` for `i < cap`, the next one to
+/// write is `pos`, and `committed` is the address of the segment's
+/// count, published with a Release store of the new length after each
+/// event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub slots: usize,
+    pub committed: usize,
+    pub pos: u32,
+    pub cap: u32,
+}
 
 // SAFETY: the raw pointer points into the Region the Producer keeps alive
 // through its Arc; the segment it points to is owned by this Producer, so
@@ -725,6 +863,31 @@ impl Producer {
             true
         } else {
             false
+        }
+    }
+
+    /// Where this producer writes next, for a writer outside it that
+    /// takes turns with it on the same thread (the agent's Java probes):
+    /// `None` unless it owns a segment of a pinned region.
+    pub fn window(&self) -> Option<Window> {
+        if self.seg == NONE || !self.region.is_pinned() {
+            return None;
+        }
+        Some(Window {
+            slots: self.slots as usize,
+            committed: self.committed as usize,
+            pos: self.pos,
+            cap: self.cap,
+        })
+    }
+
+    /// Takes up at slot `pos` of the owned segment, after another writer
+    /// on this thread appended to it and published `committed = pos` (see
+    /// [`Producer::window`]). Ignored unless `pos` lies between the
+    /// producer's own position and the segment's capacity.
+    pub fn resume_at(&mut self, pos: u32) {
+        if self.seg != NONE && pos >= self.pos && pos <= self.cap {
+            self.pos = pos;
         }
     }
 
@@ -1364,6 +1527,83 @@ mod tests {
         let mut got = Vec::new();
         cons.poll(&mut |_, evs| got.extend_from_slice(evs));
         assert_eq!(got, vec![Event::default()]);
+    }
+
+    /// A writer outside the producer (the agent's Java probes) appending
+    /// through the window, then the producer taking up after it: one
+    /// stream, in order, as the consumer reads it.
+    #[test]
+    fn an_outside_writer_takes_turns_with_the_producer() {
+        let (cons_side, fd) = Region::create_memfd(&small()).unwrap();
+        let r = Region::from_fd_pinned(fd, None).unwrap();
+        let mut prod = Producer::new(r.clone(), 2, Duration::from_secs(1));
+        assert_eq!(prod.window(), None);
+        prod.push(Event::new(EventKind::Marker, 0, 0)).unwrap();
+        let w = prod.window().unwrap();
+        assert_eq!((w.pos, w.cap), (1, 4));
+        let ev = Event::new(EventKind::Marker, 1, 0);
+        // SAFETY: slot `pos` < `cap` of the segment the producer owns, in
+        // the live pinned mapping; `committed` is its count.
+        unsafe {
+            ((w.slots + 16 * w.pos as usize) as *mut Event).write(ev);
+            (*(w.committed as *const AtomicU32)).store(w.pos + 1, Ordering::Release);
+        }
+        // Out of range: ignored.
+        prod.resume_at(9);
+        prod.resume_at(w.pos + 1);
+        for i in 2..6 {
+            prod.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+        }
+        let mut cons = Consumer::new(cons_side);
+        let mut got = Vec::new();
+        cons.poll(&mut |t, evs| {
+            assert_eq!(t, 2);
+            got.extend(evs.iter().map(|e| e.id));
+        });
+        assert_eq!(got, (0..6).collect::<Vec<_>>());
+    }
+
+    /// A pinned region's range outlives it: after retiring, a late write
+    /// lands in private memory, and the next pinned region of the same
+    /// size or smaller is mapped at the same address.
+    #[test]
+    fn pinned_regions_reuse_their_range() {
+        let (first_cons, fd) = Region::create_memfd(&small()).unwrap();
+        let a = Region::from_fd_pinned(fd, None).unwrap();
+        let mut prod = Producer::new(a.clone(), 0, Duration::from_secs(1));
+        prod.push(Event::new(EventKind::Marker, 7, 0)).unwrap();
+        let w = prod.window().unwrap();
+        let base = a.base as usize;
+        let spare = a
+            .retire_pinned()
+            .unwrap()
+            .expect("the retiring call gets the range");
+        assert!(a.retire_pinned().unwrap().is_none());
+        // SAFETY: the pinned range stays mapped (private now) for good.
+        unsafe { ((w.slots + 16) as *mut Event).write(Event::new(EventKind::Marker, 8, 0)) };
+        drop(prod);
+        drop(a);
+        let mut got = Vec::new();
+        Consumer::new(first_cons).poll(&mut |_, evs| got.extend(evs.iter().map(|e| e.id)));
+        assert_eq!(got, vec![7]);
+        let (second_cons, fd) = Region::create_memfd(&small()).unwrap();
+        let b = Region::from_fd_pinned(fd, Some(spare)).unwrap();
+        assert_eq!(b.base as usize, base);
+        let mut prod = Producer::new(b.clone(), 1, Duration::from_secs(1));
+        prod.push(Event::new(EventKind::Marker, 9, 0)).unwrap();
+        let mut got = Vec::new();
+        Consumer::new(second_cons).poll(&mut |_, evs| got.extend(evs.iter().map(|e| e.id)));
+        assert_eq!(got, vec![9]);
+        // A larger ring does not fit: mapped elsewhere.
+        let spare = b.retire_pinned().unwrap().unwrap();
+        let big = RingConfig {
+            segments: 64,
+            ..small()
+        };
+        let (_c, fd) = Region::create_memfd(&big).unwrap();
+        let c = Region::from_fd_pinned(fd, Some(spare)).unwrap();
+        assert_ne!(c.base as usize, base);
+        assert!(c.is_pinned() && b.is_pinned());
     }
 
     #[test]

@@ -132,6 +132,26 @@ pub fn site_native<P: ProbeNatives>() -> NativeMethod {
     }
 }
 
+/// `Probe.nTable()`: the address of the slot table of sampled timing's
+/// Java probes (`slots`), 0 when it could not be mapped.
+extern "system" fn n_table(_env: *mut JNIEnv, _cls: jclass) -> jlong {
+    catch_unwind(super::slots::table)
+        .ok()
+        .flatten()
+        .map_or(0, |a| a as jlong)
+}
+
+/// `Probe.nTable`, bound on its own: a probe class an older sprig defined
+/// in this JVM does not declare it.
+pub fn table_native() -> NativeMethod {
+    type TableNative = extern "system" fn(*mut JNIEnv, jclass) -> jlong;
+    NativeMethod {
+        name: c"nTable",
+        signature: c"()J",
+        fn_ptr: (n_table as TableNative) as *mut std::ffi::c_void,
+    }
+}
+
 type ProbeNative = extern "system" fn(*mut JNIEnv, jclass, jint);
 
 /// The fast probes of the JDK 22+ probe class, called through FFM downcall

@@ -496,6 +496,18 @@ impl<'a> Jni<'a> {
         out
     }
 
+    /// The module of `class` (JNI `GetModule`).
+    pub fn module_of(&self, class: Local<'_>) -> Option<Local<'a>> {
+        // SAFETY: `class` is a live class reference of this thread.
+        let m = unsafe { jni_call!(self.env, GetModule, class.raw()) };
+        if m.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: GetModule returns a local reference of this thread.
+        Some(unsafe { Local::from_raw(m) })
+    }
+
     /// `thread.getId()` of a `java.lang.Thread`.
     pub fn thread_id(&self, thread: Local<'_>) -> Option<u64> {
         // SAFETY: live local reference of this thread.

@@ -552,6 +552,36 @@ impl Jvmti {
         Ok(name)
     }
 
+    /// Exports package `package` (internal form, `jdk/internal/misc`) of
+    /// the boot loader's module that holds it to module `to`, as
+    /// `--add-exports` would (JVMTI GetNamedModule, AddModuleExports).
+    pub fn export_boot_package(&self, package: &str, to: Local<'_>) -> Result<(), JvmtiError> {
+        let pkg = CString::new(package).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        let mut module: jobject = std::ptr::null_mut();
+        let boot: jobject = std::ptr::null_mut();
+        // SAFETY: a null loader names the boot loader; `pkg` is
+        // NUL-terminated; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetNamedModule, boot, pkg.as_ptr(), &mut module)? };
+        if module.is_null() {
+            return Err(JvmtiError::ILLEGAL_ARGUMENT);
+        }
+        // AddModuleExports takes the package's binary name (dots).
+        let dotted =
+            CString::new(package.replace('/', ".")).map_err(|_| JvmtiError::ILLEGAL_ARGUMENT)?;
+        // SAFETY: `module` is the live module JVMTI just returned (a local
+        // reference of this thread), `to` a live module reference; `dotted`
+        // is NUL-terminated.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                AddModuleExports,
+                module,
+                dotted.as_ptr(),
+                to.raw()
+            )
+        }
+    }
+
     /// The current thread's name and its `java.lang.Thread` object.
     pub fn current_thread<'a>(&self, jni: &Jni<'a>) -> Result<(String, Local<'a>), JvmtiError> {
         let mut thread: jobject = std::ptr::null_mut();

@@ -6,9 +6,12 @@ mod callbacks;
 mod cpu;
 mod jni;
 mod jvmti;
+pub mod slots;
 mod tls;
 
-pub use callbacks::{ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native};
+pub use callbacks::{
+    ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native, table_native,
+};
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
 pub use jvmti::{Event, Jvmti, JvmtiError, ThreadStack};

@@ -106,20 +106,137 @@ public final class Probe {
     }
 
     private static int slot() {
-        return (int) Thread.currentThread().getId() & (SLOT_MASK);
+        return (int) Thread.currentThread().getId() & SLOT_MASK;
     }
 
+    /**
+     * Sampled timing's Java path (the agent's {@code ffi/slots.rs} and
+     * docs/sampled-timing.md): the address of the slot table the agent
+     * maps for the life of the JVM, 0 when there is none or
+     * {@code jdk.internal.misc} is not exported to this class (the agent
+     * exports it with JVMTI before the class initialises). Slot
+     * {@code id & SLOT_MASK} of 64 bytes: the owner thread's id while the
+     * slot is open (+0), one word holding the next position in the ring
+     * segment the thread owns (low half) and its root-context depth (high
+     * half) (+8), the segment's capacity (+16) and the address of its event
+     * slot 0 (+24), 48 bytes after its {@code committed} count. After the
+     * slots, a bitmap of the method ids the Java path may record
+     * (revealed, first call handled).
+     *
+     * <p>A probe on an open slot of its own thread records the event
+     * itself, exactly as the agent would: the 16-byte event (no
+     * timestamp: sampled timing reads no clock inside a root context) at
+     * the position, then the new count with a release store; anything
+     * else (a closed or shared slot, a dormant or first-called method, a
+     * full segment) returns false and the probe takes the native path.
+     * The position is checked against the capacity read from the same
+     * slot, so nothing is written outside the thread's segment.
+     */
+    private static final long TABLE;
+
+    private static final long IDS;
+
+    private static final jdk.internal.misc.Unsafe U;
+
+    private static final long ENTRY_KIND = 1L << 32;
+
+    private static final long EXIT_KIND = 2L << 32;
+
+    static {
+        long t = 0;
+        jdk.internal.misc.Unsafe u = null;
+        try {
+            t = nTable();
+            if (t != 0) {
+                u = jdk.internal.misc.Unsafe.getUnsafe();
+            }
+        } catch (Throwable e) {
+            // no slot table, or the package is not exported: native path only
+            u = null;
+        }
+        U = u;
+        TABLE = u == null ? 0 : t;
+        IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
+    }
+
+    /**
+     * Whether thread {@code t}'s slot is open for it: the one check a probe
+     * pays when it does not record in Java (exact timing, a shared slot),
+     * small enough to inline everywhere, with the rest of the Java path
+     * behind it.
+     */
+    private static boolean mine(long t) {
+        return U.getLong(TABLE + ((t & SLOT_MASK) << 6)) == t;
+    }
+
+    /** The Java path of {@code enter} on an open slot of its own thread. */
+    private static boolean javaEnter(long t, int id) {
+        jdk.internal.misc.Unsafe u = U;
+        long e = TABLE + ((t & SLOT_MASK) << 6);
+        long w = u.getLong(e + 8);
+        if ((w >>> 32) == 0) {
+            return true;
+        }
+        if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
+            return false;
+        }
+        int p = (int) w;
+        if (p >= u.getInt(e + 16)) {
+            return false;
+        }
+        long b = u.getLong(e + 24);
+        long a = b + ((long) p << 4);
+        u.putLong(a, 0L);
+        u.putLong(a + 8, ENTRY_KIND | id);
+        u.putLong(e + 8, w + (1L << 32) + 1);
+        u.putIntRelease(null, b - 48, p + 1);
+        return true;
+    }
+
+    /** The Java path of {@code exit} on an open slot of its own thread. */
+    private static boolean javaExit(long t, int id) {
+        jdk.internal.misc.Unsafe u = U;
+        long e = TABLE + ((t & SLOT_MASK) << 6);
+        long w = u.getLong(e + 8);
+        if ((w >>> 32) <= 1) {
+            return true;
+        }
+        if ((id >>> 20) != 0 || (u.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) {
+            return false;
+        }
+        int p = (int) w;
+        if (p >= u.getInt(e + 16)) {
+            return false;
+        }
+        long b = u.getLong(e + 24);
+        long a = b + ((long) p << 4);
+        u.putLong(a, 0L);
+        u.putLong(a + 8, EXIT_KIND | id);
+        u.putLong(e + 8, w + 1 - (1L << 32));
+        u.putIntRelease(null, b - 48, p + 1);
+        return true;
+    }
+
+    /** The address of the agent's slot table for the Java path, 0 for none. */
+    private static native long nTable();
+
     public static void enter(int id) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            nEnter(id);
+        if (active != 0) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !mine(t) || !javaEnter(t, id))) {
+                nEnter(id);
+            }
         } else if (NEVER) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
-            nExit(id);
+        if (active != 0) {
+            long t = Thread.currentThread().getId();
+            if (INSIDE[(int) t & SLOT_MASK] != 0 && (TABLE == 0 || !mine(t) || !javaExit(t, id))) {
+                nExit(id);
+            }
         } else if (NEVER) {
             nExit(id);
         }
