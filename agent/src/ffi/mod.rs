@@ -8,7 +8,9 @@ mod jni;
 mod jvmti;
 mod tls;
 
-pub use callbacks::{ClassFile, ProbeNatives, VmEvents, install, probe_natives, site_native};
+pub use callbacks::{
+    ClassFile, ProbeNatives, VmEvents, install, probe_natives, reflected_native, site_native,
+};
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
 pub use jvmti::{Event, Jvmti, JvmtiError};
