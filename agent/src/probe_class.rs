@@ -321,9 +321,9 @@ pub fn end_session(jni: Jni<'_>, used: u32) {
 
 /// Gives `Probe.REFLECTED` a new empty array (`start`) or null: the
 /// targets of reflective calls a session handed over are remembered in
-/// Java for that session only. A probe class without the field, or whose
-/// `nReflected` is not bound to this library, is left alone (its
-/// reflective calls all go to `nReflect`).
+/// Java for that session only. A probe class without the field is left
+/// alone; one whose `nReflected` could not be bound to this library gets
+/// null (its reflective calls all go to `nReflect`).
 fn fresh_reflected(jni: Jni<'_>, start: bool) {
     let Some(ProbeClass {
         class,
