@@ -4,11 +4,12 @@
 # and under `sprig profile`, and prints the ns per call of each and what
 # the reflective call costs beyond the probes of its target:
 #   (invoke profiled - invoke bare) - (direct profiled - direct bare).
-#   bash scripts/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
+#   [ROUNDS=15] bash scripts/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=${1:-target/release/sprig}
 jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+rounds=${ROUNDS:-15}
 work=$(mktemp -d)
 trap 'kill ${keeper:-} ${app:-} ${prof:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 "$jdk/bin/javac" -d "$work" bench/candidates/ReflectCost.java
@@ -20,13 +21,13 @@ app=$!
 exec 3> "$work/in"
 wait_lines() { for _ in $(seq 600); do [ "$(grep -c "$1" "$work/out")" -ge "$2" ] && return; sleep 0.1; done; echo "timeout"; exit 1; }
 wait_lines '^ready' 1
-echo "time 15" >&3; wait_lines '^direct' 1     # warm-up
-echo "time 15" >&3; wait_lines '^direct' 2     # bare
+echo "time $rounds" >&3; wait_lines '^direct' 1     # warm-up
+echo "time $rounds" >&3; wait_lines '^direct' 2     # bare
 "$sprig" profile "$app" --root 'ReflectCost::root' -o "$work/p.json" --format json 2> "$work/sprig.err" &
 prof=$!
 for _ in $(seq 300); do grep -q "sprig: profiling" "$work/sprig.err" && break; sleep 0.1; done
-echo "time 15" >&3; wait_lines '^direct' 3     # profiled, first (revelation, JIT)
-echo "time 15" >&3; wait_lines '^direct' 4     # profiled
+echo "time $rounds" >&3; wait_lines '^direct' 3     # profiled, first (revelation, JIT)
+echo "time $rounds" >&3; wait_lines '^direct' 4     # profiled
 kill -INT "$prof" 2>/dev/null; wait "$prof" || true
 echo "exit" >&3
 grep '^direct' "$work/out" | sed -n '2p;4p' | awk '

@@ -371,7 +371,7 @@ impl crate::ffi::ProbeNatives for Natives {
     fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
         root_exit(id, jni)
     }
-    fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
+    fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) -> bool {
         reflect(jni, method)
     }
     fn site(jni: Jni<'_>, site_id: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
@@ -492,42 +492,77 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
         return false;
     };
     // Two threads may enter it at once: the second finds it revealed.
-    let active = revealing(s, || (true, reveal::entered(&agent.jvmti, jni, id)));
+    let active = revealing(s, Charge::OpenFrames, || {
+        (true, reveal::entered(&agent.jvmti, jni, id))
+    });
     if !active {
         methods::refuse_dormant_entry(id);
     }
     active
 }
 
-/// `Probe.nReflect`: `Method.invoke` or `Constructor.newInstance` is about
-/// to run `method`. Inside a root context the agent reveals (and
-/// instruments) the target on this thread before the call proceeds, and
-/// the time goes out as `AdjustTime` like a first call's.
-pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) {
-    let _ = with_state(|s| {
+/// `Probe.nReflect` and `Probe.nReflected`: `Method.invoke` or
+/// `Constructor.newInstance` is about to run `method`. Inside a root
+/// context the agent reveals (and instruments) the target on this thread
+/// before the call proceeds, and the time goes out as `AdjustTime`,
+/// charged to the frames open now. Returns whether the target is handed
+/// over in the current session (now or before): the probe class then
+/// remembers the object and sends its later calls here no more.
+pub fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) -> bool {
+    with_state(|s| {
         if s.depth() == 0 || s.busy.get() || !s.current() || !reveal::enabled() {
-            return;
+            return false;
         }
         let Some(mid) = jni.reflected_method(method) else {
-            return;
+            return false;
         };
         // A target handed over before costs nothing more (no JVMTI, no
         // clock, no lock).
         if reveal::reflective_target_seen(mid) {
-            return;
+            return true;
         }
         let Some(agent) = crate::env::get() else {
-            return;
+            return false;
         };
-        revealing(s, || (reveal::reflective_call(&agent.jvmti, jni, mid), ()));
-    });
+        revealing(s, Charge::OpenFrames, || {
+            match reveal::reflective_call(&agent.jvmti, jni, mid) {
+                Some(did) => (did, true),
+                None => (false, false),
+            }
+        })
+    })
+    .unwrap_or(false)
+}
+
+/// Which frames the time of profiler work on a probing thread is taken
+/// out of (wire `ADJUST_OPEN_FRAMES`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Charge {
+    /// The frames open after the event the probe records next: the probe
+    /// read that event's timestamp before the work (a first call's entry).
+    NextEvent,
+    /// The frames open now: the work ran before the probe read any
+    /// timestamp (a reflective call, a watched call site, a dormant method
+    /// switched on before its entry is stamped) or outside any probe (the
+    /// class file load hook).
+    OpenFrames,
+}
+
+impl Charge {
+    fn adjust(self, spent: u64) -> Event {
+        let e = Event::new(EventKind::AdjustTime, 0, spent);
+        match self {
+            Charge::NextEvent => e,
+            Charge::OpenFrames => e.with_aux(sprig_wire::event::ADJUST_OPEN_FRAMES),
+        }
+    }
 }
 
 /// Runs revelation work `f` on this thread with the recursion guard set
 /// (Java code it runs here records nothing), and records the time it took
-/// as `AdjustTime` when `f` says it did (or waited for) anything, so that
-/// no frame is charged for it.
-fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
+/// as `AdjustTime` (charged as `charge` says) when `f` says it did (or
+/// waited for) anything, so that no frame is charged for it.
+fn revealing<R>(s: &ThreadState, charge: Charge, f: impl FnOnce() -> (bool, R)) -> R {
     s.busy.set(true);
     // The Java probes of code run here record nothing either.
     s.close_slot();
@@ -537,8 +572,48 @@ fn revealing<R>(s: &ThreadState, f: impl FnOnce() -> (bool, R)) -> R {
     s.busy.set(false);
     s.reopen_slot();
     if worked && spent > 0 {
-        s.push(Event::new(EventKind::AdjustTime, 0, spent));
+        s.push(charge.adjust(spent));
     }
+    out
+}
+
+/// Runs profiler work `f` that a JVM event runs on the thread it happens
+/// on (the class file load hook of a class the thread loads or defines, a
+/// class being linked): on a thread inside a root context of this session,
+/// its time goes out as `AdjustTime` charged to the frames open now, and
+/// the recursion guard is set meanwhile (a redefinition it runs on this
+/// thread passes the hook again, inside this charge). Any other thread,
+/// or one already revealing (whose time is charged already), just runs `f`.
+pub fn charged_out<R>(f: impl FnOnce() -> R) -> R {
+    let inside = with_state(|s| {
+        (s.depth.get() > 0 && !s.busy.get() && s.current()).then(|| {
+            s.busy.set(true);
+            s.now()
+        })
+    })
+    .flatten();
+    let Some(t0) = inside else {
+        return f();
+    };
+    let w0 = std::time::Instant::now();
+    // Cleared even if `f` unwinds (every FFI boundary catches it).
+    struct Unbusy;
+    impl Drop for Unbusy {
+        fn drop(&mut self) {
+            let _ = with_state(|s| s.busy.set(false));
+        }
+    }
+    let unbusy = Unbusy;
+    let out = f();
+    drop(unbusy);
+    reveal::count_charged_out(w0.elapsed().as_nanos() as u64);
+    let _ = with_state(|s| {
+        let spent = s.now().saturating_sub(t0);
+        // The session may have ended meanwhile: its ring is gone then.
+        if spent > 0 && s.current() {
+            s.push(Charge::OpenFrames.adjust(spent));
+        }
+    });
     out
 }
 
@@ -562,7 +637,7 @@ fn site_on_thread(jni: Jni<'_>, site: u32, receiver: Option<crate::ffi::Local<'_
         let Some(agent) = crate::env::get() else {
             return SITE_AGAIN;
         };
-        let done = revealing(s, || {
+        let done = revealing(s, Charge::OpenFrames, || {
             reveal::dispatched_call(&agent.jvmti, jni, site, receiver)
         });
         if done { SITE_DONE } else { SITE_SEEN }
@@ -636,7 +711,9 @@ fn reveal_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
     let Some(agent) = crate::env::get() else {
         return;
     };
-    revealing(s, || (reveal::first_call(&agent.jvmti, jni, id), ()));
+    revealing(s, Charge::NextEvent, || {
+        (reveal::first_call(&agent.jvmti, jni, id), ())
+    });
 }
 
 /// `Probe.nExit`: normal or exceptional exit of an instrumented method.

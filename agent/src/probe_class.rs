@@ -4,7 +4,8 @@
 
 use crate::error::AgentError;
 use crate::ffi::{
-    FieldId, Global, Jni, Local, ProbeNatives, probe_natives, site_native, slots, table_native,
+    FieldId, Global, Jni, Local, ProbeNatives, probe_natives, reflected_native, site_native, slots,
+    table_native,
 };
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +67,10 @@ struct ProbeClass {
     /// by the first profiling session that checks receivers), absent in a probe class
     /// an older sprig defined.
     receivers: Option<FieldId>,
+    /// `Probe.REFLECTED` (the reflective targets handed over this session,
+    /// a fresh array per session), absent in a probe class an older sprig
+    /// defined.
+    reflected: Option<FieldId>,
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
     /// burst when `nRootExit` asks for one (an older one does not).
     bursts: bool,
@@ -112,6 +117,11 @@ pub const LIVE_WORDS: usize = 1 << 14;
 
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
+/// `Probe.nReflected` is bound to this library (this attach).
+static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
+/// Slots of a session's `Probe.REFLECTED` (two per identity hash; a power
+/// of two).
+const REFLECTED_SLOTS: i32 = 1 << 10;
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 /// Serialises every write of the two fields, so the last writer always
@@ -181,6 +191,13 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             jni.register_natives(class, &[site_native::<P>()]).is_ok(),
             Ordering::Release,
         );
+        // Absent from a probe class an older sprig defined: every
+        // reflective call then goes to `nReflect`.
+        REFLECTED_BOUND.store(
+            jni.register_natives(class, &[reflected_native::<P>()])
+                .is_ok(),
+            Ordering::Release,
+        );
         if PROBE.get().is_none() {
             let allowed = if ffm && fresh {
                 allow_native_access(jni)
@@ -202,6 +219,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             let inside = inside_array(jni, class).and_then(|a| jni.new_global(a).ok());
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
             let receivers = jni.find_static_field(class, "RECEIVERS", c"[Ljava/lang/Object;");
+            let reflected = jni.find_static_field(class, "REFLECTED", c"[Ljava/lang/Object;");
             let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
@@ -212,6 +230,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 inside,
                 virtual_roots,
                 receivers,
+                reflected,
                 bursts,
             });
         }
@@ -329,18 +348,48 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
 }
 
 /// A session starts: every id dormant in `Probe.LIVE` (a probe class an
-/// older sprig defined), and the receiver classes remembered by the
-/// `used` watched sites of earlier sessions forgotten.
+/// older sprig defined), the receiver classes remembered by the `used`
+/// watched sites of earlier sessions forgotten, and a fresh
+/// `Probe.REFLECTED` (before any root context of the session opens).
 pub fn begin_session(jni: Jni<'_>, used: u32) {
     clear_live(jni);
     clear_sites(jni, used);
+    fresh_reflected(jni, true);
 }
 
 /// The session ends: the receiver classes its `used` watched sites
-/// remembered are forgotten (references that would keep those classes,
-/// and their loaders, from unloading).
+/// remembered are forgotten, and so are its reflective targets
+/// (references that would keep those classes, and their loaders, from
+/// unloading).
 pub fn end_session(jni: Jni<'_>, used: u32) {
     clear_sites(jni, used);
+    fresh_reflected(jni, false);
+}
+
+/// Gives `Probe.REFLECTED` a new empty array (`start`) or null: the
+/// targets of reflective calls a session handed over are remembered in
+/// Java for that session only. A probe class without the field is left
+/// alone; one whose `nReflected` could not be bound to this library gets
+/// null (its reflective calls all go to `nReflect`).
+fn fresh_reflected(jni: Jni<'_>, start: bool) {
+    let Some(ProbeClass {
+        class,
+        reflected: Some(f),
+        ..
+    }) = PROBE.get()
+    else {
+        return;
+    };
+    let array = start && REFLECTED_BOUND.load(Ordering::Acquire);
+    jni.with_local_frame(4, |jni| {
+        match array
+            .then(|| jni.new_object_array(REFLECTED_SLOTS))
+            .flatten()
+        {
+            Some(a) => jni.set_static_object(class, *f, a),
+            None => jni.clear_static_object(class, *f),
+        }
+    });
 }
 
 /// Clears `Probe.LIVE` (a new session: every id dormant) and

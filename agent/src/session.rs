@@ -82,8 +82,10 @@ static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
 struct Events;
 
 impl crate::ffi::VmEvents for Events {
+    /// On a thread inside a root context, the hook's time is the
+    /// profiler's, not the program's (`probe::charged_out`).
     fn class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
-        instrument::on_class_file(jni, input)
+        probe::charged_out(|| instrument::on_class_file(jni, input))
     }
     fn class_file_failed(name: Option<&str>, e: JvmtiError) {
         instrument::report_hook_failure(name, e)
@@ -91,7 +93,7 @@ impl crate::ffi::VmEvents for Events {
     /// Revelation mirrors a class now if it was loaded before the attach
     /// but not prepared then.
     fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
-        reveal::on_class_prepare(jvmti, jni, class)
+        probe::charged_out(|| reveal::on_class_prepare(jvmti, jni, class))
     }
     fn vm_init(jni: Jni<'_>) {
         on_vm_init(jni)

@@ -638,6 +638,111 @@ fn reflective_targets_seen_before_are_not_looked_up_again() {
     }
 }
 
+/// The numbers of the agent's debug line that starts with `prefix`.
+fn debug_numbers(err: &str, prefix: &str) -> (String, Vec<u64>) {
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?}:\n{err}"));
+    let n = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (line.to_string(), n)
+}
+
+/// A caller that keeps its `Method` and `Constructor` objects (as Groovy's
+/// `CachedMethod` and frameworks' handler tables do) costs the agent one
+/// call per target and session: the probe class remembers the objects whose
+/// targets were handed over, and their later calls stay in Java. Of the 150
+/// reflective calls of 50 root calls through three kept objects, only the
+/// first of each reaches the agent (named through JVMTI); none comes back
+/// to its table of targets handed over. Without the Java-side check every
+/// later call reached the agent (about 147 answered from its table).
+#[test]
+fn reflective_targets_kept_by_the_caller_stay_in_java() {
+    let _serial = serial();
+    for jdk in test_jdks("reflective_targets_kept_by_the_caller_stay_in_java") {
+        let classes = fixture_classes(&jdk);
+        let (got, err) = debug_session(
+            &jdk,
+            classes.path(),
+            ("reveal.ReflectKept::root", "kept", 50),
+            &[],
+        );
+        for callee in ["target", "scaled", "<init>"] {
+            assert_eq!(
+                got.get(&format!("ReflectKept.root > ReflectKept.{callee}")),
+                Some(&50),
+                "JDK {}: {got:#?}",
+                jdk.major
+            );
+        }
+        let (line, n) = debug_numbers(&err, "sprig agent: reflective calls: ");
+        let (named, answered) = (n[0], n[1]);
+        println!("JDK {}: reflective calls: {line}", jdk.major);
+        assert!((3..=6).contains(&named), "JDK {}: {line}", jdk.major);
+        assert!(answered <= 3, "JDK {}: {line}", jdk.major);
+    }
+}
+
+/// A root that defines a class on every call (a fresh loader defines
+/// `reveal.Plugin`, as a scripting engine compiling a script per unit
+/// does): the class file load hook and the linking of each new class run
+/// on the root's thread, and sprig instruments the class there. The agent
+/// counts that time (its debug line) and sends it as adjust-time charged
+/// to the frames open then, so the root's subtree holds at least all of it
+/// as adjust-time: its charged time leaves it out.
+#[test]
+fn classes_defined_inside_a_root_are_charged_to_the_profiler() {
+    let _serial = serial();
+    for jdk in test_jdks("classes_defined_inside_a_root_are_charged_to_the_profiler") {
+        let classes = fixture_classes(&jdk);
+        let root = "reveal.Define::root";
+        let (report, mut jvm) = armed_debug_session(&jdk, classes.path(), root, &[], &[], |jvm| {
+            run(jvm, "define", 20, 1)
+        });
+        let err = debug_lines_at_end(&mut jvm, root);
+        let got = paths(&report);
+        assert_eq!(got.get("Define.root"), Some(&20), "{got:#?}");
+        assert_eq!(
+            got.get("Define.root > Define.define"),
+            Some(&20),
+            "{got:#?}"
+        );
+        let (line, n) = debug_numbers(
+            &err,
+            "sprig agent: class loads and links inside root contexts: ",
+        );
+        let (events, charged_us) = (n[0], n[1]);
+        // Each call defines a class and links it, at least.
+        assert!(events >= 40, "JDK {}: {line}", jdk.major);
+        let (mut adjust_ns, mut raw_ns, mut total_ns) = (0u64, 0u64, 0u64);
+        for t in report["threads"].as_array().expect("threads") {
+            for r in t["roots"].as_array().expect("roots") {
+                if r["method"] == "root" {
+                    adjust_ns += r["adjust_ns"].as_u64().expect("adjust_ns");
+                    raw_ns += r["raw_total_ns"].as_u64().expect("raw_total_ns");
+                    total_ns += r["total_ns"].as_u64().expect("total_ns");
+                }
+            }
+        }
+        println!(
+            "JDK {}: {line}; root: {raw_ns} ns measured, {adjust_ns} ns adjust-time, \
+             {total_ns} ns charged",
+            jdk.major
+        );
+        // Everything charged out on the root's thread is inside the root
+        // (the clocks differ: the agent counts with its own, 10% slack).
+        assert!(
+            adjust_ns >= charged_us * 1000 * 9 / 10,
+            "JDK {}: {line}; root adjust-time {adjust_ns} ns",
+            jdk.major
+        );
+        assert!(total_ns + adjust_ns <= raw_ns, "JDK {}", jdk.major);
+    }
+}
+
 /// `n` runs of one scenario under `sprig profile --root <root>` plus
 /// `extra`, the root's class not loaded yet: the tree's call counts, and
 /// the target's debug lines.

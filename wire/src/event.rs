@@ -37,6 +37,10 @@ pub const CALIBRATION_LOOP_ID: u32 = (1 << 20) - 1;
 /// charges that thread's calls that follow the probe cost it measured.
 pub const CALIBRATION_EMPTY_ID: u32 = (1 << 20) - 2;
 
+/// `aux` of an [`EventKind::AdjustTime`] record whose time is charged to
+/// the frames open when it is read, not after the next event.
+pub const ADJUST_OPEN_FRAMES: u16 = 1;
+
 /// What a record means. Values are part of the wire layout: never renumber.
 #[repr(u16)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,8 +57,14 @@ pub enum EventKind {
     RootExit = 4,
     /// Time this thread spent blocked on the profiler (ring full, revelation,
     /// class-load handling). `ts` = duration in ticks, `id` = 0. Placed in the
-    /// stream at the moment the wait ended; the CCT builder subtracts it from
-    /// every frame open on this thread.
+    /// stream at the moment the wait ended. With `aux` = 0 the wait came
+    /// after the timestamp of the next event (a probe read its clock, then
+    /// waited): the CCT builder subtracts it from every frame open on this
+    /// thread once that event is applied. With `aux` =
+    /// [`ADJUST_OPEN_FRAMES`] it came before anything the next event records
+    /// (the class file load hook, a reflective call's or a call site's
+    /// revelation, a dormant method switched on before its entry is
+    /// stamped): it is subtracted from the frames open now only.
     AdjustTime = 5,
     /// First record of a thread. `id` = the thread's sprig index (the same as
     /// the segment's thread index); its name comes on the control channel.

@@ -25,7 +25,9 @@ pub trait ProbeNatives: 'static {
     /// Whether it opened a root context on this thread.
     fn root_enter(id: u32, jni: Jni<'_>) -> bool;
     fn root_exit(id: u32, jni: Jni<'_>) -> i32;
-    fn reflect(jni: Jni<'_>, method: Local<'_>);
+    /// Whether the target of the reflective call is handed over in the
+    /// current session (now or before).
+    fn reflect(jni: Jni<'_>, method: Local<'_>) -> bool;
     fn site(jni: Jni<'_>, site: u32, receiver: Option<Local<'_>>) -> i32;
     fn fast_enter(id: u32) -> i32;
     fn fast_exit(id: u32) -> i32;
@@ -95,8 +97,36 @@ extern "system" fn n_reflect<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass, me
         // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
         // `method` is a local reference valid for this call.
         let (jni, method) = unsafe { (Jni::from_raw(env), Local::from_raw(method)) };
-        P::reflect(jni, method)
+        P::reflect(jni, method);
     });
+}
+
+/// `Probe.nReflected`: returns 1 when the target is handed over in the
+/// current session (the Java side then remembers the object), 0 otherwise
+/// (a panic included).
+extern "system" fn n_reflected<P: ProbeNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    method: jobject,
+) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `method` is a local reference valid for this call.
+        let (jni, method) = unsafe { (Jni::from_raw(env), Local::from_raw(method)) };
+        jint::from(P::reflect(jni, method))
+    }))
+    .unwrap_or(0)
+}
+
+/// `Probe.nReflected`, bound on its own: a probe class an older sprig
+/// defined in this JVM does not declare it.
+pub fn reflected_native<P: ProbeNatives>() -> NativeMethod {
+    type ReflectedNative = extern "system" fn(*mut JNIEnv, jclass, jobject) -> jint;
+    NativeMethod {
+        name: c"nReflected",
+        signature: c"(Ljava/lang/Object;)I",
+        fn_ptr: (n_reflected::<P> as ReflectedNative) as *mut std::ffi::c_void,
+    }
 }
 
 /// Returns what `P::site` says (`P::SITE_AGAIN` after a panic).

@@ -444,7 +444,7 @@ impl<'a> Jni<'a> {
     /// Writes a static object field of `class`.
     pub fn set_static_object(&self, class: &impl FieldOwner, field: FieldId, value: Local<'_>) {
         // SAFETY: the caller got `field` as a static field of `class` whose
-        // type `value` is an instance of (the probe class's RECEIVERS and an
+        // type `value` is an instance of (the probe class's RECEIVERS or REFLECTED and an
         // Object[]); both references are live.
         unsafe {
             jni_call!(
@@ -453,6 +453,21 @@ impl<'a> Jni<'a> {
                 class.class_raw(),
                 field.0,
                 value.raw()
+            )
+        };
+    }
+
+    /// Sets a static object field of `class` to null.
+    pub fn clear_static_object(&self, class: &impl FieldOwner, field: FieldId) {
+        // SAFETY: the caller got `field` as a static field of `class` of an
+        // object type; null is storable in any such field.
+        unsafe {
+            jni_call!(
+                self.env,
+                SetStaticObjectField,
+                class.class_raw(),
+                field.0,
+                std::ptr::null_mut()
             )
         };
     }

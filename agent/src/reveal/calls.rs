@@ -23,27 +23,30 @@ use std::time::Instant;
 
 /// `Method.invoke` or `Constructor.newInstance` is about to call `method`
 /// on a thread inside a root context: reveal the target (and what
-/// dispatches to it) and instrument it now, before it runs. Returns
-/// whether anything was done (the first time per target).
-pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, mid: MethodId) -> bool {
+/// dispatches to it) and instrument it now, before it runs. Returns `None`
+/// when the target is not handed to the revealer (it could not be named,
+/// no session), else whether anything was done (the first time per
+/// target).
+pub fn reflective_call(jvmti: &Jvmti, jni: Jni<'_>, mid: MethodId) -> Option<bool> {
     let t0 = Instant::now();
     let key = jni.with_local_frame(8, |jni| {
         let class = jvmti.method_declaring_class(&jni, mid).ok()?;
         let class = signature_name(jvmti, class)?;
         let (name, descriptor) = jvmti.method_name(mid).ok()?;
         Some(MethodKey::new(&class, &name, &descriptor))
-    });
-    let Some(key) = key else {
-        return false;
-    };
+    })?;
+    let mut handed = false;
     let did = reveal_one(jvmti, jni, t0, |st| {
+        handed = true;
         st.reflected
             .insert(key.clone())
             .then(|| st.revealer.on_reflective_call(None, &key))
     });
-    // Handed over now or before: later calls of it return at once.
-    super::seen::insert(mid.addr());
-    did
+    if handed {
+        // Handed over now or before: later calls of it return at once.
+        super::seen::insert(mid.addr());
+    }
+    handed.then_some(did)
 }
 
 /// Whether the target of a reflective call was handed to the revealer

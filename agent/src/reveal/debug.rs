@@ -34,6 +34,18 @@ pub fn count_site_call(result: i32) {
     }
 }
 
+/// JVM events whose handling `probe::charged_out` took out of a root
+/// context's time, and their nanoseconds, since the debug lines last
+/// read them.
+static CHARGED_OUT: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+
+/// Counts a JVM event handled on a thread inside a root context and the
+/// `ns` it took, charged to the profiler (for the debug lines).
+pub fn count_charged_out(ns: u64) {
+    CHARGED_OUT[0].fetch_add(1, Ordering::Relaxed);
+    CHARGED_OUT[1].fetch_add(ns, Ordering::Relaxed);
+}
+
 /// Counts an entry of a dormant method that the probe let pass (for the
 /// debug lines).
 pub fn count_dormant_passed() {
@@ -103,6 +115,12 @@ pub(super) fn debug_uncalled() {
     eprintln!(
         "sprig agent: reflective calls: {reflect_lookups} named through JVMTI, \
          {reflect_hits} of a target handed over before"
+    );
+    let [loads, load_ns] = CHARGED_OUT.each_ref().map(|n| n.swap(0, Ordering::Relaxed));
+    eprintln!(
+        "sprig agent: class loads and links inside root contexts: {loads}, \
+         {} us charged out",
+        load_ns / 1000
     );
     eprintln!(
         "sprig agent: watched call sites: {receiver_checks} receiver checks, {} reach checks; \

@@ -73,7 +73,7 @@ pub use self::batches::quiesce;
 pub use self::calls::{
     entered, first_call, on_class_prepare, reflective_call, reflective_target_seen,
 };
-pub use self::debug::{count_dormant_passed, count_site_call};
+pub use self::debug::{count_charged_out, count_dormant_passed, count_site_call};
 pub use self::hook::targets;
 pub use self::sites::{dispatched_call, sites_handed};
 pub use self::state::{enabled, reveal_ns};

@@ -17,7 +17,11 @@
 //! the wait came after that event's timestamp and is charged to the frames
 //! open *after* that event: a waiting entry probe's wait is inside the new
 //! frame, a waiting exit probe's wait is outside the frame it closed (but
-//! inside its callers).
+//! inside its callers). An `AdjustTime` record marked
+//! [`ADJUST_OPEN_FRAMES`] (work that ran before its probe read any
+//! timestamp, or outside any probe: the class file load hook, revelation
+//! before a reflective or watched call) is charged to the frames open when
+//! it is read.
 //!
 //! Stream problems are data, not panics: entries outside a root context,
 //! exits without entry, exits that do not match the top frame, frames still
@@ -103,7 +107,7 @@ use crate::profile::{
     ThreadProfile, Timing, Tree, ticks_to_ns,
 };
 use sprig_wire::control::{ClockKind, Message};
-use sprig_wire::event::{Event, EventKind};
+use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
 use sprig_wire::ring::{Run, StreamPosition};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -930,6 +934,11 @@ impl ThreadState {
                         }
                         _ => self.root_exit_slow(e.id, e.ts),
                     }
+                }
+                K_ADJUST if e.aux & ADJUST_OPEN_FRAMES != 0 => {
+                    // charged to the frames open now
+                    self.adjust_sum = self.adjust_sum.wrapping_add(e.ts);
+                    continue;
                 }
                 K_ADJUST => {
                     // charged after the next event: see the module docs

@@ -239,6 +239,62 @@ fn adjust_time_subtracted_from_open_frames_only() {
     assert_eq!(times_of(&p, 0, &[R]).adjust_ns, 12);
 }
 
+/// Adjust-time of work done before a probe read any timestamp (the class
+/// file load hook of a class a frame defines, revelation before a
+/// reflective call): charged to the frames open when it is read, not to
+/// the frame the next event opens.
+fn adjust_open(ticks: u64) -> Event {
+    adjust(ticks).with_aux(ADJUST_OPEN_FRAMES)
+}
+
+#[test]
+fn adjust_time_of_open_frames_leaves_the_next_frame_alone() {
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[
+            root(R, 0),
+            enter(A, 10),
+            adjust_open(20), // A defined a class at 15..35: inside A and R
+            enter(B, 40),    // B starts after it: none of it is B's
+            exit(B, 50),
+            adjust_open(4), // again, with no event in between
+            adjust_open(6),
+            exit(A, 70),
+            root_exit(R, 100),
+        ],
+    );
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(find(t, &[R]).adjust_ticks, 30);
+    assert_eq!(find(t, &[R, A]).adjust_ticks, 30);
+    assert_eq!(find(t, &[R, A, B]).adjust_ticks, 0);
+    assert_eq!(times_of(&p, 0, &[R, A, B]).total_ns, 10);
+    // A: 60 measured - 30 adjust; its own code 30 - 10 (B)
+    assert_eq!(times_of(&p, 0, &[R, A]).total_ns, 30);
+    assert_eq!(times_of(&p, 0, &[R, A]).self_ns, 20);
+    assert_eq!(times_of(&p, 0, &[R]).total_ns, 70);
+    assert_eq!(times_of(&p, 0, &[R]).self_ns, 40);
+    // The same wait marked for the next event is charged to B as well:
+    // B's 10 ticks cannot hold 20 of adjust-time (clamped to 0).
+    let mut b = CctBuilder::new(NS);
+    b.process(
+        1,
+        &[
+            root(R, 0),
+            enter(A, 10),
+            adjust(20),
+            enter(B, 40),
+            exit(B, 50),
+            exit(A, 70),
+            root_exit(R, 100),
+        ],
+    );
+    let p = b.finish();
+    assert_eq!(find(&p.threads[0].tree, &[R, A, B]).adjust_ticks, 20);
+    assert_eq!(times_of(&p, 0, &[R, A, B]).total_ns, 0);
+}
+
 #[test]
 fn adjust_time_is_per_thread_and_survives_batch_boundaries() {
     let mut b = CctBuilder::new(NS);

@@ -303,14 +303,47 @@ public final class Probe {
     }
 
     /**
+     * The reflective targets handed to the agent in the current session,
+     * by identity: the {@code Method} and {@code Constructor} objects whose
+     * {@code nReflected} answered 1, two slots per identity hash (the
+     * latest first). A fresh array per session, set by the agent when the
+     * session starts (before any root context of it opens) and cleared to
+     * null when it ends, so no entry outlives its session and none keeps a
+     * class from unloading; a store racing the end lands in an array
+     * nobody reads any more. Null also while the agent could not bind
+     * {@code nReflected}: every call then goes to {@code nReflect}.
+     *
+     * <p>Identity, not equality: {@code Method.equals} and
+     * {@code hashCode} are Java code the session may have instrumented,
+     * and calling them here would add calls to the profile. A caller that
+     * keeps its {@code Method} object (Groovy's {@code CachedMethod},
+     * frameworks' handler tables) is answered here; one that looks the
+     * method up before every call gets a fresh copy each time, which goes
+     * to the agent and is answered there from its table of methods.
+     */
+    static volatile Object[] REFLECTED;
+
+    /**
      * Entry of {@code java.lang.reflect.Method.invoke} and
      * {@code Constructor.newInstance} while a session watches reflection:
-     * hands the reflected method to the agent, which instruments the target
-     * (when it belongs to the profiled subgraph) before it runs.
+     * on a thread inside a root context, hands the reflected method to the
+     * agent, which instruments the target (when it belongs to the profiled
+     * subgraph) before it runs, unless this session handed it over already
+     * ({@link #REFLECTED}).
      */
     public static void reflect(Object method) {
-        if (active != 0) {
-            nReflect(method);
+        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+            Object[] seen = REFLECTED;
+            if (seen == null) {
+                nReflect(method);
+                return;
+            }
+            // An even slot: the pair (k, k + 1) holds the latest two.
+            int k = System.identityHashCode(method) & (seen.length - 2);
+            if (seen[k] != method && seen[k + 1] != method && nReflected(method) != 0) {
+                seen[k + 1] = seen[k];
+                seen[k] = method;
+            }
         }
     }
 
@@ -380,7 +413,18 @@ public final class Probe {
      */
     private static native int nSite(int site, Class<?> receiver);
 
+    /**
+     * Hands a reflective call's target to the agent; bound by every sprig
+     * (older agents bind only this one).
+     */
     private static native void nReflect(Object method);
+
+    /**
+     * {@link #nReflect}, returning 1 when the target is handed over in the
+     * current session (now or before), 0 when it is not (the thread is not
+     * inside a root context, no session, the agent could not name it).
+     */
+    private static native int nReflected(Object method);
 
     private static native void nEnter(int id);
 
