@@ -24,18 +24,6 @@ pub struct ClassRecord {
     pub per_pattern: Vec<u32>,
 }
 
-impl ClassRecord {
-    pub fn add(&mut self, other: &ClassRecord) {
-        self.methods += other.methods;
-        if self.per_pattern.len() < other.per_pattern.len() {
-            self.per_pattern.resize(other.per_pattern.len(), 0);
-        }
-        for (a, b) in self.per_pattern.iter_mut().zip(&other.per_pattern) {
-            *a += b;
-        }
-    }
-}
-
 /// Counters for `AgentStats`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
@@ -57,6 +45,20 @@ pub struct Ledger {
     /// Classes that failed: they stay original for the rest of the session.
     pub denied: HashSet<String>,
     pub counters: Counters,
+}
+
+impl Ledger {
+    /// A class that is loading now holds `rec`'s probes once defined. The
+    /// methods count once per name, however many class loaders define it
+    /// (probe ids are per name): the name's record is replaced, as a
+    /// retransformation replaces it.
+    pub fn commit_loaded(&mut self, name: &str, rec: ClassRecord) {
+        self.counters.methods += u64::from(rec.methods);
+        match self.committed.insert(name.to_string(), rec) {
+            Some(old) => self.counters.methods -= u64::from(old.methods),
+            None => self.counters.classes += 1,
+        }
+    }
 }
 
 static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
