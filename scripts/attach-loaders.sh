@@ -10,6 +10,10 @@
 # instrumented, and whether the detach was confirmed; then the medians.
 #   bash scripts/attach-loaders.sh [sprig] [KEEP] [SESSIONS] [SECS] [PAUSE]
 #   (defaults: target/release/sprig 200 10 2 20; JAVA_HOME picks the JDK)
+# Another program taking the same arguments and commands (KEEP, `loop MS`,
+# `exit`; `ready PID ...` once started): UNITS_CP (its class path, compiled
+# already), UNITS_MAIN (its main class) and UNITS_ROOT (the root pattern);
+# scripts/attach-groovy.sh does so with Groovy scripts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=${1:-target/release/sprig}
@@ -20,21 +24,26 @@ pause=${5:-20}
 jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 work=$(mktemp -d)
 trap 'kill ${keeper:-} ${app:-} ${prof:-} 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir "$work/classes"
-"$jdk/bin/javac" -d "$work/classes" fixtures/src/gen/*.java fixtures/src/gen/script/*.java
+main=${UNITS_MAIN:-gen.Units}
+root=${UNITS_ROOT:-gen.Units::unit}
+cp=${UNITS_CP:-$work/classes}
+if [ -z "${UNITS_CP:-}" ]; then
+    mkdir "$work/classes"
+    "$jdk/bin/javac" -d "$work/classes" fixtures/src/gen/*.java fixtures/src/gen/script/*.java
+fi
 mkfifo "$work/in"
 sleep 3600 > "$work/in" &
 keeper=$!
-"$jdk/bin/java" -cp "$work/classes" gen.Units "$keep" < "$work/in" > "$work/out" 2>&1 &
+"$jdk/bin/java" -cp "$cp" "$main" "$keep" < "$work/in" > "$work/out" 2>&1 &
 app=$!
 exec 3> "$work/in"
 for _ in $(seq 600); do grep -q '^ready' "$work/out" && break; sleep 0.1; done
 echo "loop $pause" >&3
-echo "JDK $("$jdk/bin/java" -version 2>&1 | head -1), $keep live loaders x 24 classes, a new one every $pause ms"
+echo "$main on JDK $("$jdk/bin/java" -version 2>&1 | head -1), $keep live loaders, a new one every $pause ms"
 printf '%-8s %9s %9s %14s %8s %9s %8s %s\n' session attach_s wall_s instr/called ratio batches redef_ms detach
 for i in $(seq "$sessions"); do
     t0=$(date +%s.%N)
-    "$sprig" profile "$app" --root 'gen.Units::unit' --duration "$secs" --format json \
+    "$sprig" profile "$app" --root "$root" --duration "$secs" --format json \
         -o "$work/p$i.json" 2> "$work/e$i" &
     prof=$!
     attach=none
@@ -66,9 +75,14 @@ print(f"{i:<8} {attach[:8]:>9} {float(wall):9.2f} {ic:>14} {ratio:8.3f} "
       f"{s['redefinition_batches']:9} {s['redefinition_ms']:8.1f} {detach}"
       f"  ({s['instrumented_classes']} classes instrumented)")
 EOF
-    echo "$attach" >> "$work/attach"
+    if [ "$attach" = none ]; then
+        echo "$i" >> "$work/unstarted"
+    else
+        echo "$attach" >> "$work/attach"
+    fi
 done
-sort -n "$work/attach" | awk '{ v[NR] = $1 } END {
+[ -f "$work/unstarted" ] && echo "sessions that never said they were profiling: $(tr '\n' ' ' < "$work/unstarted")"
+[ -f "$work/attach" ] && sort -n "$work/attach" | awk '{ v[NR] = $1 } END {
     m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     printf "attach seconds: median %.3f, min %.3f, max %.3f over %d sessions\n", m, v[1], v[NR], NR }'
 echo exit >&3

@@ -336,13 +336,8 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
         }
         let mut report = RootReport::default();
         let live = ledger::with(|p| {
-            let mut per = vec![0u32; patterns.len()];
-            for rec in p.committed.values() {
-                for (a, b) in per.iter_mut().zip(&rec.per_pattern) {
-                    *a += b;
-                }
-            }
-            per
+            p.roots_reported = true;
+            p.live_per_pattern()
         })
         .unwrap_or_default();
         for (i, pat) in patterns.iter().enumerate() {
