@@ -245,8 +245,6 @@ fn install(
         plan.pending.insert(name.to_string(), rec);
     } else {
         // A class loading now: its probes are live once it is defined.
-        plan.counters.methods += u64::from(rec.methods);
-        plan.counters.classes += 1;
         let live: Vec<(String, u32)> = rec
             .per_pattern
             .iter()
@@ -254,10 +252,7 @@ fn install(
             .filter(|(_, n)| **n > 0)
             .map(|(i, n)| (plan.patterns[i].to_string(), *n))
             .collect();
-        plan.committed
-            .entry(name.to_string())
-            .or_default()
-            .add(&rec);
+        plan.commit_loaded(name, rec);
         drop(guard);
         for (pattern, methods) in live {
             crate::outbox::send(Message::RootInstrumented { pattern, methods });
@@ -343,13 +338,8 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
         }
         let mut report = RootReport::default();
         let live = ledger::with(|p| {
-            let mut per = vec![0u32; patterns.len()];
-            for rec in p.committed.values() {
-                for (a, b) in per.iter_mut().zip(&rec.per_pattern) {
-                    *a += b;
-                }
-            }
-            per
+            p.roots_reported = true;
+            p.live_per_pattern()
         })
         .unwrap_or_default();
         for (i, pat) in patterns.iter().enumerate() {
@@ -400,6 +390,9 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> (Counters, HashSet<String>) {
     .unwrap_or_default();
     let _ = jvmti.set_event(Event::ClassFileLoadHook, false);
     if !names.is_empty() {
+        // Classes of those names that revelation left as they were (other
+        // loaders' copies) are not retransformed again.
+        let untouched = reveal::untouched(jvmti, jni);
         jni.with_local_frame(64, |jni| {
             let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
             let mut batch = Vec::new();
@@ -409,12 +402,14 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> (Counters, HashSet<String>) {
                 };
                 if let Some(internal) = descriptor_class(&sig)
                     && names.contains(internal)
+                    && !reveal::is_untouched(jvmti, jni, &untouched, c)
                 {
                     batch.push((c, internal.to_string()));
                 }
             }
             ledger::retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
+        reveal::release(jni, untouched);
     }
     (ledger::end_session(), names)
 }

@@ -244,6 +244,12 @@ impl<'a> Jni<'a> {
         (!s.is_null()).then(|| unsafe { Local::from_raw(s) })
     }
 
+    /// Whether two references name the same object.
+    pub fn is_same_object(&self, a: Local<'_>, b: Local<'_>) -> bool {
+        // SAFETY: both are live references of this thread (or global ones).
+        unsafe { jni_call!(self.env, IsSameObject, a.raw(), b.raw()) != 0 }
+    }
+
     /// Deletes a local reference early (null is ignored).
     pub fn delete_local(&self, obj: Local<'_>) {
         if !obj.raw.is_null() {

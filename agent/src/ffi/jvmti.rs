@@ -463,6 +463,24 @@ impl Jvmti {
         Ok(unsafe { Local::from_raw(class) })
     }
 
+    /// The identity hash of a class's defining loader, 0 for the boot
+    /// loader.
+    pub fn class_loader_hash(&self, jni: &Jni<'_>, class: Local<'_>) -> Result<i32, JvmtiError> {
+        let mut loader: jobject = std::ptr::null_mut();
+        // SAFETY: `class` is a live class reference; valid out pointer. The
+        // loader comes back as a local reference of this thread (or null
+        // for the boot loader).
+        unsafe { jvmti_call!(self.env, GetClassLoader, class.raw(), &mut loader)? };
+        if loader.is_null() {
+            return Ok(0);
+        }
+        // SAFETY: a local reference JVMTI created for this thread.
+        let loader = unsafe { Local::from_raw(loader) };
+        let hash = self.object_hash(loader);
+        jni.delete_local(loader);
+        hash
+    }
+
     /// An object's identity hash code (the same for as long as it lives).
     pub fn object_hash(&self, obj: Local<'_>) -> Result<i32, JvmtiError> {
         let mut hash: jint = 0;

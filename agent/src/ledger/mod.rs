@@ -24,18 +24,6 @@ pub struct ClassRecord {
     pub per_pattern: Vec<u32>,
 }
 
-impl ClassRecord {
-    pub fn add(&mut self, other: &ClassRecord) {
-        self.methods += other.methods;
-        if self.per_pattern.len() < other.per_pattern.len() {
-            self.per_pattern.resize(other.per_pattern.len(), 0);
-        }
-        for (a, b) in self.per_pattern.iter_mut().zip(&other.per_pattern) {
-            *a += b;
-        }
-    }
-}
-
 /// Counters for `AgentStats`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
@@ -56,7 +44,35 @@ pub struct Ledger {
     pub pending: HashMap<String, ClassRecord>,
     /// Classes that failed: they stay original for the rest of the session.
     pub denied: HashSet<String>,
+    /// The start has said which roots are live: a root that goes live in a
+    /// later batch is announced by that batch.
+    pub roots_reported: bool,
     pub counters: Counters,
+}
+
+impl Ledger {
+    /// Root methods with live probes, per root pattern.
+    pub fn live_per_pattern(&self) -> Vec<u32> {
+        let mut per = vec![0u32; self.patterns.len()];
+        for rec in self.committed.values() {
+            for (a, b) in per.iter_mut().zip(&rec.per_pattern) {
+                *a += b;
+            }
+        }
+        per
+    }
+
+    /// A class that is loading now holds `rec`'s probes once defined. The
+    /// methods count once per name, however many class loaders define it
+    /// (probe ids are per name): the name's record is replaced, as a
+    /// retransformation replaces it.
+    pub fn commit_loaded(&mut self, name: &str, rec: ClassRecord) {
+        self.counters.methods += u64::from(rec.methods);
+        match self.committed.insert(name.to_string(), rec) {
+            Some(old) => self.counters.methods -= u64::from(old.methods),
+            None => self.counters.classes += 1,
+        }
+    }
 }
 
 static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
@@ -80,6 +96,7 @@ pub fn begin_session(patterns: Vec<MethodPattern>) {
         committed: HashMap::new(),
         pending: HashMap::new(),
         denied: HashSet::new(),
+        roots_reported: false,
         counters: Counters::default(),
     });
 }
@@ -202,6 +219,7 @@ pub fn retransform_batch<C>(
     plan.counters.batches += batches;
     plan.counters.redefinition_ns += elapsed;
     let failed: HashSet<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    let live_before = plan.live_per_pattern();
     if instrumenting {
         for (_, name) in batch {
             let Some(rec) = plan.pending.remove(name) else {
@@ -218,6 +236,20 @@ pub fn retransform_batch<C>(
             }
         }
     }
+    // A root whose first batch was put off (another thread's batch ran past
+    // the wait bound at the start) is live only now: say so, or the CLI
+    // would wait for it.
+    let now_live: Vec<(String, u32)> = plan
+        .live_per_pattern()
+        .into_iter()
+        .enumerate()
+        .filter(|_| plan.roots_reported)
+        .filter(|&(i, n)| n > 0 && live_before.get(i).copied().unwrap_or(0) == 0)
+        .filter_map(|(i, n)| Some((plan.patterns.get(i)?.to_string(), n)))
+        .collect();
+    for (pattern, methods) in now_live {
+        outbox::send(Message::RootInstrumented { pattern, methods });
+    }
     for (name, e) in failures {
         let reason = if instrumenting {
             "RetransformClasses refused the instrumented class; it stays original"
@@ -225,5 +257,44 @@ pub fn retransform_batch<C>(
             "RetransformClasses could not restore the class; its probes stay silent"
         };
         report_failure(Some(plan), &name, e.to_string(), reason.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger() -> Ledger {
+        Ledger {
+            patterns: Vec::new(),
+            instrumenting: true,
+            committed: HashMap::new(),
+            pending: HashMap::new(),
+            denied: HashSet::new(),
+            roots_reported: false,
+            counters: Counters::default(),
+        }
+    }
+
+    fn record(methods: u32) -> ClassRecord {
+        ClassRecord {
+            methods,
+            per_pattern: vec![methods],
+        }
+    }
+
+    #[test]
+    fn a_name_loaded_by_many_loaders_counts_its_methods_once() {
+        let mut l = ledger();
+        for _ in 0..300 {
+            l.commit_loaded("gen/script/Script", record(3));
+        }
+        l.commit_loaded("gen/script/Script$S0", record(2));
+        assert_eq!((l.counters.methods, l.counters.classes), (5, 2));
+        // A later loader's class with more methods planned replaces the
+        // name's record.
+        l.commit_loaded("gen/script/Script", record(4));
+        assert_eq!((l.counters.methods, l.counters.classes), (6, 2));
+        assert_eq!(l.committed["gen/script/Script"].methods, 4);
     }
 }

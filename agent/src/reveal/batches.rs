@@ -17,17 +17,108 @@ use super::state::state;
 use crate::ffi::{Global, Jni, Jvmti};
 use crate::ledger;
 use sprig_reveal::Scheme;
-use std::collections::{BTreeSet, HashMap};
+use sprig_rewriter::vocab::names::binary_name;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub(super) static REDEFINE: Mutex<()> = Mutex::new(());
-/// Class references of loaded, instrumentable classes by internal name.
-pub(super) static CLASSES: Mutex<Option<HashMap<String, Vec<Global>>>> = Mutex::new(None);
+/// The loaded, instrumentable classes by internal name.
+pub(super) static CLASSES: Mutex<Option<Loaded>> = Mutex::new(None);
 
-pub(super) fn classes() -> MutexGuard<'static, Option<HashMap<String, Vec<Global>>>> {
+pub(super) fn classes() -> MutexGuard<'static, Option<Loaded>> {
     crate::sync::lock(&CLASSES)
+}
+
+/// One loaded class of a name (several class loaders may define the same
+/// name).
+pub(super) struct Defined {
+    pub(super) class: Global,
+    /// Identity hash of its defining loader (0: the boot loader), read the
+    /// first time it is needed.
+    pub(super) loader: Option<i32>,
+    /// This session retransformed it: the restore puts it back.
+    pub(super) changed: bool,
+}
+
+/// The loaded, instrumentable classes of a session, and the class loaders
+/// on the roots' path.
+///
+/// A program that defines classes as it goes (a scripting engine compiling
+/// each script in a class loader of its own) holds many classes of one name,
+/// one per loader, most of them never to run again. A batch that names a
+/// class retransforms only the copies on the roots' path: the copies
+/// defined by a loader that defined a class this session retransformed
+/// (code resolves the names it calls in its own loader), else, for a name
+/// reached only by dispatch into other loaders, the copy of the loader that
+/// was defined last (`GetLoadedClasses` lists the newest loader's classes
+/// first). Copies that load later get their probes as they load, from the
+/// class file load hook, whatever their loader. The others stay as they
+/// were and are counted ([`Loaded::left`]).
+#[derive(Default)]
+pub(super) struct Loaded {
+    /// By internal name, in `GetLoadedClasses` order (newest loader first).
+    pub(super) by_name: HashMap<String, Vec<Defined>>,
+    /// Identity hashes of the loaders that defined a class this session
+    /// retransformed.
+    pub(super) path: HashSet<i32>,
+    /// Names whose copies were not all retransformed when named by a batch,
+    /// with the number of copies left as they were.
+    pub(super) left: BTreeMap<String, usize>,
+    /// Copies in `left` when the session last said so ([`warn_left`]).
+    pub(super) warned: usize,
+}
+
+impl Loaded {
+    /// Adds a loaded class of `name` (after those already listed).
+    pub(super) fn add(&mut self, name: String, class: Global) {
+        self.by_name.entry(name).or_default().push(Defined {
+            class,
+            loader: None,
+            changed: false,
+        });
+    }
+
+    /// Every class reference held, to release.
+    pub(super) fn into_globals(self) -> impl Iterator<Item = Global> {
+        self.by_name.into_values().flatten().map(|c| c.class)
+    }
+
+    /// The copies of `name` a batch retransforms (indices into its list),
+    /// marked changed, their loaders put on the path. `None` when the name
+    /// has no loaded copy.
+    fn choose(&mut self, jvmti: &Jvmti, jni: Jni<'_>, name: &str) -> Option<Vec<usize>> {
+        let copies = self.by_name.get_mut(name)?;
+        let chosen: Vec<usize> = if copies.len() <= 1 {
+            (0..copies.len()).collect()
+        } else {
+            for c in copies.iter_mut().filter(|c| c.loader.is_none()) {
+                c.loader = jvmti.class_loader_hash(&jni, c.class.as_local()).ok();
+            }
+            let on_path: Vec<usize> = (0..copies.len())
+                .filter(|&i| copies[i].loader.is_some_and(|l| self.path.contains(&l)))
+                .collect();
+            if on_path.is_empty() { vec![0] } else { on_path }
+        };
+        for &i in &chosen {
+            let c = &mut copies[i];
+            c.changed = true;
+            if c.loader.is_none() {
+                c.loader = jvmti.class_loader_hash(&jni, c.class.as_local()).ok();
+            }
+            if let Some(l) = c.loader {
+                self.path.insert(l);
+            }
+        }
+        let left = copies.iter().filter(|c| !c.changed).count();
+        if left > 0 {
+            self.left.insert(name.to_string(), left);
+        } else {
+            self.left.remove(name);
+        }
+        Some(chosen)
+    }
 }
 
 /// Applies pending work now: batches deferred by class loads, then in the
@@ -117,33 +208,40 @@ pub(super) fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) 
     if !enabled() {
         return; // the session is ending: the restore owns the classes now
     }
-    let missing: Vec<&String> = {
-        let cache = classes();
-        let Some(map) = cache.as_ref() else {
-            return;
-        };
-        names.iter().filter(|n| !map.contains_key(*n)).collect()
-    };
-    if !missing.is_empty() {
-        match jni {
-            Some(jni) => find_classes(jvmti, jni, &missing),
-            None => {
-                defer(names.clone());
-                return;
-            }
-        }
-    }
-    let cache = classes();
-    let Some(map) = cache.as_ref() else {
+    let Some(jni) = jni else {
+        defer(names);
         return;
     };
-    let mut batch: Vec<(&Global, String)> = Vec::new();
+    let missing: Vec<&String> = {
+        let cache = classes();
+        let Some(loaded) = cache.as_ref() else {
+            return;
+        };
+        names
+            .iter()
+            .filter(|n| !loaded.by_name.contains_key(*n))
+            .collect()
+    };
+    if !missing.is_empty() {
+        find_classes(jvmti, jni, &missing);
+    }
+    let mut cache = classes();
+    let Some(loaded) = cache.as_mut() else {
+        return;
+    };
+    let mut chosen: Vec<(&str, Vec<usize>)> = Vec::new();
     let mut later = Vec::new();
     for n in &names {
-        match map.get(n) {
-            Some(refs) => batch.extend(refs.iter().map(|g| (g, n.clone()))),
+        match loaded.choose(jvmti, jni, n) {
+            Some(copies) => chosen.push((n, copies)),
             // Loading right now: defined soon, redone from the control thread.
             None => later.push(n.clone()),
+        }
+    }
+    let mut batch: Vec<(&Global, String)> = Vec::new();
+    for (n, copies) in chosen {
+        if let Some(all) = loaded.by_name.get(n) {
+            batch.extend(copies.iter().map(|&i| (&all[i].class, n.to_string())));
         }
     }
     let t0 = Instant::now();
@@ -168,6 +266,94 @@ pub(super) fn redefine(jvmti: &Jvmti, jni: Option<Jni<'_>>, names: Vec<String>) 
     defer(later);
 }
 
+/// Says which classes revelation left as they were because other loaders'
+/// classes of their names were instrumented instead, when there are more
+/// than the last time it said so (at the end of the start, then from the
+/// control thread's ticks).
+pub(super) fn warn_left() {
+    let warning = {
+        let mut cache = classes();
+        let Some(loaded) = cache.as_mut() else {
+            return;
+        };
+        let copies: usize = loaded.left.values().sum();
+        if copies <= loaded.warned {
+            return;
+        }
+        loaded.warned = copies;
+        let mut names: Vec<String> = loaded
+            .left
+            .iter()
+            .take(4)
+            .map(|(n, k)| format!("{} ({k})", binary_name(n)))
+            .collect();
+        if loaded.left.len() > names.len() {
+            names.push(format!("{} more", loaded.left.len() - names.len()));
+        }
+        format!(
+            "{copies} loaded classes were left uninstrumented because classes of the same names \
+             from another class loader were instrumented instead (the loaders off the roots' \
+             path, or older than the newest): {}; a call into one of them counts in its \
+             caller's own time, and classes of these names that load from now on are \
+             instrumented as they load",
+            names.join(", ")
+        )
+    };
+    crate::outbox::send(sprig_wire::control::Message::Warning(warning));
+}
+
+/// Whether a loaded class is one this session left as it was (a copy of a
+/// name several loaders define, off the roots' path): the restore skips it.
+/// `hashes` is [`untouched`]'s answer.
+pub fn is_untouched(
+    jvmti: &Jvmti,
+    jni: Jni<'_>,
+    hashes: &HashMap<i32, Vec<Global>>,
+    class: crate::ffi::Local<'_>,
+) -> bool {
+    if hashes.is_empty() {
+        return false;
+    }
+    let Ok(h) = jvmti.object_hash(class) else {
+        return false;
+    };
+    hashes
+        .get(&h)
+        .is_some_and(|gs| gs.iter().any(|g| jni.is_same_object(g.as_local(), class)))
+}
+
+/// The classes this session left as they were, by identity hash (new
+/// references: release them with [`release`]).
+pub fn untouched(jvmti: &Jvmti, jni: Jni<'_>) -> HashMap<i32, Vec<Global>> {
+    let cache = classes();
+    let mut out: HashMap<i32, Vec<Global>> = HashMap::new();
+    let Some(loaded) = cache.as_ref() else {
+        return out;
+    };
+    for c in loaded
+        .by_name
+        .iter()
+        .filter(|(n, _)| loaded.left.contains_key(*n))
+        .flat_map(|(_, v)| v)
+        .filter(|c| !c.changed)
+    {
+        if let (Ok(h), Ok(g)) = (
+            jvmti.object_hash(c.class.as_local()),
+            jni.new_global(c.class.as_local()),
+        ) {
+            out.entry(h).or_default().push(g);
+        }
+    }
+    out
+}
+
+/// Releases [`untouched`]'s references.
+pub fn release(jni: Jni<'_>, hashes: HashMap<i32, Vec<Global>>) {
+    for g in hashes.into_values().flatten() {
+        jni.delete_global(g);
+    }
+}
+
 /// Adds the loaded classes named in `missing` to the reference cache.
 pub(super) fn find_classes(jvmti: &Jvmti, jni: Jni<'_>, missing: &[&String]) {
     let want: BTreeSet<&str> = missing.iter().map(|s| s.as_str()).collect();
@@ -184,9 +370,16 @@ pub(super) fn find_classes(jvmti: &Jvmti, jni: Jni<'_>, missing: &[&String]) {
             }
         }
         let mut cache = classes();
-        if let Some(map) = cache.as_mut() {
-            for (name, g) in found {
-                map.entry(name).or_default().push(g);
+        match cache.as_mut() {
+            Some(loaded) => {
+                for (name, g) in found {
+                    loaded.add(name, g);
+                }
+            }
+            None => {
+                for (_, g) in found {
+                    jni.delete_global(g);
+                }
             }
         }
     });

@@ -69,7 +69,7 @@ mod seen;
 mod sites;
 mod state;
 
-pub use self::batches::quiesce;
+pub use self::batches::{is_untouched, quiesce, release, untouched};
 pub use self::calls::{
     entered, first_call, on_class_prepare, reflective_call, reflective_target_seen,
 };
@@ -78,10 +78,12 @@ pub use self::hook::targets;
 pub use self::sites::{dispatched_call, sites_handed};
 pub use self::state::{enabled, reveal_ns};
 
+use self::batches::Loaded;
 use self::batches::classes;
 use self::batches::redefine;
 use self::batches::settle;
 use self::batches::unsettled;
+use self::batches::warn_left;
 use self::debug::debug_uncalled;
 use self::mirror::class_facts;
 use self::mirror::mirror_prepared_of;
@@ -179,7 +181,7 @@ pub fn begin_session(
         site_info: Vec::new(),
         by_entries: HashSet::new(),
     });
-    *classes() = Some(HashMap::new());
+    *classes() = Some(Loaded::default());
     REVEAL_NS.store(0, Ordering::Relaxed);
     HIDDEN_SKIPPED.store(0, Ordering::Relaxed);
     WATCHING_LINKS.store(false, Ordering::Relaxed);
@@ -210,11 +212,15 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
                     HIDDEN_SKIPPED.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
-                match class_facts(jvmti, jni, c, &name) {
-                    Some(info) => {
+                // Another loader's class of a name mirrored already: the
+                // mirror keeps the first one's facts.
+                let mirrored = st.revealer.hierarchy().contains(&name);
+                match (!mirrored).then(|| class_facts(jvmti, jni, c, &name)) {
+                    None => {}
+                    Some(Some(info)) => {
                         st.revealer.on_class_loaded(info, 0, Vec::new);
                     }
-                    None => {
+                    Some(None) => {
                         if let Ok(g) = jni.new_global(c) {
                             st.unprepared.entry(name.clone()).or_default().push(g);
                         }
@@ -243,9 +249,16 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
             }
         }
         let mut cache = classes();
-        if let Some(map) = cache.as_mut() {
-            for (name, g) in refs {
-                map.entry(name).or_default().push(g);
+        match cache.as_mut() {
+            Some(loaded) => {
+                for (name, g) in refs {
+                    loaded.add(name, g);
+                }
+            }
+            None => {
+                for (_, g) in refs {
+                    jni.delete_global(g);
+                }
             }
         }
     });
@@ -292,6 +305,7 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
         }
         settle(jvmti, jni);
     }
+    warn_left();
     hits
 }
 
@@ -317,6 +331,7 @@ pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
     if ahead {
         prefetch(jvmti, jni);
     }
+    warn_left();
 }
 
 /// Revelation counters for the report (`None` when revelation is off).
@@ -363,8 +378,8 @@ pub fn end_session(jni: Jni<'_>) {
         debug_uncalled();
     }
     seen::clear();
-    if let Some(map) = classes().take() {
-        for g in map.into_values().flatten() {
+    if let Some(loaded) = classes().take() {
+        for g in loaded.into_globals() {
             jni.delete_global(g);
         }
     }
