@@ -26,7 +26,7 @@ const CLASSES_A_UNIT: usize = 24;
 /// with room to spare; a tenth of one class per live loader.
 const RETRANSFORMED_MAX: usize = 40;
 
-fn start_units(jdk: &Jdk, classes: &std::path::Path) -> Proc {
+fn start_units(jdk: &Jdk, classes: &std::path::Path, keep: u32) -> Proc {
     let cwd = TempDir::new("loaders-cwd");
     let mut cmd = Command::new(jdk.java());
     cmd.current_dir(cwd.path())
@@ -34,7 +34,7 @@ fn start_units(jdk: &Jdk, classes: &std::path::Path) -> Proc {
         .arg("-cp")
         .arg(classes)
         .arg("gen.Units")
-        .arg(KEEP.to_string());
+        .arg(keep.to_string());
     let mut p = Proc::spawn(&format!("units-jdk{}", jdk.major), cmd);
     p.cwd = Some(cwd);
     p.wait_for("ready", LONG, |l| l.starts_with("ready"));
@@ -191,13 +191,53 @@ fn session(jdk: &Jdk, jvm: &mut Proc, n: u32) -> (u64, u64, usize) {
 fn attach_work_does_not_grow_with_class_loaders_defining_the_same_names() {
     for jdk in test_jdks("attach_work_does_not_grow_with_class_loaders_defining_the_same_names") {
         let classes = fixture_classes(&jdk);
-        let mut jvm = start_units(&jdk, classes.path());
+        let mut jvm = start_units(&jdk, classes.path(), KEEP);
         let earlier = session(&jdk, &mut jvm, 1);
         // Profiling the same JVM again (more loaders alive now, none
         // collected) does the same work.
         let again = session(&jdk, &mut jvm, 2);
         assert_eq!(earlier.0, again.0, "JDK {}: instrumented", jdk.major);
         assert_eq!(earlier.1, again.1, "JDK {}: called", jdk.major);
+        jvm.send("exit");
+        let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}
+
+/// A root whose class several live loaders define (one server hosting the
+/// same application twice): every copy of the root's class is profiled,
+/// not only the newest loader's.
+#[test]
+fn a_root_defined_by_two_loaders_is_profiled_in_both() {
+    for jdk in test_jdks("a_root_defined_by_two_loaders_is_profiled_in_both") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_units(&jdk, classes.path(), 4);
+        // Both deployments exist (and the newest units after them) before
+        // the attach.
+        jvm.send("apps 1");
+        jvm.wait_for("apps", LONG, |l| l.starts_with("apps "));
+        jvm.send("run 2");
+        jvm.wait_for("done", LONG, |l| l.starts_with("done "));
+        let out_dir = TempDir::new("loaders-apps-out");
+        let out = out_dir.path().join("report.json");
+        let mut sprig = start_sprig(
+            jvm.pid(),
+            &["--root", "gen.script.Script::run", "--format", "json"],
+            &out,
+        );
+        jvm.send("apps 20");
+        jvm.wait_for("apps", LONG, |l| l.starts_with("apps 20 "));
+        sprig.signal("INT");
+        let status = sprig.wait_exit(LONG).expect("sprig stops");
+        assert!(status.success(), "{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).expect("JSON");
+        let got = paths(&report);
+        assert_eq!(
+            got.get("Script.run"),
+            Some(&40),
+            "JDK {}: both deployments' 20 calls: {got:#?}",
+            jdk.major
+        );
         jvm.send("exit");
         let _ = jvm.wait_exit(Duration::from_secs(10));
     }

@@ -17,6 +17,7 @@ use super::state::state;
 use crate::ffi::{Global, Jni, Jvmti};
 use crate::ledger;
 use sprig_reveal::Scheme;
+use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::vocab::names::binary_name;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -53,9 +54,12 @@ pub(super) struct Defined {
 /// (code resolves the names it calls in its own loader), else, for a name
 /// reached only by dispatch into other loaders, the copy of the loader that
 /// was defined last (`GetLoadedClasses` lists the newest loader's classes
-/// first). Copies that load later get their probes as they load, from the
-/// class file load hook, whatever their loader. The others stay as they
-/// were and are counted ([`Loaded::left`]).
+/// first). A class holding a root is the exception: the same application
+/// deployed twice (two web applications in one server) has a root in each
+/// loader, so every copy of a root's class is taken, newest first, up to
+/// [`ROOT_COPIES`]. Copies that load later get their probes as they load,
+/// from the class file load hook, whatever their loader. The others stay as
+/// they were and are counted ([`Loaded::left`]).
 #[derive(Default)]
 pub(super) struct Loaded {
     /// By internal name, in `GetLoadedClasses` order (newest loader first).
@@ -68,7 +72,15 @@ pub(super) struct Loaded {
     pub(super) left: BTreeMap<String, usize>,
     /// Copies in `left` when the session last said so ([`warn_left`]).
     pub(super) warned: usize,
+    /// The session's root patterns: every copy of a class they match is on
+    /// the roots' path.
+    pub(super) roots: Vec<MethodPattern>,
 }
+
+/// At most this many copies of a root's class (newest loaders first) are
+/// retransformed by a batch; a program that defines its root's class anew
+/// for every unit of work gets its later copies' probes as they load.
+pub(super) const ROOT_COPIES: usize = 64;
 
 impl Loaded {
     /// Adds a loaded class of `name` (after those already listed).
@@ -99,7 +111,14 @@ impl Loaded {
             let on_path: Vec<usize> = (0..copies.len())
                 .filter(|&i| copies[i].loader.is_some_and(|l| self.path.contains(&l)))
                 .collect();
-            if on_path.is_empty() { vec![0] } else { on_path }
+            let dotted = name.replace('/', ".");
+            if self.roots.iter().any(|r| r.matches_class(&dotted)) {
+                (0..copies.len().min(ROOT_COPIES)).collect()
+            } else if on_path.is_empty() {
+                vec![0]
+            } else {
+                on_path
+            }
         };
         for &i in &chosen {
             let c = &mut copies[i];

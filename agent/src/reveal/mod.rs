@@ -196,6 +196,9 @@ pub fn begin_session(
 /// each root pattern matched.
 pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize> {
     let t0 = Instant::now();
+    if let Some(l) = classes().as_mut() {
+        l.roots = roots.to_vec();
+    }
     jni.with_local_frame(64, |jni| {
         let loaded = jvmti.loaded_classes(&jni).unwrap_or_default();
         let mut guard = state();
