@@ -222,6 +222,8 @@ pub struct SprigArgs {
     /// `lazy-receiver` (lazy with `--virtual-calls receiver`) or
     /// `lazy-trivial=N` (lazy with `--skip-trivial=N`).
     pub scheme: String,
+    /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
+    pub timing: Option<String>,
 }
 
 /// A running `sprig profile PID ... --format json -o FILE`.
@@ -271,6 +273,9 @@ impl Sprig {
                 None => cmd.args(["--scheme", scheme]),
             },
         };
+        if let Some(t) = &args.timing {
+            cmd.args(["--timing", t]);
+        }
         cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());
         cmd.args(["--format", "json", "-o"])
             .arg(out)
