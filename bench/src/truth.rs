@@ -283,10 +283,15 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
     }))
 }
 
-/// A JFR settings file with only execution samples, every millisecond.
+/// A JFR settings file with only execution samples (threads in Java and
+/// threads in native code), every millisecond.
 const JFC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
-<configuration version="2.0" label="sprig-bench execution samples" description="jdk.ExecutionSample every 1 ms, nothing else">
+<configuration version="2.0" label="sprig-bench execution samples" description="jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms, nothing else">
   <event name="jdk.ExecutionSample">
+    <setting name="enabled">true</setting>
+    <setting name="period">1 ms</setting>
+  </event>
+  <event name="jdk.NativeMethodSample">
     <setting name="enabled">true</setting>
     <setting name="period">1 ms</setting>
   </event>
@@ -431,6 +436,57 @@ fn tool(jdk: &Path, name: &str, args: &[String]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// JFR's samples of one recording that fall inside the root, charged as
+/// [`jfr_self`] says, and the number of samples in all.
+struct JfrWindow {
+    inside: Vec<String>,
+    total: usize,
+}
+
+/// Starts a JFR recording of execution samples in the JVM.
+fn jfr_start(ctx: &Ctx, pid: u32, jfc: &Path, rec: &Path) -> Result<()> {
+    tool(
+        &ctx.env.jdk,
+        "jcmd",
+        &[
+            pid.to_string(),
+            "JFR.start".into(),
+            "name=sprigbench".into(),
+            format!("settings={}", jfc.display()),
+            format!("filename={}", rec.display()),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Stops the recording (the file is written then).
+fn jfr_stop(ctx: &Ctx, pid: u32) -> Result<()> {
+    tool(
+        &ctx.env.jdk,
+        "jcmd",
+        &[pid.to_string(), "JFR.stop".into(), "name=sprigbench".into()],
+    )?;
+    Ok(())
+}
+
+impl JfrWindow {
+    /// Overlap of sprig's self times with these samples, and of the two
+    /// halves of the samples with each other (the sampling noise that
+    /// bounds any overlap with this many samples).
+    fn figures(&self, sprig_self: &BTreeMap<String, f64>) -> Value {
+        let half = self.inside.len() / 2;
+        let c = counts(&self.inside);
+        json!({
+            "overlap": overlap(sprig_self, &c),
+            "halves_overlap": overlap(&counts(&self.inside[..half]), &counts(&self.inside[half..])),
+            "samples": self.total,
+            "samples_in_root": self.inside.len(),
+            "methods": c.len(),
+            "top": top(&c, 5),
+        })
+    }
+}
+
 /// (workload, row, iterations measured quick, full).
 const JFR_ROWS: [(&str, &str, usize, usize); 3] = [
     ("javac", "partial", 15, 30),
@@ -438,14 +494,25 @@ const JFR_ROWS: [(&str, &str, usize, usize); 3] = [
     ("jetty", "server", 40, 100),
 ];
 
-/// sprig in each timing mode against JFR's execution samples on the same
-/// iterations of the same JVM: the self-time overlap per workload.
+/// The bare window JFR records is this many times as long as the profiled
+/// one: JFR takes far fewer samples than once a millisecond in the root
+/// (about 1,500 in 40 H2 iterations), and the overlap of two sample sets
+/// is bounded by their noise.
+const BARE_WINDOWS: usize = 10;
+
+/// sprig in each timing mode against JFR's execution samples (Java and
+/// native, every 1 ms) on the same workload in the same JVM: JFR over a
+/// bare window right before each sprig session (the truth: the program
+/// without probes), and JFR again over the profiled window itself.
 pub fn jfr(ctx: &Ctx) -> Result<Value> {
     let jfc = ctx.env.scratch.path.join("exec-1ms.jfc");
     std::fs::write(&jfc, JFC)?;
     let modes = modes(ctx);
     let mut rows = Vec::new();
     for (wl, label, kq, kf) in JFR_ROWS {
+        if !ctx.rows.is_empty() && !ctx.rows.iter().any(|r| r == label) {
+            continue;
+        }
         let def = workloads::define(ctx, wl)?;
         let r = def
             .roots
@@ -476,14 +543,24 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
         );
         iter(&mut jvm, def.warmup, def.iteration_bound)?;
         let roots: BTreeSet<String> = r.roots.iter().cloned().collect();
+        let pid = jvm.pid();
         for rep in 0..ctx.repeats {
             for mi in (0..modes.len()).map(|i| (i + rep) % modes.len()) {
                 let mode = &modes[mi];
                 eprintln!(
-                    "sprig-bench: jfr: {wl} {label}, timing {mode}, repeat {}/{}: {k} iterations",
+                    "sprig-bench: jfr: {wl} {label}, timing {mode}, repeat {}/{}: JFR over {} bare iterations, then sprig and JFR over {k} profiled ones",
                     rep + 1,
-                    ctx.repeats
+                    ctx.repeats,
+                    k * BARE_WINDOWS
                 );
+                let name = format!("jfr-{wl}-{mode}-{}", rep + 1);
+                let rec_bare = ctx.env.scratch.path.join(format!("{name}-bare.jfr"));
+                let rec_prof = ctx.env.scratch.path.join(format!("{name}-profiled.jfr"));
+                // The bare window; its samples are charged once sprig's
+                // tree (which methods it holds) is known.
+                jfr_start(ctx, pid, &jfc, &rec_bare)?;
+                iter(&mut jvm, k * BARE_WINDOWS, def.iteration_bound)?;
+                jfr_stop(ctx, pid)?;
                 let sargs = SprigArgs {
                     roots: r.roots.clone(),
                     include: r.include.clone(),
@@ -491,83 +568,75 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                     scheme: "lazy".into(),
                     timing: Some(mode.clone()),
                 };
-                let out = ctx
-                    .env
-                    .scratch
-                    .path
-                    .join(format!("jfr-{wl}-{mode}-{}.json", rep + 1));
-                let rec = ctx
-                    .env
-                    .scratch
-                    .path
-                    .join(format!("jfr-{wl}-{mode}-{}.jfr", rep + 1));
-                let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
+                let out = ctx.env.scratch.path.join(format!("{name}.json"));
+                let mut sprig = Sprig::start(&ctx.env.sprig, pid, &sargs, &out)?;
                 sprig.wait_profiling(START)?;
                 // Revelation and the JIT's recompilation first.
                 iter(&mut jvm, def.warmup.min(5), def.iteration_bound)?;
-                let pid = jvm.pid().to_string();
-                tool(
-                    &ctx.env.jdk,
-                    "jcmd",
-                    &[
-                        pid.clone(),
-                        "JFR.start".into(),
-                        "name=sprigbench".into(),
-                        format!("settings={}", jfc.display()),
-                        format!("filename={}", rec.display()),
-                    ],
-                )?;
+                jfr_start(ctx, pid, &jfc, &rec_prof)?;
                 sprig.reset(Duration::from_secs(30))?;
                 iter(&mut jvm, k, def.iteration_bound)?;
-                tool(
-                    &ctx.env.jdk,
-                    "jcmd",
-                    &[pid, "JFR.stop".into(), "name=sprigbench".into()],
-                )?;
+                let stopped_rec = jfr_stop(ctx, pid);
                 let stopped = sprig.stop(STOP)?;
                 let (sprig_self, sprig_samples) = sprig_self(&stopped.report);
                 let known: BTreeSet<String> = sprig_self.keys().cloned().collect();
-                let text = tool(
-                    &ctx.env.jdk,
-                    "jfr",
-                    &[
-                        "print".into(),
-                        "--json".into(),
-                        "--events".into(),
-                        "jdk.ExecutionSample".into(),
-                        rec.display().to_string(),
-                    ],
-                )?;
-                let recording: Value =
-                    serde_json::from_str(&text).context("parsing jfr print --json")?;
-                let (inside, total) = jfr_self(&recording, &roots, &known);
-                if inside.is_empty() {
+                stopped_rec?;
+                let bare = read_jfr(ctx, &rec_bare, &roots, &known)?;
+                let prof = read_jfr(ctx, &rec_prof, &roots, &known)?;
+                if bare.inside.is_empty() {
                     bail!(
-                        "jfr: {wl}: none of JFR's {total} execution samples is inside {}",
+                        "jfr: {wl}: none of JFR's {} samples of the bare window is inside {}",
+                        bare.total,
                         r.roots.join(" ")
                     );
                 }
-                let jfr_counts = counts(&inside);
-                // How far two halves of JFR's own samples agree: the
-                // sampling noise that bounds any overlap with this many.
-                let half = inside.len() / 2;
-                let noise = overlap(&counts(&inside[..half]), &counts(&inside[half..]));
                 rows.push(json!({
                     "workload": wl, "root": label, "patterns": r.roots, "timing": mode,
                     "repeat": rep + 1, "iterations": k,
-                    "overlap": overlap(&sprig_self, &jfr_counts),
-                    "jfr_halves_overlap": noise,
-                    "jfr_samples": total, "jfr_samples_in_root": inside.len(),
+                    "jfr_bare": bare.figures(&sprig_self),
+                    "jfr_profiled": prof.figures(&sprig_self),
+                    // What the probes do to the program as JFR sees it.
+                    "jfr_profiled_vs_bare": overlap(&counts(&prof.inside), &counts(&bare.inside)),
                     "sprig_samples": sprig_samples,
-                    "sprig_methods": known.len(), "jfr_methods": jfr_counts.len(),
-                    "sprig_top": top(&sprig_self, 5), "jfr_top": top(&jfr_counts, 5),
+                    "sprig_methods": known.len(),
+                    "sprig_top": top(&sprig_self, 5),
                 }));
-                let _ = std::fs::remove_file(&rec);
+                let _ = std::fs::remove_file(&rec_bare);
+                let _ = std::fs::remove_file(&rec_prof);
             }
         }
         jvm.quit()?;
     }
-    Ok(json!({"rows": rows, "settings": "jdk.ExecutionSample period 1 ms, stackdepth 2048"}))
+    Ok(json!({
+        "rows": rows,
+        "settings": "jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms, stackdepth 2048",
+    }))
+}
+
+/// A stopped recording's samples inside the root.
+fn read_jfr(
+    ctx: &Ctx,
+    rec: &Path,
+    roots: &BTreeSet<String>,
+    known: &BTreeSet<String>,
+) -> Result<JfrWindow> {
+    let text = tool(
+        &ctx.env.jdk,
+        "jfr",
+        &[
+            "print".into(),
+            "--json".into(),
+            // `jfr print` shows 5 frames a stack unless told otherwise.
+            "--stack-depth".into(),
+            "2048".into(),
+            "--events".into(),
+            "jdk.ExecutionSample,jdk.NativeMethodSample".into(),
+            rec.display().to_string(),
+        ],
+    )?;
+    let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
+    let (inside, total) = jfr_self(&v, roots, known);
+    Ok(JfrWindow { inside, total })
 }
 
 fn iter(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<()> {
@@ -647,11 +716,28 @@ pub fn print(name: &str, v: &Value) {
         }
         "jfr" => {
             println!(
-                "self-time overlap with JFR execution samples (1 ms) on the same iterations: sum over methods of min(share sprig, share JFR); goal >= 0.90"
+                "self-time overlap with JFR's execution samples (Java and native, 1 ms): sum over methods of min(share in sprig, share in JFR); goal >= 0.90"
             );
             println!(
-                "  {:<6} {:<10} {:<8} {:>4} {:>8} {:>10} {:>10} {:>10}  top method (sprig / JFR)",
-                "prog", "root", "timing", "rep", "overlap", "JFR halves", "JFR in", "sprig smp"
+                "  JFR bare: over 10 times as many bare iterations of the same JVM right before the session (the program without probes); JFR profiled: over the profiled iterations themselves; JFR p/b: JFR profiled against JFR bare (what the probes change)"
+            );
+            println!(
+                "  halves: JFR's first half of its samples against its second (sampling noise); in root: JFR's samples inside the root"
+            );
+            println!(
+                "  {:<6} {:<10} {:<8} {:>3} | {:>8} {:>7} {:>8} | {:>8} {:>7} {:>8} | {:>8} | {:>9}  top method (sprig / JFR bare)",
+                "prog",
+                "root",
+                "timing",
+                "rep",
+                "bare",
+                "halves",
+                "in root",
+                "profiled",
+                "halves",
+                "in root",
+                "JFR p/b",
+                "sprig smp"
             );
             for r in v
                 .get("rows")
@@ -660,24 +746,34 @@ pub fn print(name: &str, v: &Value) {
                 .flatten()
             {
                 let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
-                let n = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-                let first = |k: &str| {
-                    r.get(k)
-                        .and_then(|t| t.get(0))
+                let n = |w: &str, k: &str| {
+                    r.get(w)
+                        .and_then(|x| x.get(k))
+                        .and_then(Value::as_f64)
+                        .unwrap_or(f64::NAN)
+                };
+                let top_of = |t: Option<&Value>| {
+                    t.and_then(|t| t.get(0))
                         .map_or("-".to_owned(), |t| t.to_string())
                 };
                 println!(
-                    "  {:<6} {:<10} {:<8} {:>4} {:>8.3} {:>10.3} {:>10.0} {:>10.0}  {} / {}",
+                    "  {:<6} {:<10} {:<8} {:>3} | {:>8.3} {:>7.3} {:>8.0} | {:>8.3} {:>7.3} {:>8.0} | {:>8.3} | {:>9}  {} / {}",
                     s("workload"),
                     s("root"),
                     s("timing"),
-                    n("repeat"),
-                    n("overlap"),
-                    n("jfr_halves_overlap"),
-                    n("jfr_samples_in_root"),
-                    n("sprig_samples"),
-                    first("sprig_top"),
-                    first("jfr_top"),
+                    r.get("repeat").and_then(Value::as_u64).unwrap_or(0),
+                    n("jfr_bare", "overlap"),
+                    n("jfr_bare", "halves_overlap"),
+                    n("jfr_bare", "samples_in_root"),
+                    n("jfr_profiled", "overlap"),
+                    n("jfr_profiled", "halves_overlap"),
+                    n("jfr_profiled", "samples_in_root"),
+                    r.get("jfr_profiled_vs_bare")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(f64::NAN),
+                    r.get("sprig_samples").and_then(Value::as_u64).unwrap_or(0),
+                    top_of(r.get("sprig_top")),
+                    top_of(r.get("jfr_bare").and_then(|b| b.get("top"))),
                 );
             }
         }
