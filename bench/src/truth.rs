@@ -822,22 +822,26 @@ mod tests {
     #[test]
     fn scenario_rounds_join_the_twin_and_judge_rounds_at_speed() {
         let child = |m: &str, self_ns: f64| json!({"method": m, "calls": 10, "self_ns": self_ns, "samples": 3});
-        let thread = |name: &str, total: f64| {
+        let thread = |name: &str, total: f64, max_ns: f64| {
             json!({"name": name, "roots": [{"calls": 10, "total_ns": total,
-                "latency": {"max_ns": total / 10.0}, "children": [
+                "latency": {"max_ns": max_ns}, "children": [
                 child("spin200", 2.1e6), child("spin500", 5.0e6), child("spin1000", 9.5e6)]}]})
         };
         let report = json!({"threads": [
-            thread("measure-spin-0", 17.0e6), thread("measure-spin-1", 34.0e6),
-            thread("warm-spin", 1.0), thread("measure-calls-0", 5.0)]});
+            thread("measure-spin-0", 17.0e6, 1.7e6), thread("measure-spin-1", 34.0e6, 3.4e6),
+            // A root call preempted mid-spin: judged, its children not.
+            thread("measure-spin-2", 18.7e6, 3.4e6),
+            thread("warm-spin", 1.0, 1.0), thread("measure-calls-0", 5.0, 1.0)]});
         let lines = vec![
             "round spin 0 1700000 0 1700000".to_owned(),
             // Its twin ran at half speed: not judged.
             "round spin 1 3400000 0 3400000".to_owned(),
+            "round spin 2 1700000 0 1700000".to_owned(),
         ];
         let fg = scenario_figures(&report, &lines, "spin", 1.7e6);
-        assert_eq!((fg.rounds, fg.judged, fg.undisturbed), (2, 1, 1));
-        assert!((fg.charged_over_bare - 1.0).abs() < 1e-9);
+        assert_eq!((fg.rounds, fg.judged, fg.undisturbed), (3, 2, 1));
+        // The median of 1.0 and 1.1.
+        assert!((fg.charged_over_bare - 1.05).abs() < 1e-9);
         let errs: Vec<f64> = fg.children.iter().map(|c| (c.1 * 100.0).round()).collect();
         assert_eq!(errs, vec![5.0, 0.0, -5.0]);
         assert_eq!(fg.children[0].2, 3);
