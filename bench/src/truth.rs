@@ -62,14 +62,31 @@ struct ScenarioFigures {
     /// Rounds judged (twin within 10% of its quiet speed) and made.
     judged: usize,
     rounds: usize,
-    /// (a): per child, self time per call over its known duration - 1,
-    /// over the undisturbed rounds together, and the samples behind it.
-    children: Vec<(String, f64, u64)>,
+    /// (a): per child, over the judged rounds together, its self time's
+    /// share of the root's time against its known share (its duration
+    /// over the three children's) - 1, and the samples behind it; and over
+    /// the undisturbed rounds, its self time per call against its known
+    /// duration - 1 (NaN without such a round).
+    children: Vec<ChildFigures>,
     /// (a): rounds whose every root call took at most 3% more than its
     /// children's known durations (the root's exact latency, in both
     /// modes): no preemption in the middle of a spin, which ends on the
     /// wall clock and so overshoots by whatever the thread lost.
     undisturbed: usize,
+}
+
+struct ChildFigures {
+    share_error: f64,
+    self_error: f64,
+    samples: u64,
+}
+
+/// Self ns, calls and samples of one child over a set of rounds.
+#[derive(Clone, Copy, Default)]
+struct ChildSums {
+    ns: f64,
+    calls: f64,
+    samples: u64,
 }
 
 /// The rounds of one scenario in one session's report, joined with the
@@ -87,7 +104,10 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
     let mut all = Vec::new();
     let mut judged = Vec::new();
     let mut undisturbed = 0;
-    let mut child_sums: BTreeMap<String, (f64, f64, u64)> = BTreeMap::new();
+    // Over the judged rounds, and over the undisturbed ones.
+    let mut judged_sums: BTreeMap<String, ChildSums> = BTreeMap::new();
+    let mut quiet_sums: BTreeMap<String, ChildSums> = BTreeMap::new();
+    let mut judged_root_ns = 0.0;
     for t in report
         .get("threads")
         .and_then(Value::as_array)
@@ -117,16 +137,15 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             continue;
         }
         judged.push(ratio);
+        judged_root_ns += f(root, "total_ns");
         let known: f64 = SPIN_CHILDREN.iter().map(|c| c.1).sum();
         let max_ns = root
             .get("latency")
             .and_then(|l| l.get("max_ns"))
             .and_then(Value::as_f64)
             .unwrap_or(f64::INFINITY);
-        if s == "spin" && max_ns > known * 1.03 {
-            continue;
-        }
-        undisturbed += 1;
+        let quiet_round = max_ns <= known * 1.03;
+        undisturbed += usize::from(quiet_round);
         for c in root
             .get("children")
             .and_then(Value::as_array)
@@ -134,22 +153,31 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             .flatten()
         {
             let name = c.get("method").and_then(Value::as_str).unwrap_or("?");
-            let e = child_sums.entry(name.to_owned()).or_default();
-            e.0 += f(c, "self_ns");
-            e.1 += f(c, "calls");
-            e.2 += c.get("samples").and_then(Value::as_u64).unwrap_or(0);
+            let sums = if quiet_round {
+                vec![&mut judged_sums, &mut quiet_sums]
+            } else {
+                vec![&mut judged_sums]
+            };
+            for m in sums {
+                let e = m.entry(name.to_owned()).or_default();
+                e.ns += f(c, "self_ns");
+                e.calls += f(c, "calls");
+                e.samples += c.get("samples").and_then(Value::as_u64).unwrap_or(0);
+            }
         }
     }
+    let known_sum: f64 = SPIN_CHILDREN.iter().map(|c| c.1).sum();
     let children = SPIN_CHILDREN
         .iter()
         .filter(|_| s == "spin")
         .map(|(name, known)| {
-            let (ns, calls, samples) = child_sums.get(*name).copied().unwrap_or_default();
-            (
-                (*name).to_owned(),
-                ns / calls.max(1.0) / known - 1.0,
-                samples,
-            )
+            let j = judged_sums.get(*name).copied().unwrap_or_default();
+            let q = quiet_sums.get(*name).copied();
+            ChildFigures {
+                share_error: (j.ns / judged_root_ns) / (known / known_sum) - 1.0,
+                self_error: q.map_or(f64::NAN, |q| q.ns / q.calls.max(1.0) / known - 1.0),
+                samples: j.samples,
+            }
         })
         .collect();
     ScenarioFigures {
@@ -248,18 +276,20 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
             let ratios: Vec<f64> = list.iter().map(|x| x.charged_over_bare).collect();
             let mut children = serde_json::Map::new();
             for (ci, (name, _)) in SPIN_CHILDREN.iter().enumerate() {
-                let errs: Vec<f64> = list
-                    .iter()
-                    .filter_map(|x| x.children.get(ci).map(|c| c.1 * 100.0))
-                    .collect();
-                let samples: Vec<f64> = list
-                    .iter()
-                    .filter_map(|x| x.children.get(ci).map(|c| c.2 as f64))
-                    .collect();
-                if !errs.is_empty() {
+                let col = |g: &dyn Fn(&ChildFigures) -> f64| -> Vec<f64> {
+                    list.iter()
+                        .filter_map(|x| x.children.get(ci).map(g))
+                        .collect()
+                };
+                let samples = col(&|c| c.samples as f64);
+                if !samples.is_empty() {
                     children.insert(
                         (*name).to_owned(),
-                        json!({"self_error_pct": json_of(&errs), "samples": json_of(&samples)}),
+                        json!({
+                            "share_error_pct": json_of(&col(&|c| c.share_error * 100.0)),
+                            "self_error_pct": json_of(&col(&|c| c.self_error * 100.0)),
+                            "samples": json_of(&samples),
+                        }),
                     );
                 }
             }
@@ -659,7 +689,7 @@ pub fn print(name: &str, v: &Value) {
     match name {
         "accuracy" => {
             println!(
-                "accuracy fixtures, charged/bare per root call (medians over {} sessions per mode [min-max]; goals: (a) 0.97-1.03, each child within 5%; (b) 0.9-1.1)",
+                "accuracy fixtures, charged/bare per root call (medians over {} sessions per mode [min-max]; goals: (a) 0.97-1.03, each child's share of the root within 5% of its bare share; (b) 0.9-1.1; undisturbed %: a child's time per call against its duration, over rounds no call of which ran 3% long)",
                 v.get("sessions_per_mode")
                     .and_then(Value::as_u64)
                     .unwrap_or(0)
@@ -699,7 +729,15 @@ pub fn print(name: &str, v: &Value) {
             }
             println!();
             for (c, _) in SPIN_CHILDREN {
-                print!("  {:<28}", format!("(a) {c}: self error %"));
+                print!("  {:<28}", format!("(a) {c}: share error %"));
+                for m in &names {
+                    print!(
+                        " {:>26}",
+                        cell(m, &["spin", "children", c, "share_error_pct"])
+                    );
+                }
+                println!();
+                print!("  {:<28}", format!("    {c}: undisturbed %"));
                 for m in &names {
                     print!(
                         " {:>26}",
@@ -842,8 +880,22 @@ mod tests {
         assert_eq!((fg.rounds, fg.judged, fg.undisturbed), (3, 2, 1));
         // The median of 1.0 and 1.1.
         assert!((fg.charged_over_bare - 1.05).abs() < 1e-9);
-        let errs: Vec<f64> = fg.children.iter().map(|c| (c.1 * 100.0).round()).collect();
+        // Undisturbed: round 0 alone.
+        let errs: Vec<f64> = fg
+            .children
+            .iter()
+            .map(|c| (c.self_error * 100.0).round())
+            .collect();
         assert_eq!(errs, vec![5.0, 0.0, -5.0]);
-        assert_eq!(fg.children[0].2, 3);
+        // Judged: rounds 0 and 2, 16.6 ms of children in 35.7 ms of root.
+        let share = |own: f64, known: f64| ((own / 35.7e6) / (known / 1.7e6) - 1.0) * 100.0;
+        for (c, (own, known)) in
+            fg.children
+                .iter()
+                .zip([(4.2e6, 200e3), (10.0e6, 500e3), (19.0e6, 1e6)])
+        {
+            assert!((c.share_error * 100.0 - share(own, known)).abs() < 1e-9);
+        }
+        assert_eq!(fg.children[0].samples, 6);
     }
 }
