@@ -10,6 +10,9 @@
 #      exact one (javac's Gen::genClass among them).
 #
 # usage: bash scripts/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]
+#   environment: SPRIG_FIGURES_STEPS (default accuracy,jfr,overhead),
+#   SPRIG_FIGURES_REPEATS (workload repeats, default 2),
+#   SPRIG_FIGURES_SETTLE (iterations before the settled window, default 20)
 #   SPRIG     a release sprig binary (libsprig_agent.so beside it)
 #   JDK_HOME  default /usr/lib/jvm/java-17-openjdk-amd64
 #   OUT_DIR   default sampled-figures-<jdk version>; gets one .txt and one
@@ -32,8 +35,19 @@ step() {
     echo "== $name: ${bench[*]} $*" | tee "$out/$name.txt"
     "${bench[@]}" "$@" --json "$out/$name.json" 2>"$out/$name.log" | tee -a "$out/$name.txt"
 }
-step accuracy --only accuracy
-step jfr --quick --only jfr
-step overhead --quick --repeats 3 --only javac,h2,jetty \
-    --rows partial,statement,server,servlet,idle --schemes lazy \
-    --timing-modes exact,sampled --settle 40
+repeats=${SPRIG_FIGURES_REPEATS:-2}
+settle=${SPRIG_FIGURES_SETTLE:-20}
+case "${SPRIG_FIGURES_STEPS:-accuracy,jfr,overhead}" in *accuracy*)
+    step accuracy --quick --only accuracy ;;
+esac
+case "${SPRIG_FIGURES_STEPS:-accuracy,jfr,overhead}" in *jfr*)
+    step jfr --quick --only jfr ;;
+esac
+case "${SPRIG_FIGURES_STEPS:-accuracy,jfr,overhead}" in *overhead*)
+    # Two runs: `partial` names javac's Gen::genClass and H2's Delete::update.
+    step overhead-javac --quick --repeats "$repeats" --only javac \
+        --rows partial,idle --schemes lazy --timing-modes exact,sampled --settle "$settle"
+    step overhead-h2-jetty --quick --repeats "$repeats" --only h2,jetty \
+        --rows statement,server,servlet,idle --schemes lazy \
+        --timing-modes exact,sampled --settle "$settle" ;;
+esac
