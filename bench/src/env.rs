@@ -298,6 +298,16 @@ impl Env {
                 .args(&src),
             "javac (bench fixtures)",
         )?;
+        // The accuracy fixtures the end-to-end tests use (`accuracy`).
+        let mut acc = Vec::new();
+        java_files(&repo.join("fixtures/src/accuracy"), &mut acc)?;
+        run(
+            Command::new(&javac)
+                .args(["-nowarn", "-d"])
+                .arg(&classes)
+                .args(&acc),
+            "javac (accuracy fixtures)",
+        )?;
         let classpath = format!("{}:{jar_cp}", classes.display());
         let machine = machine_line(&jdk_version);
         Ok(Env {

@@ -9,6 +9,7 @@ mod micro;
 mod proc;
 mod profile;
 mod stats;
+mod truth;
 mod workloads;
 
 use anyhow::{Result, bail};
@@ -18,7 +19,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 5] = ["probe", "overlap", "attach", "throughput", "ring"];
+const MICRO: [&str; 7] = [
+    "probe",
+    "overlap",
+    "attach",
+    "throughput",
+    "ring",
+    "accuracy",
+    "jfr",
+];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,13 +42,28 @@ struct Args {
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
     /// Run only these benchmarks (repeat or comma-separate): probe, overlap,
-    /// attach, throughput, ring, javac, h2, jetty, calls, coarse.
+    /// attach, throughput, ring, accuracy (the accuracy fixtures under each
+    /// timing mode), jfr (self-time overlap with JFR's execution samples),
+    /// javac, h2, jetty, calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
     /// Of the workloads, run only the rows of these roots (repeat or
-    /// comma-separate): whole, compile, partial, statement, server, servlet.
+    /// comma-separate): whole, compile, partial, statement, server, servlet,
+    /// and `idle` (never by default): a root no iteration calls, to time
+    /// what a session costs with its probes dormant (under sampled timing:
+    /// the sampler alone).
     #[arg(long, value_name = "LABEL", value_delimiter = ',')]
     rows: Vec<String>,
+    /// Run each workload row under each of these timing modes (comma-
+    /// separate: exact, sampled), side by side in the same JVM and repeat;
+    /// with both, each sampled session's tree is checked path by path
+    /// against the exact session's. Default: sprig's default mode only.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = ["exact", "sampled"])]
+    timing_modes: Vec<String>,
+    /// Of the workloads' schemes, run only these (comma-separate: lazy,
+    /// eager, and those the --compare options add). Default: all.
+    #[arg(long, value_name = "SCHEME", value_delimiter = ',')]
+    schemes: Vec<String>,
     /// Repeats of each workload's bare/profiled windows (default 1 quick, 3 full).
     #[arg(long, value_name = "N")]
     repeats: Option<usize>,
@@ -127,6 +151,10 @@ pub struct Ctx {
     pub rows: Vec<String>,
     /// Extra arguments for the workload JVMs (`--jvm-arg`).
     pub jvm_args: Vec<String>,
+    /// `--timing` values to run every row under (empty: sprig's default).
+    pub timing_modes: Vec<String>,
+    /// Schemes to keep (empty: all).
+    pub schemes: Vec<String>,
     /// Attach once during warm-up (see `--no-priming`).
     pub priming: bool,
 }
@@ -195,6 +223,8 @@ fn real_main() -> Result<bool> {
         priming: !args.no_priming,
         rows: args.rows.clone(),
         jvm_args: args.jvm_arg.clone(),
+        timing_modes: args.timing_modes.clone(),
+        schemes: args.schemes.clone(),
         quick: args.quick,
         repeats: args
             .repeats
@@ -220,10 +250,13 @@ fn real_main() -> Result<bool> {
                 "attach" => micro::attach_latency(&ctx),
                 "ring" => micro::ring_rates(&ctx),
                 "overlap" => micro::overlap(&ctx),
+                "accuracy" => truth::accuracy(&ctx),
+                "jfr" => truth::jfr(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {
                 micro::print(name, &v);
+                truth::print(name, &v);
                 micro_out.insert(name.to_string(), v);
             })
         } else {

@@ -62,6 +62,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         include: vec![],
         exclude: vec!["bench.Uninstrumented".into()],
         scheme: "lazy".into(),
+        timing: None,
     };
     let out = ctx.env.scratch.path.join("probe-cost.json");
     let mut per_rep: Vec<BTreeMap<String, f64>> = Vec::new();
@@ -229,6 +230,7 @@ fn tput_args() -> SprigArgs {
         include: vec![],
         exclude: vec![],
         scheme: "lazy".into(),
+        timing: None,
     }
 }
 
@@ -370,6 +372,7 @@ pub fn overlap(ctx: &Ctx) -> Result<Value> {
         include: vec![],
         exclude: vec![],
         scheme: "lazy".into(),
+        timing: None,
     };
     let out = ctx.env.scratch.path.join("overlap.json");
     let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &args, &out)?;

@@ -222,6 +222,8 @@ pub struct SprigArgs {
     /// `lazy-receiver` (lazy with `--virtual-calls receiver`) or
     /// `lazy-trivial=N` (lazy with `--skip-trivial=N`).
     pub scheme: String,
+    /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
+    pub timing: Option<String>,
 }
 
 /// A running `sprig profile PID ... --format json -o FILE`.
@@ -271,6 +273,9 @@ impl Sprig {
                 None => cmd.args(["--scheme", scheme]),
             },
         };
+        if let Some(t) = &args.timing {
+            cmd.args(["--timing", t]);
+        }
         cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());
         cmd.args(["--format", "json", "-o"])
             .arg(out)
@@ -451,16 +456,22 @@ mod tests {
     fn process_cpu_reads_this_process_and_grows_with_work() {
         let pid = std::process::id();
         let before = process_cpu(pid).expect("own /proc stat");
+        // Spin until 50 ms of CPU show (bounded: on a busy host this
+        // thread may get a small share of a core).
         let t0 = Instant::now();
         let mut x = 0u64;
-        while t0.elapsed() < Duration::from_millis(150) {
-            x = x.wrapping_mul(31).wrapping_add(7);
+        let mut after = before;
+        while after < before + Duration::from_millis(50) && t0.elapsed() < Duration::from_secs(20) {
+            for _ in 0..1_000_000 {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            std::hint::black_box(x);
+            after = process_cpu(pid).expect("own /proc stat");
         }
-        std::hint::black_box(x);
-        let after = process_cpu(pid).expect("own /proc stat");
         assert!(
             after >= before + Duration::from_millis(50),
-            "{before:?} -> {after:?}"
+            "{before:?} -> {after:?} in {:?}",
+            t0.elapsed()
         );
         assert!(process_cpu(u32::MAX).is_none());
     }

@@ -3,7 +3,10 @@
 //! carried through as they come, so the tables show them once they land.
 
 use anyhow::{Result, bail};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 
 /// The five statistics every version reports.
 const BASE_STATS: [&str; 5] = [
@@ -169,6 +172,41 @@ impl ProfileSummary {
         total
     }
 
+    /// Every calling-context path of the report, merged over threads: a
+    /// hash of the path (each frame's class, method and descriptor from the
+    /// root down) to its calls, and the path's depth and last frame (to
+    /// name a difference). Hashes, not strings: javac's trees hold paths
+    /// hundreds of frames deep.
+    pub fn paths_and_calls(report: &Value) -> BTreeMap<u64, (u64, String)> {
+        let mut out: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        for t in report
+            .get("threads")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let mut stack: Vec<(&Value, u64, usize)> = t
+                .get("roots")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|r| (r, 0u64, 0usize))
+                .collect();
+            while let Some((n, parent, depth)) = stack.pop() {
+                let k = key(n);
+                let mut h = DefaultHasher::new();
+                (parent, &k).hash(&mut h);
+                let id = h.finish();
+                let e = out.entry(id).or_insert((0, format!("depth {depth} {k}")));
+                e.0 += u(n, "calls");
+                if let Some(ch) = n.get("children").and_then(Value::as_array) {
+                    stack.extend(ch.iter().map(|c| (c, id, depth + 1)));
+                }
+            }
+        }
+        out
+    }
+
     /// The agent said it instruments only the roots (callee revelation missing).
     pub fn roots_only(&self) -> bool {
         self.warnings
@@ -177,10 +215,42 @@ impl ProfileSummary {
     }
 }
 
+/// Two sessions' trees path by path ([`ProfileSummary::paths_and_calls`]):
+/// whether they hold the same paths with the same calls, how many paths
+/// and calls, and the first few paths that differ.
+pub fn compare_paths(a: &BTreeMap<u64, (u64, String)>, b: &BTreeMap<u64, (u64, String)>) -> Value {
+    let mut differ = Vec::new();
+    let mut n_differ = 0usize;
+    for (id, (calls, name)) in a {
+        let other = b.get(id).map_or(0, |x| x.0);
+        if other != *calls {
+            n_differ += 1;
+            if differ.len() < 5 {
+                differ.push(format!("{name}: {calls} vs {other}"));
+            }
+        }
+    }
+    for (id, (calls, name)) in b {
+        if !a.contains_key(id) {
+            n_differ += 1;
+            if differ.len() < 5 {
+                differ.push(format!("{name}: 0 vs {calls}"));
+            }
+        }
+    }
+    let calls = |m: &BTreeMap<u64, (u64, String)>| m.values().map(|x| x.0).sum::<u64>();
+    json!({
+        "identical": n_differ == 0,
+        "paths": [a.len(), b.len()],
+        "calls": [calls(a), calls(b)],
+        "paths_differing": n_differ,
+        "first_differences": differ,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn sums_roots_and_nodes() {
@@ -205,5 +275,28 @@ mod tests {
         assert_eq!(ProfileSummary::calls_of(&r, "a.B", "c"), 5);
         assert!(ProfileSummary::from_json(&json!({"version":2})).is_err());
         assert!(ProfileSummary::from_json(&json!([])).is_err());
+    }
+
+    #[test]
+    fn paths_compare_by_calls_and_context() {
+        let tree = |c_calls: u64, under: &str| {
+            json!({"threads":[
+              {"roots":[{"class":"a.B","method":"r","descriptor":"()V","calls":2,
+                "children":[{"class":"a.B","method":under,"descriptor":"()V","calls":1,
+                  "children":[{"class":"a.B","method":"c","descriptor":"()V","calls":c_calls,"children":[]}]}]}]},
+              {"roots":[{"class":"a.B","method":"r","descriptor":"()V","calls":1,"children":[]}]}]})
+        };
+        let a = ProfileSummary::paths_and_calls(&tree(5, "m"));
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.values().map(|x| x.0).sum::<u64>(), 3 + 1 + 5);
+        let same = compare_paths(&a, &ProfileSummary::paths_and_calls(&tree(5, "m")));
+        assert_eq!(same["identical"], true);
+        assert_eq!(same["paths"], json!([3, 3]));
+        let counts = compare_paths(&a, &ProfileSummary::paths_and_calls(&tree(6, "m")));
+        assert_eq!(counts["identical"], false);
+        assert_eq!(counts["paths_differing"], 1);
+        // The same methods under another caller are other paths.
+        let moved = compare_paths(&a, &ProfileSummary::paths_and_calls(&tree(5, "n")));
+        assert_eq!(moved["paths_differing"], 4);
     }
 }

@@ -13,15 +13,19 @@
 use crate::Ctx;
 use crate::env::{extract, src_zip};
 use crate::proc::{Jvm, Sprig, SprigArgs, TRIVIAL_SCHEME};
-use crate::profile::ProfileSummary;
+use crate::profile::{ProfileSummary, compare_paths};
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One root configuration of a workload.
 pub struct RootDef {
     pub label: &'static str,
+    /// A root no iteration calls (`idle`): the session's probes stay
+    /// dormant and, under sampled timing, only the sampler runs.
+    pub never_called: bool,
     pub roots: Vec<String>,
     pub include: Vec<String>,
     /// The root is the workload's own iteration method, so its bare time is
@@ -43,9 +47,21 @@ pub struct WorkloadDef {
 fn root(label: &'static str, roots: &[&str], include: &[&str], whole: bool) -> RootDef {
     RootDef {
         label,
+        never_called: false,
         roots: roots.iter().map(|s| s.to_string()).collect(),
         include: include.iter().map(|s| s.to_string()).collect(),
         whole,
+    }
+}
+
+/// Rows that run only when `--rows` names them.
+pub const OPT_IN_ROWS: [&str; 1] = ["idle"];
+
+/// The `idle` row: a root in the driver that no iteration calls.
+fn idle() -> RootDef {
+    RootDef {
+        never_called: true,
+        ..root("idle", &["bench.Driver::never"], &[], false)
     }
 }
 
@@ -92,6 +108,7 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
                     root("whole", &["bench.JavacWork::iteration"], &javac_inc, true),
                     root("compile", &["com.sun.tools.javac.main.JavaCompiler::compile"], &javac_inc, false),
                     root("partial", &["com.sun.tools.javac.jvm.Gen::genClass"], &javac_inc, false),
+                    idle(),
                 ],
                 iteration_bound: Duration::from_secs(600),
             }
@@ -111,6 +128,7 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
                     false,
                 ),
                 root("partial", &["org.h2.command.dml.Delete::update"], &[], false),
+                idle(),
             ],
             iteration_bound: Duration::from_secs(300),
         },
@@ -123,6 +141,7 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
             roots: vec![
                 root("server", &["org.eclipse.jetty.server.Server::handle"], &[], false),
                 root("servlet", &["bench.HelloServlet::doGet"], &[], false),
+                idle(),
             ],
             iteration_bound: Duration::from_secs(300),
         },
@@ -135,6 +154,7 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
             roots: vec![
                 root("whole", &["bench.CallsWork::iteration"], &[], true),
                 root("partial", &["bench.CallsWork::checksumPhase"], &[], false),
+                idle(),
             ],
             iteration_bound: Duration::from_secs(300),
         },
@@ -147,6 +167,7 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
             roots: vec![
                 root("whole", &["bench.CoarseWork::iteration"], &[], true),
                 root("partial", &["bench.CoarseWork::blockB"], &[], false),
+                idle(),
             ],
             iteration_bound: Duration::from_secs(120),
         },
@@ -194,6 +215,7 @@ fn prime(
         include: r.include.clone(),
         exclude: vec![],
         scheme: "lazy".into(),
+        timing: None,
     };
     let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, out)?;
     sprig.wait_profiling(Duration::from_secs(120))?;
@@ -244,6 +266,9 @@ struct Sample {
     cli_cpu_ms: Option<f64>,
     k: usize,
     whole: bool,
+    /// Calls per calling-context path (with several timing modes).
+    paths: Option<BTreeMap<u64, (u64, String)>>,
+    repeat: usize,
 }
 
 impl Sample {
@@ -332,12 +357,32 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         schemes.push("lazy-receiver".into());
     }
     schemes.push("eager".into());
+    if !ctx.schemes.is_empty() {
+        schemes.retain(|s| ctx.schemes.iter().any(|w| w == s));
+        if schemes.is_empty() {
+            bail!(
+                "--schemes {}: none of this run's schemes (lazy, eager and those the --compare options add)",
+                ctx.schemes.join(",")
+            );
+        }
+    }
+    // Every scheme under every timing mode asked for, side by side in the
+    // same JVM and repeat.
+    let timings: Vec<Option<String>> = if ctx.timing_modes.is_empty() {
+        vec![None]
+    } else {
+        ctx.timing_modes.iter().cloned().map(Some).collect()
+    };
+    let variants: Vec<(String, Option<String>)> = schemes
+        .iter()
+        .flat_map(|s| timings.iter().map(move |t| (s.clone(), t.clone())))
+        .collect();
     let k = def.iterations;
-    // samples[root][scheme] over repeats
+    // samples[root][variant] over repeats
     let mut samples: Vec<Vec<Vec<Sample>>> = def
         .roots
         .iter()
-        .map(|_| schemes.iter().map(|_| Vec::new()).collect())
+        .map(|_| variants.iter().map(|_| Vec::new()).collect())
         .collect();
     let mut skipped: Vec<String> = Vec::new();
     let mut roots_only_seen = false;
@@ -346,7 +391,11 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         .scratch
         .path
         .join(format!("{}-priming.json", def.name));
-    let wanted = |label: &str| ctx.rows.is_empty() || ctx.rows.iter().any(|r| r == label);
+    // Opt-in rows (`idle`) run only when named.
+    let wanted = |label: &str| {
+        (ctx.rows.is_empty() && !OPT_IN_ROWS.contains(&label))
+            || ctx.rows.iter().any(|r| r == label)
+    };
     if !def.roots.iter().any(|r| wanted(r.label)) {
         bail!(
             "{}: no row among --rows {}; its rows are {}",
@@ -360,7 +409,12 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         );
     }
     let priming = if ctx.priming {
-        let first = def.roots.iter().find(|r| wanted(r.label));
+        // A root that is called: the wanted one, else the workload's first.
+        let first = def
+            .roots
+            .iter()
+            .find(|r| wanted(r.label) && !r.never_called)
+            .or_else(|| def.roots.iter().find(|r| !r.never_called));
         let before = warm.last().copied().unwrap_or(f64::NAN);
         Some(prime(
             ctx,
@@ -384,8 +438,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             // sessions have not yet warmed) or always last. The first repeat
             // starts with Scheme B, whose report says whether the others
             // can differ from it at all.
-            for si in (0..schemes.len()).map(|i| (i + rep) % schemes.len()) {
-                let scheme = &schemes[si];
+            for si in (0..variants.len()).map(|i| (i + rep) % variants.len()) {
+                let (scheme, timing) = &variants[si];
                 // Scheme A differs from B only once callees are revealed.
                 if *scheme != "lazy" && roots_only_seen {
                     let note = format!(
@@ -398,18 +452,22 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     continue;
                 }
                 eprintln!(
-                    "sprig-bench: {}: repeat {}/{}, root {} ({}), scheme {scheme}",
+                    "sprig-bench: {}: repeat {}/{}, root {} ({}), scheme {scheme}{}",
                     def.name,
                     rep + 1,
                     ctx.repeats,
                     r.label,
-                    r.roots.join(" ")
+                    r.roots.join(" "),
+                    timing
+                        .as_ref()
+                        .map_or(String::new(), |t| format!(", timing {t}"))
                 );
                 let sargs = SprigArgs {
                     roots: r.roots.clone(),
                     include: r.include.clone(),
                     exclude: vec![],
                     scheme: scheme.clone(),
+                    timing: timing.clone(),
                 };
                 // With --settle, a bare window just as far from the last
                 // disturbance: this workload keeps getting faster for a
@@ -423,9 +481,10 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 };
                 // One report per row and repeat, kept with --keep-logs.
                 let out = ctx.env.scratch.path.join(format!(
-                    "{}-{}-{scheme}-{}.json",
+                    "{}-{}-{scheme}{}-{}.json",
                     def.name,
                     r.label,
+                    timing.as_ref().map_or(String::new(), |t| format!("-{t}")),
                     rep + 1
                 ));
                 let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
@@ -451,7 +510,16 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         p.lost
                     );
                 }
-                if p.root_calls == 0 {
+                if r.never_called {
+                    if p.root_calls != 0 {
+                        bail!(
+                            "{} root {}: {} calls recorded of a root that is never called",
+                            def.name,
+                            r.label,
+                            p.root_calls
+                        );
+                    }
+                } else if p.root_calls == 0 {
                     bail!(
                         "{} root {} scheme {scheme}: no root call recorded; sprig's stderr: {:?}",
                         def.name,
@@ -484,6 +552,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     cli_cpu_ms: stopped.cli_cpu.map(|d| d.as_secs_f64() * 1e3),
                     k,
                     whole: r.whole,
+                    paths: (ctx.timing_modes.len() > 1)
+                        .then(|| ProfileSummary::paths_and_calls(&stopped.report)),
+                    repeat: rep,
                 });
             }
         }
@@ -491,18 +562,35 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     jvm.quit()?;
     let mut rows = Vec::new();
     for (ri, r) in def.roots.iter().enumerate() {
-        for (si, scheme) in schemes.iter().enumerate() {
+        for (si, (scheme, timing)) in variants.iter().enumerate() {
             let s = &samples[ri][si];
             if s.is_empty() {
                 continue;
             }
+            // Under sampled timing: the tree against the exact session of
+            // the same root, scheme and repeat (same JVM, same number of
+            // iterations), path by path.
+            let exact_twin = variants
+                .iter()
+                .position(|(sc, t)| sc == scheme && t.as_deref() == Some("exact"));
+            let vs_exact: Vec<Value> = match (timing.as_deref(), exact_twin) {
+                (Some("sampled"), Some(ei)) => s
+                    .iter()
+                    .filter_map(|x| {
+                        let e = samples[ri][ei].iter().find(|e| e.repeat == x.repeat)?;
+                        Some(compare_paths(e.paths.as_ref()?, x.paths.as_ref()?))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
             let col = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { s.iter().map(f).collect() };
             let cb: Vec<f64> = s.iter().filter_map(Sample::charged_bare).collect();
             let settled: Vec<f64> = s.iter().filter_map(Sample::settled).collect();
             let last = &s[s.len() - 1].p;
             rows.push(json!({
                 "workload": def.name, "root": r.label, "patterns": r.roots, "include": r.include,
-                "scheme": scheme, "repeats": s.len(), "iterations_per_window": k,
+                "scheme": scheme, "timing": timing, "repeats": s.len(), "iterations_per_window": k,
+                "tree_vs_exact": vs_exact,
                 "calls_per_iter": json_of(&col(&|x| x.calls_per_iter())),
                 "bare_ms": json_of(&col(&|x| x.bare_mean)),
                 "total_ms": json_of(&col(&|x| x.total_mean)),
@@ -557,10 +645,11 @@ fn sum(v: &Value, k: &str) -> Option<Summary> {
 /// The table in JFluid's columns (medians over repeats, [min-max]).
 pub fn print_table(results: &[Value]) {
     println!(
-        "{:<7} {:<9} {:<5} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
+        "{:<7} {:<9} {:<5} {:<7} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
         "program",
         "root",
         "sch",
+        "timing",
         "calls/iter",
         "bare ms",
         "total ms",
@@ -585,7 +674,7 @@ pub fn print_table(results: &[Value]) {
             let m = |k: &str| sum(r, k).map_or(f64::NAN, |s| s.median);
             let st = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
             println!(
-                "{:<7} {:<9} {:<5} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>7} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
+                "{:<7} {:<9} {:<5} {:<7} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>7} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
                 st("workload"),
                 st("root"),
                 match st("scheme").as_str() {
@@ -597,6 +686,7 @@ pub fn print_table(results: &[Value]) {
                         None => "A".to_owned(),
                     },
                 },
+                r.get("timing").and_then(Value::as_str).unwrap_or("-"),
                 m("calls_per_iter"),
                 fmt(sum(r, "bare_ms"), 2),
                 fmt(sum(r, "total_ms"), 2),
@@ -620,6 +710,43 @@ pub fn print_table(results: &[Value]) {
                 && !x.is_empty()
             {
                 println!("        stats: {}", Value::Object(x.clone()));
+            }
+            for (i, c) in r
+                .get("tree_vs_exact")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let pair = |k: &str| {
+                    c.get(k)
+                        .and_then(Value::as_array)
+                        .map(|v| {
+                            v.iter()
+                                .map(|x| x.as_u64().unwrap_or(0).to_string())
+                                .collect::<Vec<_>>()
+                                .join(" / ")
+                        })
+                        .unwrap_or_default()
+                };
+                println!(
+                    "        check, repeat {}: paths and calls against exact timing {}: paths {}, calls {}{}",
+                    i + 1,
+                    if c.get("identical") == Some(&Value::Bool(true)) {
+                        "IDENTICAL"
+                    } else {
+                        "DIFFER"
+                    },
+                    pair("paths"),
+                    pair("calls"),
+                    match c.get("paths_differing").and_then(Value::as_u64) {
+                        Some(n) if n > 0 => format!(
+                            "; {n} paths differ, e.g. {}",
+                            c.get("first_differences").cloned().unwrap_or(Value::Null)
+                        ),
+                        _ => String::new(),
+                    }
+                );
             }
             if let Some(c) = sum(r, "cli_cpu_pct_of_window") {
                 println!(
