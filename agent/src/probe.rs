@@ -232,25 +232,38 @@ impl ThreadState {
     /// waits); false when the caller must take the JNI path.
     #[inline(always)]
     fn try_push(&self, ev: Event) -> bool {
-        match self.producer.try_borrow_mut() {
-            Ok(mut p) => p.as_mut().is_some_and(|p| {
-                let slot = self.slot.get();
-                if let Some(slot) = slot {
-                    take_up(slot, p);
-                }
-                let done = p.try_push(ev);
-                if done {
-                    if self.untimed.get() {
-                        count_native(ev);
-                    }
-                    if let Some(slot) = slot {
-                        self.reopen(slot, p);
-                    }
-                }
-                done
-            }),
-            Err(_) => false,
+        let Ok(mut p) = self.producer.try_borrow_mut() else {
+            return false;
+        };
+        let Some(p) = p.as_mut() else {
+            return false;
+        };
+        // Exact timing (no slot): the plain append, inlined into the
+        // probes; the Java path's bookkeeping stays out of line.
+        match self.slot.get() {
+            None if !self.untimed.get() => p.try_push(ev),
+            slot => self.try_push_sampled(slot, p, ev),
         }
+    }
+
+    /// [`ThreadState::try_push`] under sampled timing: takes up where the
+    /// Java probes left the segment, appends, counts the native event and
+    /// reopens the slot.
+    #[inline(never)]
+    fn try_push_sampled(&self, slot: Option<Slot>, p: &mut Producer, ev: Event) -> bool {
+        if let Some(slot) = slot {
+            take_up(slot, p);
+        }
+        let done = p.try_push(ev);
+        if done {
+            if self.untimed.get() {
+                count_native(ev);
+            }
+            if let Some(slot) = slot {
+                self.reopen(slot, p);
+            }
+        }
+        done
     }
 
     /// Opens the thread's slot onto the producer's segment when the Java
