@@ -286,6 +286,9 @@ struct PendingSample {
     key: (u64, u32),
     ts: u64,
     weight: u64,
+    /// A reset's mark ([`CctBuilder::mark_reset`]): places the reset, carries
+    /// no time and is not a sample.
+    mark: bool,
 }
 
 /// A reading of a thread's place in its event stream, for sampled timing:
@@ -978,20 +981,38 @@ impl ThreadState {
     /// Takes a sample: credited now when the stream stands exactly at its
     /// position, kept when the stream has not reached it, dropped (late)
     /// when the stream is past it.
-    fn add_sample(&mut self, key: (u64, u32), ts: u64, weight: u64, reset: Option<PendingReset>) {
+    fn add_sample(
+        &mut self,
+        key: (u64, u32),
+        ts: u64,
+        weight: u64,
+        mark: bool,
+        reset: Option<PendingReset>,
+    ) {
         match self.pos {
-            Some(p) if key < p => self.samples.late += 1,
+            Some(p) if key < p => {
+                if !mark {
+                    self.samples.late += 1;
+                }
+            }
             // (the pending ones all lie further on: the order of credits
             // does not matter, each goes to the frame open at its position)
             Some(p) if key == p => {
                 self.reset_before_sample(ts, reset);
-                self.credit(weight);
+                if !mark {
+                    self.credit(weight);
+                }
             }
             _ => {
                 if self.pending.last().is_some_and(|l| l.key > key) {
                     self.pending_dirty = true;
                 }
-                self.pending.push(PendingSample { key, ts, weight });
+                self.pending.push(PendingSample {
+                    key,
+                    ts,
+                    weight,
+                    mark,
+                });
             }
         }
     }
@@ -1026,7 +1047,9 @@ impl ThreadState {
         let taken: Vec<PendingSample> = self.pending.drain(..due).collect();
         for p in taken {
             self.reset_before_sample(p.ts, reset);
-            self.credit(p.weight);
+            if !p.mark {
+                self.credit(p.weight);
+            }
         }
     }
 
@@ -1273,7 +1296,26 @@ impl CctBuilder {
             let s = self.slot(x.thread);
             let t = &mut self.threads[s];
             let reset = reset.filter(|r| r.generation != t.reset_generation);
-            t.add_sample((x.claim, x.index), x.ts, x.weight, reset);
+            t.add_sample((x.claim, x.index), x.ts, x.weight, false, reset);
+        }
+    }
+
+    /// Places the pending reset at each thread's position read right after
+    /// its time (`marks`: one reading per thread, `ts` the reset's time).
+    /// Under sampled timing the events inside a root carry no time, so
+    /// without a mark a thread meets the reset only at its next timed event
+    /// (a root's entry or exit) or sample, and what it recorded between the
+    /// reset and that point would be forgotten with what came before.
+    pub fn mark_reset(&mut self, marks: &[Sample]) {
+        if self.timing != Timing::Sampled {
+            return;
+        }
+        let reset = self.reset;
+        for x in marks {
+            let s = self.slot(x.thread);
+            let t = &mut self.threads[s];
+            let reset = reset.filter(|r| r.generation != t.reset_generation);
+            t.add_sample((x.claim, x.index), x.ts, 0, true, reset);
         }
     }
 

@@ -300,6 +300,48 @@ fn a_reset_forgets_the_samples_before_it() {
     assert_eq!(p.threads[0].samples.credited, 1);
 }
 
+/// A reset's mark places it where the thread stood when it was read: the
+/// inner calls the thread makes after it count, though no timed event or
+/// sample comes before the root's exit.
+#[test]
+fn a_reset_mark_places_the_reset_at_the_threads_position() {
+    // R(100) A /A B /B /R(400): the reset at 250 falls after A's exit
+    let events = vec![
+        root(100),
+        enter(A),
+        exit(A),
+        enter(B),
+        exit(B),
+        root_exit(400),
+    ];
+    let mark = |index: u32| Sample {
+        ts: 250,
+        ..sample(0, 1, index, 0)
+    };
+    // Without a mark, the reset falls at the root's exit: B is lost.
+    let mut b = sampled();
+    b.reset_at(250);
+    b.process_run(run(0, 1, 0), &events);
+    let p = b.finish();
+    let (_, r) = find(&p.threads[0].tree, &[R]);
+    assert_eq!((r.calls, r.incomplete), (1, 1));
+    assert!(p.threads[0].tree.nodes.iter().all(|n| n.method != B));
+    // With the mark at index 3 (after A's exit), B counts and A does not.
+    let mut b = sampled();
+    b.reset_at(250);
+    b.mark_reset(&[mark(3)]);
+    b.process_run(run(0, 1, 0), &events);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    let (_, r) = find(t, &[R]);
+    assert_eq!((r.calls, r.incomplete), (1, 1));
+    assert_eq!(node(&p, 0, &[R, B]).0, 1);
+    assert!(t.nodes.iter().all(|n| n.method != A), "{t:?}");
+    // A mark is not a sample.
+    assert_eq!(p.threads[0].samples.credited, 0);
+    assert_eq!(p.threads[0].samples.late, 0);
+}
+
 /// Per-call durations, the brute-force way: (exit - entry - waits - probe
 /// cost) of each call, with the inner calls it made.
 #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sprig_callgraph::Timing;
 use sprig_callgraph::report::live::Live;
-use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions};
+use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions, Sample};
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, ClockKind};
 use sprig_wire::event::Event;
@@ -330,7 +330,19 @@ impl<'a> SessionLoop<'a> {
                 self.resets_seen = resets;
                 match self.prepared.region.clock() {
                     ClockKind::ThreadCpu => self.builder.reset_now(),
-                    wall => self.builder.reset_at(clock::read(wall)),
+                    wall => {
+                        let at = clock::read(wall);
+                        self.builder.reset_at(at);
+                        if self.sampler.is_some() {
+                            // Each thread's place in its stream now: the
+                            // reset falls there, not at its next timed event.
+                            let mut now = Vec::new();
+                            self.prepared.region.positions(&mut now);
+                            let marks: Vec<Sample> =
+                                now.into_iter().map(|p| Sample::at(p, at, 0)).collect();
+                            self.builder.mark_reset(&marks);
+                        }
+                    }
                 }
                 let now = Instant::now();
                 self.reset_when = Some(now);
