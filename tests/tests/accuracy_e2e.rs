@@ -288,7 +288,7 @@ fn profile_all_scenarios(jvm: &mut Proc, jdk: &Jdk) -> Value {
     let tmp = TempDir::new("accuracy");
     let out = tmp.path().join("report.json");
     let mut cmd = Command::new(sprig_bin());
-    cmd.args(["profile", &jvm.pid().to_string()]);
+    cmd.args(["profile", &jvm.pid().to_string(), "--timing", "exact"]);
     for (_, m, _) in SCENARIOS {
         cmd.args(["--root", &format!("accuracy.Work::{m}")]);
     }
@@ -513,6 +513,8 @@ fn no_calibrate_leaves_raw_times() {
         &jvm.pid().to_string(),
         "--root",
         "accuracy.Work::spinRoot",
+        "--timing",
+        "exact",
         "--no-calibrate",
         "--format",
         "json",
@@ -573,6 +575,8 @@ fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
                     &pid,
                     "--root",
                     "accuracy.Wake::root",
+                    "--timing",
+                    "exact",
                     "--duration",
                     "4",
                     "--format",

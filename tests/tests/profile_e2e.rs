@@ -286,8 +286,8 @@ fn calibration_bursts_run_on_each_thread_and_stay_out_of_the_tree() {
             for (every, bursts_expected) in [(None, true), (Some("0"), false)] {
                 let out = tmp.path().join("run.json");
                 let extra: Vec<&str> = match every {
-                    Some(ms) => vec!["--recalibrate-every", ms],
-                    None => vec![],
+                    Some(ms) => vec!["--timing", "exact", "--recalibrate-every", ms],
+                    None => vec!["--timing", "exact"],
                 };
                 let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &extra);
                 // 300 root calls of at least 1 ms on each of two threads.
@@ -350,7 +350,13 @@ fn a_long_root_call_runs_its_bursts_inside() {
         run_scenario(&mut jvm, "calls", 2, 1); // loads the class
         let tmp = TempDir::new("e2e");
         let out = tmp.path().join("run.json");
-        let sprig = start_profile(jvm.pid(), "fixtures.Calls::longRoot", &out, &[]);
+        // Calibration bursts are exact timing's.
+        let sprig = start_profile(
+            jvm.pid(),
+            "fixtures.Calls::longRoot",
+            &out,
+            &["--timing", "exact"],
+        );
         run_scenario(&mut jvm, "long", 1, 1);
         let report = stop_profile(sprig, &out);
         assert_no_burst_node(&report);
@@ -419,7 +425,21 @@ fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
             )
             .expect("write");
             let boot = old.path().join("classes");
-            sprig_tests::javac(jdk, &old.path().join("src"), &boot, &["--release", "8"]);
+            // (The probe class reads jdk.internal.misc.Unsafe, which the
+            // agent exports to it at run time.)
+            sprig_tests::javac(
+                jdk,
+                &old.path().join("src"),
+                &boot,
+                &[
+                    "-source",
+                    "17",
+                    "-target",
+                    "17",
+                    "--add-exports",
+                    "java.base/jdk.internal.misc=ALL-UNNAMED",
+                ],
+            );
             std::fs::remove_file(boot.join("sprig/rt/Calibration.class")).expect("rm");
             let classes = fixture_classes(jdk);
             let flag = format!("-Xbootclasspath/a:{}", boot.display());
@@ -427,7 +447,12 @@ fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
             run_scenario(&mut jvm, "sleepy", 2, 1);
             let tmp = TempDir::new("e2e");
             let out = tmp.path().join("run.json");
-            let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
+            let sprig = start_profile(
+                jvm.pid(),
+                "fixtures.Calls::sleepy",
+                &out,
+                &["--timing", "exact"],
+            );
             run_scenario(&mut jvm, "sleepy", 100, 2);
             let report = stop_profile(sprig, &out);
             let roots = root_nodes(&report, "fixtures.Calls", "sleepy", "worker-");

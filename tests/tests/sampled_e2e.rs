@@ -138,7 +138,11 @@ fn run_on(jdk: &Jdk) {
     // Warm up, so that both sessions see the same code.
     jvm.send("run calls 2000 1");
     jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
-    let exact = session(&mut jvm, &tmp.path().join("exact.json"), &[]);
+    let exact = session(
+        &mut jvm,
+        &tmp.path().join("exact.json"),
+        &["--timing", "exact"],
+    );
     let sampled = session(
         &mut jvm,
         &tmp.path().join("sampled.json"),
@@ -146,7 +150,11 @@ fn run_on(jdk: &Jdk) {
     );
     // And exact timing again in the same JVM: every thread times its
     // calls again (the sampled session's state is gone).
-    let exact_again = session(&mut jvm, &tmp.path().join("exact2.json"), &[]);
+    let exact_again = session(
+        &mut jvm,
+        &tmp.path().join("exact2.json"),
+        &["--timing", "exact"],
+    );
     assert_eq!(exact["timing"], "exact");
     assert_eq!(sampled["timing"], "sampled");
     assert_eq!(exact_again["timing"], "exact");
@@ -303,7 +311,7 @@ fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
             );
         }
         let native_a = native_events(&mut jvm);
-        let exact = session(&mut jvm, &tmp.path().join("e.json"), &[]);
+        let exact = session(&mut jvm, &tmp.path().join("e.json"), &["--timing", "exact"]);
         let sampled_b = session(&mut jvm, &tmp.path().join("s2.json"), &sampled);
         let native_b = native_events(&mut jvm);
         // Sampled, exact, sampled in one JVM: the same tree and counts.

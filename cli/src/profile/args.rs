@@ -103,19 +103,23 @@ pub struct SessionArgs {
     #[arg(long, value_enum, default_value_t = ClockArg::Wall)]
     pub clock: ClockArg,
 
-    /// How time is measured. `exact`: every call inside a root context
-    /// reads the clock at its entry and exit and the probes' calibrated
-    /// cost is subtracted: exact per-call times, at two clock reads a call
-    /// (most of the ~19 ns a probed call costs on the benchmark hosts),
-    /// which puts a floor under the overhead of call-dense code and blurs
-    /// methods of a few ns. `sampled`: the probes inside a root context
-    /// read no clock; the tree's shape and every call count stay exact,
-    /// and so does each root call's latency (its entry and exit are still
-    /// timed: min, p50, p90, p99, max per root), while the time inside
-    /// comes from sampling where each profiled thread is in its event
-    /// stream every --interval, done by sprig, not in the JVM. Each node
-    /// then shows the samples behind its time and a 95% bound.
-    #[arg(long, value_enum, default_value_t = TimingArg::Exact, value_name = "HOW")]
+    /// How time is measured. `sampled` (the default): the probes inside a
+    /// root context read no clock and, on JDK 17+, record in Java without a
+    /// native call (a probe pair costs ~0.3 of one System.nanoTime(), about
+    /// 8 ns on the benchmark hosts); the tree's shape and every call count
+    /// are exact, and so is each root call's latency (min, p50, p90, p99,
+    /// max per root), while the time inside comes from sampling where each
+    /// profiled thread is in its event stream every --interval, done by
+    /// sprig, not in the JVM; each node shows the samples behind its time
+    /// and a 95% bound. `exact`: every call inside a root context reads the
+    /// clock at its entry and exit and the probes' calibrated cost is
+    /// subtracted: per-call times with no sampling error, at two clock
+    /// reads a call (a pair costs ~2.5 nanoTime()s on JDK 17, ~1.8 on JDK
+    /// 25), which puts a floor under the overhead of call-dense code and
+    /// blurs methods of a few ns. Use `exact` for sessions too short to
+    /// gather samples (a few hundred) or when every method's time must be
+    /// measured rather than estimated.
+    #[arg(long, value_enum, default_value_t = TimingArg::Sampled, value_name = "HOW")]
     pub timing: TimingArg,
 
     /// With `--timing sampled`: milliseconds between two samples, jittered
