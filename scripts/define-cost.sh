@@ -3,7 +3,8 @@
 # times `calls` root calls bare and under `sprig profile`, and prints the
 # mean ns per call of each (wall clock) and the root's charged time per
 # call in the report (total_ns / calls: adjust-time and probe cost taken
-# out), which should come close to the bare time. The profiled round is
+# out; exact timing, whose adjust-time this measures), which should come
+# close to the bare time. The profiled round is
 # the second under sprig, more than 4 s after the attach (`--reset-after
 # 4` leaves the first out of the report): on JDK 17 the attach's first
 # redefinition throws away all compiled code, and the first seconds run
@@ -28,7 +29,7 @@ wait_lines() { for _ in $(seq 1200); do [ "$(grep -c "$1" "$work/out")" -ge "$2"
 wait_lines '^ready' 1
 echo "time $calls" >&3; wait_lines '^root' 1     # warm-up
 echo "time $calls" >&3; wait_lines '^root' 2     # bare
-"$sprig" profile "$app" --root 'DefineCost::root' --reset-after 4 -o "$work/p.json" --format json 2> "$work/sprig.err" &
+"$sprig" profile "$app" --root 'DefineCost::root' --timing exact --reset-after 4 -o "$work/p.json" --format json 2> "$work/sprig.err" &
 prof=$!
 for _ in $(seq 300); do grep -q "sprig: profiling" "$work/sprig.err" && break; sleep 0.1; done
 echo "time $calls" >&3; wait_lines '^root' 3     # profiled, first (JIT, revelation)
