@@ -495,3 +495,43 @@ pub fn files_with_prefix(dir: &Path, prefix: &str) -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+/// Calls per calling-context path of a JSON report (`Class.method > ...`),
+/// summed over every thread; each class name loses the first of `strip`
+/// it starts with. Panics on a node with incomplete calls: the e2e tests
+/// that compare whole trees expect every call to be closed.
+pub fn calls_by_path(
+    report: &serde_json::Value,
+    strip: &[&str],
+) -> std::collections::BTreeMap<String, u64> {
+    fn walk(
+        node: &serde_json::Value,
+        prefix: &str,
+        strip: &[&str],
+        out: &mut std::collections::BTreeMap<String, u64>,
+    ) {
+        let class = node["class"].as_str().expect("class");
+        let short = strip
+            .iter()
+            .find_map(|p| class.strip_prefix(p))
+            .unwrap_or(class);
+        let name = format!("{short}.{}", node["method"].as_str().expect("method"));
+        let path = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix} > {name}")
+        };
+        assert_eq!(node["incomplete"], 0, "incomplete frames at {path}");
+        *out.entry(path.clone()).or_insert(0) += node["calls"].as_u64().expect("calls");
+        for c in node["children"].as_array().into_iter().flatten() {
+            walk(c, &path, strip, out);
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for t in report["threads"].as_array().expect("threads") {
+        for r in t["roots"].as_array().expect("roots") {
+            walk(r, "", strip, &mut out);
+        }
+    }
+    out
+}

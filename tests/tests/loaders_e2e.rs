@@ -44,31 +44,7 @@ fn start_units(jdk: &Jdk, classes: &std::path::Path, keep: u32) -> Proc {
 /// Calls per CCT path (`Class.method > ...`, `gen.` and `gen.script.`
 /// left out), summed over every thread; no node may be incomplete.
 fn paths(report: &Value) -> BTreeMap<String, u64> {
-    fn walk(node: &Value, prefix: &str, out: &mut BTreeMap<String, u64>) {
-        let class = node["class"].as_str().expect("class");
-        let short = class
-            .strip_prefix("gen.script.")
-            .or_else(|| class.strip_prefix("gen."))
-            .unwrap_or(class);
-        let name = format!("{short}.{}", node["method"].as_str().expect("method"));
-        let path = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix} > {name}")
-        };
-        assert_eq!(node["incomplete"], 0, "incomplete frames at {path}");
-        *out.entry(path.clone()).or_insert(0) += node["calls"].as_u64().expect("calls");
-        for c in node["children"].as_array().into_iter().flatten() {
-            walk(c, &path, out);
-        }
-    }
-    let mut out = BTreeMap::new();
-    for t in report["threads"].as_array().expect("threads") {
-        for r in t["roots"].as_array().expect("roots") {
-            walk(r, "", &mut out);
-        }
-    }
-    out
+    sprig_tests::calls_by_path(report, &["gen.script.", "gen."])
 }
 
 /// Classes retransformed by the agent's batches (`SPRIG_AGENT_DEBUG` lines
