@@ -1288,16 +1288,7 @@ impl CctBuilder {
     /// events that were lost, and crediting them to whatever is open at the
     /// end would charge the wrong node.
     pub fn add_samples(&mut self, samples: &[Sample]) {
-        if self.timing != Timing::Sampled {
-            return;
-        }
-        let reset = self.reset;
-        for x in samples {
-            let s = self.slot(x.thread);
-            let t = &mut self.threads[s];
-            let reset = reset.filter(|r| r.generation != t.reset_generation);
-            t.add_sample((x.claim, x.index), x.ts, x.weight, false, reset);
-        }
+        self.take_readings(samples, false);
     }
 
     /// Places the pending reset at each thread's position read right after
@@ -1307,15 +1298,21 @@ impl CctBuilder {
     /// (a root's entry or exit) or sample, and what it recorded between the
     /// reset and that point would be forgotten with what came before.
     pub fn mark_reset(&mut self, marks: &[Sample]) {
+        self.take_readings(marks, true);
+    }
+
+    /// Hands each reading to its thread: a sample, or a reset's mark.
+    fn take_readings(&mut self, readings: &[Sample], mark: bool) {
         if self.timing != Timing::Sampled {
             return;
         }
         let reset = self.reset;
-        for x in marks {
+        for x in readings {
             let s = self.slot(x.thread);
             let t = &mut self.threads[s];
             let reset = reset.filter(|r| r.generation != t.reset_generation);
-            t.add_sample((x.claim, x.index), x.ts, 0, true, reset);
+            let weight = if mark { 0 } else { x.weight };
+            t.add_sample((x.claim, x.index), x.ts, weight, mark, reset);
         }
     }
 
