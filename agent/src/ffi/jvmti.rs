@@ -605,23 +605,9 @@ impl Jvmti {
         let mut thread: jobject = std::ptr::null_mut();
         // SAFETY: valid out pointer; the thread is attached (holds `jni`).
         unsafe { jvmti_call!(self.env, GetCurrentThread, &mut thread)? };
-        let mut info = jvmtiThreadInfo::default();
-        // SAFETY: `thread` is a live local reference; `info` a valid out
-        // struct.
-        unsafe { jvmti_call!(self.env, GetThreadInfo, thread, &mut info)? };
-        let name = JvmtiStr {
-            jvmti: self,
-            ptr: info.name,
-        }
-        .decode();
-        // SAFETY: GetThreadInfo returns these as local references of this
-        // thread; nothing else holds them.
-        unsafe {
-            jni.delete_local(Local::from_raw(info.thread_group));
-            jni.delete_local(Local::from_raw(info.context_class_loader));
-        }
         // SAFETY: `thread` is a local reference owned by this thread.
-        Ok((name, unsafe { Local::from_raw(thread) }))
+        let thread = unsafe { Local::from_raw(thread) };
+        Ok((self.thread_name(jni, thread)?, thread))
     }
 }
 
