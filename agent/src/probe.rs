@@ -599,8 +599,10 @@ fn revealing<R>(s: &ThreadState, charge: Charge, f: impl FnOnce() -> (bool, R)) 
 /// or one already revealing (whose time is charged already), just runs `f`.
 pub fn charged_out<R>(f: impl FnOnce() -> R) -> R {
     let inside = with_state(|s| {
-        (s.depth.get() > 0 && !s.busy.get() && s.current()).then(|| {
+        (s.depth() > 0 && !s.busy.get() && s.current()).then(|| {
             s.busy.set(true);
+            // The Java probes of code run here record nothing either.
+            s.close_slot();
             s.now()
         })
     })
@@ -613,7 +615,10 @@ pub fn charged_out<R>(f: impl FnOnce() -> R) -> R {
     struct Unbusy;
     impl Drop for Unbusy {
         fn drop(&mut self) {
-            let _ = with_state(|s| s.busy.set(false));
+            let _ = with_state(|s| {
+                s.busy.set(false);
+                s.reopen_slot();
+            });
         }
     }
     let unbusy = Unbusy;
