@@ -104,6 +104,12 @@ impl Loaded {
         let copies = self.by_name.get_mut(name)?;
         let chosen: Vec<usize> = if copies.len() <= 1 {
             (0..copies.len()).collect()
+        } else if self
+            .roots
+            .iter()
+            .any(|r| r.matches_class(&binary_name(name)))
+        {
+            (0..copies.len().min(ROOT_COPIES)).collect()
         } else {
             for c in copies.iter_mut().filter(|c| c.loader.is_none()) {
                 c.loader = jvmti.class_loader_hash(&jni, c.class.as_local()).ok();
@@ -111,14 +117,7 @@ impl Loaded {
             let on_path: Vec<usize> = (0..copies.len())
                 .filter(|&i| copies[i].loader.is_some_and(|l| self.path.contains(&l)))
                 .collect();
-            let dotted = name.replace('/', ".");
-            if self.roots.iter().any(|r| r.matches_class(&dotted)) {
-                (0..copies.len().min(ROOT_COPIES)).collect()
-            } else if on_path.is_empty() {
-                vec![0]
-            } else {
-                on_path
-            }
+            if on_path.is_empty() { vec![0] } else { on_path }
         };
         for &i in &chosen {
             let c = &mut copies[i];
