@@ -19,10 +19,12 @@ for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64;
         bench/candidates/pc.c -o "$out/libpc.so"
     "$jdk/bin/javac" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
         -d "$out" bench/candidates/ProbeCandidates.java
-    echo "== $("$jdk/bin/java" -version 2>&1 | head -1)"
-    "$jdk/bin/java" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
-        --enable-native-access=ALL-UNNAMED -Djava.library.path="$out" \
-        -cp "$out" ProbeCandidates 2>/dev/null || \
-    "$jdk/bin/java" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
-        -Djava.library.path="$out" -cp "$out" ProbeCandidates
+    for mib in 1 64; do
+        echo "== $("$jdk/bin/java" -version 2>&1 | head -1)"
+        "$jdk/bin/java" -Dbuffer.mib=$mib --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+            --enable-native-access=ALL-UNNAMED -Djava.library.path="$out" \
+            -cp "$out" ProbeCandidates 2>/dev/null || \
+        "$jdk/bin/java" -Dbuffer.mib=$mib --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+            -Djava.library.path="$out" -cp "$out" ProbeCandidates
+    done
 done

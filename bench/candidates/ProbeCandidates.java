@@ -6,7 +6,14 @@
  *   unsafe     pure Java: the thread's slot found from its id, the event
  *              stored into native memory with Unsafe, the count published
  *              with a release store (a candidate for sampled timing)
+ *   slot       sampled timing's Java probe as shipped (agent/java/sprig/rt/
+ *              Probe.java): owner, depth, method bit, capacity and segment
+ *              read from a native slot table
+ *   slot8      the same writing 8-byte events (no timestamp word)
  * around a tiny method, against the bare loop and System.nanoTime().
+ * -Dbuffer.mib=N sizes the buffers the events go round (default 1): at 1
+ * MiB they stay in the core's cache, at 32 or 64 MiB (sprig's ring) every
+ * line is fetched again before it is written, as in a profiled JVM.
  */
 import jdk.internal.misc.Unsafe;
 
@@ -15,7 +22,7 @@ public class ProbeCandidates {
     static final int SLOTS = 1 << 12, MASK = SLOTS - 1;
     static final long[] BASE = new long[SLOTS];   // native buffer address per slot
     static final int[] POS = new int[SLOTS];      // write index per slot (events)
-    static final int CAP = 1 << 16;               // events per buffer (16 bytes each)
+    static final int CAP = Integer.getInteger("buffer.mib", 1) << 16; // 16-byte events per buffer
     static volatile int active = 1;
     static final int[] INSIDE = new int[SLOTS];
     static long sink;
@@ -60,6 +67,42 @@ public class ProbeCandidates {
             }
         }
     }
+    // The shipped probe's Java path: slot table of 64-byte slots (owner,
+    // position | depth << 32, capacity, segment address), then a bitmap of
+    // the method ids it may record.
+    static final long TABLE = U.allocateMemory(SLOTS * 64L + (1 << 17));
+    static final long IDS = TABLE + ((long) SLOTS << 6);
+
+    static void sEnter(int id) { slotPut(id, 1L << 32, 1, 4); }
+    static void sExit(int id) { slotPut(id, 2L << 32, -1, 4); }
+    static void s8Enter(int id) { slotPut(id, 1L << 32, 1, 3); }
+    static void s8Exit(int id) { slotPut(id, 2L << 32, -1, 3); }
+
+    static void slotPut(int id, long kind, int dd, int shift) {
+        if (active != 0) {
+            long t = Thread.currentThread().getId();
+            long e = TABLE + ((t & MASK) << 6);
+            if (U.getLong(e) == t) {
+                long w = U.getLong(e + 8);
+                if ((w >>> 32) == 0) return;
+                if ((id >>> 20) != 0 || (U.getLong(IDS + ((id >>> 6) << 3)) & (1L << id)) == 0) { nEnter(id); return; }
+                int p = (int) w;
+                long b = U.getLong(e + 24);
+                if (p >= (U.getInt(e + 16) << (4 - shift))) {
+                    U.putLong(e + 8, w & 0xffffffff00000000L); // stand-in for "segment full: call the agent"
+                    return;
+                }
+                long a = b + ((long) p << shift);
+                if (shift == 4) {
+                    U.putLong(a, 0L);
+                    a += 8;
+                }
+                U.putLong(a, kind | id);
+                U.putLong(e + 8, w + ((long) dd << 32) + 1);
+                U.putIntRelease(null, b - 48, p + 1);
+            } else if (INSIDE[(int) t & MASK] != 0) nEnter(id);
+        }
+    }
     static void jEnter(int id) {
         if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & MASK] != 0) nEnter(id);
     }
@@ -77,6 +120,8 @@ public class ProbeCandidates {
     static int work(int i) { return (i * 31) ^ x; }   // the method being profiled (tiny)
     static int wBare(int i) { return work(i); }
     static int wU(int i) { uEnter(7); int r = work(i); uExit(7); return r; }
+    static int wS(int i) { sEnter(7); int r = work(i); sExit(7); return r; }
+    static int wS8(int i) { s8Enter(7); int r = work(i); s8Exit(7); return r; }
     static int wJ(int i) { jEnter(7); int r = work(i); jExit(7); return r; }
     static int wT(int i) { tEnter(7); int r = work(i); tExit(7); return r; }
     static int wN(int i) { long t0 = System.nanoTime(); int r = work(i); sink += System.nanoTime() - t0; return r; }
@@ -97,20 +142,28 @@ public class ProbeCandidates {
         int s = (int) Thread.currentThread().getId() & MASK;
         BASE[s] = U.allocateMemory(64 + 16L * CAP);
         INSIDE[s] = 1;
+        long t = Thread.currentThread().getId();
+        long e = TABLE + ((long) s << 6);
+        U.putLong(e, t);
+        U.putInt(e + 16, CAP);
+        U.putLong(e + 24, U.allocateMemory(64 + 16L * CAP) + 64);
+        U.putLong(IDS, -1L);
         int n = 20_000_000;
-        String[] names = {"bare", "unsafe", "jni", "jni+rdtsc", "nanoTime"};
-        Body[] bodies = {ProbeCandidates::wBare, ProbeCandidates::wU, ProbeCandidates::wJ, ProbeCandidates::wT, ProbeCandidates::wN};
+        String[] names = {"bare", "unsafe", "slot", "slot8", "jni", "jni+rdtsc", "nanoTime"};
+        Body[] bodies = {ProbeCandidates::wBare, ProbeCandidates::wU, ProbeCandidates::wS, ProbeCandidates::wS8,
+            ProbeCandidates::wJ, ProbeCandidates::wT, ProbeCandidates::wN};
         double[][] r = new double[bodies.length][7];
-        for (int w = 0; w < 3; w++) for (Body b : bodies) time(b, n);
+        for (int w = 0; w < 3; w++) for (Body b : bodies) { time(b, n); U.putLong(e + 8, 1L << 32); }
         for (int rep = 0; rep < 7; rep++)
-            for (int k = 0; k < bodies.length; k++) r[k][rep] = time(bodies[k], n);
+            for (int k = 0; k < bodies.length; k++) { U.putLong(e + 8, 1L << 32); r[k][rep] = time(bodies[k], n); }
         for (int k = 0; k < bodies.length; k++) {
             java.util.Arrays.sort(r[k]);
             System.out.printf("%-10s %6.2f ns/call (median of 7; min %.2f)%n", names[k], r[k][3], r[k][0]);
         }
         // The nanoTime loop reads the clock twice a call: one read is half.
-        double bare = r[0][3], nano = (r[4][3] - bare) / 2;
-        for (int k = 1; k < 4; k++)
+        double bare = r[0][3], nano = (r[bodies.length - 1][3] - bare) / 2;
+        System.out.printf("buffers of %d MiB%n", CAP >> 16);
+        for (int k = 1; k < bodies.length - 1; k++)
             System.out.printf("%-10s pair %5.2f ns = %.3f of one nanoTime() (%.2f ns)%n", names[k], r[k][3] - bare, (r[k][3] - bare) / nano, nano);
     }
 }
