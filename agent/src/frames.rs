@@ -99,6 +99,27 @@ pub fn running_class(internal: &str) -> bool {
         .is_some_and(|a| a.classes.contains(internal))
 }
 
+/// The `run()` methods (`Runnable.run`, `Thread.run`: a thread's loop) on
+/// a thread's stack at the attach, for revelation to spare: class
+/// hierarchy analysis and the callback rule reach every loaded `run()`
+/// from a `Runnable.run` call inside a root, and redefining a pool
+/// thread's loop leaves it interpreted for good (a Jetty server: every
+/// request dispatched through interpreted loops, and the JVM slower after
+/// the detach than before the attach).
+pub fn running_loops() -> Vec<Frame> {
+    let guard = crate::sync::lock(&AT_ATTACH);
+    let Some(a) = guard.as_ref() else {
+        return Vec::new();
+    };
+    let loops: HashSet<&Frame> = a
+        .stacks
+        .iter()
+        .flat_map(|t| t.frames.iter())
+        .filter(|f| f.name == "run" && f.descriptor == "()V")
+        .collect();
+    loops.into_iter().cloned().collect()
+}
+
 /// The class file load hook gave probes to `name` (with `descriptor`) in
 /// class `internal`: noted when the class ran at the attach.
 pub fn note_probed(internal: &str, name: &str, descriptor: &str) {

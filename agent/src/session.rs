@@ -463,6 +463,7 @@ fn start_profiling(
     }
     // Before any class is redefined: what runs now.
     frames::begin_session(&agent.jvmti, jni);
+    reveal::spare_loops(frames::running_loops());
     ledger::begin_session(patterns);
     if let Err(e) = instrument::begin_session(&agent.jvmti) {
         outbox::send(Message::Error(format!(
@@ -582,6 +583,9 @@ impl Session {
             }
         }
         frames::end_session();
+        if let Some(w) = reveal::spared_warning() {
+            outbox::send(Message::Warning(w));
+        }
         let revelation = reveal::stats();
         reveal::end_session(jni);
         // The receiver classes the checks remembered: references that

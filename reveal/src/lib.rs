@@ -452,6 +452,10 @@ pub struct Revealer {
     reflective_count: usize,
     /// [`RevealConfig::live_callbacks_where_they_run`].
     live_callbacks_where_they_run: bool,
+    /// [`Revealer::spare`]: methods no rule that guesses marks.
+    spared: HashSet<MethodKey>,
+    /// Spared methods a guessing rule reached.
+    spared_reached: BTreeSet<MethodKey>,
 }
 
 impl Revealer {
@@ -571,7 +575,25 @@ impl Revealer {
             batches: 0,
             reflective_count: 0,
             live_callbacks_where_they_run: config.live_callbacks_where_they_run,
+            spared: HashSet::new(),
+            spared_reached: BTreeSet::new(),
         }
+    }
+
+    /// Methods that the rules which guess what a call may reach (class
+    /// hierarchy analysis at a virtual or interface call, the callback
+    /// rule) leave alone: a thread's loop that was running at the attach,
+    /// which a redefinition of its class would leave interpreted for good.
+    /// Evidence still marks them: a root, a static or special call, a
+    /// receiver seen at a call site, an entry inside a root context.
+    pub fn spare(&mut self, methods: impl IntoIterator<Item = MethodKey>) {
+        self.spared.extend(methods);
+    }
+
+    /// The spared methods that a guessing rule reached and left alone: a
+    /// call of one inside a root context is not seen.
+    pub fn spared_reached(&self) -> impl Iterator<Item = &MethodKey> {
+        self.spared_reached.iter()
     }
 
     pub fn scheme(&self) -> Scheme {
@@ -852,6 +874,9 @@ impl Revealer {
             .hierarchy
             .resolve(&selected.class, &selected.name, &selected.descriptor)
             .unwrap_or_else(|| selected.clone());
+        // A receiver seen is evidence, not a guess.
+        self.spared.remove(&key);
+        self.spared_reached.remove(&key);
         self.mark(key, EdgeKind::Virtual, from);
         self.take_redefinitions()
     }
@@ -1165,7 +1190,8 @@ impl Revealer {
     }
 
     /// Marks a method reachable (a no-op for filtered classes, which only
-    /// note that the subgraph calls into filtered code).
+    /// note that the subgraph calls into filtered code, and for spared
+    /// methods a guessing rule reaches).
     fn mark(
         &mut self,
         key: MethodKey,
@@ -1174,6 +1200,15 @@ impl Revealer {
     ) -> Option<NodeIndex> {
         if !self.filters.instrumentable(&key.class) {
             self.note_filtered_call();
+            return None;
+        }
+        if matches!(
+            kind,
+            EdgeKind::Virtual | EdgeKind::Interface | EdgeKind::Callback
+        ) && !self.nodes.contains_key(&key)
+            && self.spared.contains(&key)
+        {
+            self.spared_reached.insert(key);
             return None;
         }
         Some(self.mark_node(key, kind, from))

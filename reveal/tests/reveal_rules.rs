@@ -1144,3 +1144,62 @@ fn a_method_entered_with_dormant_probes_is_revealed_there() {
     rv.on_first_call(id, &[helper]).unwrap();
     assert!(rv.is_reachable(&key("a/Ranked", "helper", "()I")));
 }
+
+/// A thread's loop running at the attach (`a/Loop.run`) is spared by the
+/// guessing rules: class hierarchy analysis at an interface call of
+/// `Runnable.run` leaves it out and says so, while the other
+/// implementation is marked; a receiver of its class seen at the call
+/// site marks it after all.
+#[test]
+fn spared_loops_are_left_to_evidence() {
+    let mut rv = lazy();
+    load(&mut rv, object());
+    load(
+        &mut rv,
+        class(
+            "java/lang/Runnable",
+            Some("java/lang/Object"),
+            &[],
+            INTERFACE,
+            &[("run", "()V", PUBLIC | ABSTRACT, false)],
+        ),
+    );
+    for c in ["a/Loop", "a/Task"] {
+        load(
+            &mut rv,
+            class(
+                c,
+                Some("java/lang/Object"),
+                &["java/lang/Runnable"],
+                PUBLIC,
+                &[
+                    ("<init>", "()V", PUBLIC, true),
+                    ("run", "()V", PUBLIC, true),
+                ],
+            ),
+        );
+    }
+    rv.spare([key("a/Loop", "run", "()V")]);
+    let id = main_root(&mut rv);
+    let r = rv
+        .on_first_call(
+            id,
+            &[site(
+                CallKind::Interface,
+                "java/lang/Runnable",
+                "run",
+                "()V",
+            )],
+        )
+        .unwrap();
+    let classes: Vec<&str> = r.classes.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(classes, ["a/Task"]);
+    assert!(rv.id_of(&key("a/Loop", "run", "()V")).is_none());
+    let reached: Vec<&MethodKey> = rv.spared_reached().collect();
+    assert_eq!(reached, [&key("a/Loop", "run", "()V")]);
+    // Evidence: a receiver of class a/Loop dispatched at the site.
+    let r = rv.on_dispatched_call(Some(id), &key("a/Loop", "run", "()V"));
+    let classes: Vec<&str> = r.classes.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(classes, ["a/Loop"]);
+    assert_eq!(rv.spared_reached().count(), 0);
+}

@@ -137,3 +137,112 @@ fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_spee
         );
     }
 }
+
+/// A thread's `Runnable` loop running at the attach (`fixtures.PoolLoop`)
+/// that a `Runnable.run` call inside the root could reach by class
+/// hierarchy analysis: revelation spares it, so its class is never
+/// redefined and the loop keeps its speed after the detach, while the
+/// tasks the root really runs are counted; the report names the loop.
+#[test]
+fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
+    for jdk in test_jdks("a thread loop spared by revelation") {
+        let classes = fixture_classes(&jdk);
+        let mut cmd = Command::new(jdk.java());
+        cmd.arg("-cp").arg(classes.path()).arg("fixtures.PoolLoop");
+        let mut jvm = Proc::spawn(&format!("pool-jdk{}", jdk.major), cmd);
+        jvm.wait_for("ready", LONG, |l| l == "ready");
+        let loop_rates = |jvm: &mut Proc, span: Duration| -> Vec<f64> {
+            let deadline = Instant::now() + span;
+            let mut out = Vec::new();
+            while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                let Some(line) = jvm.try_wait_for(left, |_, l| l.starts_with("rate ")) else {
+                    break;
+                };
+                if let Some(v) = line
+                    .split_whitespace()
+                    .find_map(|f| f.strip_prefix("loop="))
+                    .and_then(|v| v.parse::<f64>().ok())
+                {
+                    out.push(v);
+                }
+            }
+            out
+        };
+        let before = median(loop_rates(&mut jvm, Duration::from_secs(2)));
+        let tmp = TempDir::new("pool");
+        let out = tmp.path().join("report.json");
+        let mut sprig = Proc::spawn("sprig", {
+            let mut c = Command::new(sprig_bin());
+            c.arg("profile")
+                .arg(jvm.pid().to_string())
+                .args(["--root", "fixtures.PoolRoot::root", "--format", "json"])
+                .args(["--duration", "2", "-o"])
+                .arg(&out);
+            c
+        });
+        let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
+        assert!(status.success(), "{status}:\n{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).unwrap();
+        let warnings: Vec<String> = report["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .map(|w| w.as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("thread loop") && w.contains("fixtures.PoolLoop::run")),
+            "JDK {}: the spared loop is named: {warnings:?}",
+            jdk.major
+        );
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.contains("left on an old version") && w.contains("PoolLoop")),
+            "JDK {}: the loop's class was not redefined: {warnings:?}",
+            jdk.major
+        );
+        // The tasks the root runs are counted: one call of Task.run per
+        // root call.
+        let (mut roots, mut tasks) = (0u64, 0u64);
+        for t in report["threads"].as_array().expect("threads") {
+            for r in t["roots"].as_array().into_iter().flatten() {
+                roots += r["calls"].as_u64().unwrap_or(0);
+                for c in r["children"].as_array().into_iter().flatten() {
+                    if c["class"] == "fixtures.PoolRoot$Task" && c["method"] == "run" {
+                        tasks += c["calls"].as_u64().unwrap_or(0);
+                    }
+                }
+            }
+        }
+        assert!(roots > 100, "JDK {}: {roots} root calls", jdk.major);
+        assert_eq!(
+            tasks, roots,
+            "JDK {}: every root call ran a task",
+            jdk.major
+        );
+        // The loop runs compiled after the detach: at least half its speed
+        // before the attach (interpreted, it runs at about a tenth), given
+        // the JIT up to 30 s to compile it again.
+        let mut after = 0.0;
+        for _ in 0..15 {
+            after = median(loop_rates(&mut jvm, Duration::from_secs(2)));
+            if after >= 0.5 * before {
+                break;
+            }
+        }
+        eprintln!(
+            "JDK {}: spared loop after/before the session {:.2}",
+            jdk.major,
+            after / before.max(1.0)
+        );
+        assert!(
+            after >= 0.5 * before,
+            "JDK {}: the spared loop runs {after:.0}/ms after the detach against {before:.0}/ms \
+             before",
+            jdk.major
+        );
+    }
+}

@@ -337,6 +337,46 @@ pub fn service(jvmti: &Jvmti, jni: Jni<'_>) {
     warn_left();
 }
 
+/// Spares `loops` (see `frames::running_loops`) from the rules that guess
+/// what a call may reach.
+pub fn spare_loops(loops: Vec<crate::frames::Frame>) {
+    if let Some(st) = state().as_mut() {
+        st.revealer.spare(
+            loops
+                .into_iter()
+                .map(|f| sprig_reveal::MethodKey::new(&f.class, &f.name, &f.descriptor)),
+        );
+    }
+}
+
+/// A warning naming the spared loops that a guessing rule reached: a call
+/// of one inside a root context was not counted (`None` for none).
+pub fn spared_warning() -> Option<String> {
+    let guard = state();
+    let st = guard.as_ref()?;
+    let names: Vec<String> = st
+        .revealer
+        .spared_reached()
+        .map(|k| format!("{}::{}", binary_name(&k.class), k.name))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let n = names.len();
+    Some(format!(
+        "{n} thread loop{} running at the attach {} left without probes, though a call inside \
+         the roots could reach {} by class hierarchy analysis: {}. Redefining {} would have left \
+         {} interpreted for good; a call of {} inside a root context is not counted",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "was" } else { "were" },
+        if n == 1 { "it" } else { "them" },
+        names.join(", "),
+        if n == 1 { "its class" } else { "their classes" },
+        if n == 1 { "the loop" } else { "the loops" },
+        if n == 1 { "it" } else { "one" },
+    ))
+}
+
 /// Revelation counters for the report (`None` when revelation is off).
 pub fn stats() -> Option<RevealStats> {
     let guard = state();
