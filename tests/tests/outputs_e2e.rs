@@ -35,7 +35,14 @@ fn snapshots() -> &'static Snapshots {
         let mut paths = Vec::new();
         for (i, n) in [(0, 200u32), (1, 300)] {
             let path = dir.path().join(format!("run{i}.sprig"));
-            let mut p = start_sprig(jvm.pid(), &["--root", "fixtures.Calls::root"], &path);
+            // Exact timing: the widths checked here need time in every
+            // node, and these root calls are a few milliseconds in all,
+            // which under sampled timing can hold no sample on a busy host.
+            let mut p = start_sprig(
+                jvm.pid(),
+                &["--root", "fixtures.Calls::root", "--timing", "exact"],
+                &path,
+            );
             jvm.send(&format!("run calls {n} 2"));
             jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
             p.signal("INT");

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Times Jetty (the bench's workload: 400 keep-alive GETs per iteration
+# from 2 client threads in the same JVM) in windows of 150 iterations, in
+# a fresh JVM: bare, two windows while `sprig profile --root
+# org.eclipse.jetty.server.Server::handle` runs, and three after the
+# detach. Prints the median iteration of each window in ms:
+#   bash scripts/jetty-windows.sh SPRIG [JAVA_HOME] [EXTRA SPRIG ARGS...]
+# Needs Debian's libjetty9-java (scripts/setup.sh --bench installs it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
+jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
+shift $(( $# >= 2 ? 2 : 1 ))
+J=/usr/share/java
+jars="$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar:$J/servlet-api.jar"
+work=$(mktemp -d)
+jvm=
+cleanup() {
+    [ -n "$jvm" ] && kill "$jvm" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+"$jdk/bin/javac" -d "$work/stubs" $(find fixtures/bench/stubs -name '*.java')
+"$jdk/bin/javac" -nowarn -d "$work/classes" -cp "$work/stubs:$jars" $(find fixtures/bench/src -name '*.java')
+mkfifo "$work/in"
+"$jdk/bin/java" -cp "$work/classes:$jars" bench.Driver jetty 400 2 < "$work/in" > "$work/out" 2>&1 &
+jvm=$!
+exec 3> "$work/in"
+# The median iteration (ms) of a window of $1 iterations.
+window() {
+    local n0
+    n0=$(grep -c '^times' "$work/out" || true)
+    echo "iter $1" >&3
+    while [ "$(grep -c '^times' "$work/out" || true)" -le "$n0" ]; do
+        kill -0 "$jvm" || { echo "jetty-windows: the JVM died" >&2; exit 1; }
+        sleep 0.5
+    done
+    grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
+        awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
+}
+window 300 > /dev/null
+bare=$(window 150)
+"$sprig" profile "$jvm" --root 'org.eclipse.jetty.server.Server::handle' --duration 600 \
+    --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
+sp=$!
+sleep 4
+p1=$(window 150)
+p2=$(window 150)
+kill -INT "$sp"
+wait "$sp" || true
+a1=$(window 150)
+a2=$(window 150)
+a3=$(window 150)
+echo "bare $bare  profiled $p1 $p2  after the detach $a1 $a2 $a3  (median ms per iteration)"
+echo exit >&3
