@@ -1215,33 +1215,84 @@ impl Region {
         if self.is_retired() {
             return;
         }
-        let start = out.len();
-        for i in 0..self.segments {
-            let h = self.seg(i);
-            if h.state.load(Ordering::Acquire) != OWNED {
-                continue;
-            }
-            let claim = h.seq.load(Ordering::Acquire);
-            let thread = h.thread.load(Ordering::Acquire);
-            let committed = h.committed.load(Ordering::Acquire).min(self.capacity);
-            if h.state.load(Ordering::Acquire) != OWNED || h.seq.load(Ordering::Acquire) != claim {
-                continue;
-            }
-            out.push(StreamPosition {
-                thread,
-                claim,
-                committed,
-            });
-        }
         let handed_out = self.header().claims.load(Ordering::Acquire);
-        let mut kept = start;
-        for j in start..out.len() {
-            if out[j].claim < handed_out {
-                out[kept] = out[j];
-                kept += 1;
-            }
+        out.extend((0..self.segments).filter_map(|i| self.position_in(i, handed_out)));
+    }
+
+    /// The position of the producer owning segment `i`, `None` when none
+    /// owns it, its owner changed while it was read, or its claim number
+    /// is not below `handed_out` (see [`Region::positions`]).
+    fn position_in(&self, i: u32, handed_out: u64) -> Option<StreamPosition> {
+        let h = self.seg(i);
+        if h.state.load(Ordering::Acquire) != OWNED {
+            return None;
         }
-        out.truncate(kept);
+        let claim = h.seq.load(Ordering::Acquire);
+        let thread = h.thread.load(Ordering::Acquire);
+        let committed = h.committed.load(Ordering::Acquire).min(self.capacity);
+        if h.state.load(Ordering::Acquire) != OWNED || h.seq.load(Ordering::Acquire) != claim {
+            return None;
+        }
+        (claim < handed_out).then_some(StreamPosition {
+            thread,
+            claim,
+            committed,
+        })
+    }
+}
+
+/// Reads the producers' positions as [`Region::positions`] does, for a
+/// sampler that reads them every millisecond. A segment becomes owned
+/// only by a claim, which counts in the header's `claims`, so while that
+/// count stays put the owned segments are those of the last full scan or
+/// fewer: the reader then reads only those headers. It scans every header
+/// when the count moved, and once more on the next read (a claim counted
+/// before a scan may publish its segment as owned only after the scan
+/// passed it). A tick of an idle or quiet session then reads a few
+/// headers instead of one per segment: an idle session's `sprig` process
+/// took 1.2% of a core with the default 32 MiB ring and 1.0-1.1% with this
+/// reader; with `--ring-mib 1024` (16,384 segments), 22.3% and 4.8%
+/// (2026-11-27, quiet host).
+#[derive(Debug, Default)]
+pub struct PositionReader {
+    /// Segments owned at the last full scan.
+    owned: Vec<u32>,
+    /// `claims` read before the last full scan.
+    claims_at_scan: Option<u64>,
+    /// The last full scan found `claims` moved: scan again.
+    again: bool,
+    /// Full scans so far (for tests and figures).
+    pub full_scans: u64,
+}
+
+impl PositionReader {
+    /// Appends the positions of the producers owning a segment now.
+    pub fn read(&mut self, region: &Region, out: &mut Vec<StreamPosition>) {
+        if region.is_retired() {
+            return;
+        }
+        let claims = region.header().claims.load(Ordering::Acquire);
+        let moved = self.claims_at_scan != Some(claims);
+        if moved || self.again {
+            self.again = moved;
+            self.claims_at_scan = Some(claims);
+            self.full_scans += 1;
+            self.owned.clear();
+            for i in 0..region.segments {
+                if let Some(p) = region.position_in(i, claims) {
+                    self.owned.push(i);
+                    out.push(p);
+                }
+            }
+            return;
+        }
+        self.owned.retain(|&i| match region.position_in(i, claims) {
+            Some(p) => {
+                out.push(p);
+                true
+            }
+            None => false,
+        });
     }
 }
 
@@ -1417,6 +1468,49 @@ mod tests {
         pos.clear();
         r.positions(&mut pos);
         assert!(pos.is_empty(), "{pos:?}");
+    }
+
+    #[test]
+    fn the_position_reader_scans_only_after_a_claim_and_sees_what_positions_sees() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut reader = PositionReader::default();
+        let read = |reader: &mut PositionReader| {
+            let mut v = Vec::new();
+            reader.read(&r, &mut v);
+            let mut w = Vec::new();
+            r.positions(&mut w);
+            assert_eq!(v, w, "the reader and a full scan agree");
+            v
+        };
+        // Nothing claimed: two scans (the first read sees the count move
+        // from nothing), then none while the count stays.
+        assert!(read(&mut reader).is_empty());
+        assert!(read(&mut reader).is_empty());
+        assert!(read(&mut reader).is_empty());
+        assert_eq!(reader.full_scans, 2);
+        let mut a = Producer::new(r.clone(), 1, Duration::from_secs(1));
+        a.push(Event::default()).unwrap();
+        // A claim: a scan, and one more on the next read.
+        assert_eq!(read(&mut reader)[0].committed, 1);
+        assert_eq!(read(&mut reader).len(), 1);
+        assert_eq!(reader.full_scans, 4);
+        // Events without a claim: only the owned segment is read.
+        a.push(Event::default()).unwrap();
+        let v = read(&mut reader);
+        assert_eq!((v.len(), v[0].thread, v[0].committed), (1, 1, 2));
+        assert_eq!(reader.full_scans, 4);
+        // A second producer claims: seen at the next read.
+        let mut b = Producer::new(r.clone(), 2, Duration::from_secs(1));
+        b.push(Event::default()).unwrap();
+        assert_eq!(read(&mut reader).len(), 2);
+        // A producer that lets its segment go drops out without a scan.
+        read(&mut reader);
+        let scans = reader.full_scans;
+        drop(b);
+        let v = read(&mut reader);
+        assert_eq!((v.len(), v[0].thread), (1, 1));
+        assert_eq!(reader.full_scans, scans);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::time::Duration;
 use sprig_callgraph::Sample;
 use sprig_wire::ClockKind;
 use sprig_wire::clock;
-use sprig_wire::ring::{Region, StreamPosition};
+use sprig_wire::ring::{PositionReader, Region, StreamPosition};
 
 /// What the sampler thread and the session loop share.
 #[derive(Default)]
@@ -140,6 +140,8 @@ fn run(
     let seed = clock::read(ClockKind::Monotonic) | 1;
     let mut jitter = Jitter(seed);
     let mut positions: Vec<StreamPosition> = Vec::new();
+    // Scans every segment header only after a claim (see PositionReader).
+    let mut reader = PositionReader::default();
     let mut last = clock::read(wall);
     // CPU time per thread index at its previous sample.
     let mut cpu_last: HashMap<u32, u64> = HashMap::new();
@@ -147,7 +149,7 @@ fn run(
         std::thread::sleep(jitter.around(interval));
         let mut s = lock(shared);
         positions.clear();
-        region.positions(&mut positions);
+        reader.read(region, &mut positions);
         let now = clock::read(wall);
         let wall_weight = now.saturating_sub(last);
         last = now;
