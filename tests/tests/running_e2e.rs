@@ -22,25 +22,61 @@ fn start_spin(jdk: &Jdk, classes: &std::path::Path) -> Proc {
     p
 }
 
-/// The (same, other) rates of the `rate` lines printed from now on, for
-/// `span`.
-fn rates(jvm: &mut Proc, span: Duration) -> Vec<(f64, f64)> {
+/// The values of `keys` (`same=`, `loop=`, ...) in each `rate` line
+/// printed from now on, for `span`; lines missing one are skipped.
+fn rate_fields(jvm: &mut Proc, span: Duration, keys: &[&str]) -> Vec<Vec<f64>> {
     let deadline = Instant::now() + span;
     let mut out = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         let Some(line) = jvm.try_wait_for(left, |_, l| l.starts_with("rate ")) else {
             break;
         };
-        let field = |key: &str| -> Option<f64> {
-            line.split_whitespace()
-                .find_map(|f| f.strip_prefix(key))
-                .and_then(|v| v.parse().ok())
-        };
-        if let (Some(s), Some(o)) = (field("same="), field("other=")) {
-            out.push((s, o));
-        }
+        let values: Option<Vec<f64>> = keys
+            .iter()
+            .map(|key| {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(key))
+                    .and_then(|v| v.parse().ok())
+            })
+            .collect();
+        out.extend(values);
     }
     out
+}
+
+/// The (same, other) rates of `fixtures.Spin`'s `rate` lines, for `span`.
+fn rates(jvm: &mut Proc, span: Duration) -> Vec<(f64, f64)> {
+    rate_fields(jvm, span, &["same=", "other="])
+        .into_iter()
+        .map(|v| (v[0], v[1]))
+        .collect()
+}
+
+/// Profiles `root` in `jvm` for `secs` seconds with a JSON report; returns
+/// the report, its warnings, and the stopped sprig (for its stderr).
+fn profile(jvm: &Proc, root: &str, secs: &str) -> (Value, Vec<String>, Proc) {
+    let tmp = TempDir::new("running");
+    let out = tmp.path().join("report.json");
+    let mut sprig = Proc::spawn("sprig", {
+        let mut c = Command::new(sprig_bin());
+        c.arg("profile")
+            .arg(jvm.pid().to_string())
+            .args(["--root", root, "--format", "json"])
+            .args(["--duration", secs, "-o"])
+            .arg(&out);
+        c
+    });
+    let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
+    assert!(status.success(), "{status}:\n{}", sprig.transcript());
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).unwrap();
+    let warnings: Vec<String> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .map(|w| w.as_str().unwrap_or_default().to_string())
+        .collect();
+    (report, warnings, sprig)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -55,27 +91,7 @@ fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_spee
         let classes = fixture_classes(&jdk);
         let mut jvm = start_spin(&jdk, classes.path());
         let before = rates(&mut jvm, Duration::from_secs(2));
-        let tmp = TempDir::new("running");
-        let out = tmp.path().join("report.json");
-        let mut sprig = Proc::spawn("sprig", {
-            let mut c = Command::new(sprig_bin());
-            c.arg("profile")
-                .arg(jvm.pid().to_string())
-                .args(["--root", "fixtures.Spin::root", "--format", "json"])
-                .args(["--duration", "1", "-o"])
-                .arg(&out);
-            c
-        });
-        let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
-        assert!(status.success(), "{status}:\n{}", sprig.transcript());
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).unwrap();
-        let warnings: Vec<String> = report["warnings"]
-            .as_array()
-            .expect("warnings")
-            .iter()
-            .map(|w| w.as_str().unwrap_or_default().to_string())
-            .collect();
+        let (_, warnings, sprig) = profile(&jvm, "fixtures.Spin::root", "1");
         let stale: Vec<&String> = warnings
             .iter()
             .filter(|w| w.contains("left on an old version"))
@@ -152,44 +168,13 @@ fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
         let mut jvm = Proc::spawn(&format!("pool-jdk{}", jdk.major), cmd);
         jvm.wait_for("ready", LONG, |l| l == "ready");
         let loop_rates = |jvm: &mut Proc, span: Duration| -> Vec<f64> {
-            let deadline = Instant::now() + span;
-            let mut out = Vec::new();
-            while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-                let Some(line) = jvm.try_wait_for(left, |_, l| l.starts_with("rate ")) else {
-                    break;
-                };
-                if let Some(v) = line
-                    .split_whitespace()
-                    .find_map(|f| f.strip_prefix("loop="))
-                    .and_then(|v| v.parse::<f64>().ok())
-                {
-                    out.push(v);
-                }
-            }
-            out
+            rate_fields(jvm, span, &["loop="])
+                .into_iter()
+                .map(|v| v[0])
+                .collect()
         };
         let before = median(loop_rates(&mut jvm, Duration::from_secs(2)));
-        let tmp = TempDir::new("pool");
-        let out = tmp.path().join("report.json");
-        let mut sprig = Proc::spawn("sprig", {
-            let mut c = Command::new(sprig_bin());
-            c.arg("profile")
-                .arg(jvm.pid().to_string())
-                .args(["--root", "fixtures.PoolRoot::root", "--format", "json"])
-                .args(["--duration", "2", "-o"])
-                .arg(&out);
-            c
-        });
-        let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
-        assert!(status.success(), "{status}:\n{}", sprig.transcript());
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).unwrap();
-        let warnings: Vec<String> = report["warnings"]
-            .as_array()
-            .expect("warnings")
-            .iter()
-            .map(|w| w.as_str().unwrap_or_default().to_string())
-            .collect();
+        let (report, warnings, _) = profile(&jvm, "fixtures.PoolRoot::root", "2");
         assert!(
             warnings
                 .iter()
