@@ -1215,14 +1215,17 @@ impl Region {
         if self.is_retired() {
             return;
         }
+        let start = out.len();
+        out.extend((0..self.segments).filter_map(|i| self.position_in(i)));
+        // Read after the headers: a claim made while they were read counts.
         let handed_out = self.header().claims.load(Ordering::Acquire);
-        out.extend((0..self.segments).filter_map(|i| self.position_in(i, handed_out)));
+        keep_handed_out(out, start, handed_out);
     }
 
     /// The position of the producer owning segment `i`, `None` when none
-    /// owns it, its owner changed while it was read, or its claim number
-    /// is not below `handed_out` (see [`Region::positions`]).
-    fn position_in(&self, i: u32, handed_out: u64) -> Option<StreamPosition> {
+    /// owns it or its owner changed while it was read (see
+    /// [`Region::positions`]; the caller checks the claim number).
+    fn position_in(&self, i: u32) -> Option<StreamPosition> {
         let h = self.seg(i);
         if h.state.load(Ordering::Acquire) != OWNED {
             return None;
@@ -1233,12 +1236,25 @@ impl Region {
         if h.state.load(Ordering::Acquire) != OWNED || h.seq.load(Ordering::Acquire) != claim {
             return None;
         }
-        (claim < handed_out).then_some(StreamPosition {
+        Some(StreamPosition {
             thread,
             claim,
             committed,
         })
     }
+}
+
+/// Leaves out of `out[start..]` the positions whose claim number was never
+/// handed out (not below `handed_out`: a damaged header).
+fn keep_handed_out(out: &mut Vec<StreamPosition>, start: usize, handed_out: u64) {
+    let mut kept = start;
+    for j in start..out.len() {
+        if out[j].claim < handed_out {
+            out[kept] = out[j];
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
 /// Reads the producers' positions as [`Region::positions`] does, for a
@@ -1271,6 +1287,7 @@ impl PositionReader {
         if region.is_retired() {
             return;
         }
+        let start = out.len();
         let claims = region.header().claims.load(Ordering::Acquire);
         let moved = self.claims_at_scan != Some(claims);
         if moved || self.again {
@@ -1279,20 +1296,23 @@ impl PositionReader {
             self.full_scans += 1;
             self.owned.clear();
             for i in 0..region.segments {
-                if let Some(p) = region.position_in(i, claims) {
+                if let Some(p) = region.position_in(i) {
                     self.owned.push(i);
                     out.push(p);
                 }
             }
-            return;
+        } else {
+            self.owned.retain(|&i| match region.position_in(i) {
+                Some(p) => {
+                    out.push(p);
+                    true
+                }
+                None => false,
+            });
         }
-        self.owned.retain(|&i| match region.position_in(i, claims) {
-            Some(p) => {
-                out.push(p);
-                true
-            }
-            None => false,
-        });
+        // As in `Region::positions`: read after the headers.
+        let handed_out = region.header().claims.load(Ordering::Acquire);
+        keep_handed_out(out, start, handed_out);
     }
 }
 
