@@ -551,22 +551,13 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
             .find(|r| r.label == label)
             .context("no such row")?;
         let k = if ctx.quick { kq } else { kf };
-        let mut args = ctx.jvm_args.clone();
         // JFR keeps 64 frames a stack by default: javac's genClass sits
         // deeper than that below the top.
-        args.push("-XX:FlightRecorderOptions:stackdepth=2048".into());
-        args.extend([
-            "-cp".to_string(),
-            ctx.env.classpath.clone(),
-            "bench.Driver".into(),
-        ]);
-        args.extend(def.args.iter().cloned());
-        let mut jvm = Jvm::start(
-            &ctx.env.java(),
-            &args,
+        let mut jvm = workloads::start_jvm(
+            ctx,
+            &def,
+            &["-XX:FlightRecorderOptions:stackdepth=2048".into()],
             &format!("jfr-{wl}"),
-            &ctx.env.logs(),
-            Duration::from_secs(300),
         )?;
         eprintln!(
             "sprig-bench: jfr: {wl}: warm-up ({} iterations)",

@@ -323,22 +323,29 @@ impl Sample {
     }
 }
 
-/// Runs one workload; returns its JSON rows.
-pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
+/// Starts the JVM that runs workload `def` (`bench.Driver`), with the
+/// bench's JVM arguments and then `extra`; `name` names its logs.
+pub fn start_jvm(ctx: &Ctx, def: &WorkloadDef, extra: &[String], name: &str) -> Result<Jvm> {
     let mut args = ctx.jvm_args.clone();
+    args.extend(extra.iter().cloned());
     args.extend([
         "-cp".to_string(),
         ctx.env.classpath.clone(),
         "bench.Driver".into(),
     ]);
     args.extend(def.args.iter().cloned());
-    let mut jvm = Jvm::start(
+    Jvm::start(
         &ctx.env.java(),
         &args,
-        def.name,
+        name,
         &ctx.env.logs(),
         Duration::from_secs(300),
-    )?;
+    )
+}
+
+/// Runs one workload; returns its JSON rows.
+pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
+    let mut jvm = start_jvm(ctx, def, &[], def.name)?;
     eprintln!(
         "sprig-bench: {}: warm-up ({} iterations)",
         def.name, def.warmup
