@@ -6,6 +6,8 @@
 # detach. Prints the median iteration of each window in ms:
 #   bash scripts/jetty-windows.sh SPRIG [JAVA_HOME] [EXTRA SPRIG ARGS...]
 # Needs Debian's libjetty9-java (scripts/setup.sh --bench installs it).
+# JETTY_JAVA_OPTS adds JVM options (for instance -XX:+PrintCompilation);
+# JETTY_KEEP_OUT=FILE keeps the JVM's output there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
@@ -17,13 +19,14 @@ work=$(mktemp -d)
 jvm=
 cleanup() {
     [ -n "$jvm" ] && kill "$jvm" 2>/dev/null || true
+    [ -n "${JETTY_KEEP_OUT:-}" ] && cp "$work/out" "$JETTY_KEEP_OUT" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 "$jdk/bin/javac" -d "$work/stubs" $(find fixtures/bench/stubs -name '*.java')
 "$jdk/bin/javac" -nowarn -d "$work/classes" -cp "$work/stubs:$jars" $(find fixtures/bench/src -name '*.java')
 mkfifo "$work/in"
-"$jdk/bin/java" -cp "$work/classes:$jars" bench.Driver jetty 400 2 < "$work/in" > "$work/out" 2>&1 &
+"$jdk/bin/java" ${JETTY_JAVA_OPTS:-} -cp "$work/classes:$jars" bench.Driver jetty 400 2 < "$work/in" > "$work/out" 2>&1 &
 jvm=$!
 exec 3> "$work/in"
 # The median iteration (ms) of a window of $1 iterations.
