@@ -48,6 +48,16 @@
 //!
 //! The table itself is never freed: a Java probe holds its address in a
 //! static final field for the life of the JVM.
+//!
+//! # Where it is mapped
+//!
+//! Below 2 GiB where the kernel allows it (`MAP_32BIT`, x86-64), anywhere
+//! otherwise. C2 folds the static final address into every field access,
+//! and an address that fits in 32 bits becomes the displacement of the
+//! load or store itself instead of a 10-byte constant loaded into a
+//! register first: a trivial instrumented method's C2 code shrank from
+//! 936-968 to 840 bytes on JDK 17 and from 1,040 to 976 on JDK 25, and the
+//! inlined entry probe's path from 196 to 161 bytes (docs/overhead.md).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -88,6 +98,13 @@ const _: () = assert!(std::mem::offset_of!(RawSlot, slots) == 24);
 /// never opened to it).
 pub const COMMITTED_BEFORE: usize = 48;
 
+/// The mapping flag that asks for an address below 2 GiB (see the module
+/// documentation); none where the platform has no such flag.
+#[cfg(target_arch = "x86_64")]
+const LOW: libc::c_int = libc::MAP_32BIT;
+#[cfg(not(target_arch = "x86_64"))]
+const LOW: libc::c_int = 0;
+
 /// The table's base address (0: it could not be mapped).
 static TABLE: OnceLock<usize> = OnceLock::new();
 
@@ -96,18 +113,22 @@ static TABLE: OnceLock<usize> = OnceLock::new();
 pub fn table() -> Option<usize> {
     let base = *TABLE.get_or_init(|| {
         // SAFETY: a fresh private anonymous mapping at an address the
-        // kernel chooses; nothing else refers to it yet. It is never
-        // unmapped.
-        let p = unsafe {
+        // kernel chooses (below 2 GiB with MAP_32BIT); nothing else refers
+        // to it yet. It is never unmapped.
+        let map = |extra: libc::c_int| unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 TABLE_BYTES,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
                 -1,
                 0,
             )
         };
+        let mut p = map(LOW);
+        if p == libc::MAP_FAILED {
+            p = map(0);
+        }
         if p == libc::MAP_FAILED { 0 } else { p as usize }
     });
     (base != 0).then_some(base)
@@ -300,6 +321,16 @@ impl Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_table_lies_below_2_gib_so_its_addresses_are_displacements() {
+        let base = table().expect("the table maps");
+        assert!(
+            base + TABLE_BYTES <= 1 << 31,
+            "table at {base:#x}, {TABLE_BYTES} bytes"
+        );
+    }
 
     #[test]
     fn slots_are_claimed_once_and_open_only_while_valid() {
