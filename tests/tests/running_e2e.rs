@@ -190,11 +190,13 @@ fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
             jdk.major
         );
         // The tasks the root runs are counted: one call of Task.run per
-        // root call.
-        let (mut roots, mut tasks) = (0u64, 0u64);
+        // root call. A root call the stop cut short (its exit never came:
+        // `incomplete`) may have ended the session before its task began.
+        let (mut roots, mut cut, mut tasks) = (0u64, 0u64, 0u64);
         for t in report["threads"].as_array().expect("threads") {
             for r in t["roots"].as_array().into_iter().flatten() {
                 roots += r["calls"].as_u64().unwrap_or(0);
+                cut += r["incomplete"].as_u64().unwrap_or(0);
                 for c in r["children"].as_array().into_iter().flatten() {
                     if c["class"] == "fixtures.PoolRoot$Task" && c["method"] == "run" {
                         tasks += c["calls"].as_u64().unwrap_or(0);
@@ -203,9 +205,16 @@ fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
             }
         }
         assert!(roots > 100, "JDK {}: {roots} root calls", jdk.major);
-        assert_eq!(
-            tasks, roots,
-            "JDK {}: every root call ran a task",
+        if tasks != roots {
+            eprintln!(
+                "JDK {}: {tasks} tasks, {roots} root calls, {cut} cut short by the stop",
+                jdk.major
+            );
+        }
+        assert!(
+            tasks <= roots && tasks + cut >= roots,
+            "JDK {}: every root call ran a task: {tasks} tasks, {roots} root calls of which \
+             {cut} cut short by the stop",
             jdk.major
         );
         // The loop runs compiled after the detach: at least half its speed
