@@ -21,6 +21,7 @@
 //! per thread (raw system calls, see `sys`), so no fork is needed and the
 //! rest of the CLI keeps its credentials; a guard restores them.
 
+pub mod pinned;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 
@@ -178,6 +179,41 @@ pub fn agent_library_path() -> Result<PathBuf, AttachError> {
     agent_library_near(dir)
 }
 
+/// The library to hand a JVM: the pinned copy of the installed agent
+/// ([`pinned`] says why), or the installed file where a copy cannot serve.
+/// `jvm` is the JVM to attach to, `None` for one `sprig run` starts (ours,
+/// in our file system). A JVM in another file system (a container) looks
+/// the path up in its own, where sprig's `/tmp` is not; it gets the
+/// installed path, as it always did. So does a JVM whose user could not
+/// read the copy, and any JVM when the copy cannot be made (said on
+/// stderr: overwriting the installed file in place would then crash it).
+pub fn agent_for(jvm: Option<&JvmProcess>) -> Result<PathBuf, AttachError> {
+    let installed = agent_library_path()?;
+    if jvm.is_some_and(|j| !same_root(j)) {
+        return Ok(installed);
+    }
+    let (euid, _) = sys::effective_ids();
+    match pinned::pin_in(Path::new("/tmp"), euid, &installed) {
+        Ok(copy) if jvm.is_none_or(|j| check_readable_by_target(j, &copy).is_ok()) => Ok(copy),
+        Ok(_) => Ok(installed),
+        Err(e) => {
+            eprintln!(
+                "sprig: warning: loading the agent from {} itself, without a private copy ({e}); replacing that file in place while the JVM runs would crash the JVM",
+                installed.display()
+            );
+            Ok(installed)
+        }
+    }
+}
+
+/// Whether `jvm` sees the same root directory as sprig.
+fn same_root(jvm: &JvmProcess) -> bool {
+    match (fs::metadata(&jvm.root), fs::metadata("/")) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
 /// The agent library in `bin_dir` or in `bin_dir/../lib/sprig/`, as an
 /// absolute canonical path.
 pub fn agent_library_near(bin_dir: &Path) -> Result<PathBuf, AttachError> {
@@ -279,10 +315,7 @@ fn validate(agent_path: &Path, options: &str) -> Result<String, AttachError> {
 /// JVM's error is obscure. (Permission bits only: an ACL granting more is
 /// not seen.)
 fn check_readable_by_target(jvm: &JvmProcess, agent_path: &Path) -> Result<(), AttachError> {
-    let same_root = match (fs::metadata(&jvm.root), fs::metadata("/")) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    };
+    let same_root = same_root(jvm);
     let Ok(meta) = fs::metadata(agent_path) else {
         // Missing here: the JVM reports it in its own words.
         return Ok(());

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sprig_tests::{
-    Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_sprig, start_workload,
-    test_jdks,
+    Jdk, Proc, TempDir, agent_lib, fixture_classes, run_sprig, sprig_bin, start_sprig,
+    start_workload, test_jdks,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -690,6 +690,124 @@ fn killing_the_cli_restores_the_jvm_within_two_seconds() {
             let report = stop_profile(second, &out2);
             let calls: u64 = calls_to_calls_root(&report);
             assert_eq!(calls, 10);
+        },
+    );
+}
+
+/// The sprig agent libraries JVM `pid` has mapped (/proc/PID/maps).
+fn mapped_agents(pid: u32) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .expect("maps")
+        .lines()
+        .filter_map(|l| l.find('/').map(|i| l[i..].to_string()))
+        .filter(|p| p.contains("libsprig_agent"))
+        .collect()
+}
+
+/// One `--duration` session of the sprig binary `bin` over 100 calls of
+/// `fixtures.Calls::root`; returns the calls it counted.
+fn session_with(bin: &Path, jvm: &mut Proc, out: &Path) -> u64 {
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "profile",
+        &jvm.pid().to_string(),
+        "--root",
+        "fixtures.Calls::root",
+        "--format",
+        "json",
+        "--duration",
+        "1",
+        "-o",
+    ])
+    .arg(out);
+    let mut sprig = Proc::spawn("sprig-installed", cmd);
+    sprig.wait_for("sprig: profiling", LONG, |l| {
+        l.starts_with("sprig: profiling")
+    });
+    run_scenario(jvm, "calls", 100, 1);
+    let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
+    assert!(status.success(), "{status}\n{}", sprig.transcript());
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    calls_to_calls_root(&report)
+}
+
+#[test]
+fn the_jvm_loads_a_private_copy_of_the_agent_that_overwriting_the_installed_one_leaves_alone() {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    each_jdk(
+        "the_jvm_loads_a_private_copy_of_the_agent_that_overwriting_the_installed_one_leaves_alone",
+        |jdk| {
+            // An installed sprig of our own, to overwrite.
+            let install = TempDir::new("install");
+            let bin = install.path().join("sprig");
+            let lib = install.path().join("libsprig_agent.so");
+            std::fs::copy(sprig_bin(), &bin).unwrap();
+            std::fs::copy(agent_lib(), &lib).unwrap();
+            let original = std::fs::read(&lib).unwrap();
+            let euid = std::fs::metadata(install.path()).unwrap().uid();
+            let dir = format!("/tmp/sprig-agents-{euid}/");
+
+            let classes = fixture_classes(jdk);
+            let mut jvm = start_workload(jdk, classes.path(), &[]);
+            run_scenario(&mut jvm, "calls", 1, 1);
+            let tmp = TempDir::new("pinned");
+            assert_eq!(
+                session_with(&bin, &mut jvm, &tmp.path().join("1.json")),
+                100
+            );
+            let first = mapped_agents(jvm.pid());
+            assert_eq!(first.len(), 1, "one agent library mapped: {first:?}");
+            let copy = first.first().unwrap().clone();
+            assert!(
+                copy.starts_with(&dir) && copy.ends_with(".so"),
+                "the JVM maps {copy}, not a copy in {dir}"
+            );
+            let meta = std::fs::metadata(&copy).unwrap();
+            assert_eq!((meta.uid(), meta.mode() & 0o777), (euid, 0o644));
+            let d = std::fs::metadata(&dir).unwrap();
+            assert_eq!((d.uid(), d.mode() & 0o777), (euid, 0o755));
+            assert_eq!(std::fs::read(&copy).unwrap(), original);
+            let ino = meta.ino();
+
+            // A new build copied over the installed one, in place (the
+            // same file, truncated and rewritten): the JVM is untouched,
+            // and the next session loads the new build from its own copy.
+            let mut newer = original.clone();
+            newer.extend_from_slice(b"a newer build");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&lib)
+                .unwrap();
+            f.write_all(&newer).unwrap();
+            drop(f);
+            run_scenario(&mut jvm, "calls", 100, 1);
+            assert_eq!(
+                session_with(&bin, &mut jvm, &tmp.path().join("2.json")),
+                100
+            );
+            let second = mapped_agents(jvm.pid());
+            assert_eq!(second.len(), 2, "{second:?}");
+            assert!(second.contains(&copy));
+            assert_eq!(std::fs::metadata(&copy).unwrap().ino(), ino);
+            assert_eq!(
+                std::fs::read(&copy).unwrap(),
+                original,
+                "the first copy never changes"
+            );
+
+            // The first build back, in place again: its copy, already
+            // loaded, serves the session; nothing new is mapped.
+            std::fs::write(&lib, &original).unwrap();
+            assert_eq!(
+                session_with(&bin, &mut jvm, &tmp.path().join("3.json")),
+                100
+            );
+            assert_eq!(mapped_agents(jvm.pid()), second);
+            for p in second.iter().filter(|p| **p != copy) {
+                let _ = std::fs::remove_file(p);
+            }
         },
     );
 }

@@ -80,7 +80,7 @@ pub(super) fn attach_to(
     timeout: Duration,
 ) -> Result<(Prepared, Channel, String)> {
     let target = jvm::inspect(pid)?;
-    let agent = attach::agent_library_path()?;
+    let agent = attach::agent_for(Some(&target))?;
     let me = sprig_wire::session::euid();
     let owner = (me == 0 && target.uid != 0).then_some((target.uid, target.gid));
     let prepared = prepare_with(clock_kind, ring_mib, owner)?;
@@ -117,7 +117,7 @@ pub(super) fn launch(
     clock_kind: ClockKind,
     ring_mib: u32,
 ) -> Result<(Prepared, Child, Channel, String)> {
-    let agent = attach::agent_library_path()?;
+    let agent = attach::agent_for(None)?;
     let prepared = prepare_with(clock_kind, ring_mib, None)?;
     let options = prepared.dir.agent_options(std::process::id());
     let (java, rest) = command
