@@ -175,6 +175,41 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
     })
 }
 
+/// Windows of five window medians compared by [`to_plateau`].
+const PLATEAU_BLOCK: usize = 5;
+/// At most this many windows in one [`to_plateau`].
+const PLATEAU_MAX_WINDOWS: usize = 100;
+
+/// Runs windows of `k` iterations until the JVM stops getting faster: the
+/// median of the last [`PLATEAU_BLOCK`] window medians no more than 2%
+/// below the median of the block before (at most [`PLATEAU_MAX_WINDOWS`]
+/// windows). A single window's median moves by 5-15% from one to the next
+/// on this host while the trend is far smaller, hence blocks. Returns the
+/// iterations run.
+fn to_plateau(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<usize> {
+    let k = k.max(1);
+    let mut medians = Vec::new();
+    while medians.len() < PLATEAU_MAX_WINDOWS {
+        medians.push(median(&iterate(jvm, k, bound)?));
+        if plateau_reached(&medians) {
+            break;
+        }
+    }
+    Ok(medians.len() * k)
+}
+
+/// Whether the last block of window medians is no more than 2% below the
+/// block before it.
+fn plateau_reached(medians: &[f64]) -> bool {
+    let n = medians.len();
+    if n < 2 * PLATEAU_BLOCK {
+        return false;
+    }
+    let last = median(&medians[n - PLATEAU_BLOCK..]);
+    let before = median(&medians[n - 2 * PLATEAU_BLOCK..n - PLATEAU_BLOCK]);
+    last >= 0.98 * before
+}
+
 fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
     jvm.send(&format!("iter {k}"))?;
     let line = jvm.expect("times", bound * (k as u32).max(1))?;
@@ -231,11 +266,17 @@ fn prime(
         );
     }
     let rewarm = iterate(jvm, def.warmup, def.iteration_bound)?;
+    let to_plateau_iterations = if ctx.plateau {
+        to_plateau(jvm, def.iterations, def.iteration_bound)?
+    } else {
+        0
+    };
     Ok(json!({
         "root": r.label,
         "first_iteration_ms": first[0],
         "last_warmup_ms": before_ms,
         "rewarm_ms": json_of(&rewarm),
+        "rewarm_to_plateau_iterations": to_plateau_iterations,
     }))
 }
 
@@ -259,6 +300,9 @@ struct Sample {
     /// profiled ones. The profile then covers the settled window only
     /// (sprig's results are reset just before it).
     settled: Option<(Vec<f64>, Vec<f64>)>,
+    /// With `--plateau`: the iterations run past `settle` until the bare
+    /// and the profiled iteration times stopped falling.
+    plateau_runs: (usize, usize),
     p: ProfileSummary,
     attach_ms: f64,
     detach_ms: f64,
@@ -351,6 +395,16 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         def.name, def.warmup
     );
     let warm = iterate(&mut jvm, def.warmup, def.iteration_bound)?;
+    let warm_to_plateau = if ctx.plateau {
+        let n = to_plateau(&mut jvm, def.iterations, def.iteration_bound)?;
+        eprintln!(
+            "sprig-bench: {}: {n} more iterations until the iteration time stopped falling",
+            def.name
+        );
+        n
+    } else {
+        0
+    };
     let mut schemes: Vec<String> = vec!["lazy".into()];
     schemes.extend(
         ctx.compare_trivial
@@ -480,8 +534,12 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 // disturbance: this workload keeps getting faster for a
                 // while, so the bare window at the repeat's start is no
                 // reference for a window timed after many more iterations.
+                let mut settle_runs = (0, 0);
                 let settled_bare = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    if ctx.plateau {
+                        settle_runs.0 = to_plateau(&mut jvm, k, def.iteration_bound)?;
+                    }
                     Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
                     None
@@ -502,6 +560,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 // recompiled (charged/bare in steady state).
                 let settled_prof = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    if ctx.plateau {
+                        settle_runs.1 = to_plateau(&mut jvm, k, def.iteration_bound)?;
+                        eprintln!(
+                            "sprig-bench: {}: settled after {} + {} bare and {} + {} profiled iterations",
+                            def.name, ctx.settle, settle_runs.0, ctx.settle, settle_runs.1
+                        );
+                    }
                     sprig.reset(Duration::from_secs(30))?;
                     Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
@@ -553,6 +618,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     total_median: median(&prof),
                     after_mean: mean(&after),
                     settled: settled_bare.zip(settled_prof),
+                    plateau_runs: settle_runs,
                     p,
                     attach_ms: attach.as_secs_f64() * 1e3,
                     detach_ms: stopped.stop_time.as_secs_f64() * 1e3,
@@ -605,6 +671,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "steady_overhead_pct": json_of(&col(&|x| x.steady())),
                 "settled_overhead_pct": json_of(&settled),
                 "settle_iterations": ctx.settle,
+                "plateau_bare_iterations": json_of(&col(&|x| x.plateau_runs.0 as f64)),
+                "plateau_profiled_iterations": json_of(&col(&|x| x.plateau_runs.1 as f64)),
                 "probe_floor_pct": json_of(&s.iter().filter_map(Sample::probe_floor).collect::<Vec<_>>()),
                 "root_ms": json_of(&col(&|x| x.root_ms())),
                 "charged_ms": json_of(&col(&|x| x.charged_ms())),
@@ -636,6 +704,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     Ok(json!({
         "workload": def.name, "what": def.what, "warmup_ms": json_of(&warm),
         "priming": priming, "rows": rows, "skipped": skipped,
+        "warm_to_plateau_iterations": warm_to_plateau,
     }))
 }
 
@@ -784,5 +853,31 @@ pub fn print_table(results: &[Value]) {
         {
             println!("        note: {}", s.as_str().unwrap_or(""));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plateau_is_two_blocks_of_windows_the_later_no_faster_by_2_pct() {
+        // The warm-up of a Jetty JVM (window medians, ms, 2026-11-27).
+        let jetty = [
+            44.2, 36.8, 39.0, 38.7, 39.7, 39.4, 38.0, 32.6, 36.3, 33.0, 36.5, 31.8, 33.5, 30.6,
+            29.6, 29.4, 27.4, 27.5, 27.6, 27.4, 26.8, 28.5, 27.5, 27.8, 28.6,
+        ];
+        let first = (1..=jetty.len()).find(|&n| plateau_reached(&jetty[..n]));
+        assert_eq!(
+            first,
+            Some(24),
+            "falling until the 20th window or so, flat from then on"
+        );
+        assert!(!plateau_reached(&jetty[..9]), "two whole blocks first");
+        // Noise around a flat level is a plateau; a steady fall is not.
+        let flat = [10.0, 11.0, 9.5, 10.4, 10.1, 9.8, 10.6, 9.9, 10.2, 10.3];
+        assert!(plateau_reached(&flat));
+        let falling: Vec<f64> = (0..10).map(|i| 20.0 - f64::from(i)).collect();
+        assert!(!plateau_reached(&falling));
     }
 }
