@@ -8,6 +8,12 @@
 # Needs Debian's libjetty9-java (scripts/setup.sh --bench installs it).
 # JETTY_JAVA_OPTS adds JVM options (for instance -XX:+PrintCompilation);
 # JETTY_KEEP_OUT=FILE keeps the JVM's output there.
+# JETTY_PLATEAU=1 times windows of 40 iterations instead: 30 bare, 30
+# profiled, 10 after the detach, and prints every window's median, then
+# the median of the last 8 of each phase: the JVM keeps getting faster for
+# about 900 iterations from its start and about 400 from the attach, and
+# these compare the three at their plateau (docs/overhead.md, "At the
+# plateau").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
@@ -41,6 +47,33 @@ window() {
     grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
         awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
 }
+if [ -n "${JETTY_PLATEAU:-}" ]; then
+    # phase NAME N: N windows of 40, their medians on one line; sets $last8.
+    phase() {
+        local all=()
+        for _ in $(seq "$2"); do all+=("$(window 40)"); done
+        echo "$1 ${all[*]}"
+        last8=$(printf '%s\n' "${all[@]: -8}" | sort -n | awk '{a[NR]=$1} END{printf "%.2f", (a[4]+a[5])/2}')
+    }
+    phase bare 30
+    b=$last8
+    "$sprig" profile "$jvm" --root 'org.eclipse.jetty.server.Server::handle' --duration 600 \
+        --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
+    sp=$!
+    until grep -q '^sprig: profiling' "$work/sprig.err"; do
+        kill -0 "$sp" 2>/dev/null || { cat "$work/sprig.err" >&2; exit 1; }
+        sleep 0.2
+    done
+    phase profiled 30
+    p=$last8
+    kill -INT "$sp"
+    wait "$sp" || true
+    phase after 10
+    a=$last8
+    awk -v b="$b" -v p="$p" -v a="$a" 'BEGIN{printf "last 8 windows: bare %.2f  profiled %.2f (%+.1f%%)  after the detach %.2f (%+.1f%%)\n", b, p, (p/b-1)*100, a, (a/b-1)*100}'
+    echo exit >&3
+    exit 0
+fi
 window 300 > /dev/null
 bare=$(window 150)
 "$sprig" profile "$jvm" --root 'org.eclipse.jetty.server.Server::handle' --duration 600 \
