@@ -7,7 +7,9 @@
 #   bash scripts/jetty-windows.sh SPRIG [JAVA_HOME] [EXTRA SPRIG ARGS...]
 # Needs Debian's libjetty9-java (scripts/setup.sh --bench installs it).
 # JETTY_JAVA_OPTS adds JVM options (for instance -XX:+PrintCompilation);
-# JETTY_KEEP_OUT=FILE keeps the JVM's output there.
+# JETTY_KEEP_OUT=FILE keeps the JVM's output there. JETTY_ROOT sets the
+# root (default org.eclipse.jetty.server.Server::handle; the bench's
+# servlet row is bench.HelloServlet::doGet).
 # JETTY_PLATEAU=1 times windows of 40 iterations instead: 30 bare, 30
 # profiled, 10 after the detach, and prints every window's median, then
 # the median of the last 8 of each phase: the JVM keeps getting faster for
@@ -18,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
 jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
+root=${JETTY_ROOT:-org.eclipse.jetty.server.Server::handle}
 shift $(( $# >= 2 ? 2 : 1 ))
 J=/usr/share/java
 jars="$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar:$J/servlet-api.jar"
@@ -57,7 +60,7 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
     }
     phase bare 30
     b=$last8
-    "$sprig" profile "$jvm" --root 'org.eclipse.jetty.server.Server::handle' --duration 600 \
+    "$sprig" profile "$jvm" --root "$root" --duration 600 \
         --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
     sp=$!
     until grep -q '^sprig: profiling' "$work/sprig.err"; do
@@ -76,7 +79,7 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
 fi
 window 300 > /dev/null
 bare=$(window 150)
-"$sprig" profile "$jvm" --root 'org.eclipse.jetty.server.Server::handle' --duration 600 \
+"$sprig" profile "$jvm" --root "$root" --duration 600 \
     --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
 sp=$!
 sleep 4
