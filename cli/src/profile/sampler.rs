@@ -212,11 +212,15 @@ mod tests {
             .and_then(|p| p.file_name()?.to_str()?.parse().ok())
             .expect("tid");
         let a = thread_cpu_ns(pid, tid).expect("schedstat");
+        // 30 ms on the CPU, whatever the optimiser makes of the loop: the
+        // kernel brings a running thread's figure up to date at its ticks.
+        let t0 = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..5_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        while t0.elapsed() < Duration::from_millis(30) {
+            for i in 0..10_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
         }
-        std::hint::black_box(x);
         let b = thread_cpu_ns(pid, tid).unwrap();
         assert!(b > a, "{a} -> {b}");
         assert_eq!(thread_cpu_ns(pid, u32::MAX), None);
