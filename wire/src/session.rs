@@ -281,8 +281,10 @@ impl SessionDir {
     }
 }
 
-/// Opens a directory without following a link at its last component.
-fn open_dir_nofollow(path: &Path) -> io::Result<File> {
+/// Opens a directory without following a link at its last component, so
+/// that what is checked and changed through the handle is that directory
+/// (`ELOOP` for a link, `ENOTDIR` for anything else that is not one).
+pub fn open_dir_nofollow(path: &Path) -> io::Result<File> {
     fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)

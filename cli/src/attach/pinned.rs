@@ -29,6 +29,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use sprig_wire::session::open_dir_nofollow;
+
 use super::AGENT_LIBRARY;
 
 /// Copies not used for this long are removed when a new one is made:
@@ -113,7 +115,9 @@ pub fn pin_in(base: &Path, uid: u32, installed: &Path) -> Result<PathBuf, PinErr
 }
 
 /// Creates `dir` (0755) or checks the one there: a real directory owned
-/// by `uid` that no one else may write to.
+/// by `uid` that no one else may write to. Checked and opened to readers
+/// through a handle opened without following a link, as the session
+/// directory is, so both act on the directory found.
 fn ensure_dir(dir: &Path, uid: u32) -> Result<(), PinError> {
     match DirBuilder::new().mode(0o755).create(dir) {
         Ok(()) => {}
@@ -125,14 +129,22 @@ fn ensure_dir(dir: &Path, uid: u32) -> Result<(), PinError> {
         uid,
         why,
     };
-    let meta =
-        fs::symlink_metadata(dir).map_err(io_err(format!("cannot inspect {}", dir.display())))?;
-    if meta.file_type().is_symlink() {
-        return Err(unsafe_dir("a symbolic link"));
-    }
-    if !meta.is_dir() {
-        return Err(unsafe_dir("not a directory"));
-    }
+    let handle = match open_dir_nofollow(dir) {
+        Ok(h) => h,
+        // A link fails as ELOOP or, opened as a directory, ENOTDIR.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            let link = fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(unsafe_dir(if link {
+                "a symbolic link"
+            } else {
+                "not a directory"
+            }));
+        }
+        Err(e) => return Err(io_err(format!("cannot open {}", dir.display()))(e)),
+    };
+    let meta = handle
+        .metadata()
+        .map_err(io_err(format!("cannot inspect {}", dir.display())))?;
     if meta.uid() != uid {
         return Err(unsafe_dir("owned by another user"));
     }
@@ -142,7 +154,8 @@ fn ensure_dir(dir: &Path, uid: u32) -> Result<(), PinError> {
     // The umask may have taken the bits a JVM of another user needs to
     // enter it (root profiling that user's JVM).
     if meta.mode() & 0o755 != 0o755 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o755))
+        handle
+            .set_permissions(fs::Permissions::from_mode(0o755))
             .map_err(io_err(format!("cannot open {} to readers", dir.display())))?;
     }
     Ok(())
@@ -365,6 +378,11 @@ mod tests {
         let err = pin_in(&base, uid, &installed).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+        fs::remove_file(&dir).unwrap();
+        fs::write(&dir, b"a file").unwrap();
+        let err = pin_in(&base, uid, &installed).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
 
         fs::remove_file(&dir).unwrap();
         fs::create_dir(&dir).unwrap();
