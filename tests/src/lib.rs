@@ -211,7 +211,12 @@ pub fn sprig_bin() -> PathBuf {
 /// Starts `sprig profile <pid> ARGS...` and waits until it says it is
 /// profiling.
 pub fn start_sprig(pid: u32, args: &[&str], out: &Path) -> Proc {
-    let mut cmd = Command::new(sprig_bin());
+    start_sprig_bin(&sprig_bin(), pid, args, out)
+}
+
+/// [`start_sprig`] with another `sprig` binary (an installed copy).
+pub fn start_sprig_bin(bin: &Path, pid: u32, args: &[&str], out: &Path) -> Proc {
+    let mut cmd = Command::new(bin);
     cmd.arg("profile")
         .arg(pid.to_string())
         .args(args)

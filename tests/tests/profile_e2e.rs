@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sprig_tests::{
     Jdk, Proc, TempDir, agent_lib, fixture_classes, run_sprig, sprig_bin, start_sprig,
-    start_workload, test_jdks,
+    start_sprig_bin, start_workload, test_jdks,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -707,23 +707,15 @@ fn mapped_agents(pid: u32) -> std::collections::BTreeSet<String> {
 /// One `--duration` session of the sprig binary `bin` over 100 calls of
 /// `fixtures.Calls::root`; returns the calls it counted.
 fn session_with(bin: &Path, jvm: &mut Proc, out: &Path) -> u64 {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "profile",
-        &jvm.pid().to_string(),
+    let args = [
         "--root",
         "fixtures.Calls::root",
         "--format",
         "json",
         "--duration",
         "1",
-        "-o",
-    ])
-    .arg(out);
-    let mut sprig = Proc::spawn("sprig-installed", cmd);
-    sprig.wait_for("sprig: profiling", LONG, |l| {
-        l.starts_with("sprig: profiling")
-    });
+    ];
+    let mut sprig = start_sprig_bin(bin, jvm.pid(), &args, out);
     run_scenario(jvm, "calls", 100, 1);
     let status = sprig.wait_exit(LONG).expect("sprig stops after --duration");
     assert!(status.success(), "{status}\n{}", sprig.transcript());
