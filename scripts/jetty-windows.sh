@@ -50,6 +50,16 @@ window() {
     grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
         awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
 }
+# Starts `sprig profile` on the root in the background ($sp), and stops it.
+attach() {
+    "$sprig" profile "$jvm" --root "$root" --duration 600 \
+        --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
+    sp=$!
+}
+detach() {
+    kill -INT "$sp"
+    wait "$sp" || true
+}
 if [ -n "${JETTY_PLATEAU:-}" ]; then
     # phase NAME N: N windows of 40, their medians on one line; sets $last8.
     phase() {
@@ -60,17 +70,14 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
     }
     phase bare 30
     b=$last8
-    "$sprig" profile "$jvm" --root "$root" --duration 600 \
-        --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
-    sp=$!
+    attach "$@"
     until grep -q '^sprig: profiling' "$work/sprig.err"; do
         kill -0 "$sp" 2>/dev/null || { cat "$work/sprig.err" >&2; exit 1; }
         sleep 0.2
     done
     phase profiled 30
     p=$last8
-    kill -INT "$sp"
-    wait "$sp" || true
+    detach
     phase after 10
     a=$last8
     awk -v b="$b" -v p="$p" -v a="$a" 'BEGIN{printf "last 8 windows: bare %.2f  profiled %.2f (%+.1f%%)  after the detach %.2f (%+.1f%%)\n", b, p, (p/b-1)*100, a, (a/b-1)*100}'
@@ -79,14 +86,11 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
 fi
 window 300 > /dev/null
 bare=$(window 150)
-"$sprig" profile "$jvm" --root "$root" --duration 600 \
-    --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
-sp=$!
+attach "$@"
 sleep 4
 p1=$(window 150)
 p2=$(window 150)
-kill -INT "$sp"
-wait "$sp" || true
+detach
 a1=$(window 150)
 a2=$(window 150)
 a3=$(window 150)
