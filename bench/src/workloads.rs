@@ -180,14 +180,23 @@ const PLATEAU_BLOCK: usize = 5;
 /// At most this many windows in one [`to_plateau`].
 const PLATEAU_MAX_WINDOWS: usize = 100;
 
-/// Runs windows of `k` iterations until the JVM stops getting faster: the
-/// median of the last [`PLATEAU_BLOCK`] window medians no more than 2%
-/// below the median of the block before (at most [`PLATEAU_MAX_WINDOWS`]
-/// windows). A single window's median moves by 5-15% from one to the next
-/// on this host while the trend is far smaller, hence blocks. Returns the
-/// iterations run.
-fn to_plateau(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<usize> {
-    let k = k.max(1);
+/// With `--plateau`, runs windows of at least `k` iterations and at least
+/// [`PLATEAU_WINDOW_MS`] until the JVM stops getting faster: the median of
+/// the last [`PLATEAU_BLOCK`] window medians no more than 2% below the
+/// median of the block before (at most [`PLATEAU_MAX_WINDOWS`] windows). A
+/// single window's median moves by 5-15% from one to the next on this host
+/// while the trend is far smaller, hence blocks; and windows of a few
+/// iterations (`--quick`'s 6 of Jetty) made blocks so short that noise hid
+/// the trend and the plateau was declared at 46 ms, far above 27-29.
+/// Returns the iterations run (none without `--plateau`).
+fn to_plateau(ctx: &Ctx, jvm: &mut Jvm, k: usize, bound: Duration) -> Result<usize> {
+    if !ctx.plateau {
+        return Ok(0);
+    }
+    // One window of k first, to size the rest by the iteration time.
+    let k0 = k.max(1);
+    let first = median(&iterate(jvm, k0, bound)?);
+    let k = k0.max((PLATEAU_WINDOW_MS / first.max(1e-3)).ceil() as usize);
     let mut medians = Vec::new();
     while medians.len() < PLATEAU_MAX_WINDOWS {
         medians.push(median(&iterate(jvm, k, bound)?));
@@ -195,8 +204,12 @@ fn to_plateau(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<usize> {
             break;
         }
     }
-    Ok(medians.len() * k)
+    Ok(k0 + medians.len() * k)
 }
+
+/// The shortest window [`to_plateau`] times, ms: about 40 Jetty iterations,
+/// the window its recorded warm-up was read with.
+const PLATEAU_WINDOW_MS: f64 = 1200.0;
 
 /// Whether the last block of window medians is no more than 2% below the
 /// block before it.
@@ -266,11 +279,7 @@ fn prime(
         );
     }
     let rewarm = iterate(jvm, def.warmup, def.iteration_bound)?;
-    let to_plateau_iterations = if ctx.plateau {
-        to_plateau(jvm, def.iterations, def.iteration_bound)?
-    } else {
-        0
-    };
+    let to_plateau_iterations = to_plateau(ctx, jvm, def.iterations, def.iteration_bound)?;
     Ok(json!({
         "root": r.label,
         "first_iteration_ms": first[0],
@@ -395,16 +404,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         def.name, def.warmup
     );
     let warm = iterate(&mut jvm, def.warmup, def.iteration_bound)?;
-    let warm_to_plateau = if ctx.plateau {
-        let n = to_plateau(&mut jvm, def.iterations, def.iteration_bound)?;
+    let warm_to_plateau = to_plateau(ctx, &mut jvm, def.iterations, def.iteration_bound)?;
+    if ctx.plateau {
         eprintln!(
-            "sprig-bench: {}: {n} more iterations until the iteration time stopped falling",
+            "sprig-bench: {}: {warm_to_plateau} more iterations until the iteration time stopped falling",
             def.name
         );
-        n
-    } else {
-        0
-    };
+    }
     let mut schemes: Vec<String> = vec!["lazy".into()];
     schemes.extend(
         ctx.compare_trivial
@@ -537,9 +543,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 let mut settle_runs = (0, 0);
                 let settled_bare = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
-                    if ctx.plateau {
-                        settle_runs.0 = to_plateau(&mut jvm, k, def.iteration_bound)?;
-                    }
+                    settle_runs.0 = to_plateau(ctx, &mut jvm, k, def.iteration_bound)?;
                     Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
                     None
@@ -560,8 +564,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 // recompiled (charged/bare in steady state).
                 let settled_prof = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    settle_runs.1 = to_plateau(ctx, &mut jvm, k, def.iteration_bound)?;
                     if ctx.plateau {
-                        settle_runs.1 = to_plateau(&mut jvm, k, def.iteration_bound)?;
                         eprintln!(
                             "sprig-bench: {}: settled after {} + {} bare and {} + {} profiled iterations",
                             def.name, ctx.settle, settle_runs.0, ctx.settle, settle_runs.1
