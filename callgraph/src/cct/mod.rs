@@ -475,8 +475,12 @@ struct ThreadState {
     /// a root call's latency is charged for calls no burst measured.
     session_cost: (u64, u64),
     /// Probe cost (1/`RECAL_UNIT` ticks) of the calls closed since the
-    /// current root call began.
+    /// current root call began while a burst's figures were known.
     call_cost: u64,
+    /// Calls closed since the current root call began before any burst
+    /// measured the thread: charged the first burst's figures when one
+    /// has come by the root's exit, as the tree's totals charge them.
+    uncal_calls: u64,
     /// Sampled timing: entry and exit timestamps are ignored.
     sampled: bool,
     /// Where the stream stands: (claim number, events of that segment
@@ -507,6 +511,7 @@ impl ThreadState {
             reference_pair: 0.0,
             session_cost: (0, 0),
             call_cost: 0,
+            uncal_calls: 0,
             sampled,
             pos: None,
             pending: Vec::new(),
@@ -622,6 +627,7 @@ impl ThreadState {
         let root = parent == 0;
         if root {
             self.call_cost = 0;
+            self.uncal_calls = 0;
         }
         self.stack.push(Frame {
             node: c,
@@ -638,8 +644,12 @@ impl ThreadState {
     fn close(&mut self, f: Frame, ts: u64) {
         let adjust_sum = self.adjust_sum;
         if !f.root {
-            let (inner, outer) = self.recal.current.unwrap_or(self.session_cost);
-            self.call_cost = self.call_cost.saturating_add(inner.saturating_add(outer));
+            match self.recal.current {
+                Some((inner, outer)) => {
+                    self.call_cost = self.call_cost.saturating_add(inner.saturating_add(outer));
+                }
+                None => self.uncal_calls += 1,
+            }
         }
         let n = &mut self.nodes[f.node as usize];
         let d = if !f.timed {
@@ -772,13 +782,13 @@ impl ThreadState {
     /// [`Profile::times`] takes it out of the root's total. A call that
     /// began before a reset has no latency.
     ///
-    /// The probe cost is the one known when the call ends (the thread's
-    /// latest bursts, else the session calibration received so far), so
-    /// the calls add up to the root's exact total (within a tick a call)
-    /// when that cost did not change afterwards. It differs by the change
-    /// when a later calibration replaced the first (the faster of two
-    /// stays), and for calls before the thread's first burst, which
-    /// [`Profile::times`] charges that burst's figures after the fact.
+    /// Each call inside is charged the probe cost the tree's totals charge
+    /// it: the thread's latest bursts when it closed, and for calls before
+    /// the first burst that burst's figures (the session calibration
+    /// received so far while there is none). So the calls add up to the
+    /// root's exact total (within a tick a call) unless the thread's first
+    /// burst came after the root call ended, or a later session
+    /// calibration replaced the first (the faster of two stays).
     fn close_root(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
         if f.partial {
@@ -788,8 +798,13 @@ impl ThreadState {
         let cost = if self.sampled {
             0
         } else {
+            // Calls closed before the thread's first burst: its figures
+            // when it has come (what the tree's totals charge them), the
+            // session calibration's before.
+            let (i0, o0) = self.recal.first.unwrap_or(self.session_cost);
+            let before = self.uncal_calls.saturating_mul(i0.saturating_add(o0));
             let inner = self.recal.current.unwrap_or(self.session_cost).0;
-            self.call_cost.saturating_add(inner) / RECAL_UNIT
+            self.call_cost.saturating_add(before).saturating_add(inner) / RECAL_UNIT
         };
         let v = ts
             .saturating_sub(f.start)

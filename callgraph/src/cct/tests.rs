@@ -871,6 +871,14 @@ fn calls_before_a_threads_first_burst_are_charged_what_it_measured() {
     assert_eq!((a.calls, a.recal.calls), (1, 0));
     assert_eq!(times_of(&p, 1, &[R, A]).self_ns, 28);
     assert_eq!(times_of(&p, 1, &[R]).self_ns, 70 - 2 - 1);
+    // Each root call's latency is charged the same: the call adds up to
+    // the root's exact total (the A closed before the burst at 6 + 4).
+    for (thread, total) in [(0, 158), (1, 95)] {
+        assert_eq!(times_of(&p, thread, &[R]).total_ns, total);
+        let r = find(&p.threads[thread].tree, &[R]);
+        let l = p.latency_ns(r).expect("latency");
+        assert_eq!((l.count, l.sum_ns), (1, total), "thread {thread}");
+    }
 }
 
 #[test]
