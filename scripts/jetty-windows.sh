@@ -15,7 +15,10 @@
 # the median of the last 8 of each phase: the JVM keeps getting faster for
 # about 900 iterations from its start and about 400 from the attach, and
 # these compare the three at their plateau (docs/overhead.md, "At the
-# plateau").
+# plateau"). It also prints the CPU time an iteration the JVM (its ended
+# threads included) and the sprig process used over those last 8 windows,
+# bare and profiled: on two cores the sprig process's share competes with
+# the JVM's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
@@ -61,26 +64,43 @@ detach() {
     wait "$sp" || true
 }
 if [ -n "${JETTY_PLATEAU:-}" ]; then
-    # phase NAME N: N windows of 40, their medians on one line; sets $last8.
+    # CPU time (user + system, ms) process $1 has used, its ended threads
+    # included; 0 when there is no such process.
+    cpu_ms() {
+        local f
+        f=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+        set -- $f
+        echo $(( (${12} + ${13}) * 1000 / $(getconf CLK_TCK) ))
+    }
+    # phase NAME N: N windows of 40, their medians on one line; sets $last8
+    # and $cpu8 (CPU ms an iteration of the JVM and of sprig over the last
+    # 8 windows).
     phase() {
-        local all=()
-        for _ in $(seq "$2"); do all+=("$(window 40)"); done
+        local all=() j0=0 s0=0
+        for i in $(seq "$2"); do
+            if [ "$i" -eq $(($2 - 7)) ]; then j0=$(cpu_ms "$jvm"); s0=$(cpu_ms "${sp:-0}"); fi
+            all+=("$(window 40)")
+        done
         echo "$1 ${all[*]}"
         last8=$(printf '%s\n' "${all[@]: -8}" | sort -n | awk '{a[NR]=$1} END{printf "%.2f", (a[4]+a[5])/2}')
+        cpu8=$(awk -v j="$(( $(cpu_ms "$jvm") - j0 ))" -v s="$(( $(cpu_ms "${sp:-0}") - s0 ))" \
+            'BEGIN{printf "JVM %.1f, sprig %.1f", j/320, s/320}')
     }
+    sp=
     phase bare 30
-    b=$last8
+    b=$last8 bc=$cpu8
     attach "$@"
     until grep -q '^sprig: profiling' "$work/sprig.err"; do
         kill -0 "$sp" 2>/dev/null || { cat "$work/sprig.err" >&2; exit 1; }
         sleep 0.2
     done
     phase profiled 30
-    p=$last8
+    p=$last8 pc=$cpu8
     detach
     phase after 10
     a=$last8
     awk -v b="$b" -v p="$p" -v a="$a" 'BEGIN{printf "last 8 windows: bare %.2f  profiled %.2f (%+.1f%%)  after the detach %.2f (%+.1f%%)\n", b, p, (p/b-1)*100, a, (a/b-1)*100}'
+    echo "CPU ms an iteration, last 8 windows: bare ($bc)  profiled ($pc)"
     echo exit >&3
     exit 0
 fi
