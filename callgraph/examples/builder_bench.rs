@@ -1,6 +1,6 @@
 //! Events per second the CCT builder consumes on one core.
 //!
-//! `cargo run --release -p sprig-callgraph --example builder_bench [events] [repeats] [diverse]`
+//! `cargo run --release -p sprig-callgraph --example builder_bench [events] [repeats] [diverse|FILE.sprig]`
 //!
 //! The stream is a simulated program, generated before timing starts:
 //! 2,000 methods with 0-16 callees each (some wider than the builder's
@@ -17,10 +17,21 @@
 //!
 //! `diverse` is the adversarial case: every call site picks a random
 //! callee on every invocation, so nearly every call creates a new node.
+//!
+//! `FILE.sprig` (a snapshot, `sprig profile ... -o FILE.sprig`) replays the
+//! shape of a real profile instead (`examples/data/jetty-server.sprig`:
+//! Jetty's `Server::handle` on its 7 request threads, 342 nodes each, from
+//! `scripts/jetty-windows.sh`'s workload at the plateau), under sampled timing (entries and exits
+//! at timestamp 0, roots timed): each thread calls its roots in turn, and
+//! each call of a node makes its children's calls in proportion to their
+//! counts, the children in turn (a loop body calling each once a round), so
+//! a parent rarely calls the same child twice in a row. The tree built is
+//! the snapshot's, with the same calls per root call.
 
 use sprig_callgraph::report::Format;
-use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions, Tree};
 use sprig_wire::clock::thread_cpu_ns;
+use sprig_wire::control::Timing;
 use sprig_wire::event::{Event, EventKind};
 use std::hint::black_box;
 use std::time::Instant;
@@ -197,6 +208,59 @@ fn thread_stream(program: &[Vec<Site>], seed: u64, events: usize, diverse: bool)
     out
 }
 
+/// One call of `node` and everything under it, as the snapshot's counts
+/// say one call makes: child `c` is called `c.calls / node.calls` times,
+/// the remainder carried in `acc` to the next call of `node`.
+fn replay_call(tree: &Tree, node: usize, acc: &mut [u64], out: &mut Vec<Event>) {
+    let n = &tree.nodes[node];
+    let calls = n.calls.max(1);
+    let mut left: Vec<(usize, u64)> = n
+        .children
+        .iter()
+        .map(|&c| {
+            let c = c as usize;
+            acc[c] += tree.nodes[c].calls;
+            let k = acc[c] / calls;
+            acc[c] -= k * calls;
+            (c, k)
+        })
+        .collect();
+    while left.iter().any(|&(_, k)| k > 0) {
+        for (c, k) in &mut left {
+            if *k > 0 {
+                *k -= 1;
+                out.push(Event::new(EventKind::MethodEntry, tree.nodes[*c].method, 0));
+                replay_call(tree, *c, acc, out);
+                out.push(Event::new(EventKind::MethodExit, tree.nodes[*c].method, 0));
+            }
+        }
+    }
+}
+
+/// Each thread of the snapshot calls its roots in turn until it has
+/// `events` events (at least one root call).
+fn snapshot_streams(p: &Profile, events: usize) -> Vec<Vec<Event>> {
+    p.threads
+        .iter()
+        .filter(|t| !t.tree.roots.is_empty())
+        .map(|t| {
+            let mut out = Vec::with_capacity(events + 1_000);
+            let mut acc = vec![0u64; t.tree.nodes.len()];
+            let mut ts = 1_000u64;
+            while out.len() < events {
+                for &r in &t.tree.roots {
+                    let m = t.tree.nodes[r as usize].method;
+                    out.push(Event::new(EventKind::RootEntry, m, ts));
+                    replay_call(&t.tree, r as usize, &mut acc, &mut out);
+                    ts += 1_000;
+                    out.push(Event::new(EventKind::RootExit, m, ts));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -209,20 +273,31 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(16_000_000);
     let repeats: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
-    let diverse = args.next().is_some_and(|a| a == "diverse");
+    let shape = args.next();
+    let diverse = shape.as_deref() == Some("diverse");
+    let snapshot = shape.filter(|a| a.ends_with(".sprig")).map(|f| {
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{f}: {e}"));
+        Profile::read_snapshot(&mut bytes.as_slice()).unwrap_or_else(|e| panic!("{f}: {e}"))
+    });
+    let sampled = snapshot.is_some();
 
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
-    let program = program(&mut rng);
-    let streams: Vec<Vec<Event>> = (0..THREADS)
-        .map(|t| {
-            thread_stream(
-                &program,
-                0x9e37_79b9 + t as u64 * 7919,
-                total / THREADS as usize,
-                diverse,
-            )
-        })
-        .collect();
+    let streams: Vec<Vec<Event>> = match &snapshot {
+        Some(p) => snapshot_streams(p, total / p.threads.len().max(1)),
+        None => {
+            let mut rng = Rng(0x5eed_1234_abcd_ef01);
+            let program = program(&mut rng);
+            (0..THREADS)
+                .map(|t| {
+                    thread_stream(
+                        &program,
+                        0x9e37_79b9 + t as u64 * 7919,
+                        total / THREADS as usize,
+                        diverse,
+                    )
+                })
+                .collect()
+        }
+    };
     // the consumer's delivery order: chunks of each thread in turn
     let mut batches: Vec<(u32, &[Event])> = Vec::new();
     let mut pos = vec![0usize; streams.len()];
@@ -265,6 +340,9 @@ fn main() {
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();
         let mut b = CctBuilder::new(1_000_000_000);
+        if sampled {
+            b.set_timing(Timing::Sampled);
+        }
         for &(t, evs) in &batches {
             b.process(t, black_box(evs));
         }
@@ -288,7 +366,9 @@ fn main() {
         last = Some(p);
     }
     println!(
-        "stream: {events} events, {THREADS} threads, chunks of {CHUNK}; CCT: {nodes} nodes, max depth {}, mean call depth {mean_depth:.1}",
+        "stream: {events} events, {} threads, chunks of {CHUNK}{}; CCT: {nodes} nodes, max depth {}, mean call depth {mean_depth:.1}",
+        streams.len(),
+        if sampled { ", sampled timing" } else { "" },
         max_depth + 1
     );
     println!(

@@ -148,12 +148,16 @@ struct BNode {
     next_sibling: u32,
     /// The child found by the last lookup (loops call the same method again).
     last_hit: u32,
+    /// The sibling looked up right after this node the last time its
+    /// parent called this one (a method calls its callees in the same order
+    /// call after call, and a loop body calls each of them in turn).
+    next_hit: u32,
     nchildren: u32,
     calls: u64,
     total: u64,
     adjust: u64,
-    incomplete: u64,
     recal: Recal,
+    incomplete: u64,
     samples: u64,
     sampled: u64,
     latency: Option<Box<Latency>>,
@@ -166,6 +170,7 @@ impl BNode {
             first_child: NONE,
             next_sibling: NONE,
             last_hit: NONE,
+            next_hit: NONE,
             nchildren: 0,
             calls: 0,
             total: 0,
@@ -560,14 +565,27 @@ impl ThreadState {
         }
     }
 
-    /// The child of `parent` for `method`, created when missing.
+    /// The child of `parent` for `method`, created when missing: the child
+    /// the parent called last, or the one called after it last time, or
+    /// found by [`ThreadState::child_slow`].
     #[inline(always)]
     fn child(&mut self, parent: u32, method: u32) -> u32 {
         let hint = self.nodes[parent as usize].last_hit;
-        if hint != NONE && self.nodes[hint as usize].method == method {
+        if hint == NONE {
+            return self.child_slow(parent, method);
+        }
+        let h = &self.nodes[hint as usize];
+        if h.method == method {
             return hint;
         }
-        self.child_slow(parent, method)
+        let next = h.next_hit;
+        if next != NONE && self.nodes[next as usize].method == method {
+            self.nodes[parent as usize].last_hit = next;
+            return next;
+        }
+        let c = self.child_slow(parent, method);
+        self.nodes[hint as usize].next_hit = c;
+        c
     }
 
     #[inline(never)]

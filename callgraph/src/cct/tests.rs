@@ -588,6 +588,51 @@ fn wide_node_children_stay_distinct() {
 }
 
 #[test]
+fn children_called_in_turn_and_then_in_another_order_keep_their_counts() {
+    // R calls A, B, C in turn (each lookup after the first round is the
+    // successor of the one before), then in the reverse order, then only
+    // C and A (the successor hint names B, which is not called), then a new
+    // method D after A.
+    const C: u32 = 4;
+    const D: u32 = 5;
+    let mut b = CctBuilder::new(NS);
+    let mut evs = vec![root(R, 0)];
+    let mut ts = 1;
+    let mut call = |evs: &mut Vec<Event>, m: u32| {
+        evs.push(enter(m, ts));
+        evs.push(exit(m, ts + 2));
+        ts += 3;
+    };
+    for _ in 0..4 {
+        for m in [A, B, C] {
+            call(&mut evs, m);
+        }
+    }
+    for _ in 0..3 {
+        for m in [C, B, A] {
+            call(&mut evs, m);
+        }
+    }
+    for _ in 0..2 {
+        for m in [C, A] {
+            call(&mut evs, m);
+        }
+    }
+    call(&mut evs, A);
+    call(&mut evs, D);
+    evs.push(root_exit(R, ts));
+    b.process(1, &evs);
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    assert_eq!(t.nodes.len(), 5);
+    assert_eq!(find(t, &[R]).children.len(), 4);
+    for (m, calls) in [(A, 10), (B, 7), (C, 9), (D, 1)] {
+        let n = find(t, &[R, m]);
+        assert_eq!((n.calls, n.total_ticks), (calls, 2 * calls), "method {m}");
+    }
+}
+
+#[test]
 fn deep_recursion_without_stack_overflow() {
     const DEPTH: u64 = 10_000;
     let mut b = CctBuilder::new(NS);
