@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`

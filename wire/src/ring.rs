@@ -54,7 +54,10 @@
 //! a weight and hands it to the CCT builder, which matches it against the
 //! [`Run`]s that [`Consumer::poll_runs`] delivers (thread, claim number and
 //! index of each slice's first event). A producer that owns no segment
-//! (it waits for space, or never pushed) has no position.
+//! (it waits for space, or never pushed) has no position. Each claim also
+//! leaves its segment's index in the header's claim log, so that a
+//! [`PositionReader`] reading every millisecond reads the owned segments'
+//! headers only, not all of them.
 //!
 //! # Backpressure
 //!
@@ -147,12 +150,28 @@ pub struct Header {
     _pad3: [u8; 48],
     /// Segment claim counter: each claimed segment takes the next number.
     claims: AtomicU64,
+    _pad4: [u8; 56],
+    /// Which segment each recent claim took: claim `k` writes
+    /// [`claim_log_entry`]`(k, segment)` at entry `k % CLAIM_LOG` once the
+    /// segment is `OWNED`, so a reader of positions learns of new claims
+    /// without scanning every segment header ([`PositionReader`]).
+    claim_log: [AtomicU64; CLAIM_LOG],
 }
 
+/// Entries of the header's claim log.
+pub const CLAIM_LOG: usize = 256;
+
+/// A claim log entry: `(k + 1) << 20 | segment` (0: never written).
+fn claim_log_entry(k: u64, segment: u32) -> u64 {
+    (k.wrapping_add(1) << 20) | u64::from(segment)
+}
+
+const _: () = assert!(MAX_SEGMENTS == 1 << 20);
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
 const _: () = assert!(std::mem::offset_of!(Header, heartbeat) == 64);
 const _: () = assert!(std::mem::offset_of!(Header, producers_dead) == 128);
 const _: () = assert!(std::mem::offset_of!(Header, claims) == 192);
+const _: () = assert!(std::mem::offset_of!(Header, claim_log) == 256);
 
 /// Header of one segment, one cache line.
 #[repr(C)]
@@ -930,12 +949,14 @@ impl Producer {
                 // Release: a consumer that reads the counter past this
                 // claim (Acquire) also sees every segment this producer
                 // claimed before, as OWNED or FULL (see `Consumer::poll`).
-                h.seq.store(
-                    r.header().claims.fetch_add(1, Ordering::AcqRel),
-                    Ordering::Relaxed,
-                );
+                let k = r.header().claims.fetch_add(1, Ordering::AcqRel);
+                h.seq.store(k, Ordering::Relaxed);
                 h.committed.store(0, Ordering::Relaxed);
                 h.state.store(OWNED, Ordering::Release);
+                // After OWNED (Release): a reader that finds the entry
+                // (Acquire) finds the segment owned, or later states.
+                r.header().claim_log[(k % CLAIM_LOG as u64) as usize]
+                    .store(claim_log_entry(k, i), Ordering::Release);
                 self.seg = i;
                 self.slots = r.slots(i);
                 self.committed = &h.committed;
@@ -1258,28 +1279,44 @@ fn keep_handed_out(out: &mut Vec<StreamPosition>, start: usize, handed_out: u64)
 }
 
 /// Reads the producers' positions as [`Region::positions`] does, for a
-/// sampler that reads them every millisecond. A segment becomes owned
-/// only by a claim, which counts in the header's `claims`, so while that
-/// count stays put the owned segments are those of the last full scan or
-/// fewer: the reader then reads only those headers. It scans every header
-/// when the count moved, and once more on the next read (a claim counted
-/// before a scan may publish its segment as owned only after the scan
-/// passed it). A tick of an idle or quiet session then reads a few
-/// headers instead of one per segment: an idle session's `sprig` process
-/// took 1.2% of a core with the default 32 MiB ring and 1.0-1.1% with this
-/// reader; with `--ring-mib 1024` (16,384 segments), 22.3% and 4.8%
-/// (2026-11-27, quiet host).
+/// sampler that reads them every millisecond, in time that grows with the
+/// producers and their claims, not with the ring's size. A segment becomes
+/// owned only by a claim, and each claim leaves its segment's index in the
+/// header's claim log once the segment is owned; so the reader keeps the
+/// segments it saw owned, reads only their headers, and adds those of the
+/// claims counted since its last read from the log. A claim whose entry is
+/// not written yet (its producer is between taking the number and
+/// publishing the segment) is looked up again at the next read. It scans
+/// every header only at its first read, and when the log has gone round
+/// since (more than [`CLAIM_LOG`] claims between two reads).
+///
+/// An idle session's `sprig` process took 1.2% of a core with the default
+/// 32 MiB ring when every read scanned every header; with
+/// `--ring-mib 1024` (16,384 segments) 22.3%, and 4.8% when it scanned
+/// only after a claim (2026-11-27, quiet host). Under Jetty's 2,300 claims
+/// a second that still meant a scan at nearly every read: with the 1 GiB
+/// ring `sprig` took 13.7-13.8 ms of CPU a Jetty iteration, and 5.8-6.2 ms
+/// with the claim log, as with the default ring (docs/event-ring.md).
 #[derive(Debug, Default)]
 pub struct PositionReader {
-    /// Segments owned at the last full scan.
+    /// Segments seen owned, in index order.
     owned: Vec<u32>,
-    /// `claims` read before the last full scan.
-    claims_at_scan: Option<u64>,
-    /// The last full scan found `claims` moved: scan again.
-    again: bool,
+    /// The next claim number to look up in the log; `None` before the
+    /// first read.
+    next: Option<u64>,
+    /// Claims counted whose log entry was not written yet.
+    pending: Vec<u64>,
     /// Full scans so far (for tests and figures).
     pub full_scans: u64,
 }
+
+/// Claims looked up again after a full scan: a claim counted before the
+/// scan may have published its segment as owned only after the scan
+/// passed it.
+const SCAN_OVERLAP: u64 = 64;
+
+/// Claims pending at most before the reader scans instead.
+const MAX_PENDING: usize = 1024;
 
 impl PositionReader {
     /// Appends the positions of the producers owning a segment now.
@@ -1289,19 +1326,12 @@ impl PositionReader {
         }
         let start = out.len();
         let claims = region.header().claims.load(Ordering::Acquire);
-        let moved = self.claims_at_scan != Some(claims);
-        if moved || self.again {
-            self.again = moved;
-            self.claims_at_scan = Some(claims);
-            self.full_scans += 1;
-            self.owned.clear();
-            for i in 0..region.segments {
-                if let Some(p) = region.position_in(i) {
-                    self.owned.push(i);
-                    out.push(p);
-                }
-            }
-        } else {
+        let followed = match self.next {
+            Some(next) => self.follow_log(region, next, claims),
+            None => false,
+        };
+        if followed {
+            self.next = Some(claims);
             self.owned.retain(|&i| match region.position_in(i) {
                 Some(p) => {
                     out.push(p);
@@ -1309,11 +1339,80 @@ impl PositionReader {
                 }
                 None => false,
             });
+        } else {
+            self.full_scans += 1;
+            self.owned.clear();
+            self.pending.clear();
+            for i in 0..region.segments {
+                if let Some(p) = region.position_in(i) {
+                    self.owned.push(i);
+                    out.push(p);
+                }
+            }
+            self.next = Some(claims.saturating_sub(SCAN_OVERLAP));
         }
         // As in `Region::positions`: read after the headers.
         let handed_out = region.header().claims.load(Ordering::Acquire);
         keep_handed_out(out, start, handed_out);
     }
+
+    /// Adds to `owned` the segments of the pending claims and of claims
+    /// `next..claims`; false when the log no longer holds one of them (a
+    /// full scan is due).
+    fn follow_log(&mut self, region: &Region, next: u64, claims: u64) -> bool {
+        if claims.saturating_sub(next) > CLAIM_LOG as u64 {
+            return false;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        let mut ok = true;
+        pending.retain(|&k| match self.look_up(region, k) {
+            Lookup::Found => false,
+            Lookup::NotYet => true,
+            Lookup::Gone => {
+                ok = false;
+                false
+            }
+        });
+        for k in next..claims.max(next) {
+            match self.look_up(region, k) {
+                Lookup::Found => {}
+                Lookup::NotYet => pending.push(k),
+                Lookup::Gone => ok = false,
+            }
+        }
+        self.pending = pending;
+        ok && self.pending.len() <= MAX_PENDING
+    }
+
+    /// Claim `k`'s log entry, its segment added to `owned` when found.
+    fn look_up(&mut self, region: &Region, k: u64) -> Lookup {
+        let e = region.header().claim_log[(k % CLAIM_LOG as u64) as usize].load(Ordering::Acquire);
+        let written = (e >> 20).wrapping_sub(1);
+        if e == 0 || written < k {
+            return Lookup::NotYet;
+        }
+        if written > k {
+            return Lookup::Gone;
+        }
+        // The index is data from the other process: checked like any.
+        let i = (e & ((1 << 20) - 1)) as u32;
+        if i < region.segments
+            && let Err(at) = self.owned.binary_search(&i)
+        {
+            self.owned.insert(at, i);
+        }
+        Lookup::Found
+    }
+}
+
+/// What the claim log says of one claim.
+enum Lookup {
+    /// Its segment was added (or is known already).
+    Found,
+    /// Its entry is not written yet.
+    NotYet,
+    /// A later claim wrote over its entry.
+    Gone,
 }
 
 /// Copies published events out of the shared mapping.
@@ -1491,7 +1590,7 @@ mod tests {
     }
 
     #[test]
-    fn the_position_reader_scans_only_after_a_claim_and_sees_what_positions_sees() {
+    fn the_position_reader_follows_claims_in_the_log_and_sees_what_positions_sees() {
         let (_d, p) = tmp_path("ring");
         let r = Region::create(&p, &small()).unwrap();
         let mut reader = PositionReader::default();
@@ -1503,34 +1602,89 @@ mod tests {
             assert_eq!(v, w, "the reader and a full scan agree");
             v
         };
-        // Nothing claimed: two scans (the first read sees the count move
-        // from nothing), then none while the count stays.
+        // One scan at the first read, none after it.
         assert!(read(&mut reader).is_empty());
         assert!(read(&mut reader).is_empty());
-        assert!(read(&mut reader).is_empty());
-        assert_eq!(reader.full_scans, 2);
+        assert_eq!(reader.full_scans, 1);
         let mut a = Producer::new(r.clone(), 1, Duration::from_secs(1));
         a.push(Event::default()).unwrap();
-        // A claim: a scan, and one more on the next read.
+        // A claim: found in the log.
         assert_eq!(read(&mut reader)[0].committed, 1);
         assert_eq!(read(&mut reader).len(), 1);
-        assert_eq!(reader.full_scans, 4);
         // Events without a claim: only the owned segment is read.
         a.push(Event::default()).unwrap();
         let v = read(&mut reader);
         assert_eq!((v.len(), v[0].thread, v[0].committed), (1, 1, 2));
-        assert_eq!(reader.full_scans, 4);
         // A second producer claims: seen at the next read.
         let mut b = Producer::new(r.clone(), 2, Duration::from_secs(1));
         b.push(Event::default()).unwrap();
         assert_eq!(read(&mut reader).len(), 2);
-        // A producer that lets its segment go drops out without a scan.
-        read(&mut reader);
-        let scans = reader.full_scans;
+        // A producer that lets its segment go drops out.
         drop(b);
         let v = read(&mut reader);
         assert_eq!((v.len(), v[0].thread), (1, 1));
-        assert_eq!(reader.full_scans, scans);
+        // A full segment and the next claim: the thread's new segment.
+        let cap = r.segment_capacity();
+        for _ in 0..cap {
+            a.push(Event::default()).unwrap();
+        }
+        let v = read(&mut reader);
+        assert_eq!((v.len(), v[0].thread, v[0].committed), (1, 1, 2));
+        assert_eq!(reader.full_scans, 1);
+    }
+
+    #[test]
+    fn the_position_reader_waits_for_a_claims_entry_and_scans_when_the_log_went_round() {
+        let (_d, p) = tmp_path("ring");
+        let r = Region::create(&p, &small()).unwrap();
+        let mut reader = PositionReader::default();
+        let mut v = Vec::new();
+        reader.read(&r, &mut v);
+        assert!(v.is_empty());
+        // A claim counted whose producer has not published its segment
+        // yet: no position, and the claim stays pending.
+        let h = r.header();
+        let k = h.claims.fetch_add(1, Ordering::AcqRel);
+        reader.read(&r, &mut v);
+        assert!(v.is_empty());
+        assert_eq!(reader.pending, vec![k]);
+        // Published: found at the next read, with no scan.
+        let s = r.seg(3);
+        s.thread.store(9, Ordering::Relaxed);
+        s.seq.store(k, Ordering::Relaxed);
+        s.committed.store(2, Ordering::Relaxed);
+        s.state.store(OWNED, Ordering::Release);
+        h.claim_log[k as usize % CLAIM_LOG].store(claim_log_entry(k, 3), Ordering::Release);
+        reader.read(&r, &mut v);
+        assert_eq!(
+            v,
+            vec![StreamPosition {
+                thread: 9,
+                claim: k,
+                committed: 2
+            }]
+        );
+        assert!(reader.pending.is_empty());
+        assert_eq!(reader.full_scans, 1);
+        // An entry naming no segment of the region is ignored.
+        let k2 = h.claims.fetch_add(1, Ordering::AcqRel);
+        h.claim_log[k2 as usize % CLAIM_LOG].store(claim_log_entry(k2, 1 << 19), Ordering::Release);
+        v.clear();
+        reader.read(&r, &mut v);
+        assert_eq!(v.len(), 1);
+        // More claims between two reads than the log holds: a full scan,
+        // which still finds every owned segment.
+        h.claims.fetch_add(CLAIM_LOG as u64 + 1, Ordering::AcqRel);
+        let s = r.seg(1);
+        s.thread.store(7, Ordering::Relaxed);
+        s.seq.store(k2 + 5, Ordering::Relaxed);
+        s.state.store(OWNED, Ordering::Release);
+        v.clear();
+        reader.read(&r, &mut v);
+        assert_eq!(reader.full_scans, 2);
+        let mut w = Vec::new();
+        r.positions(&mut w);
+        assert_eq!((v.len(), &v), (2, &w));
     }
 
     #[test]

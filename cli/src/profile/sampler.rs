@@ -140,7 +140,8 @@ fn run(
     let seed = clock::read(ClockKind::Monotonic) | 1;
     let mut jitter = Jitter(seed);
     let mut positions: Vec<StreamPosition> = Vec::new();
-    // Scans every segment header only after a claim (see PositionReader).
+    // Reads the owned segments' headers, and learns of claims from the
+    // ring's claim log (see PositionReader).
     let mut reader = PositionReader::default();
     let mut last = clock::read(wall);
     // CPU time per thread index at its previous sample.
