@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Where a profiled javac iteration's extra time goes, by method: perf
+# (cpu-clock) on javac's thread over 60 iterations bare, then 60 profiled
+# (root `Gen::genClass`, sprig's default timing), each at the plateau, and
+# the samples split by whether the method is in the profile's tree.
+#
+#   bash scripts/javac-perf.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
+#
+# SPRIG_AGENT_NO_PREFETCH=1 in the environment turns off the dormant
+# probes given ahead (the agent reads it in the target JVM). Needs perf
+# and the JDK 17 sources that `sprig-bench` fetches
+# (SPRIG_BENCH_SRC_ZIP, or ~/.cache/sprig-bench/jdk17-src.zip). perf on
+# a guest without PMU counters samples with cpu-clock, which slows the
+# JVM: compare the two windows with each other, not with other runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sprig=$(realpath "${1:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
+out=$(realpath -m "${2:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
+shift 2
+jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
+zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
+command -v perf > /dev/null || { echo "javac-perf.sh: perf is not installed" >&2; exit 1; }
+[ -f "$zip" ] || { echo "javac-perf.sh: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
+work=$(mktemp -d)
+mkdir -p "$out"
+jvm=
+sp=
+cleanup() {
+    if [ -n "$sp" ]; then kill -INT "$sp" 2> /dev/null || true; fi
+    if [ -n "$jvm" ]; then kill "$jvm" 2> /dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+(cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
+"$jdk/bin/javac" -d "$work/stubs" $(find fixtures/bench/stubs -name '*.java')
+J=/usr/share/java
+jars="$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar:$J/servlet-api.jar"
+"$jdk/bin/javac" -nowarn -d "$work/classes" -cp "$work/stubs:$jars" $(find fixtures/bench/src -name '*.java')
+mkfifo "$work/in"
+"$jdk/bin/java" -cp "$work/classes:$jars" bench.Driver javac "$work/java.base" java.base "$work/javac-out" \
+    < "$work/in" > "$work/out" 2>&1 &
+jvm=$!
+exec 3> "$work/in"
+# Runs N iterations; prints the median iteration in ms.
+window() {
+    local n0
+    n0=$(grep -c '^times' "$work/out" || true)
+    echo "iter $1" >&3
+    while [ "$(grep -c '^times' "$work/out" || true)" -le "$n0" ]; do sleep 0.3; done
+    grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
+        awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
+}
+# perf over a window of 60 iterations, then the JIT's symbols.
+record() {
+    (perf record -q -e cpu-clock -F 1999 -p "$jvm" -o "$out/$1.data" -- sleep 9 > /dev/null 2>&1) &
+    local pp=$!
+    echo "$1: 60 iterations, median $(window 60) ms"
+    wait $pp || true
+    "$jdk/bin/jcmd" "$jvm" Compiler.perfmap > /dev/null
+    cp "/tmp/perf-$jvm.map" "$out/$1.map"
+}
+# Warm-up: 12 windows of 20 (the plateau, about 240 iterations).
+for _ in $(seq 12); do w=$(window 20); done
+echo "bare: plateau at $w ms"
+record bare
+"$sprig" profile "$jvm" --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**' \
+    --duration 900 --format json -o "$out/report.json" "$@" 2> "$out/sprig.err" &
+sp=$!
+until grep -q '^sprig: profiling' "$out/sprig.err"; do
+    kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
+    sleep 0.2
+done
+for _ in $(seq 12); do w=$(window 20); done
+echo "profiled: plateau at $w ms"
+record prof
+kill -INT "$sp"
+wait "$sp" || true
+sp=
+echo quit >&3
+for _ in $(seq 50); do kill -0 "$jvm" 2> /dev/null || break; sleep 0.2; done
+jvm_pid=$jvm
+# javac's thread: the one with the most samples named "java".
+tid=$(perf script -i "$out/prof.data" -F tid,comm 2> /dev/null | sort | uniq -c | sort -rn |
+    awk '$2 == "java" {print $3; exit}')
+for w in bare prof; do
+    cp "$out/$w.map" "/tmp/perf-$jvm_pid.map"
+    perf report -i "$out/$w.data" --tid "$tid" --no-children --sort sym -F sample,sym 2> /dev/null |
+        grep -v '^#' | grep -v '^$' > "$out/$w.syms"
+done
+rm -f "/tmp/perf-$jvm_pid.map"
+python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" << 'EOF'
+import collections, json, re, sys
+
+def walk(n, into):
+    into.add(n['class'] + '.' + n['method'])
+    for c in n.get('children', []):
+        walk(c, into)
+
+tree = set()
+for t in json.load(open(sys.argv[3]))['threads']:
+    for n in t['roots']:
+        walk(n, tree)
+
+def method(sym):
+    """`pkg.Class.method` of a JIT symbol ("Ret pkg.Class.method(args)")."""
+    for p in sym.split(' ')[:3]:
+        head = p.split('(')[0]
+        if '(' in p and '.' in head:
+            return head
+    return None
+
+def split(path):
+    groups, methods = collections.Counter(), collections.Counter()
+    for line in open(path):
+        m = re.match(r'\s*(\d+)\s+\[(.)\]\s+(.*)', line)
+        if not m:
+            continue
+        n, sym = int(m.group(1)), m.group(3)
+        meth = method(sym)
+        if meth is None:
+            groups['HotSpot runtime, stubs, kernel'] += n
+            continue
+        methods[meth] += n
+        if meth.startswith('sprig.rt.'):
+            groups['sprig probe class (calls not inlined)'] += n
+        elif meth in tree:
+            groups['methods in the tree'] += n
+        elif meth.startswith('com.sun.tools.javac.'):
+            groups['javac methods not in the tree'] += n
+        else:
+            groups['JDK and other'] += n
+    return groups, methods
+
+(bg, bm), (pg, pm) = split(sys.argv[1]), split(sys.argv[2])
+print(f"samples on javac's thread   {'bare':>7} {'profiled':>9} {'more':>7}")
+for k in ['methods in the tree', 'javac methods not in the tree', 'JDK and other',
+          'HotSpot runtime, stubs, kernel', 'sprig probe class (calls not inlined)']:
+    print(f"{k:38} {bg[k]:7} {pg[k]:9} {pg[k] - bg[k]:+7}")
+print(f"{'total':38} {sum(bg.values()):7} {sum(pg.values()):9} {sum(pg.values()) - sum(bg.values()):+7}")
+print("compiled on their own only when profiled (inlined into their callers bare), most samples first:")
+gone = sorted((m for m in pm if bm[m] == 0 and not m.startswith('sprig.')), key=lambda m: -pm[m])
+for m in gone[:8]:
+    print(f"  {pm[m]:6}  {m}{'  (in the tree)' if m in tree else ''}")
+EOF
