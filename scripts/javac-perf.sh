@@ -21,6 +21,7 @@ jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
 zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
 command -v perf > /dev/null || { echo "javac-perf.sh: perf is not installed" >&2; exit 1; }
 [ -f "$zip" ] || { echo "javac-perf.sh: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
+. scripts/lib/bench-driver.sh
 work=$(mktemp -d)
 mkdir -p "$out"
 jvm=
@@ -32,24 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 (cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
-"$jdk/bin/javac" -d "$work/stubs" $(find fixtures/bench/stubs -name '*.java')
-J=/usr/share/java
-jars="$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar:$J/servlet-api.jar"
-"$jdk/bin/javac" -nowarn -d "$work/classes" -cp "$work/stubs:$jars" $(find fixtures/bench/src -name '*.java')
-mkfifo "$work/in"
-"$jdk/bin/java" -cp "$work/classes:$jars" bench.Driver javac "$work/java.base" java.base "$work/javac-out" \
-    < "$work/in" > "$work/out" 2>&1 &
-jvm=$!
-exec 3> "$work/in"
-# Runs N iterations; prints the median iteration in ms.
-window() {
-    local n0
-    n0=$(grep -c '^times' "$work/out" || true)
-    echo "iter $1" >&3
-    while [ "$(grep -c '^times' "$work/out" || true)" -le "$n0" ]; do sleep 0.3; done
-    grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
-        awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
-}
+bench_start "$jdk" javac-perf javac "$work/java.base" java.base "$work/javac-out"
+window() { bench_window "$1"; }
 # perf over a window of 60 iterations, then the JIT's symbols.
 record() {
     (perf record -q -e cpu-clock -F 1999 -p "$jvm" -o "$out/$1.data" -- sleep 9 > /dev/null 2>&1) &

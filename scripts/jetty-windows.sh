@@ -25,8 +25,7 @@ sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]
 jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
 root=${JETTY_ROOT:-org.eclipse.jetty.server.Server::handle}
 shift $(( $# >= 2 ? 2 : 1 ))
-J=/usr/share/java
-jars="$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar:$J/servlet-api.jar"
+. scripts/lib/bench-driver.sh
 work=$(mktemp -d)
 jvm=
 cleanup() {
@@ -35,24 +34,9 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-"$jdk/bin/javac" -d "$work/stubs" $(find fixtures/bench/stubs -name '*.java')
-"$jdk/bin/javac" -nowarn -d "$work/classes" -cp "$work/stubs:$jars" $(find fixtures/bench/src -name '*.java')
-mkfifo "$work/in"
-"$jdk/bin/java" ${JETTY_JAVA_OPTS:-} -cp "$work/classes:$jars" bench.Driver jetty 400 2 < "$work/in" > "$work/out" 2>&1 &
-jvm=$!
-exec 3> "$work/in"
+BENCH_JAVA_OPTS=${JETTY_JAVA_OPTS:-} bench_start "$jdk" jetty-windows jetty 400 2
 # The median iteration (ms) of a window of $1 iterations.
-window() {
-    local n0
-    n0=$(grep -c '^times' "$work/out" || true)
-    echo "iter $1" >&3
-    while [ "$(grep -c '^times' "$work/out" || true)" -le "$n0" ]; do
-        kill -0 "$jvm" || { echo "jetty-windows: the JVM died" >&2; exit 1; }
-        sleep 0.5
-    done
-    grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
-        awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
-}
+window() { bench_window "$1"; }
 # Starts `sprig profile` on the root in the background ($sp), and stops it.
 attach() {
     "$sprig" profile "$jvm" --root "$root" --duration 600 \
