@@ -61,8 +61,7 @@ record prof
 kill -INT "$sp"
 wait "$sp" || true
 sp=
-echo quit >&3
-for _ in $(seq 50); do kill -0 "$jvm" 2> /dev/null || break; sleep 0.2; done
+bench_stop
 jvm_pid=$jvm
 # javac's thread: the one with the most samples named "java".
 tid=$(perf script -i "$out/prof.data" -F tid,comm 2> /dev/null | sort | uniq -c | sort -rn |

@@ -85,7 +85,7 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
     a=$last8
     awk -v b="$b" -v p="$p" -v a="$a" 'BEGIN{printf "last 8 windows: bare %.2f  profiled %.2f (%+.1f%%)  after the detach %.2f (%+.1f%%)\n", b, p, (p/b-1)*100, a, (a/b-1)*100}'
     echo "CPU ms an iteration, last 8 windows: bare ($bc)  profiled ($pc)"
-    echo exit >&3
+    bench_stop
     exit 0
 fi
 window 300 > /dev/null
@@ -99,4 +99,4 @@ a1=$(window 150)
 a2=$(window 150)
 a3=$(window 150)
 echo "bare $bare  profiled $p1 $p2  after the detach $a1 $a2 $a3  (median ms per iteration)"
-echo exit >&3
+bench_stop

@@ -5,7 +5,9 @@
 # $work (a private temporary directory the caller made), starts the
 # workload's JVM with $BENCH_JAVA_OPTS, sets $jvm to its pid and opens
 # fd 3 on its commands; bench_window N runs N iterations and prints their
-# median in ms. NAME prefixes the error messages.
+# median in ms; bench_stop asks the JVM to quit and waits for it (up to
+# 10 s; the caller's cleanup kills it after that). NAME prefixes the error
+# messages.
 
 # The Jetty jars the fixtures compile against (Debian's libjetty9-java).
 bench_jars() {
@@ -41,4 +43,12 @@ bench_window() {
     done
     grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
         awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
+}
+
+bench_stop() {
+    echo quit >&3
+    for _ in $(seq 50); do
+        kill -0 "$jvm" 2> /dev/null || return 0
+        sleep 0.2
+    done
 }
