@@ -21,12 +21,13 @@
 //! `FILE.sprig` (a snapshot, `sprig profile ... -o FILE.sprig`) replays the
 //! shape of a real profile instead (`examples/data/jetty-server.sprig`:
 //! Jetty's `Server::handle` on its 7 request threads, 342 nodes each, from
-//! `scripts/jetty-windows.sh`'s workload at the plateau), under sampled timing (entries and exits
-//! at timestamp 0, roots timed): each thread calls its roots in turn, and
-//! each call of a node makes its children's calls in proportion to their
-//! counts, the children in turn (a loop body calling each once a round), so
-//! a parent rarely calls the same child twice in a row. The tree built is
-//! the snapshot's, with the same calls per root call.
+//! `scripts/jetty-windows.sh`'s workload at the plateau), under sampled
+//! timing (entries and exits at timestamp 0, roots timed): each thread
+//! calls its roots in turn, and each call of a node makes its children's
+//! calls in proportion to their counts, the children in turn (a loop body
+//! calling each once a round), so a parent rarely calls the same child
+//! twice in a row. The tree built is the snapshot's, with the same calls
+//! per root call.
 
 use sprig_callgraph::report::Format;
 use sprig_callgraph::{CctBuilder, Profile, RenderOptions, Tree};
