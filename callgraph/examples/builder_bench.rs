@@ -267,18 +267,40 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// A bad argument: one line on stderr and exit status 2.
+fn fail(why: String) -> ! {
+    eprintln!("builder_bench: {why}");
+    eprintln!("usage: builder_bench [events] [repeats] [diverse|FILE.sprig]");
+    std::process::exit(2)
+}
+
+/// The positional number `what`, or `default` when it is not given.
+fn number(arg: Option<String>, what: &str, default: usize) -> usize {
+    match arg {
+        None => default,
+        Some(a) => {
+            a.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| {
+                fail(format!("{what} must be a positive whole number, not {a:?}"))
+            })
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let total: usize = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(16_000_000);
-    let repeats: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(9);
+    let total = number(args.next(), "events", 16_000_000);
+    let repeats = number(args.next(), "repeats", 9);
     let shape = args.next();
+    if let Some(extra) = args.next() {
+        fail(format!("unexpected argument {extra:?}"));
+    }
     let diverse = shape.as_deref() == Some("diverse");
-    let snapshot = shape.filter(|a| a.ends_with(".sprig")).map(|f| {
-        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{f}: {e}"));
-        Profile::read_snapshot(&mut bytes.as_slice()).unwrap_or_else(|e| panic!("{f}: {e}"))
+    let snapshot = shape.filter(|a| a != "diverse").map(|f| {
+        if !f.ends_with(".sprig") {
+            fail(format!("{f:?} is neither `diverse` nor a .sprig snapshot"));
+        }
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| fail(format!("{f}: {e}")));
+        Profile::read_snapshot(&mut bytes.as_slice()).unwrap_or_else(|e| fail(format!("{f}: {e}")))
     });
     let sampled = snapshot.is_some();
 
