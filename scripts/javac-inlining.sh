@@ -11,7 +11,8 @@
 #
 # With NO_VM_LOG=1 in the environment the JVM runs without the log (whose
 # writing slows it) and the script prints the two plateaus only: the
-# figures to compare two builds by, in alternating runs.
+# figures to compare two builds by, in alternating runs. WINDOWS=N runs
+# N windows of 20 iterations in each phase instead of 12.
 #
 # The profiled phase's log holds the compilations after the attach: the
 # redefinitions deoptimise what they instrument, so it is mostly the
@@ -45,7 +46,7 @@ log_opts="-XX:+UnlockDiagnosticVMOptions -XX:+PrintCompilation -XX:+PrintInlinin
 -XX:+LogVMOutput -XX:-DisplayVMOutput -XX:LogFile=$out/vm.log"
 [ "${NO_VM_LOG:-0}" = 1 ] && log_opts=
 BENCH_JAVA_OPTS=$log_opts bench_start "$jdk" javac-inlining javac "$work/java.base" java.base "$work/javac-out"
-for _ in $(seq 12); do w=$(bench_window 20); done
+for _ in $(seq "${WINDOWS:-12}"); do w=$(bench_window 20); done
 bare=$w
 echo "bare: plateau at $bare ms"
 # The VM log up to here is the bare phase.
@@ -58,7 +59,7 @@ until grep -q '^sprig: profiling' "$out/sprig.err"; do
     kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
     sleep 0.2
 done
-for _ in $(seq 12); do w=$(bench_window 20); done
+for _ in $(seq "${WINDOWS:-12}"); do w=$(bench_window 20); done
 echo "profiled: plateau at $w ms ($(awk -v p="$w" -v b="$bare" 'BEGIN{printf "%.2f", p / b}') of bare)"
 kill -INT "$sp"
 wait "$sp" || true
