@@ -27,21 +27,9 @@ usage="usage: javac-inlining.sh SPRIG OUT_DIR [SPRIG ARGS...]"
 sprig=$(realpath "${1:?$usage}")
 out=$(realpath -m "${2:?$usage}")
 shift 2
-jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
-zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
-[ -f "$zip" ] || { echo "javac-inlining.sh: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
 . scripts/lib/bench-driver.sh
-work=$(mktemp -d)
+javac_workload javac-inlining.sh
 mkdir -p "$out"
-jvm=
-sp=
-cleanup() {
-    if [ -n "$sp" ]; then kill -INT "$sp" 2> /dev/null || true; fi
-    if [ -n "$jvm" ]; then kill "$jvm" 2> /dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-(cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
 log_opts="-XX:+UnlockDiagnosticVMOptions -XX:+PrintCompilation -XX:+PrintInlining \
 -XX:+LogVMOutput -XX:-DisplayVMOutput -XX:LogFile=$out/vm.log"
 [ "${NO_VM_LOG:-0}" = 1 ] && log_opts=
@@ -52,13 +40,7 @@ echo "bare: plateau at $bare ms"
 # The VM log up to here is the bare phase.
 bare_bytes=0
 [ -z "$log_opts" ] || bare_bytes=$(wc -c < "$out/vm.log")
-"$sprig" profile "$jvm" --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**' \
-    --duration 900 --format json -o "$out/report.json" "$@" 2> "$out/sprig.err" &
-sp=$!
-until grep -q '^sprig: profiling' "$out/sprig.err"; do
-    kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
-    sleep 0.2
-done
+profile_javac "$sprig" "$out" "$@"
 for _ in $(seq "${WINDOWS:-12}"); do w=$(bench_window 20); done
 echo "profiled: plateau at $w ms ($(awk -v p="$w" -v b="$bare" 'BEGIN{printf "%.2f", p / b}') of bare)"
 kill -INT "$sp"

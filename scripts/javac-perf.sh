@@ -17,22 +17,10 @@ cd "$(dirname "$0")/.."
 sprig=$(realpath "${1:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
 out=$(realpath -m "${2:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
 shift 2
-jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
-zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
 command -v perf > /dev/null || { echo "javac-perf.sh: perf is not installed" >&2; exit 1; }
-[ -f "$zip" ] || { echo "javac-perf.sh: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
 . scripts/lib/bench-driver.sh
-work=$(mktemp -d)
+javac_workload javac-perf.sh
 mkdir -p "$out"
-jvm=
-sp=
-cleanup() {
-    if [ -n "$sp" ]; then kill -INT "$sp" 2> /dev/null || true; fi
-    if [ -n "$jvm" ]; then kill "$jvm" 2> /dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-(cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
 bench_start "$jdk" javac-perf javac "$work/java.base" java.base "$work/javac-out"
 window() { bench_window "$1"; }
 # perf over a window of 60 iterations, then the JIT's symbols.
@@ -48,13 +36,7 @@ record() {
 for _ in $(seq 12); do w=$(window 20); done
 echo "bare: plateau at $w ms"
 record bare
-"$sprig" profile "$jvm" --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**' \
-    --duration 900 --format json -o "$out/report.json" "$@" 2> "$out/sprig.err" &
-sp=$!
-until grep -q '^sprig: profiling' "$out/sprig.err"; do
-    kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
-    sleep 0.2
-done
+profile_javac "$sprig" "$out" "$@"
 for _ in $(seq 12); do w=$(window 20); done
 echo "profiled: plateau at $w ms"
 record prof

@@ -7,7 +7,9 @@
 # fd 3 on its commands; bench_window N runs N iterations and prints their
 # median in ms; bench_stop asks the JVM to quit and waits for it (up to
 # 10 s; the caller's cleanup kills it after that). NAME prefixes the error
-# messages.
+# messages. For the javac workload, javac_workload makes $work with its
+# sources and the cleanup, and profile_javac attaches sprig with
+# `Gen::genClass` as the root.
 
 # The Jetty jars the fixtures compile against (Debian's libjetty9-java).
 bench_jars() {
@@ -49,6 +51,44 @@ bench_stop() {
     echo quit >&3
     for _ in $(seq 50); do
         kill -0 "$jvm" 2> /dev/null || return 0
+        sleep 0.2
+    done
+}
+
+# javac_workload NAME: for the scripts that drive the javac workload.
+# Sets $jdk (JAVA_HOME_17 or the distribution's JDK 17), makes $work,
+# unpacks the sources javac compiles there (the JDK 17 sources that
+# `sprig-bench` fetches: SPRIG_BENCH_SRC_ZIP, or
+# ~/.cache/sprig-bench/jdk17-src.zip) and, at exit, stops the sprig
+# process ($sp) and the JVM ($jvm) if still running and removes $work.
+javac_workload() {
+    jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
+    local zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
+    [ -f "$zip" ] || { echo "$1: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
+    work=$(mktemp -d)
+    jvm=
+    sp=
+    trap bench_cleanup EXIT
+    (cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
+}
+
+bench_cleanup() {
+    if [ -n "${sp:-}" ]; then kill -INT "$sp" 2> /dev/null || true; fi
+    if [ -n "${jvm:-}" ]; then kill "$jvm" 2> /dev/null || true; fi
+    rm -rf "$work"
+}
+
+# profile_javac SPRIG OUT [ARGS...]: attaches SPRIG to $jvm with javac's
+# `Gen::genClass` as the root (JSON report in OUT/report.json, stderr in
+# OUT/sprig.err), sets $sp and returns once the session is profiling.
+profile_javac() {
+    local sprig=$1 out=$2
+    shift 2
+    "$sprig" profile "$jvm" --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**' \
+        --duration 900 --format json -o "$out/report.json" "$@" 2> "$out/sprig.err" &
+    sp=$!
+    until grep -q '^sprig: profiling' "$out/sprig.err"; do
+        kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
         sleep 0.2
     done
 }
