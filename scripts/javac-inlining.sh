@@ -5,7 +5,8 @@
 # default timing) and 240 iterations more. Prints, for each phase, C2's
 # decisions at call sites of methods that are not sprig's probes (inlined,
 # or the reason it refused), and C2's decisions at the probes' own call
-# sites while profiled.
+# sites while profiled. Each phase's log stays in OUT_DIR (bare.log,
+# prof.log), with the profile (report.json).
 #
 #   bash scripts/javac-inlining.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
 #
