@@ -22,22 +22,21 @@ command -v perf > /dev/null || { echo "javac-perf.sh: perf is not installed" >&2
 javac_workload javac-perf.sh
 mkdir -p "$out"
 bench_start "$jdk" javac-perf javac "$work/java.base" java.base "$work/javac-out"
-window() { bench_window "$1"; }
 # perf over a window of 60 iterations, then the JIT's symbols.
 record() {
     (perf record -q -e cpu-clock -F 1999 -p "$jvm" -o "$out/$1.data" -- sleep 9 > /dev/null 2>&1) &
     local pp=$!
-    echo "$1: 60 iterations, median $(window 60) ms"
+    echo "$1: 60 iterations, median $(bench_window 60) ms"
     wait $pp || true
     "$jdk/bin/jcmd" "$jvm" Compiler.perfmap > /dev/null
     cp "/tmp/perf-$jvm.map" "$out/$1.map"
 }
 # Warm-up: 12 windows of 20 (the plateau, about 240 iterations).
-for _ in $(seq 12); do w=$(window 20); done
+for _ in $(seq 12); do w=$(bench_window 20); done
 echo "bare: plateau at $w ms"
 record bare
 profile_javac "$sprig" "$out" "$@"
-for _ in $(seq 12); do w=$(window 20); done
+for _ in $(seq 12); do w=$(bench_window 20); done
 echo "profiled: plateau at $w ms"
 record prof
 kill -INT "$sp"

@@ -26,14 +26,12 @@ jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
 root=${JETTY_ROOT:-org.eclipse.jetty.server.Server::handle}
 shift $(( $# >= 2 ? 2 : 1 ))
 . scripts/lib/bench-driver.sh
-work=$(mktemp -d)
-jvm=
-cleanup() {
-    [ -n "$jvm" ] && kill "$jvm" 2>/dev/null || true
+bench_workdir
+keep_out() {
     [ -n "${JETTY_KEEP_OUT:-}" ] && cp "$work/out" "$JETTY_KEEP_OUT" 2>/dev/null || true
-    rm -rf "$work"
+    bench_cleanup
 }
-trap cleanup EXIT
+trap keep_out EXIT
 BENCH_JAVA_OPTS=${JETTY_JAVA_OPTS:-} bench_start "$jdk" jetty-windows jetty 400 2
 # The median iteration (ms) of a window of $1 iterations.
 window() { bench_window "$1"; }
@@ -46,6 +44,7 @@ attach() {
 detach() {
     kill -INT "$sp"
     wait "$sp" || true
+    sp=
 }
 if [ -n "${JETTY_PLATEAU:-}" ]; then
     # CPU time (user + system, ms) process $1 has used, its ended threads
@@ -70,14 +69,10 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
         cpu8=$(awk -v j="$(( $(cpu_ms "$jvm") - j0 ))" -v s="$(( $(cpu_ms "${sp:-0}") - s0 ))" \
             'BEGIN{printf "JVM %.1f, sprig %.1f", j/320, s/320}')
     }
-    sp=
     phase bare 30
     b=$last8 bc=$cpu8
     attach "$@"
-    until grep -q '^sprig: profiling' "$work/sprig.err"; do
-        kill -0 "$sp" 2>/dev/null || { cat "$work/sprig.err" >&2; exit 1; }
-        sleep 0.2
-    done
+    bench_wait_profiling "$work/sprig.err"
     phase profiled 30
     p=$last8 pc=$cpu8
     detach

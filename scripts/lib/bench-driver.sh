@@ -56,22 +56,29 @@ bench_stop() {
 }
 
 # javac_workload NAME: for the scripts that drive the javac workload.
-# Sets $jdk (JAVA_HOME_17 or the distribution's JDK 17), makes $work,
-# unpacks the sources javac compiles there (the JDK 17 sources that
-# `sprig-bench` fetches: SPRIG_BENCH_SRC_ZIP, or
-# ~/.cache/sprig-bench/jdk17-src.zip) and, at exit, stops the sprig
-# process ($sp) and the JVM ($jvm) if still running and removes $work.
+# Sets $jdk (JAVA_HOME_17 or the distribution's JDK 17), makes $work
+# (bench_workdir) and unpacks the sources javac compiles there (the JDK 17
+# sources that `sprig-bench` fetches: SPRIG_BENCH_SRC_ZIP, or
+# ~/.cache/sprig-bench/jdk17-src.zip).
 javac_workload() {
     jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
     local zip=${SPRIG_BENCH_SRC_ZIP:-$HOME/.cache/sprig-bench/jdk17-src.zip}
     [ -f "$zip" ] || { echo "$1: no JDK 17 sources at $zip (run sprig-bench --only javac once)" >&2; exit 1; }
+    bench_workdir
+    (cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
+}
+
+# bench_workdir: makes $work (private, mktemp -d), clears $jvm and $sp,
+# and sets bench_cleanup to run at exit.
+bench_workdir() {
     work=$(mktemp -d)
     jvm=
     sp=
     trap bench_cleanup EXIT
-    (cd "$work" && unzip -q "$zip" 'java.base/java/util/concurrent/atomic/*')
 }
 
+# At exit: stops the sprig process ($sp) and the JVM ($jvm) if still
+# running, and removes $work.
 bench_cleanup() {
     if [ -n "${sp:-}" ]; then kill -INT "$sp" 2> /dev/null || true; fi
     if [ -n "${jvm:-}" ]; then kill "$jvm" 2> /dev/null || true; fi
@@ -87,8 +94,14 @@ profile_javac() {
     "$sprig" profile "$jvm" --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**' \
         --duration 900 --format json -o "$out/report.json" "$@" 2> "$out/sprig.err" &
     sp=$!
-    until grep -q '^sprig: profiling' "$out/sprig.err"; do
-        kill -0 "$sp" 2> /dev/null || { cat "$out/sprig.err" >&2; exit 1; }
+    bench_wait_profiling "$out/sprig.err"
+}
+
+# bench_wait_profiling ERR: returns once the sprig process $sp, its stderr
+# in ERR, says it is profiling; exits with that stderr if it ended first.
+bench_wait_profiling() {
+    until grep -q '^sprig: profiling' "$1"; do
+        kill -0 "$sp" 2> /dev/null || { cat "$1" >&2; exit 1; }
         sleep 0.2
     done
 }
