@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the probes do to C2's inlining in javac: the bench's javac workload
-# with -XX:+PrintInlining (into a VM log, not stdout), 240 iterations bare
-# (the plateau), then sprig attached with `Gen::genClass` as root (sprig's
-# default timing) and 240 iterations more. Prints, for each phase, C2's
+# with -XX:+PrintInlining (into a VM log, not stdout), 600 iterations bare
+# (to the plateau), then sprig attached with `Gen::genClass` as root
+# (sprig's default timing) and 600 iterations more. Prints, for each phase, C2's
 # decisions at call sites of methods that are not sprig's probes (inlined,
 # or the reason it refused), and C2's decisions at the probes' own call
 # sites while profiled. Each phase's log stays in OUT_DIR (bare.log,
@@ -12,8 +12,10 @@
 #
 # With NO_VM_LOG=1 in the environment the JVM runs without the log (whose
 # writing slows it) and the script prints the two plateaus only: the
-# figures to compare two builds by, in alternating runs. WINDOWS=N runs
-# N windows of 20 iterations in each phase instead of 12.
+# figures to compare two builds by, in alternating runs. A plateau is the
+# median of the last five windows of 20 iterations (bench_plateau in
+# scripts/lib/bench-driver.sh); WINDOWS=N runs N windows in each phase
+# instead of 30, and SHOW_WINDOWS=1 prints every window's median.
 #
 # The profiled phase's log holds the compilations after the attach: the
 # redefinitions deoptimise what they instrument, so it is mostly the
@@ -35,14 +37,13 @@ log_opts="-XX:+UnlockDiagnosticVMOptions -XX:+PrintCompilation -XX:+PrintInlinin
 -XX:+LogVMOutput -XX:-DisplayVMOutput -XX:LogFile=$out/vm.log"
 [ "${NO_VM_LOG:-0}" = 1 ] && log_opts=
 BENCH_JAVA_OPTS=$log_opts bench_start "$jdk" javac-inlining javac "$work/java.base" java.base "$work/javac-out"
-for _ in $(seq "${WINDOWS:-12}"); do w=$(bench_window 20); done
-bare=$w
+bare=$(bench_plateau "${WINDOWS:-30}")
 echo "bare: plateau at $bare ms"
 # The VM log up to here is the bare phase.
 bare_bytes=0
 [ -z "$log_opts" ] || bare_bytes=$(wc -c < "$out/vm.log")
 profile_javac "$sprig" "$out" "$@"
-for _ in $(seq "${WINDOWS:-12}"); do w=$(bench_window 20); done
+w=$(bench_plateau "${WINDOWS:-30}")
 echo "profiled: plateau at $w ms ($(awk -v p="$w" -v b="$bare" 'BEGIN{printf "%.2f", p / b}') of bare)"
 kill -INT "$sp"
 wait "$sp" || true

@@ -31,13 +31,11 @@ record() {
     "$jdk/bin/jcmd" "$jvm" Compiler.perfmap > /dev/null
     cp "/tmp/perf-$jvm.map" "$out/$1.map"
 }
-# Warm-up: 12 windows of 20 (the plateau, about 240 iterations).
-for _ in $(seq 12); do w=$(bench_window 20); done
-echo "bare: plateau at $w ms"
+# Warm-up: 30 windows of 20 (to the plateau; bench_plateau).
+echo "bare: plateau at $(bench_plateau 30) ms"
 record bare
 profile_javac "$sprig" "$out" "$@"
-for _ in $(seq 12); do w=$(bench_window 20); done
-echo "profiled: plateau at $w ms"
+echo "profiled: plateau at $(bench_plateau 30) ms"
 record prof
 kill -INT "$sp"
 wait "$sp" || true

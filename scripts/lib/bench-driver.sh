@@ -5,7 +5,8 @@
 # $work (a private temporary directory the caller made), starts the
 # workload's JVM with $BENCH_JAVA_OPTS, sets $jvm to its pid and opens
 # fd 3 on its commands; bench_window N runs N iterations and prints their
-# median in ms; bench_stop asks the JVM to quit and waits for it (up to
+# median in ms; bench_plateau N runs N windows and prints the median of the
+# last five (the plateau); bench_stop asks the JVM to quit and waits for it (up to
 # 10 s; the caller's cleanup kills it after that). NAME prefixes the error
 # messages. For the javac workload, javac_workload makes $work with its
 # sources and the cleanup, and profile_javac attaches sprig with
@@ -45,6 +46,24 @@ bench_window() {
     done
     grep '^times' "$work/out" | tail -1 | tr ' ' '\n' | sed 1d | sort -n |
         awk '{a[NR]=$1} END{printf "%.2f", a[int((NR+1)/2)]/1e6}'
+}
+
+# bench_plateau N: runs N windows of 20 iterations and prints the median
+# of the last five windows' medians (of all, when fewer), in ms; fails
+# when a window does. On the javac workload (JDK 17, this machine kind)
+# the windows still fall until about the 20th, bare (60 ms after 12
+# windows, 52 ms from the 25th on) and profiled alike: the javac scripts
+# take 30. With SHOW_WINDOWS=1 in the environment each window's median
+# also goes to stderr, on one line.
+bench_plateau() {
+    local all="" w
+    for _ in $(seq "$1"); do
+        w=$(bench_window 20) || return 1
+        all="$all $w"
+    done
+    [ "${SHOW_WINDOWS:-0}" != 1 ] || echo "windows:$all" >&2
+    echo "$all" | tr ' ' '\n' | sed '/^$/d' | tail -5 | sort -n |
+        awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'
 }
 
 bench_stop() {
