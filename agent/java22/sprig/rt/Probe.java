@@ -19,13 +19,28 @@ import java.lang.invoke.MethodHandle;
  * <p>If the handles cannot be linked (native access denied, no linker) the
  * class initialises anyway with {@code FAST} false and uses JNI only.
  *
- * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} check only
- * {@code active} and the thread's slot of {@code INSIDE} before calling the
- * agent, which tells revealed methods from dormant ones.
+ * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} inline only
+ * the check of {@code active} and a call of their out-of-line rest
+ * ({@code @DontInline}), which checks the thread's slot before recording
+ * or calling the agent, which tells revealed methods from dormant ones.
  */
 public final class Probe {
-    /** Number of threads currently inside a root context (written by the agent). */
-    static volatile int active;
+    /**
+     * Number of threads currently inside a root context (written by the
+     * agent). A plain field, not a volatile one: it only lets the probes of
+     * a thread outside every root context skip the rest, and a stale value
+     * costs no correctness. The thread that matters sees its own change in
+     * time: its root probe raises the count in a native call, and the JIT
+     * moves no load across a call, so every probe after its root entry
+     * reads the raised count; a thread outside every root context that
+     * reads a stale raised count finds its slot closed, one that reads a
+     * stale zero has nothing to record. A volatile read's acquire barrier
+     * also held every later memory access of the method it was inlined
+     * into behind it: javac {@code Gen::genClass} at its plateau (JDK 17)
+     * ran at 1.53-1.62 of bare with the plain field, 1.62-1.65 with the
+     * volatile one (docs/overhead.md, "The probes out of line").
+     */
+    static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
     static volatile int on;
     /**
@@ -217,33 +232,45 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().threadId();
-            if (TABLE != 0 && mine(t)) {
-                if (javaEnter(t, id)) {
-                    return;
-                }
-            } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
+            enterInside(id);
+        }
+    }
+
+    /** {@code enter} while some thread is inside a root context: out of line. */
+    @jdk.internal.vm.annotation.DontInline
+    private static void enterInside(int id) {
+        long t = Thread.currentThread().threadId();
+        if (TABLE != 0 && mine(t)) {
+            if (javaEnter(t, id)) {
                 return;
             }
-            if (!FAST || fastEnter(id) != 0) {
-                nEnter(id);
-            }
+        } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
+            return;
+        }
+        if (!FAST || fastEnter(id) != 0) {
+            nEnter(id);
         }
     }
 
     public static void exit(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().threadId();
-            if (TABLE != 0 && mine(t)) {
-                if (javaExit(t, id)) {
-                    return;
-                }
-            } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
+            exitInside(id);
+        }
+    }
+
+    /** {@code exit} while some thread is inside a root context: out of line. */
+    @jdk.internal.vm.annotation.DontInline
+    private static void exitInside(int id) {
+        long t = Thread.currentThread().threadId();
+        if (TABLE != 0 && mine(t)) {
+            if (javaExit(t, id)) {
                 return;
             }
-            if (!FAST || fastExit(id) != 0) {
-                nExit(id);
-            }
+        } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
+            return;
+        }
+        if (!FAST || fastExit(id) != 0) {
+            nExit(id);
         }
     }
 
@@ -414,7 +441,7 @@ public final class Probe {
      * agent). Inside a root context, a receiver of a class this site has
      * not just seen goes to the agent, which instruments the method that
      * class selects before the call runs. Outside root contexts: one
-     * volatile load, as the plain probes.
+     * load of {@code active}, as the plain probes.
      */
     public static void site(Object receiver, int site) {
         Object[] seen = RECEIVERS;
