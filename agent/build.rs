@@ -60,17 +60,10 @@ fn main() {
 fn compile(javac: &Path, release: &str, out: &Path, sources: &[&Path]) -> Result<(), String> {
     // Not `--release`: the probe class uses `jdk.internal.misc.Unsafe`
     // (sampled timing's Java path), which only the JDK's own modules show;
-    // the agent exports the package to the class at run time. It also
-    // marks its out-of-line paths `@DontInline`
-    // (`jdk.internal.vm.annotation`), which HotSpot reads from the class
-    // file of a boot loader class without any export.
+    // the agent exports the package to the class at run time.
     let o = Command::new(javac)
         .args(["-source", release, "-target", release])
         .args(["--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"])
-        .args([
-            "--add-exports",
-            "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
-        ])
         .args(["-nowarn", "-Xlint:-options", "-d"])
         .arg(out)
         .args(sources)

@@ -426,8 +426,7 @@ fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
             .expect("write");
             let boot = old.path().join("classes");
             // (The probe class reads jdk.internal.misc.Unsafe, which the
-            // agent exports to it at run time, and marks its out-of-line
-            // paths @DontInline.)
+            // agent exports to it at run time.)
             sprig_tests::javac(
                 jdk,
                 &old.path().join("src"),
@@ -439,8 +438,6 @@ fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
                     "17",
                     "--add-exports",
                     "java.base/jdk.internal.misc=ALL-UNNAMED",
-                    "--add-exports",
-                    "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
                 ],
             );
             std::fs::remove_file(boot.join("sprig/rt/Calibration.class")).expect("rm");

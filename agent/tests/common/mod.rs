@@ -50,12 +50,9 @@ pub fn fixture_classes(jdk: &Jdk) -> TempDir {
             "-sourcepath",
             &probe_src.display().to_string(),
             "-implicit:none",
-            // The probe class's Java path names jdk.internal.misc.Unsafe,
-            // and its out-of-line paths are marked @DontInline.
+            // The probe class's Java path names jdk.internal.misc.Unsafe.
             "--add-exports",
             "java.base/jdk.internal.misc=ALL-UNNAMED",
-            "--add-exports",
-            "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
         ],
     );
     dir

@@ -12,28 +12,20 @@ package sprig.rt;
  * counts them; the last thread to leave one lowers it), and a look at its
  * thread's slot of {@code INSIDE} while some other thread is.
  *
- * <p>{@code enter} and {@code exit} inline only the check of {@code active}
- * and a call: everything they do while some thread is inside a root
- * context (the thread's slot, sampled timing's Java path, the native call)
- * is in {@code enterInside} and {@code exitInside}, marked
- * {@code @DontInline} (HotSpot honours the annotation in a boot loader
- * class). C2 inlines the probes into every hot instrumented method, and
- * the whole path inlined there made each method's compiled code several
- * times larger, so C2 inlined fewer of the methods themselves: out of
- * line, javac {@code Gen::genClass} ran its plateau iteration at 1.48-1.50
- * of bare against 1.62-1.65, and Jetty {@code Server::handle} at +20.9
- * and +28.8% against +24.7 and +31.0%, for 2.3-2.7 ns more a pair in a
- * tight loop (docs/overhead.md, "The probes out of line"). Whether the
- * method's probes record (revealed) or not (dormant) is the agent's
- * check, or the Java path's bitmap.
+ * <p>{@code enter} and {@code exit} hold those two checks and the native
+ * call, nothing else: whether the method's probes record (revealed) or not
+ * (dormant) is the agent's check. The probes used to look at a Java copy of
+ * that bitmap first, so that a dormant probe inside a root context skipped
+ * the native call; C2 inlines the probes at every hot site, and without
+ * those loads the profiled code around them runs measurably faster (javac).
  *
- * <p>Each also ends in a branch on {@link #NEVER} that the JIT removes. It
- * dates from probes that held their whole path: it kept their bytecode
- * above HotSpot's {@code MaxInlineSize} (35 bytes), so that C1 and C2
- * inlined them only where hot (inlined at every site, they made the JIT
- * compile much more code in the first second after an attach). With the
- * path out of line the probes fall below that size anyway; the branch
- * stays, as the out-of-line probes were measured with it.
+ * <p>Each also ends in a branch on {@link #NEVER} that the JIT removes: it
+ * keeps the bytecode above HotSpot's {@code MaxInlineSize} (35 bytes), so
+ * that C1 and C2 inline the probes only where they are hot, as they did
+ * the longer probes. Inlined at every site (29 bytes), they made the JIT
+ * compile much more code in the first second after an attach, when
+ * redefinition has deoptimised what it instruments (a Jetty servlet: 168%
+ * overhead in the first window against 121-122% with the branch).
  */
 public final class Probe {
     /**
@@ -48,8 +40,9 @@ public final class Probe {
      * stale zero has nothing to record. A volatile read's acquire barrier
      * also held every later memory access of the method it was inlined
      * into behind it: javac {@code Gen::genClass} at its plateau (JDK 17)
-     * ran at 1.53-1.62 of bare with the plain field, 1.62-1.65 with the
-     * volatile one (docs/overhead.md, "The probes out of line").
+     * ran at 1.53-1.62 of bare with the plain field (median 1.58), 1.62-1.65
+     * with the volatile one (median 1.63; docs/overhead.md, "javac at its
+     * plateau").
      */
     static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
@@ -246,42 +239,30 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            enterInside(id);
-        } else if (NEVER) {
-            nEnter(id);
-        }
-    }
-
-    /** {@code enter} while some thread is inside a root context: out of line. */
-    @jdk.internal.vm.annotation.DontInline
-    private static void enterInside(int id) {
-        long t = Thread.currentThread().getId();
-        if (TABLE != 0 && mine(t)) {
-            if (!javaEnter(t, id)) {
+            long t = Thread.currentThread().getId();
+            if (TABLE != 0 && mine(t)) {
+                if (!javaEnter(t, id)) {
+                    nEnter(id);
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
                 nEnter(id);
             }
-        } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
+        } else if (NEVER) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
         if (active != 0) {
-            exitInside(id);
-        } else if (NEVER) {
-            nExit(id);
-        }
-    }
-
-    /** {@code exit} while some thread is inside a root context: out of line. */
-    @jdk.internal.vm.annotation.DontInline
-    private static void exitInside(int id) {
-        long t = Thread.currentThread().getId();
-        if (TABLE != 0 && mine(t)) {
-            if (!javaExit(t, id)) {
+            long t = Thread.currentThread().getId();
+            if (TABLE != 0 && mine(t)) {
+                if (!javaExit(t, id)) {
+                    nExit(id);
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
                 nExit(id);
             }
-        } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
+        } else if (NEVER) {
             nExit(id);
         }
     }

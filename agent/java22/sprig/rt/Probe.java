@@ -19,10 +19,9 @@ import java.lang.invoke.MethodHandle;
  * <p>If the handles cannot be linked (native access denied, no linker) the
  * class initialises anyway with {@code FAST} false and uses JNI only.
  *
- * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} inline only
- * the check of {@code active} and a call of their out-of-line rest
- * ({@code @DontInline}), which checks the thread's slot before recording
- * or calling the agent, which tells revealed methods from dormant ones.
+ * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} check only
+ * {@code active} and the thread's slot of {@code INSIDE} before calling the
+ * agent, which tells revealed methods from dormant ones.
  */
 public final class Probe {
     /**
@@ -37,8 +36,9 @@ public final class Probe {
      * stale zero has nothing to record. A volatile read's acquire barrier
      * also held every later memory access of the method it was inlined
      * into behind it: javac {@code Gen::genClass} at its plateau (JDK 17)
-     * ran at 1.53-1.62 of bare with the plain field, 1.62-1.65 with the
-     * volatile one (docs/overhead.md, "The probes out of line").
+     * ran at 1.53-1.62 of bare with the plain field (median 1.58), 1.62-1.65
+     * with the volatile one (median 1.63; docs/overhead.md, "javac at its
+     * plateau").
      */
     static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
@@ -232,45 +232,33 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            enterInside(id);
-        }
-    }
-
-    /** {@code enter} while some thread is inside a root context: out of line. */
-    @jdk.internal.vm.annotation.DontInline
-    private static void enterInside(int id) {
-        long t = Thread.currentThread().threadId();
-        if (TABLE != 0 && mine(t)) {
-            if (javaEnter(t, id)) {
+            long t = Thread.currentThread().threadId();
+            if (TABLE != 0 && mine(t)) {
+                if (javaEnter(t, id)) {
+                    return;
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
                 return;
             }
-        } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
-            return;
-        }
-        if (!FAST || fastEnter(id) != 0) {
-            nEnter(id);
+            if (!FAST || fastEnter(id) != 0) {
+                nEnter(id);
+            }
         }
     }
 
     public static void exit(int id) {
         if (active != 0) {
-            exitInside(id);
-        }
-    }
-
-    /** {@code exit} while some thread is inside a root context: out of line. */
-    @jdk.internal.vm.annotation.DontInline
-    private static void exitInside(int id) {
-        long t = Thread.currentThread().threadId();
-        if (TABLE != 0 && mine(t)) {
-            if (javaExit(t, id)) {
+            long t = Thread.currentThread().threadId();
+            if (TABLE != 0 && mine(t)) {
+                if (javaExit(t, id)) {
+                    return;
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
                 return;
             }
-        } else if (INSIDE[(int) t & SLOT_MASK] == 0) {
-            return;
-        }
-        if (!FAST || fastExit(id) != 0) {
-            nExit(id);
+            if (!FAST || fastExit(id) != 0) {
+                nExit(id);
+            }
         }
     }
 
