@@ -31,11 +31,14 @@ record() {
     "$jdk/bin/jcmd" "$jvm" Compiler.perfmap > /dev/null
     cp "/tmp/perf-$jvm.map" "$out/$1.map"
 }
-# Warm-up: 30 windows of 20 (to the plateau; bench_plateau).
-echo "bare: plateau at $(bench_plateau 30) ms"
+# Warm-up: 30 windows of 20 (to the plateau; bench_plateau). Assigned
+# first: a failure inside an echo's $(...) would not stop the script.
+w=$(bench_plateau 30)
+echo "bare: plateau at $w ms"
 record bare
 profile_javac "$sprig" "$out" "$@"
-echo "profiled: plateau at $(bench_plateau 30) ms"
+w=$(bench_plateau 30)
+echo "profiled: plateau at $w ms"
 record prof
 kill -INT "$sp"
 wait "$sp" || true
