@@ -25,8 +25,9 @@ bench_start "$jdk" javac-perf javac "$work/java.base" java.base "$work/javac-out
 # perf over a window of 60 iterations, then the JIT's symbols.
 record() {
     (perf record -q -e cpu-clock -F 1999 -p "$jvm" -o "$out/$1.data" -- sleep 9 > /dev/null 2>&1) &
-    local pp=$!
-    echo "$1: 60 iterations, median $(bench_window 60) ms"
+    local pp=$! m
+    m=$(bench_window 60)
+    echo "$1: 60 iterations, median $m ms"
     wait $pp || true
     "$jdk/bin/jcmd" "$jvm" Compiler.perfmap > /dev/null
     cp "/tmp/perf-$jvm.map" "$out/$1.map"
