@@ -2,10 +2,10 @@
 # What the probes do to C2's inlining in javac: the bench's javac workload
 # with -XX:+PrintInlining (into a VM log, not stdout), 600 iterations bare
 # (to the plateau), then sprig attached with `Gen::genClass` as root
-# (sprig's default timing) and 600 iterations more. Prints, for each phase, C2's
-# decisions at call sites of methods that are not sprig's probes (inlined,
-# or the reason it refused), and C2's decisions at the probes' own call
-# sites while profiled. Each phase's log stays in OUT_DIR (bare.log,
+# (sprig's default timing) and 600 iterations more. Prints, for each
+# phase, C2's decisions at call sites of methods that are not sprig's
+# probes (inlined, or the reason it refused), and C2's decisions at the
+# probes' own call sites while profiled. Each phase's log stays in OUT_DIR (bare.log,
 # prof.log), with the profile (report.json).
 #
 #   bash scripts/javac-inlining.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]

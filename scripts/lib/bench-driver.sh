@@ -5,9 +5,9 @@
 # $work (a private temporary directory the caller made), starts the
 # workload's JVM with $BENCH_JAVA_OPTS, sets $jvm to its pid and opens
 # fd 3 on its commands; bench_window N runs N iterations and prints their
-# median in ms; bench_plateau N runs N windows and prints the median of the
-# last five (the plateau); bench_stop asks the JVM to quit and waits for it (up to
-# 10 s; the caller's cleanup kills it after that). NAME prefixes the error
+# median in ms; bench_plateau N runs N windows and prints the median of
+# the last five (the plateau); bench_stop asks the JVM to quit and waits
+# for it (up to 10 s; the caller's cleanup kills it after that). NAME prefixes the error
 # messages. For the javac workload, javac_workload makes $work with its
 # sources and the cleanup, and profile_javac attaches sprig with
 # `Gen::genClass` as the root.
