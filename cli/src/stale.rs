@@ -74,10 +74,12 @@ fn is_dead(dir: &Path, me: u32, min_age: Duration) -> bool {
     let Ok(meta) = fs::symlink_metadata(dir) else {
         return false;
     };
+    // A modification time ahead of this clock (a clock stepped back, a
+    // timestamp taken from a finer clock than ours) counts as just now.
     let old_enough = meta
         .modified()
         .ok()
-        .and_then(|m| m.elapsed().ok())
+        .map(|m| m.elapsed().unwrap_or(Duration::ZERO))
         .is_some_and(|age| age >= min_age);
     if !meta.is_dir() || meta.uid() != me || !old_enough {
         return false;
@@ -158,6 +160,19 @@ mod tests {
         assert!(!dead.exists());
         assert!(!empty.exists());
         assert!(live.join(SOCKET_NAME).exists());
+    }
+
+    #[test]
+    fn a_directory_modified_in_the_future_counts_as_just_modified() {
+        let base = Base::new("future");
+        let dead = base.dead(&format!("sprig-{}-0123456789ab", me()));
+        let ahead = std::time::SystemTime::now() + Duration::from_secs(600);
+        fs::File::open(&dead).unwrap().set_modified(ahead).unwrap();
+        assert!(fs::metadata(&dead).unwrap().modified().unwrap() > std::time::SystemTime::now());
+        assert_eq!(clean_in(&base.0, Duration::from_secs(60)), 0);
+        assert!(dead.exists());
+        assert_eq!(clean_in(&base.0, Duration::ZERO), 1);
+        assert!(!dead.exists());
     }
 
     #[test]
