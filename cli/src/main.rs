@@ -16,10 +16,13 @@ use sprig_callgraph::report::escape::escape;
 /// sprig: an exact, low-overhead call-subgraph profiler for HotSpot JVMs.
 ///
 /// sprig attaches to a running JVM (no special flags needed), injects
-/// entry/exit probes into a root method and everything it calls, measures
-/// every call exactly, subtracts its own calibrated cost, and shows the
-/// calling context tree. When it stops, every class is put back and the JVM
-/// runs at full speed again.
+/// entry/exit probes into a root method and everything it calls, counts
+/// every call exactly in its calling context, times every root call
+/// exactly, takes the time inside from samples of where each thread is in
+/// its event stream (or, with `--timing exact`, times every call and
+/// subtracts the probes' calibrated cost), and shows the calling context
+/// tree. When it stops, every class is put back and the JVM runs at full
+/// speed again.
 #[derive(Parser, Debug)]
 #[command(name = "sprig", version, propagate_version = true)]
 #[command(after_help = "Examples:
@@ -62,14 +65,16 @@ enum Command {
     Rewrite(sprig::rewrite::RewriteArgs),
     /// Measure what sprig's probes cost inside a running JVM, then detach.
     ///
-    /// `profile` runs the same calibration at every attach and subtracts
-    /// the result from every call: t_I (inner) from the called method's own
-    /// time, t_O (outer) from its caller's. The figures depend on the JVM,
-    /// the clock and the machine; this shows them without profiling.
+    /// `profile` runs the same calibration at every attach; under
+    /// `--timing exact` it subtracts the result from every call: t_I (inner)
+    /// from the called method's own time, t_O (outer) from its caller's.
+    /// Sampled timing (the default) subtracts nothing. The figures depend
+    /// on the JVM, the clock and the machine; this shows them without
+    /// profiling.
     Calibrate(profile::CalibrateArgs),
     /// Re-render a snapshot saved with `sprig profile ... -o run.sprig`.
     Report(output::ReportArgs),
-    /// Compare two snapshots node by node (calls and exact time, a -> b).
+    /// Compare two snapshots node by node (calls and time, a -> b).
     Diff(output::DiffArgs),
 }
 

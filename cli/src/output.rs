@@ -47,7 +47,7 @@ pub struct ViewArgs {
     #[arg(long)]
     pub merged: bool,
 
-    /// List this many hot spots (methods by exact self time); 0 for none.
+    /// List this many hot spots (methods by self time); 0 for none.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub hot_spots: usize,
 

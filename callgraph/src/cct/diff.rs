@@ -5,7 +5,7 @@
 //! across runs. Every path present in either run gets one [`DiffNode`] with
 //! the exact times of each side (absent side = `None`).
 
-use crate::profile::{MethodInfo, NodeId, Profile};
+use crate::profile::{MethodInfo, NodeId, Profile, Timing};
 use std::collections::HashMap;
 
 /// One side of a compared node, exact nanoseconds.
@@ -51,11 +51,16 @@ fn side_total(s: Option<Side>) -> i128 {
 pub struct ProfileDiff {
     pub nodes: Vec<DiffNode>,
     pub roots: Vec<NodeId>,
+    /// How each side's times were measured (`a`, `b`).
+    pub timing: [Timing; 2],
 }
 
 /// Compares `a` (before) with `b` (after).
 pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
-    let mut out = ProfileDiff::default();
+    let mut out = ProfileDiff {
+        timing: [a.timing, b.timing],
+        ..ProfileDiff::default()
+    };
     let mut index: HashMap<(NodeId, MethodInfo), NodeId> = HashMap::new();
     for (which, p) in [(0, a), (1, b)] {
         let merged = p.merged();

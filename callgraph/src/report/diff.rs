@@ -1,15 +1,15 @@
 //! Reports of a [`ProfileDiff`] (`sprig diff a.sprig b.sprig`).
 //!
-//! - [`DiffText`]: the merged tree of both runs with calls and exact totals
-//!   of each side and the change, children by size of the change (then by
+//! - [`DiffText`]: the merged tree of both runs with calls and totals
+//!   of each side (its first line says how each side was timed) and the change, children by size of the change (then by
 //!   name); `min_percent` hides nodes whose larger side is below that share
 //!   of the larger run's total, `max_depth` limits the levels shown.
-//! - [`DiffCollapsed`]: `frame;frame value_a value_b` lines (exact self
+//! - [`DiffCollapsed`]: `frame;frame value_a value_b` lines (self
 //!   nanoseconds of each run), the input of differential flame graphs.
 
 use super::{RenderOptions, ms};
 use crate::cct::diff::{DiffNode, ProfileDiff};
-use crate::profile::NodeId;
+use crate::profile::{NodeId, Timing};
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
@@ -101,6 +101,24 @@ fn change_percent(a: u64, b: u64) -> String {
     format!("{sign}{}.{}%", t / 10, t % 10)
 }
 
+/// How the two sides' times were measured, for the report's first line.
+fn times_line(timing: [Timing; 2]) -> String {
+    fn how(t: Timing) -> &'static str {
+        match t {
+            Timing::Exact => "exact times (adjust-time and probe cost subtracted)",
+            Timing::Sampled => "sampled times (calls exact, time from samples, nothing subtracted)",
+        }
+    }
+    match timing {
+        [a, b] if a == b => how(a).to_owned(),
+        [a, b] => format!(
+            "a {}, b {}: the times were measured in two ways",
+            how(a),
+            how(b)
+        ),
+    }
+}
+
 /// Text report of a diff.
 pub struct DiffText;
 
@@ -111,10 +129,7 @@ impl DiffText {
         opts: &RenderOptions,
         out: &mut dyn Write,
     ) -> io::Result<()> {
-        writeln!(
-            out,
-            "sprig diff: a -> b, exact times (adjust-time and probe cost subtracted)"
-        )?;
+        writeln!(out, "sprig diff: a -> b, {}", times_line(d.timing))?;
         writeln!(
             out,
             "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  method",
@@ -204,5 +219,42 @@ mod tests {
         assert_eq!(change_percent(200, 100), "-50.0%");
         assert_eq!(change_percent(0, 5), "new");
         assert_eq!(change_percent(5, 0), "gone");
+    }
+
+    fn first_line(timing: [Timing; 2]) -> String {
+        let d = ProfileDiff {
+            timing,
+            ..ProfileDiff::default()
+        };
+        let mut out = Vec::new();
+        DiffText
+            .render(&d, &RenderOptions::default(), &mut out)
+            .unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn the_first_line_says_how_each_side_was_timed() {
+        use Timing::{Exact, Sampled};
+        assert_eq!(
+            first_line([Exact, Exact]),
+            "sprig diff: a -> b, exact times (adjust-time and probe cost subtracted)"
+        );
+        let sampled = first_line([Sampled, Sampled]);
+        assert!(
+            sampled.contains("sampled times") && !sampled.contains("exact times"),
+            "{sampled}"
+        );
+        let mixed = first_line([Exact, Sampled]);
+        assert!(
+            mixed.contains("a exact times") && mixed.contains("b sampled times"),
+            "{mixed}"
+        );
+        assert!(first_line([Sampled, Exact]).contains("a sampled times"));
     }
 }

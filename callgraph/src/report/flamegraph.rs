@@ -89,8 +89,9 @@ impl Render for FlameGraph {
         } else {
             total = add_thread(p, &p.merged(), None, opts, 0, &mut frames);
         }
+        let how = p.timing.name();
         let subtitle = format!(
-            "{} {} · {} thread(s) · {} ms exact total · widths: exact total time",
+            "{} {} · {} thread(s) · {} ms {how} total · widths: {how} total time",
             p.target.jvm,
             if p.target.pid > 0 {
                 format!("pid {}", p.target.pid)
@@ -250,7 +251,8 @@ impl DiffFlameGraph {
             &Page {
                 title: "sprig differential flame graph".to_owned(),
                 subtitle: format!(
-                    "widths: the second profile's exact total time ({} ms) · red: slower (or more calls), blue: faster (or fewer calls)",
+                    "widths: the second profile's {} total time ({} ms) · red: slower (or more calls), blue: faster (or fewer calls)",
+                    d.timing[1].name(),
                     ms(total)
                 ),
                 frames,
@@ -664,6 +666,17 @@ mod tests {
         assert!(a < c && c < b);
         // c's details closes before b's opens.
         assert!(tree[c..b].contains("</details>\n</details>"));
+    }
+
+    #[test]
+    fn the_subtitle_says_how_the_profile_was_timed() {
+        let html = render(&sample(), &RenderOptions::default());
+        assert!(html.contains("ms exact total · widths: exact total time"));
+        let mut p = sample();
+        p.timing = crate::profile::Timing::Sampled;
+        let html = render(&p, &RenderOptions::default());
+        assert!(html.contains("ms sampled total · widths: sampled total time"));
+        assert!(!html.contains("exact total"));
     }
 
     #[test]
