@@ -29,7 +29,7 @@ wait_lines() { for _ in $(seq 1200); do [ "$(grep -c "$1" "$work/out")" -ge "$2"
 wait_lines '^ready' 1
 echo "time $calls" >&3; wait_lines '^root' 1     # warm-up
 echo "time $calls" >&3; wait_lines '^root' 2     # bare
-"$sprig" profile "$app" --root 'DefineCost::root' --timing exact --reset-after 4 -o "$work/p.json" --format json 2> "$work/sprig.err" &
+"$sprig" profile "$app" --root 'DefineCost::root' --keep-trivial --timing exact --reset-after 4 -o "$work/p.json" --format json 2> "$work/sprig.err" &
 prof=$!
 for _ in $(seq 300); do grep -q "sprig: profiling" "$work/sprig.err" && break; sleep 0.1; done
 echo "time $calls" >&3; wait_lines '^root' 3     # profiled, first (JIT, revelation)

@@ -23,7 +23,7 @@ wait_lines() { for _ in $(seq 600); do [ "$(grep -c "$1" "$work/out")" -ge "$2" 
 wait_lines '^ready' 1
 echo "time $rounds" >&3; wait_lines '^direct' 1     # warm-up
 echo "time $rounds" >&3; wait_lines '^direct' 2     # bare
-"$sprig" profile "$app" --root 'ReflectCost::root' -o "$work/p.json" --format json 2> "$work/sprig.err" &
+"$sprig" profile "$app" --root 'ReflectCost::root' --keep-trivial -o "$work/p.json" --format json 2> "$work/sprig.err" &
 prof=$!
 for _ in $(seq 300); do grep -q "sprig: profiling" "$work/sprig.err" && break; sleep 0.1; done
 echo "time $rounds" >&3; wait_lines '^direct' 3     # profiled, first (revelation, JIT)

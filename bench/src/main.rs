@@ -76,10 +76,12 @@ struct Args {
     /// class hierarchy analysis.
     #[arg(long)]
     compare_receivers: bool,
-    /// Also run Scheme B with trivial methods left out (`--skip-trivial`,
-    /// row `Bt16`): getters, setters and other short straight-line leaves
-    /// get no probes, their time counts in their callers. With byte bounds
-    /// (`--compare-trivial=6,16,35`), one row per bound.
+    /// Also run Scheme B with every method instrumented, trivial ones
+    /// included (`--keep-trivial`, row `Ba`): row `B` is sprig's default,
+    /// which gives getters, setters and other short straight-line leaves
+    /// of up to 16 bytes no probes. With byte bounds
+    /// (`--compare-trivial=0,6,35`), one row per bound (`--skip-trivial=N`,
+    /// row `BtN`; 0 is `Ba`).
     // `Some([])`: the option given without a bound.
     #[arg(
         long,
@@ -88,7 +90,7 @@ struct Args {
         require_equals = true,
         value_delimiter = ',',
         value_parser = clap::value_parser!(u32)
-            .range(1..=i64::from(sprig_rewriter::TRIVIAL_BYTES_MAX))
+            .range(0..=i64::from(sprig_rewriter::TRIVIAL_BYTES_MAX))
     )]
     compare_trivial: Option<Vec<u32>>,
     /// Keep profiling N more iterations after the measured window, then
@@ -185,11 +187,12 @@ fn main() -> ExitCode {
 
 /// Ok(false) when a benchmark failed (the others still ran).
 impl Args {
-    /// The `--skip-trivial` bounds `--compare-trivial` asks for: sprig's
-    /// default one when the option came without a bound, none without it.
+    /// The `--skip-trivial` bounds `--compare-trivial` asks for (0: every
+    /// method instrumented): 0 when the option came without a bound, none
+    /// without it.
     fn trivial_bounds(&self) -> Vec<u32> {
         match &self.compare_trivial {
-            Some(b) if b.is_empty() => vec![sprig_rewriter::TRIVIAL_BYTES_DEFAULT],
+            Some(b) if b.is_empty() => vec![0],
             b => b.clone().unwrap_or_default(),
         }
     }
@@ -365,13 +368,9 @@ mod tests {
     #[test]
     fn compare_trivial_bounds() {
         assert_eq!(bounds(&[]), Vec::<u32>::new());
-        assert_eq!(bounds(&["--compare-trivial"]), vec![16]);
-        assert_eq!(bounds(&["--compare-trivial=6,16,35"]), vec![6, 16, 35]);
-        for bad in [
-            "--compare-trivial=0",
-            "--compare-trivial=256",
-            "--compare-trivial=x",
-        ] {
+        assert_eq!(bounds(&["--compare-trivial"]), vec![0]);
+        assert_eq!(bounds(&["--compare-trivial=0,6,35"]), vec![0, 6, 35]);
+        for bad in ["--compare-trivial=256", "--compare-trivial=x"] {
             assert!(
                 Args::try_parse_from(["sprig-bench", bad]).is_err(),
                 "{bad} accepted"

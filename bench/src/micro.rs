@@ -3,7 +3,7 @@
 //! and throughput before attach / while profiling / after detach.
 
 use crate::Ctx;
-use crate::proc::{Jvm, Sprig, SprigArgs};
+use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, Sprig, SprigArgs};
 use crate::profile::ProfileSummary;
 use crate::stats::{Summary, json_of, median};
 use anyhow::{Result, bail};
@@ -61,7 +61,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         ],
         include: vec![],
         exclude: vec!["bench.Uninstrumented".into()],
-        scheme: "lazy".into(),
+        scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
     };
     let out = ctx.env.scratch.path.join("probe-cost.json");
@@ -229,7 +229,7 @@ fn tput_args() -> SprigArgs {
         roots: vec!["bench.Tput::batch".into()],
         include: vec![],
         exclude: vec![],
-        scheme: "lazy".into(),
+        scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
     }
 }
@@ -371,7 +371,7 @@ pub fn overlap(ctx: &Ctx) -> Result<Value> {
         roots: vec!["bench.Overlap$Probed::root".into()],
         include: vec![],
         exclude: vec![],
-        scheme: "lazy".into(),
+        scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
     };
     let out = ctx.env.scratch.path.join("overlap.json");

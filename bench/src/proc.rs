@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 /// Scheme name of a `--skip-trivial` row, followed by its byte bound.
 pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
+/// Scheme B with every method instrumented, trivial ones included
+/// (`--keep-trivial`): the micro benchmarks time probes around methods
+/// that sprig leaves out by default.
+pub const KEEP_TRIVIAL_SCHEME: &str = "lazy-trivial=0";
 
 /// How many of a JVM's last stdout lines an error message quotes.
 const TAIL: usize = 12;
@@ -220,7 +224,7 @@ pub struct SprigArgs {
     pub exclude: Vec<String>,
     /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`),
     /// `lazy-receiver` (lazy with `--virtual-calls receiver`) or
-    /// `lazy-trivial=N` (lazy with `--skip-trivial=N`).
+    /// `lazy-trivial=N` (lazy with `--skip-trivial=N`; 0: `--keep-trivial`).
     pub scheme: String,
     /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
     pub timing: Option<String>,
@@ -267,6 +271,7 @@ impl Sprig {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
             scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
+                Some("0") => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])
                     .arg(format!("--skip-trivial={bound}")),

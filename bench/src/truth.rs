@@ -522,7 +522,8 @@ impl JfrWindow {
 const JFR_ROWS: [(&str, &str, usize, usize); 3] = [
     ("javac", "partial", 15, 30),
     ("h2", "statement", 40, 100),
-    ("jetty", "server", 40, 100),
+    // Jetty's iteration is about 10 ms: as long a window as H2's.
+    ("jetty", "server", 120, 300),
 ];
 
 /// The bare window JFR records is this many times as long as the profiled

@@ -65,12 +65,12 @@ enum Command {
     Rewrite(sprig::rewrite::RewriteArgs),
     /// Measure what sprig's probes cost inside a running JVM, then detach.
     ///
-    /// `profile` runs the same calibration at every attach; under
-    /// `--timing exact` it subtracts the result from every call: t_I (inner)
-    /// from the called method's own time, t_O (outer) from its caller's.
-    /// Sampled timing (the default) subtracts nothing. The figures depend
-    /// on the JVM, the clock and the machine; this shows them without
-    /// profiling.
+    /// `profile --timing exact` runs the same calibration at every attach
+    /// and subtracts the result from every call: t_I (inner) from the
+    /// called method's own time, t_O (outer) from its caller's. Sampled
+    /// timing (the default) neither calibrates nor subtracts. The figures
+    /// depend on the JVM, the clock and the machine; this shows them
+    /// without profiling.
     Calibrate(profile::CalibrateArgs),
     /// Re-render a snapshot saved with `sprig profile ... -o run.sprig`.
     Report(output::ReportArgs),

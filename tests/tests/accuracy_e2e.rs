@@ -575,6 +575,8 @@ fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
                     &pid,
                     "--root",
                     "accuracy.Wake::root",
+                    // `tiny`, the probed leaf, is trivial.
+                    "--keep-trivial",
                     "--timing",
                     "exact",
                     "--duration",

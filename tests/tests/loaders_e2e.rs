@@ -73,7 +73,14 @@ fn session(jdk: &Jdk, jvm: &mut Proc, n: u32) -> (u64, u64, usize) {
     let out = out_dir.path().join("report.json");
     let mut sprig = start_sprig(
         jvm.pid(),
-        &["--root", "gen.Units::unit", "--format", "json"],
+        // Every method: the generated units' leaves are trivial.
+        &[
+            "--root",
+            "gen.Units::unit",
+            "--format",
+            "json",
+            "--keep-trivial",
+        ],
         &out,
     );
     jvm.send(&format!("run {UNITS}"));
@@ -197,7 +204,13 @@ fn a_root_defined_by_two_loaders_is_profiled_in_both() {
         let out = out_dir.path().join("report.json");
         let mut sprig = start_sprig(
             jvm.pid(),
-            &["--root", "gen.script.Script::run", "--format", "json"],
+            &[
+                "--root",
+                "gen.script.Script::run",
+                "--format",
+                "json",
+                "--keep-trivial",
+            ],
             &out,
         );
         jvm.send("apps 20");

@@ -40,7 +40,14 @@ fn snapshots() -> &'static Snapshots {
             // which under sampled timing can hold no sample on a busy host.
             let mut p = start_sprig(
                 jvm.pid(),
-                &["--root", "fixtures.Calls::root", "--timing", "exact"],
+                // Every method: the frames checked include trivial leaves.
+                &[
+                    "--root",
+                    "fixtures.Calls::root",
+                    "--timing",
+                    "exact",
+                    "--keep-trivial",
+                ],
                 &path,
             );
             jvm.send(&format!("run calls {n} 2"));

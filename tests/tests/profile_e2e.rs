@@ -16,9 +16,11 @@ use sprig_tests::{
 const LONG: Duration = Duration::from_secs(60);
 
 /// Starts `sprig profile` against `pid` writing JSON to `out`, and waits until
-/// it says the root is instrumented.
+/// it says the root is instrumented. With `--keep-trivial`: these tests
+/// count the calls of every method of their fixtures, trivial leaves
+/// included.
 fn start_profile(pid: u32, root: &str, out: &Path, extra: &[&str]) -> Proc {
-    let mut args = vec!["--root", root, "--format", "json"];
+    let mut args = vec!["--root", root, "--format", "json", "--keep-trivial"];
     args.extend_from_slice(extra);
     start_sprig(pid, &args, out)
 }

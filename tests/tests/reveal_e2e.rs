@@ -69,13 +69,37 @@ fn run(jvm: &mut Proc, scenario: &str, n: u32, threads: u32) {
     jvm.wait_for(&done, LONG, |l| l.starts_with(&done));
 }
 
+/// Says to leave sprig's default for trivial methods as it is: without
+/// it, and without `--skip-trivial` or `--keep-trivial` in the options, a
+/// session here gets `--keep-trivial`, as these tests check that every
+/// method is revealed, trivial leaves included.
+const DEFAULT_TRIVIAL: &str = "(sprig's default for trivial methods)";
+
+/// `extra` as sprig gets it (see [`DEFAULT_TRIVIAL`]).
+fn sprig_options<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let says = extra.iter().any(|a| {
+        a.starts_with("--skip-trivial") || *a == "--keep-trivial" || *a == DEFAULT_TRIVIAL
+    });
+    let mut v: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|a| *a != DEFAULT_TRIVIAL)
+        .collect();
+    if !says {
+        v.push("--keep-trivial");
+    }
+    v
+}
+
 fn start_profile(pid: u32, out: &Path, extra: &[&str]) -> Proc {
     let mut cmd = Command::new(sprig_bin());
     cmd.arg("profile").arg(pid.to_string());
     for r in ROOTS {
         cmd.args(["--root", r]);
     }
-    cmd.args(["--format", "json", "-o"]).arg(out).args(extra);
+    cmd.args(["--format", "json", "-o"])
+        .arg(out)
+        .args(sprig_options(extra));
     let mut p = Proc::spawn("sprig", cmd);
     // Cold: no root class is loaded yet, all roots stay armed.
     p.wait_for("sprig: profiling (or all roots armed)", LONG, |l| {
@@ -237,13 +261,16 @@ const TRIVIAL: [(&str, u32); 10] = [
     ("Reflect.scaled", 7),
 ];
 
-/// The byte bound `extra` gives `--skip-trivial` (0: not given).
+/// The byte bound of the trivial methods a session with `extra` leaves
+/// out (0: none, as with `--keep-trivial`, which [`sprig_options`] adds
+/// when `extra` says nothing; sprig's default is 16).
 fn trivial_bound(extra: &[&str]) -> u32 {
     extra
         .iter()
         .find_map(|a| match a.strip_prefix("--skip-trivial") {
             Some("") => Some(16),
             Some(v) => v.strip_prefix('=').and_then(|v| v.parse().ok()),
+            None if *a == DEFAULT_TRIVIAL => Some(16),
             None => None,
         })
         .unwrap_or(0)
@@ -451,12 +478,14 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
 
 /// `--skip-trivial`: the same tree less the trivial leaves, whether their
 /// classes load after the attach (the load hook sees their bytes) or
-/// before it (the first redefinition does), in both schemes.
+/// before it (the first redefinition does), in both schemes; and so by
+/// default, with no option.
 #[test]
 fn skip_trivial_leaves_out_exactly_the_trivial_leaves() {
     let _serial = serial();
     for jdk in test_jdks("skip_trivial_leaves_out_exactly_the_trivial_leaves") {
         let classes = fixture_classes(&jdk);
+        session(&jdk, classes.path(), false, &[DEFAULT_TRIVIAL]);
         session(&jdk, classes.path(), false, &["--skip-trivial"]);
         session(&jdk, classes.path(), true, &["--skip-trivial"]);
         session(
@@ -803,7 +832,7 @@ fn armed_debug_session(
     cmd.arg("profile")
         .arg(jvm.pid().to_string())
         .args(["--root", root])
-        .args(extra)
+        .args(sprig_options(extra))
         .args(["--format", "json", "-o"])
         .arg(&out);
     let mut sprig = Proc::spawn("sprig", cmd);
