@@ -165,8 +165,8 @@ pub struct SessionArgs {
     /// code, and the JIT inlines them everywhere: a probe in each costs
     /// far more than its own run time, as it makes its callers too large to
     /// inline (Jetty's server root at its plateau: +6-7% over bare with
-    /// them left out, +28-46% with them in). `--skip-trivial=6` keeps to
-    /// getters, setters and constants (+12% there); `--keep-trivial`
+    /// them left out, +20-46% with them in). `--skip-trivial=6` keeps to
+    /// getters, setters and constants (+5-12% there); `--keep-trivial`
     /// instruments them all. Roots are always profiled.
     // `Some(None)`: the option given without a bound.
     #[arg(
