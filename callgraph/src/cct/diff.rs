@@ -3,12 +3,13 @@
 //! Both profiles are merged over threads, then matched by path of method
 //! names (class, name, descriptor): method ids are per-run and say nothing
 //! across runs. Every path present in either run gets one [`DiffNode`] with
-//! the exact times of each side (absent side = `None`).
+//! the times of each side (absent side = `None`), exact or sampled as
+//! [`ProfileDiff::timing`] says.
 
 use crate::profile::{MethodInfo, NodeId, Profile, Timing};
 use std::collections::HashMap;
 
-/// One side of a compared node, exact nanoseconds.
+/// One side of a compared node, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Side {
     pub calls: u64,

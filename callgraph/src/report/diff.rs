@@ -1,9 +1,10 @@
 //! Reports of a [`ProfileDiff`] (`sprig diff a.sprig b.sprig`).
 //!
-//! - [`DiffText`]: the merged tree of both runs with calls and totals
-//!   of each side (its first line says how each side was timed) and the change, children by size of the change (then by
-//!   name); `min_percent` hides nodes whose larger side is below that share
-//!   of the larger run's total, `max_depth` limits the levels shown.
+//! - [`DiffText`]: the merged tree of both runs with calls and totals of
+//!   each side and the change, children by size of the change (then by
+//!   name); its first line says how each side was timed. `min_percent`
+//!   hides nodes whose larger side is below that share of the larger run's
+//!   total, `max_depth` limits the levels shown.
 //! - [`DiffCollapsed`]: `frame;frame value_a value_b` lines (self
 //!   nanoseconds of each run), the input of differential flame graphs.
 
