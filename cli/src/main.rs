@@ -16,7 +16,8 @@ use sprig_callgraph::report::escape::escape;
 /// sprig: an exact, low-overhead call-subgraph profiler for HotSpot JVMs.
 ///
 /// sprig attaches to a running JVM (no special flags needed), injects
-/// entry/exit probes into a root method and everything it calls, counts
+/// entry/exit probes into a root method and everything it calls (trivial
+/// leaves such as getters excepted, unless `--keep-trivial`), counts
 /// every call exactly in its calling context, times every root call
 /// exactly, takes the time inside from samples of where each thread is in
 /// its event stream (or, with `--timing exact`, times every call and

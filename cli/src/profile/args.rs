@@ -164,7 +164,7 @@ pub struct SessionArgs {
     /// fifths of the calls of compilers, parsers and collections-heavy
     /// code, and the JIT inlines them everywhere: a probe in each costs
     /// far more than its own run time, as it makes its callers too large to
-    /// inline (Jetty's server root at its plateau: +6-7% over bare with
+    /// inline (Jetty's server root at its plateau: +5-10% over bare with
     /// them left out, +20-46% with them in). `--skip-trivial=6` keeps to
     /// getters, setters and constants (+5-12% there); `--keep-trivial`
     /// instruments them all. Roots are always profiled.
