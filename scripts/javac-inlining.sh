@@ -5,8 +5,8 @@
 # (sprig's default timing) and 600 iterations more. Prints, for each
 # phase, C2's decisions at call sites of methods that are not sprig's
 # probes (inlined, or the reason it refused), and C2's decisions at the
-# probes' own call sites while profiled. Each phase's log stays in OUT_DIR (bare.log,
-# prof.log), with the profile (report.json).
+# probes' own call sites while profiled. Each phase's log stays in
+# OUT_DIR (bare.log, prof.log), with the profile (report.json).
 #
 #   bash scripts/javac-inlining.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
 #

@@ -7,10 +7,10 @@
 # fd 3 on its commands; bench_window N runs N iterations and prints their
 # median in ms; bench_plateau N runs N windows and prints the median of
 # the last five (the plateau); bench_stop asks the JVM to quit and waits
-# for it (up to 10 s; the caller's cleanup kills it after that). NAME prefixes the error
-# messages. For the javac workload, javac_workload makes $work with its
-# sources and the cleanup, and profile_javac attaches sprig with
-# `Gen::genClass` as the root.
+# for it (up to 10 s; the caller's cleanup kills it after that). NAME
+# prefixes the error messages. For the javac workload, javac_workload
+# makes $work with its sources and the cleanup, and profile_javac attaches
+# sprig with `Gen::genClass` as the root.
 
 # The Jetty jars the fixtures compile against (Debian's libjetty9-java).
 bench_jars() {

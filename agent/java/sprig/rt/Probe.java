@@ -12,12 +12,16 @@ package sprig.rt;
  * counts them; the last thread to leave one lowers it), and a look at its
  * thread's slot of {@code INSIDE} while some other thread is.
  *
- * <p>{@code enter} and {@code exit} hold those two checks and the native
- * call, nothing else: whether the method's probes record (revealed) or not
- * (dormant) is the agent's check. The probes used to look at a Java copy of
- * that bitmap first, so that a dormant probe inside a root context skipped
- * the native call; C2 inlines the probes at every hot site, and without
- * those loads the profiled code around them runs measurably faster (javac).
+ * <p>Past those two checks, on a thread that owns its slot of the agent's
+ * table (sampled timing), {@code enter} and {@code exit} take the Java
+ * path: it records the event itself when the table's bitmap says the
+ * method is revealed ({@code javaEnter}, {@code javaExit}). Everything else
+ * (exact timing, a dormant method, a full segment, a thread without a
+ * slot) goes to the native call, where the agent tells revealed methods
+ * from dormant ones. Exact timing's probes once looked at a Java copy of
+ * that bitmap before the native call too; C2 inlines the probes at every
+ * hot site, and without those loads the profiled code around them ran
+ * measurably faster (javac, 2026-11-25).
  *
  * <p>Each also ends in a branch on {@link #NEVER} that the JIT removes: it
  * keeps the bytecode above HotSpot's {@code MaxInlineSize} (35 bytes), so

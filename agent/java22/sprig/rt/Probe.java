@@ -19,9 +19,11 @@ import java.lang.invoke.MethodHandle;
  * <p>If the handles cannot be linked (native access denied, no linker) the
  * class initialises anyway with {@code FAST} false and uses JNI only.
  *
- * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} check only
- * {@code active} and the thread's slot of {@code INSIDE} before calling the
- * agent, which tells revealed methods from dormant ones.
+ * <p>As in the JDK 8+ variant, {@code enter} and {@code exit} check
+ * {@code active}, then take the Java path on a thread that owns its slot of
+ * the agent's table, or look at its slot of {@code INSIDE} otherwise; what
+ * the Java path does not record goes to the agent, which tells revealed
+ * methods from dormant ones.
  */
 public final class Probe {
     /**
