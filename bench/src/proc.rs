@@ -270,8 +270,8 @@ impl Sprig {
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
+            KEEP_TRIVIAL_SCHEME => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
             scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
-                Some("0") => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])
                     .arg(format!("--skip-trivial={bound}")),

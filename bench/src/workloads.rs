@@ -12,7 +12,7 @@
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
-use crate::proc::{Jvm, Sprig, SprigArgs, TRIVIAL_SCHEME};
+use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME};
 use crate::profile::{ProfileSummary, compare_paths};
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
@@ -763,8 +763,8 @@ pub fn print_table(results: &[Value]) {
                     "lazy" => "B".to_owned(),
                     "lazy-redefine" => "Br".to_owned(),
                     "lazy-receiver" => "Bv".to_owned(),
+                    KEEP_TRIVIAL_SCHEME => "Ba".to_owned(),
                     s => match s.strip_prefix(TRIVIAL_SCHEME) {
-                        Some("0") => "Ba".to_owned(),
                         Some(bound) => format!("Bt{bound}"),
                         None => "A".to_owned(),
                     },
