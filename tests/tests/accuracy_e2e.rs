@@ -240,20 +240,30 @@ fn charged_time_matches_bare_time() {
         let mut jvm = start_fixture(&jdk, classes.path());
         // Before the attach: the root itself and its twin, which must run
         // alike (the same bytecode under another name).
+        // A busy host can slow one of the two for a while: measured again,
+        // up to ATTEMPTS times, before the pair is said to differ.
         let mut quiet_twin = Vec::new();
         for (s, _, k) in SCENARIOS {
-            let bare = before_attach(&mut jvm, "bare", s, k);
-            let twin = before_attach(&mut jvm, "twin", s, k);
-            println!(
-                "JDK {} {s:5}: before the attach: bare {:9.1} µs/root call, twin {:9.1} µs",
-                jdk.major,
-                bare / 1e3,
-                twin / 1e3
-            );
-            assert!(
-                (twin / bare - 1.0).abs() < 0.25,
-                "{s}: the twin ({twin} ns) does not run like the root ({bare} ns)"
-            );
+            let mut seen = Vec::new();
+            let twin = loop {
+                let bare = before_attach(&mut jvm, "bare", s, k);
+                let twin = before_attach(&mut jvm, "twin", s, k);
+                println!(
+                    "JDK {} {s:5}: before the attach: bare {:9.1} µs/root call, twin {:9.1} µs",
+                    jdk.major,
+                    bare / 1e3,
+                    twin / 1e3
+                );
+                if (twin / bare - 1.0).abs() < 0.25 {
+                    break twin;
+                }
+                seen.push((bare, twin));
+                assert!(
+                    seen.len() < ATTEMPTS,
+                    "{s}: the twin does not run like the root (bare, twin ns: {seen:?})"
+                );
+                std::thread::sleep(BETWEEN_ATTEMPTS);
+            };
             quiet_twin.push(twin);
         }
 
