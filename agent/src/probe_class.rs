@@ -87,50 +87,28 @@ pub const PLAIN_PROBES: usize = 1;
 /// The receiver probe on `Method.invoke`/`Constructor.newInstance`.
 pub const REFLECT_PROBES: usize = 2;
 
-/// The field that gates the plain probes' calls in the instrumented
-/// code (`Probe.active`, public in the probe class this sprig defines):
-/// each instrumented method reads it before each plain probe call and
-/// skips the call while it is 0, so the JIT keeps a branch profile of it
-/// per method and compiles the probe call only into the methods that run
-/// inside a root context. The probes check it again themselves.
-pub const GATE: &str = "active";
-
-/// `Probe.active` is public in this JVM's probe class: the plain probes
-/// are gated (a probe class an older sprig defined keeps it private to
-/// its package, and its probes are called unconditionally).
-static GATED: AtomicBool = AtomicBool::new(false);
-
-/// The probe pairs handed to the rewriter, for this JVM's probe class.
+/// The probe pairs handed to the rewriter.
 pub fn probe_sets() -> &'static [ProbeSet] {
-    static SETS: OnceLock<[Vec<ProbeSet>; 2]> = OnceLock::new();
-    let sets = SETS.get_or_init(|| [make_probe_sets(false), make_probe_sets(true)]);
-    &sets[usize::from(GATED.load(Ordering::Acquire))]
-}
-
-/// The probe pairs: root probes and the receiver probe unconditional, the
-/// plain pair gated by [`GATE`] when `gated`.
-fn make_probe_sets(gated: bool) -> Vec<ProbeSet> {
-    let set = |entry: &str, exit: &str| ProbeSet {
-        class: CLASS.to_string(),
-        entry: entry.to_string(),
-        exit: exit.to_string(),
-        entry_receiver: false,
-        gate: None,
-    };
-    let mut v = vec![
-        set(ROOT_ENTER, ROOT_EXIT),
-        ProbeSet {
-            gate: gated.then(|| GATE.to_string()),
-            ..set(ENTER, EXIT)
-        },
-        ProbeSet {
-            entry_receiver: true,
-            ..set(REFLECT_ENTER, REFLECT_EXIT)
-        },
-    ];
-    debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
-    v.shrink_to_fit();
-    v
+    static SETS: OnceLock<Vec<ProbeSet>> = OnceLock::new();
+    SETS.get_or_init(|| {
+        let set = |entry: &str, exit: &str| ProbeSet {
+            class: CLASS.to_string(),
+            entry: entry.to_string(),
+            exit: exit.to_string(),
+            entry_receiver: false,
+        };
+        let mut v = vec![
+            set(ROOT_ENTER, ROOT_EXIT),
+            set(ENTER, EXIT),
+            ProbeSet {
+                entry_receiver: true,
+                ..set(REFLECT_ENTER, REFLECT_EXIT)
+            },
+        ];
+        debug_assert_eq!(v.len(), REFLECT_PROBES + 1);
+        v.shrink_to_fit();
+        v
+    })
 }
 
 /// Words of `Probe.LIVE` in a probe class an older sprig defined: the
@@ -234,11 +212,6 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 jni.set_boolean_field(module, field, false);
             }
             let (active, on) = fields?;
-            // ACC_PUBLIC: the instrumented code may read the gate itself.
-            let public = crate::env::get()
-                .and_then(|a| a.jvmti.field_modifiers(class, &active).ok())
-                .is_some_and(|m| m & 0x0001 != 0);
-            GATED.store(public, Ordering::Release);
             let live = jni
                 .find_static_field(class, "LIVE", c"[J")
                 .and_then(|f| jni.static_object(&class, f))
@@ -275,7 +248,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
         JAVA_PATH.store(java, Ordering::Release);
         if debug_on() {
             eprintln!(
-                "sprig agent: probe path: {}{}{}",
+                "sprig agent: probe path: {}{}",
                 if fast {
                     "FFM critical downcalls, JNI for slow paths"
                 } else {
@@ -283,11 +256,6 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 },
                 if java {
                     "; Java stores under sampled timing"
-                } else {
-                    ""
-                },
-                if GATED.load(Ordering::Acquire) {
-                    "; plain probe calls gated by Probe.active"
                 } else {
                     ""
                 }

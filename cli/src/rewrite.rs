@@ -19,11 +19,6 @@ use sprig_rewriter::{ProbeSet, Target};
 
 use crate::pattern::{self, MethodPattern};
 
-/// The probe class sprig's agent defines, and the field that gates its
-/// plain probes.
-const DEFAULT_PROBE_CLASS: &str = "sprig/rt/Probe";
-const DEFAULT_GATE: &str = "active";
-
 #[derive(clap::Args, Debug, Clone)]
 pub struct RewriteArgs {
     /// A .class file, a directory of classes, or a jar.
@@ -45,16 +40,6 @@ pub struct RewriteArgs {
     /// Exit probe: `static void NAME(int id)`.
     #[arg(long, default_value = "exit")]
     pub probe_exit: String,
-    /// A `public static int` field of the probe class that gates the
-    /// entry and exit calls, as sprig's own probes are: each instrumented
-    /// method reads it before each call and skips the call while it is 0.
-    /// Default: `active` with the default probe class, no gate with
-    /// another one.
-    #[arg(long, value_name = "FIELD", conflicts_with = "no_gate")]
-    pub probe_gate: Option<String>,
-    /// Call the probes unconditionally (no gate).
-    #[arg(long)]
-    pub no_gate: bool,
     /// Id of the first instrumented method; the rest follow sequentially.
     #[arg(long, default_value_t = 0)]
     pub first_id: u32,
@@ -93,18 +78,11 @@ pub fn run_to(args: &RewriteArgs, out: &mut dyn Write) -> anyhow::Result<Summary
         Some(text) => pattern::parse_list(text)?,
         None => Vec::new(),
     };
-    let class = args.probe_class.replace('.', "/");
-    let gate = match (&args.probe_gate, args.no_gate) {
-        (_, true) => None,
-        (Some(field), false) => Some(field.clone()),
-        (None, false) => (class == DEFAULT_PROBE_CLASS).then(|| DEFAULT_GATE.to_string()),
-    };
     let probes = ProbeSet {
-        class,
+        class: args.probe_class.replace('.', "/"),
         entry: args.probe_entry.clone(),
         exit: args.probe_exit.clone(),
         entry_receiver: false,
-        gate,
     };
     let mut rw = Rewriter {
         patterns,
@@ -464,8 +442,6 @@ abstract class B {
             probe_class: "sprig/rt/Probe".into(),
             probe_entry: "enter".into(),
             probe_exit: "exit".into(),
-            probe_gate: None,
-            no_gate: false,
             first_id: 0,
             id_map: None,
         }
@@ -506,32 +482,6 @@ abstract class B {
             .unwrap();
         w.set_comment("kept");
         w.finish().unwrap();
-    }
-
-    /// The default probe class is gated by its `active` field, as the
-    /// agent's plain probes are; `--no-gate` and another probe class are
-    /// not, unless `--probe-gate` names a field.
-    #[test]
-    fn the_default_probes_are_gated() {
-        let tmp = Tmp::new("gate");
-        let classes = compile(&tmp);
-        let input = classes.join("p/A.class");
-        let names_field = |a: &RewriteArgs, field: &[u8]| {
-            run_text(a).0.unwrap();
-            let out = fs::read(&a.output).unwrap();
-            out.windows(field.len()).any(|w| w == field)
-        };
-        let a = args(&input, &tmp.0.join("default/A.class"));
-        assert!(names_field(&a, b"active"));
-        let mut a = args(&input, &tmp.0.join("none/A.class"));
-        a.no_gate = true;
-        assert!(!names_field(&a, b"active"));
-        let mut a = args(&input, &tmp.0.join("other/A.class"));
-        a.probe_class = "my.Probes".into();
-        assert!(!names_field(&a, b"active"));
-        a.output = tmp.0.join("named/A.class");
-        a.probe_gate = Some("openGate".into());
-        assert!(names_field(&a, b"openGate"));
     }
 
     #[test]

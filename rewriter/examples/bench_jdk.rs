@@ -64,7 +64,6 @@ fn run(jdk: &Path, threads: usize) -> Result<(), String> {
         entry: "enter".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }];
     let chunk = classes.len().div_ceil(threads);
     let start = Instant::now();

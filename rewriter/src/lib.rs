@@ -42,15 +42,6 @@ pub struct ProbeSet {
     pub exit: String,
     /// The entry probe takes the receiver instead of the id.
     pub entry_receiver: bool,
-    /// A `public static int` field of `class` that gates the probe calls:
-    /// each call is skipped while the field is 0, by a branch in the
-    /// instrumented method's own bytecode (`getstatic`, `ifeq`), so the
-    /// JIT profiles that branch per method and compiles the call only
-    /// where it runs. `None`: the calls are unconditional. A constructor's
-    /// entry probe, a return whose operand stack holds more than its value
-    /// or that an exception handler of the method covers, and the
-    /// catch-all handler's exit stay unconditional.
-    pub gate: Option<String>,
 }
 
 /// Receiver checks for [`instrument_guarded`].

@@ -177,7 +177,6 @@ fn check(seed: usize, muts: &[Mutation]) -> Result<(), TestCaseError> {
         entry: "enter".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }];
     let info = class_info(&bytes);
     let _ = callees_all(&bytes);
@@ -266,7 +265,6 @@ fn seeds_instrument_cleanly() {
         entry: "enter".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }];
     for (name, bytes, targets) in seeds() {
         callees_all(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -89,10 +89,9 @@ struct Prepared {
     probe: std::path::PathBuf,
     id_of: HashMap<(String, String, String), u32>,
     summary: Summary,
-    gated: bool,
 }
 
-fn prepare(release: &str, gated: bool) -> Prepared {
+fn prepare(release: &str) -> Prepared {
     let tmp = TempDir::new("fixture");
     let src = tmp.path().join("src");
     let orig = tmp.path().join("orig");
@@ -112,12 +111,7 @@ fn prepare(release: &str, gated: bool) -> Prepared {
     let fixed = ids();
     let mut next = 1000u32;
     let mut id_of = HashMap::new();
-    let probes = if gated {
-        probe_set(PROBE)
-    } else {
-        probe_set_ungated(PROBE)
-    };
-    let summary = instrument_dir(&orig, &inst, &probes, |c, m, d| {
+    let summary = instrument_dir(&orig, &inst, &probe_set(PROBE), |c, m, d| {
         let id = fixed.get(&(c, m)).copied().unwrap_or_else(|| {
             next += 7;
             next
@@ -136,15 +130,12 @@ fn prepare(release: &str, gated: bool) -> Prepared {
         probe,
         id_of,
         summary,
-        gated,
     }
 }
 
-fn run_main(java: &str, cp: &str, props: &[&str]) -> (String, String, Option<i32>) {
+fn run_main(java: &str, cp: &str) -> (String, String, Option<i32>) {
     let o = run(
-        Command::new(java)
-            .args(props)
-            .args(["-Xverify:all", "-Xshare:off", "-cp", cp, "Main"]),
+        Command::new(java).args(["-Xverify:all", "-Xshare:off", "-cp", cp, "Main"]),
         Duration::from_secs(120),
     );
     (
@@ -154,8 +145,8 @@ fn run_main(java: &str, cp: &str, props: &[&str]) -> (String, String, Option<i32
     )
 }
 
-fn check(release: &str, gated: bool) {
-    let p = prepare(release, gated);
+fn check(release: &str) {
+    let p = prepare(release);
     let skipped: BTreeMap<String, SkipReason> = p.summary.skipped.iter().cloned().collect();
     assert!(
         matches!(skipped.get("Big.huge(I)I"), Some(SkipReason::TooLarge(n)) if *n > 65_535),
@@ -170,7 +161,7 @@ fn check(release: &str, gated: bool) {
         println!("JDK 25 not installed at {JDK25}: running on JDK 17 only");
     }
     for java in &javas {
-        let (out0, err0, code0) = run_main(java, &p.orig.display().to_string(), &[]);
+        let (out0, err0, code0) = run_main(java, &p.orig.display().to_string());
         assert!(
             out0.contains("lambda 8 10"),
             "original run failed: {out0}\n{err0}"
@@ -180,7 +171,7 @@ fn check(release: &str, gated: bool) {
             "{err0}"
         );
         let cp = format!("{}:{}", p.inst.display(), p.probe.display());
-        let (out1, err1, code1) = run_main(java, &cp, &[]);
+        let (out1, err1, code1) = run_main(java, &cp);
         let (probe_lines, plain): (Vec<&str>, Vec<&str>) =
             out1.lines().partition(|l| l.starts_with("PROBE "));
         assert_eq!(
@@ -216,31 +207,6 @@ fn check(release: &str, gated: bool) {
             .collect();
         assert_eq!(lambdas.len(), 8);
         assert_eq!(lambdas.iter().sum::<u64>(), 9);
-        if gated {
-            // With the gate closed the program runs the same and no gated
-            // call runs: only constructors' entries (never gated) count.
-            let (out2, err2, code2) = run_main(java, &cp, &["-Dsprig.test.active=0"]);
-            let (probe_lines, plain): (Vec<&str>, Vec<&str>) =
-                out2.lines().partition(|l| l.starts_with("PROBE "));
-            assert_eq!(plain.join("\n"), out0.trim_end(), "gate closed, {java}");
-            assert_eq!(err2, err0, "gate closed, {java}");
-            assert_eq!(code2, code0);
-            let ctors: std::collections::HashSet<u32> = p
-                .id_of
-                .iter()
-                .filter(|((_, m, _), _)| m == "<init>")
-                .map(|(_, &id)| id)
-                .collect();
-            assert!(!probe_lines.is_empty(), "constructor entries still count");
-            for l in &probe_lines {
-                let v: Vec<u64> = l.split(' ').skip(1).map(|x| x.parse().unwrap()).collect();
-                let id = u32::try_from(v[0]).unwrap();
-                assert!(
-                    ctors.contains(&id) && v[2] == 0,
-                    "gate closed but probe {l} ran under {java}"
-                );
-            }
-        }
     }
     javap_checks(&p);
 }
@@ -285,17 +251,6 @@ fn javap_checks(p: &Prepared) {
         assert!(method(&big1, m).contains("goto_w"), "{m} was not widened");
     }
     let main1 = javap(&p.inst, "Main");
-    // A gated method reads the gate before its entry probe, before each
-    // return's exit probe and in its catch-all handler.
-    let early = method(&main1, "static int early(int)");
-    let gates = early.matches("Field sprig/test/Probe.active:I").count();
-    let returns = early.matches(": ireturn").count();
-    if p.gated {
-        assert!(returns >= 2, "{early}");
-        assert_eq!(gates, returns + 2, "{early}");
-    } else {
-        assert_eq!(gates, 0, "{early}");
-    }
     let ann = method(&main1, "static int annotated(java.lang.Object)");
     let insn_at = |off: &str| -> String {
         let key = format!("\n        {off}: ");
@@ -328,17 +283,12 @@ fn javap_checks(p: &Prepared) {
 
 #[test]
 fn fixtures_behave_and_count_exactly_release_17() {
-    check("17", true);
+    check("17");
 }
 
 #[test]
 fn fixtures_behave_and_count_exactly_release_8() {
-    check("8", true);
-}
-
-#[test]
-fn fixtures_behave_and_count_exactly_with_unconditional_probes() {
-    check("17", false);
+    check("8");
 }
 
 /// JDK 25 flexible constructor bodies: code (and a field write) before

@@ -724,14 +724,12 @@ fn verify_corpus() {
         entry: "enter".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: Some("active".into()),
     };
     let jdk_probes = ProbeSet {
         class: "java/lang/SprigProbe".into(),
         entry: "enter".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: Some("active".into()),
     };
     let mut next_id: u32 = 1;
     let mut groups = Vec::new();

@@ -87,12 +87,6 @@ impl FieldOwner for Local<'_> {
 #[derive(Clone, Copy, Debug)]
 pub struct FieldId(jfieldID);
 
-impl FieldId {
-    pub(super) fn raw(&self) -> jfieldID {
-        self.0
-    }
-}
-
 // SAFETY: field ids are VM-global handles valid while the class is loaded;
 // the probe class lives in the bootstrap loader and is never unloaded.
 unsafe impl Send for FieldId {}

@@ -1,7 +1,7 @@
 //! Safe wrappers over the JVMTI function table (jvmti-bindings' raw `sys`
 //! table). Every call checks for a missing slot and maps the error code.
 
-use super::jni::{FieldId, FieldOwner, Global, JavaVm, Jni, Local, MethodId};
+use super::jni::{FieldOwner, Global, JavaVm, Jni, Local, MethodId};
 use jvmti_bindings::jvm_call;
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject};
 use jvmti_bindings::sys::jvmti::{
@@ -494,23 +494,6 @@ impl Jvmti {
         let mut mods: jint = 0;
         // SAFETY: `class` is a live class reference; valid out pointer.
         unsafe { jvmti_call!(self.env, GetClassModifiers, class.raw(), &mut mods)? };
-        Ok(mods)
-    }
-
-    /// A field's access flags (public, static, final, ...).
-    pub fn field_modifiers(&self, class: Local<'_>, field: &FieldId) -> Result<i32, JvmtiError> {
-        let mut mods: jint = 0;
-        // SAFETY: `class` is a live class reference declaring `field`;
-        // valid out pointer.
-        unsafe {
-            jvmti_call!(
-                self.env,
-                GetFieldModifiers,
-                class.raw(),
-                field.raw(),
-                &mut mods
-            )?
-        };
         Ok(mods)
     }
 

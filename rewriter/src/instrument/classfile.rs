@@ -179,22 +179,6 @@ impl<'a> ClassFile<'a> {
         self.utf8(self.member_name_and_type(idx)?.1)
     }
 
-    /// The descriptor of the member a field, method or `invokedynamic`
-    /// instruction names (a Fieldref, Methodref, InterfaceMethodref or
-    /// InvokeDynamic entry); an error for any other entry.
-    pub(crate) fn ref_descriptor(&self, idx: u16) -> Result<&'a [u8], Error> {
-        let tag = self.cp.get(idx as usize).map(|s| s.tag).unwrap_or(0);
-        match tag {
-            tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF | tag::INVOKE_DYNAMIC => {
-                let (_, nat) = self.pair(idx, tag)?;
-                self.utf8(self.pair(nat, tag::NAME_AND_TYPE)?.1)
-            }
-            _ => Err(Error::Malformed(format!(
-                "constant pool index {idx} names no member"
-            ))),
-        }
-    }
-
     /// The name and descriptor indices of a Methodref or
     /// InterfaceMethodref.
     fn member_name_and_type(&self, idx: u16) -> Result<(u16, u16), Error> {

@@ -3,8 +3,7 @@
 //! The original instructions are kept in order; probe code is inserted
 //! before every return (`exit(id)`), at the method start (`entry(id)`), or —
 //! in constructors — right after the `super(...)`/`this(...)` call, and a
-//! catch-all handler is appended after the original code. With a gate,
-//! probe calls are preceded by `getstatic gate; ifeq` over them. Every offset in
+//! catch-all handler is appended after the original code. Every offset in
 //! the attribute (branches, switches, exception table, stack map frames,
 //! debug tables, type annotations) is moved to the new layout. 16-bit
 //! branches that no longer reach are widened to `goto_w`/`jsr_w`, or for a
@@ -36,16 +35,7 @@ pub(crate) struct Plan<'p> {
     /// Receiver checks: (index of the virtual or interface call, the code
     /// placed before it), sorted by index.
     pub(crate) guards: Vec<(u32, Vec<u8>)>,
-    /// The Fieldref of the gate (`ProbeSet::gate`), 0 for none.
-    pub(crate) gate_ref: u16,
-    /// The entry probe at the method start is gated.
-    pub(crate) gate_entry: bool,
-    /// Per instruction: the exit probe before this return is gated.
-    pub(crate) gated: Vec<bool>,
 }
-
-/// Bytes of a gate: `getstatic gate; ifeq over the probe call`.
-const GATE_LEN: u32 = 6;
 
 impl Plan<'_> {
     fn probe_len(&self) -> u32 {
@@ -57,31 +47,9 @@ impl Plan<'_> {
     fn prologue_len(&self) -> u32 {
         if self.constructor {
             0
-        } else if self.gate_entry {
-            GATE_LEN + self.entry_len()
         } else {
             self.entry_len()
         }
-    }
-    /// Whether the exit before instruction `i` (a return) is gated.
-    fn gated(&self, i: usize) -> bool {
-        self.gated.get(i).copied().unwrap_or(false)
-    }
-    /// Length of the exit probe code before the return at instruction `i`.
-    fn exit_len(&self, i: usize) -> u32 {
-        if self.gated(i) {
-            GATE_LEN + self.probe_len()
-        } else {
-            self.probe_len()
-        }
-    }
-    /// `getstatic gate; ifeq +(3 + len)`: skips the `len` bytes after it
-    /// while the gate is 0.
-    fn emit_gate(&self, len: u32, out: &mut Vec<u8>) {
-        out.push(GETSTATIC);
-        put_u16(out, self.gate_ref);
-        out.push(IFEQ);
-        put_u16(out, (3 + len) as u16);
     }
     /// The receiver check placed before instruction `i`, if any.
     fn guard(&self, i: usize) -> Option<&[u8]> {
@@ -93,10 +61,7 @@ impl Plan<'_> {
     fn entry_after(&self, i: usize) -> bool {
         self.constructor && self.entry_after.binary_search(&(i as u32)).is_ok()
     }
-    fn emit_exit(&self, i: usize, out: &mut Vec<u8>) {
-        if self.gated(i) {
-            self.emit_gate(self.probe_len(), out);
-        }
+    fn emit_exit(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.id_push);
         out.push(INVOKESTATIC);
         put_u16(out, self.exit_ref);
@@ -150,6 +115,7 @@ pub(crate) fn layout(
     s.wide.resize(n, false);
     s.tramps.clear();
     s.tramp_at.clear();
+    let probe = plan.probe_len();
     loop {
         let mut pos = plan.prologue_len();
         s.tramp_at.clear();
@@ -157,7 +123,7 @@ pub(crate) fn layout(
         for (i, ins) in s.insns.iter().enumerate() {
             s.pre[i] = pos;
             if is_return(ins.op) {
-                pos += plan.exit_len(i);
+                pos += probe;
             }
             if let Some(g) = plan.guard(i) {
                 pos += g.len() as u32;
@@ -240,14 +206,11 @@ pub(crate) fn widened_conditionals(s: &Scratch) -> impl Iterator<Item = usize> +
 /// Writes the relocated code (probes included, handler excluded).
 pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>) {
     if !plan.constructor {
-        if plan.gate_entry {
-            plan.emit_gate(plan.entry_len(), out);
-        }
         plan.emit_entry(out);
     }
     for (i, ins) in s.insns.iter().enumerate() {
         if is_return(ins.op) {
-            plan.emit_exit(i, out);
+            plan.emit_exit(out);
         }
         if let Some(g) = plan.guard(i) {
             out.extend_from_slice(g);
@@ -450,28 +413,6 @@ fn initial_locals(
     Ok(v)
 }
 
-/// The verification type of a method's return value (`None` for `V`).
-fn return_vtype(
-    descriptor: &[u8],
-    pool: &mut Pool<'_, '_>,
-) -> Result<Option<frames::VType>, SkipReason> {
-    use frames::VType;
-    let close = descriptor
-        .iter()
-        .position(|&c| c == b')')
-        .ok_or_else(|| unsupported("bad method descriptor"))?;
-    Ok(match &descriptor[close + 1..] {
-        [b'V'] => None,
-        [b'B' | b'C' | b'I' | b'S' | b'Z'] => Some(VType(1, 0)),
-        [b'F'] => Some(VType(2, 0)),
-        [b'J'] => Some(VType(4, 0)),
-        [b'D'] => Some(VType(3, 0)),
-        [b'L', name @ .., b';'] => Some(VType(7, pool.class(name)?)),
-        [b'[', ..] => Some(VType(7, pool.class(&descriptor[close + 1..])?)),
-        _ => return Err(unsupported("bad method descriptor")),
-    })
-}
-
 /// Rewrites one `Code` attribute (header included) with probes.
 pub(crate) fn rewrite(
     attr: &[u8],
@@ -533,6 +474,8 @@ pub(crate) fn rewrite(
     } else {
         None
     };
+    let plan = &job.plan;
+
     let mut smt = None;
     for (k, &(name, body)) in ca.attrs.iter().enumerate() {
         if cf.utf8(name)? == b"StackMapTable" {
@@ -543,43 +486,6 @@ pub(crate) fn rewrite(
         }
     }
     let frames_required = smt.is_some() || cf.major >= 51;
-    // The method's frames in full form, when gates or trampolines need
-    // new frames among them.
-    let mut full: Option<Vec<frames::Full>> = None;
-    let ret_type = if job.plan.gate_ref != 0 && frames_required {
-        return_vtype(job.descriptor, pool)?
-    } else {
-        None
-    };
-    job.plan.gate_entry = job.plan.gate_ref != 0 && !job.plan.constructor;
-    job.plan.gated.clear();
-    if job.plan.gate_ref != 0 {
-        job.plan.gated = if frames_required {
-            let f = match &smt {
-                Some((k, _)) => frames::expand(ca.attrs[*k].1, initial_locals(cf, job, pool)?)?,
-                None => Vec::new(),
-            };
-            let lone = super::stack::lone_value_returns(ca.code, &s.insns, &f, cf);
-            full = Some(f);
-            // A gated return's frame has no locals, which an exception
-            // handler covering the return may not accept.
-            let covered = |off: u32| {
-                ca.exceptions.chunks_exact(8).any(|e| {
-                    let start = u32::from(u16::from_be_bytes([e[0], e[1]]));
-                    let stop = u32::from(u16::from_be_bytes([e[2], e[3]]));
-                    (start..stop).contains(&off)
-                })
-            };
-            s.insns
-                .iter()
-                .zip(&lone)
-                .map(|(ins, &lone)| lone && !covered(ins.off))
-                .collect()
-        } else {
-            s.insns.iter().map(|ins| is_return(ins.op)).collect()
-        };
-    }
-    let plan = &job.plan;
 
     let frame_offs: Option<&[u32]> = if frames_required {
         Some(
@@ -591,55 +497,18 @@ pub(crate) fn rewrite(
         None
     };
     let end = layout(s, plan, ca.code, frame_offs)?;
-    // Where the gates' branches land: after the entry probe (unless an
-    // original frame is there already), and at each gated return, with no
-    // locals and the return value alone on the stack.
-    let mut added: Vec<frames::Added> = Vec::new();
-    if frames_required && plan.gate_ref != 0 {
-        let at_zero = full
-            .as_ref()
-            .is_some_and(|f| f.first().is_some_and(|f| f.off == 0));
-        if plan.gate_entry && !at_zero {
-            added.push(frames::Added {
-                at: s.pre[0],
-                locals: initial_locals(cf, job, pool)?,
-                stack: Vec::new(),
-            });
-        }
-        for i in (0..s.insns.len()).filter(|&i| plan.gated(i)) {
-            added.push(frames::Added {
-                at: s.at[i],
-                locals: Vec::new(),
-                stack: ret_type.into_iter().collect(),
-            });
-        }
-        // The catch-all handler's gate lands on its `athrow`.
-        added.push(frames::Added {
-            at: end + GATE_LEN + plan.probe_len(),
-            locals: Vec::new(),
-            stack: vec![frames::VType(7, pool.class(b"java/lang/Throwable")?)],
-        });
-    }
-    let expanded = if s.tramps.is_empty() && added.is_empty() {
+    let expanded = if s.tramps.is_empty() {
         None
     } else {
-        if !s.tramps.is_empty() && smt.is_none() {
+        let Some((k, _)) = &smt else {
             return Err(unsupported(
                 "far branch in a method without a StackMapTable",
             ));
-        }
-        match full.take() {
-            Some(f) => Some(f),
-            None => match &smt {
-                Some((k, _)) => Some(frames::expand(
-                    ca.attrs[*k].1,
-                    initial_locals(cf, job, pool)?,
-                )?),
-                None => Some(Vec::new()),
-            },
-        }
+        };
+        let initial = initial_locals(cf, job, pool)?;
+        Some(frames::expand(ca.attrs[*k].1, initial)?)
     };
-    let handler_len = plan.probe_len() + 1 + if plan.gate_ref != 0 { GATE_LEN } else { 0 };
+    let handler_len = plan.probe_len() + 1;
     let total = end as usize + handler_len as usize;
     if total > 65535 {
         return Err(SkipReason::TooLarge(total));
@@ -706,9 +575,6 @@ pub(crate) fn rewrite(
     if out.len() != 14 + end as usize {
         return Err(unsupported("internal error: code layout mismatch"));
     }
-    if plan.gate_ref != 0 {
-        plan.emit_gate(plan.probe_len(), &mut out);
-    }
     out.extend_from_slice(plan.id_push);
     out.push(INVOKESTATIC);
     put_u16(&mut out, plan.exit_ref);
@@ -731,7 +597,6 @@ pub(crate) fn rewrite(
     } else {
         0
     };
-
     let new_smt_name = if frames_required && smt.is_none() {
         Some(pool.utf8(b"StackMapTable")?)
     } else {
@@ -746,7 +611,7 @@ pub(crate) fn rewrite(
         let body_start = out.len();
         match &smt {
             Some((sk, f)) if *sk == k => match &expanded {
-                Some(full) => frames::emit_expanded(full, &added, s, end, throwable, &mut out)?,
+                Some(full) => frames::emit_expanded(full, s, end, throwable, &mut out)?,
                 None => frames::emit(body, f, s, end, throwable, &mut out)?,
             },
             _ => match cf.utf8(name)? {
@@ -765,17 +630,9 @@ pub(crate) fn rewrite(
     }
     if let Some(name) = new_smt_name {
         put_u16(&mut out, name);
-        let len_pos = out.len();
-        put_u32(&mut out, 0);
-        let body_start = out.len();
-        if added.is_empty() {
-            put_u16(&mut out, 1);
-            frames::handler_frame(end, None, throwable, &mut out);
-        } else {
-            frames::emit_expanded(&[], &added, s, end, throwable, &mut out)?;
-        }
-        let blen = (out.len() - body_start) as u32;
-        out[len_pos..len_pos + 4].copy_from_slice(&blen.to_be_bytes());
+        put_u32(&mut out, 2 + frames::HANDLER_FRAME_LEN);
+        put_u16(&mut out, 1);
+        frames::handler_frame(end, None, throwable, &mut out);
     }
     let alen = (out.len() - 6) as u32;
     out[2..6].copy_from_slice(&alen.to_be_bytes());

@@ -189,6 +189,9 @@ pub(crate) fn handler_frame(handler: u32, prev: Option<u32>, throwable: u16, out
     put_u16(out, throwable);
 }
 
+/// Size in bytes of [`handler_frame`]'s output.
+pub(crate) const HANDLER_FRAME_LEN: u32 = 10;
+
 /// One verification type: tag and, for Object/Uninitialized, its operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct VType(pub(crate) u8, pub(crate) u16);
@@ -283,30 +286,17 @@ fn write_vts(vts: &[VType], s: &Scratch, out: &mut Vec<u8>) -> Result<(), SkipRe
     Ok(())
 }
 
-/// A frame the instrumentation adds at a new offset: where a gate's
-/// branch lands (`ProbeSet::gate`). Its types name no `Uninitialized`
-/// offsets.
-#[derive(Clone, Debug)]
-pub(crate) struct Added {
-    /// New offset.
-    pub(crate) at: u32,
-    pub(crate) locals: Vec<VType>,
-    pub(crate) stack: Vec<VType>,
-}
-
 /// Writes a StackMapTable body of full frames: every original frame at its
-/// new offset, one per trampoline (a copy of its target's frame), the
-/// frames in `added`, and the catch-all handler's frame.
+/// new offset, one per trampoline (a copy of its target's frame), and the
+/// catch-all handler's frame.
 pub(crate) fn emit_expanded(
     frames: &[Full],
-    added: &[Added],
     s: &Scratch,
     handler: u32,
     throwable: u16,
     out: &mut Vec<u8>,
 ) -> Result<(), SkipReason> {
-    let mut entries: Vec<(u32, &[VType], &[VType])> =
-        Vec::with_capacity(frames.len() + s.tramps.len() + added.len());
+    let mut entries: Vec<(u32, &Full)> = Vec::with_capacity(frames.len() + s.tramps.len());
     for f in frames {
         let i = index_of(&s.insns, f.off).ok_or_else(|| {
             unsupported(format!(
@@ -314,7 +304,7 @@ pub(crate) fn emit_expanded(
                 f.off
             ))
         })?;
-        entries.push((s.pre[i as usize], &f.locals, &f.stack));
+        entries.push((s.pre[i as usize], f));
     }
     for (k, &(_, c)) in s.tramps.iter().enumerate() {
         let target = s.insns[s.targets_of(c as usize)[0] as usize].off;
@@ -322,30 +312,22 @@ pub(crate) fn emit_expanded(
             .iter()
             .find(|f| f.off == target)
             .ok_or_else(|| unsupported("far branch target without a stack map frame"))?;
-        entries.push((s.tramp_at[k], &f.locals, &f.stack));
+        entries.push((s.tramp_at[k], f));
     }
-    for a in added {
-        entries.push((a.at, &a.locals, &a.stack));
-    }
-    // The catch-all handler's frame (see `handler_frame`).
-    let thrown = [VType(ITEM_OBJECT, throwable)];
-    entries.push((handler, &[], &thrown));
     entries.sort_by_key(|e| e.0);
-    if entries.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err(unsupported("two stack map frames at one offset"));
-    }
     put_u16(
         out,
-        u16::try_from(entries.len()).map_err(|_| unsupported("StackMapTable is full"))?,
+        u16::try_from(entries.len() + 1).map_err(|_| unsupported("StackMapTable is full"))?,
     );
     let mut prev: Option<u32> = None;
-    for (off, locals, stack) in entries {
+    for (off, f) in entries {
         let delta = prev.map_or(off, |p| off - p - 1);
         prev = Some(off);
         out.push(FULL);
         put_u16(out, delta as u16);
-        write_vts(locals, s, out)?;
-        write_vts(stack, s, out)?;
+        write_vts(&f.locals, s, out)?;
+        write_vts(&f.stack, s, out)?;
     }
+    handler_frame(handler, prev, throwable, out);
     Ok(())
 }

@@ -12,19 +12,6 @@
 //! - The id is pushed with `iconst`/`bipush`/`sipush` when it fits, else with
 //!   `ldc`/`ldc_w` of a `CONSTANT_Integer` holding the id's bit pattern.
 //!
-//! Gated probes (`ProbeSet::gate`): each probe call is preceded by
-//! `getstatic gate; ifeq` over the call, so the JIT keeps that branch's
-//! profile per instrumented method. Where the method has stack map frames,
-//! the branch's target gets a full frame of its own: after the entry
-//! probe, the method's initial locals; at a return, no locals and the
-//! return value alone on the stack; at the handler's `athrow`, the
-//! handler's frame. A return whose stack holds more than its value (found
-//! by following the stack's depth from the frame before it, `stack`) or
-//! that an original exception handler covers (whose frame may want the
-//! locals) keeps an unconditional exit, as does a constructor's entry
-//! (after `super(...)`, where no frame is known). Adding frames writes
-//! every frame of the method as a full frame.
-//!
 //! Constructors: the entry probe goes right after the `invokespecial <init>`
 //! that initializes `this` (the `super(...)`/`this(...)` call; a flow
 //! analysis over branches, switches, `jsr` and exception edges finds it,
@@ -67,7 +54,6 @@ mod debug;
 mod frames;
 mod insns;
 mod pool;
-mod stack;
 
 use std::collections::HashMap;
 
@@ -292,10 +278,6 @@ fn instrument_method(
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
-    let gate_ref = match &probes.gate {
-        Some(field) => pool.fieldref(&modified_utf8(&probes.class), &modified_utf8(field), b"I")?,
-        None => 0,
-    };
     let (entry_ref, exit_ref) = match *refs {
         Some(r) => r,
         None => {
@@ -332,9 +314,6 @@ fn instrument_method(
             constructor,
             entry_after: Vec::new(),
             guards: Vec::new(),
-            gate_ref,
-            gate_entry: false,
-            gated: Vec::new(),
         },
         access,
         descriptor,

@@ -145,20 +145,6 @@ impl<'c, 'a> Pool<'c, 'a> {
         self.pair(tag::METHODREF, c, nat)
     }
 
-    /// A `CONSTANT_Fieldref` to `class.name:desc`.
-    pub(crate) fn fieldref(
-        &mut self,
-        class: &[u8],
-        name: &[u8],
-        desc: &[u8],
-    ) -> Result<u16, SkipReason> {
-        let c = self.class(class)?;
-        let n = self.utf8(name)?;
-        let d = self.utf8(desc)?;
-        let nat = self.pair(tag::NAME_AND_TYPE, n, d)?;
-        self.pair(tag::FIELDREF, c, nat)
-    }
-
     /// A `CONSTANT_Integer` holding the bit pattern `v`.
     pub(crate) fn integer(&mut self, v: u32) -> Result<u16, SkipReason> {
         if self.ints.is_none() {

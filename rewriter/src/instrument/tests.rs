@@ -144,7 +144,6 @@ fn probes() -> Vec<ProbeSet> {
         entry: "in".into(),
         exit: "out".into(),
         entry_receiver: false,
-        gate: None,
     }]
 }
 
@@ -883,7 +882,6 @@ fn old_class_with_jsr_ret_and_widening_runs_on_the_jvm() {
         entry: "entry".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }];
     let targets = [
         target("main", "([Ljava/lang/String;)V", 70_000),
@@ -1073,7 +1071,6 @@ fn constructors_with_a_chaining_call_per_path() {
         entry: "entry".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }];
     let targets = [
         target("<init>", "(I)V", 7),
@@ -1186,7 +1183,6 @@ fn receiver_entry_probe_verifies_and_runs() {
         entry: "receiver".into(),
         exit: "exit".into(),
         entry_receiver: true,
-        gate: None,
     }];
     let r = instrument(
         &class,
@@ -1266,177 +1262,4 @@ fn nan_constants_are_found_in_float_and_double_slots() {
         float(0.0)
     ]));
     assert!(crate::has_nan_constants(b"not a class").is_err());
-}
-
-fn gated_probes() -> Vec<ProbeSet> {
-    vec![ProbeSet {
-        gate: Some("g".into()),
-        ..probes().remove(0)
-    }]
-}
-
-/// Instruments one method with the gated probes; returns the class and
-/// the method's new Code attribute.
-fn inst_gated(class: &[u8], name: &str, desc: &str, id: u32) -> (Vec<u8>, Vec<u8>) {
-    let r = instrument(class, &[target(name, desc, id)], &gated_probes()).unwrap();
-    assert_eq!(r.methods[0].result, Ok(()), "{name}{desc}");
-    let cf = ClassFile::parse(&r.bytes).unwrap();
-    let m = cf
-        .methods
-        .iter()
-        .find(|m| cf.utf8(m.name).unwrap() == name.as_bytes())
-        .unwrap();
-    let span = m.code.unwrap();
-    let code = r.bytes[span.start..span.end].to_vec();
-    (r.bytes, code)
-}
-
-fn fieldref_index(class: &[u8], name: &str) -> u16 {
-    cp_index(class, |cf, i| {
-        cf.cp[i as usize].tag == 9
-            && cf
-                .pair(i, 9)
-                .and_then(|(_, nat)| cf.pair(nat, 12))
-                .and_then(|(n, _)| cf.utf8(n))
-                .is_ok_and(|n| n == name.as_bytes())
-    })
-}
-
-/// How many times the code reads the gate (`getstatic` of it).
-fn gate_reads(class: &[u8], ca: &CodeAttr<'_>) -> usize {
-    let g = be16(fieldref_index(class, "g"));
-    let mut s = Scratch::default();
-    decode(ca.code, &mut s).unwrap();
-    s.insns
-        .iter()
-        .filter(|i| {
-            let at = i.off as usize;
-            i.op == 0xb2 && ca.code[at + 1..at + 3] == g
-        })
-        .count()
-}
-
-#[test]
-fn gated_probes_branch_over_each_call_to_a_new_frame() {
-    // 0 iload_0; 1 ifeq 6; 4 iconst_0; 5 ireturn; 6 iconst_1; 7 ireturn,
-    // with a same_frame at 6.
-    let c = [0x1a, 0x99, 0x00, 0x05, 0x03, 0xac, 0x04, 0xac];
-    let mut cb = Cb::default();
-    let code = cb.code(1, 1, &c, &[], &[("StackMapTable", vec![0, 1, 6])]);
-    let class = cb.build(51, &[(8, "f", "(I)I", Some(code))]);
-    let (out, a) = inst_gated(&class, "f", "(I)I", 1);
-    let ca = CodeAttr::parse(&a).unwrap();
-    let (entry, exit, g) = (
-        be16(methodref_index(&out, "in")),
-        be16(methodref_index(&out, "out")),
-        be16(fieldref_index(&out, "g")),
-    );
-    let gate = [0xb2, g[0], g[1], 0x99, 0x00, 0x07];
-    let mut want = gate.to_vec(); // 0: the entry's gate, over 6..10
-    want.extend_from_slice(&[0x04, 0xb8, entry[0], entry[1]]); // 6: in(1)
-    want.extend_from_slice(&[0x1a, 0x99, 0x00, 0x0f, 0x03]); // 10: iload_0; ifeq 26; iconst_0
-    want.extend_from_slice(&gate); // 15: the exit's gate, over 21..25
-    want.extend_from_slice(&[0x04, 0xb8, exit[0], exit[1], 0xac]); // 21: out(1); 25: ireturn
-    want.push(0x04); // 26: iconst_1
-    want.extend_from_slice(&gate); // 27
-    want.extend_from_slice(&[0x04, 0xb8, exit[0], exit[1], 0xac]); // 33; 37: ireturn
-    want.extend_from_slice(&gate); // 38: the handler's gate, over 44..48
-    want.extend_from_slice(&[0x04, 0xb8, exit[0], exit[1], 0xbf]); // 44; 48: athrow
-    assert_eq!(ca.code, want.as_slice());
-    assert_eq!((ca.max_stack, ca.max_locals), (2, 1));
-    assert_eq!(ca.exceptions, &[0, 10, 0, 38, 0, 38, 0, 0]);
-    let t = be16(class_index(&out, "java/lang/Throwable"));
-    let smt = attr(&out, &ca, "StackMapTable");
-    #[rustfmt::skip]
-    let frames = [
-        0, 6,
-        255, 0, 10, 0, 1, 1, 0, 0, // 10: after the entry probe, the initial locals
-        255, 0, 14, 0, 0, 0, 1, 1, // 25: the return, its int alone
-        255, 0, 0, 0, 1, 1, 0, 0, // 26: the original frame at 6
-        255, 0, 10, 0, 0, 0, 1, 1, // 37
-        255, 0, 0, 0, 0, 0, 1, 7, t[0], t[1], // 38: the handler
-        255, 0, 9, 0, 0, 0, 1, 7, t[0], t[1], // 48: its athrow
-    ];
-    assert_eq!(smt, &frames);
-}
-
-#[test]
-fn returns_the_frames_cannot_describe_keep_unconditional_exits() {
-    let mut cb = Cb::default();
-    // A return over a deeper stack: iconst_1; iconst_2; ireturn.
-    let deep = cb.code(2, 0, &[0x04, 0x05, 0xac], &[], &[]);
-    // A return inside a handler's range: iconst_1; ireturn, covered by
-    // [0, 2) with a handler at 2: astore_0; iconst_0; ireturn.
-    let thr = be16(cb.class("java/lang/Throwable"));
-    let covered = cb.code(
-        1,
-        1,
-        &[0x04, 0xac, 0x4b, 0x03, 0xac],
-        &[[0, 2, 2, 0]],
-        &[("StackMapTable", vec![0, 1, 64 + 2, 7, thr[0], thr[1]])],
-    );
-    // A long over a deeper stack is still one entry: lconst_1; ireturn
-    // would not verify, so: iconst_0; lconst_1; lreturn.
-    let long = cb.code(3, 0, &[0x03, 0x0a, 0xad], &[], &[]);
-    // dup2 of a long keeps two entries: lconst_1; dup2; pop2; lreturn.
-    let dup2 = cb.code(4, 0, &[0x0a, 0x5c, 0x58, 0xad], &[], &[]);
-    let class = cb.build(
-        51,
-        &[
-            (8, "deep", "()I", Some(deep)),
-            (8, "covered", "()I", Some(covered)),
-            (8, "long", "()J", Some(long)),
-            (8, "dup2", "()J", Some(dup2)),
-        ],
-    );
-    // (method, descriptor, gated returns)
-    for (m, d, gated_returns) in [
-        ("deep", "()I", 0),
-        ("covered", "()I", 1),
-        ("long", "()J", 0),
-        ("dup2", "()J", 1),
-    ] {
-        let (out, a) = inst_gated(&class, m, d, 1);
-        let ca = CodeAttr::parse(&a).unwrap();
-        // The entry's gate and the handler's, and one for each gated return.
-        assert_eq!(gate_reads(&out, &ca), 2 + gated_returns, "{m}");
-    }
-}
-
-#[test]
-fn class_files_without_frames_gate_every_return_and_get_no_frames() {
-    // Version 49: the old verifier infers types, so no frame is written.
-    let mut cb = Cb::default();
-    let code = cb.code(2, 0, &[0x04, 0x05, 0xac], &[], &[]);
-    let class = cb.build(49, &[(8, "deep", "()I", Some(code))]);
-    let (out, a) = inst_gated(&class, "deep", "()I", 1);
-    let ca = CodeAttr::parse(&a).unwrap();
-    assert_eq!(gate_reads(&out, &ca), 3);
-    let cf = ClassFile::parse(&out).unwrap();
-    assert!(
-        ca.attrs
-            .iter()
-            .all(|(n, _)| cf.utf8(*n).unwrap() != b"StackMapTable")
-    );
-}
-
-#[test]
-fn constructors_gate_their_exits_but_not_their_entry() {
-    // <init>: aload_0; invokespecial Object.<init>; return.
-    let mut cb = Cb::default();
-    let sup = be16(cb.methodref("java/lang/Object", "<init>", "()V"));
-    let code = cb.code(1, 1, &[0x2a, 0xb7, sup[0], sup[1], 0xb1], &[], &[]);
-    let class = cb.build(52, &[(1, "<init>", "()V", Some(code))]);
-    let (out, a) = inst_gated(&class, "<init>", "()V", 1);
-    let ca = CodeAttr::parse(&a).unwrap();
-    // The return's gate and the handler's; the entry after super() runs
-    // unconditionally.
-    assert_eq!(gate_reads(&out, &ca), 2);
-    let entry = be16(methodref_index(&out, "in"));
-    assert_eq!(
-        &ca.code[..9],
-        &[
-            0x2a, 0xb7, sup[0], sup[1], 0x04, 0xb8, entry[0], entry[1], 0xb2
-        ]
-    );
 }

@@ -31,7 +31,6 @@ pub const TABLESWITCH: u8 = 0xaa;
 pub const LOOKUPSWITCH: u8 = 0xab;
 pub const IRETURN: u8 = 0xac;
 pub const RETURN: u8 = 0xb1;
-pub const GETSTATIC: u8 = 0xb2;
 pub const INVOKEVIRTUAL: u8 = 0xb6;
 pub const INVOKESPECIAL: u8 = 0xb7;
 pub const INVOKESTATIC: u8 = 0xb8;

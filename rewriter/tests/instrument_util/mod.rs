@@ -125,24 +125,12 @@ pub fn class_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The probe set the tests instrument with, gated by the probe class's
-/// `active` field, as sprig's plain probes are.
 pub fn probe_set(class: &str) -> ProbeSet {
-    ProbeSet {
-        gate: Some("active".into()),
-        ..probe_set_ungated(class)
-    }
-}
-
-/// [`probe_set`] without the gate: every probe call unconditional, as
-/// sprig's root probes are.
-pub fn probe_set_ungated(class: &str) -> ProbeSet {
     ProbeSet {
         class: class.into(),
         entry: "entry".into(),
         exit: "exit".into(),
         entry_receiver: false,
-        gate: None,
     }
 }
 

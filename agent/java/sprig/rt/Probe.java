@@ -47,18 +47,8 @@ public final class Probe {
      * ran at 1.53-1.62 of bare with the plain field (median 1.58), 1.62-1.65
      * with the volatile one (median 1.63; docs/overhead.md, "javac at its
      * plateau").
-     *
-     * <p>Public, because the instrumented code reads it too: before each
-     * call of {@code enter} or {@code exit} a plain instrumented method
-     * tests it and skips the call while it is 0 (the rewriter's gate). That
-     * branch is the method's own, so the JIT profiles it per method: a
-     * method that only runs while no thread is inside a root context
-     * compiles to a load and a branch, without the probes' inlined code,
-     * where the test inside {@code enter} has one profile for every
-     * instrumented method. Code outside this class that writes it only
-     * makes probes skip or look further; the agent owns its value.
      */
-    public static int active;
+    static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
     static volatile int on;
     /**

@@ -8,9 +8,6 @@ package java.lang;
 public final class SprigProbe {
     private SprigProbe() {}
 
-    /** The gate of gated probe calls. */
-    public static int active;
-
     public static void enter(int id) {}
 
     public static void exit(int id) {}

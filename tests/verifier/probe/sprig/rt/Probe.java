@@ -4,9 +4,6 @@ package sprig.rt;
 public final class Probe {
     private Probe() {}
 
-    /** The gate of gated probe calls. */
-    public static int active;
-
     public static void enter(int id) {}
 
     public static void exit(int id) {}

@@ -8,8 +8,6 @@ package sprig.test;
 public final class BootProbe {
     public static final long[] ENTRIES = new long[1 << 16];
     public static final long[] EXITS = new long[1 << 16];
-    /** The gate of gated probe calls (always open here). */
-    public static int active = 1;
 
     private BootProbe() {}
 

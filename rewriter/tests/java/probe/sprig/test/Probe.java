@@ -12,12 +12,6 @@ public final class Probe {
     /** Receiver checks: "site receiver-class" -> count. */
     private static final Map<String, long[]> SITES = new TreeMap<>();
     private static boolean hooked;
-    /**
-     * The gate of gated probe calls: the instrumented code skips a gated
-     * call while it is 0 (system property {@code sprig.test.active},
-     * default 1).
-     */
-    public static int active = Integer.getInteger("sprig.test.active", 1);
 
     private Probe() {}
 
