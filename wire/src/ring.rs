@@ -1127,6 +1127,36 @@ impl Consumer {
     /// come in stream order: claim numbers rise, and within a claim each
     /// run starts where the previous one ended.
     pub fn poll_runs(&mut self, sink: &mut dyn FnMut(Run, &[Event])) -> usize {
+        let mut buf = std::mem::take(&mut self.buf);
+        let n = self.poll_with(&mut |run, slots, from, n| {
+            copy_events(slots, from, &mut buf[..n]);
+            sink(run, &buf[..n]);
+        });
+        self.buf = buf;
+        n
+    }
+
+    /// [`Consumer::poll_runs`] into the caller's buffers: appends every
+    /// event visible now to `events` and, for each slice, its [`Run`] and
+    /// its range in `events` to `runs`. One copy out of the shared mapping
+    /// and no other, for a caller that keeps the events before it
+    /// processes them (sampled timing takes the samples in between).
+    pub fn poll_into(
+        &mut self,
+        runs: &mut Vec<(Run, std::ops::Range<usize>)>,
+        events: &mut Vec<Event>,
+    ) -> usize {
+        self.poll_with(&mut |run, slots, from, n| {
+            let start = events.len();
+            append_events(slots, from, n, events);
+            runs.push((run, start..start + n));
+        })
+    }
+
+    /// The poll itself: hands `deliver` each slice visible now as (run,
+    /// the segment's slots, index of its first event, events), each
+    /// thread's in order, then frees the segments read to their end.
+    fn poll_with(&mut self, deliver: &mut dyn FnMut(Run, *const Event, u32, usize)) -> usize {
         self.heartbeat();
         let r = &*self.region;
         if r.is_retired() {
@@ -1168,13 +1198,12 @@ impl Consumer {
             let pos = self.pos[v.index as usize];
             if committed > pos {
                 let n = (committed - pos) as usize;
-                copy_events(r.slots(v.index), pos, &mut self.buf[..n]);
                 let run = Run {
                     thread: v.thread,
                     claim: v.seq,
                     start: pos,
                 };
-                sink(run, &self.buf[..n]);
+                deliver(run, r.slots(v.index), pos, n);
                 delivered += n;
                 self.pos[v.index as usize] = committed;
             }
@@ -1428,6 +1457,21 @@ fn copy_events(slots: *const Event, from: u32, out: &mut [Event]) {
     }
 }
 
+/// Appends `n` published events out of the shared mapping to `out`.
+fn append_events(slots: *const Event, from: u32, n: usize, out: &mut Vec<Event>) {
+    out.reserve(n);
+    let start = out.len();
+    // SAFETY: as in `copy_events` for the source. The destination is the
+    // vector's spare capacity, at least `n` events after the reserve, and
+    // does not overlap the mapping; `Event` is plain old data, so the
+    // copied bytes make `n` initialised events and the length may cover
+    // them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(slots.add(from as usize), out.as_mut_ptr().add(start), n);
+        out.set_len(start + n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1473,6 +1517,54 @@ mod tests {
         assert_eq!(ids, (0..14).collect::<Vec<_>>());
         // Nothing new: nothing delivered.
         assert_eq!(cons.poll(&mut |_, _| panic!("no events expected")), 0);
+    }
+
+    #[test]
+    fn poll_into_appends_what_poll_runs_delivers() {
+        // Two rings fed alike: one read with poll_runs, one with poll_into
+        // (appending to what the buffers already hold).
+        let mut seen = Vec::new();
+        for into in [false, true] {
+            let (_d, p) = tmp_path("ring");
+            let r = Region::create(&p, &small()).unwrap();
+            let mut a = Producer::new(r.clone(), 5, Duration::from_secs(1));
+            let mut b = Producer::new(r.clone(), 2, Duration::from_secs(1));
+            let mut cons = Consumer::new(Region::open(&p).unwrap());
+            let ev = |i: u32| Event::new(EventKind::Marker, i, u64::from(i) * 7);
+            let mut got: Vec<(Run, Vec<Event>)> = Vec::new();
+            let mut runs = vec![(
+                Run {
+                    thread: 9,
+                    claim: 9,
+                    start: 9,
+                },
+                0..1,
+            )];
+            let mut events = vec![ev(999)];
+            for round in 0..3u32 {
+                for i in 0..5 {
+                    a.push(ev(round * 10 + i)).unwrap();
+                }
+                b.push(ev(100 + round)).unwrap();
+                let n = if into {
+                    let (r0, e0) = (runs.len(), events.len());
+                    let n = cons.poll_into(&mut runs, &mut events);
+                    assert_eq!(events.len() - e0, n);
+                    for (run, range) in &runs[r0..] {
+                        got.push((*run, events[range.clone()].to_vec()));
+                    }
+                    n
+                } else {
+                    cons.poll_runs(&mut |run, evs| got.push((run, evs.to_vec())))
+                };
+                assert_eq!(n, 6, "round {round}");
+            }
+            // What the buffers held before is kept.
+            assert_eq!(events[0], ev(999));
+            seen.push(got);
+        }
+        assert_eq!(seen[0], seen[1]);
+        assert!(seen[0].len() >= 6);
     }
 
     #[test]

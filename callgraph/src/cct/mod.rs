@@ -139,10 +139,14 @@ const BURST_SANE: (f64, f64) = (0.5, 4.0);
 /// Pairs kept per thread for the report's median.
 const BURST_PAIRS_KEPT: usize = 4096;
 
-/// Builder-side node: the tree is kept as first-child / next-sibling links
-/// so creating a child never reallocates a per-node vector.
+/// Builder-side node, the part every entry reads: the tree is kept as
+/// first-child / next-sibling links so creating a child never reallocates
+/// a per-node vector, and its call count. 32 bytes, two to a cache line:
+/// finding the child an entry goes to reads a few of these, and on a large
+/// tree each read may miss the cache (the figures a node adds up on
+/// exits and samples are in a [`BNode`] apart).
 #[derive(Clone, Debug)]
-struct BNode {
+struct Link {
     method: u32,
     first_child: u32,
     next_sibling: u32,
@@ -154,18 +158,11 @@ struct BNode {
     next_hit: u32,
     nchildren: u32,
     calls: u64,
-    total: u64,
-    adjust: u64,
-    incomplete: u64,
-    recal: Recal,
-    samples: u64,
-    sampled: u64,
-    latency: Option<Box<Latency>>,
 }
 
-impl BNode {
-    fn new(method: u32) -> BNode {
-        BNode {
+impl Link {
+    fn new(method: u32) -> Link {
+        Link {
             method,
             first_child: NONE,
             next_sibling: NONE,
@@ -173,15 +170,22 @@ impl BNode {
             next_hit: NONE,
             nchildren: 0,
             calls: 0,
-            total: 0,
-            adjust: 0,
-            incomplete: 0,
-            recal: Recal::default(),
-            samples: 0,
-            sampled: 0,
-            latency: None,
         }
     }
+}
+
+/// Builder-side node, the figures an exit, a sample or a root exit adds
+/// to (same index as its [`Link`]). Under sampled timing an exit adds
+/// nothing here unless the thread waited for the profiler.
+#[derive(Clone, Debug, Default)]
+struct BNode {
+    total: u64,
+    adjust: u64,
+    incomplete: u64,
+    recal: Recal,
+    samples: u64,
+    sampled: u64,
+    latency: Option<Box<Latency>>,
 }
 
 /// A calibration burst being read on one thread (wire
@@ -460,6 +464,8 @@ struct ThreadState {
     /// Root calls entered on this thread (resets do not clear it).
     root_entries: u64,
     /// Node 0 is a sentinel whose children are the root contexts.
+    links: Vec<Link>,
+    /// Each node's figures, parallel to `links`.
     nodes: Vec<BNode>,
     stack: Vec<Frame>,
     wide: WideMap,
@@ -502,7 +508,8 @@ impl ThreadState {
         ThreadState {
             index,
             root_entries: 0,
-            nodes: vec![BNode::new(NONE)],
+            links: vec![Link::new(NONE)],
+            nodes: vec![BNode::default()],
             stack: Vec::with_capacity(64),
             wide: WideMap::default(),
             adjust_sum: 0,
@@ -530,23 +537,29 @@ impl ThreadState {
     /// each counted as one incomplete call whose time starts at `at`.
     fn reset(&mut self, at: u64) {
         let at = at.max(self.last_ts);
+        let mut links = Vec::with_capacity(self.stack.len() + 1);
         let mut nodes = Vec::with_capacity(self.stack.len() + 1);
-        nodes.push(BNode::new(NONE));
+        links.push(Link::new(NONE));
+        nodes.push(BNode::default());
         for f in &mut self.stack {
-            let id = nodes.len() as u32;
-            let parent = &mut nodes[id as usize - 1];
+            let id = links.len() as u32;
+            let parent = &mut links[id as usize - 1];
             parent.first_child = id;
             parent.last_hit = id;
             parent.nchildren = 1;
-            let mut n = BNode::new(f.method);
-            n.calls = 1;
-            n.incomplete = 1;
-            nodes.push(n);
+            let mut l = Link::new(f.method);
+            l.calls = 1;
+            links.push(l);
+            nodes.push(BNode {
+                incomplete: 1,
+                ..BNode::default()
+            });
             f.node = id;
             f.start = at;
             f.adjust = self.adjust_sum;
             f.partial = true;
         }
+        self.links = links;
         self.nodes = nodes;
         self.wide.clear();
         self.issues = StreamIssues::default();
@@ -570,39 +583,39 @@ impl ThreadState {
     /// found by [`ThreadState::child_slow`].
     #[inline(always)]
     fn child(&mut self, parent: u32, method: u32) -> u32 {
-        let hint = self.nodes[parent as usize].last_hit;
+        let hint = self.links[parent as usize].last_hit;
         if hint == NONE {
             return self.child_slow(parent, method);
         }
-        let h = &self.nodes[hint as usize];
+        let h = &self.links[hint as usize];
         if h.method == method {
             return hint;
         }
         let next = h.next_hit;
-        if next != NONE && self.nodes[next as usize].method == method {
-            self.nodes[parent as usize].last_hit = next;
+        if next != NONE && self.links[next as usize].method == method {
+            self.links[parent as usize].last_hit = next;
             return next;
         }
         let c = self.child_slow(parent, method);
-        self.nodes[hint as usize].next_hit = c;
+        self.links[hint as usize].next_hit = c;
         c
     }
 
     #[inline(never)]
     fn child_slow(&mut self, parent: u32, method: u32) -> u32 {
-        let p = &self.nodes[parent as usize];
+        let p = &self.links[parent as usize];
         let c = if p.nchildren <= WIDE {
             let mut c = p.first_child;
-            while c != NONE && self.nodes[c as usize].method != method {
-                c = self.nodes[c as usize].next_sibling;
+            while c != NONE && self.links[c as usize].method != method {
+                c = self.links[c as usize].next_sibling;
             }
             if c == NONE {
                 c = self.new_child(parent, method);
-                if self.nodes[parent as usize].nchildren == WIDE + 1 {
+                if self.links[parent as usize].nchildren == WIDE + 1 {
                     // the list just got too long: index every child
                     let mut k = c;
                     while k != NONE {
-                        let n = &self.nodes[k as usize];
+                        let n = &self.links[k as usize];
                         self.wide.insert(wide_key(parent, n.method), k);
                         k = n.next_sibling;
                     }
@@ -614,7 +627,7 @@ impl ThreadState {
             match self.wide.entry(wide_key(parent, method)) {
                 Entry::Occupied(o) => *o.get(),
                 Entry::Vacant(v) => {
-                    let id = self.nodes.len() as u32;
+                    let id = self.links.len() as u32;
                     v.insert(id);
                     let created = self.new_child(parent, method);
                     debug_assert_eq!(created, id);
@@ -622,17 +635,18 @@ impl ThreadState {
                 }
             }
         };
-        self.nodes[parent as usize].last_hit = c;
+        self.links[parent as usize].last_hit = c;
         c
     }
 
     /// Appends a node for `method` as the first child of `parent`.
     fn new_child(&mut self, parent: u32, method: u32) -> u32 {
-        let id = self.nodes.len() as u32;
-        let mut n = BNode::new(method);
-        n.next_sibling = self.nodes[parent as usize].first_child;
-        self.nodes.push(n);
-        let p = &mut self.nodes[parent as usize];
+        let id = self.links.len() as u32;
+        let mut n = Link::new(method);
+        n.next_sibling = self.links[parent as usize].first_child;
+        self.links.push(n);
+        self.nodes.push(BNode::default());
+        let p = &mut self.links[parent as usize];
         p.first_child = id;
         p.nchildren += 1;
         id
@@ -641,7 +655,7 @@ impl ThreadState {
     #[inline(always)]
     fn enter(&mut self, parent: u32, method: u32, ts: u64) {
         let c = self.child(parent, method);
-        self.nodes[c as usize].calls += 1;
+        self.links[c as usize].calls += 1;
         let root = parent == 0;
         if root {
             self.call_cost = 0;
@@ -669,7 +683,6 @@ impl ThreadState {
                 None => self.uncal_calls += 1,
             }
         }
-        let n = &mut self.nodes[f.node as usize];
         let d = if !f.timed {
             0
         } else if ts >= f.start {
@@ -678,9 +691,17 @@ impl ThreadState {
             self.issues.clock_went_backwards += 1;
             0
         };
+        let waited = adjust_sum.wrapping_sub(f.adjust);
+        let recal = self.recal.current;
+        // An untimed call that waited for nothing (sampled timing's usual
+        // exit) leaves its figures as they are: no write, no cache miss.
+        if d == 0 && waited == 0 && recal.is_none() {
+            return;
+        }
+        let n = &mut self.nodes[f.node as usize];
         n.total = n.total.saturating_add(d);
-        n.adjust = n.adjust.saturating_add(adjust_sum.wrapping_sub(f.adjust));
-        if let Some((inner, outer)) = self.recal.current {
+        n.adjust = n.adjust.saturating_add(waited);
+        if let Some((inner, outer)) = recal {
             n.recal.calls += 1;
             n.recal.inner = n.recal.inner.saturating_add(inner);
             n.recal.outer = n.recal.outer.saturating_add(outer);
@@ -1096,11 +1117,11 @@ impl ThreadState {
 
     /// Children of builder node `b` in creation order.
     fn children_of(&self, b: u32) -> Vec<u32> {
-        let mut v = Vec::with_capacity(self.nodes[b as usize].nchildren as usize);
-        let mut c = self.nodes[b as usize].first_child;
+        let mut v = Vec::with_capacity(self.links[b as usize].nchildren as usize);
+        let mut c = self.links[b as usize].first_child;
         while c != NONE {
             v.push(c);
-            c = self.nodes[c as usize].next_sibling;
+            c = self.links[c as usize].next_sibling;
         }
         v.reverse();
         v
@@ -1125,12 +1146,13 @@ impl ThreadState {
             .collect();
         while let Some((b, parent)) = stack.pop() {
             let n = &self.nodes[b as usize];
+            let l = &self.links[b as usize];
             let recal = match self.recal.first {
                 // calls closed before the first burst, and calls still open
                 Some((inner, outer)) => {
-                    let before = n.calls.saturating_sub(n.recal.calls);
+                    let before = l.calls.saturating_sub(n.recal.calls);
                     Recal {
-                        calls: n.calls,
+                        calls: l.calls,
                         inner: n.recal.inner.saturating_add(before.saturating_mul(inner)),
                         outer: n.recal.outer.saturating_add(before.saturating_mul(outer)),
                     }
@@ -1140,14 +1162,14 @@ impl ThreadState {
             let id = tree.push(
                 parent,
                 Node {
-                    method: n.method,
-                    calls: n.calls,
+                    method: l.method,
+                    calls: l.calls,
                     total_ticks: n.total,
                     adjust_ticks: n.adjust,
                     child_calls: 0,
                     incomplete: n.incomplete,
                     recal,
-                    children: Vec::with_capacity(n.nchildren as usize),
+                    children: Vec::with_capacity(l.nchildren as usize),
                     samples: n.samples,
                     sampled_ticks: n.sampled,
                     latency: n.latency.clone(),

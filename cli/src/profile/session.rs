@@ -245,11 +245,7 @@ impl<'a> SessionLoop<'a> {
                 let (runs, events) = (&mut self.runs, &mut self.run_events);
                 runs.clear();
                 events.clear();
-                let n = self.consumer.poll_runs(&mut |run, evs| {
-                    let start = events.len();
-                    events.extend_from_slice(evs);
-                    runs.push((run, start..events.len()));
-                });
+                let n = self.consumer.poll_into(runs, events);
                 builder.add_samples(&sampler.take());
                 for (run, range) in runs.iter() {
                     builder.process_run(*run, &events[range.clone()]);
