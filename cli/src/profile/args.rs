@@ -105,8 +105,8 @@ pub struct SessionArgs {
 
     /// How time is measured. `sampled` (the default): the probes inside a
     /// root context read no clock and, on JDK 17+, record in Java without a
-    /// native call (a probe pair costs ~0.3 of one System.nanoTime(), about
-    /// 8 ns on the benchmark hosts); the tree's shape and every call count
+    /// native call (a probe pair costs 0.2-0.35 of one System.nanoTime(),
+    /// 4-8 ns on the benchmark hosts); the tree's shape and every call count
     /// are exact, and so is each root call's latency (min, p50, p90, p99,
     /// max per root), while the time inside comes from sampling where each
     /// profiled thread is in its event stream every --interval, done by
