@@ -1127,8 +1127,13 @@ impl Consumer {
     /// come in stream order: claim numbers rise, and within a claim each
     /// run starts where the previous one ended.
     pub fn poll_runs(&mut self, sink: &mut dyn FnMut(Run, &[Event])) -> usize {
+        // Lent to the closure for the poll (empty in `self` meanwhile, and
+        // grown again should a panicking sink ever have kept it).
         let mut buf = std::mem::take(&mut self.buf);
         let n = self.poll_with(&mut |run, slots, from, n| {
+            if buf.len() < n {
+                buf.resize(n, Event::default());
+            }
             copy_events(slots, from, &mut buf[..n]);
             sink(run, &buf[..n]);
         });
