@@ -65,26 +65,12 @@ for w in bare prof; do
 done
 rm -f "/tmp/perf-$jvm_pid.map"
 python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" "$n" << 'EOF'
-import collections, json, re, sys
+import collections, sys
+sys.path.insert(0, 'scripts/lib')
+from perfsplit import method, rows, tree_methods
 
-def walk(n, into):
-    into.add(n['class'] + '.' + n['method'])
-    for c in n.get('children', []):
-        walk(c, into)
-
-tree = set()
-for t in json.load(open(sys.argv[3]))['threads']:
-    for n in t['roots']:
-        walk(n, tree)
+tree = tree_methods(sys.argv[3])
 iters = int(sys.argv[4])
-
-def method(sym):
-    """`pkg.Class.method` of a JIT symbol ("Ret pkg.Class.method(args)")."""
-    for p in sym.split(' ')[:3]:
-        head = p.split('(')[0]
-        if '(' in p and '.' in head:
-            return head
-    return None
 
 GROUPS = ['methods in the tree', 'Jetty methods not in the tree', 'bench clients and servlet',
           'JDK and other', 'HotSpot runtime and stubs', 'kernel',
@@ -92,11 +78,7 @@ GROUPS = ['methods in the tree', 'Jetty methods not in the tree', 'bench clients
 
 def split(path):
     groups, methods = collections.Counter(), collections.Counter()
-    for line in open(path):
-        m = re.match(r'\s*(\d+)\s+\[(.)\]\s+(.*)', line)
-        if not m:
-            continue
-        n, kind, sym = int(m.group(1)), m.group(2), m.group(3)
+    for n, kind, sym in rows(path):
         meth = method(sym)
         if kind == 'k':
             groups['kernel'] += n
