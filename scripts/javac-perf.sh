@@ -56,31 +56,17 @@ for w in bare prof; do
 done
 rm -f "/tmp/perf-$jvm_pid.map"
 python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" << 'EOF'
-import collections, sys
+import sys
 sys.path.insert(0, 'scripts/lib')
-from perfsplit import method, rows, tree_methods
+from perfsplit import split, tree_methods
 
 tree = tree_methods(sys.argv[3])
 
-def split(path):
-    groups, methods = collections.Counter(), collections.Counter()
-    for n, _, sym in rows(path):
-        meth = method(sym)
-        if meth is None:
-            groups['HotSpot runtime, stubs, kernel'] += n
-            continue
-        methods[meth] += n
-        if meth.startswith('sprig.rt.'):
-            groups['sprig probe class (calls not inlined)'] += n
-        elif meth in tree:
-            groups['methods in the tree'] += n
-        elif meth.startswith('com.sun.tools.javac.'):
-            groups['javac methods not in the tree'] += n
-        else:
-            groups['JDK and other'] += n
-    return groups, methods
+def by_group(path):
+    return split(path, tree, [('com.sun.tools.javac.', 'javac methods not in the tree')],
+                 'HotSpot runtime, stubs, kernel')
 
-(bg, bm), (pg, pm) = split(sys.argv[1]), split(sys.argv[2])
+(bg, bm), (pg, pm) = by_group(sys.argv[1]), by_group(sys.argv[2])
 print(f"samples on javac's thread   {'bare':>7} {'profiled':>9} {'more':>7}")
 for k in ['methods in the tree', 'javac methods not in the tree', 'JDK and other',
           'HotSpot runtime, stubs, kernel', 'sprig probe class (calls not inlined)']:

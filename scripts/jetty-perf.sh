@@ -65,9 +65,9 @@ for w in bare prof; do
 done
 rm -f "/tmp/perf-$jvm_pid.map"
 python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" "$n" << 'EOF'
-import collections, sys
+import sys
 sys.path.insert(0, 'scripts/lib')
-from perfsplit import method, rows, tree_methods
+from perfsplit import split, tree_methods
 
 tree = tree_methods(sys.argv[3])
 iters = int(sys.argv[4])
@@ -76,30 +76,12 @@ GROUPS = ['methods in the tree', 'Jetty methods not in the tree', 'bench clients
           'JDK and other', 'HotSpot runtime and stubs', 'kernel',
           'sprig probe class (calls not inlined)']
 
-def split(path):
-    groups, methods = collections.Counter(), collections.Counter()
-    for n, kind, sym in rows(path):
-        meth = method(sym)
-        if kind == 'k':
-            groups['kernel'] += n
-            continue
-        if meth is None:
-            groups['HotSpot runtime and stubs'] += n
-            continue
-        methods[meth] += n
-        if meth.startswith('sprig.rt.'):
-            groups['sprig probe class (calls not inlined)'] += n
-        elif meth in tree:
-            groups['methods in the tree'] += n
-        elif meth.startswith('org.eclipse.jetty.'):
-            groups['Jetty methods not in the tree'] += n
-        elif meth.startswith('bench.'):
-            groups['bench clients and servlet'] += n
-        else:
-            groups['JDK and other'] += n
-    return groups, methods
+def by_group(path):
+    return split(path, tree, [('org.eclipse.jetty.', 'Jetty methods not in the tree'),
+                              ('bench.', 'bench clients and servlet')],
+                 'HotSpot runtime and stubs', kernel='kernel')
 
-(bg, bm), (pg, pm) = split(sys.argv[1]), split(sys.argv[2])
+(bg, bm), (pg, pm) = by_group(sys.argv[1]), by_group(sys.argv[2])
 per = lambda v: v / iters
 print(f"samples an iteration (1999 Hz), whole JVM {'bare':>7} {'profiled':>9} {'more':>7}")
 for k in GROUPS:

@@ -1,6 +1,7 @@
 """Shared by the scripts that split perf samples by method
 (javac-perf.sh, jetty-perf.sh): the methods of a profile's tree, the
 method a JIT symbol names, and the rows of `perf report -F sample,sym`."""
+import collections
 import json
 import re
 
@@ -37,3 +38,28 @@ def rows(syms_path):
         m = re.match(r'\s*(\d+)\s+\[(.)\]\s+(.*)', line)
         if m:
             yield int(m.group(1)), m.group(2), m.group(3)
+
+
+def split(path, tree, prefixes, runtime, kernel=None):
+    """Samples of a listing by group, and by method: the probe class's
+    own methods, the tree's, then the first of `prefixes` ((prefix, group)
+    pairs) that a method starts with, else 'JDK and other'; symbols that
+    name no method go to `runtime`, the kernel's to `kernel` when given."""
+    groups, methods = collections.Counter(), collections.Counter()
+    for n, kind, sym in rows(path):
+        if kernel is not None and kind == 'k':
+            groups[kernel] += n
+            continue
+        meth = method(sym)
+        if meth is None:
+            groups[runtime] += n
+            continue
+        methods[meth] += n
+        if meth.startswith('sprig.rt.'):
+            groups['sprig probe class (calls not inlined)'] += n
+        elif meth in tree:
+            groups['methods in the tree'] += n
+        else:
+            group = next((g for p, g in prefixes if meth.startswith(p)), 'JDK and other')
+            groups[group] += n
+    return groups, methods
