@@ -45,9 +45,7 @@ bare_bytes=0
 profile_javac "$sprig" "$out" "$@"
 w=$(bench_plateau "${WINDOWS:-30}")
 echo "profiled: plateau at $w ms ($(awk -v p="$w" -v b="$bare" 'BEGIN{printf "%.2f", p / b}') of bare)"
-kill -INT "$sp"
-wait "$sp" || true
-sp=
+sprig_detach
 bench_stop
 [ -n "$log_opts" ] || exit 0
 head -c "$bare_bytes" "$out/vm.log" > "$out/bare.log"

@@ -41,9 +41,7 @@ profile_javac "$sprig" "$out" "$@"
 w=$(bench_plateau 30)
 echo "profiled: plateau at $w ms"
 record prof
-kill -INT "$sp"
-wait "$sp" || true
-sp=
+sprig_detach
 bench_stop
 jvm_pid=$jvm
 # javac's thread: the one with the most samples named "java".

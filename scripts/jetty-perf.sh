@@ -53,9 +53,7 @@ record bare
 sp=$!
 plateau 15
 record prof
-kill -INT "$sp"
-wait "$sp" || true
-sp=
+sprig_detach
 bench_stop
 jvm_pid=$jvm
 for w in bare prof; do

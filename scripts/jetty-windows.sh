@@ -41,11 +41,6 @@ attach() {
         --format json -o "$work/report.json" "$@" 2> "$work/sprig.err" &
     sp=$!
 }
-detach() {
-    kill -INT "$sp"
-    wait "$sp" || true
-    sp=
-}
 if [ -n "${JETTY_PLATEAU:-}" ]; then
     # CPU time (user + system, ms) process $1 has used, its ended threads
     # included; 0 when there is no such process.
@@ -75,7 +70,7 @@ if [ -n "${JETTY_PLATEAU:-}" ]; then
     bench_wait_profiling "$work/sprig.err"
     phase profiled 30
     p=$last8 pc=$cpu8
-    detach
+    sprig_detach
     phase after 10
     a=$last8
     awk -v b="$b" -v p="$p" -v a="$a" 'BEGIN{printf "last 8 windows: bare %.2f  profiled %.2f (%+.1f%%)  after the detach %.2f (%+.1f%%)\n", b, p, (p/b-1)*100, a, (a/b-1)*100}'
@@ -89,7 +84,7 @@ attach "$@"
 sleep 4
 p1=$(window 150)
 p2=$(window 150)
-detach
+sprig_detach
 a1=$(window 150)
 a2=$(window 150)
 a3=$(window 150)

@@ -7,7 +7,8 @@
 # fd 3 on its commands; bench_window N runs N iterations and prints their
 # median in ms; bench_plateau N runs N windows and prints the median of
 # the last five (the plateau); bench_stop asks the JVM to quit and waits
-# for it (up to 10 s; the caller's cleanup kills it after that). NAME
+# for it (up to 10 s; the caller's cleanup kills it after that);
+# sprig_detach stops the sprig session $sp and waits for it. NAME
 # prefixes the error messages. For the javac workload, javac_workload
 # makes $work with its sources and the cleanup, and profile_javac attaches
 # sprig with `Gen::genClass` as the root.
@@ -64,6 +65,14 @@ bench_plateau() {
     [ "${SHOW_WINDOWS:-0}" != 1 ] || echo "windows:$all" >&2
     echo "$all" | tr ' ' '\n' | sed '/^$/d' | tail -5 | sort -n |
         awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'
+}
+
+# sprig_detach: stops the sprig session $sp started (Ctrl-C: it restores
+# the JVM and writes its report) and waits for it.
+sprig_detach() {
+    kill -INT "$sp"
+    wait "$sp" || true
+    sp=
 }
 
 bench_stop() {
