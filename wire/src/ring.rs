@@ -1095,7 +1095,7 @@ impl Consumer {
             region,
             pos: vec![0; n],
             visible: Vec::with_capacity(n),
-            buf: vec![Event::default(); cap],
+            buf: Vec::with_capacity(cap),
         }
     }
 
@@ -1127,15 +1127,12 @@ impl Consumer {
     /// come in stream order: claim numbers rise, and within a claim each
     /// run starts where the previous one ended.
     pub fn poll_runs(&mut self, sink: &mut dyn FnMut(Run, &[Event])) -> usize {
-        // Lent to the closure for the poll (empty in `self` meanwhile, and
-        // grown again should a panicking sink ever have kept it).
+        // Lent to the closure for the poll (empty in `self` meanwhile).
         let mut buf = std::mem::take(&mut self.buf);
         let n = self.poll_with(&mut |run, slots, from, n| {
-            if buf.len() < n {
-                buf.resize(n, Event::default());
-            }
-            copy_events(slots, from, &mut buf[..n]);
-            sink(run, &buf[..n]);
+            buf.clear();
+            append_events(slots, from, n, &mut buf);
+            sink(run, &buf);
         });
         self.buf = buf;
         n
@@ -1449,28 +1446,18 @@ enum Lookup {
     Gone,
 }
 
-/// Copies published events out of the shared mapping.
-fn copy_events(slots: *const Event, from: u32, out: &mut [Event]) {
-    // SAFETY: `slots` is a segment's slot array and from + out.len() ≤ its
-    // capacity (the caller clamps `committed` to the capacity). Those slots
-    // were published with a Release store the caller loaded with Acquire,
-    // and their producer does not write them again until the segment is
-    // freed by this consumer. `out` is a distinct, exclusively borrowed
-    // local buffer, so the ranges do not overlap.
-    unsafe {
-        std::ptr::copy_nonoverlapping(slots.add(from as usize), out.as_mut_ptr(), out.len());
-    }
-}
-
 /// Appends `n` published events out of the shared mapping to `out`.
 fn append_events(slots: *const Event, from: u32, n: usize, out: &mut Vec<Event>) {
     out.reserve(n);
     let start = out.len();
-    // SAFETY: as in `copy_events` for the source. The destination is the
-    // vector's spare capacity, at least `n` events after the reserve, and
-    // does not overlap the mapping; `Event` is plain old data, so the
-    // copied bytes make `n` initialised events and the length may cover
-    // them.
+    // SAFETY: `slots` is a segment's slot array and from + n ≤ its
+    // capacity (the caller clamps `committed` to the capacity). Those slots
+    // were published with a Release store the caller loaded with Acquire,
+    // and their producer does not write them again until the segment is
+    // freed by this consumer. The destination is the vector's spare
+    // capacity, at least `n` events after the reserve, and does not
+    // overlap the mapping; `Event` is plain old data, so the copied bytes
+    // make `n` initialised events and the length may cover them.
     unsafe {
         std::ptr::copy_nonoverlapping(slots.add(from as usize), out.as_mut_ptr().add(start), n);
         out.set_len(start + n);
