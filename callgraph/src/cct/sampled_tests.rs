@@ -3,6 +3,9 @@
 
 use super::*;
 use crate::profile::Times;
+use crate::profile::{Calibration, Node, Profile, Timing, Tree};
+use sprig_wire::event::{Event, EventKind};
+use sprig_wire::ring::Run;
 
 const NS: u64 = 1_000_000_000;
 const R: u32 = 1;

@@ -2,6 +2,9 @@
 
 use super::*;
 use crate::profile::Times;
+use crate::profile::{Calibration, Node, Profile, Tree};
+use sprig_wire::control::Message;
+use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
 
 const NS: u64 = 1_000_000_000;
 const R: u32 = 1;
