@@ -120,7 +120,7 @@ static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nReflected` is bound to this library (this attach).
 static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
 /// Slots of a session's `Probe.REFLECTED` (a power of two): two per
-/// identity hash in the lower half, two per thread-id slot in the upper.
+/// identity hash in the lower half, 16 per thread-id slot in the upper.
 const REFLECTED_SLOTS: i32 = 1 << 11;
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();

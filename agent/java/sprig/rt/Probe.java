@@ -335,9 +335,10 @@ public final class Probe {
      * The reflective targets handed to the agent in the current session,
      * by identity: the {@code Method} and {@code Constructor} objects whose
      * {@code nReflected} answered 1: in the lower half, two slots per
-     * identity hash (the latest first); in the upper half, two slots per
-     * thread-id slot, the objects that thread's calls found last (the
-     * latest first), checked before the hash. A fresh array per session, set by the agent when the
+     * identity hash (the latest first); in the upper half, 16 slots per
+     * thread-id slot (a cache line of its own with compressed references),
+     * the first two holding the objects that thread's calls found last
+     * (the latest first), checked before the hash. A fresh array per session, set by the agent when the
      * session starts (before any root context of it opens) and cleared to
      * null when it ends, so no entry outlives its session and none keeps a
      * class from unloading; a store racing the end lands in an array
@@ -381,11 +382,12 @@ public final class Probe {
                 nReflect(method);
                 return;
             }
-            // Even slots: the pair (j, j + 1) of this thread's slot in the
-            // upper half, the pair (k, k + 1) of the hash in the lower half,
-            // each the latest two.
+            // The pair (j, j + 1) of this thread's slot in the upper half
+            // (16 slots apart, so that threads do not write into each
+            // other's cache lines), the pair (k, k + 1) of the hash in the
+            // lower half, each the latest two.
             int half = seen.length >>> 1;
-            int j = half + ((t << 1) & (half - 2));
+            int j = half + ((t << 4) & (half - 16));
             if (seen[j] == method || seen[j + 1] == method) {
                 return;
             }
