@@ -4,7 +4,9 @@
 # and under `sprig profile`, and prints the ns per call of each and what
 # the reflective call costs beyond the probes of its target:
 #   (invoke profiled - invoke bare) - (direct profiled - direct bare).
-#   [ROUNDS=15] bash scripts/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
+#   [ROUNDS=15] [JAVA_OPTS=...] bash scripts/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
+# See also scripts/reflect-warm.sh: a reflection-heavy root, bare against
+# profiled once warm, and the bytes each call allocates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sprig=${1:-target/release/sprig}
@@ -16,7 +18,7 @@ trap 'kill ${keeper:-} ${app:-} ${prof:-} 2>/dev/null || true; rm -rf "$work"' E
 mkfifo "$work/in"
 sleep 3600 > "$work/in" &
 keeper=$!
-"$jdk/bin/java" -cp "$work" ReflectCost < "$work/in" > "$work/out" 2>&1 &
+"$jdk/bin/java" ${JAVA_OPTS:-} -cp "$work" ReflectCost < "$work/in" > "$work/out" 2>&1 &
 app=$!
 exec 3> "$work/in"
 wait_lines() { for _ in $(seq 600); do [ "$(grep -c "$1" "$work/out")" -ge "$2" ] && return; sleep 0.1; done; echo "timeout"; exit 1; }

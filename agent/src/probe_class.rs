@@ -119,9 +119,9 @@ pub const LIVE_WORDS: usize = 1 << 14;
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nReflected` is bound to this library (this attach).
 static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
-/// Slots of a session's `Probe.REFLECTED` (two per identity hash; a power
-/// of two).
-const REFLECTED_SLOTS: i32 = 1 << 10;
+/// Slots of a session's `Probe.REFLECTED` (a power of two): two per
+/// identity hash in the lower half, 16 per thread-id slot in the upper.
+const REFLECTED_SLOTS: i32 = 1 << 11;
 
 static PROBE: OnceLock<ProbeClass> = OnceLock::new();
 /// Serialises every write of the two fields, so the last writer always

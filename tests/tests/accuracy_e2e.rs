@@ -45,7 +45,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, test_jdks};
+use sprig_tests::{
+    Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin, start_sprig, test_jdks,
+};
 
 const LONG: Duration = Duration::from_secs(120);
 /// Sessions measured at most, per JDK, before the accuracy test fails.
@@ -688,5 +690,117 @@ fn a_root_run_right_after_a_wake_up_is_charged_near_its_bare_time() {
             std::thread::sleep(BETWEEN_ATTEMPTS);
         }
         assert!(failures.is_empty(), "JDK {}: {failures:#?}", jdk.major);
+    }
+}
+
+/// A reflection-heavy root (`accuracy.Invokes::root`: 100,000 calls of a
+/// trivial method through a `static final Method`), bare and then profiled
+/// under the default timing in the same JVM: once warm, its fastest
+/// profiled call is within 20 ns a reflective call of its fastest bare call
+/// (on JDK 25 the JIT folds the constant `Method`'s invoke into a direct
+/// call, under 1 ns), and it allocates no more than bare: the reflection
+/// watch on `Method.invoke` keeps the JIT's removal of the argument's and
+/// the result's boxes (docs/revelation.md, "What reflective calls cost").
+/// The fastest call of many is the figure: a loaded host makes calls
+/// slower, never faster, so batches of calls run until one is within the
+/// bound, or `BATCHES` have run.
+#[test]
+fn reflective_calls_cost_the_watch_once_warm() {
+    /// ns a reflective call may cost above bare once warm.
+    const BOUND_NS: f64 = 20.0;
+    /// Root calls per batch; profiled batches at most (the first ones
+    /// warm up: revelation, redefinition of `Method`, the JIT).
+    const CALLS: u32 = 200;
+    const BATCHES: usize = 12;
+    let _serial = serial();
+    for jdk in test_jdks("reflective_calls_cost_the_watch_once_warm") {
+        let classes = fixture_classes(&jdk);
+        let mut cmd = Command::new(jdk.java());
+        cmd.arg("-cp")
+            .arg(classes.path())
+            .arg("accuracy.Reflective");
+        let mut jvm = Proc::spawn(&format!("reflective-jdk{}", jdk.major), cmd);
+        let ready = jvm.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+        let invokes = numbers(&ready, "ready ")[1];
+        // (fastest ns, fewest bytes) of one batch of root calls.
+        let batch = |jvm: &mut Proc| {
+            jvm.send(&format!("time {CALLS}"));
+            let line = jvm.wait_for("times", LONG, |l| l.starts_with("times "));
+            let v = numbers(&line, "times ");
+            (v[0], v[2])
+        };
+        // Warm-up, then bare: the fastest call and fewest bytes of three
+        // batches.
+        batch(&mut jvm);
+        let (mut bare_ns, mut bare_bytes) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            let (ns, bytes) = batch(&mut jvm);
+            bare_ns = bare_ns.min(ns);
+            bare_bytes = bare_bytes.min(bytes);
+        }
+        let tmp = TempDir::new("reflective");
+        let out = tmp.path().join("report.json");
+        let mut sprig = start_sprig(
+            jvm.pid(),
+            &["--root", "accuracy.Invokes::root", "--format", "json"],
+            &out,
+        );
+        let (mut prof_ns, mut prof_bytes) = (f64::MAX, f64::MAX);
+        let mut seen = Vec::new();
+        for i in 0..BATCHES {
+            let (ns, bytes) = batch(&mut jvm);
+            prof_ns = prof_ns.min(ns);
+            prof_bytes = prof_bytes.min(bytes);
+            seen.push(format!("{:.3} ms {bytes} B", ns / 1e6));
+            if i >= 2
+                && prof_ns - bare_ns <= BOUND_NS * invokes
+                && prof_bytes <= bare_bytes + invokes
+            {
+                break;
+            }
+        }
+        sprig.signal("INT");
+        let status = sprig
+            .wait_exit(LONG)
+            .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
+        assert!(status.success(), "sprig: {status}\n{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).expect("report written"))
+                .expect("report is JSON");
+        let calls: f64 = report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .flat_map(|t| t["roots"].as_array().expect("roots"))
+            .filter(|r| r["method"] == "root")
+            .map(|r| r["calls"].as_f64().unwrap_or(0.0))
+            .sum();
+        jvm.send("exit");
+        let per_call = (prof_ns - bare_ns) / invokes;
+        println!(
+            "JDK {}: {invokes} reflective calls: bare {:.3} ms {bare_bytes} B, profiled {:.3} ms \
+             {prof_bytes} B (+{per_call:.1} ns a call); profiled batches (fastest call, fewest \
+             bytes): {seen:?}",
+            jdk.major,
+            bare_ns / 1e6,
+            prof_ns / 1e6
+        );
+        assert!(
+            calls >= f64::from(CALLS),
+            "JDK {}: the root was profiled {calls} times: {report}",
+            jdk.major
+        );
+        assert!(
+            per_call <= BOUND_NS,
+            "JDK {}: a profiled reflective call costs {per_call:.1} ns above bare (bound \
+             {BOUND_NS} ns): bare {bare_ns} ns a root call, profiled batches {seen:?}",
+            jdk.major
+        );
+        assert!(
+            prof_bytes <= bare_bytes + invokes,
+            "JDK {}: the profiled root allocates {prof_bytes} B a call, bare {bare_bytes} B: \
+             the watch costs the JIT's box elimination; profiled batches {seen:?}",
+            jdk.major
+        );
     }
 }

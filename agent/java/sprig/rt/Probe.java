@@ -334,8 +334,11 @@ public final class Probe {
     /**
      * The reflective targets handed to the agent in the current session,
      * by identity: the {@code Method} and {@code Constructor} objects whose
-     * {@code nReflected} answered 1, two slots per identity hash (the
-     * latest first). A fresh array per session, set by the agent when the
+     * {@code nReflected} answered 1: in the lower half, two slots per
+     * identity hash (the latest first); in the upper half, 16 slots per
+     * thread-id slot (a cache line of its own with compressed references),
+     * the first two holding the objects that thread's calls found last
+     * (the latest first), checked before the hash. A fresh array per session, set by the agent when the
      * session starts (before any root context of it opens) and cleared to
      * null when it ends, so no entry outlives its session and none keeps a
      * class from unloading; a store racing the end lands in an array
@@ -349,6 +352,14 @@ public final class Probe {
      * frameworks' handler tables) is answered here; one that looks the
      * method up before every call gets a fresh copy each time, which goes
      * to the agent and is answered there from its table of methods.
+     *
+     * <p>The thread's own slots come first because
+     * {@code System.identityHashCode} has a runtime call on its slow path:
+     * with it on every call, C2 no longer removed the boxes of a constant
+     * {@code Method}'s argument and result once it folded the invoke
+     * (JDK 25: 16 bytes allocated a call, 3-8 ns a call more than bare;
+     * docs/revelation.md, "What reflective calls cost"). A call that finds
+     * its object in its thread's slots reads no hash.
      */
     static volatile Object[] REFLECTED;
 
@@ -361,18 +372,35 @@ public final class Probe {
      * ({@link #REFLECTED}).
      */
     public static void reflect(Object method) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+        if (active == 0) {
+            return;
+        }
+        int t = (int) Thread.currentThread().getId();
+        if (INSIDE[t & SLOT_MASK] != 0) {
             Object[] seen = REFLECTED;
             if (seen == null) {
                 nReflect(method);
                 return;
             }
-            // An even slot: the pair (k, k + 1) holds the latest two.
-            int k = System.identityHashCode(method) & (seen.length - 2);
-            if (seen[k] != method && seen[k + 1] != method && nReflected(method) != 0) {
+            // The pair (j, j + 1) of this thread's slot in the upper half
+            // (16 slots apart, so that threads do not write into each
+            // other's cache lines), the pair (k, k + 1) of the hash in the
+            // lower half, each the latest two.
+            int half = seen.length >>> 1;
+            int j = half + ((t << 4) & (half - 16));
+            if (seen[j] == method || seen[j + 1] == method) {
+                return;
+            }
+            int k = System.identityHashCode(method) & (half - 2);
+            if (seen[k] != method && seen[k + 1] != method) {
+                if (nReflected(method) == 0) {
+                    return;
+                }
                 seen[k + 1] = seen[k];
                 seen[k] = method;
             }
+            seen[j + 1] = seen[j];
+            seen[j] = method;
         }
     }
 
