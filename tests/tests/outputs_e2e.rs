@@ -2,7 +2,9 @@
 //! fixture JVM written as pprof and read back by `go tool pprof`, and as
 //! an HTML flame graph (and a differential one) opened in headless
 //! Chromium. `scripts/setup.sh` installs Go and Chromium; without them the
-//! cases that need them are skipped with a printed reason.
+//! cases that need them are skipped with a printed reason. And deep trees:
+//! a real recursion 10,000 deep and crafted snapshots up to 200,000 deep
+//! reported in every format within bounds of time, output and memory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
