@@ -606,6 +606,32 @@ fn a_crafted_deep_snapshot_reports_in_every_format_bounded() {
         crafted_chain(&path, depth);
         every_format_bounded(&path, depth, &format!("crafted {depth} deep"));
     }
+    // --max-stack moves the cut; 0 is refused in one line.
+    let path = dir.path().join("deep10000.sprig");
+    let snap = path.to_str().unwrap();
+    let r = run_bounded(&[
+        "report",
+        snap,
+        "--format",
+        "collapsed",
+        "--max-stack",
+        "100",
+    ]);
+    r.assert_bounded("--max-stack 100", RSS_LIMIT_KIB);
+    let text = r.text();
+    assert_eq!(text.lines().count(), 101);
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(";crafted.Deep::down;[truncated 9900 frames] "),
+        "{}",
+        text.lines().last().unwrap()
+    );
+    let (code, out, err) = run_sprig(&["report", snap, "--max-stack", "0"], LONG);
+    assert_ne!(code, 0);
+    assert!(out.is_empty());
+    assert_eq!(err.trim(), "sprig: error: --max-stack must be at least 1");
 }
 
 #[test]
