@@ -1,11 +1,14 @@
 //! Views and renderers over built profiles: hot spots, back traces,
-//! thresholds, JSON schema, 10k-deep recursion through every renderer.
+//! thresholds, JSON schema, 10k-deep recursion through every renderer,
+//! stacks cut at the maximum stack depth.
 
 mod common;
 
 use common::{Json, parse_json};
-use sprig_callgraph::report::Format;
+use sprig_callgraph::report::diff::DiffCollapsed;
+use sprig_callgraph::report::flamegraph::DiffFlameGraph;
 use sprig_callgraph::report::view::{back_traces, hot_spots, tree_view};
+use sprig_callgraph::report::{DEFAULT_MAX_STACK, Format};
 use sprig_callgraph::{CctBuilder, Profile, RenderOptions, diff};
 use sprig_wire::event::{Event, EventKind};
 
@@ -255,10 +258,26 @@ fn ten_thousand_levels_through_every_renderer() {
     };
     let text = render(&p, &opts, Format::Text);
     assert!(text.contains("[10000] \\- r.Main.down(I)I"));
+    // Stacks of 2,048 frames at most: main and 2,047 down() calls, then
+    // the 7,953 deeper ones as one frame.
     let collapsed = render(&p, &opts, Format::Collapsed);
-    assert_eq!(collapsed.lines().count() as u64, DEPTH + 1);
+    assert_eq!(collapsed.lines().count(), DEFAULT_MAX_STACK + 1);
     let deepest = collapsed.lines().max_by_key(|l| l.len()).unwrap();
+    assert_eq!(deepest.matches(';').count(), DEFAULT_MAX_STACK);
+    assert!(
+        deepest.contains(";r.Main::down;[truncated 7953 frames] "),
+        "{}",
+        &deepest[deepest.len() - 80..]
+    );
+    let full = RenderOptions {
+        max_stack: 20_000,
+        ..opts.clone()
+    };
+    let uncut = render(&p, &full, Format::Collapsed);
+    assert_eq!(uncut.lines().count() as u64, DEPTH + 1);
+    let deepest = uncut.lines().max_by_key(|l| l.len()).unwrap();
     assert_eq!(deepest.matches(';').count() as u64, DEPTH);
+    assert_eq!(collapsed_sum(&collapsed), collapsed_sum(&uncut));
     let json = render(&p, &opts, Format::Json);
     // parse and drop on a thread with room for the nested value's drop
     let h = std::thread::Builder::new()
@@ -273,6 +292,84 @@ fn ten_thousand_levels_through_every_renderer() {
     assert_eq!(hs[0].total_ns, 2 * DEPTH - 1);
     let d = diff(&p, &deep_profile(DEPTH / 2));
     assert_eq!(d.nodes.len() as u64, DEPTH + 1);
+}
+
+/// The sum of the values of collapsed stacks.
+fn collapsed_sum(text: &str) -> u64 {
+    text.lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn stacks_deeper_than_max_stack_end_in_one_truncation_frame() {
+    // main, then 100 nested down(): 101 frames.
+    let p = deep_profile(100);
+    let cut = |max_stack, max_depth| RenderOptions {
+        max_stack,
+        max_depth,
+        ..RenderOptions::default()
+    };
+    let whole = render(&p, &cut(usize::MAX, None), Format::Collapsed);
+    assert_eq!(whole.lines().count(), 101);
+    assert!(!whole.contains("[truncated"));
+
+    let c = render(&p, &cut(10, None), Format::Collapsed);
+    let lines: Vec<&str> = c.lines().collect();
+    assert_eq!(lines.len(), 11, "{c}");
+    let (stack, value) = lines[10].rsplit_once(' ').unwrap();
+    let frames: Vec<&str> = stack.split(';').collect();
+    assert_eq!(frames.len(), 11);
+    assert_eq!(frames[10], "[truncated 91 frames]");
+    assert_eq!(frames[9], "r.Main::down");
+    // the cut frames' exact total: 91 nested calls, 2 ns each but the last
+    assert_eq!(value, "181");
+    assert_eq!(collapsed_sum(&c), collapsed_sum(&whole));
+
+    // A depth limit at or above the cut folds the time, unmarked, as always.
+    let folded = render(&p, &cut(10, Some(10)), Format::Collapsed);
+    assert_eq!(folded.lines().count(), 10);
+    assert!(!folded.contains("[truncated"));
+    assert_eq!(collapsed_sum(&folded), collapsed_sum(&whole));
+    let deeper = render(&p, &cut(10, Some(50)), Format::Collapsed);
+    assert_eq!(deeper, c);
+
+    // The thread's frame comes on top of the stack's frames.
+    let threads = RenderOptions {
+        thread_frames: true,
+        ..cut(10, None)
+    };
+    let t = render(&p, &threads, Format::Collapsed);
+    let last = t.lines().last().unwrap();
+    assert_eq!(last.matches(';').count(), 11, "{last}");
+    assert!(last.contains(";[truncated 91 frames] 181"), "{last}");
+
+    // The flame graph: one frame for the cut, as wide as its time.
+    let page = render(&p, &cut(10, None), Format::Flamegraph);
+    assert!(page.contains("11 frames"), "frame count");
+    assert!(
+        page.contains("data-d=\"10\" data-n=\"[truncated 91 frames]\""),
+        "the marker frame sits above the tenth"
+    );
+
+    // The diff's stack formats cut alike, with each side's time.
+    let d = diff(&p, &deep_profile(50));
+    let mut out = Vec::new();
+    DiffCollapsed.render(&d, &cut(10, None), &mut out).unwrap();
+    let dc = String::from_utf8(out).unwrap();
+    assert_eq!(dc.lines().count(), 11, "{dc}");
+    assert!(
+        dc.lines()
+            .last()
+            .unwrap()
+            .ends_with(";[truncated 91 frames] 181 81"),
+        "{dc}"
+    );
+    let mut out = Vec::new();
+    DiffFlameGraph.render(&d, &cut(10, None), &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    assert!(page.contains("11 frames"));
+    assert!(page.contains("[truncated 91 frames]"));
 }
 
 /// Under a table with `~` times, the legend suggests `--skip-trivial` when

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern;
+use sprig_callgraph::report::DEFAULT_MAX_STACK;
 use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
 use sprig_callgraph::report::flamegraph::DiffFlameGraph;
 use sprig_callgraph::{Profile, RenderOptions};
@@ -43,6 +44,12 @@ pub struct ViewArgs {
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
 
+    /// Collapsed, flamegraph and pprof: at most N frames in one stack;
+    /// deeper frames are cut and shown as one `[truncated K frames]` frame
+    /// holding their time (bounds the report of a deep recursion).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
+    pub max_stack: usize,
+
     /// Show the tree merged over all threads instead of one tree per thread.
     #[arg(long)]
     pub merged: bool,
@@ -75,6 +82,9 @@ impl ViewArgs {
         if self.depth == Some(0) {
             bail!("--depth must be at least 1");
         }
+        if self.max_stack == 0 {
+            bail!("--max-stack must be at least 1");
+        }
         for b in &self.back_traces {
             pattern::parse(b)
                 .map_err(|e| anyhow::anyhow!("bad --back-trace pattern {b:?}: {e}"))?;
@@ -96,6 +106,7 @@ impl ViewArgs {
         Ok(RenderOptions {
             min_percent: self.min_percent,
             max_depth: self.depth,
+            max_stack: self.max_stack,
             merged: self.merged,
             hot_spots: self.hot_spots,
             back_traces,
@@ -235,6 +246,10 @@ pub struct DiffArgs {
     /// Show at most this many levels.
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
+    /// Collapsed and flamegraph: at most N frames in one stack; deeper
+    /// frames are cut and shown as one `[truncated K frames]` frame.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
+    pub max_stack: usize,
 }
 
 pub fn diff(args: &DiffArgs) -> Result<()> {
@@ -244,12 +259,16 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
             args.min_percent
         );
     }
+    if args.max_stack == 0 {
+        bail!("--max-stack must be at least 1");
+    }
     let a = read_snapshot(&args.a)?;
     let b = read_snapshot(&args.b)?;
     let d = sprig_callgraph::diff(&a, &b);
     let opts = RenderOptions {
         min_percent: args.min_percent,
         max_depth: args.depth,
+        max_stack: args.max_stack,
         ..RenderOptions::default()
     };
     let stdout = std::io::stdout();

@@ -2,7 +2,9 @@
 //! fixture JVM written as pprof and read back by `go tool pprof`, and as
 //! an HTML flame graph (and a differential one) opened in headless
 //! Chromium. `scripts/setup.sh` installs Go and Chromium; without them the
-//! cases that need them are skipped with a printed reason.
+//! cases that need them are skipped with a printed reason. And deep trees:
+//! a real recursion 10,000 deep and crafted snapshots up to 200,000 deep
+//! reported in every format within bounds of time, output and memory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -358,4 +360,304 @@ fn a_diff_flame_graph_of_two_snapshots_colours_what_changed() {
     };
     let (f, _) = frames(&dom);
     assert!(f.len() >= 4, "{dom}");
+}
+
+// Deep trees: a report's cost is bounded by the tree's size and the
+// maximum stack depth (`--max-stack`, 2,048 frames by default), whatever
+// the depth of the tree, for a real recursion and for a crafted snapshot.
+
+/// The default maximum stack depth of the stack formats.
+const MAX_STACK: usize = 2048;
+/// Peak RSS allowed to one `sprig report` of a deep tree (200,000 nodes
+/// take ~80 MiB: the tree, its merge over threads, the derived times).
+const RSS_LIMIT_KIB: u64 = 100 << 10;
+/// Peak RSS allowed to one `sprig diff` of a deep tree with itself (two
+/// trees, their merges and the comparison).
+const DIFF_RSS_LIMIT_KIB: u64 = 200 << 10;
+/// Output allowed to one report of a deep tree (2,048 nested frames of
+/// ~20 bytes each, in ~2,048 lines, make ~45 MB of collapsed stacks).
+const OUTPUT_LIMIT: u64 = 64 << 20;
+/// Wall time allowed to one report of a deep tree.
+const REPORT_TIME: Duration = Duration::from_secs(20);
+
+/// What one bounded `sprig` run gave.
+struct Bounded {
+    /// Exit code (`None`: killed, or stopped by the output limit).
+    code: Option<i32>,
+    /// Bytes written to stdout (reading stops past [`OUTPUT_LIMIT`]).
+    bytes: u64,
+    /// The output itself, up to [`OUTPUT_LIMIT`].
+    out: Vec<u8>,
+    /// Peak resident set size, from `/usr/bin/time -f %M`.
+    max_rss_kib: u64,
+    elapsed: Duration,
+    stderr: String,
+}
+
+impl Bounded {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out).into_owned()
+    }
+    /// Asserts the run finished fast, small and under `rss_kib` of peak
+    /// RSS; `what` names it.
+    fn assert_bounded(&self, what: &str, rss_kib: u64) {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "{what}: exit {:?} after {:?}, {} bytes out, {} KiB peak RSS; stderr: {}",
+            self.code,
+            self.elapsed,
+            self.bytes,
+            self.max_rss_kib,
+            self.stderr
+        );
+        assert!(
+            self.elapsed < REPORT_TIME,
+            "{what}: took {:?}",
+            self.elapsed
+        );
+        assert!(
+            self.bytes <= OUTPUT_LIMIT,
+            "{what}: {} bytes of output",
+            self.bytes
+        );
+        assert!(
+            self.max_rss_kib < rss_kib,
+            "{what}: peak RSS {} KiB (limit {rss_kib} KiB)",
+            self.max_rss_kib
+        );
+    }
+}
+
+/// Runs `sprig ARGS` with its peak RSS measured by `/usr/bin/time`, under an
+/// address-space limit of 2 GiB (a report that grows with the square of the
+/// depth then fails fast instead of taking the host's memory), killed
+/// after twice [`REPORT_TIME`]; reading its stdout stops past
+/// [`OUTPUT_LIMIT`] (sprig then fails on the closed pipe).
+fn run_bounded(args: &[&str]) -> Bounded {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -v 2097152; exec /usr/bin/time -f 'sprig-max-rss-kib %M' \"$0\" \"$@\"")
+        .arg(sprig_tests::sprig_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let start = std::time::Instant::now();
+    let mut child = cmd.spawn().expect("spawn /usr/bin/time sprig");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+            if bytes > OUTPUT_LIMIT {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        (out, bytes)
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let pgid = child.id();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if start.elapsed() > 2 * REPORT_TIME {
+            let _ = Command::new("kill")
+                .args(["-KILL", &format!("-{pgid}")])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let (out, bytes) = reader.join().unwrap();
+    let stderr = err_reader.join().unwrap();
+    let max_rss_kib = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("sprig-max-rss-kib "))
+        .next_back()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    Bounded {
+        code: status.and_then(|s| s.code()),
+        bytes,
+        out,
+        max_rss_kib,
+        elapsed,
+        stderr,
+    }
+}
+
+/// The string table of a gzipped pprof profile.
+fn pprof_strings(gz: &[u8]) -> Vec<String> {
+    sprig_callgraph::report::pprof::decode(gz)
+        .expect("a pprof profile")
+        .string_table
+}
+
+/// Renders `snapshot` in every format and asserts each is bounded; the
+/// stack formats end a path that is deeper than [`MAX_STACK`] in the
+/// marker `[truncated N frames]`, N = `depth - MAX_STACK`.
+fn every_format_bounded(snapshot: &Path, depth: usize, what: &str) {
+    let snap = snapshot.to_str().unwrap();
+    let marker = format!("[truncated {} frames]", depth - MAX_STACK);
+    for format in ["text", "json", "collapsed", "flamegraph", "pprof"] {
+        let r = run_bounded(&["report", snap, "--format", format]);
+        let what = format!("{what}: --format {format}");
+        eprintln!(
+            "{what}: {:?}, {} bytes, {} KiB peak RSS",
+            r.elapsed, r.bytes, r.max_rss_kib
+        );
+        r.assert_bounded(&what, RSS_LIMIT_KIB);
+        match format {
+            "collapsed" => {
+                let text = r.text();
+                let lines: Vec<&str> = text.lines().collect();
+                assert!(
+                    lines.len() <= MAX_STACK + 1,
+                    "{what}: {} lines",
+                    lines.len()
+                );
+                let last = lines
+                    .iter()
+                    .find(|l| l.contains("[truncated "))
+                    .unwrap_or_else(|| panic!("{what}: no truncation marker"));
+                let frames: Vec<&str> = last.rsplit_once(' ').unwrap().0.split(';').collect();
+                assert_eq!(frames.len(), MAX_STACK + 1, "{what}");
+                assert_eq!(frames[MAX_STACK], marker, "{what}");
+            }
+            "flamegraph" => assert!(r.text().contains(&marker), "{what}: no {marker}"),
+            "pprof" => assert!(
+                pprof_strings(&r.out).contains(&marker),
+                "{what}: no {marker} in the string table"
+            ),
+            _ => {}
+        }
+    }
+    for format in ["text", "collapsed", "flamegraph"] {
+        let r = run_bounded(&["diff", snap, snap, "--format", format]);
+        let what = format!("{what}: diff --format {format}");
+        eprintln!(
+            "{what}: {:?}, {} bytes, {} KiB peak RSS",
+            r.elapsed, r.bytes, r.max_rss_kib
+        );
+        r.assert_bounded(&what, DIFF_RSS_LIMIT_KIB);
+        if format != "text" {
+            assert!(r.text().contains(&marker), "{what}: no {marker}");
+        }
+    }
+}
+
+/// A snapshot of one thread whose tree is a single chain `depth` deep (a
+/// crafted file: sprig never records such a tree by itself), each node
+/// with 1 µs of its own.
+fn crafted_chain(path: &Path, depth: usize) {
+    use sprig_callgraph::profile::{MethodInfo, Node, ThreadProfile, Tree};
+    let mut p = sprig_callgraph::Profile::new(1_000_000_000);
+    p.methods
+        .insert(1, MethodInfo::new("crafted.Deep", "down", "(I)I"));
+    let mut tree = Tree::default();
+    let mut parent = None;
+    for i in 0..depth {
+        let id = tree.push(
+            parent,
+            Node {
+                method: 1,
+                calls: 1,
+                total_ticks: ((depth - i) as u64) * 1_000,
+                ..Node::default()
+            },
+        );
+        parent = Some(id);
+    }
+    tree.recount();
+    p.threads.push(ThreadProfile {
+        name: "main".into(),
+        tree,
+        ..ThreadProfile::default()
+    });
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    p.write_snapshot(&mut f).unwrap();
+    std::io::Write::flush(&mut f).unwrap();
+}
+
+#[test]
+fn a_crafted_deep_snapshot_reports_in_every_format_bounded() {
+    let dir = TempDir::new("crafted-deep");
+    for depth in [10_000, 200_000] {
+        let path = dir.path().join(format!("deep{depth}.sprig"));
+        crafted_chain(&path, depth);
+        every_format_bounded(&path, depth, &format!("crafted {depth} deep"));
+    }
+    // --max-stack moves the cut; 0 is refused in one line.
+    let path = dir.path().join("deep10000.sprig");
+    let snap = path.to_str().unwrap();
+    let r = run_bounded(&[
+        "report",
+        snap,
+        "--format",
+        "collapsed",
+        "--max-stack",
+        "100",
+    ]);
+    r.assert_bounded("--max-stack 100", RSS_LIMIT_KIB);
+    let text = r.text();
+    assert_eq!(text.lines().count(), 101);
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(";crafted.Deep::down;[truncated 9900 frames] "),
+        "{}",
+        text.lines().last().unwrap()
+    );
+    let (code, out, err) = run_sprig(&["report", snap, "--max-stack", "0"], LONG);
+    assert_ne!(code, 0);
+    assert!(out.is_empty());
+    assert_eq!(err.trim(), "sprig: error: --max-stack must be at least 1");
+}
+
+#[test]
+fn a_real_10k_deep_recursion_reports_in_every_format_bounded() {
+    for jdk in sprig_tests::test_jdks("a_real_10k_deep_recursion_reports_in_every_format_bounded") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_workload(&jdk, classes.path(), &[]);
+        // Loads fixtures.Calls before the attach.
+        jvm.send("run deep 1 1");
+        jvm.wait_for("done deep", LONG, |l| l.starts_with("done deep"));
+        let dir = TempDir::new("deep10k");
+        let path = dir.path().join("deep.sprig");
+        let mut p = start_sprig(
+            jvm.pid(),
+            &["--root", "fixtures.Calls::deep", "--timing", "exact"],
+            &path,
+        );
+        jvm.send("run deep10k 1 1");
+        jvm.wait_for("done deep10k", LONG, |l| l.starts_with("done deep10k"));
+        p.signal("INT");
+        assert!(
+            p.wait_exit(LONG).expect("sprig stops").success(),
+            "{}",
+            p.transcript()
+        );
+        // deep(10000) down to deep(0): 10,001 nested calls.
+        every_format_bounded(&path, 10_001, &format!("JDK {}: deep10k", jdk.major));
+    }
 }

@@ -8,6 +8,7 @@
 
 use crate::profile::{MethodInfo, NodeId, Profile, Timing};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One side of a compared node, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,7 +20,8 @@ pub struct Side {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiffNode {
-    pub method: MethodInfo,
+    /// Shared by every node of the method (one copy of its names).
+    pub method: Arc<MethodInfo>,
     pub a: Option<Side>,
     pub b: Option<Side>,
     /// Children; every child index is greater than its parent's.
@@ -62,7 +64,9 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
         timing: [a.timing, b.timing],
         ..ProfileDiff::default()
     };
-    let mut index: HashMap<(NodeId, MethodInfo), NodeId> = HashMap::new();
+    let mut index: HashMap<(NodeId, Arc<MethodInfo>), NodeId> = HashMap::new();
+    // One copy of each method's names, however many nodes it has.
+    let mut methods: HashMap<MethodInfo, Arc<MethodInfo>> = HashMap::new();
     for (which, p) in [(0, a), (1, b)] {
         let merged = p.merged();
         let tree = &merged.tree;
@@ -71,14 +75,22 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
             tree.roots.iter().rev().map(|&r| (r, NodeId::MAX)).collect();
         while let Some((s, parent)) = stack.pop() {
             let n = &tree.nodes[s as usize];
-            let method = p.method(n.method);
+            let info = p.method(n.method);
+            let method = match methods.get(&info) {
+                Some(m) => Arc::clone(m),
+                None => {
+                    let m = Arc::new(info.clone());
+                    methods.insert(info, Arc::clone(&m));
+                    m
+                }
+            };
             let key = (parent, method);
             let d = match index.get(&key) {
                 Some(&d) => d,
                 None => {
                     let d = out.nodes.len() as NodeId;
                     out.nodes.push(DiffNode {
-                        method: key.1.clone(),
+                        method: Arc::clone(&key.1),
                         a: None,
                         b: None,
                         children: Vec::new(),

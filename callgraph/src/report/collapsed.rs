@@ -8,8 +8,14 @@
 //! thresholds give their time to the nearest shown ancestor, so the sum of
 //! all values stays the exact total. Lines with value 0 are left out. Order:
 //! pre-order, children by exact total descending then by name.
+//!
+//! A stack holds at most `max_stack` frames (the thread's frame aside): a
+//! path that goes deeper ends in the frame `[truncated N frames]` (N: the
+//! frames of the deepest path cut there), whose value is the exact total
+//! of everything cut. So a recursion 10,000 deep costs at most `max_stack`
+//! lines of at most `max_stack + 1` frames, not 10,000 of up to 10,000.
 
-use super::view::tree_view;
+use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions};
 use crate::profile::{Profile, ThreadProfile};
 use std::io::{self, Write};
@@ -34,7 +40,7 @@ fn stacks(
     opts: &RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let view = tree_view(p, &t.tree, opts);
+    let view = stack_view(p, &t.tree, opts);
     // path[d] = byte length of the path up to and including depth d.
     let mut path = String::new();
     let mut ends: Vec<usize> = Vec::new();
@@ -59,6 +65,14 @@ fn stacks(
             .saturating_add(line.hidden_ns);
         if value > 0 {
             writeln!(out, "{path} {value}")?;
+        }
+        if let Some(cut) = view.cut(line).filter(|c| c.total_ns > 0) {
+            writeln!(
+                out,
+                "{path};{} {}",
+                truncated_frame(cut.frames),
+                cut.total_ns
+            )?;
         }
     }
     Ok(())

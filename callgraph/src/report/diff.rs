@@ -6,7 +6,9 @@
 //!   hides nodes whose larger side is below that share of the larger run's
 //!   total, `max_depth` limits the levels shown.
 //! - [`DiffCollapsed`]: `frame;frame value_a value_b` lines (self
-//!   nanoseconds of each run), the input of differential flame graphs.
+//!   nanoseconds of each run), the input of differential flame graphs. A
+//!   stack holds at most `max_stack` frames: what lies deeper is one
+//!   `[truncated N frames] total_a total_b` line under its last frame.
 
 use super::{RenderOptions, ms};
 use crate::cct::diff::{DiffNode, ProfileDiff};
@@ -21,8 +23,61 @@ fn total_b(n: &DiffNode) -> u64 {
     n.b.map_or(0, |s| s.total_ns)
 }
 
-/// Pre-order (node, depth, last) with the thresholds applied.
-fn walk(d: &ProfileDiff, opts: &RenderOptions) -> Vec<(NodeId, usize, bool)> {
+/// What the maximum stack depth cut under one node of a diff: the frames
+/// of the deepest cut path and the cut children's totals on each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DiffCut {
+    pub frames: usize,
+    pub a_ns: u64,
+    pub b_ns: u64,
+}
+
+/// Per node of `d`: the frames of its deepest path down, itself included
+/// (children have greater indices: one backward pass).
+pub(crate) fn subtree_depths(d: &ProfileDiff) -> Vec<usize> {
+    let len = d.nodes.len();
+    let mut out = vec![1usize; len];
+    for i in (0..len).rev() {
+        let deepest = d.nodes[i]
+            .children
+            .iter()
+            .filter(|&&c| c as usize > i && (c as usize) < len)
+            .map(|&c| out[c as usize])
+            .max()
+            .unwrap_or(0);
+        out[i] = deepest.saturating_add(1);
+    }
+    out
+}
+
+/// The cut of `kids` (children of one node at the maximum stack depth);
+/// `depths` from [`subtree_depths`], computed on first use.
+pub(crate) fn cut(
+    d: &ProfileDiff,
+    kids: &[NodeId],
+    depths: &mut Option<Vec<usize>>,
+) -> Option<DiffCut> {
+    if kids.is_empty() {
+        return None;
+    }
+    let depths = depths.get_or_insert_with(|| subtree_depths(d));
+    let mut c = DiffCut::default();
+    for &k in kids {
+        let n = &d.nodes[k as usize];
+        c.frames = c.frames.max(depths[k as usize]);
+        c.a_ns = c.a_ns.saturating_add(total_a(n));
+        c.b_ns = c.b_ns.saturating_add(total_b(n));
+    }
+    Some(c)
+}
+
+/// Pre-order (node, depth, last, cut) with the thresholds applied; a node
+/// at depth `max_stack - 1` shows no children: they are its cut.
+fn walk(
+    d: &ProfileDiff,
+    opts: &RenderOptions,
+    max_stack: usize,
+) -> Vec<(NodeId, usize, bool, Option<DiffCut>)> {
     let len = d.nodes.len();
     let order = |x: &NodeId, y: &NodeId| -> Ordering {
         let (nx, ny) = (&d.nodes[*x as usize], &d.nodes[*y as usize]);
@@ -64,9 +119,10 @@ fn walk(d: &ProfileDiff, opts: &RenderOptions) -> Vec<(NodeId, usize, bool)> {
     if max_depth == 0 {
         return out;
     }
+    let mut depths = None;
     while let Some((n, depth, last)) = stack.pop() {
-        out.push((n, depth, last));
         if depth + 1 >= max_depth {
+            out.push((n, depth, last, None));
             continue;
         }
         let mut kids: Vec<NodeId> = d.nodes[n as usize]
@@ -75,6 +131,11 @@ fn walk(d: &ProfileDiff, opts: &RenderOptions) -> Vec<(NodeId, usize, bool)> {
             .copied()
             .filter(|&c| c > n && (c as usize) < len && shown(&d.nodes[c as usize]))
             .collect();
+        if depth + 1 >= max_stack {
+            out.push((n, depth, last, cut(d, &kids, &mut depths)));
+            continue;
+        }
+        out.push((n, depth, last, None));
         kids.sort_by(order);
         for (i, &c) in kids.iter().enumerate().rev() {
             stack.push((c, depth + 1, i + 1 == kids.len()));
@@ -137,7 +198,7 @@ impl DiffText {
             "a calls", "b calls", "a total ms", "b total ms", "change ms", "change"
         )?;
         let mut open: Vec<bool> = Vec::new();
-        for (n, depth, last) in walk(d, opts) {
+        for (n, depth, last, _) in walk(d, opts, usize::MAX) {
             let node = &d.nodes[n as usize];
             open.truncate(depth);
             open.resize(depth, false);
@@ -187,7 +248,7 @@ impl DiffCollapsed {
     ) -> io::Result<()> {
         let mut path = String::new();
         let mut ends: Vec<usize> = Vec::new();
-        for (n, depth, _) in walk(d, opts) {
+        for (n, depth, _, cut) in walk(d, opts, opts.max_stack.max(1)) {
             let node = &d.nodes[n as usize];
             ends.truncate(depth);
             path.truncate(ends.last().copied().unwrap_or(0));
@@ -202,6 +263,15 @@ impl DiffCollapsed {
             );
             if a > 0 || b > 0 {
                 writeln!(out, "{path} {a} {b}")?;
+            }
+            if let Some(c) = cut.filter(|c| c.a_ns > 0 || c.b_ns > 0) {
+                writeln!(
+                    out,
+                    "{path};{} {} {}",
+                    super::view::truncated_frame(c.frames),
+                    c.a_ns,
+                    c.b_ns
+                )?;
             }
         }
         Ok(())

@@ -23,11 +23,10 @@
 //! there: they are in the page (and the tree beside it) with width 0.
 
 use super::escape::escape;
-use super::view::tree_view;
+use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions, ms, percent};
 use crate::cct::diff::ProfileDiff;
 use crate::profile::{NodeId, Profile, ThreadProfile};
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 /// `--format flamegraph` for one profile.
@@ -124,7 +123,7 @@ fn add_thread(
     x0: u64,
     frames: &mut Vec<Frame>,
 ) -> u64 {
-    let view = tree_view(p, &t.tree, opts);
+    let view = stack_view(p, &t.tree, opts);
     let base = usize::from(thread_frame.is_some());
     if let Some(name) = thread_frame {
         let calls = t
@@ -169,9 +168,27 @@ fn add_thread(
             fill: warm(&m.class),
             diff: None,
         });
+        if let Some(cut) = view.cut(line) {
+            let name = truncated_frame(cut.frames);
+            frames.push(Frame {
+                label: name.clone(),
+                name,
+                depth: depth + 1,
+                x,
+                w: cut.total_ns,
+                calls: cut.calls,
+                total_ns: cut.total_ns,
+                self_ns: 0,
+                fill: TRUNCATED_FILL.to_owned(),
+                diff: None,
+            });
+        }
     }
     view.total_ns
 }
+
+/// Colour of a `[truncated N frames]` frame.
+const TRUNCATED_FILL: &str = "#a0a0a0";
 
 impl DiffFlameGraph {
     pub fn render(
@@ -194,6 +211,7 @@ impl DiffFlameGraph {
             x = x.saturating_add(total_of(r));
         }
         stack.extend(starts.into_iter().rev());
+        let mut depths = None;
         while let Some((n, depth, x)) = stack.pop() {
             if opts.max_depth.is_some_and(|m| depth >= m) {
                 continue;
@@ -234,14 +252,57 @@ impl DiffFlameGraph {
                 fill: by_time,
                 diff: Some((by_calls, change, change_text(a.total_ns, b.total_ns))),
             });
-            let mut kids = node.children.clone();
+            let kids: Vec<NodeId> = node
+                .children
+                .iter()
+                .copied()
+                .filter(|&c| c > n && (c as usize) < d.nodes.len())
+                .collect();
+            if depth + 1 >= opts.max_stack.max(1) && opts.max_depth.is_none_or(|m| depth + 1 < m) {
+                // The last frame a stack holds: what lies deeper (and
+                // would be shown) is one `[truncated N frames]` frame.
+                let shown: Vec<NodeId> = kids
+                    .into_iter()
+                    .filter(|&c| {
+                        opts.min_percent <= 0.0
+                            || (total_of(c) as f64) * 100.0 >= opts.min_percent * total as f64
+                    })
+                    .collect();
+                if let Some(c) = super::diff::cut(d, &shown, &mut depths) {
+                    let name = truncated_frame(c.frames);
+                    let dt = c.b_ns as i128 - c.a_ns as i128;
+                    let change = format!(
+                        "{} → {} ms ({}{} ms, {})",
+                        ms(c.a_ns),
+                        ms(c.b_ns),
+                        if dt >= 0 { "+" } else { "-" },
+                        ms(dt.unsigned_abs().min(u64::MAX as u128) as u64),
+                        change_text(c.a_ns, c.b_ns)
+                    );
+                    frames.push(Frame {
+                        label: name.clone(),
+                        name,
+                        depth: depth + 1,
+                        x,
+                        w: c.b_ns,
+                        calls: 0,
+                        total_ns: c.b_ns,
+                        self_ns: 0,
+                        fill: TRUNCATED_FILL.to_owned(),
+                        diff: Some((
+                            TRUNCATED_FILL.to_owned(),
+                            change,
+                            change_text(c.a_ns, c.b_ns),
+                        )),
+                    });
+                }
+                continue;
+            }
+            let mut kids = kids;
             kids.sort_by(|&p, &q| total_of(q).cmp(&total_of(p)).then(p.cmp(&q)));
             let mut cx = x;
             let mut placed = Vec::new();
             for c in kids {
-                if (c as usize) <= n as usize || c as usize >= d.nodes.len() {
-                    continue;
-                }
                 placed.push((c, depth + 1, cx));
                 cx = cx.saturating_add(total_of(c));
             }
@@ -352,6 +413,8 @@ fn fit(label: &str, width: f64) -> String {
     }
 }
 
+/// Writes the page; the frames and the call tree go straight to `out`,
+/// never held as one more copy of the page.
 fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     let max_depth = page.frames.iter().map(|f| f.depth).max().unwrap_or(0);
     let height = (max_depth as u32 + 1) * ROW;
@@ -360,7 +423,31 @@ fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     } else {
         0.0
     };
-    let mut svg = String::new();
+    let toggle = if page.differential {
+        "<label><input type=\"checkbox\" id=\"bycalls\"> colour by calls</label>"
+    } else {
+        ""
+    };
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta name=\"generator\" content=\"sprig\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style></head>\n<body>\n\
+         <header><h1>{title}</h1><p class=\"sub\">{sub}</p>\n\
+         <div class=\"bar\"><button id=\"reset\" type=\"button\">reset zoom</button>\
+         <input id=\"search\" type=\"search\" placeholder=\"search methods (regular expression)\" size=\"40\">\
+         <span id=\"matched\"></span>{toggle}</div>\n\
+         <p id=\"status\">{frames} frames · click a frame to zoom, Escape to zoom out</p></header>\n\
+         <main><section id=\"graph\"><svg id=\"fg\" xmlns=\"http://www.w3.org/2000/svg\" \
+         viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
+         data-total=\"{total}\" data-height=\"{height}\">\n",
+        title = esc(&page.title),
+        sub = esc(&page.subtitle),
+        frames = page.frames.len(),
+        total = page.total,
+    )?;
     for (i, f) in page.frames.iter().enumerate() {
         let x = f.x as f64 * scale;
         let w = f.w as f64 * scale;
@@ -384,8 +471,8 @@ fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
                 ms(f.self_ns)
             ),
         };
-        let _ = writeln!(
-            svg,
+        writeln!(
+            out,
             "<g class=\"f\" id=\"f{i}\" data-i=\"{i}\" data-x=\"{}\" data-w=\"{}\" data-d=\"{}\" data-n=\"{}\" data-l=\"{}\" data-c=\"{}\" data-t=\"{}\" data-s=\"{}\" data-ft=\"{}\"{fill_calls}{change}><title>{}</title><rect x=\"{x:.3}\" y=\"{y}\" width=\"{w:.3}\" height=\"{}\" fill=\"{}\"/><text x=\"{:.3}\" y=\"{}\">{}</text></g>",
             f.x,
             f.w,
@@ -402,46 +489,26 @@ fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
             x + 3.0,
             y + ROW - 5,
             esc(&fit(&f.label, w)),
-        );
+        )?;
     }
-    let tree = call_tree(page);
-    let toggle = if page.differential {
-        "<label><input type=\"checkbox\" id=\"bycalls\"> colour by calls</label>"
-    } else {
-        ""
-    };
     write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
-         <meta name=\"generator\" content=\"sprig\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n\
-         <title>{title}</title>\n<style>{STYLE}</style></head>\n<body>\n\
-         <header><h1>{title}</h1><p class=\"sub\">{sub}</p>\n\
-         <div class=\"bar\"><button id=\"reset\" type=\"button\">reset zoom</button>\
-         <input id=\"search\" type=\"search\" placeholder=\"search methods (regular expression)\" size=\"40\">\
-         <span id=\"matched\"></span>{toggle}</div>\n\
-         <p id=\"status\">{frames} frames · click a frame to zoom, Escape to zoom out</p></header>\n\
-         <main><section id=\"graph\"><svg id=\"fg\" xmlns=\"http://www.w3.org/2000/svg\" \
-         viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
-         data-total=\"{total}\" data-height=\"{height}\">\n{svg}</svg></section>\n\
-         <section id=\"tree\"><h2>Call tree</h2>\n{tree}</section></main>\n\
-         <script>{SCRIPT}</script>\n</body></html>\n",
-        title = esc(&page.title),
-        sub = esc(&page.subtitle),
-        frames = page.frames.len(),
-        total = page.total,
+        "</svg></section>\n<section id=\"tree\"><h2>Call tree</h2>\n"
+    )?;
+    call_tree(page, out)?;
+    write!(
+        out,
+        "</section></main>\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
 }
 
 /// The call tree as nested `<details>`, each line naming its frame.
-fn call_tree(page: &Page) -> String {
-    let mut s = String::new();
+fn call_tree(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     let mut open: Vec<usize> = Vec::new();
     for (i, f) in page.frames.iter().enumerate() {
         while open.last().is_some_and(|&d| d >= f.depth) {
             open.pop();
-            s.push_str("</details>\n");
+            out.write_all(b"</details>\n")?;
         }
         let (short, figures) = match &f.diff {
             Some((_, t, short)) => (short.clone(), esc(t)),
@@ -455,18 +522,18 @@ fn call_tree(page: &Page) -> String {
                 ),
             ),
         };
-        let _ = writeln!(
-            s,
+        writeln!(
+            out,
             "<details{}><summary data-f=\"{i}\"><span class=\"pct\">{short}</span> <b>{}</b> <span class=\"fig\">{figures}</span></summary>",
             if f.depth < 2 { " open" } else { "" },
             esc(&f.name),
-        );
+        )?;
         open.push(f.depth);
     }
     for _ in open {
-        s.push_str("</details>\n");
+        out.write_all(b"</details>\n")?;
     }
-    s
+    Ok(())
 }
 
 const STYLE: &str = r#"

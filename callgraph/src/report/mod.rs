@@ -17,7 +17,12 @@ pub mod view;
 use crate::profile::Profile;
 use std::io;
 
-/// What a report shows; the defaults show everything, per thread.
+/// The default of [`RenderOptions::max_stack`], as async-profiler's
+/// default Java stack depth.
+pub const DEFAULT_MAX_STACK: usize = 2048;
+
+/// What a report shows; the defaults show everything, per thread (stacks
+/// up to [`DEFAULT_MAX_STACK`] frames).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RenderOptions {
     /// Hide nodes whose exact total is below this percentage of their root's
@@ -25,6 +30,10 @@ pub struct RenderOptions {
     pub min_percent: f64,
     /// Number of tree levels shown (1 = roots only); `None` = all.
     pub max_depth: Option<usize>,
+    /// Collapsed, flame graph and pprof (and the diff's collapsed and
+    /// flame graph): most frames in one stack; deeper frames are cut and
+    /// stand as one `[truncated N frames]` frame ([`view::stack_view`]).
+    pub max_stack: usize,
     /// Text/JSON: also (text: instead) show the tree merged over threads.
     pub merged: bool,
     /// Text/JSON: how many hot spots to list (0 = none).
@@ -48,6 +57,7 @@ impl Default for RenderOptions {
         RenderOptions {
             min_percent: 0.0,
             max_depth: None,
+            max_stack: DEFAULT_MAX_STACK,
             merged: false,
             hot_spots: 20,
             back_traces: Vec::new(),

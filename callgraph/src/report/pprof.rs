@@ -8,11 +8,13 @@
 //! and its "cum" time is the exact total time; a `thread` label names the
 //! thread each sample came from. There is one function and one location
 //! per method: `name` is `pkg.Class.method`, `system_name` adds the
-//! descriptor, `filename` is the class's source-less internal name. The
-//! message types below are the pprof schema (`perftools.profiles`),
+//! descriptor, `filename` is the class's source-less internal name. A
+//! stack deeper than `max_stack` frames ends in the function
+//! `[truncated N frames]`, with the calls and exact total of what was
+//! cut. The message types below are the pprof schema (`perftools.profiles`),
 //! declared for prost; prost encodes them.
 
-use super::view::tree_view;
+use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions};
 use crate::profile::Profile;
 use std::collections::HashMap;
@@ -173,10 +175,22 @@ impl Strings {
 
 /// The pprof message for `p` (before encoding), with the thresholds of
 /// `opts` applied as in the other reports (a hidden node's time stays with
-/// its nearest shown ancestor).
+/// its nearest shown ancestor). [`Pprof`] streams the same message
+/// instead of holding it: this is for tests and tools.
 pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
-    let mut strings = Strings::new();
-    let sample_type = vec![
+    let mut samples = Vec::new();
+    let mut m = walk(p, opts, &mut |s| {
+        samples.push(s);
+        Ok(())
+    })
+    .expect("collecting samples cannot fail");
+    m.sample = samples;
+    m
+}
+
+/// The sample types: exact calls, exact time.
+fn sample_types(strings: &mut Strings) -> Vec<schema::ValueType> {
+    vec![
         schema::ValueType {
             r#type: strings.get("calls"),
             unit: strings.get("count"),
@@ -185,57 +199,107 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
             r#type: strings.get("time"),
             unit: strings.get("nanoseconds"),
         },
-    ];
+    ]
+}
+
+/// Hands every sample of `p` to `sample`, in order, and returns the rest of
+/// the message (`sample` empty). Memory: the string table, one function and
+/// location per method, and the current stack, never a sample per node
+/// (pprof repeats each sample's whole stack: held for every node of a
+/// recursion 10,000 deep, that was 50 million location ids). A stack holds
+/// at most `max_stack` frames: the children cut below its last frame make
+/// one more sample whose leaf is the function `[truncated N frames]`, with
+/// the cut nodes' calls and exact total.
+fn walk(
+    p: &Profile,
+    opts: &RenderOptions,
+    sample: &mut dyn FnMut(schema::Sample) -> io::Result<()>,
+) -> io::Result<schema::Profile> {
+    let mut strings = Strings::new();
+    let sample_type = sample_types(&mut strings);
     let thread_key = strings.get("thread");
     let mut functions: Vec<schema::Function> = Vec::new();
     let mut locations: Vec<schema::Location> = Vec::new();
     // method id -> location id (= function id)
     let mut by_method: HashMap<u32, u64> = HashMap::new();
-    let mut samples = Vec::new();
+    // frames cut -> location id of the `[truncated N frames]` function
+    let mut by_cut: HashMap<usize, u64> = HashMap::new();
+    let mut function = |strings: &mut Strings, name: &str, system: &str, file: &str| {
+        let id = functions.len() as u64 + 1;
+        functions.push(schema::Function {
+            id,
+            name: strings.get(name),
+            system_name: strings.get(system),
+            filename: strings.get(file),
+            start_line: 0,
+        });
+        locations.push(schema::Location {
+            id,
+            mapping_id: 0,
+            address: 0,
+            line: vec![schema::Line {
+                function_id: id,
+                line: 0,
+            }],
+            is_folded: false,
+        });
+        id
+    };
     for t in &p.threads {
-        let view = tree_view(p, &t.tree, opts);
+        let view = stack_view(p, &t.tree, opts);
         let thread_str = strings.get(&t.display_name());
+        let label = vec![schema::Label {
+            key: thread_key,
+            str: thread_str,
+            num: 0,
+            num_unit: 0,
+        }];
         // Location ids of the shown path, root first.
         let mut path: Vec<u64> = Vec::new();
         for line in &view.lines {
             let node = &t.tree.nodes[line.node as usize];
-            let loc = *by_method.entry(node.method).or_insert_with(|| {
-                let m = p.method(node.method);
-                let id = functions.len() as u64 + 1;
-                functions.push(schema::Function {
-                    id,
-                    name: strings.get(&format!("{}.{}", m.class, m.name)),
-                    system_name: strings.get(&m.display()),
-                    filename: strings.get(&m.class.replace('.', "/")),
-                    start_line: 0,
-                });
-                locations.push(schema::Location {
-                    id,
-                    mapping_id: 0,
-                    address: 0,
-                    line: vec![schema::Line {
-                        function_id: id,
-                        line: 0,
-                    }],
-                    is_folded: false,
-                });
-                id
-            });
+            let loc = match by_method.get(&node.method) {
+                Some(&l) => l,
+                None => {
+                    let m = p.method(node.method);
+                    let l = function(
+                        &mut strings,
+                        &format!("{}.{}", m.class, m.name),
+                        &m.display(),
+                        &m.class.replace('.', "/"),
+                    );
+                    by_method.insert(node.method, l);
+                    l
+                }
+            };
             path.truncate(line.depth);
             path.push(loc);
             let self_ns = view.times[line.node as usize]
                 .self_ns
                 .saturating_add(line.hidden_ns);
-            samples.push(schema::Sample {
+            sample(schema::Sample {
                 location_id: path.iter().rev().copied().collect(),
                 value: vec![clamp(node.calls), clamp(self_ns)],
-                label: vec![schema::Label {
-                    key: thread_key,
-                    str: thread_str,
-                    num: 0,
-                    num_unit: 0,
-                }],
-            });
+                label: label.clone(),
+            })?;
+            if let Some(cut) = view.cut(line) {
+                let marker = match by_cut.get(&cut.frames) {
+                    Some(&l) => l,
+                    None => {
+                        let name = truncated_frame(cut.frames);
+                        let l = function(&mut strings, &name, &name, "");
+                        by_cut.insert(cut.frames, l);
+                        l
+                    }
+                };
+                sample(schema::Sample {
+                    location_id: std::iter::once(marker)
+                        .chain(path.iter().rev().copied())
+                        .collect(),
+                    value: vec![clamp(cut.calls), clamp(cut.total_ns)],
+                    label: label.clone(),
+                })?;
+            }
         }
     }
     let mut comments = vec![strings.get(&format!("sprig {}", env!("CARGO_PKG_VERSION")))];
@@ -243,9 +307,9 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
         comments.push(strings.get(&format!("JVM {} {}", p.target.pid, p.target.jvm)));
     }
     let time_type = sample_type[1].clone();
-    schema::Profile {
+    Ok(schema::Profile {
         sample_type,
-        sample: samples,
+        sample: Vec::new(),
         mapping: Vec::new(),
         location: locations,
         function: functions,
@@ -258,19 +322,40 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
         period: 1,
         comment: comments,
         default_sample_type: 1,
-    }
+    })
 }
 
 fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Field 2 (`sample`) of `perftools.profiles.Profile`, length-delimited.
+const SAMPLE_KEY: u8 = (2 << 3) | 2;
+
 impl Render for Pprof {
+    /// Writes the message field by field, in the order prost encodes a
+    /// whole message (`sample_type`, the samples, then the rest), so the
+    /// bytes are those of [`profile_message`] encoded, without holding
+    /// the samples.
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
         use prost::Message as _;
-        let bytes = profile_message(p, opts).encode_to_vec();
         let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-        gz.write_all(&bytes)?;
+        let head = schema::Profile {
+            sample_type: sample_types(&mut Strings::new()),
+            ..schema::Profile::default()
+        };
+        gz.write_all(&head.encode_to_vec())?;
+        let mut buf = Vec::new();
+        let mut rest = walk(p, opts, &mut |s| {
+            buf.clear();
+            buf.push(SAMPLE_KEY);
+            s.encode_length_delimited(&mut buf)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            gz.write_all(&buf)
+        })?;
+        debug_assert_eq!(rest.sample_type, head.sample_type);
+        rest.sample_type.clear();
+        gz.write_all(&rest.encode_to_vec())?;
         gz.finish()?;
         Ok(())
     }
@@ -290,6 +375,7 @@ pub fn decode(gzipped: &[u8]) -> io::Result<schema::Profile> {
 mod tests {
     use super::*;
     use crate::profile::{MethodInfo, Node, ThreadProfile, Tree};
+    use crate::report::DEFAULT_MAX_STACK;
 
     fn sample() -> Profile {
         let mut p = Profile::new(1_000_000_000);
@@ -387,6 +473,53 @@ mod tests {
         let m = profile_message(&sample(), &opts);
         assert_eq!(m.sample.len(), 2);
         assert!(m.sample.iter().all(|s| s.value == vec![1, 100]));
+    }
+
+    #[test]
+    fn the_streamed_bytes_are_those_of_the_whole_message() {
+        use prost::Message as _;
+        let p = sample();
+        for max_stack in [1, 2, DEFAULT_MAX_STACK] {
+            let opts = RenderOptions {
+                max_stack,
+                ..RenderOptions::default()
+            };
+            let mut out = Vec::new();
+            Pprof.render(&p, &opts, &mut out).unwrap();
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&out[..]), &mut raw)
+                .unwrap();
+            assert_eq!(raw, profile_message(&p, &opts).encode_to_vec());
+        }
+    }
+
+    #[test]
+    fn a_stack_deeper_than_max_stack_ends_in_the_truncation_frame() {
+        let opts = RenderOptions {
+            max_stack: 1,
+            ..RenderOptions::default()
+        };
+        let m = profile_message(&sample(), &opts);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        // Per thread: the root, and one sample for everything under it.
+        assert_eq!(m.sample.len(), 4);
+        let cut: Vec<&schema::Sample> = m
+            .sample
+            .iter()
+            .filter(|x| x.location_id.len() == 2)
+            .collect();
+        assert_eq!(cut.len(), 2);
+        let f = m
+            .function
+            .iter()
+            .find(|f| f.id == cut[0].location_id[0])
+            .unwrap();
+        // a -> b is the deepest path cut under the root.
+        assert_eq!(s(f.name), "[truncated 2 frames]");
+        // a (3 calls) + b (7) + b (2); a's total 60 + b's 30.
+        assert!(cut.iter().all(|x| x.value == vec![12, 90]));
+        let time: i64 = m.sample.iter().map(|x| x.value[1]).sum();
+        assert_eq!(time, 200, "the cut keeps the exact total");
     }
 
     #[test]

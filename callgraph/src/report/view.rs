@@ -4,6 +4,10 @@
 //!
 //! - [`tree_view`]: the tree in display order (children by exact total
 //!   descending, then by name), with `min_percent` / `max_depth` applied.
+//! - [`stack_view`]: the same, with the paths of the stack formats
+//!   (collapsed, flame graph, pprof) cut at `max_stack` frames: what lies
+//!   deeper is summed into one [`Cut`], shown as the frame
+//!   [`truncated_frame`].
 //! - [`hot_spots`]: methods by exact self time, with calls, total, average.
 //! - [`back_traces`]: who called a method, and each caller path's share of
 //!   its time.
@@ -26,6 +30,26 @@ pub struct Line {
     /// Exact totals of this node's children that are not shown (below
     /// `min_percent` or beyond `max_depth`).
     pub hidden_ns: u64,
+    /// [`stack_view`]: the children cut at the maximum stack depth, an
+    /// index into [`TreeView::cuts`] (kept aside: few lines have one).
+    pub cut: Option<u32>,
+}
+
+/// What a [`stack_view`] cut under one node at the maximum stack depth:
+/// the children that would be shown and everything below them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cut {
+    /// Frames of the deepest cut path (the stack depth lost).
+    pub frames: usize,
+    /// Exact totals of the cut children, summed.
+    pub total_ns: u64,
+    /// Calls of every cut node, summed.
+    pub calls: u64,
+}
+
+/// The frame that stands for a [`Cut`] in the stack formats.
+pub fn truncated_frame(frames: usize) -> String {
+    format!("[truncated {frames} frames]")
 }
 
 /// A tree ready to print.
@@ -34,8 +58,17 @@ pub struct TreeView {
     /// Derived times of every node of the tree (indexed by node).
     pub times: Vec<Times>,
     pub lines: Vec<Line>,
+    /// What [`stack_view`] cut, indexed by [`Line::cut`].
+    pub cuts: Vec<Cut>,
     /// Sum of the roots' exact totals.
     pub total_ns: u64,
+}
+
+impl TreeView {
+    /// What was cut under `line` at the maximum stack depth.
+    pub fn cut(&self, line: &Line) -> Option<Cut> {
+        line.cut.and_then(|i| self.cuts.get(i as usize).copied())
+    }
 }
 
 fn by_total_then_name(
@@ -82,6 +115,38 @@ fn children(tree: &Tree, i: NodeId) -> impl Iterator<Item = NodeId> + '_ {
 /// `min_percent` compares a node's exact total with its root's (a root with
 /// the sum of all roots); `max_depth` = number of levels shown (1 = roots).
 pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeView {
+    view(profile, tree, opts, usize::MAX)
+}
+
+/// [`tree_view`] for the stack formats: a node at depth `max_stack - 1`
+/// (the last frame a stack may hold) shows none of its children; those that
+/// pass `min_percent` and the whole subtrees under them are its [`Cut`]
+/// (the others' time stays in its `hidden_ns`, as in [`tree_view`]). A
+/// `max_depth` at or above the cut folds as in [`tree_view`] instead.
+pub fn stack_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeView {
+    view(profile, tree, opts, opts.max_stack.max(1))
+}
+
+/// Per node: frames of its deepest path down (itself included), and the
+/// calls of its whole subtree. Children have greater indices, so one
+/// backward pass sees every child before its parent.
+fn subtree_depths(tree: &Tree) -> Vec<(usize, u64)> {
+    let len = tree.nodes.len();
+    let mut out = vec![(1usize, 0u64); len];
+    for i in (0..len).rev() {
+        let mut frames = 1usize;
+        let mut calls = tree.nodes[i].calls;
+        for c in children(tree, i as NodeId) {
+            let (f, k) = out[c as usize];
+            frames = frames.max(f.saturating_add(1));
+            calls = calls.saturating_add(k);
+        }
+        out[i] = (frames, calls);
+    }
+    out
+}
+
+fn view(profile: &Profile, tree: &Tree, opts: &RenderOptions, max_stack: usize) -> TreeView {
     let times = profile.times(tree);
     let mut roots: Vec<NodeId> = tree
         .roots
@@ -101,6 +166,7 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
         return TreeView {
             times,
             lines,
+            cuts: Vec::new(),
             total_ns,
         };
     }
@@ -110,10 +176,14 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
         stack.push((r, 0, i + 1 == roots.len(), times[r as usize].total_ns));
     }
     let mut kids: Vec<NodeId> = Vec::new();
+    // Computed at the first cut.
+    let mut below: Option<Vec<(usize, u64)>> = None;
+    let mut cuts = Vec::new();
     while let Some((n, depth, last, root_total)) = stack.pop() {
         kids.clear();
         kids.extend(children(tree, n));
         let mut hidden_ns = 0u64;
+        let mut cut = None;
         if depth + 1 >= max_depth {
             for &c in &kids {
                 hidden_ns = hidden_ns.saturating_add(times[c as usize].total_ns);
@@ -128,6 +198,19 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
                 }
                 keep
             });
+            if depth + 1 >= max_stack && !kids.is_empty() {
+                let below = below.get_or_insert_with(|| subtree_depths(tree));
+                let mut c = Cut::default();
+                for &k in &kids {
+                    let (frames, calls) = below[k as usize];
+                    c.frames = c.frames.max(frames);
+                    c.calls = c.calls.saturating_add(calls);
+                    c.total_ns = c.total_ns.saturating_add(times[k as usize].total_ns);
+                }
+                cut = Some(cuts.len() as u32);
+                cuts.push(c);
+                kids.clear();
+            }
             kids.sort_by(|&a, &b| by_total_then_name(profile, tree, &times, a, b));
         }
         lines.push(Line {
@@ -136,6 +219,7 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
             last,
             root_total_ns: root_total,
             hidden_ns,
+            cut,
         });
         for (i, &c) in kids.iter().enumerate().rev() {
             stack.push((c, depth + 1, i + 1 == kids.len(), root_total));
@@ -144,6 +228,7 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
     TreeView {
         times,
         lines,
+        cuts,
         total_ns,
     }
 }
