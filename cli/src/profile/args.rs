@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
+use sprig::pattern::excluded_by;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{ClockKind, Scheme, SessionOptions, Timing};
 
@@ -296,16 +297,6 @@ fn clock_kind(clock: ClockArg) -> ClockKind {
         ClockArg::Wall => ClockKind::Tsc,
         ClockArg::Cpu => ClockKind::ThreadCpu,
     }
-}
-
-/// The pattern of `excludes` (`--exclude`) that covers `class` (binary
-/// name with dots), if one does; a class pattern covers its nested classes.
-pub fn excluded_by<'e>(class: &str, excludes: &'e [String]) -> Option<&'e str> {
-    let outer = class.split('$').next().unwrap_or(class);
-    excludes.iter().map(String::as_str).find(|p| {
-        MethodPattern::parse(&format!("{}::*", p.trim()))
-            .is_ok_and(|g| g.matches_class(class) || g.matches_class(outer))
-    })
 }
 
 /// Checks `--attach-timeout` and returns it.
