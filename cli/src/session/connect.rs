@@ -27,7 +27,7 @@ pub(crate) struct Prepared {
     pub(super) listener: Listener,
 }
 
-fn prepare_with(
+pub(super) fn prepare_with(
     clock_kind: ClockKind,
     ring_mib: u32,
     owner: Option<(u32, u32)>,

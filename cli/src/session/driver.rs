@@ -325,3 +325,153 @@ impl<'a> Session<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use sprig_wire::control::{AgentStats, ClockKind, JvmInfo, Scheme};
+    use sprig_wire::session::PeerExpectation;
+
+    use crate::session::connect::prepare_with;
+
+    /// What the test's work saw.
+    #[derive(Default, Debug)]
+    struct Seen {
+        polls: usize,
+        messages: Vec<String>,
+        phases: Vec<Phase>,
+        end: Option<String>,
+        outcome_phase: Option<Phase>,
+        instrumented: u64,
+        final_counts: bool,
+    }
+
+    /// A work without roots that begins at `Started`, as a stack-sampling
+    /// session would.
+    struct Recorder(Rc<RefCell<Seen>>);
+
+    impl Work for Recorder {
+        fn poll(&mut self) -> usize {
+            self.0.borrow_mut().polls += 1;
+            0
+        }
+        fn on_message(&mut self, msg: &Message) -> Result<Flow> {
+            let name = format!("{msg:?}");
+            let name = name.split([' ', '(']).next().unwrap_or("").to_owned();
+            self.0.borrow_mut().messages.push(name);
+            Ok(Flow::Continue)
+        }
+        fn begins_at(&self, msg: &Message) -> bool {
+            matches!(msg, Message::Started { .. })
+        }
+        fn on_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
+            let mut seen = self.0.borrow_mut();
+            if seen.phases.last() != Some(&turn.phase) {
+                seen.phases.push(turn.phase);
+            }
+            Ok(())
+        }
+        fn finish(self, mut outcome: Outcome) -> Result<ExitCode> {
+            let mut seen = self.0.borrow_mut();
+            seen.end = Some(format!("{:?}", outcome.end));
+            seen.outcome_phase = Some(outcome.phase);
+            seen.instrumented = outcome.stats.instrumented_methods;
+            seen.final_counts = outcome.final_counts;
+            Ok(outcome.conclude())
+        }
+    }
+
+    /// The driver with an agent played by a thread: the work begins at
+    /// `Started`, `--duration` sends `Detach`, the agent's `Detached` ends
+    /// the session and its counts reach the outcome.
+    #[test]
+    fn a_work_is_driven_from_start_to_detach() {
+        let prepared = prepare_with(ClockKind::Monotonic, 1, None).expect("session files");
+        let me = std::process::id();
+        let opts = prepared.dir.agent_options(me);
+        let agent = std::thread::spawn(move || -> Result<(bool, bool)> {
+            let jvm = JvmInfo {
+                pid: me,
+                version: "17".into(),
+                vm_name: "Test VM".into(),
+                vendor: "test".into(),
+            };
+            let mut ch = sprig_wire::session::connect(&opts, jvm, Duration::from_secs(10))?;
+            let start = matches!(ch.recv()?, Message::Start(_)) && ch.take_fd().is_some();
+            ch.send(&Message::Started {
+                clock: ClockKind::Monotonic,
+                ticks_per_sec: 1_000_000_000,
+            })?;
+            // Bounded: a driver that never detaches fails the test, not
+            // hangs it.
+            let detach = matches!(
+                ch.recv_timeout(Duration::from_secs(5))?,
+                Some(Message::Detach)
+            );
+            if !detach {
+                return Ok((start, detach));
+            }
+            ch.send(&Message::Detached(AgentStats {
+                instrumented_methods: 7,
+                ..AgentStats::default()
+            }))?;
+            Ok((start, detach))
+        });
+        let expect = PeerExpectation {
+            pid: Some(me),
+            uid: sprig_wire::session::euid(),
+            token: prepared.dir.token(),
+        };
+        let (channel, _) = prepared
+            .listener
+            .accept(&expect, Duration::from_secs(10))
+            .expect("the agent connects");
+        let options = SessionOptions {
+            roots: Vec::new(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            scheme: Scheme::Lazy,
+            clock: ClockKind::Monotonic,
+            roots_only: true,
+            calibrate: false,
+            wait_bound_ms: 2000,
+            no_dormant: false,
+            skip_trivial: 0,
+            receivers: false,
+            recalibrate_ms: 0,
+            timing: Default::default(),
+        };
+        let plan = Plan {
+            pid: me,
+            duration: Some(0.05),
+            quiet: true,
+            excludes: Vec::new(),
+        };
+        let seen = Rc::new(RefCell::new(Seen::default()));
+        let session = Session::start(&prepared, channel, options, plan, None).expect("start");
+        let code = session.run(Recorder(seen.clone())).expect("a session");
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert_eq!(agent.join().unwrap().expect("the agent"), (true, true));
+        let seen = seen.borrow();
+        assert_eq!(seen.messages, ["Started", "Detached"], "{seen:?}");
+        // Starting until `Started` came (it may come before the first
+        // turn), then profiling; the `Detached` answering the detach ends
+        // the session within the turn that reads it.
+        let phases: Vec<Phase> = seen
+            .phases
+            .iter()
+            .copied()
+            .filter(|&p| p != Phase::Starting)
+            .collect();
+        assert_eq!(phases, [Phase::Profiling], "{seen:?}");
+        assert_eq!(seen.end.as_deref(), Some("Detached"));
+        assert_eq!(seen.outcome_phase, Some(Phase::Detaching));
+        assert_eq!(seen.instrumented, 7);
+        assert!(seen.final_counts);
+        // Every turn polls, and the end polls once more.
+        assert!(seen.polls >= 3, "{seen:?}");
+    }
+}
