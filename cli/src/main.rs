@@ -5,6 +5,7 @@
 
 mod output;
 mod profile;
+mod session;
 #[allow(unsafe_code)]
 mod signals;
 

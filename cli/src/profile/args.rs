@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
+use sprig::pattern::excluded_by;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{ClockKind, Scheme, SessionOptions, Timing};
 
@@ -298,16 +299,6 @@ fn clock_kind(clock: ClockArg) -> ClockKind {
     }
 }
 
-/// The pattern of `excludes` (`--exclude`) that covers `class` (binary
-/// name with dots), if one does; a class pattern covers its nested classes.
-pub fn excluded_by<'e>(class: &str, excludes: &'e [String]) -> Option<&'e str> {
-    let outer = class.split('$').next().unwrap_or(class);
-    excludes.iter().map(String::as_str).find(|p| {
-        MethodPattern::parse(&format!("{}::*", p.trim()))
-            .is_ok_and(|g| g.matches_class(class) || g.matches_class(outer))
-    })
-}
-
 /// Checks `--attach-timeout` and returns it.
 pub fn attach_timeout(secs: f64) -> Result<std::time::Duration> {
     if !(secs.is_finite() && secs > 0.0) {
@@ -442,120 +433,4 @@ fn check_writable(path: &std::path::Path) -> Result<()> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-
-    #[derive(clap::Parser)]
-    struct Cmd {
-        #[command(flatten)]
-        session: SessionArgs,
-    }
-
-    pub(in crate::profile) fn session_args(args: &[&str]) -> SessionArgs {
-        use clap::Parser;
-        Cmd::try_parse_from(std::iter::once("sprig").chain(args.iter().copied()))
-            .unwrap()
-            .session
-    }
-
-    #[test]
-    fn trivial_methods_are_left_out_by_default_and_kept_on_request() {
-        let bound = |args: &[&str]| {
-            let mut all = vec!["--root", "a.B::c"];
-            all.extend_from_slice(args);
-            session_args(&all).session_options().skip_trivial
-        };
-        assert_eq!(bound(&[]), sprig_rewriter::TRIVIAL_BYTES_DEFAULT);
-        assert_eq!(
-            bound(&["--skip-trivial"]),
-            sprig_rewriter::TRIVIAL_BYTES_DEFAULT
-        );
-        assert_eq!(bound(&["--skip-trivial=6"]), 6);
-        assert_eq!(bound(&["--keep-trivial"]), 0);
-        use clap::Parser;
-        let both = [
-            "sprig",
-            "--root",
-            "a.B::c",
-            "--keep-trivial",
-            "--skip-trivial=6",
-        ];
-        assert!(Cmd::try_parse_from(both).is_err());
-    }
-
-    #[test]
-    fn ring_sizes_up_to_4096_mib_are_accepted() {
-        session_args(&["--root", "a.B::c", "--ring-mib", "4096"])
-            .validate()
-            .unwrap();
-        for bad in ["0", "4097"] {
-            let args = session_args(&["--root", "a.B::c", "--ring-mib", bad]);
-            assert!(args.validate().is_err());
-        }
-    }
-
-    #[test]
-    fn a_root_in_an_excluded_class_is_refused_before_attaching() {
-        let args = session_args(&["--root", "com.acme.A::run", "--exclude", "com.acme.**"]);
-        let err = args.validate().unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "--root com.acme.A::run is excluded by --exclude com.acme.**: nothing would be profiled"
-        );
-        // A nested class is excluded with its outer class.
-        let args = session_args(&["--root", "com.acme.A$In::run", "--exclude", "com.acme.A"]);
-        assert!(args.validate().is_err());
-        // Other roots and patterns are not.
-        for (root, exclude) in [
-            ("com.acme.A::run", "com.acme.B"),
-            ("com.acme.AB::run", "com.acme.A"),
-            ("com.acme.*::run", "com.acme.A"),
-        ] {
-            let args = session_args(&["--root", root, "--exclude", exclude]);
-            args.validate().unwrap();
-        }
-    }
-
-    #[test]
-    fn an_unwritable_output_is_refused_before_attaching() {
-        let dir = std::env::temp_dir().join(format!("sprig-out-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        let missing = dir.join("no-such-dir/out.json");
-        let args = session_args(&["--root", "a.B::c", "-o", missing.to_str().unwrap()]);
-        let err = format!("{:#}", args.validate().unwrap_err());
-        assert!(
-            err.starts_with(&format!("cannot write {}", missing.display())),
-            "{err}"
-        );
-        // A directory is no output file either.
-        let args = session_args(&["--root", "a.B::c", "-o", dir.to_str().unwrap()]);
-        assert!(args.validate().is_err());
-        // A writable path passes and is left as it was: a new file is not
-        // left behind, an existing one keeps its contents.
-        let fresh = dir.join("fresh.json");
-        session_args(&["--root", "a.B::c", "-o", fresh.to_str().unwrap()])
-            .validate()
-            .unwrap();
-        assert!(!fresh.exists());
-        let old = dir.join("old.json");
-        std::fs::write(&old, b"keep").unwrap();
-        session_args(&["--root", "a.B::c", "-o", old.to_str().unwrap()])
-            .validate()
-            .unwrap();
-        assert_eq!(std::fs::read(&old).unwrap(), b"keep");
-        // A named pipe nobody reads yet: not opened (that would block).
-        let fifo = dir.join("fifo");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
-        session_args(&["--root", "a.B::c", "-o", fifo.to_str().unwrap()])
-            .validate()
-            .unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

@@ -1,18 +1,23 @@
 //! `sprig calibrate <pid>`: the probes' cost inside a running JVM, measured
-//! as at the start of every profiling session, without profiling.
+//! as at the start of every profiling session, without profiling. Its
+//! work, [`Calibration`], takes every control message itself and reads no
+//! ring; the session driver gives it the connection and Ctrl-C.
 
 use std::io::Write;
-use std::os::fd::AsFd;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use sprig_callgraph::report::escape::escape;
 use sprig_wire::Message;
-use sprig_wire::control::{Scheme, SessionOptions};
+use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
+use sprig_wire::session::SessionError;
 
 use super::args::{self, CalibrateArgs};
-use super::connect::{attach_to, spawn_reader};
+use crate::session::{self, End, Flow, Outcome, Plan, Session, Turn, Work};
+
+/// How long the agent may take to calibrate.
+const DEADLINE: Duration = Duration::from_secs(30);
 
 /// `sprig calibrate <pid>`: attaches, measures the probes' cost inside the
 /// JVM exactly as `profile` does at the start of a session, prints it,
@@ -20,130 +25,187 @@ use super::connect::{attach_to, spawn_reader};
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let timeout = args::attach_timeout(args.attach_timeout)?;
     let clock_kind = args.clock_kind();
-    let (prepared, channel, jvm_line) = attach_to(args.pid, clock_kind, 1, timeout)?;
-    let writer = channel
-        .try_clone()
-        .context("cannot duplicate the control socket")?;
-    writer.send_with_fd(
-        &Message::Start(SessionOptions {
-            roots: Vec::new(),
-            include: Vec::new(),
-            exclude: Vec::new(),
-            scheme: Scheme::Lazy,
-            clock: clock_kind,
-            roots_only: true,
-            calibrate: true,
-            wait_bound_ms: 2000,
-            no_dormant: false,
-            skip_trivial: 0,
-            receivers: false,
-            recalibrate_ms: 0,
-            timing: Default::default(),
-        }),
-        prepared.ring_fd.as_fd(),
-    )?;
-    let messages = spawn_reader(channel);
-    let mut clock_used = prepared.region.clock();
-    let mut ticks_per_sec = prepared.region.ticks_per_sec();
-    let mut figures: Option<(f64, f64, u32)> = None;
-    let mut problems: Vec<String> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            bail!(
-                "the agent in JVM {} did not finish calibrating within 30 s",
-                args.pid
-            );
-        }
-        match messages.recv_timeout(left) {
-            Ok(Ok(Message::Started {
+    let (prepared, channel, jvm_line) = session::attach_to(args.pid, clock_kind, 1, timeout)?;
+    let options = SessionOptions {
+        roots: Vec::new(),
+        include: Vec::new(),
+        exclude: Vec::new(),
+        scheme: Scheme::Lazy,
+        clock: clock_kind,
+        roots_only: true,
+        calibrate: true,
+        wait_bound_ms: 2000,
+        no_dormant: false,
+        skip_trivial: 0,
+        receivers: false,
+        recalibrate_ms: 0,
+        timing: Default::default(),
+    };
+    let plan = Plan {
+        pid: args.pid,
+        duration: None,
+        quiet: false,
+        excludes: Vec::new(),
+    };
+    let session = Session::start(&prepared, channel, options, plan, None)?;
+    let work = Calibration {
+        pid: args.pid,
+        json: args.json,
+        jvm_line,
+        clock_used: prepared.region.clock(),
+        ticks_per_sec: prepared.region.ticks_per_sec(),
+        figures: None,
+        problems: Vec::new(),
+        deadline: Instant::now() + DEADLINE,
+    };
+    session.run(work)
+}
+
+/// The calibration the agent runs and reports, and its printout.
+struct Calibration {
+    pid: u32,
+    /// `--json`.
+    json: bool,
+    jvm_line: String,
+    /// The clock the agent used, and its ticks a second.
+    clock_used: ClockKind,
+    ticks_per_sec: u64,
+    /// (inner ticks, outer ticks, batches), when they came.
+    figures: Option<(f64, f64, u32)>,
+    /// The agent's warnings.
+    problems: Vec<String>,
+    deadline: Instant,
+}
+
+impl Calibration {
+    fn too_slow(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "the agent in JVM {} did not finish calibrating within 30 s",
+            self.pid
+        )
+    }
+}
+
+impl Work for Calibration {
+    /// The agent writes nothing into the ring.
+    fn poll(&mut self) -> usize {
+        0
+    }
+
+    fn on_message(&mut self, msg: &Message) -> Result<Flow> {
+        match msg {
+            Message::Started {
                 clock,
                 ticks_per_sec: t,
-            })) => {
-                clock_used = clock;
-                ticks_per_sec = t;
+            } => {
+                self.clock_used = *clock;
+                self.ticks_per_sec = *t;
             }
-            Ok(Ok(Message::Calibration {
+            Message::Calibration {
                 inner_ticks,
                 outer_ticks,
                 samples,
-            })) => figures = Some((inner_ticks, outer_ticks, samples)),
-            Ok(Ok(Message::Warning(w))) => problems.push(w),
-            Ok(Ok(Message::Error(e))) => bail!("the agent failed: {e}"),
-            Ok(Ok(Message::Detached(_))) => break,
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => bail!("the agent's connection broke before calibration ended: {e}"),
-            Err(_) => bail!(
-                "the agent in JVM {} did not finish calibrating within 30 s",
-                args.pid
-            ),
+            } => self.figures = Some((*inner_ticks, *outer_ticks, *samples)),
+            Message::Warning(w) => self.problems.push(w.clone()),
+            Message::Error(e) => bail!("the agent failed: {e}"),
+            Message::Detached(_) => return Ok(Flow::End(End::Detached)),
+            _ => {}
         }
+        Ok(Flow::Taken)
     }
-    let Some((inner, outer, samples)) = figures else {
-        bail!(
-            "the agent could not calibrate: {}",
-            if problems.is_empty() {
-                "no figures came back".to_string()
-            } else {
-                problems.join("; ")
-            }
-        );
-    };
-    let ns = |ticks: f64| ticks * 1e9 / ticks_per_sec.max(1) as f64;
-    let (inner_ns, outer_ns) = (ns(inner), ns(outer));
-    let clock_name = format!("{clock_used:?}").to_lowercase();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let js = |out: &mut dyn Write, v: &str| sprig_callgraph::report::json::write_str(out, v);
-        write!(out, "{{\n  \"pid\": {},\n  \"jvm\": ", args.pid)?;
-        js(&mut out, &jvm_line)?;
-        write!(out, ",\n  \"clock\": ")?;
-        js(&mut out, &clock_name)?;
-        writeln!(out, ",\n  \"ticks_per_sec\": {ticks_per_sec},")?;
-        writeln!(
-            out,
-            "  \"calibration\": {{\"inner_ns\": {inner_ns:.3}, \"outer_ns\": {outer_ns:.3}, \
-             \"pair_ns\": {:.3}, \"batches\": {samples}, \"calls_per_batch\": 1000}},",
-            inner_ns + outer_ns
-        )?;
-        write!(out, "  \"warnings\": [")?;
-        for (i, p) in problems.iter().enumerate() {
-            if i > 0 {
-                write!(out, ", ")?;
-            }
-            js(&mut out, p)?;
-        }
-        writeln!(out, "]\n}}")?;
-    } else {
-        writeln!(
-            out,
-            "sprig calibrate: pid {}, {}",
-            args.pid,
-            escape(&jvm_line)
-        )?;
-        writeln!(out, "  clock        {clock_name} ({ticks_per_sec} ticks/s)")?;
-        writeln!(
-            out,
-            "  inner  t_I   {inner_ns:8.2} ns per call, inside the called method's own time"
-        )?;
-        writeln!(
-            out,
-            "  outer  t_O   {outer_ns:8.2} ns per call, inside the caller's time"
-        )?;
-        writeln!(
-            out,
-            "  pair         {:8.2} ns per instrumented call (entry + exit probe)",
-            inner_ns + outer_ns
-        )?;
-        writeln!(
-            out,
-            "  samples      {samples} batches of 1000 calls, the median batch of the fastest few ms kept"
-        )?;
-        for p in &problems {
-            writeln!(out, "  warning      {}", escape(p))?;
-        }
+
+    fn on_disconnect(&mut self, e: &SessionError) -> Result<()> {
+        bail!("the agent's connection broke before calibration ended: {e}")
     }
-    drop(prepared);
-    Ok(ExitCode::SUCCESS)
+
+    fn on_turn(&mut self, _turn: &mut Turn<'_>) -> Result<()> {
+        if Instant::now() >= self.deadline {
+            return Err(self.too_slow());
+        }
+        Ok(())
+    }
+
+    fn finish(self, outcome: Outcome) -> Result<ExitCode> {
+        match outcome.end {
+            End::Detached => {}
+            End::AgentError(why) => bail!("the agent failed: {why}"),
+            End::JvmExited(why) | End::Lost(why) => bail!("calibration ended early: {why}"),
+        }
+        let Some((inner, outer, samples)) = self.figures else {
+            bail!(
+                "the agent could not calibrate: {}",
+                if self.problems.is_empty() {
+                    "no figures came back".to_string()
+                } else {
+                    self.problems.join("; ")
+                }
+            );
+        };
+        self.print(inner, outer, samples)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl Calibration {
+    /// Prints the figures on stdout, as text or JSON.
+    fn print(&self, inner: f64, outer: f64, samples: u32) -> Result<()> {
+        let ticks_per_sec = self.ticks_per_sec;
+        let ns = |ticks: f64| ticks * 1e9 / ticks_per_sec.max(1) as f64;
+        let (inner_ns, outer_ns) = (ns(inner), ns(outer));
+        let clock_name = format!("{:?}", self.clock_used).to_lowercase();
+        let problems = &self.problems;
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            let js =
+                |out: &mut dyn Write, v: &str| sprig_callgraph::report::json::write_str(out, v);
+            write!(out, "{{\n  \"pid\": {},\n  \"jvm\": ", self.pid)?;
+            js(&mut out, &self.jvm_line)?;
+            write!(out, ",\n  \"clock\": ")?;
+            js(&mut out, &clock_name)?;
+            writeln!(out, ",\n  \"ticks_per_sec\": {ticks_per_sec},")?;
+            writeln!(
+                out,
+                "  \"calibration\": {{\"inner_ns\": {inner_ns:.3}, \"outer_ns\": {outer_ns:.3}, \
+                 \"pair_ns\": {:.3}, \"batches\": {samples}, \"calls_per_batch\": 1000}},",
+                inner_ns + outer_ns
+            )?;
+            write!(out, "  \"warnings\": [")?;
+            for (i, p) in problems.iter().enumerate() {
+                if i > 0 {
+                    write!(out, ", ")?;
+                }
+                js(&mut out, p)?;
+            }
+            writeln!(out, "]\n}}")?;
+        } else {
+            writeln!(
+                out,
+                "sprig calibrate: pid {}, {}",
+                self.pid,
+                escape(&self.jvm_line)
+            )?;
+            writeln!(out, "  clock        {clock_name} ({ticks_per_sec} ticks/s)")?;
+            writeln!(
+                out,
+                "  inner  t_I   {inner_ns:8.2} ns per call, inside the called method's own time"
+            )?;
+            writeln!(
+                out,
+                "  outer  t_O   {outer_ns:8.2} ns per call, inside the caller's time"
+            )?;
+            writeln!(
+                out,
+                "  pair         {:8.2} ns per instrumented call (entry + exit probe)",
+                inner_ns + outer_ns
+            )?;
+            writeln!(
+                out,
+                "  samples      {samples} batches of 1000 calls, the median batch of the fastest few ms kept"
+            )?;
+            for p in problems {
+                writeln!(out, "  warning      {}", escape(p))?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -9,7 +9,7 @@ use sprig_wire::control::AgentStats;
 
 /// Status line on stderr: redrawn in place on a terminal, printed once
 /// (plus the start line) otherwise.
-pub(super) struct Status {
+pub(crate) struct Status {
     tty: bool,
     last: Instant,
     drawn: bool,
@@ -17,12 +17,12 @@ pub(super) struct Status {
 }
 
 impl Status {
-    pub(super) fn new() -> Status {
+    pub(crate) fn new() -> Status {
         Status::to(Box::new(std::io::stderr()), std::io::stderr().is_terminal())
     }
 
     /// A status writing to `out` (redrawn in place when `tty`).
-    pub(super) fn to(out: Box<dyn Write>, tty: bool) -> Status {
+    pub(crate) fn to(out: Box<dyn Write>, tty: bool) -> Status {
         Status {
             tty,
             last: Instant::now(),
@@ -32,12 +32,12 @@ impl Status {
     }
 
     /// No progress line at all (`--quiet`).
-    pub(super) fn quiet(mut self) -> Status {
+    pub(crate) fn quiet(mut self) -> Status {
         self.tty = false;
         self
     }
 
-    pub(super) fn update(&mut self, elapsed: Duration, progress: Progress, stats: &AgentStats) {
+    pub(crate) fn update(&mut self, elapsed: Duration, progress: Progress, stats: &AgentStats) {
         if !self.tty || self.last.elapsed() < Duration::from_millis(500) {
             return;
         }
@@ -55,7 +55,7 @@ impl Status {
         self.drawn = true;
     }
 
-    pub(super) fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         if self.drawn {
             let _ = write!(self.out, "\r\x1b[2K");
             self.drawn = false;
@@ -66,7 +66,7 @@ impl Status {
 
 /// What the progress line shows besides the agent's counts.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Progress {
+pub(crate) struct Progress {
     pub events: u64,
     /// Events a second, over the last second or so.
     pub rate: f64,
@@ -82,5 +82,56 @@ fn human(v: f64) -> String {
         format!("{:.1}k", v / 1e3)
     } else {
         format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// A sink the test keeps a handle on.
+    #[derive(Clone, Default)]
+    pub(in crate::session) struct Captured(
+        pub(in crate::session) std::rc::Rc<std::cell::RefCell<Vec<u8>>>,
+    );
+
+    impl Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_progress_line_shows_root_calls_and_quiet_turns_it_off() {
+        let progress = Progress {
+            events: 2_500_000,
+            rate: 1_250_000.0,
+            root_calls: 4_200,
+        };
+        let stats = AgentStats {
+            instrumented_methods: 12,
+            called_methods: 9,
+            ..AgentStats::default()
+        };
+        for quiet in [false, true] {
+            let captured = Captured::default();
+            let status = Status::to(Box::new(captured.clone()), true);
+            let mut status = if quiet { status.quiet() } else { status };
+            std::thread::sleep(Duration::from_millis(510));
+            status.update(Duration::from_secs(3), progress, &stats);
+            let text = String::from_utf8(captured.0.borrow().clone()).unwrap();
+            if quiet {
+                assert!(text.is_empty(), "{text:?}");
+            } else {
+                assert!(
+                    text.contains("3.0 s, 4.2k root calls, 2.5M events (1.2M/s), 12 methods instrumented / 9 called"),
+                    "{text:?}"
+                );
+            }
+        }
     }
 }

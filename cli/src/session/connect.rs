@@ -19,15 +19,15 @@ use sprig_wire::{Message, clock};
 /// Everything created for one session on the CLI side. Dropping it removes
 /// the private directory and the socket; the ring (a memfd) goes with the
 /// last reference to its mapping.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub(super) dir: SessionDir,
-    pub(super) region: Arc<Region>,
+    pub(crate) region: Arc<Region>,
     /// The ring's sealed memfd, handed to the agent with `Start`.
     pub(super) ring_fd: OwnedFd,
     pub(super) listener: Listener,
 }
 
-fn prepare_with(
+pub(super) fn prepare_with(
     clock_kind: ClockKind,
     ring_mib: u32,
     owner: Option<(u32, u32)>,
@@ -73,7 +73,7 @@ fn ring_config(ring_mib: u32, clock: ClockKind, ticks_per_sec: u64) -> Result<Ri
 
 /// Loads the agent into JVM `pid` and waits for it to connect back: the
 /// session's files, the control channel and the JVM's name and version.
-pub(super) fn attach_to(
+pub(crate) fn attach_to(
     pid: u32,
     clock_kind: ClockKind,
     ring_mib: u32,
@@ -112,7 +112,7 @@ pub(super) fn attach_to(
 /// first instruction and waits for it to connect back: the session's
 /// files, the JVM process, the control channel and the JVM's name and
 /// version. A JVM that exits first, or connects wrongly, is reaped.
-pub(super) fn launch(
+pub(crate) fn launch(
     command: &[String],
     clock_kind: ClockKind,
     ring_mib: u32,
