@@ -517,6 +517,29 @@ impl<'a> Jni<'a> {
         out
     }
 
+    /// Runs `f` while this thread holds the monitor of `object` (JNI
+    /// `MonitorEnter`/`MonitorExit`, the monitor Java's `synchronized`
+    /// takes); `None` when the monitor could not be entered. Only short,
+    /// non-blocking work belongs in `f`: other threads wait for it.
+    pub fn with_monitor<R>(&self, object: Local<'_>, f: impl FnOnce() -> R) -> Option<R> {
+        // SAFETY: `object` is a live reference of this thread.
+        if unsafe { jni_call!(self.env, MonitorEnter, object.raw()) } != JNI_OK {
+            self.exception_clear();
+            return None;
+        }
+        // Exits the monitor on every path out of `f`, a panic included.
+        struct Exit(*mut JNIEnv, jobject);
+        impl Drop for Exit {
+            fn drop(&mut self) {
+                // SAFETY: this thread's JNIEnv; this thread entered the
+                // monitor of this live object above and exits it once.
+                unsafe { jni_call!(self.0, MonitorExit, self.1) };
+            }
+        }
+        let _exit = Exit(self.env, object.raw());
+        Some(f())
+    }
+
     /// The module of `class` (JNI `GetModule`).
     pub fn module_of(&self, class: Local<'_>) -> Option<Local<'a>> {
         // SAFETY: `class` is a live class reference of this thread.
