@@ -334,3 +334,44 @@ fn a_panic_on_the_control_thread_restores_every_class() {
         assert_clean_exit(&jdk, &mut jvm, cwd.path());
     }
 }
+
+/// A thread whose class overrides `getId()` is named by its real thread id
+/// (`threadId()`, what the probe class reads), on JDK 17 and 25: the id
+/// the agent claims a Java-path slot with is the one the probes look up.
+#[test]
+fn a_thread_that_overrides_get_id_is_named_by_its_real_id() {
+    for jdk in sprig_tests::test_jdks("a_thread_that_overrides_get_id_is_named_by_its_real_id") {
+        let classes = fixture_classes(&jdk);
+        let cwd = TempDir::new("ids-cwd");
+        let mut jvm = spawn_java_env(&jdk, classes.path(), &[], "fixture.Ids", &[], cwd.path());
+        wait_ready(&mut jvm);
+        let mut cli = FakeCli::new();
+        load_when_free(&jdk, jvm.pid(), &agent_lib(), &cli);
+        cli.accept(jvm.pid());
+        cli.start(&["fixture.Ids::work"]);
+        cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+            matches!(m, Message::RootInstrumented { .. })
+        });
+        jvm.send("run 100");
+        let line = jvm.wait_for("tid", Duration::from_secs(30), |l| l.starts_with("tid "));
+        let real: u64 = line["tid ".len()..].trim().parse().expect("a thread id");
+        jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
+        cli.detach();
+        let named: Vec<u64> = cli
+            .msgs
+            .iter()
+            .filter_map(|m| match m {
+                Message::Thread { name, java_id, .. } if name == "liar" => Some(*java_id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(named, vec![real], "JDK {}", jdk.major);
+        let counts = cli.counts();
+        assert_eq!(
+            counts["liar"].root_entry, 100,
+            "JDK {}: {counts:#?}",
+            jdk.major
+        );
+        assert_clean_exit(&jdk, &mut jvm, cwd.path());
+    }
+}
