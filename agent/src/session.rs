@@ -255,12 +255,13 @@ pub fn on_vm_death() {
 
 /// Starts a thread named `name`, attached to the VM as a daemon, that runs
 /// `body`; a panic in `body` is caught and `after_panic` runs (still
-/// attached).
+/// attached). `unattached` runs instead when the thread cannot attach.
 fn spawn_attached(
     agent: &'static Agent,
     name: &'static str,
     body: impl FnOnce(Jni<'_>) + Send + 'static,
     after_panic: impl FnOnce(Jni<'_>) + Send + 'static,
+    unattached: impl FnOnce() + Send + 'static,
 ) -> Result<(), AgentError> {
     std::thread::Builder::new()
         .name(name.into())
@@ -269,6 +270,7 @@ fn spawn_attached(
                 Ok(a) => a,
                 Err(e) => {
                     eprintln!("sprig agent: {e}");
+                    unattached();
                     return;
                 }
             };
@@ -304,6 +306,9 @@ fn spawn_control(
             end_after_panic(agent, jni);
             release(jni, me);
         },
+        // Nothing began; without a JNI environment only this copy's claim
+        // can be given back (the JVM's stays with `me`).
+        || BUSY.store(false, Ordering::Release),
     )
 }
 
@@ -326,6 +331,7 @@ fn spawn_refusal(
             }
         },
         |_| {},
+        || {},
     )
     .map_err(|_| AgentError::Busy { owner: refused })
 }
