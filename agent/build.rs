@@ -2,7 +2,8 @@
 //! with `include_bytes!`:
 //! - `jni/sprig/rt/Probe.class` from java/sprig/rt/Probe.java for
 //!   Java 17 (JNI natives only; used on JDK 17–21), required,
-//!   and beside it `jni/sprig/rt/Calibration.class` (probe calibration, every JDK);
+//!   and beside it `jni/sprig/rt/Calibration.class` (probe calibration, every JDK)
+//!   and `jni/sprig/rt/Session.class` (the JVM's one session, every JDK);
 //! - `ffm/sprig/rt/Probe.class` from java22/sprig/rt/Probe.java with
 //!   Java 22 (FFM critical downcalls first; used on JDK 22+),
 //!   when a javac 22 or later is found (`SPRIG_JAVAC22`, `JAVA_HOME`, `javac`
@@ -16,9 +17,11 @@ use std::process::Command;
 fn main() {
     let src = PathBuf::from("java/sprig/rt/Probe.java");
     let calib = PathBuf::from("java/sprig/rt/Calibration.java");
+    let claim = PathBuf::from("java/sprig/rt/Session.java");
     let src22 = PathBuf::from("java22/sprig/rt/Probe.java");
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed={}", calib.display());
+    println!("cargo:rerun-if-changed={}", claim.display());
     println!("cargo:rerun-if-changed={}", src22.display());
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     println!("cargo:rerun-if-env-changed=SPRIG_JAVAC22");
@@ -30,7 +33,7 @@ fn main() {
         _ => PathBuf::from("javac"),
     };
     let jni_out = out.join("jni");
-    if let Err(why) = compile(&javac, "17", &jni_out, &[&src, &calib]) {
+    if let Err(why) = compile(&javac, "17", &jni_out, &[&src, &calib, &claim]) {
         panic!(
             "sprig-agent needs a JDK's javac to compile {}: {why}. \
              Install a JDK (17 or later) or set JAVA_HOME.",

@@ -20,8 +20,14 @@ pub enum AgentError {
     Jni(#[from] JniError),
     #[error("this thread is not attached to the VM")]
     NotAttached,
-    #[error("a sprig session is already running in this JVM; detach it first")]
-    Busy,
+    #[error(
+        "a sprig session is already running in this JVM ({owner}); stop that session or wait \
+         for it to end, then try again"
+    )]
+    Busy {
+        /// Which sprig runs it: `sprig pid N, user U`.
+        owner: String,
+    },
     #[error("cannot start the sprig-control thread: {0}")]
     Thread(std::io::Error),
     #[error("internal error (panic) in the agent")]
@@ -31,20 +37,24 @@ pub enum AgentError {
          profile it with that sprig, or restart the JVM"
     )]
     OldProbeClass,
+    #[error("cannot keep the agent library loaded (dladdr/dlopen failed)")]
+    Pin,
 }
 
 impl AgentError {
     /// The code an entry point returns for this error (never 0).
     pub fn code(&self) -> i32 {
+        use sprig_wire::control::agent_code as c;
         match self {
-            AgentError::NoOptions | AgentError::Options(_) => 1,
-            AgentError::NoVm | AgentError::NoJvmti(_) | AgentError::NotAttached => 2,
-            AgentError::Jvmti { .. } => 3,
-            AgentError::Jni(_) => 4,
-            AgentError::Busy => 5,
-            AgentError::Thread(_) => 6,
-            AgentError::Panic => 7,
-            AgentError::OldProbeClass => 8,
+            AgentError::NoOptions | AgentError::Options(_) => c::OPTIONS,
+            AgentError::NoVm | AgentError::NoJvmti(_) | AgentError::NotAttached => c::NO_VM,
+            AgentError::Jvmti { .. } => c::JVMTI,
+            AgentError::Jni(_) => c::JNI,
+            AgentError::Busy { .. } => c::BUSY,
+            AgentError::Thread(_) => c::THREAD,
+            AgentError::Panic => c::PANIC,
+            AgentError::OldProbeClass => c::OLD_PROBE_CLASS,
+            AgentError::Pin => c::PIN,
         }
     }
 

@@ -50,6 +50,17 @@ mod threads;
 
 use std::ffi::{c_char, c_void};
 
+/// Pins the library before anything is registered with the VM (see
+/// `ffi::pin_library`): an attach that fails later then leaves nothing
+/// the VM calls pointing into unmapped code.
+fn pin() -> Result<(), error::AgentError> {
+    if ffi::pin_library() {
+        Ok(())
+    } else {
+        Err(error::AgentError::Pin)
+    }
+}
+
 /// # Safety
 /// Called by the VM with its JavaVM pointer and option string.
 ///
@@ -63,6 +74,7 @@ pub unsafe extern "system" fn Agent_OnLoad(
     _reserved: *mut c_void,
 ) -> i32 {
     error::run_entry("OnLoad", || {
+        pin()?;
         // SAFETY: the VM passes its JavaVM pointer and a NUL-terminated
         // option string (or null), both valid for this call.
         let (vm, options) = unsafe { (ffi::JavaVm::from_raw(vm), ffi::options_str(options)) };
@@ -83,6 +95,7 @@ pub unsafe extern "system" fn Agent_OnAttach(
     _reserved: *mut c_void,
 ) -> i32 {
     error::run_entry("OnAttach", || {
+        pin()?;
         // SAFETY: as in Agent_OnLoad.
         let (vm, options) = unsafe { (ffi::JavaVm::from_raw(vm), ffi::options_str(options)) };
         session::on_attach(vm.ok_or(error::AgentError::NoVm)?, options.as_deref())

@@ -265,6 +265,126 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
     })
 }
 
+// The JVM's one session: `sprig.rt.Session`, shared by every copy of the
+// agent in this JVM (each copy's own statics are not).
+
+/// Internal name of the class that holds the JVM's one session.
+const SESSION_CLASS: &str = "sprig/rt/Session";
+static SESSION_BYTES: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Session.class"));
+
+/// The sprig that runs (or asks for) a session: its process id and its
+/// user id (`u32::MAX` when unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: u32,
+    pub uid: u32,
+}
+
+impl Owner {
+    /// `Session.owner`'s value for this owner (never 0: a pid is not).
+    fn word(self) -> i64 {
+        ((u64::from(self.uid) << 32) | u64::from(self.pid)) as i64
+    }
+
+    fn from_word(w: i64) -> Owner {
+        let w = w as u64;
+        Owner {
+            pid: w as u32,
+            uid: (w >> 32) as u32,
+        }
+    }
+
+    /// `sprig pid 1234, user alice`.
+    pub fn describe(self) -> String {
+        let user = match self.uid {
+            u32::MAX => "unknown".to_string(),
+            uid => user_name(uid),
+        };
+        format!("sprig pid {}, user {user}", self.pid)
+    }
+}
+
+/// The name of `uid` in this JVM's /etc/passwd, or `uid N`.
+fn user_name(uid: u32) -> String {
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                let id = f.nth(1)?.parse::<u32>().ok()?;
+                (id == uid && !name.is_empty()).then(|| name.to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// This JVM's `Session` class, defined now when no agent did yet.
+fn session_class<'a>(jni: Jni<'a>) -> Result<Local<'a>, AgentError> {
+    if let Some(c) = jni.find_class(SESSION_CLASS)? {
+        return Ok(c);
+    }
+    match jni.define_bootstrap_class(SESSION_CLASS, SESSION_BYTES) {
+        Ok(c) => Ok(c),
+        // Another copy of the agent defined it meanwhile.
+        Err(e) => jni.find_class(SESSION_CLASS)?.ok_or(AgentError::Jni(e)),
+    }
+}
+
+/// Runs `f` on `Session.owner`'s current value under the class's monitor;
+/// `f` returns the value to write, if any.
+fn with_owner<R>(jni: Jni<'_>, f: impl FnOnce(i64) -> (Option<i64>, R)) -> Result<R, AgentError> {
+    jni.with_local_frame(8, |jni| {
+        let class = session_class(jni)?;
+        let field = jni
+            .find_static_field(class, "owner", c"J")
+            .ok_or(AgentError::Jni(crate::ffi::JniError::Code {
+                call: "GetStaticFieldID(Session.owner)",
+                code: -1,
+            }))?;
+        jni.with_monitor(class, || {
+            let (write, out) = f(jni.static_long(&class, field));
+            if let Some(w) = write {
+                jni.set_static_long(&class, field, w);
+            }
+            out
+        })
+        .ok_or(AgentError::Jni(crate::ffi::JniError::Code {
+            call: "MonitorEnter(Session)",
+            code: -1,
+        }))
+    })
+}
+
+/// Claims this JVM's one session for `me`, whichever copy of the agent
+/// asks: `Busy` naming the sprig whose session runs. Taken before the
+/// probe class's natives are bound to this copy.
+pub fn claim_jvm(jni: Jni<'_>, me: Owner) -> Result<(), AgentError> {
+    let held = with_owner(jni, |now| match now {
+        0 => (Some(me.word()), None),
+        other => (None, Some(Owner::from_word(other))),
+    })?;
+    match held {
+        None => Ok(()),
+        Some(owner) => Err(AgentError::Busy {
+            owner: owner.describe(),
+        }),
+    }
+}
+
+/// Gives the JVM's session back, if `me` holds it.
+pub fn release_jvm(jni: Jni<'_>, me: Owner) {
+    let _ = with_owner(jni, |now| ((now == me.word()).then_some(0), ()));
+}
+
+/// The sprig whose session runs in this JVM, if any.
+pub fn jvm_owner(jni: Jni<'_>) -> Option<Owner> {
+    with_owner(jni, |now| (None, (now != 0).then(|| Owner::from_word(now))))
+        .ok()
+        .flatten()
+}
+
 /// The probe class's Java path of sampled timing is linked to this
 /// library's slot table (`ffi::slots`).
 static JAVA_PATH: AtomicBool = AtomicBool::new(false);

@@ -6,9 +6,12 @@
 //!
 //! The agent option string is wire's `AgentOptions` (`dir=<session dir>,
 //! token=<32 hex>,cli=<pid>`); the ring is `<dir>/ring`, the socket
-//! `<dir>/control.sock`. Loading the agent while a session runs fails with
-//! return code 5 ("already running"); other codes are in
-//! `AgentError::code`.
+//! `<dir>/control.sock`. One session runs per JVM, whichever copy of the
+//! agent library runs it (`probe_class::claim_jvm`); loading the agent
+//! while a session runs returns 0 and refuses the new session over its
+//! socket: `Error` naming the sprig that runs the session (pid and user)
+//! and `Detached` answer its `Start`. The codes of an attach that fails are
+//! in `AgentError::code`.
 //!
 //! 1. Handshake (wire's `connect`): `AgentHello` → `CliHello`.
 //! 2. Before `Start` the agent answers `StatusRequest` and
@@ -37,7 +40,9 @@
 //!    a `Warning` naming the running frames the session's redefinitions
 //!    left on an old method version),
 //!    then closes the socket. On VM exit it sends `Warning("the target JVM
-//!    is exiting")` and the socket closes with the process.
+//!    is exiting")` and the socket closes with the process. A panic on the
+//!    control thread ends the session with the same teardown (`Warning`,
+//!    then `Detached`).
 
 use crate::calibrate;
 use crate::env::{self, Agent};
@@ -56,6 +61,7 @@ use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions, Timing};
 use sprig_wire::session::{Channel, connect};
 use sprig_wire::{AgentOptions, Message};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -75,8 +81,32 @@ const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
 static BUSY: AtomicBool = AtomicBool::new(false);
 /// The VM is dying: the control loop stops at once.
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
+/// A session's per-session state has begun and its teardown has not run.
+static LIVE: AtomicBool = AtomicBool::new(false);
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
+/// Test-only fault injection: a comma-separated list in the target's
+/// environment. `control` makes the control loop panic once, `teardown`
+/// one step of the end of a session (the tests of a session's end).
+const FAULT_ENV: &str = "SPRIG_AGENT_FAULT";
+
+/// Panics once per JVM at `point` when [`FAULT_ENV`] names it.
+fn inject_fault(point: &'static str) {
+    static FIRED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let Some(list) = std::env::var_os(FAULT_ENV) else {
+        return;
+    };
+    if !list.to_string_lossy().split(',').any(|p| p == point) {
+        return;
+    }
+    let mut fired = crate::sync::lock(&FIRED);
+    if fired.contains(&point) {
+        return;
+    }
+    fired.push(point);
+    drop(fired);
+    panic!("sprig agent: injected fault at {point} ({FAULT_ENV})");
+}
 
 /// The agent's handlers of the JVMTI events, as `ffi` binds them.
 struct Events;
@@ -103,13 +133,38 @@ impl crate::ffi::VmEvents for Events {
     }
 }
 
-fn claim() -> Result<(), AgentError> {
-    BUSY.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-        .map(|_| ())
-        .map_err(|_| AgentError::Busy)
+/// The sprig of `cli_pid` (its effective user id from /proc, `u32::MAX`
+/// when unreadable): the process the control socket is checked against.
+fn owner_of(cli_pid: u32) -> probe_class::Owner {
+    let uid = std::fs::read_to_string(format!("/proc/{cli_pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2)?.parse::<u32>().ok()
+        })
+        .unwrap_or(u32::MAX);
+    probe_class::Owner { pid: cli_pid, uid }
 }
 
-fn release() {
+/// Claims the JVM for a session of `me`: this copy of the agent first
+/// (`BUSY`), then the JVM, whichever copy of the agent asks
+/// (`probe_class::claim_jvm`), before anything binds the probe natives.
+fn claim(jni: Jni<'_>, me: probe_class::Owner) -> Result<(), AgentError> {
+    if BUSY
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Err(AgentError::Busy {
+            owner: probe_class::jvm_owner(jni)
+                .map_or_else(|| "started by this agent".to_string(), |o| o.describe()),
+        });
+    }
+    probe_class::claim_jvm(jni, me).inspect_err(|_| BUSY.store(false, Ordering::Release))
+}
+
+/// Gives the JVM back: its session, then this copy's.
+fn release(jni: Jni<'_>, me: probe_class::Owner) {
+    probe_class::release_jvm(jni, me);
     BUSY.store(false, Ordering::Release);
 }
 
@@ -121,20 +176,27 @@ fn parse_options(options: Option<&str>) -> Result<AgentOptions, AgentError> {
 }
 
 /// `Agent_OnAttach`: parse, claim the JVM, bind the probe class, start the
-/// control thread, return.
+/// control thread, return. A JVM whose session runs already (this copy's
+/// or another's) is refused over the control socket, where the refusal
+/// can name the session that runs.
 pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let opts = parse_options(options)?;
     let agent = env::init::<Events>(vm)?;
-    claim()?;
+    let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
+    let me = owner_of(opts.cli_pid);
+    match claim(jni, me) {
+        Ok(()) => {}
+        Err(AgentError::Busy { owner }) => return spawn_refusal(agent, opts, owner),
+        Err(e) => return Err(e),
+    }
     let result = (|| {
-        let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
         if probe_class::ensure::<probe::Natives>(jni)? {
             ledger::expect_whole_deoptimization(probe_class::vm_major());
         }
-        spawn_control(agent, move |jni| begin(agent, jni, opts))
+        spawn_control(agent, me, move |jni| begin(agent, jni, opts))
     })();
     if result.is_err() {
-        release();
+        release(jni, me);
     }
     result
 }
@@ -161,21 +223,23 @@ pub fn on_vm_init(jni: Jni<'_>) {
         return;
     };
     let _ = agent.jvmti.set_event(Event::VmInit, false);
-    if claim().is_err() {
+    let me = owner_of(opts.cli_pid);
+    if let Err(e) = claim(jni, me) {
+        eprintln!("sprig agent: {e}");
         return;
     }
     let started = probe_class::ensure::<probe::Natives>(jni).map(|_| begin(agent, jni, opts));
     match started {
         Ok(Some(session)) => {
-            if let Err(e) = spawn_control(agent, move |_| Some(session)) {
+            if let Err(e) = spawn_control(agent, me, move |_| Some(session)) {
                 eprintln!("sprig agent: {e}");
-                release();
+                release(jni, me);
             }
         }
-        Ok(None) => release(),
+        Ok(None) => release(jni, me),
         Err(e) => {
             eprintln!("sprig agent: {e}");
-            release();
+            release(jni, me);
         }
     }
 }
@@ -189,37 +253,102 @@ pub fn on_vm_death() {
     }
 }
 
-/// Starts the `sprig-control` thread: attaches it to the VM as a daemon,
-/// runs `start` (which returns the started session or `None`), then the
-/// control loop and the detach.
-fn spawn_control(
+/// Starts a thread named `name`, attached to the VM as a daemon, that runs
+/// `body`; a panic in `body` is caught and `after_panic` runs (still
+/// attached). `unattached` runs instead when the thread cannot attach.
+fn spawn_attached(
     agent: &'static Agent,
-    start: impl FnOnce(Jni<'_>) -> Option<Session> + Send + 'static,
+    name: &'static str,
+    body: impl FnOnce(Jni<'_>) + Send + 'static,
+    after_panic: impl FnOnce(Jni<'_>) + Send + 'static,
+    unattached: impl FnOnce() + Send + 'static,
 ) -> Result<(), AgentError> {
     std::thread::Builder::new()
-        .name("sprig-control".into())
+        .name(name.into())
         .spawn(move || {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let attached = match agent.vm.attach_daemon("sprig-control") {
-                    Ok(a) => a,
-                    Err(e) => {
-                        eprintln!("sprig agent: {e}");
-                        return;
-                    }
-                };
-                let jni = attached.jni();
-                if let Some(session) = start(jni) {
-                    session.run(agent, jni);
+            let attached = match agent.vm.attach_daemon(name) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("sprig agent: {e}");
+                    unattached();
+                    return;
                 }
-            }));
-            if outcome.is_err() {
+            };
+            let jni = attached.jni();
+            if catch_unwind(AssertUnwindSafe(|| body(jni))).is_err() {
                 eprintln!("sprig agent: {}", AgentError::Panic);
-                outbox::close();
+                let _ = catch_unwind(AssertUnwindSafe(|| after_panic(jni)));
             }
-            release();
         })
         .map(|_| ())
         .map_err(AgentError::Thread)
+}
+
+/// Starts the `sprig-control` thread: runs `start` (which returns the
+/// started session or `None`), then the control loop and the detach. A
+/// panic on the thread ends the session with the same teardown as every
+/// other end. The JVM is released (`me`) on every path.
+fn spawn_control(
+    agent: &'static Agent,
+    me: probe_class::Owner,
+    start: impl FnOnce(Jni<'_>) -> Option<Session> + Send + 'static,
+) -> Result<(), AgentError> {
+    spawn_attached(
+        agent,
+        "sprig-control",
+        move |jni| {
+            if let Some(session) = start(jni) {
+                session.run(agent, jni);
+            }
+            release(jni, me);
+        },
+        move |jni| {
+            end_after_panic(agent, jni);
+            release(jni, me);
+        },
+        // Nothing began; without a JNI environment only this copy's claim
+        // can be given back (the JVM's stays with `me`).
+        || BUSY.store(false, Ordering::Release),
+    )
+}
+
+/// Refuses a session while another runs (`owner` names it): a thread
+/// connects to the CLI, answers it as `begin` does until `Start`, then
+/// sends the `Error` and `Detached`. It binds nothing and claims nothing.
+fn spawn_refusal(
+    agent: &'static Agent,
+    opts: AgentOptions,
+    owner: String,
+) -> Result<(), AgentError> {
+    let why = AgentError::Busy { owner }.to_string();
+    let refused = why.clone();
+    spawn_attached(
+        agent,
+        "sprig-refusal",
+        move |jni| {
+            if let Some((ch, _)) = await_start(agent, jni, &opts) {
+                refuse(ch, why);
+            }
+        },
+        |_| {},
+        || {},
+    )
+    .map_err(|_| AgentError::Busy { owner: refused })
+}
+
+/// A panic ended the control thread: if a session had begun, its end runs
+/// now (the same teardown as every other end), then the CLI is told.
+fn end_after_panic(agent: &'static Agent, jni: Jni<'_>) {
+    if LIVE.load(Ordering::Acquire) {
+        let stats = teardown(agent, jni, &End::Panic);
+        outbox::send(Message::Warning(
+            "internal error (panic) on the agent's control thread: the session ended and every \
+             class was restored"
+                .into(),
+        ));
+        outbox::send(Message::Detached(stats));
+    }
+    outbox::end_session();
 }
 
 /// A started session, owned by the control thread.
@@ -249,6 +378,8 @@ enum End {
     VmDeath,
     /// Instrumentation could not start (already reported with `Error`).
     Failed,
+    /// The control thread panicked.
+    Panic,
     Channel(String),
 }
 
@@ -305,10 +436,14 @@ fn refuse(ch: Channel, why: String) -> Option<Session> {
     None
 }
 
-/// Connects, waits for `Start`, maps the ring and instruments the roots.
-fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Session> {
-    VM_DEAD.store(false, Ordering::Release);
-    let mut ch = match connect(&opts, jvm_info(agent), CONNECT_TIMEOUT) {
+/// Connects and waits for `Start`, answering what the CLI may ask before
+/// it; `None` when the session ended first (told to the CLI or on stderr).
+fn await_start(
+    agent: &'static Agent,
+    jni: Jni<'_>,
+    opts: &AgentOptions,
+) -> Option<(Channel, SessionOptions)> {
+    let mut ch = match connect(opts, jvm_info(agent), CONNECT_TIMEOUT) {
         Ok(ch) => ch,
         Err(e) => {
             eprintln!("sprig agent: cannot reach sprig: {e}");
@@ -317,13 +452,14 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
     };
     let _ = ch.set_write_timeout(Some(WRITE_TIMEOUT));
     let deadline = Instant::now() + START_TIMEOUT;
-    let session_opts = loop {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return refuse(ch, "no Start from sprig in time".into());
+            refuse(ch, "no Start from sprig in time".into());
+            return None;
         }
         match ch.recv_timeout(left.min(TICK)) {
-            Ok(Some(Message::Start(o))) => break o,
+            Ok(Some(Message::Start(o))) => return Some((ch, o)),
             Ok(Some(Message::Detach)) => {
                 let _ = ch.send(&Message::Detached(stats(ledger::Counters::default())));
                 let _ = ch.shutdown();
@@ -341,7 +477,13 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
                 return None;
             }
         }
-    };
+    }
+}
+
+/// Connects, waits for `Start`, maps the ring and instruments the roots.
+fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Session> {
+    VM_DEAD.store(false, Ordering::Release);
+    let (mut ch, session_opts) = await_start(agent, jni, &opts)?;
     // The ring came as a sealed memfd with the `Start` frame.
     let ring = ch.take_fd();
     start_profiling(agent, jni, ch, ring, session_opts)
@@ -422,6 +564,9 @@ fn start_profiling(
         ));
     }
     let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
+    // From here on every end of the session, a panic included, runs the
+    // teardown.
+    LIVE.store(true, Ordering::Release);
     probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
@@ -502,6 +647,7 @@ impl Session {
     fn run(mut self, agent: &'static Agent, jni: Jni<'_>) {
         let mut last_status = Instant::now();
         let end = loop {
+            inject_fault("control");
             outbox::flush();
             let wait = probe::settle_active(jni).map_or(TICK, |w| w.min(TICK));
             reveal::service(&agent.jvmti, jni);
@@ -532,8 +678,6 @@ impl Session {
         self.detach(agent, jni, end);
     }
 
-    /// Silences the probes, restores every class, retires the ring, sends
-    /// `Detached` and closes the channel.
     /// A second calibration at a requested detach, while the probes still
     /// run. The host can slow this machine kind's cores by half for a
     /// second or more (the calibration windows of one attach then all sit
@@ -550,31 +694,87 @@ impl Session {
         }
     }
 
+    /// Ends the session ([`teardown`]), sends `Detached` and closes the
+    /// channel.
     fn detach(self, agent: &'static Agent, jni: Jni<'_>, end: End) {
         if matches!(end, End::Requested) {
-            self.calibrate_again(jni);
+            step("the second calibration", (), || self.calibrate_again(jni));
         }
-        // Per-session state ends in this order: probe (silenced), the
-        // restore (ledger, under revelation's quiesce), frames, reveal,
-        // probe_class, the ring, outbox.
-        probe::end_session(jni);
+        let stats = teardown(agent, jni, &end);
+        step("the last messages", (), || {
+            match &end {
+                End::RingDead => {
+                    outbox::send(Message::Warning(
+                        "the event ring was abandoned: profiling stopped".into(),
+                    ));
+                }
+                End::Channel(e) => {
+                    outbox::send(Message::Warning(format!("control channel failed: {e}")));
+                }
+                End::Requested | End::CliGone | End::VmDeath | End::Failed | End::Panic => {}
+            }
+            outbox::send(Message::Detached(stats));
+        });
+        let _ = self.ch.shutdown();
+        outbox::end_session();
+    }
+}
+
+/// Runs one step of the teardown: a panic in it is caught (and said on
+/// stderr), `fallback` stands for its result, and the next steps run.
+fn step<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!("sprig agent: {} in {what}", AgentError::Panic);
+            fallback
+        }
+    }
+}
+
+/// The end of every session, however it ends (a requested detach, the CLI
+/// gone, the ring dead, VM death, a panic on the control thread): every
+/// probe silenced, every class restored, revelation and the probe class's
+/// session state ended, the hook and class-prepare events off, the ring
+/// retired and the queued messages sent. Each step runs even when one
+/// before it panicked. Runs once per session; returns the final counts.
+fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
+    if !LIVE.swap(false, Ordering::AcqRel) {
+        return stats(ledger::Counters::default());
+    }
+    let vm_death = matches!(end, End::VmDeath);
+    // Per-session state ends in this order: probe (silenced), the restore
+    // (ledger, under revelation's quiesce), frames, reveal, probe_class,
+    // the ring, outbox.
+    step("probe::end_session", (), || probe::end_session(jni));
+    step("the virtual-thread count", (), || {
         let on_virtual = probe_class::virtual_roots(jni);
         if on_virtual > 0 {
             outbox::send(Message::Warning(format!(
-                "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig keeps \
-                 a thread's probe state with the carrier thread, and a virtual thread that \
-                 blocks inside the root can go on on another carrier",
+                "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig \
+                 keeps a thread's probe state with the carrier thread, and a virtual thread \
+                 that blocks inside the root can go on on another carrier",
                 if on_virtual == 1 { "" } else { "s" },
                 if on_virtual == 1 { "was" } else { "were" },
             )));
         }
-        let serial = reveal::quiesce();
-        let (counters, redefined) = if matches!(end, End::VmDeath) {
-            (ledger::counters(), Default::default())
-        } else {
-            instrument::restore_all(&agent.jvmti, jni)
-        };
-        drop(serial);
+    });
+    let (counters, redefined) = step(
+        "the restore",
+        (ledger::Counters::default(), Default::default()),
+        || {
+            let serial = reveal::quiesce();
+            let restored = if vm_death {
+                (ledger::counters(), Default::default())
+            } else {
+                instrument::restore_all(&agent.jvmti, jni)
+            };
+            drop(serial);
+            restored
+        },
+    );
+    step("frames::end_session", (), || {
+        inject_fault("teardown");
         // Frames the redefinitions left on old method versions.
         if !redefined.is_empty() {
             let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
@@ -583,33 +783,29 @@ impl Session {
             }
         }
         frames::end_session();
+    });
+    let revelation = step("reveal::end_session", None, || {
         if let Some(w) = reveal::spared_warning() {
             outbox::send(Message::Warning(w));
         }
         let revelation = reveal::stats();
         reveal::end_session(jni);
-        // The receiver classes the checks remembered: references that
-        // would keep those classes (and their loaders) from unloading.
-        if !matches!(end, End::VmDeath) {
-            probe_class::end_session(jni, reveal::sites_handed());
-        }
+        revelation
+    });
+    // The receiver classes the checks remembered: references that would
+    // keep those classes (and their loaders) from unloading.
+    if !vm_death {
+        step("probe_class::end_session", (), || {
+            probe_class::end_session(jni, reveal::sites_handed())
+        });
+    }
+    step("the events off", (), || {
         let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
         let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
+    });
+    step("the ring's retirement", (), || {
         let _ = probe::retire_ring();
-        outbox::flush();
-        match &end {
-            End::RingDead => {
-                outbox::send(Message::Warning(
-                    "the event ring was abandoned: profiling stopped".into(),
-                ));
-            }
-            End::Channel(e) => {
-                outbox::send(Message::Warning(format!("control channel failed: {e}")));
-            }
-            End::Requested | End::CliGone | End::VmDeath | End::Failed => {}
-        }
-        outbox::send(Message::Detached(stats_with(counters, revelation)));
-        let _ = self.ch.shutdown();
-        outbox::end_session();
-    }
+    });
+    step("outbox::flush", (), outbox::flush);
+    stats_with(counters, revelation)
 }

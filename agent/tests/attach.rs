@@ -138,50 +138,47 @@ fn a_second_profiling_session_is_refused_and_cli_death_detaches() {
         matches!(m, Message::RootInstrumented { .. })
     });
 
-    // A second load while the session runs: refused with a clear error.
-    let other = FakeCli::new();
-    let out = std::process::Command::new(jdk.home.join("bin/jcmd"))
-        .arg(jvm.pid().to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_lib())
-        .arg(jcmd_quote(&other.options()))
-        .output()
-        .expect("jcmd");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(text.contains("return code: 5"), "jcmd said: {text}");
-    jvm.wait_for("busy error", Duration::from_secs(10), |l| {
-        l.contains("already running")
+    // A second load while the session runs: refused over its control
+    // socket with one line naming the session that runs.
+    let mut other = FakeCli::new();
+    let text = jcmd_load(&jdk, jvm.pid(), &other.options());
+    assert!(text.contains("return code: 0"), "jcmd said: {text}");
+    other.accept(jvm.pid());
+    other.start(&["fixture.Roots::work"]);
+    let refused = other.wait_msg("Error", Duration::from_secs(10), |m| {
+        matches!(m, Message::Error(_) | Message::Started { .. })
     });
+    let pid = format!("sprig pid {}", std::process::id());
+    assert!(
+        matches!(&refused, Message::Error(why) if why.contains("already running") && why.contains(&pid)),
+        "{refused:?}"
+    );
 
     // The CLI vanishes (socket closed): the agent detaches by itself and a
     // new session works right after.
     let t0 = Instant::now();
     drop(cli);
-    let mut next = FakeCli::new();
-    loop {
+    let mut next = loop {
         // The agent refuses while the old session is still detaching.
-        let out = std::process::Command::new(jdk.home.join("bin/jcmd"))
-            .arg(jvm.pid().to_string())
-            .arg("JVMTI.agent_load")
-            .arg(agent_lib())
-            .arg(jcmd_quote(&next.options()))
-            .output()
-            .expect("jcmd");
-        if String::from_utf8_lossy(&out.stdout).contains("return code: 0") {
-            break;
+        let mut next = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &next.options());
+        next.accept(jvm.pid());
+        let original_now = digest(&mut next, "fixture.Roots");
+        next.start(&["fixture.Roots::work"]);
+        let m = next.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+            matches!(m, Message::RootInstrumented { .. } | Message::Error(_))
+        });
+        if matches!(m, Message::RootInstrumented { .. }) {
+            // Restored before this session began.
+            assert_eq!(original_now, original);
+            break next;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(2),
             "no detach within 2 s"
         );
         std::thread::sleep(Duration::from_millis(20));
-    }
-    next.accept(jvm.pid());
-    assert_eq!(digest(&mut next, "fixture.Roots"), original);
-    next.start(&["fixture.Roots::work"]);
-    next.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
-        matches!(m, Message::RootInstrumented { .. })
-    });
+    };
     jvm.send("run 50 1");
     jvm.wait_for("done", Duration::from_secs(30), |l| l == "done");
     next.detach();

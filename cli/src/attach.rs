@@ -71,7 +71,7 @@ pub enum AttachError {
         stage: Stage,
         waited: Duration,
     },
-    #[error("JVM {pid} could not load the agent{}: {}", code.map(|c| format!(" (return code {c})")).unwrap_or_default(), describe_failure(message))]
+    #[error("{}", load_failure(*pid, *code, message))]
     AgentLoadFailed {
         pid: u32,
         code: Option<i32>,
@@ -142,6 +142,51 @@ impl std::fmt::Display for Stage {
             Stage::Reply => "answer the load request",
         })
     }
+}
+
+/// What the agent's return code `code` says, and what to do, when the JVM
+/// passed on no text of its own (the agent's own line went to the JVM's
+/// stderr). `None` for a code the agent does not return.
+fn agent_code_meaning(code: i32) -> Option<String> {
+    use sprig_wire::control::agent_code as c;
+    Some(match code {
+        c::OLD_PROBE_CLASS => {
+            "this JVM holds the probe class of an older sprig (defined when that \
+             sprig attached), which this sprig cannot use: profile it with that sprig, or restart \
+             the JVM; the JVM runs on unchanged"
+                .to_owned()
+        }
+        c::BUSY => "a sprig session is already running in this JVM: stop it or wait for it to \
+             end, then try again"
+            .to_owned(),
+        c::OPTIONS => "the agent refused the options sprig passed (is the agent library from \
+             another sprig version?)"
+            .to_owned(),
+        c::PIN => "the agent could not keep its library loaded and stopped before changing \
+             anything in the JVM"
+            .to_owned(),
+        c::NO_VM | c::JVMTI | c::JNI | c::THREAD | c::PANIC => format!(
+            "the agent could not start (code {code}; its reason is on the JVM's standard \
+             error); nothing was instrumented and the JVM runs on"
+        ),
+        _ => return None,
+    })
+}
+
+/// The one line of a failed load: the agent's code explained when the JVM
+/// gave no text, else the JVM's text with its hint.
+fn load_failure(pid: u32, code: Option<i32>, message: &str) -> String {
+    if message == AGENT_FAILED
+        && let Some(meaning) = code.and_then(agent_code_meaning)
+    {
+        return format!("JVM {pid} could not start sprig's agent: {meaning}");
+    }
+    format!(
+        "JVM {pid} could not load the agent{}: {}",
+        code.map(|c| format!(" (return code {c})"))
+            .unwrap_or_default(),
+        describe_failure(message)
+    )
 }
 
 /// The JVM's text on one line, with a hint for the failures users can fix.
@@ -717,6 +762,8 @@ enum ReplyError {
 }
 
 const RETURN_CODE: &str = "return code: ";
+/// The message of a failed `Agent_OnAttach` the JVM gave no text for.
+const AGENT_FAILED: &str = "the agent's Agent_OnAttach failed";
 
 /// Decodes the reply to `load`: `<status>\n` then, when the agent ran,
 /// `return code: <N>\n`, else the JVM's error text (status -1 before JDK 21,
@@ -745,7 +792,7 @@ fn parse_load_reply(reply: &str) -> Result<(), ReplyError> {
             Ok(code) => Err(ReplyError::Failed {
                 code: Some(code),
                 message: match after.trim() {
-                    "" => "the agent's Agent_OnAttach failed".to_owned(),
+                    "" => AGENT_FAILED.to_owned(),
                     text => text.to_owned(),
                 },
             }),
@@ -862,6 +909,33 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("return code -1"), "{text}");
         assert!(text.contains("readable by the JVM's user"), "{text}");
+    }
+
+    #[test]
+    fn the_agent_s_codes_say_what_failed_and_what_to_do() {
+        let text = |code| {
+            AttachError::AgentLoadFailed {
+                pid: 7,
+                code: Some(code),
+                message: AGENT_FAILED.into(),
+            }
+            .to_string()
+        };
+        let old = text(sprig_wire::control::agent_code::OLD_PROBE_CLASS);
+        assert!(!old.contains("return code"), "{old}");
+        assert!(
+            old.contains("older sprig") && old.contains("restart the JVM"),
+            "{old}"
+        );
+        let busy = text(sprig_wire::control::agent_code::BUSY);
+        assert!(busy.contains("already running"), "{busy}");
+        let panic = text(sprig_wire::control::agent_code::PANIC);
+        assert!(panic.contains("standard error"), "{panic}");
+        for code in 1..=9 {
+            assert!(!text(code).contains('\n'));
+        }
+        // A code the agent never returns keeps the JVM's words.
+        assert!(text(100).contains("return code 100"), "{}", text(100));
     }
 
     #[test]

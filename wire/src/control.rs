@@ -8,6 +8,32 @@ use bincode::{Decode, Encode};
 /// Version of the control protocol and of the ring layout together.
 pub const PROTOCOL_VERSION: u32 = 7;
 
+/// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
+/// answers the attach with `return code: N`; 0 is success). A session
+/// already running is not among them: the agent refuses it over the
+/// control socket, where it can name that session.
+pub mod agent_code {
+    /// The option string is missing or malformed.
+    pub const OPTIONS: i32 = 1;
+    /// No JavaVM, JVMTI environment or attached thread.
+    pub const NO_VM: i32 = 2;
+    /// A JVMTI call failed.
+    pub const JVMTI: i32 = 3;
+    /// A JNI call failed.
+    pub const JNI: i32 = 4;
+    /// A session runs in this JVM (agents before the refusal over the
+    /// socket).
+    pub const BUSY: i32 = 5;
+    /// The agent's control thread could not be started.
+    pub const THREAD: i32 = 6;
+    /// An internal error (a panic) in the agent.
+    pub const PANIC: i32 = 7;
+    /// The JVM holds the probe class of an older sprig.
+    pub const OLD_PROBE_CLASS: i32 = 8;
+    /// The agent could not keep its library loaded.
+    pub const PIN: i32 = 9;
+}
+
 /// How the agent is told where its session lives. Passed as the agent's
 /// option string on attach (`-agentpath:...=<options>` or the attach `load`
 /// command). Format: `dir=<abs path>,token=<32 hex>,cli=<pid>`; see

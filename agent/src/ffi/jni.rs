@@ -517,6 +517,29 @@ impl<'a> Jni<'a> {
         out
     }
 
+    /// Runs `f` while this thread holds the monitor of `object` (JNI
+    /// `MonitorEnter`/`MonitorExit`, the monitor Java's `synchronized`
+    /// takes); `None` when the monitor could not be entered. Only short,
+    /// non-blocking work belongs in `f`: other threads wait for it.
+    pub fn with_monitor<R>(&self, object: Local<'_>, f: impl FnOnce() -> R) -> Option<R> {
+        // SAFETY: `object` is a live reference of this thread.
+        if unsafe { jni_call!(self.env, MonitorEnter, object.raw()) } != JNI_OK {
+            self.exception_clear();
+            return None;
+        }
+        // Exits the monitor on every path out of `f`, a panic included.
+        struct Exit(*mut JNIEnv, jobject);
+        impl Drop for Exit {
+            fn drop(&mut self) {
+                // SAFETY: this thread's JNIEnv; this thread entered the
+                // monitor of this live object above and exits it once.
+                unsafe { jni_call!(self.0, MonitorExit, self.1) };
+            }
+        }
+        let _exit = Exit(self.env, object.raw());
+        Some(f())
+    }
+
     /// The module of `class` (JNI `GetModule`).
     pub fn module_of(&self, class: Local<'_>) -> Option<Local<'a>> {
         // SAFETY: `class` is a live class reference of this thread.
@@ -529,44 +552,18 @@ impl<'a> Jni<'a> {
         Some(unsafe { Local::from_raw(m) })
     }
 
-    /// `thread.getId()` of a `java.lang.Thread`.
+    /// The thread id of a `java.lang.Thread`: its `tid` field, what
+    /// `threadId()` returns (final, JDK 19+) and what the probe class reads.
+    /// Not `getId()`, which a subclass may override to answer anything.
     pub fn thread_id(&self, thread: Local<'_>) -> Option<u64> {
-        // SAFETY: live local reference of this thread.
-        let cls = unsafe { jni_call!(self.env, GetObjectClass, thread.raw()) };
-        if cls.is_null() {
-            self.exception_clear();
-            return None;
-        }
-        // SAFETY: NUL-terminated name and signature; `cls` is live.
-        let mid = unsafe {
-            jni_call!(
-                self.env,
-                GetMethodID,
-                cls,
-                c"getId".as_ptr(),
-                c"()J".as_ptr()
-            )
-        };
-        // SAFETY: `cls` is a local reference created above.
-        unsafe { jni_call!(self.env, DeleteLocalRef, cls) };
-        if mid.is_null() {
-            self.exception_clear();
-            return None;
-        }
-        let no_args: [jvalue; 0] = [];
-        // SAFETY: `mid` is `long getId()` of the thread's class; no arguments.
-        let id = unsafe {
-            jni_call!(
-                self.env,
-                CallLongMethodA,
-                thread.raw(),
-                mid,
-                no_args.as_ptr()
-            )
-        };
-        if self.exception_clear() {
-            return None;
-        }
+        let class = self.find_class("java/lang/Thread").ok()??;
+        let field = self.find_field(class, "tid", c"J");
+        // SAFETY: `class` is a local reference created above.
+        unsafe { jni_call!(self.env, DeleteLocalRef, class.raw()) };
+        let field = field?;
+        // SAFETY: `thread` is a live `java.lang.Thread` of this thread's
+        // frame and `field` its `long tid` field.
+        let id = unsafe { jni_call!(self.env, GetLongField, thread.raw(), field.0) };
         Some(id as u64)
     }
 

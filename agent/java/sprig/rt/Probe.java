@@ -125,7 +125,20 @@ public final class Probe {
     }
 
     private static int slot() {
-        return (int) Thread.currentThread().getId() & SLOT_MASK;
+        return (int) tid() & SLOT_MASK;
+    }
+
+    /**
+     * The current thread's id as the agent reads it: the {@code tid} field
+     * ({@code threadId()} on JDK 19+), not {@code getId()}, which a
+     * subclass may override to answer another thread's id (its probes
+     * would then find that thread's slot of the Java path open). Without
+     * the Java path ({@code U} null) {@code getId()}, which then only picks
+     * a slot of {@code INSIDE}: a hint the agent checks.
+     */
+    private static long tid() {
+        jdk.internal.misc.Unsafe u = U;
+        return u != null ? u.getLong(Thread.currentThread(), TID) : Thread.currentThread().getId();
     }
 
     /**
@@ -157,23 +170,30 @@ public final class Probe {
 
     private static final jdk.internal.misc.Unsafe U;
 
+    /** Offset of {@code Thread.tid} (see {@link #tid}). */
+    private static final long TID;
+
     private static final long ENTRY_KIND = 1L << 32;
 
     private static final long EXIT_KIND = 2L << 32;
 
     static {
         long t = 0;
+        long tid = 0;
         jdk.internal.misc.Unsafe u = null;
         try {
             t = nTable();
             if (t != 0) {
                 u = jdk.internal.misc.Unsafe.getUnsafe();
+                tid = u.objectFieldOffset(Thread.class, "tid");
             }
         } catch (Throwable e) {
-            // no slot table, or the package is not exported: native path only
+            // no slot table, the package is not exported or no tid field:
+            // native path only
             u = null;
         }
         U = u;
+        TID = tid;
         TABLE = u == null ? 0 : t;
         IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
     }
@@ -243,7 +263,7 @@ public final class Probe {
 
     public static void enter(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().getId();
+            long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaEnter(t, id)) {
                     nEnter(id);
@@ -258,7 +278,7 @@ public final class Probe {
 
     public static void exit(int id) {
         if (active != 0) {
-            long t = Thread.currentThread().getId();
+            long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaExit(t, id)) {
                     nExit(id);
@@ -375,7 +395,7 @@ public final class Probe {
         if (active == 0) {
             return;
         }
-        int t = (int) Thread.currentThread().getId();
+        int t = (int) tid();
         if (INSIDE[t & SLOT_MASK] != 0) {
             Object[] seen = REFLECTED;
             if (seen == null) {
@@ -430,7 +450,7 @@ public final class Probe {
         if (active != 0
                 && seen != null
                 && receiver != null
-                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+                && INSIDE[(int) tid() & SLOT_MASK] != 0) {
             int k = site << 1;
             Class<?> c = receiver.getClass();
             Object last = seen[k];
@@ -457,7 +477,7 @@ public final class Probe {
         if (active != 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
-                    && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
+                    && INSIDE[(int) tid() & SLOT_MASK] != 0
                     && nSite(site, null) == 1) {
                 seen[k] = seen;
             }

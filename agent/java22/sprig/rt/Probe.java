@@ -466,7 +466,7 @@ public final class Probe {
         if (active != 0
                 && seen != null
                 && receiver != null
-                && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0) {
+                && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0) {
             int k = site << 1;
             Class<?> c = receiver.getClass();
             Object last = seen[k];
@@ -493,7 +493,7 @@ public final class Probe {
         if (active != 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
-                    && INSIDE[(int) Thread.currentThread().getId() & SLOT_MASK] != 0
+                    && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
                     && nSite(site, null) == 1) {
                 seen[k] = seen;
             }
