@@ -256,11 +256,13 @@ pub fn load_agent(
     }
     check_readable_by_target(jvm, agent_path)?;
 
+    let target = Target::hold(jvm)?;
+
     let creds = TargetCredentials::of(jvm);
     let socket = jvm.root.join(format!("tmp/.java_pid{}", jvm.ns_pid));
     let mut stream = match connect_existing(jvm, &socket, &creds)? {
         Some(stream) => stream,
-        None => start_attach_listener(jvm, &socket, &creds, deadline)?,
+        None => start_attach_listener(jvm, &target, &socket, &creds, deadline)?,
     };
 
     let mut request = Vec::with_capacity(path.len() + options.len() + 16);
@@ -372,6 +374,58 @@ fn supplementary_groups(pid: u32) -> Vec<u32> {
             })
         })
         .unwrap_or_default()
+}
+
+/// The inspected JVM, held so that SIGQUIT reaches that process or none.
+///
+/// A pidfd opened right after the last start-time check, and checked once
+/// more, refers to the inspected process for good: a signal sent through it
+/// fails with `ESRCH` once that process is gone, even if another took its
+/// PID while sprig waited for the signal handler or another attacher.
+/// Where the kernel has no pidfds (before 5.3), the start time is checked
+/// again right before the signal, which leaves only that instant open.
+struct Target {
+    pid: u32,
+    start_time: u64,
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Target {
+    fn hold(jvm: &JvmProcess) -> Result<Target, AttachError> {
+        let pid = jvm.pid;
+        let gone = || AttachError::from(JvmError::Exited { pid });
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Err(gone()),
+            Err(source) => {
+                return Err(AttachError::Io {
+                    context: format!("cannot hold JVM {pid} (pidfd_open)"),
+                    source,
+                });
+            }
+        };
+        // The descriptor holds whichever process had the PID when it was
+        // opened: the inspected one only if it still runs now.
+        if jvm::start_time(pid) != Some(jvm.start_time) {
+            return Err(gone());
+        }
+        Ok(Target {
+            pid,
+            start_time: jvm.start_time,
+            pidfd,
+        })
+    }
+
+    fn send_sigquit(&self) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        match &self.pidfd {
+            Some(fd) => sys::pidfd_send_sigquit(fd.as_fd()),
+            None if jvm::start_time(self.pid) != Some(self.start_time) => {
+                Err(io::Error::from_raw_os_error(libc::ESRCH))
+            }
+            None => sys::send_sigquit(self.pid),
+        }
+    }
 }
 
 /// The JVM's effective ids, when sprig (as root) should take them on.
@@ -566,6 +620,7 @@ fn check_foreign_trigger(jvm: &JvmProcess, path: &Path) -> Result<(), AttachErro
 /// a thread dump. A trigger whose owner vanished is taken over.
 fn start_attach_listener(
     jvm: &JvmProcess,
+    target: &Target,
     socket: &Path,
     creds: &TargetCredentials,
     deadline: Instant,
@@ -593,7 +648,7 @@ fn start_attach_listener(
                     // It may have been replaced while its owner's grace ran.
                     check_foreign_trigger(jvm, &trigger.path)?;
                 }
-                sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
+                target.send_sigquit().map_err(|source| AttachError::Io {
                     context: format!("cannot signal JVM {}", jvm.pid),
                     source,
                 })?;
@@ -879,6 +934,104 @@ mod tests {
             Err(AttachError::InvalidArgument { .. })
         ));
         assert_eq!(validate(Path::new("/lib.so"), "a=b").unwrap(), "/lib.so");
+    }
+
+    /// A `sleep` child, killed and reaped on drop.
+    struct Sleeper(std::process::Child);
+
+    impl Sleeper {
+        fn start() -> Sleeper {
+            Sleeper(
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap(),
+            )
+        }
+    }
+
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// What `inspect` would say of `pid`, enough for [`Target`].
+    fn described(pid: u32) -> JvmProcess {
+        JvmProcess {
+            pid,
+            uid: 0,
+            gid: 0,
+            user: String::new(),
+            main: String::new(),
+            java_version: None,
+            java_home: None,
+            vm_name: None,
+            ns_pid: pid,
+            root: PathBuf::from("/"),
+            cwd: PathBuf::from("/"),
+            start_time: jvm::start_time(pid).unwrap(),
+            attach_disabled: false,
+        }
+    }
+
+    #[test]
+    fn sigquit_never_reaches_a_process_that_took_the_pid() {
+        let first = Sleeper::start();
+        let pid = first.0.id();
+        let target = Target::hold(&described(pid)).unwrap();
+        drop(first);
+        // Give the PID to a new process: as root, by setting the last PID
+        // handed out (other processes forking meanwhile may take it: retry).
+        let mut second = None;
+        for _ in 0..20 {
+            if fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+                eprintln!("note: cannot set ns_last_pid (needs root): skipped");
+                return;
+            }
+            let s = Sleeper::start();
+            if s.0.id() == pid {
+                second = Some(s);
+                break;
+            }
+        }
+        let Some(mut second) = second else {
+            eprintln!("note: could not get PID {pid} again: skipped");
+            return;
+        };
+        let sent = target.send_sigquit();
+        // Without pidfds: the start time, checked again before the signal.
+        let fallback = Target {
+            pid,
+            start_time: target.start_time,
+            pidfd: None,
+        };
+        assert_eq!(
+            fallback.send_sigquit().map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ESRCH))
+        );
+        thread::sleep(Duration::from_millis(100));
+        assert!(
+            second.0.try_wait().unwrap().is_none(),
+            "SIGQUIT killed the process that took PID {pid} (send: {sent:?})"
+        );
+        assert_eq!(
+            sent.map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ESRCH)),
+            "the signal must fail as the held process is gone"
+        );
+    }
+
+    #[test]
+    fn holding_a_process_that_is_gone_fails() {
+        let s = Sleeper::start();
+        let described = described(s.0.id());
+        drop(s);
+        assert!(matches!(
+            Target::hold(&described),
+            Err(AttachError::Jvm(JvmError::Exited { .. }))
+        ));
     }
 
     #[test]
