@@ -27,7 +27,9 @@ use crate::beneath;
 /// How long the inspection of one process may take. Reading /proc/PID/maps
 /// waits for the process's memory map lock, which its owner can hold (a
 /// fault on a hung file system); sprig gives up on that process instead.
-pub const INSPECT_LIMIT: Duration = Duration::from_secs(1);
+/// Generous: a JVM's files take milliseconds to read, even on a loaded
+/// machine.
+pub const INSPECT_LIMIT: Duration = Duration::from_secs(2);
 /// HotSpot's PerfData file is 32 KiB by default (`-XX:PerfDataMemorySize`);
 /// its strings sit at the start, and no more than this is read.
 const PERFDATA_CAP: u64 = 1 << 20;
@@ -122,23 +124,37 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
     inspect_within(pid, INSPECT_LIMIT)
 }
 
-/// [`inspect`] on a thread of its own, waited for at most `limit`. A
-/// thread that overruns is left behind: it waits in the kernel, and ends
-/// with the process.
+/// [`inspect`] given at most `limit`.
 fn inspect_within(pid: u32, limit: Duration) -> Result<JvmProcess, JvmError> {
+    time_limited(limit, move || inspect_now(pid))
+        .unwrap_or(Err(JvmError::Unresponsive { pid, waited: limit }))
+}
+
+/// Runs `work` on a thread of its own and waits for it at most `limit`
+/// (`None` then). A thread that overruns is left behind: it waits in the
+/// kernel, and ends with the process. Where no thread can be started, the
+/// work runs here, without the limit.
+fn time_limited<T: Send + 'static>(
+    limit: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
     let (tx, rx) = mpsc::channel();
+    let work = std::sync::Arc::new(std::sync::Mutex::new(Some(work)));
+    let theirs = std::sync::Arc::clone(&work);
     let spawned = thread::Builder::new()
-        .name(format!("inspect {pid}"))
+        .name("sprig inspect".to_owned())
         .stack_size(256 << 10)
         .spawn(move || {
-            let _ = tx.send(inspect_now(pid));
+            let work = theirs.lock().ok().and_then(|mut w| w.take());
+            if let Some(work) = work {
+                let _ = tx.send(work());
+            }
         });
     if spawned.is_err() {
-        // No thread to spare: inspect here, without the limit.
-        return inspect_now(pid);
+        let work = work.lock().ok().and_then(|mut w| w.take())?;
+        return Some(work());
     }
-    rx.recv_timeout(limit)
-        .unwrap_or(Err(JvmError::Unresponsive { pid, waited: limit }))
+    rx.recv_timeout(limit).ok()
 }
 
 fn inspect_now(pid: u32) -> Result<JvmProcess, JvmError> {
@@ -500,14 +516,15 @@ fn read_maps(path: &Path) -> io::Result<String> {
     let mut kept = String::new();
     let mut count = 0;
     let mut reader = BufReader::new(fs::File::open(path)?);
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
+        bytes.clear();
         // A maps line is at most a path (PATH_MAX) and ~100 bytes.
-        let n = (&mut reader).take(8 << 10).read_line(&mut line)?;
+        let n = (&mut reader).take(8 << 10).read_until(b'\n', &mut bytes)?;
         if n == 0 {
             break;
         }
+        let line = String::from_utf8_lossy(&bytes);
         let relevant = map_path(line.trim_end_matches('\n')).is_some_and(|p| {
             let (dir, file) = p.rsplit_once('/').unwrap_or(("", p));
             file == "libjvm.so"
@@ -801,6 +818,27 @@ mod tests {
         assert_eq!(short_cmdline(&strings(&["sleep", "100"])), "sleep 100");
         let long = short_cmdline(&strings(&[&"x".repeat(200)]));
         assert_eq!(long.chars().count(), 61);
+    }
+
+    #[test]
+    fn work_that_overruns_its_limit_is_given_up() {
+        let started = std::time::Instant::now();
+        let slow = time_limited(Duration::from_millis(100), || {
+            thread::sleep(Duration::from_secs(5));
+            1
+        });
+        assert_eq!(slow, None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(time_limited(Duration::from_secs(5), || 7), Some(7));
+        let gone = JvmError::Unresponsive {
+            pid: 9,
+            waited: INSPECT_LIMIT,
+        };
+        assert!(gone.to_string().contains("PID 9"), "{gone}");
+        assert!(matches!(
+            inspect_within(std::process::id(), Duration::from_secs(10)),
+            Err(JvmError::NotAJvm { .. })
+        ));
     }
 
     #[test]
