@@ -4,8 +4,10 @@
 //!    the JVM listens on, use it.
 //! 2. Otherwise create `.attach_pid<nspid>` in the JVM's working directory
 //!    (or its /tmp), send SIGQUIT — only to a process `jvm::inspect` just
-//!    confirmed to be a HotSpot JVM — and wait for the socket with backoff.
-//!    The trigger file is removed on every path. A trigger file found there
+//!    confirmed to be a HotSpot JVM, through a pidfd held since (`Target`)
+//!    — and wait for the socket with backoff.
+//!    The trigger file is removed on every path, through a handle on the
+//!    directory it was made in (see `TriggerFile`). A trigger file found there
 //!    that is not the JVM's user's or sprig's (or is a link) is refused with
 //!    an error naming it and its owner: HotSpot would ignore it and answer
 //!    the SIGQUIT with a thread dump.
@@ -25,14 +27,16 @@ pub mod pinned;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 
-use std::fs::{self, OpenOptions};
+use std::ffi::OsString;
+use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::beneath::Dir;
 use crate::jvm::{self, JvmError, JvmProcess};
 
 /// File name of the agent library next to the `sprig` binary.
@@ -301,11 +305,13 @@ pub fn load_agent(
     }
     check_readable_by_target(jvm, agent_path)?;
 
+    let target = Target::hold(jvm)?;
+
     let creds = TargetCredentials::of(jvm);
     let socket = jvm.root.join(format!("tmp/.java_pid{}", jvm.ns_pid));
     let mut stream = match connect_existing(jvm, &socket, &creds)? {
         Some(stream) => stream,
-        None => start_attach_listener(jvm, &socket, &creds, deadline)?,
+        None => start_attach_listener(jvm, &target, &socket, &creds, deadline)?,
     };
 
     let mut request = Vec::with_capacity(path.len() + options.len() + 16);
@@ -419,6 +425,58 @@ fn supplementary_groups(pid: u32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The inspected JVM, held so that SIGQUIT reaches that process or none.
+///
+/// A pidfd opened right after the last start-time check, and checked once
+/// more, refers to the inspected process for good: a signal sent through it
+/// fails with `ESRCH` once that process is gone, even if another took its
+/// PID while sprig waited for the signal handler or another attacher.
+/// Where the kernel has no pidfds (before 5.3), the start time is checked
+/// again right before the signal, which leaves only that instant open.
+struct Target {
+    pid: u32,
+    start_time: u64,
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Target {
+    fn hold(jvm: &JvmProcess) -> Result<Target, AttachError> {
+        let pid = jvm.pid;
+        let gone = || AttachError::from(JvmError::Exited { pid });
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Err(gone()),
+            Err(source) => {
+                return Err(AttachError::Io {
+                    context: format!("cannot hold JVM {pid} (pidfd_open)"),
+                    source,
+                });
+            }
+        };
+        // The descriptor holds whichever process had the PID when it was
+        // opened: the inspected one only if it still runs now.
+        if jvm::start_time(pid) != Some(jvm.start_time) {
+            return Err(gone());
+        }
+        Ok(Target {
+            pid,
+            start_time: jvm.start_time,
+            pidfd,
+        })
+    }
+
+    fn send_sigquit(&self) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        match &self.pidfd {
+            Some(fd) => sys::pidfd_send_sigquit(fd.as_fd()),
+            None if jvm::start_time(self.pid) != Some(self.start_time) => {
+                Err(io::Error::from_raw_os_error(libc::ESRCH))
+            }
+            None => sys::send_sigquit(self.pid),
+        }
+    }
+}
+
 /// The JVM's effective ids, when sprig (as root) should take them on.
 struct TargetCredentials(Option<(u32, u32)>);
 
@@ -463,8 +521,10 @@ fn connect_existing(
         // In the sticky /tmp the JVM may not rename its new socket over
         // another user's file: without this, SIGQUIT would start nothing.
         // Made by a dead JVM (HotSpot makes it as the JVM's user), so
-        // removing it takes nothing from anyone.
-        return match fs::remove_file(socket) {
+        // removing it takes nothing from anyone. Removed through a handle
+        // on the JVM's /tmp, reached without following a link, and only if
+        // it is still such a socket there.
+        return match remove_stale_socket(jvm, socket) {
             Ok(()) => Ok(None),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(AttachError::StaleSocket {
@@ -494,6 +554,24 @@ fn connect_existing(
     }
 }
 
+/// Removes the socket named like `socket` from the JVM's `/tmp`, reached
+/// from its root without following a link, if it is a socket of another
+/// user than the JVM's.
+fn remove_stale_socket(jvm: &JvmProcess, socket: &Path) -> io::Result<()> {
+    let name = socket
+        .file_name()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let tmp = Dir::open(&jvm.root)?.walk(Path::new("tmp"))?;
+    match tmp.entry(name)? {
+        Some(m) if m.file_type().is_socket() && m.uid() != jvm.uid => tmp.unlink(name),
+        Some(_) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not another user's socket",
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A socket of the JVM's user made before the process started is a dead
 /// JVM's.
 fn socket_is_stale(jvm: &JvmProcess, meta: &fs::Metadata) -> bool {
@@ -506,38 +584,73 @@ fn socket_is_stale(jvm: &JvmProcess, meta: &fs::Metadata) -> bool {
 }
 
 /// The trigger file `.attach_pid<nspid>`; removed on drop if sprig made it.
+///
+/// The directory is held open from the start: the JVM's owner can move the
+/// JVM's working directory (or its PID can be reused) before the file is
+/// removed, and root then removes it in the directory it made it in, and
+/// only if it is still the regular file of the user who made it.
 struct TriggerFile {
+    dir: Dir,
+    name: OsString,
+    /// For messages.
     path: PathBuf,
     /// Made by this attach; otherwise another attacher's, theirs to remove.
     owned: bool,
+    /// The uid it was made as.
+    maker: u32,
 }
 
 impl TriggerFile {
     fn create(jvm: &JvmProcess, creds: &TargetCredentials) -> Result<TriggerFile, AttachError> {
-        let name = format!(".attach_pid{}", jvm.ns_pid);
+        let name = OsString::from(format!(".attach_pid{}", jvm.ns_pid));
         // /proc/PID/cwd reaches the JVM's working directory even inside a
-        // container; HotSpot looks there first, then in its /tmp.
+        // container; HotSpot looks there first, then in its /tmp (reached
+        // without following a link from the JVM's root).
+        let cwd = PathBuf::from(format!("/proc/{}/cwd", jvm.pid));
+        let tmp = jvm.root.join("tmp");
         let places = [
-            PathBuf::from(format!("/proc/{}/cwd", jvm.pid)).join(&name),
-            jvm.root.join("tmp").join(&name),
+            (Dir::open(&cwd), cwd.join(&name)),
+            (
+                Dir::open(&jvm.root).and_then(|root| root.walk(Path::new("tmp"))),
+                tmp.join(&name),
+            ),
         ];
+        // The handles were opened after the last check of the PID: they are
+        // the inspected JVM's only if it still runs.
+        if jvm::start_time(jvm.pid) != Some(jvm.start_time) {
+            return Err(JvmError::Exited { pid: jvm.pid }.into());
+        }
+        let maker = creds
+            .0
+            .map_or_else(|| sys::effective_ids().0, |(uid, _)| uid);
         let mut errors = Vec::new();
-        for path in places {
-            let created = creds.run(|| {
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-            });
-            match created {
-                Ok(_) => return Ok(TriggerFile { path, owned: true }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    check_foreign_trigger(jvm, &path)?;
-                    return Ok(TriggerFile { path, owned: false });
+        for (dir, path) in places {
+            let dir = match dir {
+                Ok(dir) => dir,
+                Err(e) => {
+                    errors.push(format!("{}: {e}", path.display()));
+                    continue;
                 }
-                Err(e) => errors.push(format!("{}: {e}", path.display())),
-            }
+            };
+            let created = creds.run(|| dir.create_new(&name, 0o600));
+            let owned = match created {
+                Ok(_) => true,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    check_foreign_trigger(jvm, &path, dir.entry(&name).ok().flatten())?;
+                    false
+                }
+                Err(e) => {
+                    errors.push(format!("{}: {e}", path.display()));
+                    continue;
+                }
+            };
+            return Ok(TriggerFile {
+                dir,
+                name,
+                path,
+                owned,
+                maker,
+            });
         }
         Err(AttachError::Io {
             context: format!(
@@ -549,25 +662,35 @@ impl TriggerFile {
         })
     }
 
+    /// What is at the trigger's name now (a link is not followed).
+    fn entry(&self) -> Option<fs::Metadata> {
+        self.dir.entry(&self.name).ok().flatten()
+    }
+
     /// Another attacher's trigger that is still fresh: that attacher has
     /// signalled or is about to, and a second SIGQUIT would reach a JVM whose
     /// listener already runs, which prints a thread dump instead.
     fn is_fresh_foreign(&self) -> bool {
         !self.owned
-            && fs::symlink_metadata(&self.path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < FOREIGN_TRIGGER_GRACE))
+            && self
+                .entry()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t.elapsed().is_ok_and(|age| age < FOREIGN_TRIGGER_GRACE))
     }
 
     fn exists(&self) -> bool {
-        fs::symlink_metadata(&self.path).is_ok()
+        self.entry().is_some()
     }
 }
 
 impl Drop for TriggerFile {
     fn drop(&mut self) {
-        if self.owned {
-            let _ = fs::remove_file(&self.path);
+        if self.owned
+            && self
+                .entry()
+                .is_some_and(|m| m.file_type().is_file() && m.uid() == self.maker)
+        {
+            let _ = self.dir.unlink(&self.name);
         }
     }
 }
@@ -577,8 +700,12 @@ impl Drop for TriggerFile {
 /// sprig's. HotSpot ignores one of another user and answers the SIGQUIT
 /// with a thread dump; in the working directory it does not even look in
 /// /tmp then. A file that is gone is no obstacle.
-fn check_foreign_trigger(jvm: &JvmProcess, path: &Path) -> Result<(), AttachError> {
-    let Ok(meta) = fs::symlink_metadata(path) else {
+fn check_foreign_trigger(
+    jvm: &JvmProcess,
+    path: &Path,
+    meta: Option<fs::Metadata>,
+) -> Result<(), AttachError> {
+    let Some(meta) = meta else {
         return Ok(());
     };
     let (euid, _) = sys::effective_ids();
@@ -611,6 +738,7 @@ fn check_foreign_trigger(jvm: &JvmProcess, path: &Path) -> Result<(), AttachErro
 /// a thread dump. A trigger whose owner vanished is taken over.
 fn start_attach_listener(
     jvm: &JvmProcess,
+    target: &Target,
     socket: &Path,
     creds: &TargetCredentials,
     deadline: Instant,
@@ -636,9 +764,9 @@ fn start_attach_listener(
             } else if !trigger.is_fresh_foreign() {
                 if !trigger.owned {
                     // It may have been replaced while its owner's grace ran.
-                    check_foreign_trigger(jvm, &trigger.path)?;
+                    check_foreign_trigger(jvm, &trigger.path, trigger.entry())?;
                 }
-                sys::send_sigquit(jvm.pid).map_err(|source| AttachError::Io {
+                target.send_sigquit().map_err(|source| AttachError::Io {
                     context: format!("cannot signal JVM {}", jvm.pid),
                     source,
                 })?;
@@ -953,6 +1081,201 @@ mod tests {
             Err(AttachError::InvalidArgument { .. })
         ));
         assert_eq!(validate(Path::new("/lib.so"), "a=b").unwrap(), "/lib.so");
+    }
+
+    /// A `sleep` child, killed and reaped on drop.
+    struct Sleeper(std::process::Child);
+
+    impl Sleeper {
+        fn start() -> Sleeper {
+            Sleeper(
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap(),
+            )
+        }
+    }
+
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// What `inspect` would say of `pid`, enough for [`Target`].
+    fn described(pid: u32) -> JvmProcess {
+        JvmProcess {
+            pid,
+            uid: 0,
+            gid: 0,
+            user: String::new(),
+            main: String::new(),
+            java_version: None,
+            java_home: None,
+            vm_name: None,
+            ns_pid: pid,
+            root: PathBuf::from("/"),
+            cwd: PathBuf::from("/"),
+            start_time: jvm::start_time(pid).unwrap(),
+            attach_disabled: false,
+        }
+    }
+
+    #[test]
+    fn sigquit_never_reaches_a_process_that_took_the_pid() {
+        let first = Sleeper::start();
+        let pid = first.0.id();
+        let target = Target::hold(&described(pid)).unwrap();
+        // Start times count clock ticks (10 ms): let the next process start
+        // in a later one, as a PID takes far longer than that to come round.
+        thread::sleep(Duration::from_millis(50));
+        drop(first);
+        // Give the PID to a new process: as root, by setting the last PID
+        // handed out (other processes forking meanwhile may take it: retry).
+        let mut second = None;
+        for _ in 0..20 {
+            if fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+                eprintln!("note: cannot set ns_last_pid (needs root): skipped");
+                return;
+            }
+            let s = Sleeper::start();
+            if s.0.id() == pid {
+                second = Some(s);
+                break;
+            }
+        }
+        let Some(mut second) = second else {
+            eprintln!("note: could not get PID {pid} again: skipped");
+            return;
+        };
+        let sent = target.send_sigquit();
+        // Without pidfds: the start time, checked again before the signal.
+        let fallback = Target {
+            pid,
+            start_time: target.start_time,
+            pidfd: None,
+        };
+        assert_eq!(
+            fallback.send_sigquit().map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ESRCH))
+        );
+        thread::sleep(Duration::from_millis(100));
+        assert!(
+            second.0.try_wait().unwrap().is_none(),
+            "SIGQUIT killed the process that took PID {pid} (send: {sent:?})"
+        );
+        assert_eq!(
+            sent.map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ESRCH)),
+            "the signal must fail as the held process is gone"
+        );
+    }
+
+    #[test]
+    fn holding_a_process_that_is_gone_fails() {
+        let s = Sleeper::start();
+        let described = described(s.0.id());
+        drop(s);
+        assert!(matches!(
+            Target::hold(&described),
+            Err(AttachError::Jvm(JvmError::Exited { .. }))
+        ));
+    }
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let p = std::env::temp_dir().join(format!("sprig-attach-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(&p).unwrap();
+            Scratch(p)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn trigger_is_removed_where_it_was_made_not_where_cwd_points_later() {
+        use std::io::{BufRead, BufReader};
+        let scratch = Scratch::new("trigger");
+        let (first, other) = (scratch.0.join("first"), scratch.0.join("other"));
+        fs::create_dir_all(&first).unwrap();
+        fs::create_dir_all(&other).unwrap();
+        // A process whose working directory moves when told: as a JVM whose
+        // owner makes it chdir after sprig made its trigger file.
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("read line; cd \"$1\" && echo moved && exec sleep 30")
+            .arg("sh")
+            .arg(&other)
+            .current_dir(&first)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut jvm = described(pid);
+        jvm.root = scratch.0.clone();
+        let name = format!(".attach_pid{pid}");
+        let trigger = TriggerFile::create(&jvm, &TargetCredentials(None)).unwrap();
+        assert!(first.join(&name).is_file(), "made in the working directory");
+        // A file of the same name where the working directory goes next.
+        fs::write(other.join(&name), b"not sprig's").unwrap();
+        writeln!(child.stdin.as_mut().unwrap()).unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "moved");
+        drop(trigger);
+        let kept = other.join(&name).exists();
+        let removed = !first.join(&name).exists();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            kept,
+            "sprig removed a file in the JVM's new working directory"
+        );
+        assert!(removed, "sprig left its trigger file behind");
+    }
+
+    #[test]
+    fn stale_socket_is_not_removed_through_a_link() {
+        use std::os::unix::net::UnixListener;
+        if sys::effective_ids().0 != 0 {
+            eprintln!("note: needs root (sockets of another uid): skipped");
+            return;
+        }
+        let scratch = Scratch::new("socket");
+        let root = scratch.0.join("root");
+        let elsewhere = scratch.0.join("elsewhere");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&elsewhere).unwrap();
+        // The JVM's owner made its /tmp a link to a directory holding
+        // another user's attach socket (another JVM's).
+        std::os::unix::fs::symlink(&elsewhere, root.join("tmp")).unwrap();
+        let sleeper = Sleeper::start();
+        let mut jvm = described(sleeper.0.id());
+        jvm.root = root.clone();
+        jvm.uid = 65534;
+        let name = format!(".java_pid{}", jvm.ns_pid);
+        let _listener = UnixListener::bind(elsewhere.join(&name)).unwrap();
+        std::os::unix::fs::lchown(elsewhere.join(&name), Some(4242), Some(4242)).unwrap();
+        let socket = root.join("tmp").join(&name);
+        let got = connect_existing(&jvm, &socket, &TargetCredentials(None));
+        assert!(
+            elsewhere.join(&name).exists(),
+            "removed another user's socket through a link ({:?})",
+            got.map(|s| s.is_some())
+        );
     }
 
     #[test]

@@ -1,6 +1,13 @@
 //! JVM discovery: which processes are HotSpot JVMs sprig may attach to, and
 //! what they run. Everything here reads `/proc` and the JVM's PerfData file;
 //! nothing sends a signal, so inspecting any PID is harmless.
+//!
+//! Any process can map a file named `libjvm.so`, and its owner controls the
+//! files read through its root (`release`, PerfData): those are read
+//! through [`crate::beneath`] (no link followed, regular files only, never
+//! blocking, capped), the /proc files the owner can grow are read with a
+//! cap or line by line, and each process's inspection has a time limit
+//! ([`INSPECT_LIMIT`]).
 
 mod perfdata;
 
@@ -8,9 +15,32 @@ pub use perfdata::{PerfDataError, PerfStrings};
 
 use std::ffi::OsStr;
 use std::fs;
-use std::io;
+use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use crate::beneath;
+
+/// How long the inspection of one process may take. Reading /proc/PID/maps
+/// waits for the process's memory map lock, which its owner can hold (a
+/// fault on a hung file system); sprig gives up on that process instead.
+/// Generous: a JVM's files take milliseconds to read, even on a loaded
+/// machine.
+pub const INSPECT_LIMIT: Duration = Duration::from_secs(2);
+/// HotSpot's PerfData file is 32 KiB by default (`-XX:PerfDataMemorySize`);
+/// its strings sit at the start, and no more than this is read.
+const PERFDATA_CAP: u64 = 1 << 20;
+/// A JDK's `release` file is well under a KiB; `JAVA_VERSION` is near the
+/// top.
+const RELEASE_CAP: u64 = 16 << 10;
+/// The command line and environment are read up to this much.
+const ARGS_CAP: u64 = 1 << 20;
+/// /proc/PID/maps lines sprig keeps (the JVM library and the PerfData
+/// file take a few each).
+const MAPS_KEPT_LINES: usize = 256;
 
 /// A HotSpot JVM that `inspect` confirmed without signalling it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,13 +109,55 @@ pub enum JvmError {
     NotHotSpot { pid: u32, vm: String },
     #[error("PID {pid} exited while sprig was looking at it")]
     Exited { pid: u32 },
+    #[error(
+        "PID {pid} did not let sprig read its /proc files within {:.1} s (a hung file system, or a process holding its memory map locked): sprig sends it no signal",
+        waited.as_secs_f64()
+    )]
+    Unresponsive { pid: u32, waited: Duration },
     #[error("cannot read {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
 /// Confirms that `pid` is a HotSpot JVM the caller may attach to, without
-/// signalling it, and describes it.
+/// signalling it, and describes it. Gives up after [`INSPECT_LIMIT`].
 pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
+    inspect_within(pid, INSPECT_LIMIT)
+}
+
+/// [`inspect`] given at most `limit`.
+fn inspect_within(pid: u32, limit: Duration) -> Result<JvmProcess, JvmError> {
+    time_limited(limit, move || inspect_now(pid))
+        .unwrap_or(Err(JvmError::Unresponsive { pid, waited: limit }))
+}
+
+/// Runs `work` on a thread of its own and waits for it at most `limit`
+/// (`None` then). A thread that overruns is left behind: it waits in the
+/// kernel, and ends with the process. Where no thread can be started, the
+/// work runs here, without the limit.
+fn time_limited<T: Send + 'static>(
+    limit: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = mpsc::channel();
+    let work = std::sync::Arc::new(std::sync::Mutex::new(Some(work)));
+    let theirs = std::sync::Arc::clone(&work);
+    let spawned = thread::Builder::new()
+        .name("sprig inspect".to_owned())
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let work = theirs.lock().ok().and_then(|mut w| w.take());
+            if let Some(work) = work {
+                let _ = tx.send(work());
+            }
+        });
+    if spawned.is_err() {
+        let work = work.lock().ok().and_then(|mut w| w.take())?;
+        return Some(work());
+    }
+    rx.recv_timeout(limit).ok()
+}
+
+fn inspect_now(pid: u32) -> Result<JvmProcess, JvmError> {
     if pid == 0 {
         return Err(JvmError::NoSuchProcess { pid });
     }
@@ -130,7 +202,7 @@ pub fn inspect(pid: u32) -> Result<JvmProcess, JvmError> {
     }
 
     let maps_path = proc_dir.join("maps");
-    let maps = fs::read_to_string(&maps_path).map_err(|e| read_error(pid, &maps_path, e))?;
+    let maps = read_maps(&maps_path).map_err(|e| read_error(pid, &maps_path, e))?;
     let libjvm = match vm_library(&maps) {
         VmLibrary::HotSpot(path) => path,
         VmLibrary::OpenJ9 => {
@@ -244,16 +316,38 @@ pub fn handles_sigquit(pid: u32) -> Result<bool, JvmError> {
 /// Every HotSpot JVM the caller may attach to (all of them for root, the
 /// caller's own otherwise), sorted by PID. sprig's own process is skipped.
 pub fn list_jvms() -> Vec<JvmProcess> {
+    survey().jvms
+}
+
+/// What [`survey`] found.
+#[derive(Debug, Default)]
+pub struct Survey {
+    /// The JVMs, sorted by PID.
+    pub jvms: Vec<JvmProcess>,
+    /// Processes whose inspection overran [`INSPECT_LIMIT`], skipped.
+    pub unresponsive: Vec<JvmError>,
+}
+
+/// [`list_jvms`], with the processes that could not be inspected in time.
+pub fn survey() -> Survey {
     let me = std::process::id();
     let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
+        return Survey::default();
     };
     let mut pids: Vec<u32> = dir
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .filter(|&p| p != me)
         .collect();
     pids.sort_unstable();
-    pids.into_iter().filter_map(|p| inspect(p).ok()).collect()
+    let mut survey = Survey::default();
+    for pid in pids {
+        match inspect(pid) {
+            Ok(jvm) => survey.jvms.push(jvm),
+            Err(e @ JvmError::Unresponsive { .. }) => survey.unresponsive.push(e),
+            Err(_) => {}
+        }
+    }
+    survey
 }
 
 /// The user name of `uid` from /etc/passwd, or the number.
@@ -385,12 +479,11 @@ fn java_home_of(libjvm: &Path) -> Option<PathBuf> {
         .map(Path::to_owned)
 }
 
-/// `JAVA_VERSION` from `<java.home>/release`, read through the JVM's root.
+/// `JAVA_VERSION` from `<java.home>/release`, read through the JVM's root
+/// (no link followed, a regular file only, at most [`RELEASE_CAP`]).
 fn release_version(root: &Path, home: &Path) -> Option<String> {
-    let path = root
-        .join(home.strip_prefix("/").unwrap_or(home))
-        .join("release");
-    let text = fs::read_to_string(path).ok()?;
+    let bytes = beneath::read_in_root(root, &home.join("release"), RELEASE_CAP).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     text.lines().find_map(|l| {
         let v = l.strip_prefix("JAVA_VERSION=")?.trim().trim_matches('"');
         (!v.is_empty()).then(|| v.to_owned())
@@ -409,10 +502,45 @@ fn perfdata_in_maps(maps: &str, ns_pid: u32) -> Option<PathBuf> {
     })
 }
 
-/// The PerfData strings in `path` (a path inside the JVM's root).
+/// The PerfData strings in `path` (a path inside the JVM's root), read
+/// without following a link, from a regular file only, at most
+/// [`PERFDATA_CAP`].
 fn read_perfdata(root: &Path, path: &Path) -> Option<PerfStrings> {
-    let file = root.join(path.strip_prefix("/").unwrap_or(path));
-    PerfStrings::parse(&fs::read(file).ok()?).ok()
+    PerfStrings::parse(&beneath::read_in_root(root, path, PERFDATA_CAP).ok()?).ok()
+}
+
+/// The lines of /proc/PID/maps that [`vm_library`] and
+/// [`perfdata_in_maps`] look at (`libjvm.so`, `libj9vm*`, `hsperfdata_*`),
+/// read line by line: a process can map tens of thousands of files.
+fn read_maps(path: &Path) -> io::Result<String> {
+    let mut kept = String::new();
+    let mut count = 0;
+    let mut reader = BufReader::new(fs::File::open(path)?);
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        // A maps line is at most a path (PATH_MAX) and ~100 bytes.
+        let n = (&mut reader).take(8 << 10).read_until(b'\n', &mut bytes)?;
+        if n == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&bytes);
+        let relevant = map_path(line.trim_end_matches('\n')).is_some_and(|p| {
+            let (dir, file) = p.rsplit_once('/').unwrap_or(("", p));
+            file == "libjvm.so"
+                || file.starts_with("libj9vm")
+                || dir
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|d| d.starts_with("hsperfdata_"))
+        });
+        if relevant && count < MAPS_KEPT_LINES {
+            kept.push_str(line.trim_end_matches('\n'));
+            kept.push('\n');
+            count += 1;
+        }
+    }
+    Ok(kept)
 }
 
 /// The path of a /proc/PID/maps line (which may contain spaces), without
@@ -429,8 +557,15 @@ fn map_path(line: &str) -> Option<&str> {
     (path.starts_with('/') && !path.ends_with(" (deleted)")).then_some(path)
 }
 
+/// At most `cap` bytes of a /proc file.
+fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)?.take(cap).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 fn read_cmdline(proc_dir: &Path) -> Vec<String> {
-    fs::read(proc_dir.join("cmdline"))
+    read_capped(&proc_dir.join("cmdline"), ARGS_CAP)
         .map(|bytes| {
             bytes
                 .split(|&b| b == 0)
@@ -442,7 +577,7 @@ fn read_cmdline(proc_dir: &Path) -> Vec<String> {
 }
 
 fn read_environ(proc_dir: &Path) -> Vec<(String, String)> {
-    fs::read(proc_dir.join("environ"))
+    read_capped(&proc_dir.join("environ"), ARGS_CAP)
         .map(|bytes| {
             bytes
                 .split(|&b| b == 0)
@@ -454,6 +589,12 @@ fn read_environ(proc_dir: &Path) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The start time of process `pid` in clock ticks since boot (what
+/// [`JvmProcess::start_time`] holds); `None` when there is no such process.
+pub fn start_time(pid: u32) -> Option<u64> {
+    read_start_time(Path::new(&format!("/proc/{pid}")))
 }
 
 /// Field 22 of /proc/PID/stat (start time in clock ticks).
@@ -680,6 +821,27 @@ mod tests {
     }
 
     #[test]
+    fn work_that_overruns_its_limit_is_given_up() {
+        let started = std::time::Instant::now();
+        let slow = time_limited(Duration::from_millis(100), || {
+            thread::sleep(Duration::from_secs(5));
+            1
+        });
+        assert_eq!(slow, None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(time_limited(Duration::from_secs(5), || 7), Some(7));
+        let gone = JvmError::Unresponsive {
+            pid: 9,
+            waited: INSPECT_LIMIT,
+        };
+        assert!(gone.to_string().contains("PID 9"), "{gone}");
+        assert!(matches!(
+            inspect_within(std::process::id(), Duration::from_secs(10)),
+            Err(JvmError::NotAJvm { .. })
+        ));
+    }
+
+    #[test]
     fn no_process_for_pid_zero_and_huge() {
         assert!(matches!(
             inspect(0),
@@ -689,5 +851,146 @@ mod tests {
             inspect(u32::MAX),
             Err(JvmError::NoSuchProcess { .. })
         ));
+    }
+
+    /// Files a hostile JVM owner controls, under a directory standing in
+    /// for `/proc/PID/root`.
+    mod owner_files {
+        use super::*;
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::time::Duration;
+
+        struct Root(PathBuf);
+
+        impl Root {
+            fn new(tag: &str) -> Root {
+                static NEXT: AtomicU32 = AtomicU32::new(0);
+                let n = NEXT.fetch_add(1, Ordering::SeqCst);
+                let path = std::env::temp_dir()
+                    .join(format!("sprig-jvm-files-{tag}-{}-{n}", std::process::id()));
+                let _ = fs::remove_dir_all(&path);
+                fs::create_dir_all(path.join("jdk")).unwrap();
+                fs::create_dir_all(path.join("tmp/hsperfdata_x")).unwrap();
+                Root(path)
+            }
+        }
+
+        impl Drop for Root {
+            fn drop(&mut self) {
+                let _ = fs::remove_dir_all(&self.0);
+            }
+        }
+
+        fn perfdata(version: &str) -> Vec<u8> {
+            perfdata::tests::buffer(&[(
+                "java.property.java.version",
+                b'B',
+                perfdata::tests::padded(version, 16),
+            )])
+        }
+
+        #[test]
+        fn release_is_read_only_as_a_regular_file_without_links() {
+            let root = Root::new("release");
+            let r = &root.0;
+            fs::write(
+                r.join("jdk/release"),
+                "IMPLEMENTOR=x\nJAVA_VERSION=\"17.0.9\"\n",
+            )
+            .unwrap();
+            assert_eq!(
+                release_version(r, Path::new("/jdk")).as_deref(),
+                Some("17.0.9")
+            );
+            // A link to a file only root may read, at the last component.
+            fs::write(r.join("secret"), "JAVA_VERSION=\"66.6\"\n").unwrap();
+            fs::set_permissions(r.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+            fs::remove_file(r.join("jdk/release")).unwrap();
+            symlink(r.join("secret"), r.join("jdk/release")).unwrap();
+            assert_eq!(release_version(r, Path::new("/jdk")), None);
+            // A link on the way there.
+            fs::create_dir(r.join("other")).unwrap();
+            fs::write(r.join("other/release"), "JAVA_VERSION=\"66.6\"\n").unwrap();
+            symlink(r.join("other"), r.join("linked-jdk")).unwrap();
+            assert_eq!(release_version(r, Path::new("/linked-jdk")), None);
+            // `..` does not climb out of the root.
+            fs::create_dir_all(r.join("inner/jdk")).unwrap();
+            assert_eq!(
+                release_version(&r.join("inner"), Path::new("/jdk/../../other")),
+                None
+            );
+            // Not a file.
+            fs::create_dir(r.join("dir-jdk")).unwrap();
+            fs::create_dir(r.join("dir-jdk/release")).unwrap();
+            assert_eq!(release_version(r, Path::new("/dir-jdk")), None);
+        }
+
+        #[test]
+        fn fifo_release_does_not_block() {
+            let root = Root::new("fifo");
+            let fifo = root.0.join("jdk/release");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let r = root.0.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(release_version(&r, Path::new("/jdk")));
+            });
+            let got = rx.recv_timeout(Duration::from_secs(2));
+            if got.is_err() {
+                // Release the reader stuck in open(2) before failing.
+                let _ = fs::OpenOptions::new().write(true).open(&fifo);
+            }
+            assert_eq!(
+                got,
+                Ok(None),
+                "reading a FIFO release blocked (or read something)"
+            );
+        }
+
+        #[test]
+        fn perfdata_is_read_only_as_a_regular_file_without_links() {
+            let root = Root::new("perf");
+            let r = &root.0;
+            let mapped = Path::new("/tmp/hsperfdata_x/7");
+            fs::write(r.join("tmp/hsperfdata_x/7"), perfdata("17.0.9")).unwrap();
+            let got = read_perfdata(r, mapped).expect("a plain PerfData file");
+            assert_eq!(got.get("java.property.java.version"), Some("17.0.9"));
+
+            fs::write(r.join("elsewhere"), perfdata("66.6")).unwrap();
+            fs::remove_file(r.join("tmp/hsperfdata_x/7")).unwrap();
+            symlink(r.join("elsewhere"), r.join("tmp/hsperfdata_x/7")).unwrap();
+            assert!(read_perfdata(r, mapped).is_none(), "followed a link");
+
+            fs::create_dir(r.join("tmp/real")).unwrap();
+            fs::write(r.join("tmp/real/7"), perfdata("66.6")).unwrap();
+            symlink(r.join("tmp/real"), r.join("tmp/hsperfdata_y")).unwrap();
+            assert!(
+                read_perfdata(r, Path::new("/tmp/hsperfdata_y/7")).is_none(),
+                "followed a directory link"
+            );
+        }
+
+        #[test]
+        fn oversized_perfdata_still_parses_from_its_start() {
+            let root = Root::new("big");
+            let r = &root.0;
+            let path = r.join("tmp/hsperfdata_x/7");
+            fs::write(&path, perfdata("17.0.9")).unwrap();
+            // 400 MB, sparse: HotSpot's file is 32 KiB; what follows the
+            // live part is not read.
+            fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(400 << 20)
+                .unwrap();
+            let got = read_perfdata(r, Path::new("/tmp/hsperfdata_x/7")).expect("parsed");
+            assert_eq!(got.get("java.property.java.version"), Some("17.0.9"));
+        }
     }
 }

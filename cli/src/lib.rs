@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 pub mod attach;
+pub mod beneath;
 pub mod jvm;
 pub mod list;
 pub mod pattern;

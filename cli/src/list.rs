@@ -7,9 +7,14 @@ use sprig_callgraph::report::escape::escape;
 use crate::jvm::{self, JvmProcess};
 
 /// Writes the table of attachable JVMs (sorted by PID), or one line saying
-/// there is none.
+/// there is none; a process that could not be inspected in time gets a
+/// warning line on stderr.
 pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
-    let jvms = jvm::list_jvms();
+    let survey = jvm::survey();
+    for skipped in &survey.unresponsive {
+        eprintln!("sprig: warning: {skipped}");
+    }
+    let jvms = survey.jvms;
     let (euid, _) = crate::attach::sys::effective_ids();
     match write_table(out, &jvms, euid) {
         // `sprig list | head -1`: the reader has what it wanted.

@@ -6,7 +6,11 @@
 //! package segment (never a `.`), `**` matches any run including dots. The
 //! method part is a method name (`<init>` included), `*` for every method, or
 //! a name with `*` globs; an optional method descriptor follows it and must
-//! then match exactly.
+//! then match exactly. A method name is what the JVM allows (JVMS 4.2.2):
+//! anything but `.`, `;`, `[`, `/`, `<` and `>`, spaces and `:` included.
+//! What the grammar reserves (`::`, `**`, a `(` starting the descriptor,
+//! and for [`parse_list`] the `,`), a `*` glob matches: `a.B::x*y` for a
+//! method named `x::y`. Whitespace around either part is ignored.
 
 use std::fmt;
 use thiserror::Error;
@@ -203,11 +207,15 @@ impl MethodPattern {
         if method_text.contains("::") {
             return Err(bad_method("more than one `::`"));
         }
+        // JVMS 4.2.2: any character but these (`<init>` and `<clinit>`
+        // aside). Spaces, `:` and `,` are legal (Kotlin writes backquoted
+        // names as they are); the grammar itself needs only `::`, `**` and
+        // `(`, checked on their own.
         let special = method_text == "<init>" || method_text == "<clinit>";
         if !special
             && method_text
                 .chars()
-                .any(|c| c.is_whitespace() || matches!(c, '.' | ';' | '[' | '/' | '<' | '>' | ':'))
+                .any(|c| matches!(c, '.' | ';' | '[' | '/' | '<' | '>'))
         {
             return Err(bad_method(
                 "contains a character that cannot appear in a method name",
@@ -414,6 +422,55 @@ mod tests {
         assert!(matches!(e("a.B::x(V)V"), BadDescriptor { .. }));
         // The messages say what to write.
         assert!(e("x").to_string().contains("pkg.Class::method"));
+    }
+
+    #[test]
+    fn legal_method_names_are_accepted() {
+        // JVMS 4.2.2: a method name is any non-empty string without `.`,
+        // `;`, `[`, `/`, `<` or `>` (`<init>` and `<clinit>` aside). Kotlin
+        // writes backquoted names such as `my test` as they are.
+        for name in [
+            "my test",
+            "should fail when: empty",
+            "a:b",
+            "x-y",
+            "x)",
+            "x,y",
+            "x+y=z?",
+            "\u{e9}t\u{e9}",
+            "$lambda$run$0",
+            "tab\there",
+        ] {
+            let m = p(&format!("a.B::{name}"));
+            assert_eq!(m.method_part(), name);
+            assert!(m.matches_method(name, "()V"), "{name}");
+            assert!(!m.matches_method("other", "()V"), "{name}");
+        }
+        let with_desc = p("a.B::my test(I)V");
+        assert_eq!(with_desc.method_part(), "my test");
+        assert!(with_desc.matches_method("my test", "(I)V"));
+        assert!(p("a.B::my *").matches_method("my test", "()V"));
+    }
+
+    #[test]
+    fn method_metacharacters_are_still_rejected() {
+        use PatternError::*;
+        let e = |s: &str| MethodPattern::parse(s).unwrap_err();
+        // Illegal in any JVM method name.
+        for name in [
+            "x.y", "x;y", "x[y", "x/y", "x<y", "x>y", "<foo>", "<init", "init>",
+        ] {
+            assert!(
+                matches!(e(&format!("a.B::{name}")), BadMethod { .. }),
+                "{name}"
+            );
+        }
+        // The grammar's own: one `::`, `**` only in the class part, `(`
+        // starts the descriptor.
+        assert!(matches!(e("a.B::x::y"), BadMethod { .. }));
+        assert!(matches!(e("a.B::x**"), BadMethod { .. }));
+        assert!(matches!(e("a.B::x(y"), BadDescriptor { .. }));
+        assert!(p("a.B::<clinit>").matches_method("<clinit>", "()V"));
     }
 
     #[test]

@@ -1,7 +1,13 @@
-//! The attach path's only FFI: signals, effective ids, and a per-thread
-//! switch of the effective uid/gid. Every other module stays safe Rust.
+//! The CLI's FFI for the attach path and for reading what a JVM's owner
+//! controls: signals (through a pidfd where the kernel has them), effective
+//! ids, a per-thread switch of the effective uid/gid, and the `*at` calls
+//! that work relative to a directory handle. Every other module stays safe
+//! Rust.
 
+use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 /// Sends SIGQUIT to `pid`. Callers must have confirmed that `pid` is a
 /// HotSpot JVM first: SIGQUIT terminates most other processes.
@@ -25,6 +31,98 @@ pub fn process_exists(pid: u32) -> bool {
     // SAFETY: kill(2) with signal 0 delivers nothing and touches no memory.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// A handle on one process that stays bound to it: a signal sent through
+/// it reaches that process or nobody, even once its PID is reused. Opened
+/// with `pidfd_open(2)` (Linux 5.3); `None` where the kernel has no pidfds.
+pub fn pidfd_open(pid: u32) -> io::Result<Option<OwnedFd>> {
+    let pid = to_pid(pid)?;
+    // SAFETY: pidfd_open(2) takes a PID and flags and touches no memory of
+    // ours; on success it returns a new descriptor that nothing else owns.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) };
+    if fd >= 0 {
+        let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::other("bad descriptor"))?;
+        // SAFETY: `fd` was just returned to us by the kernel and is owned
+        // by no other object.
+        return Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // No pidfds in this kernel, or a seccomp policy that refuses
+        // system calls it does not know.
+        Some(libc::ENOSYS | libc::EPERM) => Ok(None),
+        _ => Err(e),
+    }
+}
+
+/// Sends SIGQUIT to the process `pidfd` refers to (see [`pidfd_open`]);
+/// `ESRCH` once that process has exited, whoever holds its PID now.
+pub fn pidfd_send_sigquit(pidfd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: pidfd_send_signal(2) with a null siginfo behaves like kill(2)
+    // on the process behind the descriptor; it touches no memory of ours.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGQUIT,
+            std::ptr::null::<libc::siginfo_t>(),
+            0 as libc::c_uint,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `openat(2)`: opens `name` (one path component, or a relative path)
+/// relative to the directory `dir`, with `flags` (`O_CLOEXEC` is added) and
+/// `mode` for a file it creates.
+pub fn openat(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call and
+    // `dir` is an open descriptor; the kernel reads the name and returns a
+    // new descriptor or -1.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            libc::c_uint::from(mode),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned to us by the kernel and is owned by no
+    // other object.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `unlinkat(2)`: removes the entry `name` of the directory `dir` (a file,
+/// a socket or a link itself, never what a link points to).
+pub fn unlinkat(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call and
+    // `dir` is an open descriptor; unlinkat reads only the name.
+    let rc = unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file name with a NUL byte"))
 }
 
 fn to_pid(pid: u32) -> io::Result<libc::pid_t> {

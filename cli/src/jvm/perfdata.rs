@@ -119,12 +119,12 @@ fn c_str(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Builds a little-endian PerfData buffer holding the given entries
     /// (name, type, data) the way HotSpot lays them out.
-    fn buffer(entries: &[(&str, u8, Vec<u8>)]) -> Vec<u8> {
+    pub(crate) fn buffer(entries: &[(&str, u8, Vec<u8>)]) -> Vec<u8> {
         let mut body = Vec::new();
         for (name, ty, data) in entries {
             let name_off = ENTRY_HEADER_LEN;
@@ -154,7 +154,7 @@ mod tests {
         buf
     }
 
-    fn padded(s: &str, len: usize) -> Vec<u8> {
+    pub(crate) fn padded(s: &str, len: usize) -> Vec<u8> {
         let mut v = s.as_bytes().to_vec();
         v.resize(len, 0);
         v
