@@ -566,6 +566,99 @@ pub fn bytecode_digest(jvmti: &Jvmti, jni: Jni<'_>, class: &str) -> (u32, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sprig_rewriter::vocab::access::ACC_PRIVATE;
+    use std::collections::{BTreeSet, HashMap, VecDeque};
+
+    type Key = (String, String, String);
+
+    /// The JDK methods the probe classes (`classes`, one JDK's set) call
+    /// from what the agent and instrumented code call: every method that
+    /// is not private, and what those call in the probe classes, but not
+    /// the static initialisers (they run once, when the agent defines the
+    /// class, before it instruments anything) nor what only they call.
+    fn jdk_calls_of(classes: &[&[u8]]) -> BTreeSet<Key> {
+        let mut sites: HashMap<Key, Vec<sprig_rewriter::CallSite>> = HashMap::new();
+        let mut queue = VecDeque::new();
+        for bytes in classes {
+            let info = sprig_rewriter::class_info(bytes).expect("the probe class parses");
+            for (name, desc, calls) in sprig_rewriter::callees_all(bytes).expect("call sites") {
+                let key = (info.name.clone(), name, desc);
+                sites.insert(key, calls);
+            }
+            for m in &info.methods {
+                if m.access & ACC_PRIVATE == 0 && m.name != "<clinit>" {
+                    queue.push_back((info.name.clone(), m.name.clone(), m.descriptor.clone()));
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        let mut jdk = BTreeSet::new();
+        while let Some(k) = queue.pop_front() {
+            if !seen.insert(k.clone()) {
+                continue;
+            }
+            for c in sites.get(&k).into_iter().flatten() {
+                let callee = (c.owner.clone(), c.name.clone(), c.descriptor.clone());
+                if c.owner.starts_with("sprig/") {
+                    queue.push_back(callee);
+                } else {
+                    jdk.insert(callee);
+                }
+            }
+        }
+        jdk
+    }
+
+    static CALIBRATION: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Calibration.class"));
+    static PROBE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
+    static PROBE_FFM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ffm/sprig/rt/Probe.class"));
+
+    #[test]
+    fn every_jdk_method_the_probe_classes_call_is_never_instrumented() {
+        let mut sets = vec![("JDK 17-21", jdk_calls_of(&[PROBE, CALIBRATION]))];
+        if PROBE_FFM.is_empty() {
+            eprintln!("SKIP the JDK 22+ probe class: not built (no javac 22 or later)");
+        } else {
+            sets.push(("JDK 22+", jdk_calls_of(&[PROBE_FFM, CALIBRATION])));
+        }
+        // The agent's native code calls this one through JNI
+        // (`ffi::Jni::thread_id`, for every thread's first root context).
+        let jni = (
+            "java/lang/Thread".to_string(),
+            "getId".to_string(),
+            "()J".to_string(),
+        );
+        for (jdks, calls) in &mut sets {
+            // Not vacuous: the probes' own paths are seen.
+            assert!(calls.contains(&jni), "{jdks}: {calls:?}");
+            calls.insert(jni.clone());
+            let missing: Vec<String> = calls
+                .iter()
+                .filter(|(c, n, d)| !probes_call(c, n, d))
+                .map(|(c, n, d)| format!("{c}.{n}{d}"))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "the probe class for {jdks} calls JDK methods sprig_reveal::PROBES_CALL does \
+                 not name: {missing:?}"
+            );
+        }
+        // What only the static initialisers call is left out of the check:
+        // the JDK 22+ class links its downcalls there.
+        if !PROBE_FFM.is_empty() {
+            let ffm = &sets[1].1;
+            assert!(
+                ffm.iter()
+                    .any(|(c, n, _)| c == "java/lang/invoke/MethodHandle" && n == "invokeExact"),
+                "{ffm:?}"
+            );
+            assert!(
+                !ffm.iter().any(|(c, _, _)| c == "java/lang/foreign/Linker"),
+                "{ffm:?}"
+            );
+        }
+    }
 
     #[test]
     fn names() {

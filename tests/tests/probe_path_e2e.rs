@@ -217,3 +217,101 @@ fn roots_and_includes_on_what_the_probes_call_leave_every_jvm_thread_alive() {
     }
     assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
 }
+
+/// The class file `class` (internal name) of a JDK, extracted from its
+/// runtime image with the JDK's `jimage`.
+fn jdk_class(jdk: &Jdk, dir: &std::path::Path, class: &str) -> Option<Vec<u8>> {
+    let path = dir.join(format!("java.base/{class}.class"));
+    if !path.is_file() {
+        let status = Command::new(jdk.home.join("bin/jimage"))
+            .arg("extract")
+            .arg("--dir")
+            .arg(dir)
+            .arg("--include")
+            .arg(format!("glob:/java.base/{class}.class"))
+            .arg(jdk.home.join("lib/modules"))
+            .status()
+            .expect("run jimage");
+        assert!(status.success(), "jimage extract {class}: {status}");
+    }
+    std::fs::read(path).ok()
+}
+
+/// What the JDK methods the probes call by name (the entries of
+/// `PROBES_CALL` that name one method, not a whole class or package) call
+/// in turn on each JDK: only what the list names, natives, or the
+/// constructor of the exception or error they throw (never on the probes'
+/// path: they call them with a thread and a symbol that are there).
+#[test]
+fn what_the_named_jdk_methods_call_in_turn_is_left_out_too() {
+    use sprig_rewriter::vocab::access::NO_CODE;
+    for jdk in test_jdks("what_the_named_jdk_methods_call_in_turn_is_left_out_too") {
+        let tmp = TempDir::new("jimage");
+        // The named classes in one run of jimage (each run reads the image).
+        let globs: Vec<String> = sprig_reveal::PROBES_CALL
+            .iter()
+            .filter_map(|e| e.split_once("::"))
+            .filter(|(c, _)| !c.contains('*'))
+            .map(|(c, _)| format!("glob:/java.base/{}.class", c.replace('.', "/")))
+            .collect();
+        let status = Command::new(jdk.home.join("bin/jimage"))
+            .arg("extract")
+            .arg("--dir")
+            .arg(tmp.path())
+            .arg("--include")
+            .arg(globs.join(","))
+            .arg(jdk.home.join("lib/modules"))
+            .status()
+            .expect("run jimage");
+        assert!(status.success(), "jimage extract: {status}");
+        let mut checked = 0;
+        let mut missing = Vec::new();
+        for entry in sprig_reveal::PROBES_CALL {
+            let (class, method) = entry.split_once("::").expect("class::method");
+            if method.contains('*') || class.contains('*') {
+                continue;
+            }
+            let internal = class.replace('.', "/");
+            let bytes = jdk_class(&jdk, tmp.path(), &internal)
+                .unwrap_or_else(|| panic!("JDK {}: no class {class}", jdk.major));
+            let info = sprig_rewriter::class_info(&bytes).expect("a JDK class parses");
+            let all = sprig_rewriter::callees_all(&bytes).expect("call sites");
+            for (name, desc, calls) in all.iter().filter(|(n, _, _)| n == method) {
+                checked += 1;
+                for c in calls {
+                    if sprig_reveal::probes_call(&c.owner, &c.name, &c.descriptor)
+                        || (c.name == "<init>"
+                            && (c.owner.ends_with("Exception") || c.owner.ends_with("Error")))
+                    {
+                        continue;
+                    }
+                    let native = jdk_class(&jdk, tmp.path(), &c.owner)
+                        .and_then(|b| sprig_rewriter::class_info(&b).ok())
+                        .and_then(|i| {
+                            i.methods
+                                .into_iter()
+                                .find(|m| m.name == c.name && m.descriptor == c.descriptor)
+                        })
+                        .is_some_and(|m| m.access & NO_CODE != 0);
+                    if !native {
+                        missing.push(format!(
+                            "{}.{name}{desc} calls {}.{}{}",
+                            info.name, c.owner, c.name, c.descriptor
+                        ));
+                    }
+                }
+            }
+        }
+        eprintln!("JDK {}: {checked} named JDK methods checked", jdk.major);
+        assert!(
+            checked >= 5,
+            "JDK {}: only {checked} methods found",
+            jdk.major
+        );
+        assert!(
+            missing.is_empty(),
+            "JDK {}: calls out of sprig_reveal::PROBES_CALL: {missing:?}",
+            jdk.major
+        );
+    }
+}
