@@ -72,6 +72,20 @@ fn cases(jdk: &Jdk) -> Vec<Case> {
             during: ("run sleepy 50 2", "done sleepy"),
             ends: Ends::Profiles("--include: the JDK code sprig's own probes call"),
         },
+        Case {
+            // The same through Scheme A: the whole reachable graph at once.
+            args: vec![
+                "--root",
+                "fixtures.Workload::run",
+                "--include",
+                "java.**",
+                "--keep-trivial",
+                "--scheme",
+                "eager",
+            ],
+            during: ("run sleepy 50 2", "done sleepy"),
+            ends: Ends::Profiles("--include: the JDK code sprig's own probes call"),
+        },
     ]
 }
 
