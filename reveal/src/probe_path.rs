@@ -95,7 +95,8 @@ pub fn probe_entries_of(
 }
 
 /// The one line that says which methods were left out of a root pattern
-/// (dotted `Class.method` names, sorted) and why.
+/// (dotted `Class.method` names, sorted) and why; `none_left` when the
+/// pattern names nothing else (the session is refused).
 pub fn left_out_line(pattern: &str, methods: &[String], none_left: bool) -> String {
     let n = methods.len();
     let (shown, more) = if n > 6 {
@@ -103,24 +104,18 @@ pub fn left_out_line(pattern: &str, methods: &[String], none_left: bool) -> Stri
     } else {
         (methods, String::new())
     };
-    let what = if none_left {
-        format!(
-            "names only methods sprig's own probes call ({}{more})",
-            shown.join(", ")
-        )
-    } else {
-        format!(
-            "{n} method{} left out ({}{more}): sprig's own probes call {}",
-            if n == 1 { "" } else { "s" },
-            shown.join(", "),
-            if n == 1 { "it" } else { "them" }
-        )
-    };
-    let why = "and probes in them would call themselves without end";
+    let list = format!("{}{more}", shown.join(", "));
+    let why = "probes in it would call themselves without end";
     if none_left {
-        format!("root {pattern} {what}, {why}; choose another root")
+        format!(
+            "root {pattern} names only code sprig's own probes run ({list}): {why}; \
+             choose another root"
+        )
     } else {
-        format!("root {pattern}: {what}, {why}")
+        format!(
+            "root {pattern}: {n} method{} left out ({list}), code sprig's own probes run: {why}",
+            if n == 1 { "" } else { "s" }
+        )
     }
 }
 
@@ -162,12 +157,14 @@ mod tests {
         assert_eq!(
             l,
             "root java.lang.Thread::*: 2 methods left out (java.lang.Thread.getId, \
-             java.lang.Thread.isVirtual): sprig's own probes call them, and probes in them \
-             would call themselves without end"
+             java.lang.Thread.isVirtual), code sprig's own probes run: probes in it would call \
+             themselves without end"
         );
         let one = left_out_line("java.lang.Thread::isVirtual", &m[1..], true);
         assert!(
-            one.starts_with("root java.lang.Thread::isVirtual names only methods"),
+            one.starts_with(
+                "root java.lang.Thread::isVirtual names only code sprig's own probes run"
+            ),
             "{one}"
         );
         let many: Vec<String> = (0..9).map(|i| format!("a.B.m{i}")).collect();

@@ -46,7 +46,7 @@ fn cases(jdk: &Jdk) -> Vec<Case> {
         Case {
             args: vec!["--root", only],
             during: ("run calls 200 2", "done calls"),
-            ends: Ends::Refused("names only methods sprig's own probes call"),
+            ends: Ends::Refused("names only code sprig's own probes run"),
         },
         Case {
             args: vec!["--root", "**::*", "--roots-only", "--timing", "exact"],
