@@ -21,6 +21,7 @@ use crate::methods::announce_method;
 use crate::probe_class::{self, ROOT_PROBES, probe_sets};
 use crate::reveal;
 use crate::suggest;
+use sprig_reveal::{left_out_line, probe_entries_of, probes_call};
 use sprig_rewriter::Target;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::vocab::access::NO_CODE;
@@ -109,16 +110,93 @@ fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Optio
             .collect();
         Some((matching, p.patterns.len()))
     })??;
+    if !input.redefining {
+        warn_left_out_at_load(name, input.bytes, &patterns);
+    }
     let (targets, owner, guards) = if reveal::enabled() {
         revealed_targets(name, input, &class, &patterns)
     } else {
         let (t, o) = root_targets(name, input, &class, &patterns)?;
         (t, o, None)
     };
+    let (targets, owner, guards) = without_probe_path(name, targets, owner, guards);
     if targets.is_empty() {
         return None;
     }
     install(name, input, &targets, &owner, guards.as_deref(), n_patterns)
+}
+
+/// Drops the methods sprig's probes call ([`probes_call`]) from a class's
+/// plan, whichever way they got there (a root, revelation, dormant probes):
+/// probes in them would call themselves without end.
+fn without_probe_path(
+    name: &str,
+    targets: Vec<Target>,
+    owner: Vec<usize>,
+    guards: Option<Vec<Vec<sprig_rewriter::GuardSite>>>,
+) -> Plan3 {
+    if probe_entries_of(name).next().is_none() {
+        return (targets, owner, guards);
+    }
+    let keep: Vec<bool> = targets
+        .iter()
+        .map(|t| !probes_call(name, &t.name, &t.descriptor))
+        .collect();
+    fn pick<T>(v: Vec<T>, keep: &[bool]) -> Vec<T> {
+        v.into_iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(x, _)| x)
+            .collect()
+    }
+    let guards = guards.map(|g| pick(g, &keep));
+    (pick(targets, &keep), pick(owner, &keep), guards)
+}
+
+/// The methods with code of a class (internal name) that a root pattern
+/// names and the probes call, as dotted `Class.method` names.
+fn left_out_of(
+    class: &str,
+    pattern: &MethodPattern,
+    methods: &[(String, String, i32)],
+) -> Vec<String> {
+    methods
+        .iter()
+        .filter(|(_, _, mods)| mods & i32::from(NO_CODE) == 0)
+        .filter(|(n, d, _)| pattern.matches_method(n, d) && probes_call(class, n, d))
+        .map(|(n, _, _)| format!("{}.{n}", dotted(class)))
+        .collect()
+}
+
+/// A class loading during the session that a root pattern names methods
+/// of which the probes call: says so once per pattern.
+fn warn_left_out_at_load(name: &str, bytes: &[u8], patterns: &[(usize, MethodPattern)]) {
+    if patterns.is_empty() || probe_entries_of(name).next().is_none() {
+        return;
+    }
+    let Ok(info) = sprig_rewriter::class_info(bytes) else {
+        return;
+    };
+    let methods: Vec<(String, String, i32)> = info
+        .methods
+        .iter()
+        .map(|m| (m.name.clone(), m.descriptor.clone(), i32::from(m.access)))
+        .collect();
+    for (i, p) in patterns {
+        let mut left = left_out_of(name, p, &methods);
+        if left.is_empty() {
+            continue;
+        }
+        // Before the start has said its line for the pattern (naming the
+        // classes loaded then), a class that loads says nothing.
+        let first = ledger::with(|l| l.roots_reported && l.left_out_warned.insert(*i));
+        if !first.unwrap_or(false) {
+            continue;
+        }
+        left.sort();
+        left.dedup();
+        crate::outbox::send(Message::Warning(left_out_line(p.as_str(), &left, false)));
+    }
 }
 
 /// The methods the revealer planned for the class, each with the root
@@ -178,6 +256,9 @@ fn root_targets(
     let mut owner = Vec::new();
     for m in &info.methods {
         if m.access & NO_CODE != 0 {
+            continue;
+        }
+        if probes_call(name, &m.name, &m.descriptor) {
             continue;
         }
         let Some((pi, _)) = patterns
@@ -286,6 +367,7 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
         let mut batch: Vec<(Local<'_>, String)> = Vec::new();
         let mut class_methods: Vec<Vec<(String, Vec<String>)>> = vec![Vec::new(); patterns.len()];
         let mut matched = vec![0u32; patterns.len()];
+        let mut left_out: Vec<Vec<String>> = vec![Vec::new(); patterns.len()];
         for &c in &classes {
             let Ok(sig) = jvmti.class_signature(c) else {
                 continue;
@@ -303,10 +385,15 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
             if !hits.is_empty() && jvmti.is_modifiable(c).unwrap_or(false) {
                 let methods = declared_methods(jvmti, c);
                 let mut any = false;
+                if probe_entries_of(internal).next().is_some() {
+                    for &i in &hits {
+                        left_out[i].extend(left_out_of(internal, &patterns[i], &methods));
+                    }
+                }
                 // Revealing: the revealer plans the roots (`reveal::start`).
                 let own_roots = if revealing { &[][..] } else { &methods[..] };
                 for (name, desc, mods) in own_roots {
-                    if mods & i32::from(NO_CODE) != 0 {
+                    if mods & i32::from(NO_CODE) != 0 || probes_call(internal, name, desc) {
                         continue;
                     }
                     if let Some(&pi) = hits
@@ -339,11 +426,26 @@ pub fn instrument_loaded(jvmti: &Jvmti, jni: Jni<'_>) -> RootReport {
         let mut report = RootReport::default();
         let live = ledger::with(|p| {
             p.roots_reported = true;
+            // Said below: classes loading from now on say nothing more.
+            p.left_out_warned
+                .extend((0..left_out.len()).filter(|&i| !left_out[i].is_empty()));
             p.live_per_pattern()
         })
         .unwrap_or_default();
         for (i, pat) in patterns.iter().enumerate() {
             let n = live.get(i).copied().unwrap_or(0);
+            let left = &mut left_out[i];
+            if !left.is_empty() {
+                left.sort();
+                left.dedup();
+                if n == 0 && matched[i] == 0 {
+                    // Nothing else to profile: one line, and the CLI ends
+                    // the session.
+                    crate::outbox::send(Message::Error(left_out_line(pat.as_str(), left, true)));
+                    continue;
+                }
+                crate::outbox::send(Message::Warning(left_out_line(pat.as_str(), left, false)));
+            }
             if n > 0 {
                 report.instrumented.push((pat.to_string(), n));
             } else if matched[i] > 0 {
@@ -464,6 +566,99 @@ pub fn bytecode_digest(jvmti: &Jvmti, jni: Jni<'_>, class: &str) -> (u32, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sprig_rewriter::vocab::access::ACC_PRIVATE;
+    use std::collections::{BTreeSet, HashMap, VecDeque};
+
+    type Key = (String, String, String);
+
+    /// The JDK methods the probe classes (`classes`, one JDK's set) call
+    /// from what the agent and instrumented code call: every method that
+    /// is not private, and what those call in the probe classes, but not
+    /// the static initialisers (they run once, when the agent defines the
+    /// class, before it instruments anything) nor what only they call.
+    fn jdk_calls_of(classes: &[&[u8]]) -> BTreeSet<Key> {
+        let mut sites: HashMap<Key, Vec<sprig_rewriter::CallSite>> = HashMap::new();
+        let mut queue = VecDeque::new();
+        for bytes in classes {
+            let info = sprig_rewriter::class_info(bytes).expect("the probe class parses");
+            for (name, desc, calls) in sprig_rewriter::callees_all(bytes).expect("call sites") {
+                let key = (info.name.clone(), name, desc);
+                sites.insert(key, calls);
+            }
+            for m in &info.methods {
+                if m.access & ACC_PRIVATE == 0 && m.name != "<clinit>" {
+                    queue.push_back((info.name.clone(), m.name.clone(), m.descriptor.clone()));
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        let mut jdk = BTreeSet::new();
+        while let Some(k) = queue.pop_front() {
+            if !seen.insert(k.clone()) {
+                continue;
+            }
+            for c in sites.get(&k).into_iter().flatten() {
+                let callee = (c.owner.clone(), c.name.clone(), c.descriptor.clone());
+                if c.owner.starts_with("sprig/") {
+                    queue.push_back(callee);
+                } else {
+                    jdk.insert(callee);
+                }
+            }
+        }
+        jdk
+    }
+
+    static CALIBRATION: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Calibration.class"));
+    static PROBE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
+    static PROBE_FFM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ffm/sprig/rt/Probe.class"));
+
+    #[test]
+    fn every_jdk_method_the_probe_classes_call_is_never_instrumented() {
+        let mut sets = vec![("JDK 17-21", jdk_calls_of(&[PROBE, CALIBRATION]))];
+        if PROBE_FFM.is_empty() {
+            eprintln!("SKIP the JDK 22+ probe class: not built (no javac 22 or later)");
+        } else {
+            sets.push(("JDK 22+", jdk_calls_of(&[PROBE_FFM, CALIBRATION])));
+        }
+        // The agent's native code calls this one through JNI
+        // (`ffi::Jni::thread_id`, for every thread's first root context).
+        let jni = (
+            "java/lang/Thread".to_string(),
+            "getId".to_string(),
+            "()J".to_string(),
+        );
+        for (jdks, calls) in &mut sets {
+            // Not vacuous: the probes' own paths are seen.
+            assert!(calls.contains(&jni), "{jdks}: {calls:?}");
+            calls.insert(jni.clone());
+            let missing: Vec<String> = calls
+                .iter()
+                .filter(|(c, n, d)| !probes_call(c, n, d))
+                .map(|(c, n, d)| format!("{c}.{n}{d}"))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "the probe class for {jdks} calls JDK methods sprig_reveal::PROBES_CALL does \
+                 not name: {missing:?}"
+            );
+        }
+        // What only the static initialisers call is left out of the check:
+        // the JDK 22+ class links its downcalls there.
+        if !PROBE_FFM.is_empty() {
+            let ffm = &sets[1].1;
+            assert!(
+                ffm.iter()
+                    .any(|(c, n, _)| c == "java/lang/invoke/MethodHandle" && n == "invokeExact"),
+                "{ffm:?}"
+            );
+            assert!(
+                !ffm.iter().any(|(c, _, _)| c == "java/lang/foreign/Linker"),
+                "{ffm:?}"
+            );
+        }
+    }
 
     #[test]
     fn names() {

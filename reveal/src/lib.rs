@@ -71,6 +71,13 @@
 //! the subgraph (e.g. `toString` of an object created before the root ran,
 //! printed from inside it). Naming such methods as extra roots covers them.
 //!
+//! # What is never instrumented
+//!
+//! The JDK code sprig's own probes call ([`PROBES_CALL`]: `Thread.getId`,
+//! `Unsafe`, the FFM downcall path of JDK 22+, ...) is neither a root nor
+//! revealed, whatever the patterns and filters say: probes in it would
+//! call themselves without end.
+//!
 //! # Reflection
 //!
 //! Call sites of `Method.invoke`, `Constructor.newInstance`,
@@ -117,6 +124,7 @@
 
 mod filter;
 mod hierarchy;
+mod probe_path;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -134,6 +142,7 @@ pub use filter::{
     CALLBACK_TYPES, ClassFilter, DEFAULT_EXCLUDES, FilterError, Filters, SPRIG_CLASSES,
 };
 pub use hierarchy::{Hierarchy, LoadedClass, has_code, is_virtual};
+pub use probe_path::{PROBES_CALL, left_out_line, probe_entries_of, probes_call};
 
 /// A method: internal class name, method name, descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -614,6 +623,29 @@ impl Revealer {
         self.filters.instrumentable(class)
     }
 
+    /// The entries of [`PROBES_CALL`] that name methods with bytecode in
+    /// loaded classes the filters let be instrumented (an `--include` of
+    /// the JDK): code revelation could reach but leaves out, sorted.
+    pub fn probe_path_included(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = self
+            .hierarchy
+            .classes()
+            .filter(|c| self.filters.instrumentable(&c.name))
+            .flat_map(|c| {
+                probe_entries_of(&c.name)
+                    .filter(|(_, p)| {
+                        c.methods
+                            .iter()
+                            .any(|m| has_code(m) && p.matches_method(&m.name, &m.descriptor))
+                    })
+                    .map(|(t, _)| t)
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The method table: the method behind an id.
     pub fn method(&self, id: MethodId) -> Option<&MethodKey> {
         self.ids.get(id.0 as usize).map(|&n| &self.graph[n])
@@ -711,7 +743,7 @@ impl Revealer {
     /// resulting batch with [`Revealer::take_redefinitions`] (lazy) or
     /// [`Revealer::reveal_all`] (eager). Roots are instrumented even in
     /// classes the default JDK exclusion names (not in excluded or sprig's
-    /// classes). An abstract root method makes its implementations roots.
+    /// classes, nor in what the probes call: [`PROBES_CALL`]). An abstract root method makes its implementations roots.
     pub fn add_root(&mut self, pattern: MethodPattern) {
         let classes: Vec<String> = match pattern.exact_class() {
             Some(c) => {
@@ -1282,6 +1314,7 @@ impl Revealer {
             .hierarchy
             .declared(&key.class, &key.name, &key.descriptor)
             .is_some_and(has_code)
+            && !probes_call(&key.class, &key.name, &key.descriptor)
             && if st.is_root {
                 !self.filters.is_excluded(&key.class)
             } else {
@@ -1320,6 +1353,8 @@ impl Revealer {
             .methods
             .iter()
             .filter(|m| pattern.matches_method(&m.name, &m.descriptor))
+            // What the probes call is never a root (nor counted as one).
+            .filter(|m| !probes_call(class, &m.name, &m.descriptor))
             .map(|m| (m.name.clone(), m.descriptor.clone(), has_code(m)))
             .collect();
         let hits = matching.len();

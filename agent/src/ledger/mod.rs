@@ -47,6 +47,9 @@ pub struct Ledger {
     /// The start has said which roots are live: a root that goes live in a
     /// later batch is announced by that batch.
     pub roots_reported: bool,
+    /// Root patterns (indices) whose methods the probes call were named
+    /// to the user already (`instrument`): one line per pattern.
+    pub left_out_warned: HashSet<usize>,
     pub counters: Counters,
 }
 
@@ -97,6 +100,7 @@ pub fn begin_session(patterns: Vec<MethodPattern>) {
         pending: HashMap::new(),
         denied: HashSet::new(),
         roots_reported: false,
+        left_out_warned: HashSet::new(),
         counters: Counters::default(),
     });
 }
@@ -272,6 +276,7 @@ mod tests {
             pending: HashMap::new(),
             denied: HashSet::new(),
             roots_reported: false,
+            left_out_warned: HashSet::new(),
             counters: Counters::default(),
         }
     }

@@ -273,6 +273,14 @@ pub fn start(jvmti: &Jvmti, jni: Jni<'_>, roots: &[MethodPattern]) -> Vec<usize>
         for r in roots {
             st.revealer.add_root(r.clone());
         }
+        let included = st.revealer.probe_path_included();
+        if !included.is_empty() {
+            crate::outbox::send(sprig_wire::control::Message::Warning(format!(
+                "--include: the JDK code sprig's own probes call stays uninstrumented ({}): \
+                 probes in it would call themselves without end",
+                included.join(", ")
+            )));
+        }
         st.revealer.roots().map(|(_, n)| n).collect::<Vec<_>>()
     };
     let eager = state()
