@@ -1255,7 +1255,7 @@ mod tests {
     /// thread), nor end that session as if its ring had died.
     #[test]
     fn a_late_native_write_does_not_reach_the_next_sessions_ring() {
-        // The first session: this thread registered, its producer owns
+        // A session: this thread registered, its producer owns
         // segment 0 (thread index 0).
         let (_first_cons, fd) = Region::create_memfd(&small()).unwrap();
         let first = map_ring(fd).unwrap();

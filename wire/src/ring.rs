@@ -86,6 +86,17 @@
 //! shared memory sealed against shrinking and growing, passed to the agent
 //! as a descriptor ([`Region::from_fd`] insists on the seals). The path
 //! based [`Region::create`] and [`Region::open`] remain for tools and tests.
+//!
+//! # Retirement
+//!
+//! At the end of a session the agent retires its region
+//! ([`Region::retire_pinned`]): the shared pages become private memory in
+//! place, and the next session's ring may be mapped at the same range. A
+//! producer of a retired region writes nothing more: `push` and `try_push`
+//! check the flag on their fast path, a producer waiting for space claims
+//! nothing, and [`Producer::window`] hands out no window. Otherwise a late
+//! event and its count would land in a segment of the next ring that
+//! belongs to another producer.
 
 use crate::clock;
 use crate::control::{ClockKind, PROTOCOL_VERSION};
