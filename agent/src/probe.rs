@@ -219,7 +219,9 @@ impl ThreadState {
             if let Some(slot) = slot {
                 take_up(slot, p);
             }
-            if p.push(ev).is_err() {
+            // A producer of an earlier session (its ring retired) refuses:
+            // that is no news about this session's ring.
+            if p.push(ev).is_err() && self.current() {
                 ring_dead();
             }
             if let Some(slot) = slot {
@@ -481,8 +483,9 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         }
         let ts = s.inner_now();
         s.set_depth(s.depth() + 1);
-        check_first_call(s, id, jni);
-        s.push(Event::new(EventKind::MethodEntry, id, ts));
+        if check_first_call(s, id, jni) {
+            s.push(Event::new(EventKind::MethodEntry, id, ts));
+        }
     });
 }
 
@@ -511,7 +514,8 @@ fn enter_dormant(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
     if !active {
         methods::refuse_dormant_entry(id);
     }
-    active
+    // The session may have ended while it revealed: nothing to record then.
+    active && s.current()
 }
 
 /// `Probe.nReflect` and `Probe.nReflected`: `Method.invoke` or
@@ -584,7 +588,9 @@ fn revealing<R>(s: &ThreadState, charge: Charge, f: impl FnOnce() -> (bool, R)) 
     let spent = s.now().saturating_sub(t0);
     s.busy.set(false);
     s.reopen_slot();
-    if worked && spent > 0 {
+    // The session may have ended (and the next begun) while `f` ran: the
+    // thread's producer belongs to the old ring then.
+    if worked && spent > 0 && s.current() {
         s.push(charge.adjust(spent));
     }
     out
@@ -679,10 +685,13 @@ const FIRST_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// An entry in a root context: the first call of `id` reveals its callees
 /// (on this thread); a thread entering while another one reveals them
 /// waits, so it never runs a callee whose probes are not in place yet.
+/// Returns whether the entry may still be recorded: false when the
+/// session ended while the thread revealed or waited (its producer
+/// belongs to the ended session's ring, where it writes nothing more).
 #[inline]
-fn check_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
+fn check_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) -> bool {
     match methods::claim_first_call(id) {
-        methods::FirstCall::Done => {}
+        methods::FirstCall::Done => true,
         methods::FirstCall::Mine => {
             // Done even if revealing unwinds: no thread may wait for
             // nothing on every entry.
@@ -694,8 +703,12 @@ fn check_first_call(s: &ThreadState, id: u32, jni: Jni<'_>) {
             }
             let _done = Done(id);
             reveal_first_call(s, id, jni);
+            s.current()
         }
-        methods::FirstCall::Pending => await_first_call(s, id),
+        methods::FirstCall::Pending => {
+            await_first_call(s, id);
+            s.current()
+        }
     }
 }
 
@@ -710,7 +723,8 @@ fn await_first_call(s: &ThreadState, id: u32) {
         methods::first_call_done(id);
     }
     let spent = s.now().saturating_sub(t0);
-    if spent > 0 {
+    // As in `revealing`: nothing through a producer of an ended session.
+    if spent > 0 && s.current() {
         s.push(Event::new(EventKind::AdjustTime, 0, spent));
     }
 }
@@ -815,8 +829,9 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         if d > 0 {
             let ts = s.inner_now();
             s.set_depth(d + 1);
-            check_first_call(s, id, jni);
-            s.push(Event::new(EventKind::MethodEntry, id, ts));
+            if check_first_call(s, id, jni) {
+                s.push(Event::new(EventKind::MethodEntry, id, ts));
+            }
             return false;
         }
         if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
@@ -830,8 +845,9 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         let ts = s.now();
         s.set_depth(1);
         s.root_since.set(ts);
-        check_first_call(s, id, jni);
-        s.push(Event::new(EventKind::RootEntry, id, ts));
+        if check_first_call(s, id, jni) {
+            s.push(Event::new(EventKind::RootEntry, id, ts));
+        }
         true
     })
     .unwrap_or(false)
@@ -1208,4 +1224,104 @@ pub fn lost_events() -> u64 {
         .and_then(|r| r.as_ref().map(|r| r.lost_events()))
         .unwrap_or(0);
     ring.max(LOST.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sprig_wire::ring::{Consumer, RingConfig};
+
+    fn small() -> RingConfig {
+        RingConfig {
+            segment_bytes: 64 + 8 * 16,
+            segments: 4,
+            clock: ClockKind::Monotonic,
+            ticks_per_sec: 1_000_000_000,
+        }
+    }
+
+    /// What the CLI reads from a ring now: (thread, event kinds).
+    fn read(cli: &mut Consumer) -> Vec<(u32, Vec<u16>)> {
+        let mut got = Vec::new();
+        cli.poll(&mut |t, evs| got.push((t, evs.iter().map(|e| e.kind).collect())));
+        got
+    }
+
+    /// The session ends and the next one begins while a thread of the
+    /// first waits in the agent (a revelation, another thread's first
+    /// call): its late `AdjustTime` and entry, pushed through the producer
+    /// it captured before, must not land in the next session's ring (mapped
+    /// at the same range, where the same segment belongs to another
+    /// thread), nor end that session as if its ring had died.
+    #[test]
+    fn a_late_native_write_does_not_reach_the_next_sessions_ring() {
+        // A session: this thread registered, its producer owns
+        // segment 0 (thread index 0).
+        let (_first_cons, fd) = Region::create_memfd(&small()).unwrap();
+        let first = map_ring(fd).unwrap();
+        *crate::sync::write(&REGION) = Some(first.clone());
+        RING_DEAD.store(false, Ordering::SeqCst);
+        PROFILING.store(true, Ordering::SeqCst);
+        let s = ThreadState::new();
+        s.generation.set(GENERATION.load(Ordering::SeqCst));
+        *s.producer.borrow_mut() = Some(Producer::new(first, 0, Duration::from_secs(1)));
+        s.push(Event::new(EventKind::ThreadStart, 0, 1));
+        s.set_depth(1);
+
+        // What the control threads do in the meantime: end the session,
+        // retire its ring, map the next one at its range, begin; a thread
+        // of the next session takes segment 0 again.
+        let next_session = || {
+            PROFILING.store(false, Ordering::SeqCst);
+            GENERATION.fetch_add(1, Ordering::SeqCst);
+            retire_ring().unwrap();
+            let (cons, fd) = Region::create_memfd(&small()).unwrap();
+            let next = map_ring(fd).unwrap();
+            *crate::sync::write(&REGION) = Some(next.clone());
+            GENERATION.fetch_add(1, Ordering::SeqCst);
+            PROFILING.store(true, Ordering::SeqCst);
+            let mut other = Producer::new(next, 0, Duration::from_secs(1));
+            other
+                .push(Event::new(EventKind::ThreadStart, 0, 2))
+                .unwrap();
+            (cons, other)
+        };
+
+        // `revealing`: the revelation outlives the session.
+        let (cons, mut other) = revealing(&s, Charge::OpenFrames, || {
+            let out = next_session();
+            std::thread::sleep(Duration::from_millis(2));
+            (true, out)
+        });
+        // `await_first_call`: another thread's first call is handled after
+        // the next session began.
+        let id = methods::RESERVED_FIRST - 7;
+        assert_eq!(methods::claim_first_call(id), methods::FirstCall::Mine);
+        let done = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            methods::first_call_done(id);
+        });
+        await_first_call(&s, id);
+        done.join().unwrap();
+        // An entry recorded after either wait (`enter`, `root_enter`).
+        s.push(Event::new(EventKind::MethodEntry, 5, 3));
+
+        // What the CLI reads of the next ring: the other thread's events
+        // only, now and after it records again.
+        let start = EventKind::ThreadStart as u16;
+        let entry = EventKind::MethodEntry as u16;
+        let mut cli = Consumer::new(cons);
+        assert_eq!(read(&mut cli), vec![(0, vec![start])]);
+        other
+            .push(Event::new(EventKind::MethodEntry, 9, 4))
+            .unwrap();
+        drop(other);
+        assert_eq!(read(&mut cli), vec![(0, vec![entry])]);
+        assert!(
+            !RING_DEAD.load(Ordering::SeqCst) && PROFILING.load(Ordering::SeqCst),
+            "the late write ended the next session"
+        );
+        *crate::sync::write(&REGION) = None;
+        PROFILING.store(false, Ordering::SeqCst);
+    }
 }

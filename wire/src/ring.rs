@@ -86,6 +86,17 @@
 //! shared memory sealed against shrinking and growing, passed to the agent
 //! as a descriptor ([`Region::from_fd`] insists on the seals). The path
 //! based [`Region::create`] and [`Region::open`] remain for tools and tests.
+//!
+//! # Retirement
+//!
+//! At the end of a session the agent retires its region
+//! ([`Region::retire_pinned`]): the shared pages become private memory in
+//! place, and the next session's ring may be mapped at the same range. A
+//! producer of a retired region writes nothing more: `push` and `try_push`
+//! check the flag on their fast path, a producer waiting for space claims
+//! nothing, and [`Producer::window`] hands out no window. Otherwise a late
+//! event and its count would land in a segment of the next ring that
+//! belongs to another producer.
 
 use crate::clock;
 use crate::control::{ClockKind, PROTOCOL_VERSION};
@@ -657,10 +668,11 @@ impl Region {
     }
 
     /// Agent side, at detach: replaces the shared mapping in place with
-    /// private zeroed memory, so a probe still in flight writes harmlessly
-    /// and the file's pages are released; producers return [`Dead`] from
-    /// their next slow path on. The address range stays reserved until the
-    /// last `Arc` drops. Idempotent.
+    /// private zeroed memory, so a store already past its producer's check
+    /// lands harmlessly and the file's pages are released; producers write
+    /// nothing more and return [`Dead`] from their next push on (a pinned
+    /// region's range may hold the next session's ring by then). The
+    /// address range stays reserved until the last `Arc` drops. Idempotent.
     pub fn retire(&self) -> std::io::Result<()> {
         if self.retired.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -851,12 +863,18 @@ impl Producer {
 
     /// Appends one event. The common case is a slot store and a Release
     /// store of the segment's count.
+    ///
+    /// Once the region is retired, nothing: [`Dead`], with the event
+    /// counted lost in this process only. A pinned region's range may hold
+    /// the next session's ring by then (see [`Region::from_fd_pinned`]),
+    /// where this producer's segment belongs to another producer.
     #[inline]
     pub fn push(&mut self, ev: Event) -> Result<(), Dead> {
-        if self.pos < self.cap {
+        if self.pos < self.cap && !self.region.is_retired() {
             // SAFETY: pos < cap means this producer owns segment `seg`,
             // whose slot array is `slots` with `cap` slots and whose count
-            // is `committed`, inside the mapping kept alive by `region`.
+            // is `committed`, inside the mapping kept alive by `region`;
+            // not retired, so the range still holds that region's pages.
             unsafe { publish(self.slots, self.committed, self.pos, ev) };
             self.pos += 1;
             Ok(())
@@ -870,13 +888,14 @@ impl Producer {
     /// Appends one event only if it fits the segment this producer owns
     /// (a slot store and a Release store of the count); returns false,
     /// having written nothing, when a new segment must be claimed first
-    /// (which may wait: see [`Producer::push`]).
+    /// (which may wait: see [`Producer::push`]), or the region is retired.
     #[inline]
     pub fn try_push(&mut self, ev: Event) -> bool {
-        if self.pos < self.cap {
+        if self.pos < self.cap && !self.region.is_retired() {
             // SAFETY: as in `push`: pos < cap means this producer owns
             // segment `seg` with `cap` slots at `slots` and its count at
-            // `committed`, inside the mapping kept alive by `region`.
+            // `committed`, inside the mapping kept alive by `region`, which
+            // is not retired.
             unsafe { publish(self.slots, self.committed, self.pos, ev) };
             self.pos += 1;
             true
@@ -887,9 +906,9 @@ impl Producer {
 
     /// Where this producer writes next, for a writer outside it that
     /// takes turns with it on the same thread (the agent's Java probes):
-    /// `None` unless it owns a segment of a pinned region.
+    /// `None` unless it owns a segment of a pinned region not retired.
     pub fn window(&self) -> Option<Window> {
-        if self.seg == NONE || !self.region.is_pinned() {
+        if self.seg == NONE || !self.region.is_pinned() || self.region.is_retired() {
             return None;
         }
         Some(Window {
@@ -931,9 +950,14 @@ impl Producer {
         self.cap = 0;
     }
 
-    /// Tries to take a FREE segment.
+    /// Tries to take a FREE segment; never in a retired region, whose
+    /// range may hold the next session's ring (a producer that waited for
+    /// space through the retirement).
     fn claim(&mut self) -> bool {
         let r = &*self.region;
+        if r.is_retired() {
+            return false;
+        }
         let n = r.segments;
         for k in 0..n {
             let i = (self.hint + k) % n;
@@ -1867,13 +1891,15 @@ mod tests {
         let other = Region::open(&p).unwrap();
         r.retire().unwrap();
         r.retire().unwrap();
-        // In-flight hot path writes into private memory...
+        // Every push from now on is refused, counted lost in this process
+        // (a store already past the check lands in private memory:
+        // `pinned_regions_reuse_their_range`).
         for _ in 0..3 {
-            prod.push(Event::new(EventKind::Marker, 99, 0)).unwrap();
+            assert_eq!(prod.push(Event::new(EventKind::Marker, 99, 0)), Err(Dead));
+            assert!(!prod.try_push(Event::new(EventKind::Marker, 99, 0)));
         }
-        // ... and the next slow path reports dead.
-        assert_eq!(prod.push(Event::default()), Err(Dead));
         assert!(r.is_dead());
+        assert_eq!(r.lost_events(), 3);
         // The other mapping of the file never saw the retired writes.
         let mut cons = Consumer::new(other);
         let mut got = Vec::new();

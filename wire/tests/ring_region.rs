@@ -5,7 +5,7 @@
 use sprig_wire::PROTOCOL_VERSION;
 use sprig_wire::control::ClockKind;
 use sprig_wire::event::{Event, EventKind};
-use sprig_wire::ring::{Consumer, Producer, Region, RingConfig, RingError};
+use sprig_wire::ring::{Consumer, Dead, Producer, Region, RingConfig, RingError};
 use sprig_wire::session::SessionDir;
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
@@ -232,4 +232,89 @@ fn memfd_ring_is_sealed_and_unsealed_descriptors_are_refused() {
     drop(Region::create(&p, &cfg()).unwrap());
     let plain = OwnedFd::from(std::fs::File::open(&p).unwrap());
     assert!(matches!(Region::from_fd(plain), Err(RingError::Io(_))));
+}
+
+/// A producer left over from a retired pinned ring (a probe that waited
+/// through the end of its session) writes nothing more: the next session's
+/// ring sits at the same range, and the late producer's segment there is
+/// another producer's. Neither `push` nor `try_push` may store an event or
+/// a count into it, and the refusal counts nowhere in the new ring.
+#[test]
+fn a_producer_of_a_retired_ring_writes_nothing_into_the_next_ring() {
+    let small = RingConfig {
+        segment_bytes: 64 + 8 * 16,
+        segments: 4,
+        clock: ClockKind::Monotonic,
+        ticks_per_sec: 1_000_000_000,
+    };
+    let (_first_cons, fd) = Region::create_memfd(&small).unwrap();
+    let a = Region::from_fd_pinned(fd, None).unwrap();
+    let mut late = Producer::new(a.clone(), 0, Duration::from_secs(1));
+    late.push(Event::new(EventKind::Marker, 1, 0)).unwrap();
+    let late_slots = late.window().unwrap().slots;
+    let spare = a.retire_pinned().unwrap().unwrap();
+
+    let (next_cons, fd) = Region::create_memfd(&small).unwrap();
+    let b = Region::from_fd_pinned(fd, Some(spare)).unwrap();
+    // Thread index 0 again: the same segment at the same address.
+    let mut next = Producer::new(b.clone(), 0, Duration::from_secs(1));
+    for id in 100..103 {
+        next.push(Event::new(EventKind::Marker, id, 0)).unwrap();
+    }
+    assert_eq!(
+        next.window().unwrap().slots,
+        late_slots,
+        "precondition: the next ring's segment is where the late producer's was"
+    );
+
+    assert_eq!(late.push(Event::new(EventKind::Marker, 666, 0)), Err(Dead));
+    assert!(!late.try_push(Event::new(EventKind::Marker, 667, 0)));
+    assert_eq!(late.window(), None, "no window onto a retired ring");
+    drop(late);
+    next.push(Event::new(EventKind::Marker, 103, 0)).unwrap();
+
+    let mut got = Vec::new();
+    Consumer::new(next_cons)
+        .poll(&mut |t, evs| got.push((t, evs.iter().map(|e| e.id).collect::<Vec<_>>())));
+    assert_eq!(got, vec![(0, vec![100, 101, 102, 103])]);
+    assert!(!b.is_dead());
+    assert_eq!(b.lost_events(), 0);
+}
+
+/// A producer waiting for space when its pinned ring is retired (the ring
+/// full, the session ending) gives up: it claims no segment of the next
+/// session's ring, mapped at the same range meanwhile, and writes nothing
+/// there.
+#[test]
+fn a_producer_waiting_on_a_retired_ring_claims_nothing_in_the_next_ring() {
+    let two = RingConfig {
+        segment_bytes: 64 + 4 * 16,
+        segments: 2,
+        clock: ClockKind::Monotonic,
+        ticks_per_sec: 1_000_000_000,
+    };
+    let (_first_cons, fd) = Region::create_memfd(&two).unwrap();
+    let a = Region::from_fd_pinned(fd, None).unwrap();
+    let mut late = Producer::new(a.clone(), 0, Duration::from_secs(5));
+    // Both segments: the next push waits for a consumer that never comes.
+    for id in 0..8 {
+        late.push(Event::new(EventKind::Marker, id, 0)).unwrap();
+    }
+    let waiting = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        let r = late.push(Event::new(EventKind::Marker, 666, 0));
+        (r, t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let spare = a.retire_pinned().unwrap().unwrap();
+    let (next_cons, fd) = Region::create_memfd(&two).unwrap();
+    let b = Region::from_fd_pinned(fd, Some(spare)).unwrap();
+    let (r, waited) = waiting.join().unwrap();
+    assert_eq!(r, Err(Dead));
+    assert!(waited < Duration::from_secs(4), "waited {waited:?}");
+    let mut got = Vec::new();
+    Consumer::new(next_cons).poll(&mut |t, evs| got.push((t, evs.to_vec())));
+    assert_eq!(got, vec![], "the late producer wrote into the next ring");
+    assert!(!b.is_dead());
+    assert_eq!(b.lost_events(), 0);
 }
