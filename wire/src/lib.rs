@@ -9,8 +9,8 @@
 //!
 //! `unsafe` is denied but in the four modules that talk to the kernel or
 //! to shared memory (`clock`: `rdtsc` and `clock_gettime`; `memfd`;
-//! `ring`: the mapped region; `session`: socket credentials and
-//! descriptor passing), each block with a `// SAFETY:` line.
+//! `ring`: the mapped region; `session::sys`: socket credentials,
+//! descriptor passing and `unlinkat`), each block with a `// SAFETY:` line.
 
 #![deny(unsafe_code)]
 
@@ -23,7 +23,6 @@ pub mod event;
 pub mod memfd;
 #[allow(unsafe_code)]
 pub mod ring;
-#[allow(unsafe_code)]
 pub mod session;
 
 pub use control::{AgentOptions, ClockKind, Message, PROTOCOL_VERSION};
