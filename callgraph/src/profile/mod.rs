@@ -49,12 +49,14 @@
 
 mod latency;
 mod method;
+mod metric;
 mod run;
 mod times;
 mod tree;
 
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
+pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
 pub use run::{
     Calibration, LatencySummary, RevealStats, SampleCounts, Stats, Target, sample_bound_ns,
 };
