@@ -5,6 +5,7 @@
 mod common;
 
 use common::{Json, parse_json};
+use sprig_callgraph::profile::Metric;
 use sprig_callgraph::report::diff::DiffCollapsed;
 use sprig_callgraph::report::flamegraph::DiffFlameGraph;
 use sprig_callgraph::report::view::{back_traces, hot_spots, tree_view};
@@ -108,8 +109,8 @@ fn thresholds_hide_small_and_deep_nodes() {
         .lines()
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();
-    assert_eq!(sum, v.total_ns);
-    assert_eq!(v.total_ns, (20_000_000 + 6_000_000) / 2);
+    assert_eq!(sum, v.total);
+    assert_eq!(v.total, (20_000_000 + 6_000_000) / 2);
 }
 
 #[test]
@@ -501,4 +502,66 @@ fn exact_root_latencies_add_up_to_the_exact_total() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn stack_formats_weigh_by_the_metric_asked_for() {
+    const DEPTH: u64 = 100;
+    let p = deep_profile(DEPTH);
+    let tree = &p.threads[0].tree;
+    // Time's weights are the derived times, node for node.
+    let times = p.times(tree);
+    let by_time = p.weights(tree, Metric::Time);
+    for (w, t) in by_time.iter().zip(&times) {
+        assert_eq!((w.own, w.total), (t.self_ns, t.total_ns));
+    }
+    // Calls: a node's own calls, its subtree's in `total`.
+    let by_calls = p.weights(tree, Metric::Calls);
+    assert_eq!(
+        (by_calls[0].own, by_calls[0].total),
+        (1, 1 + DEPTH),
+        "the root: one call of main, and DEPTH calls of down below it"
+    );
+    // Collapsed by calls: each path's value is its last node's calls (one
+    // each here), so the values add up to every call in the tree.
+    let opts = RenderOptions {
+        weight: Metric::Calls,
+        ..RenderOptions::default()
+    };
+    let collapsed = render(&p, &opts, Format::Collapsed);
+    assert_eq!(collapsed.lines().count() as u64, DEPTH + 1);
+    assert!(collapsed.lines().all(|l| l.ends_with(" 1")), "{collapsed}");
+    assert_eq!(collapsed_sum(&collapsed), 1 + DEPTH);
+    // ... and cut at max_stack, the cut frame holds the calls below it.
+    let cut = RenderOptions {
+        max_stack: 10,
+        ..opts.clone()
+    };
+    let collapsed = render(&p, &cut, Format::Collapsed);
+    assert_eq!(collapsed_sum(&collapsed), 1 + DEPTH);
+    assert!(collapsed.contains(&format!(
+        "[truncated {} frames] {}",
+        DEPTH + 1 - 10,
+        DEPTH + 1 - 10
+    )));
+    // The flame graph's frames are as wide as their subtree's calls.
+    let html = render(&p, &opts, Format::Flamegraph);
+    let time = render(&p, &RenderOptions::default(), Format::Flamegraph);
+    assert_ne!(html, time, "weighing by calls changed no frame");
+    assert!(
+        html.contains("widths: calls"),
+        "the subtitle says what the widths are"
+    );
+    // No samples under exact timing: weighed by samples, nothing to show.
+    let samples = RenderOptions {
+        weight: Metric::Samples,
+        ..RenderOptions::default()
+    };
+    assert_eq!(render(&p, &samples, Format::Collapsed), "");
+    // Names round-trip; an unknown one is refused with the known ones.
+    for m in Metric::ALL {
+        assert_eq!(m.name().parse::<Metric>().unwrap(), m);
+    }
+    let e = "bytes".parse::<Metric>().unwrap_err().to_string();
+    assert!(e.contains("time, calls, samples"), "{e}");
 }

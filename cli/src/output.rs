@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern;
+use sprig_callgraph::profile::Metric;
 use sprig_callgraph::report::DEFAULT_MAX_STACK;
 use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
 use sprig_callgraph::report::flamegraph::DiffFlameGraph;
@@ -49,6 +50,13 @@ pub struct ViewArgs {
     /// holding their time (bounds the report of a deep recursion).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
     pub max_stack: usize,
+
+    /// Collapsed and flamegraph: what a frame's value (its width) counts:
+    /// `time` (exact, or sampled under sampled timing), `calls` (exact), or
+    /// `samples` (sampled timing). pprof carries calls and time in every
+    /// sample; text and JSON order by time.
+    #[arg(long, value_name = "METRIC", default_value = "time", value_parser = parse_metric)]
+    pub weight: Metric,
 
     /// Show the tree merged over all threads instead of one tree per thread.
     #[arg(long)]
@@ -107,6 +115,7 @@ impl ViewArgs {
             min_percent: self.min_percent,
             max_depth: self.depth,
             max_stack: self.max_stack,
+            weight: self.weight,
             merged: self.merged,
             hot_spots: self.hot_spots,
             back_traces,
@@ -114,6 +123,11 @@ impl ViewArgs {
             ..RenderOptions::default()
         })
     }
+}
+
+/// `--weight`'s value.
+fn parse_metric(s: &str) -> Result<Metric, String> {
+    s.parse::<Metric>().map_err(|e| e.to_string())
 }
 
 fn is_snapshot_path(p: &Path) -> bool {

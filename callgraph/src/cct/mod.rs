@@ -99,7 +99,6 @@
 //! ```
 
 pub mod diff;
-pub mod latency;
 pub mod snapshot;
 
 mod arena;

@@ -456,7 +456,7 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
 fn read_latency(r: &mut R<'_>) -> Result<Latency, SnapshotError> {
     let (count, sum, min, max) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
     let n = r.u32()?;
-    if n > crate::cct::latency::BUCKETS {
+    if n > crate::profile::BUCKETS {
         return Err(corrupt(format!("latency histogram of {n} buckets")));
     }
     let mut buckets = reserve(u64::from(n));

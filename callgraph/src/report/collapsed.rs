@@ -1,7 +1,9 @@
 //! Collapsed stacks (flamegraph.pl / inferno / speedscope input): one
 //! `frame;frame;frame value` line per path, frame = `pkg.Class::method`,
-//! value = self nanoseconds of the path's last node: exact, or in sampled
-//! mode the weight of its samples (as [`Profile::times`] gives them).
+//! value = the path's last node's own part of the options' metric
+//! (`weight`): by default its self nanoseconds, exact, or in sampled mode
+//! the weight of its samples (as [`Profile::times`] gives them); its calls
+//! or its samples with `--weight calls|samples`.
 //!
 //! Paths are merged over threads unless `thread_frames` asks for one set per
 //! thread with the thread's name as the first frame. Nodes hidden by the
@@ -60,19 +62,14 @@ fn stacks(
         let node = &t.tree.nodes[line.node as usize];
         path.push_str(&clean(&p.method(node.method).frame()));
         ends.push(path.len());
-        let value = view.times[line.node as usize]
-            .self_ns
-            .saturating_add(line.hidden_ns);
+        let value = view.weights[line.node as usize]
+            .own
+            .saturating_add(line.hidden);
         if value > 0 {
             writeln!(out, "{path} {value}")?;
         }
-        if let Some(cut) = view.cut(line).filter(|c| c.total_ns > 0) {
-            writeln!(
-                out,
-                "{path};{} {}",
-                truncated_frame(cut.frames),
-                cut.total_ns
-            )?;
+        if let Some(cut) = view.cut(line).filter(|c| c.total > 0) {
+            writeln!(out, "{path};{} {}", truncated_frame(cut.frames), cut.total)?;
         }
     }
     Ok(())

@@ -26,7 +26,7 @@ use super::escape::escape;
 use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions, ms, percent};
 use crate::cct::diff::ProfileDiff;
-use crate::profile::{NodeId, Profile, ThreadProfile};
+use crate::profile::{Metric, NodeId, Profile, ThreadProfile};
 use std::io::{self, Write};
 
 /// `--format flamegraph` for one profile.
@@ -89,8 +89,15 @@ impl Render for FlameGraph {
             total = add_thread(p, &p.merged(), None, opts, 0, &mut frames);
         }
         let how = p.timing.name();
+        let (all, widths) = match opts.weight {
+            Metric::Time => (
+                format!("{} ms {how} total", ms(total)),
+                format!("{how} total time"),
+            ),
+            m => (format!("{total} {} in all", m.name()), m.name().to_owned()),
+        };
         let subtitle = format!(
-            "{} {} · {} thread(s) · {} ms {how} total · widths: {how} total time",
+            "{} {} · {} thread(s) · {all} · widths: {widths}",
             p.target.jvm,
             if p.target.pid > 0 {
                 format!("pid {}", p.target.pid)
@@ -98,7 +105,6 @@ impl Render for FlameGraph {
                 String::new()
             },
             p.threads.len(),
-            ms(total)
         );
         write_page(
             &Page {
@@ -138,9 +144,15 @@ fn add_thread(
             name,
             depth: 0,
             x: x0,
-            w: view.total_ns,
+            w: view.total,
             calls,
-            total_ns: view.total_ns,
+            total_ns: t
+                .tree
+                .roots
+                .iter()
+                .filter_map(|&r| view.times.get(r as usize))
+                .map(|x| x.total_ns)
+                .fold(0u64, u64::saturating_add),
             self_ns: 0,
             fill: "#c8c8c8".to_owned(),
             diff: None,
@@ -150,10 +162,11 @@ fn add_thread(
     for line in &view.lines {
         let depth = line.depth + base;
         let times = view.times[line.node as usize];
+        let w = view.weights[line.node as usize].total;
         let node = &t.tree.nodes[line.node as usize];
         cursor.truncate(line.depth + 1);
         let x = cursor[line.depth];
-        cursor[line.depth] = x.saturating_add(times.total_ns);
+        cursor[line.depth] = x.saturating_add(w);
         cursor.push(x);
         let m = p.method(node.method);
         frames.push(Frame {
@@ -161,7 +174,7 @@ fn add_thread(
             label: short_label(&m.class, &m.name),
             depth,
             x,
-            w: times.total_ns,
+            w,
             calls: node.calls,
             total_ns: times.total_ns,
             self_ns: times.self_ns,
@@ -175,7 +188,7 @@ fn add_thread(
                 name,
                 depth: depth + 1,
                 x,
-                w: cut.total_ns,
+                w: cut.total,
                 calls: cut.calls,
                 total_ns: cut.total_ns,
                 self_ns: 0,
@@ -184,7 +197,7 @@ fn add_thread(
             });
         }
     }
-    view.total_ns
+    view.total
 }
 
 /// Colour of a `[truncated N frames]` frame.
@@ -452,7 +465,7 @@ fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
         let x = f.x as f64 * scale;
         let w = f.w as f64 * scale;
         let y = (max_depth - f.depth) as u32 * ROW;
-        let share = percent(f.total_ns, page.total);
+        let share = percent(f.w, page.total);
         let (fill_calls, change) = match &f.diff {
             Some((c, t, _)) => (
                 format!(" data-fc=\"{c}\""),
@@ -513,7 +526,7 @@ fn call_tree(page: &Page, out: &mut dyn Write) -> io::Result<()> {
         let (short, figures) = match &f.diff {
             Some((_, t, short)) => (short.clone(), esc(t)),
             None => (
-                percent(f.total_ns, page.total),
+                percent(f.w, page.total),
                 format!(
                     "{} ms · self {} ms · {} calls",
                     ms(f.total_ns),

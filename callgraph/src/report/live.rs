@@ -25,7 +25,7 @@ impl Render for Live {
             p.stats.events,
             p.threads.len(),
             m.tree.nodes.len(),
-            ms(view.total_ns),
+            ms(view.total),
             if p.warnings.is_empty() {
                 String::new()
             } else {
@@ -46,7 +46,7 @@ impl Render for Live {
                 n.calls,
                 ms(t.total_ns),
                 ms(t.self_ns),
-                percent(t.total_ns, line.root_total_ns),
+                percent(t.total_ns, line.root_total),
                 "",
                 super::escape::escape(&p.display_name(n.method)),
                 indent = 2 * line.depth.min(30)

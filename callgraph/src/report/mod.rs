@@ -34,6 +34,10 @@ pub struct RenderOptions {
     /// flame graph): most frames in one stack; deeper frames are cut and
     /// stand as one `[truncated N frames]` frame ([`view::stack_view`]).
     pub max_stack: usize,
+    /// Collapsed, flame graph (and the diff's): what a frame's value or
+    /// width is, and what the thresholds and the order weigh. Time by
+    /// default; text and JSON always order by time.
+    pub weight: crate::profile::Metric,
     /// Text/JSON: also (text: instead) show the tree merged over threads.
     pub merged: bool,
     /// Text/JSON: how many hot spots to list (0 = none).
@@ -58,6 +62,7 @@ impl Default for RenderOptions {
             min_percent: 0.0,
             max_depth: None,
             max_stack: DEFAULT_MAX_STACK,
+            weight: crate::profile::Metric::Time,
             merged: false,
             hot_spots: 20,
             back_traces: Vec::new(),

@@ -16,7 +16,7 @@
 
 use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions};
-use crate::profile::Profile;
+use crate::profile::{Metric, Profile};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -188,18 +188,18 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
     m
 }
 
-/// The sample types: exact calls, exact time.
+/// The metrics each sample carries, in order: exact calls, time.
+const SAMPLE_METRICS: [Metric; 2] = [Metric::Calls, Metric::Time];
+
+/// The sample types of [`SAMPLE_METRICS`].
 fn sample_types(strings: &mut Strings) -> Vec<schema::ValueType> {
-    vec![
-        schema::ValueType {
-            r#type: strings.get("calls"),
-            unit: strings.get("count"),
-        },
-        schema::ValueType {
-            r#type: strings.get("time"),
-            unit: strings.get("nanoseconds"),
-        },
-    ]
+    SAMPLE_METRICS
+        .iter()
+        .map(|m| schema::ValueType {
+            r#type: strings.get(m.name()),
+            unit: strings.get(m.unit().name()),
+        })
+        .collect()
 }
 
 /// Hands every sample of `p` to `sample`, in order, and returns the rest of
@@ -245,8 +245,13 @@ fn walk(
         });
         id
     };
+    let time_opts = RenderOptions {
+        weight: Metric::Time,
+        ..opts.clone()
+    };
     for t in &p.threads {
-        let view = stack_view(p, &t.tree, opts);
+        // Thresholds and cuts weigh time; each sample carries every metric.
+        let view = stack_view(p, &t.tree, &time_opts);
         let thread_str = strings.get(&t.display_name());
         let label = vec![schema::Label {
             key: thread_key,
@@ -276,7 +281,7 @@ fn walk(
             path.push(loc);
             let self_ns = view.times[line.node as usize]
                 .self_ns
-                .saturating_add(line.hidden_ns);
+                .saturating_add(line.hidden);
             sample(schema::Sample {
                 location_id: path.iter().rev().copied().collect(),
                 value: vec![clamp(node.calls), clamp(self_ns)],
@@ -306,7 +311,11 @@ fn walk(
     if !p.target.jvm.is_empty() {
         comments.push(strings.get(&format!("JVM {} {}", p.target.pid, p.target.jvm)));
     }
-    let time_type = sample_type[1].clone();
+    let time_type = sample_type[SAMPLE_METRICS
+        .iter()
+        .position(|&m| m == Metric::Time)
+        .unwrap_or(0)]
+    .clone();
     Ok(schema::Profile {
         sample_type,
         sample: Vec::new(),

@@ -427,7 +427,7 @@ fn thread_tree(
         out,
         "{who}: {roots} root call{}, {} ms",
         if roots == 1 { "" } else { "s" },
-        ms(view.total_ns)
+        ms(view.total)
     )?;
     let sampled = p.timing == Timing::Sampled;
     if sampled {
@@ -459,7 +459,7 @@ fn thread_tree(
         if sampled {
             let window = t.samples.window();
             let row = sampled_row(node.calls, &times, window);
-            let share = percent(times.total_ns, line.root_total_ns);
+            let share = percent(times.total_ns, line.root_total);
             let guide = guides(&open, line.depth, line.last);
             writeln!(out, "{row} {share:>8}  {guide}{name}")?;
             continue;
@@ -472,7 +472,7 @@ fn thread_tree(
             node.calls,
             ms_marked(times.total_ns, total_bound),
             ms_marked(times.self_ns, self_bound),
-            percent(times.total_ns, line.root_total_ns),
+            percent(times.total_ns, line.root_total),
             guides(&open, line.depth, line.last),
             name
         )?;

@@ -13,7 +13,7 @@
 //!   its time.
 
 use super::RenderOptions;
-use crate::profile::{NodeId, Profile, Times, Tree};
+use crate::profile::{Metric, NodeId, Profile, Times, Tree, Weight};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -25,11 +25,11 @@ pub struct Line {
     pub depth: usize,
     /// Last shown child of its parent (or last shown root).
     pub last: bool,
-    /// Exact total of the root this node hangs under.
-    pub root_total_ns: u64,
-    /// Exact totals of this node's children that are not shown (below
-    /// `min_percent` or beyond `max_depth`).
-    pub hidden_ns: u64,
+    /// Total of the root this node hangs under, in the view's metric.
+    pub root_total: u64,
+    /// Totals of this node's children that are not shown (below
+    /// `min_percent` or beyond `max_depth`), in the view's metric.
+    pub hidden: u64,
     /// [`stack_view`]: the children cut at the maximum stack depth, an
     /// index into [`TreeView::cuts`] (kept aside: few lines have one).
     pub cut: Option<u32>,
@@ -41,7 +41,9 @@ pub struct Line {
 pub struct Cut {
     /// Frames of the deepest cut path (the stack depth lost).
     pub frames: usize,
-    /// Exact totals of the cut children, summed.
+    /// Totals of the cut children in the view's metric, summed.
+    pub total: u64,
+    /// Their exact (or sampled) times, summed.
     pub total_ns: u64,
     /// Calls of every cut node, summed.
     pub calls: u64,
@@ -57,11 +59,16 @@ pub fn truncated_frame(frames: usize) -> String {
 pub struct TreeView {
     /// Derived times of every node of the tree (indexed by node).
     pub times: Vec<Times>,
+    /// What the view weighs nodes by (sorting, thresholds, `hidden`,
+    /// cuts, `total`).
+    pub metric: Metric,
+    /// Every node's value of `metric` (indexed by node).
+    pub weights: Vec<Weight>,
     pub lines: Vec<Line>,
     /// What [`stack_view`] cut, indexed by [`Line::cut`].
     pub cuts: Vec<Cut>,
-    /// Sum of the roots' exact totals.
-    pub total_ns: u64,
+    /// Sum of the roots' totals in the view's metric.
+    pub total: u64,
 }
 
 impl TreeView {
@@ -74,11 +81,11 @@ impl TreeView {
 fn by_total_then_name(
     profile: &Profile,
     tree: &Tree,
-    times: &[Times],
+    weights: &[Weight],
     a: NodeId,
     b: NodeId,
 ) -> Ordering {
-    let (ta, tb) = (times[a as usize].total_ns, times[b as usize].total_ns);
+    let (ta, tb) = (weights[a as usize].total, weights[b as usize].total);
     let (ma, mb) = (tree.nodes[a as usize].method, tree.nodes[b as usize].method);
     tb.cmp(&ta)
         .then_with(|| name_cmp(profile, ma, mb))
@@ -115,7 +122,7 @@ fn children(tree: &Tree, i: NodeId) -> impl Iterator<Item = NodeId> + '_ {
 /// `min_percent` compares a node's exact total with its root's (a root with
 /// the sum of all roots); `max_depth` = number of levels shown (1 = roots).
 pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeView {
-    view(profile, tree, opts, usize::MAX)
+    view(profile, tree, opts, usize::MAX, Metric::Time)
 }
 
 /// [`tree_view`] for the stack formats: a node at depth `max_stack - 1`
@@ -124,7 +131,7 @@ pub fn tree_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeVi
 /// (the others' time stays in its `hidden_ns`, as in [`tree_view`]). A
 /// `max_depth` at or above the cut folds as in [`tree_view`] instead.
 pub fn stack_view(profile: &Profile, tree: &Tree, opts: &RenderOptions) -> TreeView {
-    view(profile, tree, opts, opts.max_stack.max(1))
+    view(profile, tree, opts, opts.max_stack.max(1), opts.weight)
 }
 
 /// Per node: frames of its deepest path down (itself included), and the
@@ -146,34 +153,43 @@ fn subtree_depths(tree: &Tree) -> Vec<(usize, u64)> {
     out
 }
 
-fn view(profile: &Profile, tree: &Tree, opts: &RenderOptions, max_stack: usize) -> TreeView {
+fn view(
+    profile: &Profile,
+    tree: &Tree,
+    opts: &RenderOptions,
+    max_stack: usize,
+    metric: Metric,
+) -> TreeView {
     let times = profile.times(tree);
+    let weights = profile.weights_from(tree, metric, &times);
     let mut roots: Vec<NodeId> = tree
         .roots
         .iter()
         .copied()
         .filter(|&r| (r as usize) < tree.nodes.len())
         .collect();
-    roots.sort_by(|&a, &b| by_total_then_name(profile, tree, &times, a, b));
-    let total_ns = roots
+    roots.sort_by(|&a, &b| by_total_then_name(profile, tree, &weights, a, b));
+    let total = roots
         .iter()
-        .map(|&r| times[r as usize].total_ns)
+        .map(|&r| weights[r as usize].total)
         .fold(0u64, u64::saturating_add);
-    roots.retain(|&r| passes(opts.min_percent, times[r as usize].total_ns, total_ns));
+    roots.retain(|&r| passes(opts.min_percent, weights[r as usize].total, total));
     let max_depth = opts.max_depth.unwrap_or(usize::MAX);
     let mut lines = Vec::new();
     if max_depth == 0 {
         return TreeView {
             times,
+            metric,
+            weights,
             lines,
             cuts: Vec::new(),
-            total_ns,
+            total,
         };
     }
     // (node, depth, last, root total)
     let mut stack: Vec<(NodeId, usize, bool, u64)> = Vec::new();
     for (i, &r) in roots.iter().enumerate().rev() {
-        stack.push((r, 0, i + 1 == roots.len(), times[r as usize].total_ns));
+        stack.push((r, 0, i + 1 == roots.len(), weights[r as usize].total));
     }
     let mut kids: Vec<NodeId> = Vec::new();
     // Computed at the first cut.
@@ -182,19 +198,19 @@ fn view(profile: &Profile, tree: &Tree, opts: &RenderOptions, max_stack: usize) 
     while let Some((n, depth, last, root_total)) = stack.pop() {
         kids.clear();
         kids.extend(children(tree, n));
-        let mut hidden_ns = 0u64;
+        let mut hidden = 0u64;
         let mut cut = None;
         if depth + 1 >= max_depth {
             for &c in &kids {
-                hidden_ns = hidden_ns.saturating_add(times[c as usize].total_ns);
+                hidden = hidden.saturating_add(weights[c as usize].total);
             }
             kids.clear();
         } else {
             kids.retain(|&c| {
-                let t = times[c as usize].total_ns;
+                let t = weights[c as usize].total;
                 let keep = passes(opts.min_percent, t, root_total);
                 if !keep {
-                    hidden_ns = hidden_ns.saturating_add(t);
+                    hidden = hidden.saturating_add(t);
                 }
                 keep
             });
@@ -205,20 +221,21 @@ fn view(profile: &Profile, tree: &Tree, opts: &RenderOptions, max_stack: usize) 
                     let (frames, calls) = below[k as usize];
                     c.frames = c.frames.max(frames);
                     c.calls = c.calls.saturating_add(calls);
+                    c.total = c.total.saturating_add(weights[k as usize].total);
                     c.total_ns = c.total_ns.saturating_add(times[k as usize].total_ns);
                 }
                 cut = Some(cuts.len() as u32);
                 cuts.push(c);
                 kids.clear();
             }
-            kids.sort_by(|&a, &b| by_total_then_name(profile, tree, &times, a, b));
+            kids.sort_by(|&a, &b| by_total_then_name(profile, tree, &weights, a, b));
         }
         lines.push(Line {
             node: n,
             depth,
             last,
-            root_total_ns: root_total,
-            hidden_ns,
+            root_total,
+            hidden,
             cut,
         });
         for (i, &c) in kids.iter().enumerate().rev() {
@@ -227,9 +244,11 @@ fn view(profile: &Profile, tree: &Tree, opts: &RenderOptions, max_stack: usize) 
     }
     TreeView {
         times,
+        metric,
+        weights,
         lines,
         cuts,
-        total_ns,
+        total,
     }
 }
 
