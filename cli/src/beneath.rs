@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path};
 
-use crate::attach::sys;
+use crate::sys;
 
 /// A directory, held open (`O_PATH`): what is done through it happens in
 /// that directory, wherever its path leads later.

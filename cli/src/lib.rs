@@ -10,3 +10,5 @@ pub mod list;
 pub mod pattern;
 pub mod rewrite;
 pub mod stale;
+#[allow(unsafe_code)]
+pub(crate) mod sys;

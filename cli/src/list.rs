@@ -15,7 +15,7 @@ pub fn run(out: &mut dyn Write) -> anyhow::Result<()> {
         eprintln!("sprig: warning: {skipped}");
     }
     let jvms = survey.jvms;
-    let (euid, _) = crate::attach::sys::effective_ids();
+    let (euid, _) = crate::sys::effective_ids();
     match write_table(out, &jvms, euid) {
         // `sprig list | head -1`: the reader has what it wanted.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -1,5 +1,5 @@
 //! SIGINT/SIGTERM and SIGUSR1 → counters the session loop polls. The
-//! CLI's only FFI.
+//! binary's FFI (the library's is `sys.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

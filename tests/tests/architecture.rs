@@ -35,7 +35,7 @@ const CRATES: &[(&str, &str, &[&str])] = &[
 const UNSAFE_ALLOWED: &[&str] = &[
     "agent/src/ffi/",
     "agent/src/lib.rs",
-    "cli/src/attach/sys.rs",
+    "cli/src/sys.rs",
     "cli/src/signals.rs",
     "wire/src/clock.rs",
     "wire/src/memfd.rs",

@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 
 use sprig_wire::session::open_dir_nofollow;
 
-use super::AGENT_LIBRARY;
+use super::library::AGENT_LIBRARY;
 
 /// Copies not used for this long are removed when a new one is made:
 /// longer than any attach takes between making its copy and the JVM

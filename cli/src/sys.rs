@@ -1,8 +1,9 @@
-//! The CLI's FFI for the attach path and for reading what a JVM's owner
-//! controls: signals (through a pidfd where the kernel has them), effective
+//! The `sprig` library's FFI, on the ground floor so that every module
+//! may use it (JVM discovery, files through directory handles, the attach
+//! path): signals (through a pidfd where the kernel has them), effective
 //! ids, a per-thread switch of the effective uid/gid, and the `*at` calls
-//! that work relative to a directory handle. Every other module stays safe
-//! Rust.
+//! that work relative to a directory handle. Every other module of the
+//! library stays safe Rust; the binary's signal handlers are `signals.rs`.
 
 use std::ffi::{CString, OsStr};
 use std::io;
