@@ -417,16 +417,22 @@ fn nothing_is_dated_by_a_numbered_work_session() {
             continue;
         };
         let lower = text.to_lowercase();
-        for (n, line) in lower.lines().enumerate() {
-            let words: Vec<&str> = line
-                .split(|c: char| !c.is_ascii_alphabetic() && c != '-')
-                .filter(|w| !w.is_empty())
-                .collect();
-            for pair in words.windows(2) {
-                let ordinal = ordinals.contains(&pair[0]) || pair[0].starts_with("twenty-");
-                if ordinal && pair[1] == "session" {
-                    hits.push(format!("{file}:{}", n + 1));
-                }
+        // Words of the whole file with their line, so that a phrase
+        // wrapped over two lines (or two comment lines) is seen too.
+        let words: Vec<(usize, &str)> = lower
+            .lines()
+            .enumerate()
+            .flat_map(|(n, line)| {
+                line.split(|c: char| !c.is_ascii_alphabetic() && c != '-')
+                    .filter(|w| !w.is_empty())
+                    .map(move |w| (n, w))
+            })
+            .collect();
+        for pair in words.windows(2) {
+            let (n, first) = pair[0];
+            let ordinal = ordinals.contains(&first) || first.starts_with("twenty-");
+            if ordinal && pair[1].1 == "session" {
+                hits.push(format!("{file}:{}", n + 1));
             }
         }
     }

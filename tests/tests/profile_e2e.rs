@@ -519,8 +519,8 @@ fn exceptions_thrown_out_of_the_root_still_close_the_call() {
 /// session in one JVM. HotSpot on JDK 25 appends such constants again at
 /// every redefinition (they never compare equal), and rebuilds the class
 /// bytes it hands back from the grown pool: redefining from those made a
-/// redefinition of a 30-entry class take 31 s (the JVM stopped) by the tenth
-/// session. sprig redefines it from its first bytes, and once the pool has
+/// redefinition of a 30-entry class take 31 s (the JVM stopped) by its tenth
+/// profiling session. sprig redefines it from its first bytes, and once the pool has
 /// grown past its bound it warns and leaves the class out of later
 /// sessions. Every session counts the root's calls exactly and no
 /// redefinition takes long; JDK 17 does not grow the pool, so its class is
