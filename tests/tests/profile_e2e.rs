@@ -1375,12 +1375,20 @@ fn a_second_profiling_session_on_the_same_jvm_is_refused_clearly() {
                     "--root",
                     "fixtures.Calls::root",
                 ],
-                "could not load the agent",
+                "a sprig session is already running in this JVM",
                 Some(&jvm),
             );
+            // One line that names the session that runs (#38: whichever
+            // copy of the agent asks, the refusal comes over the socket).
+            let first_pid = first.pid().to_string();
             assert!(
-                err.contains("another sprig session"),
-                "no clear hint:\n{err}"
+                err.contains(&format!("sprig pid {first_pid}, user ")),
+                "the refusal does not name the running session:\n{err}"
+            );
+            assert_eq!(
+                err.lines().filter(|l| l.starts_with("sprig: error:")).count(),
+                1,
+                "not one error line:\n{err}"
             );
             // The first profiling session is unharmed.
             run_scenario(&mut jvm, "calls", 25, 1);
