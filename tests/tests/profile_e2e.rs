@@ -1386,7 +1386,9 @@ fn a_second_profiling_session_on_the_same_jvm_is_refused_clearly() {
                 "the refusal does not name the running session:\n{err}"
             );
             assert_eq!(
-                err.lines().filter(|l| l.starts_with("sprig: error:")).count(),
+                err.lines()
+                    .filter(|l| l.starts_with("sprig: error:"))
+                    .count(),
                 1,
                 "not one error line:\n{err}"
             );
