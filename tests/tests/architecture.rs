@@ -39,7 +39,7 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "cli/src/signals.rs",
     "wire/src/clock.rs",
     "wire/src/memfd.rs",
-    "wire/src/ring.rs",
+    "wire/src/ring/raw.rs",
     "wire/src/session/sys.rs",
 ];
 

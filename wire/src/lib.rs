@@ -9,7 +9,7 @@
 //!
 //! `unsafe` is denied but in the four modules that talk to the kernel or
 //! to shared memory (`clock`: `rdtsc` and `clock_gettime`; `memfd`;
-//! `ring`: the mapped region; `session::sys`: socket credentials,
+//! `ring::raw`: the mapped region; `session::sys`: socket credentials,
 //! descriptor passing and `unlinkat`), each block with a `// SAFETY:` line.
 
 #![deny(unsafe_code)]
@@ -21,7 +21,6 @@ pub mod control;
 pub mod event;
 #[allow(unsafe_code)]
 pub mod memfd;
-#[allow(unsafe_code)]
 pub mod ring;
 pub mod session;
 
