@@ -13,7 +13,7 @@
 //! ticks, a frame remembers the sum at entry and takes the difference at
 //! exit. Which frames a wait belongs to: a probe reads its timestamp, then
 //! may wait for ring space; the ring writes the `AdjustTime` record just
-//! before the event whose probe waited (wire `ring.rs`, "Backpressure"). So
+//! before the event whose probe waited (wire `ring/mod.rs`, "Backpressure"). So
 //! the wait came after that event's timestamp and is charged to the frames
 //! open *after* that event: a waiting entry probe's wait is inside the new
 //! frame, a waiting exit probe's wait is outside the frame it closed (but

@@ -291,6 +291,7 @@ impl Region {
         false
     }
 
+    #[inline]
     pub(super) fn is_retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
     }
