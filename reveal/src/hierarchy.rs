@@ -16,7 +16,7 @@ use sprig_rewriter::vocab::access::{
 };
 use sprig_rewriter::{ClassInfo, MethodInfo};
 
-use crate::MethodKey;
+use crate::model::MethodKey;
 
 /// One loaded class as the mirror keeps it.
 #[derive(Clone, Debug)]
