@@ -1,0 +1,196 @@
+//! The JNI natives of `sprig.rt.Probe`: entry and exit, root entry and
+//! exit (opening and closing root contexts), and `Natives`, which binds
+//! them with the revelation natives and the fast path for `ffi`.
+
+use super::active::{close_root_context, open_root_context, publish};
+use super::burst::{BURST_EVERY, burst_due_inside, mid_root_burst};
+use super::fast::{FAST_SLOW, fast_enter, fast_exit, fast_root_enter, fast_root_exit};
+use super::revelation::{SITE_AGAIN, check_first_call, enter_dormant, reflect, site};
+use super::ring::{GENERATION, PROFILING};
+use super::thread::{register, with_state};
+use crate::ffi::Jni;
+use crate::methods;
+use sprig_wire::{Event, EventKind};
+use std::sync::atomic::Ordering;
+
+/// `root_exit`: this call did not close the root context.
+pub const ROOT_NESTED: i32 = 0;
+/// `root_exit`: this call closed the thread's root context.
+pub const ROOT_CLOSED: i32 = 1;
+/// `root_exit`: the thread is due for a calibration burst before it
+/// closes its root context. Nothing is recorded; the probe class runs
+/// `Calibration.burst` (a few dozen calls of the instrumented empty
+/// method) and calls `nRootExit` again, which closes the context. The CCT
+/// builder measures the probes from those calls, on this thread right
+/// after the root's own code, and takes the burst out of the profile
+/// (wire `CALIBRATION_EMPTY_ID`). Only for a probe class that says it
+/// does so (`probe_class::bursts_available`): an older one would take
+/// the value for a closed context.
+pub const ROOT_BURST_FIRST: i32 = 3;
+
+/// The natives of `sprig.rt.Probe`, as `ffi` binds them.
+pub struct Natives;
+
+impl crate::ffi::ProbeNatives for Natives {
+    const SITE_AGAIN: i32 = SITE_AGAIN;
+    const FAST_SLOW: i32 = FAST_SLOW;
+
+    #[inline(always)]
+    fn enter(id: u32, jni: Jni<'_>) {
+        enter(id, jni)
+    }
+    #[inline(always)]
+    fn exit(id: u32, jni: Jni<'_>) {
+        exit(id, jni)
+    }
+    #[inline(always)]
+    fn root_enter(id: u32, jni: Jni<'_>) -> bool {
+        root_enter(id, jni)
+    }
+    #[inline(always)]
+    fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
+        root_exit(id, jni)
+    }
+    fn reflect(jni: Jni<'_>, method: crate::ffi::Local<'_>) -> bool {
+        reflect(jni, method)
+    }
+    fn site(jni: Jni<'_>, site_id: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
+        site(jni, site_id, receiver)
+    }
+    #[inline(always)]
+    fn fast_enter(id: u32) -> i32 {
+        fast_enter(id)
+    }
+    #[inline(always)]
+    fn fast_exit(id: u32) -> i32 {
+        fast_exit(id)
+    }
+    #[inline(always)]
+    fn fast_root_enter(id: u32) -> i32 {
+        fast_root_enter(id)
+    }
+    #[inline(always)]
+    fn fast_root_exit(id: u32) -> i32 {
+        fast_root_exit(id)
+    }
+}
+
+/// `Probe.nEnter`: entry of an instrumented method.
+#[inline]
+pub fn enter(id: u32, jni: Jni<'_>) {
+    let _ = with_state(|s| {
+        if s.depth() == 0 {
+            return;
+        }
+        if s.busy.get() || !s.current() {
+            return;
+        }
+        if !methods::is_active(id) && !enter_dormant(s, id, jni) {
+            return;
+        }
+        let ts = s.inner_now();
+        s.set_depth(s.depth() + 1);
+        if check_first_call(s, id, jni) {
+            s.push(Event::new(EventKind::MethodEntry, id, ts));
+        }
+    });
+}
+
+/// `Probe.nExit`: normal or exceptional exit of an instrumented method.
+/// In a root call that has run for longer than a burst period, the exit
+/// that finds the thread due runs its calibration burst (see
+/// [`mid_root_burst`]).
+#[inline]
+pub fn exit(id: u32, jni: Jni<'_>) {
+    let _ = with_state(|s| {
+        let d = s.depth();
+        // At depth 1 only the root's own exit may close the context.
+        if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
+            return;
+        }
+        let ts = s.inner_now();
+        s.set_depth(d - 1);
+        s.push(Event::new(EventKind::MethodExit, id, ts));
+        if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
+            mid_root_burst(s, ts, jni);
+        }
+    });
+}
+
+/// `Probe.nRootEnter`: entry of a root method. Returns whether it opened
+/// a root context on this thread (the Java side counts open contexts per
+/// thread-id slot in `Probe.INSIDE`).
+#[inline]
+pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
+    with_state(|s| {
+        if s.busy.get() {
+            return false;
+        }
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if s.generation.get() != generation {
+            s.reset(generation);
+        }
+        let d = s.depth();
+        if d > 0 {
+            let ts = s.inner_now();
+            s.set_depth(d + 1);
+            if check_first_call(s, id, jni) {
+                s.push(Event::new(EventKind::MethodEntry, id, ts));
+            }
+            return false;
+        }
+        if !PROFILING.load(Ordering::Acquire) || s.disabled.get() {
+            return false;
+        }
+        if s.producer.borrow().is_none() && !register(s, jni) {
+            s.disabled.set(true);
+            return false;
+        }
+        open_root_context(jni);
+        let ts = s.now();
+        s.set_depth(1);
+        s.root_since.set(ts);
+        if check_first_call(s, id, jni) {
+            s.push(Event::new(EventKind::RootEntry, id, ts));
+        }
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// `Probe.nRootExit`: exit of a root method. Returns `ROOT_CLOSED` when
+/// it closed this thread's root context, `ROOT_BURST_FIRST` when the
+/// thread runs a calibration burst first, `ROOT_NESTED` otherwise. The
+/// last thread out of a root context lowers `Probe.active` at once.
+#[inline]
+pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
+    with_state(|s| {
+        let d = s.depth();
+        if d == 0 || s.busy.get() || !s.current() {
+            return ROOT_NESTED;
+        }
+        let ts = s.now();
+        if d == 1 {
+            let every = BURST_EVERY.load(Ordering::Relaxed);
+            if s.in_burst.replace(false) {
+                // the burst ran: close now
+            } else if every != 0 && ts >= s.next_burst.get() {
+                s.next_burst.set(ts.saturating_add(every));
+                s.in_burst.set(true);
+                return ROOT_BURST_FIRST;
+            }
+            s.set_depth(0);
+            s.push(Event::new(EventKind::RootExit, id, ts));
+            if close_root_context() {
+                publish(jni);
+            }
+            ROOT_CLOSED
+        } else {
+            s.set_depth(d - 1);
+            let ts = if s.untimed.get() { 0 } else { ts };
+            s.push(Event::new(EventKind::MethodExit, id, ts));
+            ROOT_NESTED
+        }
+    })
+    .unwrap_or(ROOT_NESTED)
+}

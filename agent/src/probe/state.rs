@@ -1,0 +1,106 @@
+//! A thread's probe state: its cells (generation, root-context depth,
+//! slot, producer, bursts) and the reads every probe makes of them.
+
+use super::ring::GENERATION;
+use crate::ffi::slots::Slot;
+use sprig_wire::ClockKind;
+use sprig_wire::clock;
+use sprig_wire::ring::Producer;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
+
+pub(super) struct ThreadState {
+    pub(super) generation: Cell<u64>,
+    /// Root-context depth, unless `slot` holds it.
+    pub(super) depth: Cell<u32>,
+    /// This thread's slot of the Java path's table (`ffi::slots`), kept for
+    /// the thread's life once claimed (0: never tried, see `java_id`).
+    pub(super) owned_slot: Cell<Option<Slot>>,
+    /// `owned_slot` while this generation lets the probe class record in
+    /// Java (sampled timing): it then holds the depth and, while open, the
+    /// position in the producer's segment.
+    pub(super) slot: Cell<Option<Slot>>,
+    /// The Java thread id (`Thread.getId()`), 0 until registration.
+    pub(super) java_id: Cell<u64>,
+    /// Set while this thread runs the probe's own slow path (registration).
+    pub(super) busy: Cell<bool>,
+    /// Registration failed in this generation: never record on this thread.
+    pub(super) disabled: Cell<bool>,
+    /// Thread index in the current generation (valid with a producer).
+    pub(super) index: Cell<u32>,
+    pub(super) tsc: Cell<bool>,
+    pub(super) clock: Cell<ClockKind>,
+    /// Sampled timing: entries and exits inside a root context carry no
+    /// timestamp (the root's own entry and exit still do).
+    pub(super) untimed: Cell<bool>,
+    pub(super) producer: RefCell<Option<Producer>>,
+    /// Clock reading from which this thread's next root call ends with a
+    /// calibration burst (0: the next one).
+    pub(super) next_burst: Cell<u64>,
+    /// The probe class is running a burst: the next closing root exit
+    /// closes, whatever the clock says.
+    pub(super) in_burst: Cell<bool>,
+    /// Clock reading when this thread's root context opened: a root call
+    /// running longer than a burst period runs its bursts at exits inside
+    /// it (`natives::exit`).
+    pub(super) root_since: Cell<u64>,
+}
+
+impl ThreadState {
+    pub(super) const fn new() -> ThreadState {
+        ThreadState {
+            generation: Cell::new(0),
+            depth: Cell::new(0),
+            owned_slot: Cell::new(None),
+            slot: Cell::new(None),
+            java_id: Cell::new(0),
+            busy: Cell::new(false),
+            disabled: Cell::new(false),
+            index: Cell::new(0),
+            tsc: Cell::new(false),
+            clock: Cell::new(ClockKind::Monotonic),
+            untimed: Cell::new(false),
+            producer: RefCell::new(None),
+            next_burst: Cell::new(0),
+            in_burst: Cell::new(false),
+            root_since: Cell::new(0),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn current(&self) -> bool {
+        self.generation.get() == GENERATION.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    pub(super) fn now(&self) -> u64 {
+        if self.tsc.get() {
+            clock::read_tsc()
+        } else {
+            clock::read(self.clock.get())
+        }
+    }
+
+    /// The timestamp of an entry or exit inside a root context: the clock,
+    /// or 0 under sampled timing, where no probe inside reads it.
+    #[inline(always)]
+    pub(super) fn inner_now(&self) -> u64 {
+        if self.untimed.get() { 0 } else { self.now() }
+    }
+
+    #[inline(always)]
+    pub(super) fn depth(&self) -> u32 {
+        match self.slot.get() {
+            Some(slot) => slot.depth(),
+            None => self.depth.get(),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn set_depth(&self, d: u32) {
+        match self.slot.get() {
+            Some(slot) => slot.set_depth(d),
+            None => self.depth.set(d),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! A thread's life in a session: the thread-local state and how a probe
+//! reaches it, the registration at its first root entry (index,
+//! producer, slot, `ThreadStart`), the reset of a stale generation's
+//! state, `ThreadEnd` when the thread ends, and calibration's private
+//! ring.
+
+use super::ring::{GENERATION, REGION, SAMPLED, WAIT_BOUND_MS};
+use super::state::ThreadState;
+use crate::ffi::Jni;
+use crate::ffi::slots;
+use crate::probe_class;
+use crate::threads;
+use sprig_wire::ring::{Producer, Region};
+use sprig_wire::{ClockKind, Event, EventKind};
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Runs `f` with the calling thread's probe state (through the `ffi::tls`
+/// slot); `None` once the thread is ending.
+#[inline(always)]
+pub(super) fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+    crate::ffi::with_state(&STATE, f)
+}
+
+impl ThreadState {
+    /// Forgets a stale generation's state.
+    #[cold]
+    pub(super) fn reset(&self, generation: u64) {
+        self.close_slot();
+        self.set_depth(0);
+        self.slot.set(None);
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(mut old) = p.take()
+        {
+            old.release();
+        }
+        self.generation.set(generation);
+        self.set_depth(0);
+        self.disabled.set(false);
+        self.next_burst.set(0);
+        self.in_burst.set(false);
+    }
+}
+
+impl Drop for ThreadState {
+    /// The thread is ending: close its stream with `ThreadEnd`.
+    fn drop(&mut self) {
+        crate::ffi::forget_state();
+        self.close_slot();
+        if let Some(slot) = self.owned_slot.take() {
+            slot.free();
+        }
+        if !self.current() {
+            return;
+        }
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            let _ = p.push(Event::new(
+                EventKind::ThreadEnd,
+                self.index.get(),
+                self.now(),
+            ));
+            p.release();
+        }
+    }
+}
+
+thread_local! {
+    static STATE: ThreadState = const { ThreadState::new() };
+    /// Calibration only: a private ring this thread records into instead of
+    /// the session's, so its events never reach the CLI while taking the
+    /// same probe path (see `with_private_ring`).
+    static PRIVATE_RING: RefCell<Option<Arc<Region>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the calling thread's probes recording into `region`
+/// instead of the session's ring, as thread index 0 and without a `Thread`
+/// message (probe calibration). The thread's probe state is forgotten
+/// before and after, so it holds no producer of `region` afterwards.
+pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
+    forget_thread_state();
+    let _ = PRIVATE_RING.try_with(|p| *p.borrow_mut() = Some(region));
+    let out = f();
+    let _ = PRIVATE_RING.try_with(|p| p.borrow_mut().take());
+    forget_thread_state();
+    out
+}
+
+fn forget_thread_state() {
+    let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
+}
+
+/// First root entry of this thread in this session: index, producer,
+/// `ThreadStart`, and the `Thread` message.
+#[cold]
+#[inline(never)]
+pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
+    let private = PRIVATE_RING.try_with(|p| p.borrow().clone()).ok().flatten();
+    let is_private = private.is_some();
+    let region = match private {
+        Some(r) => Some(r),
+        None => match REGION.read() {
+            Ok(r) => r.clone(),
+            Err(_) => None,
+        },
+    };
+    let Some(region) = region else {
+        return false;
+    };
+    s.busy.set(true);
+    let index = if is_private { 0 } else { threads::next_index() };
+    s.index.set(index);
+    let clock_kind = region.clock();
+    s.clock.set(clock_kind);
+    s.tsc.set(clock_kind == ClockKind::Tsc);
+    // The private ring (the calibration) is always timed.
+    s.untimed
+        .set(!is_private && SAMPLED.load(Ordering::Relaxed));
+    let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
+    let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
+    *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
+    if !is_private {
+        s.java_id.set(threads::announce(jni, index));
+    }
+    if java {
+        use_slot(s);
+    }
+    s.push(Event::new(EventKind::ThreadStart, index, s.now()));
+    s.busy.set(false);
+    true
+}
+
+/// Lets the probe class record this thread's events in Java from now on
+/// (sampled timing): its slot, claimed the first time, holds the depth.
+/// A thread whose slot another thread holds stays on the native path.
+pub(super) fn use_slot(s: &ThreadState) {
+    let id = s.java_id.get();
+    if s.owned_slot.get().is_none() && id > 0 {
+        s.owned_slot.set(slots::claim(id));
+    }
+    if let Some(slot) = s.owned_slot.get() {
+        let d = s.depth.get();
+        s.slot.set(Some(slot));
+        s.set_depth(d);
+    }
+}
