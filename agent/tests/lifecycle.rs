@@ -129,23 +129,8 @@ fn load_when_free(jdk: &Jdk, pid: u32, lib: &Path, cli: &FakeCli) {
 fn a_failed_attach_leaves_the_jvm_to_exit_cleanly() {
     for jdk in sprig_tests::test_jdks("a_failed_attach_leaves_the_jvm_to_exit_cleanly") {
         let classes = fixture_classes(&jdk);
-        let old = TempDir::new("old-probe");
-        let src = old.path().join("src/sprig/rt");
-        std::fs::create_dir_all(&src).expect("mkdir");
-        std::fs::write(
-            src.join("Probe.java"),
-            "package sprig.rt;\n\
-             public final class Probe {\n\
-                 static int active;\n\
-                 static volatile int on;\n\
-                 public static void enter(int id) {}\n\
-                 public static void exit(int id) {}\n\
-             }\n",
-        )
-        .expect("write the old probe class");
+        let old = sprig_tests::old_probe_class(&jdk);
         let boot = old.path().join("boot");
-        std::fs::create_dir_all(&boot).expect("mkdir");
-        sprig_tests::javac(&jdk, &old.path().join("src"), &boot, &[]);
         let cwd = TempDir::new("old-probe-cwd");
         let mut jvm = spawn_java_env(
             &jdk,

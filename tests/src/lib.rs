@@ -540,3 +540,27 @@ pub fn calls_by_path(
     }
     out
 }
+
+/// The probe class of an older sprig (no `INSIDE`), compiled for `jdk`
+/// into `boot/` of the directory returned, for `-Xbootclasspath/a:`: a
+/// JVM that holds it refuses this sprig's agent.
+pub fn old_probe_class(jdk: &Jdk) -> TempDir {
+    let dir = TempDir::new("old-probe");
+    let src = dir.path().join("src/sprig/rt");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    std::fs::write(
+        src.join("Probe.java"),
+        "package sprig.rt;\n\
+         public final class Probe {\n\
+             static int active;\n\
+             static volatile int on;\n\
+             public static void enter(int id) {}\n\
+             public static void exit(int id) {}\n\
+         }\n",
+    )
+    .expect("write the old probe class");
+    let boot = dir.path().join("boot");
+    std::fs::create_dir_all(&boot).expect("mkdir");
+    javac(jdk, &dir.path().join("src"), &boot, &[]);
+    dir
+}

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sprig_tests::{
-    Jdk, Proc, TempDir, agent_lib, fixture_classes, run_sprig, sprig_bin, start_sprig,
-    start_workload, test_jdks,
+    Jdk, Proc, TempDir, agent_lib, fixture_classes, old_probe_class, run_sprig, sprig_bin,
+    start_sprig, start_workload, test_jdks,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -42,29 +42,6 @@ fn root_calls(report: &Value) -> u64 {
         .filter(|r| r["class"] == "fixtures.Calls" && r["method"] == "root")
         .map(|r| r["calls"].as_u64().expect("calls"))
         .sum()
-}
-
-/// The probe class of an older sprig (no `INSIDE`), compiled for `jdk`
-/// into a directory for `-Xbootclasspath/a:`.
-fn old_probe_class(jdk: &Jdk) -> TempDir {
-    let dir = TempDir::new("old-probe");
-    let src = dir.path().join("src/sprig/rt");
-    std::fs::create_dir_all(&src).expect("mkdir");
-    std::fs::write(
-        src.join("Probe.java"),
-        "package sprig.rt;\n\
-         public final class Probe {\n\
-             static int active;\n\
-             static volatile int on;\n\
-             public static void enter(int id) {}\n\
-             public static void exit(int id) {}\n\
-         }\n",
-    )
-    .expect("write the old probe class");
-    let boot = dir.path().join("boot");
-    std::fs::create_dir_all(&boot).expect("mkdir");
-    sprig_tests::javac(jdk, &dir.path().join("src"), &boot, &[]);
-    dir
 }
 
 #[test]
