@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -128,6 +128,58 @@ pub struct SessionOptions {
     pub recalibrate_ms: u32,
     /// Whether the probes inside a root context read the clock.
     pub timing: Timing,
+    /// Stack samples of the JVM's threads (`sprig sample`), taken by the
+    /// agent's stack sampler; `None` runs no sampler. With no `roots` a
+    /// session samples only: no class is redefined.
+    pub stacks: Option<StackOptions>,
+}
+
+/// What the stack sampler is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct StackOptions {
+    /// Microseconds between two sampling rounds (each round samples every
+    /// live Java thread once).
+    pub interval_us: u32,
+    /// Frames kept per stack, counted from the leaf; a deeper stack is cut
+    /// at its outer end and marked `truncated`.
+    pub max_depth: u32,
+}
+
+/// What a sampled thread was doing, from its JVMTI thread state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Encode, Decode)]
+pub enum SampledState {
+    /// Runnable and executing Java code (or in the VM on its behalf).
+    Running,
+    /// Runnable inside a native method (I/O, a JNI call): on the CPU or
+    /// blocked in the kernel, JVMTI cannot tell which.
+    Native,
+    /// Waiting to enter a contended monitor.
+    Blocked,
+    /// In `Object.wait`.
+    Waiting,
+    /// Parked (`LockSupport.park*`, all of `java.util.concurrent`).
+    Parked,
+    /// In `Thread.sleep`.
+    Sleeping,
+    /// Any other waiting state.
+    Other,
+}
+
+/// One thread's stack in one sampling round.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct StackSample {
+    /// The thread's Java id (`Thread.getId`), named by a `SampledThread`
+    /// message sent before its first sample.
+    pub thread: u64,
+    pub state: SampledState,
+    /// CPU time the thread consumed since its previous sample, in ns
+    /// (`u64::MAX` when unknown, as for its first sample).
+    pub cpu_ns: u64,
+    /// Frame method ids (`FrameMethod`), the leaf first; inlined methods
+    /// are frames of their own.
+    pub frames: Vec<u32>,
+    /// The stack was deeper than `StackOptions::max_depth`.
+    pub truncated: bool,
 }
 
 /// Facts about the target JVM, sent in the agent's hello.
@@ -263,7 +315,6 @@ pub enum Message {
     Error(String),
     /// Every class is restored, probes are silent, the ring is released.
     Detached(AgentStats),
-
     // ---- CLI -> agent ----
     /// First frame the CLI sends, answering `AgentHello`.
     CliHello { version: u32 },
@@ -286,5 +337,26 @@ pub enum Message {
         class: String,
         methods: u32,
         digest: u64,
+    },
+
+    // ---- agent -> CLI: the stack sampler ----
+    /// A method seen in a stack sample got a frame id (its own id space,
+    /// apart from the probes' `Method` ids). Sent before any sample that
+    /// carries it. `class` is the binary name with dots.
+    FrameMethod {
+        id: u32,
+        class: String,
+        name: String,
+        descriptor: String,
+    },
+    /// A thread seen by the stack sampler, before its first sample.
+    SampledThread { java_id: u64, name: String },
+    /// One sampling round: every live Java thread's stack at `time_ns`
+    /// (the session clock's monotonic ns), and what the round cost the
+    /// sampling thread (`cost_ns`).
+    StackSamples {
+        time_ns: u64,
+        cost_ns: u64,
+        samples: Vec<StackSample>,
     },
 }

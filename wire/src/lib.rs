@@ -24,5 +24,7 @@ pub mod memfd;
 pub mod ring;
 pub mod session;
 
-pub use control::{AgentOptions, ClockKind, Message, PROTOCOL_VERSION};
+pub use control::{
+    AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
+};
 pub use event::{Event, EventKind};

@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use sprig_wire::codec::{self, CodecError, MAX_FRAME};
 use sprig_wire::control::{
-    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, RevealStats, Scheme,
-    SessionOptions,
+    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, RevealStats,
+    SampledState, Scheme, SessionOptions, StackOptions, StackSample,
 };
 
 fn clock() -> impl Strategy<Value = ClockKind> {
@@ -93,6 +93,10 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     } else {
                         sprig_wire::control::Timing::Sampled
                     },
+                    stacks: (wait_bound_ms % 5 == 0).then_some(StackOptions {
+                        interval_us: wait_bound_ms,
+                        max_depth: wait_bound_ms.rotate_left(3),
+                    }),
                 }
             },
         )
@@ -166,7 +170,51 @@ fn message() -> impl Strategy<Value = Message> {
         session_options().prop_map(Message::Start),
         Just(Message::StatusRequest),
         Just(Message::Detach),
+        (any::<u32>(), text(), text(), text()).prop_map(|(id, class, name, descriptor)| {
+            Message::FrameMethod {
+                id,
+                class,
+                name,
+                descriptor,
+            }
+        }),
+        (any::<u64>(), text()).prop_map(|(java_id, name)| Message::SampledThread { java_id, name }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prop::collection::vec(stack_sample(), 0..8)
+        )
+            .prop_map(|(time_ns, cost_ns, samples)| Message::StackSamples {
+                time_ns,
+                cost_ns,
+                samples
+            }),
     ]
+}
+
+fn stack_sample() -> impl Strategy<Value = StackSample> {
+    (
+        any::<u64>(),
+        prop_oneof![
+            Just(SampledState::Running),
+            Just(SampledState::Native),
+            Just(SampledState::Blocked),
+            Just(SampledState::Waiting),
+            Just(SampledState::Parked),
+            Just(SampledState::Sleeping),
+            Just(SampledState::Other),
+        ],
+        any::<u64>(),
+        prop::collection::vec(any::<u32>(), 0..64),
+        any::<bool>(),
+    )
+        .prop_map(|(thread, state, cpu_ns, frames, truncated)| StackSample {
+            thread,
+            state,
+            cpu_ns,
+            frames,
+            truncated,
+        })
 }
 
 proptest! {

@@ -30,6 +30,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         receivers: false,
         recalibrate_ms: 0,
         timing: Default::default(),
+        stacks: None,
     }
 }
 

@@ -400,6 +400,7 @@ impl SessionArgs {
                 TimingArg::Exact => Timing::Exact,
                 TimingArg::Sampled => Timing::Sampled,
             },
+            stacks: None,
         }
     }
 }

@@ -40,6 +40,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         receivers: false,
         recalibrate_ms: 0,
         timing: Default::default(),
+        stacks: None,
     };
     let plan = Plan {
         pid: args.pid,

@@ -443,6 +443,7 @@ mod tests {
             receivers: false,
             recalibrate_ms: 0,
             timing: Default::default(),
+            stacks: None,
         };
         let plan = Plan {
             pid: me,
