@@ -109,9 +109,11 @@ pub fn test_jdks(test: &str) -> Vec<Jdk> {
     v
 }
 
-/// A temporary directory removed on drop.
+/// A temporary directory removed on drop (unless it is a shared cache
+/// entry, see [`compiled`]).
 pub struct TempDir {
     path: PathBuf,
+    keep: bool,
 }
 
 impl TempDir {
@@ -124,7 +126,7 @@ impl TempDir {
             Instant::now().elapsed().as_nanos()
         ));
         std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir { path }
+        TempDir { path, keep: false }
     }
 
     pub fn path(&self) -> &Path {
@@ -134,6 +136,9 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
@@ -172,18 +177,76 @@ fn collect_java(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The test fixtures (fixtures/src) compiled for `jdk` into a fresh directory.
+/// The test fixtures (fixtures/src) compiled for `jdk` (see [`compiled`]).
 pub fn fixture_classes(jdk: &Jdk) -> TempDir {
-    let dir = TempDir::new("fixtures");
-    javac(jdk, &repo_root().join("fixtures/src"), dir.path(), &[]);
-    dir
+    compiled(jdk, "fixtures", &repo_root().join("fixtures/src"), &[])
 }
 
 /// The bundled sample app (fixtures/demo) compiled for `jdk`.
 pub fn demo_classes(jdk: &Jdk) -> TempDir {
-    let dir = TempDir::new("demo");
-    javac(jdk, &repo_root().join("fixtures/demo"), dir.path(), &[]);
-    dir
+    compiled(jdk, "demo", &repo_root().join("fixtures/demo"), &[])
+}
+
+/// The classes javac makes of the sources below `src_dir` with `extra`
+/// arguments, compiled once per content and shared by every test process
+/// of this user: a directory named by a digest of the JDK, the arguments
+/// and every source file's path and bytes (and those of any directory
+/// named in `extra`, such as a `-sourcepath`), made whole in a directory
+/// of its own and renamed into place, so a test never sees half of it. A
+/// change to any source gives a new name. The tests only read it; nothing
+/// removes it (one per content, a few hundred KB). Saves about two seconds
+/// of javac per test that starts a fixture JVM.
+pub fn compiled(jdk: &Jdk, tag: &str, src_dir: &Path, extra: &[&str]) -> TempDir {
+    use std::hash::Hasher;
+    use std::os::unix::fs::MetadataExt;
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.write(jdk.home.as_os_str().as_encoded_bytes());
+    h.write(&std::fs::read(jdk.home.join("release")).unwrap_or_default());
+    let mut dirs = vec![src_dir.to_path_buf()];
+    for a in extra {
+        h.write(a.as_bytes());
+        h.write(&[0]);
+        if Path::new(a).is_dir() {
+            dirs.push(PathBuf::from(a));
+        }
+    }
+    for d in &dirs {
+        let mut files = Vec::new();
+        collect_java(d, &mut files);
+        for f in files {
+            h.write(f.as_os_str().as_encoded_bytes());
+            h.write(&std::fs::read(&f).expect("read a java source"));
+        }
+    }
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let cache = std::env::temp_dir().join(format!("sprig-test-classes-{uid}"));
+    let path = cache.join(format!("{tag}-jdk{}-{:016x}", jdk.major, h.finish()));
+    if !path.is_dir() {
+        std::fs::create_dir_all(&cache).expect("create the classes cache");
+        let fresh = TempDir::new(&format!("{tag}-javac"));
+        javac(jdk, src_dir, fresh.path(), extra);
+        // Another test process may have put the same classes in place
+        // meanwhile: then its copy stays and ours goes with `fresh`.
+        let _ = std::fs::rename(fresh.path(), &path);
+    }
+    assert!(path.is_dir(), "no compiled classes at {}", path.display());
+    TempDir { path, keep: true }
+}
+
+/// FNV-1a 64, for [`compiled`]'s names.
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The cargo target profile directory the test binary runs from

@@ -23,7 +23,7 @@ use sprig_tests::{
 const THREADS: u32 = 50;
 /// Most kill rounds, and the time they may take, per JVM.
 const MAX_ROUNDS: u32 = 12;
-const ROUNDS_FOR: Duration = Duration::from_secs(25);
+const ROUNDS_FOR: Duration = Duration::from_secs(18);
 /// Rounds whose CLI must have been profiling when it was killed.
 const MIN_MID_SESSION: u32 = 3;
 const LONG: Duration = Duration::from_secs(120);

@@ -38,15 +38,15 @@ pub fn agent_lib() -> PathBuf {
     sprig_tests::agent_lib()
 }
 
-/// The agent's Java test fixtures compiled for `jdk`.
+/// The agent's Java test fixtures compiled for `jdk` (once per content,
+/// see `sprig_tests::compiled`).
 pub fn fixture_classes(jdk: &Jdk) -> TempDir {
-    let dir = TempDir::new("agent-fixture");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java");
     let probe_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
-    sprig_tests::javac(
+    sprig_tests::compiled(
         jdk,
+        "agent-fixture",
         &src,
-        dir.path(),
         &[
             "-sourcepath",
             &probe_src.display().to_string(),
@@ -55,8 +55,7 @@ pub fn fixture_classes(jdk: &Jdk) -> TempDir {
             "--add-exports",
             "java.base/jdk.internal.misc=ALL-UNNAMED",
         ],
-    );
-    dir
+    )
 }
 
 /// JVM flags every fixture JVM gets.
