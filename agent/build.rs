@@ -33,7 +33,7 @@ fn main() {
         _ => PathBuf::from("javac"),
     };
     let jni_out = out.join("jni");
-    if let Err(why) = compile(&javac, "17", &jni_out, &[&src, &calib, &claim]) {
+    if let Err(why) = compile(&javac, "11", &jni_out, &[&src, &calib, &claim]) {
         panic!(
             "sprig-agent needs a JDK's javac to compile {}: {why}. \
              Install a JDK (17 or later) or set JAVA_HOME.",

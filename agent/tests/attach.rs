@@ -39,7 +39,7 @@ fn check_flat(cli: &FakeCli, threads: usize, calls: u64) {
 
 #[test]
 fn jcmd_attach_counts_and_nested_roots() {
-    for jdk in sprig_tests::test_jdks("jcmd_attach_counts_and_nested_roots") {
+    for jdk in sprig_tests::every_jdk("jcmd_attach_counts_and_nested_roots") {
         let classes = fixture_classes(&jdk);
         let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Roots");
         wait_ready(&mut jvm);

@@ -104,6 +104,15 @@ pub fn load_agent(
     if now.attach_disabled {
         return Err(AttachError::AttachDisabled { pid });
     }
+    if let Some(version) = &now.java_version
+        && jvm::java_major(version).is_some_and(|m| m < jvm::OLDEST_JAVA)
+    {
+        return Err(AttachError::TooOld {
+            pid,
+            version: version.clone(),
+            oldest: jvm::OLDEST_JAVA,
+        });
+    }
     check_readable_by_target(jvm, agent_path)?;
 
     let target = Target::hold(jvm)?;

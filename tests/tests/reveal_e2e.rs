@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
+use sprig_tests::{Jdk, Proc, TempDir, every_jdk, fixture_classes, sprig_bin};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -432,7 +432,7 @@ fn session_with(
 #[test]
 fn lazy_reveals_the_subgraph_with_exact_counts() {
     let _serial = serial();
-    for jdk in test_jdks("lazy_reveals_the_subgraph_with_exact_counts") {
+    for jdk in every_jdk("lazy_reveals_the_subgraph_with_exact_counts") {
         let classes = fixture_classes(&jdk);
         let dormant = session(&jdk, classes.path(), false, &[]);
         session(&jdk, classes.path(), true, &[]);
@@ -483,7 +483,7 @@ fn lazy_reveals_the_subgraph_with_exact_counts() {
 #[test]
 fn skip_trivial_leaves_out_exactly_the_trivial_leaves() {
     let _serial = serial();
-    for jdk in test_jdks("skip_trivial_leaves_out_exactly_the_trivial_leaves") {
+    for jdk in every_jdk("skip_trivial_leaves_out_exactly_the_trivial_leaves") {
         let classes = fixture_classes(&jdk);
         session(&jdk, classes.path(), false, &[DEFAULT_TRIVIAL]);
         session(&jdk, classes.path(), false, &["--skip-trivial"]);
@@ -503,7 +503,7 @@ fn skip_trivial_leaves_out_exactly_the_trivial_leaves() {
 #[test]
 fn eager_gives_the_same_tree() {
     let _serial = serial();
-    for jdk in test_jdks("eager_gives_the_same_tree") {
+    for jdk in every_jdk("eager_gives_the_same_tree") {
         let classes = fixture_classes(&jdk);
         let _ = session(&jdk, classes.path(), false, &["--scheme", "eager"]);
         let _ = session(&jdk, classes.path(), true, &["--scheme", "eager"]);
@@ -518,7 +518,7 @@ fn eager_gives_the_same_tree() {
 #[test]
 fn receiver_checks_give_the_same_tree_with_fewer_methods() {
     let _serial = serial();
-    for jdk in test_jdks("receiver_checks_give_the_same_tree_with_fewer_methods") {
+    for jdk in every_jdk("receiver_checks_give_the_same_tree_with_fewer_methods") {
         let classes = fixture_classes(&jdk);
         let receiver = ["--virtual-calls", "receiver"];
         let n = |s: &Value| s["instrumented_methods"].as_u64().unwrap_or(0);
@@ -598,7 +598,7 @@ fn uncalled_after_objects(jdk: &Jdk, classes: &Path, extra: &[&str]) -> Vec<Stri
 #[test]
 fn receiver_checks_watch_object_methods_called_on_jdk_types() {
     let _serial = serial();
-    for jdk in test_jdks("receiver_checks_watch_object_methods_called_on_jdk_types") {
+    for jdk in every_jdk("receiver_checks_watch_object_methods_called_on_jdk_types") {
         let classes = fixture_classes(&jdk);
         let unused = |list: &[String]| {
             list.iter()
@@ -633,7 +633,7 @@ fn receiver_checks_watch_object_methods_called_on_jdk_types() {
 #[test]
 fn reflective_targets_seen_before_are_not_looked_up_again() {
     let _serial = serial();
-    for jdk in test_jdks("reflective_targets_seen_before_are_not_looked_up_again") {
+    for jdk in every_jdk("reflective_targets_seen_before_are_not_looked_up_again") {
         let classes = fixture_classes(&jdk);
         let (got, err) = debug_session(
             &jdk,
@@ -691,7 +691,7 @@ fn debug_numbers(err: &str, prefix: &str) -> (String, Vec<u64>) {
 #[test]
 fn reflective_targets_kept_by_the_caller_stay_in_java() {
     let _serial = serial();
-    for jdk in test_jdks("reflective_targets_kept_by_the_caller_stay_in_java") {
+    for jdk in every_jdk("reflective_targets_kept_by_the_caller_stay_in_java") {
         let classes = fixture_classes(&jdk);
         let (got, err) = debug_session(
             &jdk,
@@ -725,7 +725,7 @@ fn reflective_targets_kept_by_the_caller_stay_in_java() {
 #[test]
 fn classes_defined_inside_a_root_are_charged_to_the_profiler() {
     let _serial = serial();
-    for (jdk, timing) in test_jdks("classes_defined_inside_a_root_are_charged_to_the_profiler")
+    for (jdk, timing) in every_jdk("classes_defined_inside_a_root_are_charged_to_the_profiler")
         .into_iter()
         .flat_map(|jdk| [(jdk.clone(), "exact"), (jdk, "sampled")])
     {
@@ -853,7 +853,7 @@ fn armed_debug_session(
 #[test]
 fn dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions() {
     let _serial = serial();
-    for jdk in test_jdks("dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions") {
+    for jdk in every_jdk("dormant_probes_ahead_keep_the_tree_with_fewer_redefinitions") {
         let classes = fixture_classes(&jdk);
         let ahead = session_with(&jdk, classes.path(), true, &[], &[]);
         let going = session_with(
@@ -924,7 +924,7 @@ fn dormant_probes_ahead_come_once_a_cold_root_loads() {
     const ROOT: &str = "reveal.Fan::root";
     const AHEAD: &str = "sprig agent: dormant probes ahead:";
     let _serial = serial();
-    for jdk in test_jdks("dormant_probes_ahead_come_once_a_cold_root_loads") {
+    for jdk in every_jdk("dormant_probes_ahead_come_once_a_cold_root_loads") {
         let classes = fixture_classes(&jdk);
         let fan = |env: &[(&str, &str)]| {
             let prefetch = !env.iter().any(|(k, _)| *k == "SPRIG_AGENT_NO_PREFETCH");
@@ -1031,7 +1031,7 @@ fn dormant_probes_ahead_come_once_a_cold_root_loads() {
 #[test]
 fn a_method_revealed_late_reveals_its_calls_by_their_receivers() {
     let _serial = serial();
-    for jdk in test_jdks("a_method_revealed_late_reveals_its_calls_by_their_receivers") {
+    for jdk in every_jdk("a_method_revealed_late_reveals_its_calls_by_their_receivers") {
         let classes = fixture_classes(&jdk);
         let want = tree(
             &[
@@ -1079,7 +1079,7 @@ fn a_method_revealed_late_reveals_its_calls_by_their_receivers() {
 #[test]
 fn a_call_with_receivers_taking_turns_is_left_to_dormant_probes() {
     let _serial = serial();
-    for jdk in test_jdks("a_call_with_receivers_taking_turns_is_left_to_dormant_probes") {
+    for jdk in every_jdk("a_call_with_receivers_taking_turns_is_left_to_dormant_probes") {
         let classes = fixture_classes(&jdk);
         let turns = ("reveal.Virtual::root", "turns", 40);
         let (got, err) = debug_session(
@@ -1202,7 +1202,7 @@ fn concurrent(extra: &[&str]) {
     let _serial = serial();
     // JDK 17 takes the JNI probes, JDK 25 the FFM fast path, which hands
     // first calls and dormant entries to the JNI path.
-    for jdk in test_jdks("concurrent first calls") {
+    for jdk in every_jdk("concurrent first calls") {
         concurrent_on(&jdk, extra);
     }
 }

@@ -21,6 +21,14 @@ pub enum AttachError {
     )]
     AttachDisabled { pid: u32 },
     #[error(
+        "JVM {pid} runs Java {version}: sprig supports HotSpot JDK {oldest} and later (tested on 11, 17, 21 and 25); nothing was loaded into it"
+    )]
+    TooOld {
+        pid: u32,
+        version: String,
+        oldest: u32,
+    },
+    #[error(
         "JVM {pid} does not handle SIGQUIT (-Xrs?), so sprig cannot ask it to open its attach socket: start it with `sprig run ...` instead"
     )]
     NoSignalHandler { pid: u32 },
