@@ -216,10 +216,9 @@ impl CctBuilder {
             Some(r) if t.reset_generation != r.generation => {
                 // Timestamps rise within a thread; an AdjustTime record
                 // carries a duration, and goes with the event after it.
-                let split = events
-                    .iter()
-                    .position(|e| e.kind != K_ADJUST && e.ts >= r.at)
-                    .unwrap_or(events.len());
+                // The cut falls before an event or a record's head, never
+                // inside a record (whose payload slots carry no time).
+                let split = first_at(events, t.skip as usize, r.at);
                 t.process(&events[..split]);
                 if split < events.len() {
                     t.catch_up(r);
@@ -549,6 +548,20 @@ impl CctBuilder {
         }
         self.snapshot()
     }
+}
+
+/// Index of the first event or record head at or after `from` (the
+/// thread's continuation slots still to step over) whose time is `at` or
+/// later, not counting `AdjustTime`; the length when there is none.
+fn first_at(events: &[Event], from: usize, at: u64) -> usize {
+    let mut i = from;
+    while let Some(e) = events.get(i) {
+        if e.kind != K_ADJUST && e.ts >= at {
+            return i;
+        }
+        i += sprig_wire::record::span(e);
+    }
+    events.len()
 }
 
 fn describe_samples(thread: u32, s: &SampleCounts, out: &mut Vec<String>) {
