@@ -1,6 +1,6 @@
 /*
  * How much a probe pair costs by the way it records an event, measured in a
- * plain JVM with no agent (scripts/probe-candidates.sh builds and runs it):
+ * plain JVM with no agent (scripts/measure/probe-candidates.sh builds and runs it):
  *   jni        a JNI native storing a 16-byte event with no clock read
  *   jni+rdtsc  the same with an rdtsc per event (exact timing's probe)
  *   unsafe     pure Java: the thread's slot found from its id, the event
