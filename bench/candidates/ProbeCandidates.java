@@ -14,7 +14,8 @@
  *              in native memory, a table of 16-byte nodes (key = parent
  *              node and method id, exact call count) found by hashing;
  *              the slot holds the thread's current node and depth, which
- *              a sampler would read as the stream position is read now.
+ *              position samples would read as they read the stream
+ *              position now.
  *              An entry finds the child and counts the call, an exit goes
  *              back to the parent (a design sprig does not ship: what its
  *              probe pair would cost)

@@ -5,8 +5,8 @@
 #   2. the self-time overlap with JFR's execution samples on javac
 #      (Gen::genClass), H2 (the statement) and Jetty (Server::handle);
 #   3. the settled overhead of the partial roots in both modes, and the
-#      idle rows (a root never called: under sampled timing the sampler
-#      alone), with each sampled tree checked path by path against the
+#      idle rows (a root never called: under sampled timing position
+#      sampling alone), with each sampled tree checked path by path against the
 #      exact one (javac's Gen::genClass among them).
 #
 # usage: bash scripts/measure/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]

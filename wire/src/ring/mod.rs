@@ -53,11 +53,11 @@
 //! `committed`, so a reader sees all of it or none; a record that does
 //! not fit what is left of the owned segment goes whole into the next.
 //!
-//! # Positions for sampling
+//! # Positions for position samples
 //!
 //! [`Region::positions`] reads, for every `OWNED` segment, its thread,
 //! claim number and `committed` count, without consuming anything: a
-//! sampler in the consumer's process stamps such a reading with a time and
+//! thread in the consumer's process stamps such a reading with a time and
 //! a weight and hands it to the CCT builder, which matches it against the
 //! [`Run`]s that [`Consumer::poll_runs`] delivers (thread, claim number and
 //! index of each slice's first event). A producer that owns no segment
