@@ -14,7 +14,7 @@ import java.util.jar.JarFile;
  * methods that moves past HotSpot's inlining sizes: reads pairs of jars
  * (as shipped, as `sprig rewrite` wrote them) and compares the code
  * length of every method but class initialisers. Needs JDK 24 or later
- * (java.lang.classfile). Run by scripts/probe-footprint.sh:
+ * (java.lang.classfile). Run by scripts/measure/probe-footprint.sh:
  *   java CodeLengths.java ORIGINAL.jar REWRITTEN.jar [ORIGINAL.jar REWRITTEN.jar ...]
  */
 public class CodeLengths {

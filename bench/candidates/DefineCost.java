@@ -5,7 +5,7 @@ import java.io.InputStreamReader;
 
 /*
  * What a root that defines a class on every call is charged under sprig,
- * against its bare time (scripts/define-cost.sh drives it and sprig). Each
+ * against its bare time (scripts/measure/define-cost.sh drives it and sprig). Each
  * root() call defines DefineCost$Unit anew in a fresh class loader (as a
  * scripting engine compiling a script per unit does), makes one through
  * reflection and calls it. Each "time" command runs root() `calls` times

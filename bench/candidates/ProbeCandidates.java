@@ -1,6 +1,6 @@
 /*
  * How much a probe pair costs by the way it records an event, measured in a
- * plain JVM with no agent (scripts/probe-candidates.sh builds and runs it):
+ * plain JVM with no agent (scripts/measure/probe-candidates.sh builds and runs it):
  *   jni        a JNI native storing a 16-byte event with no clock read
  *   jni+rdtsc  the same with an rdtsc per event (exact timing's probe)
  *   unsafe     pure Java: the thread's slot found from its id, the event
@@ -14,7 +14,8 @@
  *              in native memory, a table of 16-byte nodes (key = parent
  *              node and method id, exact call count) found by hashing;
  *              the slot holds the thread's current node and depth, which
- *              a sampler would read as the stream position is read now.
+ *              position samples would read as they read the stream
+ *              position now.
  *              An entry finds the child and counts the call, an exit goes
  *              back to the parent (a design sprig does not ship: what its
  *              probe pair would cost)

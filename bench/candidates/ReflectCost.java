@@ -4,7 +4,7 @@ import java.lang.reflect.Method;
 
 /*
  * What a Method.invoke costs inside a profiled root, against a direct call
- * of the same method (scripts/reflect-cost.sh drives it and sprig). Each
+ * of the same method (scripts/measure/reflect-cost.sh drives it and sprig). Each
  * "time" command runs root() rounds times; root() makes N direct calls of
  * target() and N calls of it through Method.invoke, and prints the ns per
  * call of each loop, medians over the rounds.

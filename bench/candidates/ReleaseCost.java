@@ -7,7 +7,7 @@ import jdk.internal.misc.Unsafe;
  * C2 may move the event's stores after it), and one 8-byte word per event
  * carrying a generation instead of any count ("gen", a protocol sprig does
  * not have). Prints ns per call of each loop, the median of 9 rounds of 10
- * million calls, and one System.nanoTime(). scripts/probe-candidates.sh
+ * million calls, and one System.nanoTime(). scripts/measure/probe-candidates.sh
  * runs it after ProbeCandidates.
  */
 public class ReleaseCost {

@@ -51,7 +51,7 @@ struct Args {
     /// comma-separate): whole, compile, partial, statement, server, servlet,
     /// and `idle` (never by default): a root no iteration calls, to time
     /// what a session costs with its probes dormant (under sampled timing:
-    /// the sampler alone).
+    /// position sampling alone).
     #[arg(long, value_name = "LABEL", value_delimiter = ',')]
     rows: Vec<String>,
     /// Run each workload row under each of these timing modes (comma-

@@ -24,7 +24,7 @@ use std::time::Duration;
 pub struct RootDef {
     pub label: &'static str,
     /// A root no iteration calls (`idle`): the session's probes stay
-    /// dormant and, under sampled timing, only the sampler runs.
+    /// dormant and, under sampled timing, only position sampling runs.
     pub never_called: bool,
     pub roots: Vec<String>,
     pub include: Vec<String>,

@@ -21,7 +21,7 @@
 //! `FILE.sprig` (a snapshot, `sprig profile ... -o FILE.sprig`) replays the
 //! shape of a real profile instead (`examples/data/jetty-server.sprig`:
 //! Jetty's `Server::handle` on its 7 request threads, 342 nodes each, from
-//! `scripts/jetty-windows.sh`'s workload at the plateau), under sampled
+//! `scripts/measure/jetty-windows.sh`'s workload at the plateau), under sampled
 //! timing (entries and exits at timestamp 0, roots timed): each thread
 //! calls its roots in turn, and each call of a node makes its children's
 //! calls in proportion to their counts, the children in turn (a loop body

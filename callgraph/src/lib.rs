@@ -14,7 +14,7 @@ pub mod report;
 
 pub use cct::diff::{ProfileDiff, diff};
 pub use cct::snapshot::SnapshotError;
-pub use cct::{CctBuilder, Sample, StreamIssues};
+pub use cct::{CctBuilder, PositionSample, StreamIssues};
 pub use profile::{
     Calibration, Latency, LatencySummary, MethodInfo, Node, Profile, SampleCounts, Stats, Target,
     ThreadProfile, Times, Timing, Tree, sample_bound_ns,

@@ -1,10 +1,10 @@
 //! Sampled timing through a real ring: producers write sampled-mode
-//! streams (inner events without time) into small segments, a sampler
+//! streams (inner events without time) into small segments, position sampling
 //! reads `Region::positions` between pushes, the consumer's `poll_runs`
 //! feeds `CctBuilder::process_run`. Every sample must land on the frame
 //! its thread had open when the position was read.
 
-use sprig_callgraph::{CctBuilder, Sample, Timing, Tree};
+use sprig_callgraph::{CctBuilder, PositionSample, Timing, Tree};
 use sprig_wire::event::{Event, EventKind};
 use sprig_wire::ring::{Consumer, Producer, Region, RingConfig};
 use sprig_wire::session::SessionDir;
@@ -95,7 +95,7 @@ fn every_sample_lands_on_the_frame_open_when_it_was_read() {
             };
             producers[k].push(ev).unwrap();
             if rng.below(3) == 0 {
-                // the sampler: read every owned segment, weigh the reading
+                // position sampling: read every owned segment, weigh the reading
                 positions.clear();
                 region.positions(&mut positions);
                 let mut samples = Vec::new();
@@ -107,7 +107,7 @@ fn every_sample_lands_on_the_frame_open_when_it_was_read() {
                     } else {
                         *expected.entry((p.thread, stacks[i].clone())).or_insert(0) += weight;
                     }
-                    samples.push(Sample::at(*p, ts, weight));
+                    samples.push(PositionSample::at(*p, ts, weight));
                 }
                 // given before the poll that delivers the events past them
                 b.add_samples(&samples);

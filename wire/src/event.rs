@@ -1,7 +1,10 @@
 //! Fixed-layout event records written by probes into the shared ring.
 //!
-//! Every record is 16 bytes: a raw clock reading (or, for adjust-time, a
+//! Every event is 16 bytes: a raw clock reading (or, for adjust-time, a
 //! duration), a 32-bit payload (method id, thread index, ...) and a kind.
+//! A payload that does not fit goes into a multi-slot record
+//! ([`crate::record`]): a head event of kind [`EventKind::Record`] and
+//! the slots after it.
 //! Timestamps are raw ticks of the clock named in the region header; the
 //! consumer converts them with the header's `ticks_per_sec`.
 
@@ -80,6 +83,12 @@ pub enum EventKind {
     Monitor = 10,
     /// A marker: `id` = marker number. Used by tests and benchmarks.
     Marker = 11,
+    /// The head of a multi-slot record (`crate::record`): `ts` = clock
+    /// ticks, `id` = record kind, `aux` = N, the number of continuation
+    /// slots that follow it in the same segment (1 to
+    /// [`MAX_CONTINUATION`](crate::record::MAX_CONTINUATION)). A reader
+    /// that does not know the record kind steps over the N slots.
+    Record = 12,
 }
 
 impl EventKind {
@@ -99,6 +108,7 @@ impl EventKind {
             9 => Alloc,
             10 => Monitor,
             11 => Marker,
+            12 => Record,
             _ => return None,
         })
     }

@@ -21,6 +21,7 @@ pub mod control;
 pub mod event;
 #[allow(unsafe_code)]
 pub mod memfd;
+pub mod record;
 pub mod ring;
 pub mod session;
 
@@ -28,3 +29,4 @@ pub use control::{
     AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
 };
 pub use event::{Event, EventKind};
+pub use record::{Record, RecordSlots, Records};

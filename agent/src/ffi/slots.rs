@@ -10,7 +10,7 @@
 //! writes the 16-byte event into the ring segment the thread owns at the
 //! slot's position, and publishes it with a release store of the segment's
 //! `committed` count: exactly what the agent's producer does, in the same
-//! segment at the same index, so the consumer and the sampler cannot tell
+//! segment at the same index, so the consumer and the position samples cannot tell
 //! which path wrote an event, and one thread's events stay in order.
 //!
 //! # Layout (one process-wide mapping, never unmapped)

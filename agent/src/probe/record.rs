@@ -10,6 +10,15 @@
 //! at the segment's next index and publishes it with a release store of
 //! the segment's `committed` count.
 //!
+//! A payload that does not fit 16 bytes (an allocation's class, size and
+//! count; a wait's kind, object class and duration) goes in as a
+//! multi-slot record with [`ThreadState::push_record`]: a head event of
+//! kind `Record` and up to three continuation slots
+//! (`sprig_wire::record`), written into the same segment and published
+//! with one release store of `committed`, moved whole into the next
+//! segment when it does not fit the current one. It takes turns with the
+//! Java path as `push` does. No sensor writes one yet.
+//!
 //! The Java path (sampled timing, `agent/java*/sprig/rt/Probe.java`)
 //! writes the same 16-byte record into the same segment without a native
 //! call: the thread's slot of `ffi::slots` holds the segment's address,
@@ -26,7 +35,7 @@ use super::ring::{GENERATION, NATIVE_INNER, ring_dead};
 use super::state::ThreadState;
 use crate::ffi::slots::{Segment, Slot};
 use sprig_wire::ring::Producer;
-use sprig_wire::{Event, EventKind};
+use sprig_wire::{Event, EventKind, RecordSlots};
 use std::sync::atomic::Ordering;
 
 impl ThreadState {
@@ -44,6 +53,28 @@ impl ThreadState {
             // A producer of an earlier session (its ring retired) refuses:
             // that is no news about this session's ring.
             if p.push(ev).is_err() && self.current() {
+                ring_dead();
+            }
+            if let Some(slot) = slot {
+                self.reopen(slot, p);
+            }
+        }
+    }
+
+    /// Appends a multi-slot record as [`ThreadState::push`] appends an
+    /// event: waits, bounded, for a segment with room for all of it.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the allocation and wait sensors' writer")
+    )]
+    pub(super) fn push_record(&self, rec: &RecordSlots) {
+        let mut p = self.producer.borrow_mut();
+        if let Some(p) = p.as_mut() {
+            let slot = self.slot.get();
+            if let Some(slot) = slot {
+                take_up(slot, p);
+            }
+            if p.push_record(rec).is_err() && self.current() {
                 ring_dead();
             }
             if let Some(slot) = slot {

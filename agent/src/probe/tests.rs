@@ -100,3 +100,43 @@ fn a_late_native_write_does_not_reach_the_next_sessions_ring() {
     *crate::sync::write(&REGION) = None;
     PROFILING.store(false, Ordering::SeqCst);
 }
+
+/// The native writer's records: events and records of every length
+/// pushed through a thread's state, a record never split (segments of 8
+/// slots, records starting at every offset), read back in order and
+/// whole.
+#[test]
+fn records_go_in_whole_beside_events() {
+    use sprig_wire::RecordSlots;
+    use sprig_wire::record::{Item, Records};
+    let (cons_side, fd) = Region::create_memfd(&small()).unwrap();
+    let region = Region::from_fd(fd).unwrap();
+    let s = ThreadState::new();
+    *s.producer.borrow_mut() = Some(Producer::new(region, 0, Duration::from_secs(1)));
+    let mut cli = Consumer::new(cons_side);
+    let mut want = Vec::new();
+    let mut got = Vec::new();
+    for i in 0..40u32 {
+        let n = (i % 7) as usize;
+        if n == 0 {
+            s.push(Event::new(EventKind::Marker, i, 0));
+        } else {
+            let words: Vec<u64> = (0..n as u64).map(|w| u64::from(i) << 8 | w).collect();
+            s.push_record(&RecordSlots::new(i, 0, &words).unwrap());
+        }
+        want.push((i, n.div_ceil(2)));
+        cli.poll(&mut |_, evs| {
+            for item in Records::new(evs) {
+                got.push(match item {
+                    Item::Event(e) => (e.id, 0),
+                    Item::Record(r) => {
+                        assert_eq!(r.word(0), Some(u64::from(r.kind) << 8));
+                        (r.kind, r.slots.len())
+                    }
+                    Item::Cut { head, .. } => panic!("a record cut: {head:?}"),
+                });
+            }
+        });
+    }
+    assert_eq!(got, want);
+}

@@ -2,7 +2,7 @@
 //! thread names the control messages bring, the calibrations, resets, and
 //! the [`Profile`] it hands over.
 
-use super::credit::Sample;
+use super::credit::PositionSample;
 use super::issues::StreamIssues;
 use super::thread::{K_ADJUST, PendingReset, ThreadState};
 use crate::profile::{
@@ -157,14 +157,14 @@ impl CctBuilder {
     /// passed already is dropped and counted (`late`); the caller keeps
     /// this from happening by giving every sample read so far before it
     /// processes a poll whose reading of the segments began after them
-    /// (for instance: the sampler appends to a queue under a lock while it
+    /// (for instance: the position samples' thread appends to a queue under a lock while it
     /// reads the positions; the consumer polls into a buffer, then takes
     /// the queue under the lock, adds it, then processes the buffer).
     /// Samples whose position the stream never reaches are dropped at
     /// [`CctBuilder::finish`] and counted (`unmatched`): they point at
     /// events that were lost, and crediting them to whatever is open at the
     /// end would charge the wrong node.
-    pub fn add_samples(&mut self, samples: &[Sample]) {
+    pub fn add_samples(&mut self, samples: &[PositionSample]) {
         self.take_readings(samples, false);
     }
 
@@ -174,12 +174,12 @@ impl CctBuilder {
     /// without a mark a thread meets the reset only at its next timed event
     /// (a root's entry or exit) or sample, and what it recorded between the
     /// reset and that point would be forgotten with what came before.
-    pub fn mark_reset(&mut self, marks: &[Sample]) {
+    pub fn mark_reset(&mut self, marks: &[PositionSample]) {
         self.take_readings(marks, true);
     }
 
     /// Hands each reading to its thread: a sample, or a reset's mark.
-    fn take_readings(&mut self, readings: &[Sample], mark: bool) {
+    fn take_readings(&mut self, readings: &[PositionSample], mark: bool) {
         if self.timing != Timing::Sampled {
             return;
         }
@@ -216,10 +216,9 @@ impl CctBuilder {
             Some(r) if t.reset_generation != r.generation => {
                 // Timestamps rise within a thread; an AdjustTime record
                 // carries a duration, and goes with the event after it.
-                let split = events
-                    .iter()
-                    .position(|e| e.kind != K_ADJUST && e.ts >= r.at)
-                    .unwrap_or(events.len());
+                // The cut falls before an event or a record's head, never
+                // inside a record (whose payload slots carry no time).
+                let split = first_at(events, t.skip as usize, r.at);
                 t.process(&events[..split]);
                 if split < events.len() {
                     t.catch_up(r);
@@ -549,6 +548,20 @@ impl CctBuilder {
         }
         self.snapshot()
     }
+}
+
+/// Index of the first event or record head at or after `from` (the
+/// thread's continuation slots still to step over) whose time is `at` or
+/// later, not counting `AdjustTime`; the length when there is none.
+fn first_at(events: &[Event], from: usize, at: u64) -> usize {
+    let mut i = from;
+    while let Some(e) = events.get(i) {
+        if e.kind != K_ADJUST && e.ts >= at {
+            return i;
+        }
+        i += sprig_wire::record::span(e);
+    }
+    events.len()
 }
 
 fn describe_samples(thread: u32, s: &SampleCounts, out: &mut Vec<String>) {

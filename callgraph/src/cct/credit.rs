@@ -97,10 +97,10 @@ impl Pending {
 /// segment it claimed with number `claim`" (a
 /// [`StreamPosition`] read by [`sprig_wire::ring::Region::positions`]),
 /// worth `weight` ticks of the session clock: the wall time since the
-/// sampler's previous reading, or the thread's CPU time since then,
+/// previous position reading, or the thread's CPU time since then,
 /// converted to the session clock's ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Sample {
+pub struct PositionSample {
     pub thread: u32,
     pub claim: u64,
     pub index: u32,
@@ -110,10 +110,10 @@ pub struct Sample {
     pub weight: u64,
 }
 
-impl Sample {
+impl PositionSample {
     /// The sample of one position read at `ts`, worth `weight` ticks.
-    pub fn at(pos: StreamPosition, ts: u64, weight: u64) -> Sample {
-        Sample {
+    pub fn at(pos: StreamPosition, ts: u64, weight: u64) -> PositionSample {
+        PositionSample {
             thread: pos.thread,
             claim: pos.claim,
             index: pos.committed,

@@ -65,24 +65,24 @@
 //! `ThreadStart`, `ThreadEnd` and `AdjustTime` keep their meaning. Calls,
 //! shape, incomplete calls and stream problems come out exactly as in
 //! exact mode; inner nodes have no measured ticks. Time comes from
-//! [`Sample`]s, the positions a sampler beside the consumer reads with
+//! [`PositionSample`]s, the positions a thread beside the consumer reads with
 //! `sprig_wire::ring::Region::positions`, each credited to the frame open
 //! at its position once [`CctBuilder::process_run`] brings the thread's
 //! stream there. Root calls keep their timestamps: each root node gets a
 //! latency histogram of its complete calls, in both modes.
 //!
 //! ```
-//! use sprig_callgraph::{CctBuilder, Sample, Timing};
+//! use sprig_callgraph::{CctBuilder, PositionSample, Timing};
 //! use sprig_wire::event::{Event, EventKind};
 //! use sprig_wire::ring::{Run, StreamPosition};
 //!
 //! let mut b = CctBuilder::new(1_000_000_000);
 //! b.set_timing(Timing::Sampled);
-//! // The sampler read thread 0 when it had published 2 events of the
+//! // A position sample read thread 0 when it had published 2 events of the
 //! // segment with claim number 7: the ring's StreamPosition, stamped with
 //! // the reading's time and its weight (ticks since the previous reading).
 //! let pos = StreamPosition { thread: 0, claim: 7, committed: 2 };
-//! b.add_samples(&[Sample::at(pos, 150, 100)]);
+//! b.add_samples(&[PositionSample::at(pos, 150, 100)]);
 //! // What Consumer::poll_runs hands over: the root is timed, A is not.
 //! let run = Run { thread: 0, claim: 7, start: 0 };
 //! b.process_run(run, &[
@@ -109,7 +109,7 @@ mod issues;
 mod thread;
 
 pub use builder::{CALIBRATION_SPREAD, CctBuilder, clock_name};
-pub use credit::Sample;
+pub use credit::PositionSample;
 pub use issues::StreamIssues;
 
 #[cfg(test)]

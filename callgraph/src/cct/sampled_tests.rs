@@ -37,8 +37,8 @@ fn run(thread: u32, claim: u64, start: u32) -> Run {
     }
 }
 
-fn sample(thread: u32, claim: u64, index: u32, weight: u64) -> Sample {
-    Sample {
+fn sample(thread: u32, claim: u64, index: u32, weight: u64) -> PositionSample {
+    PositionSample {
         thread,
         claim,
         index,
@@ -93,7 +93,7 @@ fn node(p: &Profile, thread: usize, path: &[u32]) -> (u64, u64, u64, u64) {
 fn samples_before_inside_and_after_a_root_call() {
     let mut b = sampled();
     // weight 10 * (index + 1), given before the events
-    let s: Vec<Sample> = (0..=6)
+    let s: Vec<PositionSample> = (0..=6)
         .map(|i| sample(0, 5, i, 10 * (u64::from(i) + 1)))
         .collect();
     b.add_samples(&s);
@@ -271,7 +271,7 @@ fn a_reset_forgets_the_samples_before_it() {
         exit(B),
         root_exit(400),
     ];
-    let at = |index: u32, ts: u64, weight: u64| Sample {
+    let at = |index: u32, ts: u64, weight: u64| PositionSample {
         ts,
         ..sample(0, 1, index, weight)
     };
@@ -317,7 +317,7 @@ fn a_reset_mark_places_the_reset_at_the_threads_position() {
         exit(B),
         root_exit(400),
     ];
-    let mark = |index: u32| Sample {
+    let mark = |index: u32| PositionSample {
         ts: 250,
         ..sample(0, 1, index, 0)
     };

@@ -1071,3 +1071,76 @@ fn in_session_figures_survive_merging_and_snapshots() {
     assert_eq!(back, p);
     assert_eq!(back.threads[1].bursts.used, 1);
 }
+
+/// `events` with a multi-slot record of an unknown kind after each one,
+/// of every length, whose payload slots read as events would be method
+/// entries, exits and a root's exit; the head carries the time of the
+/// event before it.
+fn with_records(events: &[Event]) -> Vec<Event> {
+    use sprig_wire::record::{MAX_RECORD_WORDS, RecordSlots};
+    let look_like = |e: Event| [e.ts, e.id as u64 | (e.kind as u64) << 32];
+    let mut words = Vec::new();
+    words.extend(look_like(enter(B, 1)));
+    words.extend(look_like(exit(A, 2)));
+    words.extend(look_like(root_exit(R, 3)));
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        out.push(*e);
+        let n = 1 + i % MAX_RECORD_WORDS;
+        let rec = RecordSlots::new(0x5eed_0000 + i as u32, e.ts, &words[..n]).unwrap();
+        out.extend_from_slice(rec.as_slice());
+    }
+    out
+}
+
+/// The threads and issues of a profile, for comparing two streams.
+fn shape(b: &CctBuilder) -> String {
+    let p = b.snapshot();
+    format!("{:?}\n{:?}\n{:?}", p.threads, p.warnings, b.issues())
+}
+
+/// Records of any kind are stepped over exactly, wherever the stream is
+/// cut into batches (inside a record too): the tree, its times and the
+/// stream's issues are those of the same events without the records.
+#[test]
+fn records_are_stepped_over_wherever_the_batches_are_cut() {
+    let plain = known_stream();
+    let mut want = CctBuilder::new(NS);
+    want.process(1, &plain);
+    let stream = with_records(&plain);
+    assert!(stream.len() > 2 * plain.len());
+    for cut in 0..=stream.len() {
+        let mut b = CctBuilder::new(NS);
+        b.process(1, &stream[..cut]);
+        b.process(1, &stream[cut..]);
+        assert_eq!(shape(&b), shape(&want), "cut at {cut}");
+    }
+}
+
+/// A reset inside a batch that holds records: it falls where it falls
+/// without them.
+#[test]
+fn a_reset_lands_between_records_as_between_events() {
+    let run = |f: fn(&[Event]) -> Vec<Event>| {
+        let mut b = CctBuilder::new(NS);
+        b.process(
+            1,
+            &f(&[root(R, 120), enter(A, 125), exit(A, 130), enter(B, 140)]),
+        );
+        b.reset_at(150);
+        b.process(
+            1,
+            &f(&[
+                enter(A, 145),
+                exit(A, 148),
+                adjust(1),
+                enter(A, 160),
+                exit(A, 170),
+                exit(B, 180),
+                root_exit(R, 190),
+            ]),
+        );
+        shape(&b)
+    };
+    assert_eq!(run(with_records), run(|e| e.to_vec()));
+}

@@ -16,7 +16,8 @@ const K_ROOT_EXIT: u16 = EventKind::RootExit as u16;
 pub(super) const K_ADJUST: u16 = EventKind::AdjustTime as u16;
 const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
 const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
-const K_LAST_KNOWN: u16 = EventKind::Marker as u16;
+pub(super) const K_RECORD: u16 = EventKind::Record as u16;
+const K_LAST_KNOWN: u16 = EventKind::Record as u16;
 
 /// A reset some threads may not have reached yet (see
 /// [`CctBuilder::reset_at`](super::CctBuilder::reset_at)).
@@ -54,6 +55,10 @@ pub(super) struct ThreadState {
     pub(super) adjust_sum: u64,
     /// Adjust ticks read but not yet charged (until the next event).
     pending_adjust: u64,
+    /// Continuation slots of a record still to step over: a batch that
+    /// ended inside a record (the ring never delivers one so; a caller
+    /// that cuts a delivered slice may).
+    pub(super) skip: u32,
     pub(super) last_ts: u64,
     pub(super) issues: StreamIssues,
     /// The generation of the last reset applied to this thread.
@@ -89,6 +94,7 @@ impl ThreadState {
             stack: Vec::with_capacity(64),
             adjust_sum: 0,
             pending_adjust: 0,
+            skip: 0,
             last_ts: 0,
             issues: StreamIssues::default(),
             reset_generation: 0,
@@ -307,7 +313,12 @@ impl ThreadState {
     }
 
     #[inline]
-    pub(super) fn process(&mut self, events: &[Event]) {
+    pub(super) fn process(&mut self, mut events: &[Event]) {
+        if self.skip != 0 {
+            let n = (self.skip as usize).min(events.len());
+            events = &events[n..];
+            self.skip -= n as u32;
+        }
         if self.sampled {
             self.process_mode::<true>(events)
         } else {
@@ -317,9 +328,13 @@ impl ThreadState {
 
     /// The event loop; `SAMPLED`: method entries and exits carry no time
     /// (the probes write 0), so they take the thread's last timestamp.
+    /// A multi-slot record (`sprig_wire::record`) is stepped over whole,
+    /// and a pending `AdjustTime` waits past it for the next event: no
+    /// record kind adds to the tree yet.
     #[inline(always)]
     fn process_mode<const SAMPLED: bool>(&mut self, events: &[Event]) {
-        for e in events {
+        let mut it = events.iter();
+        while let Some(e) = it.next() {
             if self.bursts.on
                 && self
                     .bursts
@@ -387,6 +402,17 @@ impl ThreadState {
                     self.issues.frames_open_at_thread_end += n;
                 }
                 K_THREAD_START => {}
+                K_RECORD => {
+                    let rest = it.as_slice();
+                    let n = e.aux as usize;
+                    if n > rest.len() {
+                        self.skip = (n - rest.len()) as u32;
+                    }
+                    it = rest[n.min(rest.len())..].iter();
+                    // Not an event of the tree: a pending adjust waits for
+                    // the next one (see `AdjustTime` in sprig_wire::event).
+                    continue;
+                }
                 k if k > K_LAST_KNOWN || k == 0 => self.issues.unknown_kinds += 1,
                 _ => {}
             }

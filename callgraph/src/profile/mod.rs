@@ -28,7 +28,7 @@
 //! time: calls and shape stay exact, and a node's time is the weight of
 //! the samples that found its thread inside it (a sample is "at time t,
 //! this thread had written its stream up to here", see
-//! [`crate::cct::Sample`]):
+//! [`crate::cct::PositionSample`]):
 //!
 //! ```text
 //! self(node)  = sum of the weights of its samples      (Node::sampled_ticks)
@@ -37,7 +37,7 @@
 //!
 //! Nothing is subtracted: the probes' own cost is inside the samples like
 //! any other code. Neither is adjust-time: a thread waiting for ring space
-//! owns no segment, so the sampler does not see it at all, while a wait
+//! owns no segment, so position sampling does not see it at all, while a wait
 //! with its segment still owned (revelation, class-load handling) is
 //! sampled in the node it happened in; `adjust_ticks` stay what they
 //! measured, and root latencies have them taken out. With `n` samples behind a figure, a mean weight (period)

@@ -1,7 +1,7 @@
 //! Facts about a run: the target, the counters, the calibration, what
 //! became of the samples, and a root's latency as reports show it.
 
-/// What became of the samples of one thread (see [`crate::cct::Sample`]).
+/// What became of the samples of one thread (see [`crate::cct::PositionSample`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SampleCounts {
     /// Samples credited to a node of the tree.

@@ -26,7 +26,7 @@
 //! are given before the first event (ahead of their events).
 #![allow(dead_code)]
 
-use sprig_callgraph::{Calibration, CctBuilder, Profile, RenderOptions, Sample, Timing};
+use sprig_callgraph::{Calibration, CctBuilder, PositionSample, Profile, RenderOptions, Timing};
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::{Event, EventKind};
 use sprig_wire::ring::Run;
@@ -180,7 +180,7 @@ pub fn parse(text: &str) -> Result<Script, String> {
             } else {
                 0
             };
-            samples.push(Sample {
+            samples.push(PositionSample {
                 thread,
                 claim: u64::from(thread),
                 index: before + open,

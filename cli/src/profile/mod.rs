@@ -8,12 +8,13 @@
 //! - [`args`]: the command lines and their validation;
 //! - `tree`: the work of `profile` and `run`, the calling-context tree
 //!   from the ring to the report;
-//! - `sampler`: sampled timing's reader of ring positions;
+//! - `position_samples`: sampled timing's reader of ring positions (the
+//!   position samples);
 //! - `calibrate`: `sprig calibrate` and its work.
 
 pub mod args;
 mod calibrate;
-mod sampler;
+mod position_samples;
 mod tree;
 
 use std::process::{Child, ExitCode};

@@ -1,6 +1,6 @@
 //! The work of `sprig profile` and `sprig run`: the calling-context tree.
 //! [`CallTree`] reads the ring into the CCT builder (with sampled timing,
-//! the position sampler's samples first), resets the results on SIGUSR1
+//! the position samples first), resets the results on SIGUSR1
 //! or `--reset-after`, draws the live view, and at the end builds the
 //! [`Profile`] and writes the report.
 
@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use sprig_callgraph::Timing;
 use sprig_callgraph::report::live::Live;
-use sprig_callgraph::{CctBuilder, Profile, Render, RenderOptions, Sample};
+use sprig_callgraph::{CctBuilder, PositionSample, Profile, Render, RenderOptions};
 use sprig_wire::control::ClockKind;
 use sprig_wire::event::Event;
 use sprig_wire::ring::{Consumer, Region, Run};
 use sprig_wire::{Message, clock};
 
 use super::args::{SessionArgs, TimingArg};
-use super::sampler::{Sampler, Weight};
+use super::position_samples::{PositionSamples, Weight};
 use crate::session::{Flow, Outcome, Phase, Prepared, Turn, Work};
 use crate::{output, signals};
 
@@ -40,9 +40,9 @@ pub(super) struct CallTree<'a> {
     args: &'a SessionArgs,
     region: Arc<Region>,
     consumer: Consumer,
-    /// Sampled timing: the sampler, and the runs of the last poll (their
+    /// Sampled timing: the position samples, and the runs of the last poll (their
     /// events in `run_events`), held until its samples are in.
-    sampler: Option<Sampler>,
+    positions: Option<PositionSamples>,
     runs: Vec<(Run, Range<usize>)>,
     run_events: Vec<Event>,
     builder: CctBuilder,
@@ -70,13 +70,13 @@ impl<'a> CallTree<'a> {
         let region = prepared.region.clone();
         let consumer = Consumer::new(region.clone());
         let mut builder = CctBuilder::new(region.ticks_per_sec());
-        let sampler = (args.timing == TimingArg::Sampled).then(|| {
+        let positions = (args.timing == TimingArg::Sampled).then(|| {
             builder.set_timing(Timing::Sampled);
             let weight = match args.clock_kind() {
                 ClockKind::ThreadCpu => Weight::Cpu { pid },
                 _ => Weight::Wall,
             };
-            Sampler::start(
+            PositionSamples::start(
                 region.clone(),
                 Duration::from_secs_f64(args.interval / 1000.0),
                 weight,
@@ -91,7 +91,7 @@ impl<'a> CallTree<'a> {
             args,
             region,
             consumer,
-            sampler,
+            positions,
             runs: Vec::new(),
             run_events: Vec::new(),
             builder,
@@ -109,18 +109,18 @@ impl Work for CallTree<'_> {
     /// Reads what the ring holds into the tree.
     fn poll(&mut self) -> usize {
         let builder = &mut self.builder;
-        match &self.sampler {
+        match &self.positions {
             None => self
                 .consumer
                 .poll(&mut |thread, evs| builder.process(thread, evs)),
-            Some(sampler) => {
+            Some(positions) => {
                 // The ring first, then the samples taken up to now, then
                 // the events: no sample comes after the events it falls in.
                 let (runs, events) = (&mut self.runs, &mut self.run_events);
                 runs.clear();
                 events.clear();
                 let n = self.consumer.poll_into(runs, events);
-                builder.add_samples(&sampler.take());
+                builder.add_samples(&positions.take());
                 for (run, range) in runs.iter() {
                     builder.process_run(*run, &events[range.clone()]);
                 }
@@ -131,7 +131,7 @@ impl Work for CallTree<'_> {
 
     fn on_message(&mut self, msg: &Message) -> Result<Flow> {
         self.builder.apply_message(msg);
-        if let (Some(s), Message::Thread { index, tid, .. }) = (&self.sampler, msg) {
+        if let (Some(s), Message::Thread { index, tid, .. }) = (&self.positions, msg) {
             s.set_tid(*index, *tid);
         }
         Ok(Flow::Continue)
@@ -159,13 +159,15 @@ impl Work for CallTree<'_> {
                     wall => {
                         let at = clock::read(wall);
                         self.builder.reset_at(at);
-                        if self.sampler.is_some() {
+                        if self.positions.is_some() {
                             // Each thread's place in its stream now: the
                             // reset falls there, not at its next timed event.
                             let mut now = Vec::new();
                             self.region.positions(&mut now);
-                            let marks: Vec<Sample> =
-                                now.into_iter().map(|p| Sample::at(p, at, 0)).collect();
+                            let marks: Vec<PositionSample> = now
+                                .into_iter()
+                                .map(|p| PositionSample::at(p, at, 0))
+                                .collect();
                             self.builder.mark_reset(&marks);
                         }
                     }
@@ -203,7 +205,7 @@ impl Work for CallTree<'_> {
     /// Builds the profile, prints the closing note and writes the report.
     fn finish(mut self, mut outcome: Outcome) -> Result<std::process::ExitCode> {
         // No sample after the last events.
-        self.sampler = None;
+        self.positions = None;
         self.region.mark_consumer_gone();
 
         let profiling_since = outcome.profiling_since;

@@ -26,7 +26,7 @@
 //! note and gives the exit code.
 //!
 //! Two works exist: the calling-context tree of `profile` and `run`
-//! (`profile/tree.rs`: the ring consumer, the position sampler, the
+//! (`profile/tree.rs`: the ring consumer, the position samples, the
 //! builder, resets, the live view, the report) and the probe calibration
 //! of `sprig calibrate` (`profile/calibrate.rs`, which takes every
 //! message itself and reads no ring). A command that has the agent write

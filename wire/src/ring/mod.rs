@@ -46,11 +46,18 @@
 //! only way segments are recycled, so a thread's unread segments never
 //! disappear before the consumer has seen them: per-thread order is exact.
 //!
-//! # Positions for sampling
+//! # Records over 16 bytes
+//!
+//! [`Producer::push_record`] appends a multi-slot record
+//! ([`crate::record`]): every slot written, then one Release store of
+//! `committed`, so a reader sees all of it or none; a record that does
+//! not fit what is left of the owned segment goes whole into the next.
+//!
+//! # Positions for position samples
 //!
 //! [`Region::positions`] reads, for every `OWNED` segment, its thread,
 //! claim number and `committed` count, without consuming anything: a
-//! sampler in the consumer's process stamps such a reading with a time and
+//! thread in the consumer's process stamps such a reading with a time and
 //! a weight and hands it to the CCT builder, which matches it against the
 //! [`Run`]s that [`Consumer::poll_runs`] delivers (thread, claim number and
 //! index of each slice's first event). A producer that owns no segment
@@ -107,7 +114,8 @@
 //! `positions` ([`Region::positions`], [`PositionReader`] and the claim
 //! log), and `raw`: every access to the mapping, the only `unsafe` of the
 //! ring (the `mmap` calls, the header and segment addresses, the
-//! producer's slot store in [`Producer::push`] and [`Producer::try_push`],
+//! producer's slot stores in [`Producer::push`], [`Producer::try_push`]
+//! and [`Producer::push_record`],
 //! the consumer's copy out).
 
 mod consumer;

@@ -21,7 +21,7 @@ pub struct StreamPosition {
 impl Region {
     /// Appends to `out` the position of every producer that owns a segment
     /// now (`OWNED`; a producer waiting for a free segment owns none, and a
-    /// thread that never pushed has none). For a sampler outside the
+    /// thread that never pushed has none). For position samples taken outside the
     /// producers' process: it reads segment headers only, with `Acquire`
     /// loads, writes nothing to the shared file and takes nothing from the
     /// consumer, so it may run on any thread beside the [`Consumer`](super::Consumer).
@@ -78,8 +78,8 @@ fn keep_handed_out(out: &mut Vec<StreamPosition>, start: usize, handed_out: u64)
     out.truncate(kept);
 }
 
-/// Reads the producers' positions as [`Region::positions`] does, for a
-/// sampler that reads them every millisecond, in time that grows with the
+/// Reads the producers' positions as [`Region::positions`] does, for
+/// position samples read every millisecond, in time that grows with the
 /// producers and their claims, not with the ring's size. A segment becomes
 /// owned only by a claim, and each claim leaves its segment's index in the
 /// header's claim log once the segment is owned; so the reader keeps the

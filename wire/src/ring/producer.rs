@@ -8,7 +8,8 @@
 use super::layout::{CLAIM_LOG, CLAIMING, Dead, FREE, FULL, OWNED, claim_log_entry};
 use super::region::Region;
 use crate::clock;
-use crate::event::{Event, EventKind};
+use crate::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
+use crate::record::RecordSlots;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -196,12 +197,27 @@ impl Producer {
     #[inline(never)]
     pub(super) fn push_slow(&mut self, ts: u64, rest: u64) -> Result<(), Dead> {
         let ev = unpack(ts, rest);
+        self.append_slow(&[ev])
+    }
+
+    /// [`Producer::push_record`] when the record does not fit what is
+    /// left of the owned segment.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn push_record_slow(&mut self, rec: &RecordSlots) -> Result<(), Dead> {
+        self.append_slow(rec.as_slice())
+    }
+
+    /// Appends `item` (one event, or a record's slots) whole to a fresh
+    /// segment: releases the owned one, claims another, waiting for space
+    /// when the ring is full.
+    pub(super) fn append_slow(&mut self, item: &[Event]) -> Result<(), Dead> {
         if self.is_region_dead() {
             return self.die();
         }
         self.release();
         if self.claim() {
-            return self.push(ev);
+            return self.append(item);
         }
         // Ring full: wait for the consumer.
         let clock = self.region.clock;
@@ -225,9 +241,18 @@ impl Producer {
             round = round.saturating_add(1);
             if self.claim() {
                 let waited = clock::read(clock).saturating_sub(t0);
-                // The fresh segment has at least 4 slots: both fit.
-                self.push(Event::new(EventKind::AdjustTime, 0, waited))?;
-                return self.push(ev);
+                // The fresh segment has at least 4 slots: an event fits
+                // after the wait's record; a record of 4 slots goes whole
+                // into the segment after, right after it in the stream. A
+                // record's wait is charged to the frames open now (its
+                // reader steps over it to the next event).
+                let aux = if item.len() > 1 {
+                    ADJUST_OPEN_FRAMES
+                } else {
+                    0
+                };
+                self.push(Event::new(EventKind::AdjustTime, 0, waited).with_aux(aux))?;
+                return self.append(item);
             }
             if self.is_region_dead() {
                 return self.die();
@@ -240,6 +265,16 @@ impl Producer {
             } else if now.duration_since(beat_seen) >= self.wait_bound {
                 return self.die();
             }
+        }
+    }
+
+    /// Appends an event or a record's slots (at most
+    /// [`MAX_RECORD_SLOTS`](crate::record::MAX_RECORD_SLOTS), so always
+    /// fits a fresh segment).
+    fn append(&mut self, item: &[Event]) -> Result<(), Dead> {
+        match item {
+            [ev] => self.push(*ev),
+            slots => self.push_slots(slots),
         }
     }
 }

@@ -8,6 +8,7 @@ use super::layout::{Dead, HEADER_BYTES, Header, SEGMENT_HEADER_BYTES, SegHeader}
 use super::producer::{Producer, pack_rest};
 use super::region::Region;
 use crate::event::Event;
+use crate::record::RecordSlots;
 use memmap2::MmapRaw;
 use std::fs::File;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -143,6 +144,26 @@ unsafe fn publish(slots: *mut Event, committed: *const AtomicU32, i: u32, ev: Ev
     }
 }
 
+/// Writes `item` into slots `i..i + item.len()` and publishes them all at
+/// once: `committed = i + item.len()` with Release, so a consumer sees
+/// the whole record or none of it.
+///
+/// # Safety
+/// As for [`publish`], with `i + item.len()` at most the segment's
+/// capacity.
+#[inline(always)]
+unsafe fn publish_all(slots: *mut Event, committed: *const AtomicU32, i: u32, item: &[Event]) {
+    // SAFETY: guaranteed by the caller: the slots are inside the mapping
+    // and no one else writes them; the consumer reads them only below a
+    // count it loaded with Acquire, and this Release store orders the
+    // slot writes before the new count. `item` is a local array, not in
+    // the mapping, so the copy does not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(item.as_ptr(), slots.add(i as usize), item.len());
+        (*committed).store(i + item.len() as u32, Ordering::Release);
+    }
+}
+
 // SAFETY: the raw pointer points into the Region the Producer keeps alive
 // through its Arc; the segment it points to is owned by this Producer, so
 // moving the Producer to another thread moves the ownership along.
@@ -186,6 +207,51 @@ impl Producer {
             // is not retired.
             unsafe { publish(self.slots, self.committed, self.pos, ev) };
             self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Appends a multi-slot record (see [`crate::record`]): its slots are
+    /// written into the owned segment and published with one Release
+    /// store of the count, so no reader sees part of it. A record that
+    /// does not fit what is left of the segment goes whole into the next
+    /// one (claimed, or waited for, as by [`Producer::push`]); the rest of
+    /// the old segment stays unused.
+    #[inline]
+    pub fn push_record(&mut self, rec: &RecordSlots) -> Result<(), Dead> {
+        if self.try_push_record(rec) {
+            return Ok(());
+        }
+        self.push_record_slow(rec)
+    }
+
+    /// Appends a record only if it fits what is left of the owned
+    /// segment (never waits); false, having written nothing, otherwise.
+    #[inline]
+    pub fn try_push_record(&mut self, rec: &RecordSlots) -> bool {
+        self.try_push_slots(rec.as_slice())
+    }
+
+    /// Appends slots that fit a fresh segment (an event or a record),
+    /// claiming one when the owned segment has no room for them all.
+    pub(super) fn push_slots(&mut self, item: &[Event]) -> Result<(), Dead> {
+        if self.try_push_slots(item) {
+            return Ok(());
+        }
+        self.append_slow(item)
+    }
+
+    fn try_push_slots(&mut self, item: &[Event]) -> bool {
+        let n = item.len() as u32;
+        if self.cap.saturating_sub(self.pos) >= n && n > 0 && !self.region.is_retired() {
+            // SAFETY: pos + n ≤ cap means this producer owns segment `seg`
+            // with `cap` slots at `slots` and its count at `committed`,
+            // inside the mapping kept alive by `region`, which is not
+            // retired.
+            unsafe { publish_all(self.slots, self.committed, self.pos, item) };
+            self.pos += n;
             true
         } else {
             false

@@ -4,7 +4,7 @@
 # (root `Gen::genClass`, sprig's default timing), each at the plateau, and
 # the samples split by whether the method is in the profile's tree.
 #
-#   bash scripts/javac-perf.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
+#   bash scripts/measure/javac-perf.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
 #
 # SPRIG_AGENT_NO_PREFETCH=1 in the environment turns off the dormant
 # probes given ahead (the agent reads it in the target JVM). Needs perf
@@ -13,12 +13,12 @@
 # a guest without PMU counters samples with cpu-clock, which slows the
 # JVM: compare the two windows with each other, not with other runs.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=$(realpath "${1:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
 out=$(realpath -m "${2:?usage: javac-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]}")
 shift 2
 command -v perf > /dev/null || { echo "javac-perf.sh: perf is not installed" >&2; exit 1; }
-. scripts/lib/bench-driver.sh
+. scripts/measure/lib/bench-driver.sh
 javac_workload javac-perf.sh
 mkdir -p "$out"
 bench_start "$jdk" javac-perf javac "$work/java.base" java.base "$work/javac-out"
@@ -55,7 +55,7 @@ done
 rm -f "/tmp/perf-$jvm_pid.map"
 python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" << 'EOF'
 import sys
-sys.path.insert(0, 'scripts/lib')
+sys.path.insert(0, 'scripts/measure/lib')
 from perfsplit import split, tree_methods
 
 tree = tree_methods(sys.argv[3])

@@ -4,11 +4,11 @@
 # and under `sprig profile`, and prints the ns per call of each and what
 # the reflective call costs beyond the probes of its target:
 #   (invoke profiled - invoke bare) - (direct profiled - direct bare).
-#   [ROUNDS=15] [JAVA_OPTS=...] bash scripts/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
-# See also scripts/reflect-warm.sh: a reflection-heavy root, bare against
+#   [ROUNDS=15] [JAVA_OPTS=...] bash scripts/measure/reflect-cost.sh [path/to/sprig]   (default target/release/sprig)
+# See also scripts/measure/reflect-warm.sh: a reflection-heavy root, bare against
 # profiled once warm, and the bytes each call allocates.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=${1:-target/release/sprig}
 jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 rounds=${ROUNDS:-15}

@@ -4,7 +4,7 @@
 # a fresh JVM: bare, two windows while `sprig profile --root
 # org.eclipse.jetty.server.Server::handle` runs, and three after the
 # detach. Prints the median iteration of each window in ms:
-#   bash scripts/jetty-windows.sh SPRIG [JAVA_HOME] [EXTRA SPRIG ARGS...]
+#   bash scripts/measure/jetty-windows.sh SPRIG [JAVA_HOME] [EXTRA SPRIG ARGS...]
 # Needs Debian's libjetty9-java (scripts/setup.sh --bench installs it).
 # JETTY_JAVA_OPTS adds JVM options (for instance -XX:+PrintCompilation);
 # JETTY_KEEP_OUT=FILE keeps the JVM's output there. JETTY_ROOT sets the
@@ -20,12 +20,12 @@
 # bare and profiled: on two cores the sprig process's share competes with
 # the JVM's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=$(realpath "${1:?usage: jetty-windows.sh SPRIG [JAVA_HOME] [SPRIG ARGS...]}")
 jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
 root=${JETTY_ROOT:-org.eclipse.jetty.server.Server::handle}
 shift $(( $# >= 2 ? 2 : 1 ))
-. scripts/lib/bench-driver.sh
+. scripts/measure/lib/bench-driver.sh
 bench_workdir
 keep_out() {
     [ -n "${JETTY_KEEP_OUT:-}" ] && cp "$work/out" "$JETTY_KEEP_OUT" 2>/dev/null || true

@@ -9,9 +9,9 @@
 # System.nanoTime(), medians of 7 rounds, on JDK 17 and, when installed,
 # on JDK 25; then what the release store of the count costs in a loop
 # like bench.ProbeCost's (bench/candidates/ReleaseCost.java).
-#   bash scripts/probe-candidates.sh
+#   bash scripts/measure/probe-candidates.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64; do

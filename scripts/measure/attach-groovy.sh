@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# scripts/attach-loaders.sh on real Groovy: a program that compiles the
+# scripts/measure/attach-loaders.sh on real Groovy: a program that compiles the
 # same Groovy script (one class and 23 closure classes, the same names each
 # time) with a new GroovyShell per unit of work, runs it through
 # `GroovyUnits::unit` and keeps the last KEEP scripts (and so their class
 # loaders) alive. Needs Groovy's jar (GROOVY_JAR, default the Debian
 # package's /usr/share/java/groovy-all.jar).
-#   bash scripts/attach-groovy.sh [sprig] [KEEP] [SESSIONS] [SECS] [PAUSE]
+#   bash scripts/measure/attach-groovy.sh [sprig] [KEEP] [SESSIONS] [SECS] [PAUSE]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 jar=${GROOVY_JAR:-/usr/share/java/groovy-all.jar}
 [ -f "$jar" ] || { echo "no Groovy jar at $jar (set GROOVY_JAR)"; exit 1; }
@@ -75,4 +75,4 @@ public final class GroovyUnits {
 EOF
 "$jdk/bin/javac" -cp "$jar" -d "$work" "$work/GroovyUnits.java"
 UNITS_CP="$jar:$work" UNITS_MAIN=GroovyUnits UNITS_ROOT='GroovyUnits::unit' \
-    bash scripts/attach-loaders.sh "$@"
+    bash scripts/measure/attach-loaders.sh "$@"

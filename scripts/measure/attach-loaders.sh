@@ -8,14 +8,14 @@
 # (sprig started to `sprig: profiling`), the whole session's wall time,
 # instrumented/called methods, redefinition batches and time, classes
 # instrumented, and whether the detach was confirmed; then the medians.
-#   bash scripts/attach-loaders.sh [sprig] [KEEP] [SESSIONS] [SECS] [PAUSE]
+#   bash scripts/measure/attach-loaders.sh [sprig] [KEEP] [SESSIONS] [SECS] [PAUSE]
 #   (defaults: target/release/sprig 200 10 2 20; JAVA_HOME picks the JDK)
 # Another program taking the same arguments and commands (KEEP, `loop MS`,
 # `exit`; `ready PID ...` once started): UNITS_CP (its class path, compiled
 # already), UNITS_MAIN (its main class) and UNITS_ROOT (the root pattern);
-# scripts/attach-groovy.sh does so with Groovy scripts.
+# scripts/measure/attach-groovy.sh does so with Groovy scripts.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=${1:-target/release/sprig}
 keep=${2:-200}
 sessions=${3:-10}

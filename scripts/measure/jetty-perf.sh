@@ -8,7 +8,7 @@
 # probe class; per iteration, so the two windows compare however long
 # each took.
 #
-#   bash scripts/jetty-perf.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
+#   bash scripts/measure/jetty-perf.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
 #
 # JETTY_ROOT sets the root (bench.HelloServlet::doGet for the servlet),
 # ITERATIONS the iterations recorded in each window (default 400).
@@ -16,7 +16,7 @@
 # on a guest without PMU counters samples with cpu-clock, which slows the
 # JVM: compare the two windows of one run, not runs with each other.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 usage="usage: jetty-perf.sh SPRIG OUT_DIR [SPRIG ARGS...]"
 sprig=$(realpath "${1:?$usage}")
 out=$(realpath -m "${2:?$usage}")
@@ -25,7 +25,7 @@ command -v perf > /dev/null || { echo "jetty-perf.sh: perf is not installed" >&2
 jdk=${JAVA_HOME_17:-/usr/lib/jvm/java-17-openjdk-amd64}
 root=${JETTY_ROOT:-org.eclipse.jetty.server.Server::handle}
 n=${ITERATIONS:-400}
-. scripts/lib/bench-driver.sh
+. scripts/measure/lib/bench-driver.sh
 bench_workdir
 mkdir -p "$out"
 bench_start "$jdk" jetty-perf jetty 400 2
@@ -64,7 +64,7 @@ done
 rm -f "/tmp/perf-$jvm_pid.map"
 python3 - "$out/bare.syms" "$out/prof.syms" "$out/report.json" "$n" << 'EOF'
 import sys
-sys.path.insert(0, 'scripts/lib')
+sys.path.insert(0, 'scripts/measure/lib')
 from perfsplit import split, tree_methods
 
 tree = tree_methods(sys.argv[3])

@@ -5,11 +5,11 @@
 #   2. the self-time overlap with JFR's execution samples on javac
 #      (Gen::genClass), H2 (the statement) and Jetty (Server::handle);
 #   3. the settled overhead of the partial roots in both modes, and the
-#      idle rows (a root never called: under sampled timing the sampler
-#      alone), with each sampled tree checked path by path against the
+#      idle rows (a root never called: under sampled timing position
+#      sampling alone), with each sampled tree checked path by path against the
 #      exact one (javac's Gen::genClass among them).
 #
-# usage: bash scripts/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]
+# usage: bash scripts/measure/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]
 #   environment: SPRIG_FIGURES_STEPS (default accuracy,jfr,overhead),
 #   SPRIG_FIGURES_REPEATS (workload repeats, default 2),
 #   SPRIG_FIGURES_SETTLE (iterations before the settled window, default 20)
@@ -18,12 +18,12 @@
 #   OUT_DIR   default sampled-figures-<jdk version>; gets one .txt and one
 #             .json per step
 set -euo pipefail
-sprig=${1:?usage: scripts/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]}
+sprig=${1:?usage: scripts/measure/sampled-figures.sh SPRIG [JDK_HOME] [OUT_DIR]}
 jdk=${2:-/usr/lib/jvm/java-17-openjdk-amd64}
 version=$(sed -n 's/^JAVA_VERSION="\(.*\)"/\1/p' "$jdk/release")
 out=${3:-sampled-figures-$version}
 mkdir -p "$out"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release -q -p sprig-bench
 bench=(target/release/sprig-bench --no-setup --sprig "$sprig" --jdk "$jdk")
 if [ -n "${CARGO_TARGET_DIR:-}" ]; then

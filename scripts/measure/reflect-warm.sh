@@ -7,10 +7,10 @@
 # calls, the fastest and median call (ms) and the fewest bytes a call
 # allocated; then the fastest profiled call against the fastest bare one,
 # in ns a reflective call.
-#   [BATCH=200] [BATCHES=5] [JAVA_HOME=...] [SPRIG_OPTS=...] bash scripts/reflect-warm.sh [path/to/sprig]
+#   [BATCH=200] [BATCHES=5] [JAVA_HOME=...] [SPRIG_OPTS=...] bash scripts/measure/reflect-warm.sh [path/to/sprig]
 #   (default sprig: target/release/sprig; JAVA_HOME: JDK 25 under /usr/lib/jvm)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=${1:-target/release/sprig}
 jdk=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 batch=${BATCH:-200}

@@ -6,11 +6,11 @@
 # figure is the median of its 250 ms windows, and the summary gives the
 # median over the repeats of after/before.
 #
-# usage: scripts/running-speed.sh [JAVA_HOME] [REPEATS] [-- sprig options]
+# usage: scripts/measure/running-speed.sh [JAVA_HOME] [REPEATS] [-- sprig options]
 #   PHASE_SECS (default 6) is each phase's length; SPRIG (default
 #   target/debug/sprig) the CLI to attach with.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 jdk=${1:-/usr/lib/jvm/java-17-openjdk-amd64}
 repeats=${2:-3}
 shift $(($# < 2 ? $# : 2))

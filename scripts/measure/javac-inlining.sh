@@ -8,13 +8,13 @@
 # probes' own call sites while profiled. Each phase's log stays in
 # OUT_DIR (bare.log, prof.log), with the profile (report.json).
 #
-#   bash scripts/javac-inlining.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
+#   bash scripts/measure/javac-inlining.sh SPRIG OUT_DIR [SPRIG PROFILE ARGS...]
 #
 # With NO_VM_LOG=1 in the environment the JVM runs without the log (whose
 # writing slows it) and the script prints the two plateaus only: the
 # figures to compare two builds by, in alternating runs. A plateau is the
 # median of the last five windows of 20 iterations (bench_plateau in
-# scripts/lib/bench-driver.sh); WINDOWS=N runs N windows in each phase
+# scripts/measure/lib/bench-driver.sh); WINDOWS=N runs N windows in each phase
 # instead of 30, and SHOW_WINDOWS=1 prints every window's median.
 #
 # The profiled phase's log holds the compilations after the attach: the
@@ -25,12 +25,12 @@
 # `sprig-bench` fetches (SPRIG_BENCH_SRC_ZIP, or
 # ~/.cache/sprig-bench/jdk17-src.zip); JAVA_HOME_17 picks the JDK.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 usage="usage: javac-inlining.sh SPRIG OUT_DIR [SPRIG ARGS...]"
 sprig=$(realpath "${1:?$usage}")
 out=$(realpath -m "${2:?$usage}")
 shift 2
-. scripts/lib/bench-driver.sh
+. scripts/measure/lib/bench-driver.sh
 javac_workload javac-inlining.sh
 mkdir -p "$out"
 log_opts="-XX:+UnlockDiagnosticVMOptions -XX:+PrintCompilation -XX:+PrintInlining \

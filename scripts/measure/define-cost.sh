@@ -9,10 +9,10 @@
 # 4` leaves the first out of the report): on JDK 17 the attach's first
 # redefinition throws away all compiled code, and the first seconds run
 # slower while the JIT compiles it again.
-#   bash scripts/define-cost.sh [path/to/sprig] [calls]
+#   bash scripts/measure/define-cost.sh [path/to/sprig] [calls]
 #   (default target/release/sprig, 2000 calls)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=${1:-target/release/sprig}
 calls=${2:-2000}
 jdk=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}

@@ -4,11 +4,11 @@
 # 35, FreqInlineSize 325): `sprig rewrite` instruments every method of
 # each jar, and bench/candidates/CodeLengths.java compares the code
 # lengths (docs/overhead.md, "With probes that compile to nothing").
-#   bash scripts/probe-footprint.sh [SPRIG] [JARS...]
+#   bash scripts/measure/probe-footprint.sh [SPRIG] [JARS...]
 # Default jars: Debian's libjetty9-java (scripts/setup.sh --bench). Needs
 # a JDK 24 or later for java.lang.classfile (the Temurin 25 JDK).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 sprig=$(realpath "${1:-target/release/sprig}")
 shift $(( $# >= 1 ? 1 : 0 ))
 jdk=${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}

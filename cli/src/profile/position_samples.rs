@@ -1,9 +1,10 @@
-//! Sampled timing's clock: a thread of the `sprig` process that, every
-//! `--interval` (jittered), reads where each profiled thread is in its
-//! event stream (the committed count of the ring segment it owns) and
-//! turns each reading into a [`Sample`] for the CCT builder. Nothing runs
-//! in the JVM for it: the probes inside a root context read no clock, and
-//! the time between two readings goes to the node the thread had open.
+//! Position samples, sampled timing's clock: a thread of the `sprig`
+//! process that, every `--interval` (jittered), reads where each profiled
+//! thread is in its event stream (the committed count of the ring segment
+//! it owns) and turns each reading into a [`PositionSample`] for the CCT
+//! builder. Nothing runs in the JVM for it: the probes inside a root
+//! context read no clock, and the time between two readings goes to the
+//! node the thread had open.
 //!
 //! A sample's weight is the wall-clock ticks since the previous reading
 //! (`--clock wall`), or the thread's CPU time since its previous sample,
@@ -12,7 +13,7 @@
 //!
 //! Ordering contract with the builder (see `CctBuilder::add_samples`): a
 //! sample must reach the builder before the events past its position. The
-//! sampler reads positions and queues the samples under one lock; the
+//! position samples' thread reads positions and queues the samples under one lock; the
 //! session loop reads the ring first, then takes the queue and adds it,
 //! then processes what it read. A reading taken after the ring was read
 //! points at or past what was read, so it is never behind.
@@ -23,23 +24,23 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sprig_callgraph::Sample;
+use sprig_callgraph::PositionSample;
 use sprig_wire::ClockKind;
 use sprig_wire::clock;
 use sprig_wire::ring::{PositionReader, Region, StreamPosition};
 
-/// What the sampler thread and the session loop share.
+/// What the position samples' thread and the session loop share.
 #[derive(Default)]
 struct Shared {
-    queue: Vec<Sample>,
+    queue: Vec<PositionSample>,
     /// sprig thread index -> kernel thread id (for CPU time).
     tids: HashMap<u32, u32>,
     /// Readings taken.
     ticks: u64,
 }
 
-/// The sampler thread; stopped and joined on drop.
-pub(super) struct Sampler {
+/// The position samples' thread; stopped and joined on drop.
+pub(super) struct PositionSamples {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -55,20 +56,24 @@ pub(super) enum Weight {
     Cpu { pid: u32 },
 }
 
-impl Sampler {
+impl PositionSamples {
     /// Starts sampling `region` every `interval` (jittered by ±50%).
-    pub(super) fn start(region: Arc<Region>, interval: Duration, weight: Weight) -> Sampler {
+    pub(super) fn start(
+        region: Arc<Region>,
+        interval: Duration,
+        weight: Weight,
+    ) -> PositionSamples {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let handle = {
             let shared = shared.clone();
             let stop = stop.clone();
             std::thread::Builder::new()
-                .name("sprig-sampler".into())
+                .name("sprig-positions".into())
                 .spawn(move || run(&region, interval, weight, &shared, &stop))
                 .ok()
         };
-        Sampler {
+        PositionSamples {
             shared,
             stop,
             handle,
@@ -82,7 +87,7 @@ impl Sampler {
     }
 
     /// The samples taken since the last call.
-    pub(super) fn take(&self) -> Vec<Sample> {
+    pub(super) fn take(&self) -> Vec<PositionSample> {
         std::mem::take(&mut lock(&self.shared).queue)
     }
 
@@ -93,7 +98,7 @@ impl Sampler {
     }
 }
 
-impl Drop for Sampler {
+impl Drop for PositionSamples {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
@@ -174,7 +179,7 @@ fn run(
                 }
             };
             let ts = if weight == Weight::Wall { now } else { 0 };
-            s.queue.push(Sample::at(pos, ts, w));
+            s.queue.push(PositionSample::at(pos, ts, w));
         }
     }
 }
@@ -242,7 +247,7 @@ mod tests {
         for i in 0..5 {
             p.push(Event::new(EventKind::Marker, i, 0)).unwrap();
         }
-        let s = Sampler::start(region.clone(), Duration::from_millis(2), Weight::Wall);
+        let s = PositionSamples::start(region.clone(), Duration::from_millis(2), Weight::Wall);
         std::thread::sleep(Duration::from_millis(60));
         let samples = s.take();
         assert!(s.readings() >= 5, "{} readings", s.readings());

@@ -1,0 +1,227 @@
+//! Multi-slot records: payloads that do not fit one 16-byte [`Event`]
+//! (an allocation's class, size and count; a wait's kind, object class
+//! and duration).
+//!
+//! A record is a head event followed by its continuation slots, all in
+//! the same segment, consecutive, published together:
+//!
+//! ```text
+//! head:          ts = clock ticks, id = record kind, kind = EventKind::Record, aux = N
+//! continuation:  N slots (1 ≤ N ≤ MAX_CONTINUATION), two 64-bit payload words each
+//! ```
+//!
+//! Continuation slot `j` carries payload words `2j` (in the slot's `ts`)
+//! and `2j + 1` (in `id | kind << 32 | aux << 48`), so its `kind` field is
+//! payload, not an [`EventKind`]: a reader steps over a record by its
+//! head's `aux`, whatever its record kind, and never reads a continuation
+//! slot as an event. A record kind says how many of its words it uses;
+//! the unused half of the last slot is zero.
+//!
+//! The producer writes every slot of a record, then publishes them with
+//! one Release store of the segment's `committed` count
+//! ([`Producer::push_record`](crate::ring::Producer::push_record)), so a
+//! consumer's poll and a position reading never stop inside a record. A
+//! record that does not fit what is left of the producer's segment goes
+//! whole into the next one; the rest of the old segment stays unused. A
+//! record is at most [`MAX_RECORD_SLOTS`] slots, the capacity of the
+//! smallest segment, so it always fits a fresh one.
+//!
+//! [`Records`] reads a thread's events as the consumer delivers them:
+//! each 16-byte event and each record whole.
+
+use crate::event::{Event, EventKind};
+use crate::ring::MIN_SEGMENT_BYTES;
+
+/// Most slots of one record, head included: the capacity of the smallest
+/// segment ([`MIN_SEGMENT_BYTES`]).
+pub const MAX_RECORD_SLOTS: usize = 4;
+/// Most continuation slots of one record.
+pub const MAX_CONTINUATION: usize = MAX_RECORD_SLOTS - 1;
+/// Most payload words of one record (two per continuation slot).
+pub const MAX_RECORD_WORDS: usize = 2 * MAX_CONTINUATION;
+
+const _: () = assert!(
+    MAX_RECORD_SLOTS * std::mem::size_of::<Event>() + crate::ring::SEGMENT_HEADER_BYTES
+        <= MIN_SEGMENT_BYTES as usize
+);
+
+/// Record kind (the head's `id`) reserved for allocation samples: class,
+/// size, count. No sensor writes it yet.
+pub const RECORD_ALLOC: u32 = 1;
+/// Record kind reserved for waits (monitor, park, sleep, GC): kind,
+/// object class, duration. No sensor writes it yet.
+pub const RECORD_WAIT: u32 = 2;
+
+/// A record encoded into its slots, ready for
+/// [`Producer::push_record`](crate::ring::Producer::push_record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSlots {
+    slots: [Event; MAX_RECORD_SLOTS],
+    len: u8,
+}
+
+impl RecordSlots {
+    /// Encodes a record of kind `kind` at time `ts` carrying `words`;
+    /// `None` when there are no words or more than [`MAX_RECORD_WORDS`].
+    pub fn new(kind: u32, ts: u64, words: &[u64]) -> Option<RecordSlots> {
+        if words.is_empty() || words.len() > MAX_RECORD_WORDS {
+            return None;
+        }
+        let n = words.len().div_ceil(2);
+        let mut slots = [Event::default(); MAX_RECORD_SLOTS];
+        slots[0] = Event::new(EventKind::Record, kind, ts).with_aux(n as u16);
+        for (j, pair) in words.chunks(2).enumerate() {
+            let hi = pair.get(1).copied().unwrap_or(0);
+            slots[1 + j] = Event {
+                ts: pair[0],
+                id: hi as u32,
+                kind: (hi >> 32) as u16,
+                aux: (hi >> 48) as u16,
+            };
+        }
+        Some(RecordSlots {
+            slots,
+            len: (1 + n) as u8,
+        })
+    }
+
+    /// The head and its continuation slots, as they go into the segment.
+    pub fn as_slice(&self) -> &[Event] {
+        &self.slots[..self.len as usize]
+    }
+}
+
+/// How many slots the item that starts with `head` takes: 1 for a 16-byte
+/// event, 1 + its continuation slots for a record's head.
+#[inline]
+pub fn span(head: &Event) -> usize {
+    if head.kind == EventKind::Record as u16 {
+        1 + head.aux as usize
+    } else {
+        1
+    }
+}
+
+/// A record read whole out of a thread's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// The head's clock ticks.
+    pub ts: u64,
+    /// The record kind (the head's `id`), such as [`RECORD_ALLOC`].
+    pub kind: u32,
+    /// The continuation slots.
+    pub slots: &'a [Event],
+}
+
+impl Record<'_> {
+    /// Payload word `i` (two per continuation slot), `None` past the end.
+    pub fn word(&self, i: usize) -> Option<u64> {
+        let s = self.slots.get(i / 2)?;
+        Some(if i.is_multiple_of(2) {
+            s.ts
+        } else {
+            s.id as u64 | (s.kind as u64) << 32 | (s.aux as u64) << 48
+        })
+    }
+
+    /// Every payload word, the unused half of the last slot included.
+    pub fn words(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..2 * self.slots.len()).filter_map(|i| self.word(i))
+    }
+}
+
+/// One item of a thread's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// A 16-byte event (any kind but [`EventKind::Record`]).
+    Event(&'a Event),
+    /// A record, whole.
+    Record(Record<'a>),
+    /// A record head whose continuation slots run past the end of the
+    /// slice (a damaged stream: the ring never delivers one so); the
+    /// slots that are there.
+    Cut { head: &'a Event, have: usize },
+}
+
+/// The items of a slice of one thread's events, in order: each event and
+/// each record whole, a record of any kind stepped over exactly.
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    rest: &'a [Event],
+}
+
+impl<'a> Records<'a> {
+    pub fn new(events: &'a [Event]) -> Records<'a> {
+        Records { rest: events }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Item<'a>;
+
+    fn next(&mut self) -> Option<Item<'a>> {
+        let (head, after) = self.rest.split_first()?;
+        if head.kind != EventKind::Record as u16 {
+            self.rest = after;
+            return Some(Item::Event(head));
+        }
+        let n = head.aux as usize;
+        if n > after.len() {
+            self.rest = &[];
+            return Some(Item::Cut {
+                head,
+                have: after.len(),
+            });
+        }
+        let (slots, rest) = after.split_at(n);
+        self.rest = rest;
+        Some(Item::Record(Record {
+            ts: head.ts,
+            kind: head.id,
+            slots,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_and_lengths_are_bounded() {
+        assert_eq!(RecordSlots::new(RECORD_ALLOC, 5, &[]), None);
+        assert_eq!(RecordSlots::new(RECORD_ALLOC, 5, &[1; 7]), None);
+        for n in 1..=MAX_RECORD_WORDS {
+            let words: Vec<u64> = (0..n as u64)
+                .map(|i| u64::MAX - i * 0x0101_0101_0101)
+                .collect();
+            let r = RecordSlots::new(RECORD_WAIT, 99, &words).unwrap();
+            assert_eq!(r.as_slice().len(), 1 + n.div_ceil(2));
+            assert_eq!(span(&r.as_slice()[0]), r.as_slice().len());
+            let items: Vec<Item> = Records::new(r.as_slice()).collect();
+            let [Item::Record(rec)] = items[..] else {
+                panic!("one record expected: {items:?}");
+            };
+            assert_eq!((rec.ts, rec.kind), (99, RECORD_WAIT));
+            let mut got: Vec<u64> = rec.words().collect();
+            if !n.is_multiple_of(2) {
+                assert_eq!(got.pop(), Some(0));
+            }
+            assert_eq!(got, words);
+        }
+    }
+
+    #[test]
+    fn a_head_cut_short_is_reported_not_read_past() {
+        let r = RecordSlots::new(77, 1, &[1, 2, 3, 4, 5]).unwrap();
+        let cut = &r.as_slice()[..2];
+        let items: Vec<Item> = Records::new(cut).collect();
+        assert_eq!(
+            items,
+            vec![Item::Cut {
+                head: &cut[0],
+                have: 1
+            }]
+        );
+    }
+}
