@@ -47,7 +47,7 @@ mod suggest;
 
 pub use build::{MethodCounts, StackProfile, ThreadStacks};
 pub use convert::ConvertOptions;
-pub use json::write_json;
+pub use json::{profile_command, write_json};
 pub use overlap::{MethodShare, Overlap, overlap};
 pub use pcct::{PNode, Pcct};
 pub use suggest::{

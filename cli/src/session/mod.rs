@@ -53,6 +53,8 @@ mod state;
 mod status;
 mod work;
 
+#[cfg(test)]
+pub(crate) use connect::played_agent;
 pub(crate) use connect::{Prepared, attach_to, launch};
 pub(crate) use driver::{Plan, Session};
 pub(crate) use state::{End, Phase};

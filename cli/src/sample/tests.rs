@@ -1,0 +1,202 @@
+//! A `sprig sample` session against an agent played by a thread: the
+//! `Start` it sends, the samples it takes from the messages, the report.
+
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::Value;
+use sprig_wire::control::{AgentStats, JvmInfo, SampledState, StackSample};
+
+use super::*;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: SampleArgs,
+}
+
+fn frame(id: u32, class: &str, name: &str) -> Message {
+    Message::FrameMethod {
+        id,
+        class: class.into(),
+        name: name.into(),
+        descriptor: "()V".into(),
+    }
+}
+
+/// The agent's side: checks `Start`, sends 100 rounds (a worker 70% in
+/// `heavy`, 30% in `light` under `work`; a thread blocked in `locked`),
+/// answers the detach. Returns what `Start` asked for.
+fn agent(opts: sprig_wire::control::AgentOptions) -> anyhow::Result<Option<StackOptions>> {
+    let jvm = JvmInfo {
+        pid: std::process::id(),
+        version: "17".into(),
+        vm_name: "Test VM".into(),
+        vendor: "test".into(),
+    };
+    let mut ch = sprig_wire::session::connect(&opts, jvm, Duration::from_secs(10))?;
+    let Message::Start(options) = ch.recv()? else {
+        bail!("no Start");
+    };
+    if !options.roots.is_empty() || options.calibrate {
+        bail!("a sampling session asked for roots or calibration: {options:?}");
+    }
+    ch.send(&Message::Started {
+        clock: ClockKind::Monotonic,
+        ticks_per_sec: 1_000_000_000,
+    })?;
+    for m in [
+        frame(1, "java.lang.Thread", "run"),
+        frame(2, "app.A", "work"),
+        frame(3, "app.A", "heavy"),
+        frame(4, "app.A", "light"),
+        frame(5, "app.A", "locked"),
+    ] {
+        ch.send(&m)?;
+    }
+    ch.send(&Message::SampledThread {
+        java_id: 20,
+        name: "worker".into(),
+    })?;
+    ch.send(&Message::SampledThread {
+        java_id: 21,
+        name: "waiter".into(),
+    })?;
+    for r in 0..100u64 {
+        let leaf = if r % 10 < 7 { 3 } else { 4 };
+        ch.send(&Message::StackSamples {
+            time_ns: 5_000_000_000 + r * 20_000_000,
+            cost_ns: 200_000,
+            samples: vec![
+                StackSample {
+                    thread: 20,
+                    state: SampledState::Running,
+                    cpu_ns: 20_000_000,
+                    frames: vec![leaf, 2, 1],
+                    truncated: false,
+                },
+                StackSample {
+                    thread: 21,
+                    state: SampledState::Blocked,
+                    cpu_ns: 0,
+                    frames: vec![5, 1],
+                    truncated: false,
+                },
+            ],
+        })?;
+    }
+    match ch.recv_timeout(Duration::from_secs(10))? {
+        Some(Message::Detach) => {}
+        other => bail!("expected Detach, got {other:?}"),
+    }
+    ch.send(&Message::Detached(AgentStats::default()))?;
+    Ok(options.stacks)
+}
+
+fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
+    let dir = std::env::temp_dir().join(format!(
+        "sprig-sample-test-{}-{}",
+        std::process::id(),
+        extra.join("")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("report.json");
+    let out_s = out.to_str().unwrap().to_owned();
+    let mut argv = vec![
+        "sprig",
+        "1",
+        "--format",
+        "json",
+        "-o",
+        &out_s,
+        "--interval",
+        "20",
+        "--suggest-roots",
+        "5",
+    ];
+    argv.extend_from_slice(extra);
+    let args = Cli::parse_from(argv).args;
+    args.validate().unwrap();
+    let (prepared, channel, thread) = session::played_agent(agent);
+    let plan = Plan {
+        pid: std::process::id(),
+        duration: Some(0.3),
+        quiet: true,
+        excludes: Vec::new(),
+    };
+    let s = Session::start(&prepared, channel, session_options(&args), plan, None).unwrap();
+    let work = Stacks {
+        profile: StackProfile::new(u64::from(args.interval_us()) * 1000),
+        args: &args,
+        jvm_line: "Test VM 17".into(),
+        since_poll: 0,
+    };
+    let code = s.run(work).expect("the session");
+    assert_eq!(code, ExitCode::SUCCESS);
+    let stacks = thread.join().unwrap().expect("the agent");
+    let text = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")),
+        stacks,
+    )
+}
+
+fn method<'v>(report: &'v Value, name: &str) -> &'v Value {
+    report["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["method"] == name)
+        .unwrap_or_else(|| panic!("no {name}: {report}"))
+}
+
+#[test]
+fn a_sampling_session_from_start_to_report() {
+    let (cpu, stacks) = session(&[]);
+    assert_eq!(
+        stacks,
+        Some(StackOptions {
+            interval_us: 20_000,
+            max_depth: 2048
+        })
+    );
+    assert_eq!(cpu["view"], "cpu");
+    assert_eq!(cpu["samples"], 100);
+    assert_eq!(cpu["wall_samples"], 200);
+    assert_eq!(method(&cpu, "heavy")["total"], 70);
+    assert_eq!(method(&cpu, "light")["self"], 30);
+    assert_eq!(method(&cpu, "work")["total"], 100);
+    // blocked: not in the CPU view
+    assert!(
+        cpu["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["method"] != "locked"),
+        "{cpu}"
+    );
+    let roots: Vec<&str> = cpu["suggested_roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["root"].as_str().unwrap())
+        .collect();
+    assert_eq!(roots[0], "app.A::work", "{cpu}");
+    assert!(!roots.contains(&"java.lang.Thread::run"));
+    let cmd = cpu["suggested_roots"][0]["command"].as_str().unwrap();
+    assert!(cmd.ends_with(" --root 'app.A::work'"), "{cmd}");
+
+    let (wall, _) = session(&["--clock", "wall", "--threads"]);
+    assert_eq!(wall["samples"], 200);
+    assert_eq!(method(&wall, "locked")["total"], 100);
+    let waiter = wall["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "waiter")
+        .expect("the waiter");
+    assert_eq!(waiter["wall_samples"], 100);
+    assert_eq!(waiter["cpu_samples"], 0);
+    assert!(waiter["tree"].is_array());
+}
