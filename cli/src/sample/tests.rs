@@ -200,3 +200,54 @@ fn a_sampling_session_from_start_to_report() {
     assert_eq!(waiter["cpu_samples"], 0);
     assert!(waiter["tree"].is_array());
 }
+
+#[test]
+fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
+    let args = Cli::parse_from(["sprig", "4242", "--back-trace", "app.A::heavy"]).args;
+    let mut profile = StackProfile::new(20_000_000);
+    for (id, class, name) in [
+        (1, "java.lang.Thread", "run"),
+        (2, "app.A", "work"),
+        (3, "app.A", "heavy"),
+    ] {
+        profile.add_method(id, MethodInfo::new(class, name, "()V"));
+    }
+    for r in 0..40u64 {
+        profile.add_round(
+            r * 20_000_000,
+            1000,
+            &[StackSample {
+                thread: 7,
+                state: SampledState::Running,
+                cpu_ns: 20_000_000,
+                frames: if r % 2 == 0 {
+                    vec![3, 2, 1]
+                } else {
+                    vec![2, 1]
+                },
+                truncated: false,
+            }],
+        );
+    }
+    let s = Stacks {
+        args: &args,
+        profile,
+        jvm_line: "Test VM".into(),
+        since_poll: 0,
+    };
+    let mut out = Vec::new();
+    text::write(&s, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    for want in [
+        "cpu view: 40 samples (wall view: 40, CPU view: 40)",
+        "   50.0%   50.0%       20  app.A.heavy()V",
+        "  100.0%        0  java.lang.Thread.run()V",
+        "  100.0%       20    app.A.work()V",
+        "predicted overhead at least 0.000021% (sampled timing), 0.00015% (--timing exact)",
+        "Back traces of app.A.heavy()V",
+        "  1. app.A::work  100.0% (windows: 100, 100, 100, 100%)",
+        "     sprig profile 4242 --root 'app.A::work'",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+}

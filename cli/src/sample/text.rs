@@ -20,6 +20,16 @@ fn pct(part: u64, whole: u64) -> String {
     }
 }
 
+/// A percentage that may be far below 1: two significant digits below
+/// 1%, two decimals above.
+fn small_pct(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return "0%".to_owned();
+    }
+    let decimals = (1 - x.log10().floor() as i32).clamp(2, 9) as usize;
+    format!("{x:.decimals$}%")
+}
+
 pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
     let p = &s.profile;
     let args = s.args;
@@ -27,13 +37,14 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
     let all = p.samples(view);
     writeln!(
         out,
-        "sprig sample: JVM {} ({}), {:.1} s, {} rounds every {} ms, {} threads",
+        "sprig sample: JVM {} ({}), {:.1} s, {} rounds every {} ms, {} thread{}",
         args.pid,
         escape(&s.jvm_line),
         p.span_ns() as f64 / 1e9,
         p.rounds,
         args.interval,
-        p.threads.len()
+        p.threads.len(),
+        if p.threads.len() == 1 { "" } else { "s" }
     )?;
     writeln!(
         out,
@@ -174,8 +185,9 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
             )?;
             writeln!(
                 out,
-                "     predicted overhead at least {:.2}% (sampled timing), {:.2}% (--timing exact)",
-                r.sampled_pct, r.exact_pct
+                "     predicted overhead at least {} (sampled timing), {} (--timing exact)",
+                small_pct(r.sampled_pct),
+                small_pct(r.exact_pct)
             )?;
         }
         if !roots.is_empty() {
