@@ -127,6 +127,9 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
+        Command::Diff(args) if args.overlap => {
+            overlap::print(&args.a, &args.b).map(|_| ExitCode::SUCCESS)
+        }
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {

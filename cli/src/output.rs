@@ -258,6 +258,7 @@ pub struct DiffArgs {
     /// that differ most. A and B may each be a `.sprig` snapshot, the JSON
     /// report of `sprig profile` or `sprig sample`, or a JFR recording
     /// (`.jfr`: its jdk.ExecutionSample events, read with $JAVA_HOME/bin/jfr).
+    /// (`crate::overlap`; `main` dispatches it.)
     #[arg(long)]
     pub overlap: bool,
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
@@ -275,13 +276,6 @@ pub struct DiffArgs {
 }
 
 pub fn diff(args: &DiffArgs) -> Result<()> {
-    if args.overlap {
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        crate::overlap::run(&args.a, &args.b, &mut out)?;
-        out.flush()?;
-        return Ok(());
-    }
     if !(args.min_percent.is_finite() && (0.0..=100.0).contains(&args.min_percent)) {
         bail!(
             "--min-percent must be between 0 and 100, not {}",
