@@ -30,7 +30,7 @@ pub use args::SampleArgs;
 
 use crate::output::{self, Format, ViewArgs};
 use crate::profile::args::attach_timeout;
-use crate::session::{self, Flow, Outcome, Plan, Session, Work};
+use crate::session::{self, End, Flow, Outcome, Plan, Session, Work};
 
 /// `sprig sample <pid>`.
 pub fn sample(args: SampleArgs) -> Result<ExitCode> {
@@ -132,10 +132,14 @@ impl Work for Stacks<'_> {
             return Ok(code);
         }
         if self.profile.rounds == 0 {
-            bail!(
-                "JVM {} sent no stack samples: its sprig agent may be too old to sample stacks",
-                self.args.pid
-            );
+            // An early end has said why in its closing note.
+            if matches!(outcome.end, End::Detached) {
+                bail!(
+                    "JVM {} sent no stack samples: its sprig agent may be too old to sample stacks",
+                    self.args.pid
+                );
+            }
+            return Ok(code);
         }
         self.write_report()?;
         Ok(code)

@@ -251,3 +251,61 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         assert!(text.contains(want), "{want:?} not in:\n{text}");
     }
 }
+
+/// An agent that refuses to sample (one without the stack sampler):
+/// the session ends with its error and a failing exit code, and no
+/// report is written.
+#[test]
+fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
+    let dir = std::env::temp_dir().join(format!("sprig-sample-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("report.json");
+    let args = Cli::parse_from([
+        "sprig",
+        "1",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .args;
+    let (prepared, channel, thread) = session::played_agent(|opts| -> anyhow::Result<()> {
+        let jvm = JvmInfo {
+            pid: std::process::id(),
+            version: "17".into(),
+            vm_name: "Test VM".into(),
+            vendor: "test".into(),
+        };
+        let mut ch = sprig_wire::session::connect(&opts, jvm, Duration::from_secs(10))?;
+        let _start = ch.recv()?;
+        ch.send(&Message::Started {
+            clock: ClockKind::Monotonic,
+            ticks_per_sec: 1_000_000_000,
+        })?;
+        ch.send(&Message::Error("no root pattern given".into()))?;
+        if let Some(Message::Detach) = ch.recv_timeout(Duration::from_secs(10))? {
+            ch.send(&Message::Detached(AgentStats::default()))?;
+        }
+        Ok(())
+    });
+    let plan = Plan {
+        pid: std::process::id(),
+        duration: Some(5.0),
+        quiet: true,
+        excludes: Vec::new(),
+    };
+    let s = Session::start(&prepared, channel, session_options(&args), plan, None).unwrap();
+    let work = Stacks {
+        profile: StackProfile::new(20_000_000),
+        args: &args,
+        jvm_line: String::new(),
+        since_poll: 0,
+    };
+    let code = s
+        .run(work)
+        .expect("the session ends with the agent's error");
+    assert_ne!(code, ExitCode::SUCCESS);
+    thread.join().unwrap().expect("the agent");
+    assert!(!out.exists(), "a report was written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
