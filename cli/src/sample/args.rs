@@ -77,6 +77,12 @@ pub struct SampleArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Redraw the hottest methods on the terminal every second while
+    /// sampling, like `top` (stderr; ignored when stderr is not a
+    /// terminal).
+    #[arg(long)]
+    pub live: bool,
+
     /// No progress line on stderr while sampling.
     #[arg(long, short = 'q')]
     pub quiet: bool,

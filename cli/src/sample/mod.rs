@@ -15,8 +15,9 @@
 pub mod args;
 mod text;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use sprig_callgraph::profile::{MethodInfo, Metric};
@@ -47,11 +48,18 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
         excludes: Vec::new(),
     };
     let session = Session::start(&prepared, channel, session_options(&args), plan, None)?;
+    let live = args.live && std::io::stderr().is_terminal();
+    if args.live && !live {
+        eprintln!(
+            "sprig: note: --live needs stderr on a terminal; showing the report at the end only"
+        );
+    }
     let work = Stacks {
         profile: StackProfile::new(u64::from(args.interval_us()) * 1000),
         args: &args,
         jvm_line,
         since_poll: 0,
+        live: live.then(Instant::now),
     };
     session.run(work)
 }
@@ -88,6 +96,8 @@ struct Stacks<'a> {
     jvm_line: String,
     /// Samples taken since the last poll (the status line's events).
     since_poll: usize,
+    /// `--live` on a terminal: when the view was last drawn.
+    live: Option<Instant>,
 }
 
 impl Work for Stacks<'_> {
@@ -124,6 +134,20 @@ impl Work for Stacks<'_> {
     /// No roots to wait for: sampling begins when the agent started.
     fn begins_at(&self, msg: &Message) -> bool {
         matches!(msg, Message::Started { .. })
+    }
+
+    /// The live view with `--live`, redrawn every second.
+    fn on_progress(&mut self) {
+        if let Some(last) = self.live
+            && last.elapsed() >= Duration::from_secs(1)
+        {
+            self.live = Some(Instant::now());
+            let mut buf = Vec::new();
+            if text::live(self, 25, &mut buf).is_ok() {
+                // Clear the screen, home the cursor, draw.
+                eprint!("\x1b[2J\x1b[H{}", String::from_utf8_lossy(&buf));
+            }
+        }
     }
 
     fn finish(self, mut outcome: Outcome) -> Result<ExitCode> {

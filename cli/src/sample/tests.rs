@@ -130,6 +130,7 @@ fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
         args: &args,
         jvm_line: "Test VM 17".into(),
         since_poll: 0,
+        live: None,
     };
     let code = s.run(work).expect("the session");
     assert_eq!(code, ExitCode::SUCCESS);
@@ -234,10 +235,19 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         profile,
         jvm_line: "Test VM".into(),
         since_poll: 0,
+        live: None,
     };
     let mut out = Vec::new();
     text::write(&s, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
+    let mut top = Vec::new();
+    text::live(&s, 1, &mut top).unwrap();
+    let top = String::from_utf8(top).unwrap();
+    assert!(
+        top.starts_with("sprig sample: JVM 4242, 1 s, 40 cpu samples, 1 threads"),
+        "{top}"
+    );
+    assert_eq!(top.lines().count(), 5, "{top}");
     for want in [
         "cpu view: 40 samples (wall view: 40, CPU view: 40)",
         "   50.0%   50.0%       20  app.A.heavy()V",
@@ -300,6 +310,7 @@ fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
         args: &args,
         jvm_line: String::new(),
         since_poll: 0,
+        live: None,
     };
     let code = s
         .run(work)

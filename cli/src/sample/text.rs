@@ -30,6 +30,46 @@ fn small_pct(x: f64) -> String {
     format!("{x:.decimals$}%")
 }
 
+/// The live view: the samples so far and the hottest methods.
+pub(super) fn live(s: &Stacks<'_>, lines: usize, out: &mut dyn Write) -> io::Result<()> {
+    let p = &s.profile;
+    let view = s.args.view();
+    writeln!(
+        out,
+        "sprig sample: JVM {}, {:.0} s, {} {} samples, {} threads",
+        s.args.pid,
+        p.span_ns() as f64 / 1e9,
+        p.samples(view),
+        view.name(),
+        p.threads.len()
+    )?;
+    hot_methods(s, lines, out)
+}
+
+/// The hot methods table, `n` rows.
+fn hot_methods(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> {
+    let p = &s.profile;
+    let view = s.args.view();
+    let all = p.samples(view);
+    writeln!(out, "\nHot methods ({} view, by self samples)", view.name())?;
+    writeln!(
+        out,
+        "  {:>7} {:>7} {:>8}  method",
+        "self", "total", "samples"
+    )?;
+    for (m, own, total) in p.hot_methods(view).into_iter().take(n) {
+        writeln!(
+            out,
+            "  {:>7} {:>7} {:>8}  {}",
+            pct(own, all),
+            pct(total, all),
+            own,
+            escape(&p.method(m).display())
+        )?;
+    }
+    Ok(())
+}
+
 pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
     let p = &s.profile;
     let args = s.args;
@@ -67,22 +107,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
 
-    writeln!(out, "\nHot methods ({} view, by self samples)", view.name())?;
-    writeln!(
-        out,
-        "  {:>7} {:>7} {:>8}  method",
-        "self", "total", "samples"
-    )?;
-    for (m, own, total) in p.hot_methods(view).into_iter().take(args.hot) {
-        writeln!(
-            out,
-            "  {:>7} {:>7} {:>8}  {}",
-            pct(own, all),
-            pct(total, all),
-            own,
-            escape(&p.method(m).display())
-        )?;
-    }
+    hot_methods(s, args.hot, out)?;
 
     let profile = s.profile.to_profile(s.convert());
     let opts = RenderOptions {
