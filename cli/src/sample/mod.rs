@@ -31,7 +31,7 @@ pub use args::SampleArgs;
 
 use crate::output::{self, Format, ViewArgs};
 use crate::profile::args::attach_timeout;
-use crate::session::{self, End, Flow, Outcome, Plan, Session, Work};
+use crate::session::{self, End, Flow, Outcome, Phase, Plan, Session, Turn, Work};
 
 /// `sprig sample <pid>`.
 pub fn sample(args: SampleArgs) -> Result<ExitCode> {
@@ -60,6 +60,7 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
         jvm_line,
         since_poll: 0,
         live: live.then(Instant::now),
+        announced: false,
     };
     session.run(work)
 }
@@ -98,6 +99,8 @@ struct Stacks<'a> {
     since_poll: usize,
     /// `--live` on a terminal: when the view was last drawn.
     live: Option<Instant>,
+    /// Whether the start of sampling was announced.
+    announced: bool,
 }
 
 impl Work for Stacks<'_> {
@@ -134,6 +137,36 @@ impl Work for Stacks<'_> {
     /// No roots to wait for: sampling begins when the agent started.
     fn begins_at(&self, msg: &Message) -> bool {
         matches!(msg, Message::Started { .. })
+    }
+
+    /// Announces the sampling once it began.
+    fn on_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
+        if !self.announced && turn.phase == Phase::Profiling {
+            self.announced = true;
+            turn.status.line(&format!(
+                "sprig: sampling JVM {} every {} ms ({} view){}",
+                self.args.pid,
+                self.args.interval,
+                self.args.view().name(),
+                match self.args.duration {
+                    Some(d) => format!(" for {d} s"),
+                    None => ", Ctrl-C to stop".to_owned(),
+                }
+            ));
+        }
+        Ok(())
+    }
+
+    fn progress_text(&self, elapsed: Duration) -> Option<String> {
+        let p = &self.profile;
+        Some(format!(
+            "sampling {:>6.1} s, {} rounds, {} samples ({} on the CPU), {} threads",
+            elapsed.as_secs_f64(),
+            p.rounds,
+            p.wall_samples,
+            p.cpu_samples,
+            p.threads.len()
+        ))
     }
 
     /// The live view with `--live`, redrawn every second.

@@ -131,6 +131,7 @@ fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
         jvm_line: "Test VM 17".into(),
         since_poll: 0,
         live: None,
+        announced: false,
     };
     let code = s.run(work).expect("the session");
     assert_eq!(code, ExitCode::SUCCESS);
@@ -236,6 +237,7 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         jvm_line: "Test VM".into(),
         since_poll: 0,
         live: None,
+        announced: false,
     };
     let mut out = Vec::new();
     text::write(&s, &mut out).unwrap();
@@ -311,6 +313,7 @@ fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
         jvm_line: String::new(),
         since_poll: 0,
         live: None,
+        announced: false,
     };
     let code = s
         .run(work)
