@@ -24,6 +24,14 @@ pub struct ConvertOptions {
 impl StackProfile {
     /// The trees as a profile (ticks are ns).
     pub fn to_profile(&self, opts: ConvertOptions) -> Profile {
+        self.converted(opts).0
+    }
+
+    /// [`StackProfile::to_profile`], and each thread tree's activations
+    /// per node (a run of JDK frames folded into one node counts the
+    /// activations of its outermost frame).
+    pub(super) fn converted(&self, opts: ConvertOptions) -> (Profile, Vec<Vec<u64>>) {
+        let mut activations: Vec<Vec<u64>> = Vec::new();
         let mut p = Profile::new(1_000_000_000);
         p.timing = Timing::Sampled;
         p.clock = match opts.view {
@@ -44,6 +52,7 @@ impl StackProfile {
             // source node -> profile node
             let mut map: Vec<u32> = vec![u32::MAX; src.nodes.len()];
             let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+            let mut acts: Vec<u64> = Vec::new();
             for (n, node) in src.nodes.iter().enumerate() {
                 let parent = node
                     .parent
@@ -75,12 +84,20 @@ impl StackProfile {
                     }
                 };
                 map[n] = out;
+                if acts.len() <= out as usize {
+                    acts.resize(out as usize + 1, 0);
+                }
+                if !folded_into_parent {
+                    acts[out as usize] += node.activations;
+                }
                 let (s, w) = node.own(opts.view);
                 let o = &mut tree.nodes[out as usize];
                 o.samples += s;
                 o.sampled_ticks = o.sampled_ticks.saturating_add(w);
             }
             tree.recount();
+            acts.resize(tree.nodes.len(), 0);
+            activations.push(acts);
             p.threads.push(ThreadProfile {
                 index: i as u32,
                 java_id: t.java_id,
@@ -94,6 +111,46 @@ impl StackProfile {
                 p.methods.insert(m, self.method(m));
             }
         }
-        p
+        (p, activations)
     }
+}
+
+/// The threads' trees of `p` merged by path (as [`Profile::merged`]),
+/// with their `activations` added up the same way.
+pub(super) fn merged_with(p: &Profile, activations: &[Vec<u64>]) -> (Tree, Vec<u64>) {
+    let mut tree = Tree::default();
+    let mut acts: Vec<u64> = Vec::new();
+    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+    for (t, ta) in p.threads.iter().zip(activations) {
+        let parents = t.tree.parents();
+        let mut map: Vec<u32> = vec![u32::MAX; t.tree.nodes.len()];
+        for (i, n) in t.tree.nodes.iter().enumerate() {
+            let parent = parents[i]
+                .filter(|&q| (q as usize) < i)
+                .map(|q| map[q as usize]);
+            let key = (parent.unwrap_or(u32::MAX), n.method);
+            let d = match index.get(&key) {
+                Some(&d) => d,
+                None => {
+                    let d = tree.push(
+                        parent,
+                        Node {
+                            method: n.method,
+                            ..Node::default()
+                        },
+                    );
+                    acts.push(0);
+                    index.insert(key, d);
+                    d
+                }
+            };
+            map[i] = d;
+            let m = &mut tree.nodes[d as usize];
+            m.samples += n.samples;
+            m.sampled_ticks = m.sampled_ticks.saturating_add(n.sampled_ticks);
+            acts[d as usize] += ta.get(i).copied().unwrap_or(0);
+        }
+    }
+    tree.recount();
+    (tree, acts)
 }

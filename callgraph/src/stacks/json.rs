@@ -10,17 +10,19 @@
 //!                      "activations","activations_per_s","time_ns",
 //!                      "predicted_overhead":{"sampled_pct","exact_pct","lower_bound":true},
 //!                      "command"}]}
-//! NODE = {"class","method","self","total","children":[NODE]}
+//! NODE = {"class","method","self","total","activations","children":[NODE]}
 //! ```
 //!
 //! `samples`, `self` and `total` count the samples of the view; `tree` is
 //! merged over threads, each thread's own under `threads` with
-//! `--threads`. Methods are listed by self then total samples.
+//! `--threads`. A node's `activations` are Whaley's edge counts: the
+//! times its frame was seen newly entered, a lower bound on its calls.
+//! Methods are listed by self then total samples.
 
 use std::io::{self, Write};
 
 use super::build::StackProfile;
-use super::convert::ConvertOptions;
+use super::convert::{ConvertOptions, merged_with};
 use super::suggest::SuggestedRoot;
 use crate::profile::{Metric, Profile, Tree};
 use crate::report::json::write_str;
@@ -36,7 +38,7 @@ pub fn write_json(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let view = opts.view;
-    let profile = p.to_profile(opts);
+    let (profile, activations) = p.converted(opts);
     write!(
         out,
         "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\n\"threads\":[",
@@ -50,7 +52,13 @@ pub fn write_json(
         p.truncated,
         p.cost_ns
     )?;
-    for (i, (t, tp)) in p.threads.values().zip(&profile.threads).enumerate() {
+    for (i, ((t, tp), acts)) in p
+        .threads
+        .values()
+        .zip(&profile.threads)
+        .zip(&activations)
+        .enumerate()
+    {
         if i > 0 {
             out.write_all(b",")?;
         }
@@ -68,7 +76,7 @@ pub fn write_json(
         )?;
         if threads {
             out.write_all(b",\"tree\":")?;
-            write_tree(&profile, &tp.tree, out)?;
+            write_tree(&profile, &tp.tree, acts, out)?;
         }
         out.write_all(b"}")?;
     }
@@ -87,8 +95,8 @@ pub fn write_json(
         write!(out, ",\"self\":{s},\"total\":{t}}}")?;
     }
     out.write_all(b"],\n\"tree\":")?;
-    let merged = profile.merged();
-    write_tree(&profile, &merged.tree, out)?;
+    let (merged, merged_acts) = merged_with(&profile, &activations);
+    write_tree(&profile, &merged, &merged_acts, out)?;
     out.write_all(b",\n\"suggested_roots\":[")?;
     for (i, r) in suggestions.iter().enumerate() {
         if i > 0 {
@@ -130,7 +138,12 @@ pub fn profile_command(pid: u32, pattern: &str) -> String {
 
 /// `[NODE, ...]` of one tree, children by total samples then by name,
 /// without recursion.
-fn write_tree(profile: &Profile, tree: &Tree, out: &mut dyn Write) -> io::Result<()> {
+fn write_tree(
+    profile: &Profile,
+    tree: &Tree,
+    activations: &[u64],
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let w = profile.weights(tree, Metric::Samples);
     let order = |ids: &[u32]| {
         let mut v: Vec<u32> = ids.to_vec();
@@ -171,8 +184,10 @@ fn write_tree(profile: &Profile, tree: &Tree, out: &mut dyn Write) -> io::Result
                 let x = w[n as usize];
                 write!(
                     out,
-                    ",\"self\":{},\"total\":{},\"children\":[",
-                    x.own, x.total
+                    ",\"self\":{},\"total\":{},\"activations\":{},\"children\":[",
+                    x.own,
+                    x.total,
+                    activations.get(n as usize).copied().unwrap_or(0)
                 )?;
                 stack.push(Step::Close);
                 let kids: Vec<u32> = node

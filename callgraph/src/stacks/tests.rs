@@ -344,9 +344,17 @@ fn the_json_report_has_the_documented_shape() {
         text.contains("\"command\":\"sprig profile 4242 --root 'app.A::work'\""),
         "{text}"
     );
+    // the merged tree carries Whaley's activations: each thread entered
+    // run once; heavy was entered at rounds 0, 10, ..., 90
     assert!(
         text.contains(
-            "\"tree\":[{\"class\":\"java.lang.Thread\",\"method\":\"run\",\"self\":0,\"total\":200,"
+            "\"tree\":[{\"class\":\"java.lang.Thread\",\"method\":\"run\",\"self\":0,\"total\":200,\"activations\":2,"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "{\"class\":\"app.A\",\"method\":\"heavy\",\"self\":70,\"total\":70,\"activations\":10,\"children\":[]}"
         ),
         "{text}"
     );
