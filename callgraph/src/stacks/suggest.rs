@@ -6,9 +6,12 @@
 //! least half its share over the whole run), and is neither a JDK method
 //! nor a thread's entry frame (the outermost frame of a whole stack:
 //! `Thread.run`, `main`, a pool's worker loop are no use as roots). From a
-//! candidate the suggestion goes down to the deepest candidate below it
-//! that still holds [`SuggestOptions::hold`] of its samples: a root that
-//! covers the same time with a smaller subgraph costs less to profile.
+//! candidate the suggestion goes down, one direct callee at a time, to
+//! the deepest candidate that still holds [`SuggestOptions::hold`] of its
+//! caller's samples: a root that covers the same time with a smaller
+//! subgraph costs less to profile. (A helper every callee calls, such as
+//! a leaf both branches use, is not a callee of the candidate: the
+//! descent stops above the branches.)
 //!
 //! # The predicted overhead
 //!
@@ -201,31 +204,37 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
         .collect()
 }
 
-/// For every method below an occurrence of `m` on a stack: the view's
-/// samples in which it is (each sample once per method). One walk of
-/// each tree, keeping the methods on the current path.
+/// For every method `m` calls directly: the view's samples in which it
+/// is called from `m` (from `m`'s outermost occurrence on the stack, so
+/// each sample counts once). One walk of each tree, keeping how often
+/// `m` is on the current path.
 fn samples_below(p: &StackProfile, m: u32, view: View) -> HashMap<u32, u64> {
     let mut out: HashMap<u32, u64> = HashMap::new();
     for t in p.threads.values() {
         let tree = &t.tree;
         let totals = tree.totals(view);
-        let mut on_path: HashMap<u32, u32> = HashMap::new();
+        let mut depth_of_m = 0u32;
         // (node, leaving)
         let mut stack: Vec<(u32, bool)> = tree.roots.iter().rev().map(|&r| (r, false)).collect();
         while let Some((n, leaving)) = stack.pop() {
             let Some(node) = tree.nodes.get(n as usize) else {
                 continue;
             };
-            let c = on_path.entry(node.method).or_insert(0);
+            let is_m = node.method == m;
             if leaving {
-                *c = c.saturating_sub(1);
+                depth_of_m -= u32::from(is_m);
                 continue;
             }
-            *c += 1;
-            let outermost = *c == 1;
-            if outermost && node.method != m && on_path.get(&m).is_some_and(|&k| k > 0) {
-                *out.entry(node.method).or_default() += totals[n as usize].0;
+            if is_m && depth_of_m == 0 {
+                for &c in node.children.iter().filter(|&&c| c > n) {
+                    if let Some(child) = tree.nodes.get(c as usize)
+                        && child.method != m
+                    {
+                        *out.entry(child.method).or_default() += totals[c as usize].0;
+                    }
+                }
             }
+            depth_of_m += u32::from(is_m);
             stack.push((n, true));
             for &ch in node.children.iter().rev().filter(|&&ch| ch > n) {
                 stack.push((ch, false));

@@ -387,3 +387,36 @@ fn deep_and_truncated_stacks() {
     let mut out = Vec::new();
     write_json(&p, ConvertOptions::default(), false, &[], 1, &mut out).unwrap();
 }
+
+/// A leaf both children call (a helper such as a spin loop) holds all of
+/// the parent's samples, but the parent does not call it: the descent
+/// from a candidate only goes to the methods it calls directly.
+#[test]
+fn suggested_roots_descend_only_to_direct_callees() {
+    const SPIN: u32 = 20;
+    let mut p = profile();
+    p.add_method(SPIN, MethodInfo::new("app.A", "spin", "()V"));
+    for r in 0..200u64 {
+        let mid = if r % 10 < 7 { HEAVY } else { LIGHT };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(
+                10,
+                SampledState::Running,
+                20 * MS,
+                &[RUN, LAMBDA, WORK, mid, SPIN],
+            )],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 5,
+            ..SuggestOptions::default()
+        },
+    );
+    let names: Vec<&str> = roots.iter().map(|r| r.pattern.as_str()).collect();
+    assert!(names.contains(&"app.A::work"), "{roots:?}");
+    assert!(!names.contains(&"app.A::lambda$main$0"), "{roots:?}");
+}
