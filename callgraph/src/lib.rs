@@ -11,6 +11,7 @@
 pub mod cct;
 pub mod profile;
 pub mod report;
+pub mod stacks;
 
 pub use cct::diff::{ProfileDiff, diff};
 pub use cct::snapshot::SnapshotError;

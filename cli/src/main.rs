@@ -4,7 +4,9 @@
 #![deny(unsafe_code)]
 
 mod output;
+mod overlap;
 mod profile;
+mod sample;
 mod session;
 #[allow(unsafe_code)]
 mod signals;
@@ -29,6 +31,7 @@ use sprig_callgraph::report::escape::escape;
 #[command(name = "sprig", version, propagate_version = true)]
 #[command(after_help = "Examples:
   sprig list
+  sprig sample 4242 --duration 10
   sprig profile 4242 --root 'com.acme.Service::handle' --duration 30
   sprig profile 4242 --root 'com.acme.Service::*' --format json -o run.json
   sprig profile 4242 --root 'com.acme.Service::handle' -o before.sprig
@@ -53,6 +56,40 @@ enum Command {
     /// calling context tree. If sprig itself is killed, the agent notices
     /// the closed connection and restores the JVM by itself.
     Profile(profile::ProfileArgs),
+    /// Sample every Java thread's stack to find where the time goes and which root to profile.
+    ///
+    /// Attaches, has the agent take the stack of every live Java thread
+    /// every --interval (JVMTI GetAllStackTraces), builds a partial calling
+    /// context tree (a node per calling context seen), and detaches on
+    /// Ctrl-C, SIGTERM or after --duration. No class is redefined.
+    ///
+    /// Views: the CPU view (the default) counts the threads on the CPU,
+    /// each sample weighing the CPU time its thread used; the wall view
+    /// (`--clock wall`) counts every thread whatever it does, so a thread
+    /// blocked on a lock, waiting or sleeping shows where it waits. The
+    /// report lists the hot methods by self samples (the method was the
+    /// leaf) and total samples (anywhere on the stack), the tree merged
+    /// over threads (`--threads`: one per thread; `--fold-jdk`: JDK frames
+    /// folded), `--back-trace` callers, and the suggested roots.
+    ///
+    /// Bias: JVMTI takes stacks at safepoints, so a sample lands at the
+    /// next safepoint poll (a method return, a loop back-edge) rather than
+    /// where the thread was; a long counted loop the JIT compiled without
+    /// polls gets its time charged to where it next polls. Shares of whole
+    /// methods are right; lines inside them are not what this measures.
+    ///
+    /// From a suggestion to a profile: each suggested root comes with a
+    /// ready-to-paste `sprig profile PID --root 'pkg.Class::method'` and
+    /// the overhead predicted for it (a lower bound: it rests on the call
+    /// activations sampling saw below the root). Run it with `--duration`
+    /// to get exact call counts and times for that root's call subgraph.
+    #[command(after_help = "Examples:
+  sprig sample 4242 --duration 10
+  sprig sample 4242 --duration 30 --clock wall --threads
+  sprig sample 4242 --duration 10 --format flamegraph -o cpu.html
+  sprig sample 4242 --duration 10 --format json -o a.json
+  sprig diff --overlap a.json b.json")]
+    Sample(sample::SampleArgs),
     /// Start a JVM with the sprig agent loaded from its first instruction.
     ///
     /// For JVMs that cannot be attached to later (-XX:+DisableAttachMechanism,
@@ -76,7 +113,7 @@ enum Command {
     Calibrate(profile::CalibrateArgs),
     /// Re-render a snapshot saved with `sprig profile ... -o run.sprig`.
     Report(output::ReportArgs),
-    /// Compare two snapshots node by node (calls and time, a -> b).
+    /// Compare two snapshots node by node (calls and time, a -> b), or any two profiles' overlap (--overlap).
     Diff(output::DiffArgs),
 }
 
@@ -85,10 +122,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::List => sprig::list::run(&mut std::io::stdout().lock()).map(|_| ExitCode::SUCCESS),
         Command::Profile(args) => profile::profile(args),
+        Command::Sample(args) => sample::sample(args),
         Command::Run(args) => profile::run(args),
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
+        Command::Diff(args) if args.overlap => {
+            overlap::print(&args.a, &args.b).map(|_| ExitCode::SUCCESS)
+        }
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {

@@ -248,10 +248,19 @@ pub enum DiffFormat {
 /// `sprig diff A.sprig B.sprig`.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The baseline snapshot.
+    /// The baseline snapshot (with --overlap: any sprig output or a .jfr).
     pub a: PathBuf,
     /// The snapshot compared against it.
     pub b: PathBuf,
+    /// Print Arnold and Grove's overlap of A and B instead: the sum over
+    /// methods of the smaller of their two self shares (100% for the same
+    /// distribution of time, 0% for nothing in common), and the methods
+    /// that differ most. A and B may each be a `.sprig` snapshot, the JSON
+    /// report of `sprig profile` or `sprig sample`, or a JFR recording
+    /// (`.jfr`: its jdk.ExecutionSample events, read with $JAVA_HOME/bin/jfr).
+    /// (`crate::overlap`; `main` dispatches it.)
+    #[arg(long)]
+    pub overlap: bool,
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
     /// Hide nodes below this percentage of the roots' time.

@@ -409,7 +409,7 @@ impl SessionArgs {
 /// want of a place to put it: an existing file is opened for writing (and
 /// left as it is), a new one is created and removed again; a pipe or a
 /// device is left for the end.
-fn check_writable(path: &std::path::Path) -> Result<()> {
+pub(crate) fn check_writable(path: &std::path::Path) -> Result<()> {
     let context = || format!("cannot write {}", path.display());
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err(anyhow!("it is a directory")).with_context(context),

@@ -186,6 +186,28 @@ pub(super) fn spawn_reader(mut channel: Channel) -> Receiver<Result<Message, Ses
     rx
 }
 
+/// For the tests of a work: session files, and an agent played by a
+/// thread running `agent` with the agent's option string, connected back;
+/// the CLI's end of the connection and the thread.
+#[cfg(test)]
+pub(crate) fn played_agent<R: Send + 'static>(
+    agent: impl FnOnce(sprig_wire::control::AgentOptions) -> R + Send + 'static,
+) -> (Prepared, Channel, std::thread::JoinHandle<R>) {
+    let prepared = prepare_with(ClockKind::Monotonic, 1, None).expect("session files");
+    let opts = prepared.dir.agent_options(std::process::id());
+    let thread = std::thread::spawn(move || agent(opts));
+    let expect = PeerExpectation {
+        pid: Some(std::process::id()),
+        uid: sprig_wire::session::euid(),
+        token: prepared.dir.token(),
+    };
+    let (channel, _) = prepared
+        .listener
+        .accept(&expect, Duration::from_secs(10))
+        .expect("the agent connects");
+    (prepared, channel, thread)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

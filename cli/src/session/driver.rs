@@ -258,8 +258,12 @@ impl<'a> Session<'a> {
                 rate,
                 root_calls: work.root_calls(),
             };
-            self.status
-                .update(since.elapsed(), progress, &self.control.stats);
+            match work.progress_text(since.elapsed()) {
+                Some(text) => self.status.update_text(&text),
+                None => self
+                    .status
+                    .update(since.elapsed(), progress, &self.control.stats),
+            }
             work.on_progress();
         }
     }

@@ -1,5 +1,5 @@
 //! A session with the agent, whatever it is for: the driver that `sprig
-//! profile`, `sprig run` and `sprig calibrate` share.
+//! profile`, `sprig run`, `sprig calibrate` and `sprig sample` share.
 //!
 //! The driver ([`Session`]) owns what every session has: the connection
 //! to the agent and its control messages, the phase (starting, profiling,
@@ -25,16 +25,15 @@
 //! The work makes the result; [`Outcome::conclude`] prints the closing
 //! note and gives the exit code.
 //!
-//! Two works exist: the calling-context tree of `profile` and `run`
+//! Three works exist: the calling-context tree of `profile` and `run`
 //! (`profile/tree.rs`: the ring consumer, the position samples, the
-//! builder, resets, the live view, the report) and the probe calibration
+//! builder, resets, the live view, the report), the probe calibration
 //! of `sprig calibrate` (`profile/calibrate.rs`, which takes every
-//! message itself and reads no ring). A command that has the agent write
-//! stack samples into the ring (`sprig sample`) is a third: its own
-//! options for `Start`, a type whose [`Work::poll`] reads the samples and
-//! whose [`Work::finish`] writes its report, and [`Work::begins_at`]
-//! returning true at the message that starts its sampling (it has no
-//! roots to wait for). The driver does not change for it.
+//! message itself and reads no ring), and the stack samples of `sprig
+//! sample` (`sample/mod.rs`: `Start` with no roots and its own
+//! `stacks` options, the samples taken from the control messages, the
+//! report at the end, and [`Work::begins_at`] true at `Started`, as it
+//! has no roots to wait for). The driver does not change for any.
 //!
 //! - `connect`: the session's files, the attach or the start of the JVM,
 //!   the handshake, the reader of the control connection;
@@ -53,6 +52,8 @@ mod state;
 mod status;
 mod work;
 
+#[cfg(test)]
+pub(crate) use connect::played_agent;
 pub(crate) use connect::{Prepared, attach_to, launch};
 pub(crate) use driver::{Plan, Session};
 pub(crate) use state::{End, Phase};

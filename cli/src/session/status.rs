@@ -55,6 +55,17 @@ impl Status {
         self.drawn = true;
     }
 
+    /// The progress line of a work that words its own (see
+    /// `Work::progress_text`): `sprig: ` and the text.
+    pub(crate) fn update_text(&mut self, text: &str) {
+        if !self.tty || self.last.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.last = Instant::now();
+        let _ = write!(self.out, "\r\x1b[2Ksprig: {}", escape(text));
+        self.drawn = true;
+    }
+
     pub(crate) fn line(&mut self, text: &str) {
         if self.drawn {
             let _ = write!(self.out, "\r\x1b[2K");
@@ -133,5 +144,15 @@ pub(super) mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_work_words_its_own_progress_line_escaped() {
+        let captured = Captured::default();
+        let mut status = Status::to(Box::new(captured.clone()), true);
+        std::thread::sleep(Duration::from_millis(510));
+        status.update_text("sampling 2.0 s, 100 rounds\u{1b}[2J");
+        let text = String::from_utf8(captured.0.borrow().clone()).unwrap();
+        assert_eq!(text, "\r\x1b[2Ksprig: sampling 2.0 s, 100 rounds\\x1b[2J");
     }
 }

@@ -61,6 +61,13 @@ pub(crate) trait Work {
         0
     }
 
+    /// The progress line after `sprig: `, `elapsed` into profiling, for
+    /// a work whose session counts neither root calls nor instrumented
+    /// methods; `None` (the default) shows those.
+    fn progress_text(&self, _elapsed: std::time::Duration) -> Option<String> {
+        None
+    }
+
     /// Once a turn while profiling, after the status line: a view of the
     /// work so far (`--live`).
     fn on_progress(&mut self) {}

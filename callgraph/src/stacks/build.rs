@@ -1,0 +1,332 @@
+//! [`StackProfile`]: the samples of a whole `sprig sample` session, fed
+//! one sampling round at a time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sprig_wire::control::{SampledState, StackSample};
+
+use super::pcct::{Hit, Pcct};
+use super::{TRUNCATED_FRAME, View};
+use crate::profile::MethodInfo;
+
+/// Buckets of time kept for the windows of suggested roots; when a run
+/// outgrows them, neighbours merge and each bucket spans twice the time.
+const MAX_BUCKETS: usize = 256;
+/// The first buckets' span.
+const FIRST_BUCKET_NS: u64 = 50_000_000;
+
+/// One sampled thread.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadStacks {
+    /// `Thread.getId()`.
+    pub java_id: u64,
+    pub name: String,
+    pub tree: Pcct,
+    /// Samples in each view; samples without a Java frame.
+    pub wall_samples: u64,
+    pub cpu_samples: u64,
+    pub empty: u64,
+}
+
+/// A method's samples: `self` where it is the leaf, `total` where it is
+/// anywhere on the stack (once a sample, however often it recurses), and
+/// the weight of those in ns, per view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MethodCounts {
+    pub wall_self: u64,
+    pub wall_total: u64,
+    pub wall_total_ns: u64,
+    pub cpu_self: u64,
+    pub cpu_total: u64,
+    pub cpu_total_ns: u64,
+}
+
+impl MethodCounts {
+    /// (self, total, total ns) in `view`.
+    pub fn of(&self, view: View) -> (u64, u64, u64) {
+        match view {
+            View::Wall => (self.wall_self, self.wall_total, self.wall_total_ns),
+            View::Cpu => (self.cpu_self, self.cpu_total, self.cpu_total_ns),
+        }
+    }
+}
+
+/// One stretch of the run: the samples in each view, and each method's
+/// inclusive samples.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Bucket {
+    pub wall: u64,
+    pub cpu: u64,
+    /// method -> (wall total, cpu total)
+    pub totals: HashMap<u32, (u64, u64)>,
+}
+
+impl Bucket {
+    fn merge(&mut self, o: Bucket) {
+        self.wall += o.wall;
+        self.cpu += o.cpu;
+        for (m, (w, c)) in o.totals {
+            let t = self.totals.entry(m).or_default();
+            t.0 += w;
+            t.1 += c;
+        }
+    }
+}
+
+/// Every sampled thread's tree and what the suggestions need.
+#[derive(Clone, Debug)]
+pub struct StackProfile {
+    /// The interval asked for, in ns.
+    pub interval_ns: u64,
+    pub methods: BTreeMap<u32, MethodInfo>,
+    /// By Java thread id.
+    pub threads: BTreeMap<u64, ThreadStacks>,
+    pub counts: HashMap<u32, MethodCounts>,
+    /// Methods seen as the outermost frame of a whole stack: the threads'
+    /// entry frames.
+    pub entry_frames: std::collections::BTreeSet<u32>,
+    pub rounds: u64,
+    /// Samples in each view, over all threads.
+    pub wall_samples: u64,
+    pub cpu_samples: u64,
+    /// Stacks cut at the maximum depth.
+    pub truncated: u64,
+    /// What the rounds cost the agent's sampling thread, in ns.
+    pub cost_ns: u64,
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+    pub(super) buckets: Vec<Bucket>,
+    pub(super) bucket_ns: u64,
+    scratch: Vec<u32>,
+}
+
+impl StackProfile {
+    pub fn new(interval_ns: u64) -> StackProfile {
+        StackProfile {
+            interval_ns: interval_ns.max(1),
+            methods: BTreeMap::new(),
+            threads: BTreeMap::new(),
+            counts: HashMap::new(),
+            entry_frames: Default::default(),
+            rounds: 0,
+            wall_samples: 0,
+            cpu_samples: 0,
+            truncated: 0,
+            cost_ns: 0,
+            first_ns: None,
+            last_ns: 0,
+            buckets: Vec::new(),
+            bucket_ns: FIRST_BUCKET_NS,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A `FrameMethod`.
+    pub fn add_method(&mut self, id: u32, info: MethodInfo) {
+        self.methods.insert(id, info);
+    }
+
+    /// A `SampledThread`.
+    pub fn add_thread(&mut self, java_id: u64, name: &str) {
+        let t = self.threads.entry(java_id).or_default();
+        t.java_id = java_id;
+        t.name = name.to_owned();
+    }
+
+    /// The method's name, a placeholder for an unknown id.
+    pub fn method(&self, id: u32) -> MethodInfo {
+        match id {
+            TRUNCATED_FRAME => MethodInfo::new("[truncated]", "[truncated]", ""),
+            super::JDK_FRAME => MethodInfo::new("[jdk]", "[jdk]", ""),
+            _ => self
+                .methods
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| MethodInfo::unknown(id)),
+        }
+    }
+
+    /// The time the samples span in ns (from the first round to the last,
+    /// plus one interval: the first round stands for the interval before
+    /// it).
+    pub fn span_ns(&self) -> u64 {
+        match self.first_ns {
+            Some(f) => self.last_ns.saturating_sub(f) + self.interval_ns,
+            None => 0,
+        }
+    }
+
+    /// Samples in `view`.
+    pub fn samples(&self, view: View) -> u64 {
+        match view {
+            View::Wall => self.wall_samples,
+            View::Cpu => self.cpu_samples,
+        }
+    }
+
+    /// One `StackSamples` message: a round taken at `time_ns` (the session
+    /// clock), costing `cost_ns`.
+    pub fn add_round(&mut self, time_ns: u64, cost_ns: u64, samples: &[StackSample]) {
+        let gap = match self.first_ns {
+            None => self.interval_ns,
+            // A round out of order weighs one interval.
+            Some(_) if time_ns <= self.last_ns => self.interval_ns,
+            Some(_) => time_ns - self.last_ns,
+        };
+        let first = *self.first_ns.get_or_insert(time_ns);
+        self.last_ns = self.last_ns.max(time_ns);
+        self.rounds += 1;
+        self.cost_ns = self.cost_ns.saturating_add(cost_ns);
+        let bucket = self.bucket_at(time_ns.saturating_sub(first));
+        for s in samples {
+            self.add_sample(s, gap, bucket);
+        }
+    }
+
+    /// The index of the bucket for `offset_ns` into the run, merging
+    /// buckets when the run outgrows them.
+    fn bucket_at(&mut self, offset_ns: u64) -> usize {
+        let mut i = (offset_ns / self.bucket_ns) as usize;
+        while i >= MAX_BUCKETS {
+            let old = std::mem::take(&mut self.buckets);
+            let mut merged: Vec<Bucket> = Vec::with_capacity(MAX_BUCKETS / 2 + 1);
+            for (j, b) in old.into_iter().enumerate() {
+                if j % 2 == 0 {
+                    merged.push(b);
+                } else if let Some(last) = merged.last_mut() {
+                    last.merge(b);
+                }
+            }
+            self.buckets = merged;
+            self.bucket_ns = self.bucket_ns.saturating_mul(2);
+            i = (offset_ns / self.bucket_ns) as usize;
+        }
+        if self.buckets.len() <= i {
+            self.buckets.resize_with(i + 1, Bucket::default);
+        }
+        i
+    }
+
+    fn add_sample(&mut self, s: &StackSample, gap: u64, bucket: usize) {
+        let t = self
+            .threads
+            .entry(s.thread)
+            .or_insert_with(|| ThreadStacks {
+                java_id: s.thread,
+                ..ThreadStacks::default()
+            });
+        if s.frames.is_empty() {
+            t.empty += 1;
+            t.tree.forget_previous();
+            return;
+        }
+        let cpu_known = s.cpu_ns != u64::MAX;
+        let on_cpu = match s.state {
+            SampledState::Running => true,
+            SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
+            _ => false,
+        };
+        let hit = Hit {
+            wall_ns: gap,
+            cpu_ns: on_cpu.then_some(if cpu_known { s.cpu_ns } else { gap }),
+        };
+        // Outermost first, under the pseudo-frame when the outer end is
+        // missing.
+        let frames = &mut self.scratch;
+        frames.clear();
+        if s.truncated {
+            frames.push(TRUNCATED_FRAME);
+            self.truncated += 1;
+        } else if let Some(&outer) = s.frames.last() {
+            self.entry_frames.insert(outer);
+        }
+        frames.extend(s.frames.iter().rev());
+        t.tree.add(frames, hit);
+        t.wall_samples += 1;
+        self.wall_samples += 1;
+        if on_cpu {
+            t.cpu_samples += 1;
+            self.cpu_samples += 1;
+        }
+        let cpu_w = hit.cpu_ns.unwrap_or(0);
+        let leaf = s.frames[0];
+        let c = self.counts.entry(leaf).or_default();
+        c.wall_self += 1;
+        c.cpu_self += u64::from(on_cpu);
+        // Each method once, however often it recurses.
+        frames.retain(|&m| m != TRUNCATED_FRAME);
+        frames.sort_unstable();
+        frames.dedup();
+        let b = &mut self.buckets[bucket];
+        b.wall += 1;
+        b.cpu += u64::from(on_cpu);
+        for &m in frames.iter() {
+            let c = self.counts.entry(m).or_default();
+            c.wall_total += 1;
+            c.wall_total_ns = c.wall_total_ns.saturating_add(gap);
+            if on_cpu {
+                c.cpu_total += 1;
+                c.cpu_total_ns = c.cpu_total_ns.saturating_add(cpu_w);
+            }
+            let bt = b.totals.entry(m).or_default();
+            bt.0 += 1;
+            bt.1 += u64::from(on_cpu);
+        }
+    }
+
+    /// Hot methods in `view`: (method, self, total), by self then total
+    /// descending, then by name; methods with no sample in the view left
+    /// out.
+    pub fn hot_methods(&self, view: View) -> Vec<(u32, u64, u64)> {
+        let mut v: Vec<(u32, u64, u64)> = self
+            .counts
+            .iter()
+            .map(|(&m, c)| {
+                let (s, t, _) = c.of(view);
+                (m, s, t)
+            })
+            .filter(|&(_, _, t)| t > 0)
+            .collect();
+        v.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(b.2.cmp(&a.2))
+                .then_with(|| self.method(a.0).cmp(&self.method(b.0)))
+                .then(a.0.cmp(&b.0))
+        });
+        v
+    }
+
+    /// Each method's inclusive share of `view`'s samples in each of `n`
+    /// windows of the run (equal spans of time); windows without a
+    /// sample in the view are left out.
+    pub(super) fn window_shares(&self, view: View, n: usize) -> Vec<HashMap<u32, f64>> {
+        let len = self.buckets.len();
+        let n = n.clamp(1, len.max(1));
+        let mut out = Vec::new();
+        for w in 0..n {
+            let (lo, hi) = (w * len / n, (w + 1) * len / n);
+            let mut all = 0u64;
+            let mut per: HashMap<u32, u64> = HashMap::new();
+            for b in &self.buckets[lo..hi] {
+                all += match view {
+                    View::Wall => b.wall,
+                    View::Cpu => b.cpu,
+                };
+                for (&m, &(wt, ct)) in &b.totals {
+                    *per.entry(m).or_default() += match view {
+                        View::Wall => wt,
+                        View::Cpu => ct,
+                    };
+                }
+            }
+            if all > 0 {
+                out.push(
+                    per.into_iter()
+                        .map(|(m, c)| (m, c as f64 / all as f64))
+                        .collect(),
+                );
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,206 @@
+//! The JSON report of `sprig sample`:
+//!
+//! ```text
+//! {"version":1, "view":"cpu"|"wall", "samples":N, "wall_samples":N, "cpu_samples":N,
+//!  "rounds":N, "interval_ms":F, "duration_ms":N, "truncated":N, "cost_ns":N,
+//!  "threads":[{"id","name","samples","wall_samples","cpu_samples","tree":[NODE] (with --threads)}],
+//!  "methods":[{"class","method","self","total"}],
+//!  "tree":[NODE],
+//!  "suggested_roots":[{"class","method","root","share","window_shares":[F],
+//!                      "activations","activations_per_s","time_ns",
+//!                      "predicted_overhead":{"sampled_pct","exact_pct","lower_bound":true},
+//!                      "command"}]}
+//! NODE = {"class","method","self","total","activations","children":[NODE]}
+//! ```
+//!
+//! `samples`, `self` and `total` count the samples of the view; `tree` is
+//! merged over threads, each thread's own under `threads` with
+//! `--threads`. A node's `activations` are Whaley's edge counts: the
+//! times its frame was seen newly entered, a lower bound on its calls.
+//! Methods are listed by self then total samples.
+
+use std::io::{self, Write};
+
+use super::build::StackProfile;
+use super::convert::{ConvertOptions, merged_with};
+use super::suggest::SuggestedRoot;
+use crate::profile::{Metric, Profile, Tree};
+use crate::report::json::write_str;
+
+/// Writes the report; `threads`: each thread's tree too; `pid`: for the
+/// suggested commands.
+pub fn write_json(
+    p: &StackProfile,
+    opts: ConvertOptions,
+    threads: bool,
+    suggestions: &[SuggestedRoot],
+    pid: u32,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = opts.view;
+    let (profile, activations) = p.converted(opts);
+    write!(
+        out,
+        "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\n\"threads\":[",
+        view.name(),
+        p.samples(view),
+        p.wall_samples,
+        p.cpu_samples,
+        p.rounds,
+        p.interval_ns as f64 / 1e6,
+        p.span_ns() / 1_000_000,
+        p.truncated,
+        p.cost_ns
+    )?;
+    for (i, ((t, tp), acts)) in p
+        .threads
+        .values()
+        .zip(&profile.threads)
+        .zip(&activations)
+        .enumerate()
+    {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        write!(out, "\n {{\"id\":{},\"name\":", t.java_id)?;
+        write_str(out, &t.name)?;
+        write!(
+            out,
+            ",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{}",
+            match view {
+                super::View::Wall => t.wall_samples,
+                super::View::Cpu => t.cpu_samples,
+            },
+            t.wall_samples,
+            t.cpu_samples
+        )?;
+        if threads {
+            out.write_all(b",\"tree\":")?;
+            write_tree(&profile, &tp.tree, acts, out)?;
+        }
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"],\n\"methods\":[")?;
+    for (i, (m, s, t)) in p.hot_methods(view).into_iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        let info = p.method(m);
+        out.write_all(b"\n {\"class\":")?;
+        write_str(out, &info.class)?;
+        out.write_all(b",\"method\":")?;
+        write_str(out, &info.name)?;
+        out.write_all(b",\"descriptor\":")?;
+        write_str(out, &info.descriptor)?;
+        write!(out, ",\"self\":{s},\"total\":{t}}}")?;
+    }
+    out.write_all(b"],\n\"tree\":")?;
+    let (merged, merged_acts) = merged_with(&profile, &activations);
+    write_tree(&profile, &merged, &merged_acts, out)?;
+    out.write_all(b",\n\"suggested_roots\":[")?;
+    for (i, r) in suggestions.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        let info = p.method(r.method);
+        out.write_all(b"\n {\"class\":")?;
+        write_str(out, &info.class)?;
+        out.write_all(b",\"method\":")?;
+        write_str(out, &info.name)?;
+        out.write_all(b",\"root\":")?;
+        write_str(out, &r.pattern)?;
+        write!(out, ",\"share\":{:.4},\"window_shares\":[", r.share)?;
+        for (j, w) in r.window_shares.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            write!(out, "{w:.4}")?;
+        }
+        write!(
+            out,
+            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":true}},\"command\":",
+            r.activations, r.activations_per_sec, r.time_ns, r.sampled_pct, r.exact_pct
+        )?;
+        write_str(out, &profile_command(pid, &r.pattern))?;
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"]}\n")
+}
+
+/// The `sprig profile` command for a suggested root, ready to paste into
+/// a POSIX shell (the pattern single-quoted).
+pub fn profile_command(pid: u32, pattern: &str) -> String {
+    format!(
+        "sprig profile {pid} --root '{}'",
+        pattern.replace('\'', "'\\''")
+    )
+}
+
+/// `[NODE, ...]` of one tree, children by total samples then by name,
+/// without recursion.
+fn write_tree(
+    profile: &Profile,
+    tree: &Tree,
+    activations: &[u64],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let w = profile.weights(tree, Metric::Samples);
+    let order = |ids: &[u32]| {
+        let mut v: Vec<u32> = ids.to_vec();
+        v.sort_by(|&a, &b| {
+            w[b as usize].total.cmp(&w[a as usize].total).then_with(|| {
+                profile
+                    .method(tree.nodes[a as usize].method)
+                    .cmp(&profile.method(tree.nodes[b as usize].method))
+            })
+        });
+        v
+    };
+    enum Step {
+        Open(u32, bool),
+        Close,
+    }
+    out.write_all(b"[")?;
+    let roots = order(&tree.roots);
+    let mut stack: Vec<Step> = roots
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, &r)| Step::Open(r, i == 0))
+        .collect();
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Close => out.write_all(b"]}")?,
+            Step::Open(n, first) => {
+                if !first {
+                    out.write_all(b",")?;
+                }
+                let node = &tree.nodes[n as usize];
+                let info = profile.method(node.method);
+                out.write_all(b"{\"class\":")?;
+                write_str(out, &info.class)?;
+                out.write_all(b",\"method\":")?;
+                write_str(out, &info.name)?;
+                let x = w[n as usize];
+                write!(
+                    out,
+                    ",\"self\":{},\"total\":{},\"activations\":{},\"children\":[",
+                    x.own,
+                    x.total,
+                    activations.get(n as usize).copied().unwrap_or(0)
+                )?;
+                stack.push(Step::Close);
+                let kids: Vec<u32> = node
+                    .children
+                    .iter()
+                    .copied()
+                    .filter(|&c| c > n && (c as usize) < tree.nodes.len())
+                    .collect();
+                for (i, &c) in order(&kids).iter().enumerate().rev() {
+                    stack.push(Step::Open(c, i == 0));
+                }
+            }
+        }
+    }
+    out.write_all(b"]")
+}

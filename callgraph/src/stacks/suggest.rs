@@ -1,0 +1,267 @@
+//! Suggested roots: methods worth profiling exactly with `sprig profile`,
+//! and what profiling each is predicted to cost.
+//!
+//! A candidate holds at least [`SuggestOptions::min_share`] of the view's
+//! samples inclusively, holds it steadily (in every window of the run at
+//! least half its share over the whole run), and is neither a JDK method
+//! nor a thread's entry frame (the outermost frame of a whole stack:
+//! `Thread.run`, `main`, a pool's worker loop are no use as roots). From a
+//! candidate the suggestion goes down, one direct callee at a time, to
+//! the deepest candidate that still holds [`SuggestOptions::hold`] of its
+//! caller's samples: a root that covers the same time with a smaller
+//! subgraph costs less to profile. (A helper every callee calls, such as
+//! a leaf both branches use, is not a callee of the candidate: the
+//! descent stops above the branches.)
+//!
+//! # The predicted overhead
+//!
+//! Without call counts the prediction rests on Whaley's edge activations:
+//! the activations seen on the non-JDK edges at and below the candidate
+//! (the calls `sprig profile` would put probes in; JDK code gets none by
+//! default) are a lower bound on its calls, and each call costs one probe
+//! pair. So
+//!
+//! ```text
+//! overhead >= activations * pair_ns / (time sampled under the candidate)
+//! ```
+//!
+//! with the pair of sampled timing ([`SAMPLED_PAIR_NS`]) and of exact
+//! timing ([`EXACT_PAIR_NS`]), as measured in BENCHMARKS.md. It is a lower
+//! bound: every call that began and ended between two samples of its
+//! thread is missing, so code making millions of short calls a second
+//! costs far more than predicted (by the ratio of calls to activations,
+//! which sampling cannot see).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::View;
+use super::build::StackProfile;
+
+/// A probe pair in a root context under sampled timing, in ns (JDK 17
+/// and 25, BENCHMARKS.md: 7-9 ns).
+pub const SAMPLED_PAIR_NS: f64 = 8.0;
+/// A probe pair under exact timing, in ns (BENCHMARKS.md: 41-58 ns).
+pub const EXACT_PAIR_NS: f64 = 58.0;
+
+/// Whether a class is the JDK's (java.*, javax.*, jdk.*, sun.*,
+/// com.sun.*).
+pub fn is_jdk_class(class: &str) -> bool {
+    ["java.", "javax.", "jdk.", "sun.", "com.sun."]
+        .iter()
+        .any(|p| class.starts_with(p))
+}
+
+/// What the suggestions weigh.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SuggestOptions {
+    pub view: View,
+    /// At most this many suggestions.
+    pub max: usize,
+    /// Smallest inclusive share of a candidate (0..1).
+    pub min_share: f64,
+    /// Windows the run is split into for stability.
+    pub windows: usize,
+    /// Share of a candidate's samples a deeper candidate must hold to be
+    /// suggested in its place.
+    pub hold: f64,
+}
+
+impl Default for SuggestOptions {
+    fn default() -> SuggestOptions {
+        SuggestOptions {
+            view: View::Cpu,
+            max: 3,
+            min_share: 0.05,
+            windows: 4,
+            hold: 0.8,
+        }
+    }
+}
+
+/// One suggested root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuggestedRoot {
+    pub method: u32,
+    /// `pkg.Class::method`, as `--root` takes it.
+    pub pattern: String,
+    /// Inclusive share of the view's samples (0..1), and per window.
+    pub share: f64,
+    pub window_shares: Vec<f64>,
+    /// Edge activations at and below it (non-JDK), and per second of the
+    /// run: a lower bound on the calls `sprig profile` would probe.
+    pub activations: u64,
+    pub activations_per_sec: f64,
+    /// Time sampled under it in ns (the view's weight).
+    pub time_ns: u64,
+    /// Predicted overhead in percent of the time under the root, lower
+    /// bounds (module docs).
+    pub sampled_pct: f64,
+    pub exact_pct: f64,
+}
+
+/// The suggested roots of `p`, best first (largest share, then name).
+pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRoot> {
+    let all = p.samples(opts.view);
+    if all == 0 || opts.max == 0 {
+        return Vec::new();
+    }
+    let windows = p.window_shares(opts.view, opts.windows);
+    let mut candidates: BTreeMap<u32, (f64, Vec<f64>)> = BTreeMap::new();
+    for (&m, c) in &p.counts {
+        let Some(info) = p.methods.get(&m) else {
+            continue;
+        };
+        if is_jdk_class(&info.class) || p.entry_frames.contains(&m) {
+            continue;
+        }
+        let (_, total, _) = c.of(opts.view);
+        let share = total as f64 / all as f64;
+        if share < opts.min_share {
+            continue;
+        }
+        let ws: Vec<f64> = windows
+            .iter()
+            .map(|w| w.get(&m).copied().unwrap_or(0.0))
+            .collect();
+        if ws.iter().any(|&w| w < share / 2.0) {
+            continue;
+        }
+        candidates.insert(m, (share, ws));
+    }
+    // From each candidate down to the deepest one holding most of it.
+    let mut chosen: Vec<u32> = Vec::new();
+    let mut order: Vec<u32> = candidates.keys().copied().collect();
+    order.sort_by(|a, b| {
+        candidates[b]
+            .0
+            .total_cmp(&candidates[a].0)
+            .then_with(|| p.method(*a).cmp(&p.method(*b)))
+    });
+    for &m in &order {
+        let mut at = m;
+        let mut seen = vec![m];
+        loop {
+            let (_, total_at, _) = p.counts[&at].of(opts.view);
+            let below = samples_below(p, at, opts.view);
+            let next = below
+                .into_iter()
+                .filter(|(c, n)| {
+                    candidates.contains_key(c)
+                        && !seen.contains(c)
+                        && *n as f64 >= opts.hold * total_at as f64
+                })
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+            match next {
+                Some((c, _)) => {
+                    seen.push(c);
+                    at = c;
+                }
+                None => break,
+            }
+        }
+        if !chosen.contains(&at) {
+            chosen.push(at);
+        }
+    }
+    chosen.sort_by(|a, b| {
+        candidates[b]
+            .0
+            .total_cmp(&candidates[a].0)
+            .then_with(|| p.method(*a).cmp(&p.method(*b)))
+    });
+    chosen.truncate(opts.max);
+    let secs = p.span_ns() as f64 / 1e9;
+    chosen
+        .into_iter()
+        .map(|m| {
+            let (share, ws) = candidates[&m].clone();
+            let (_, _, time_ns) = p.counts[&m].of(opts.view);
+            let activations = activations_under(p, m);
+            let pct = |pair: f64| {
+                if time_ns == 0 {
+                    0.0
+                } else {
+                    100.0 * activations as f64 * pair / time_ns as f64
+                }
+            };
+            let info = p.method(m);
+            SuggestedRoot {
+                method: m,
+                pattern: format!("{}::{}", info.class, info.name),
+                share,
+                window_shares: ws,
+                activations,
+                activations_per_sec: if secs > 0.0 {
+                    activations as f64 / secs
+                } else {
+                    0.0
+                },
+                time_ns,
+                sampled_pct: pct(SAMPLED_PAIR_NS),
+                exact_pct: pct(EXACT_PAIR_NS),
+            }
+        })
+        .collect()
+}
+
+/// For every method `m` calls directly: the view's samples in which it
+/// is called from `m` (from `m`'s outermost occurrence on the stack, so
+/// each sample counts once). One walk of each tree, keeping how often
+/// `m` is on the current path.
+fn samples_below(p: &StackProfile, m: u32, view: View) -> HashMap<u32, u64> {
+    let mut out: HashMap<u32, u64> = HashMap::new();
+    for t in p.threads.values() {
+        let tree = &t.tree;
+        let totals = tree.totals(view);
+        let mut depth_of_m = 0u32;
+        // (node, leaving)
+        let mut stack: Vec<(u32, bool)> = tree.roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((n, leaving)) = stack.pop() {
+            let Some(node) = tree.nodes.get(n as usize) else {
+                continue;
+            };
+            let is_m = node.method == m;
+            if leaving {
+                depth_of_m -= u32::from(is_m);
+                continue;
+            }
+            if is_m && depth_of_m == 0 {
+                for &c in node.children.iter().filter(|&&c| c > n) {
+                    if let Some(child) = tree.nodes.get(c as usize)
+                        && child.method != m
+                    {
+                        *out.entry(child.method).or_default() += totals[c as usize].0;
+                    }
+                }
+            }
+            depth_of_m += u32::from(is_m);
+            stack.push((n, true));
+            for &ch in node.children.iter().rev().filter(|&&ch| ch > n) {
+                stack.push((ch, false));
+            }
+        }
+    }
+    out
+}
+
+/// The activations on the non-JDK nodes at and below every outermost
+/// occurrence of `m`.
+fn activations_under(p: &StackProfile, m: u32) -> u64 {
+    let jdk = |id: u32| p.methods.get(&id).is_none_or(|i| is_jdk_class(&i.class));
+    let mut sum = 0u64;
+    for t in p.threads.values() {
+        let tree = &t.tree;
+        let mut under = vec![false; tree.nodes.len()];
+        for (i, n) in tree.nodes.iter().enumerate() {
+            let parent_under = n
+                .parent
+                .filter(|&q| (q as usize) < i)
+                .is_some_and(|q| under[q as usize]);
+            under[i] = parent_under || n.method == m;
+            if under[i] && !jdk(n.method) {
+                sum = sum.saturating_add(n.activations);
+            }
+        }
+    }
+    sum
+}

@@ -1,0 +1,422 @@
+//! The stack-sample model on synthetic rounds.
+
+use sprig_wire::control::{SampledState, StackSample};
+
+use super::*;
+use crate::profile::{MethodInfo, Metric};
+
+const MS: u64 = 1_000_000;
+
+/// Frame ids of the synthetic program.
+const RUN: u32 = 1; // java.lang.Thread.run
+const LAMBDA: u32 = 2; // app.A.lambda$main$0
+const WORK: u32 = 3; // app.A.work
+const HEAVY: u32 = 4; // app.A.heavy
+const LIGHT: u32 = 5; // app.A.light
+const LOCK: u32 = 6; // app.A.locked
+const HASH: u32 = 7; // java.util.HashMap.get
+const PHASE: u32 = 8; // app.A.phase (only in the first half)
+const MAIN: u32 = 9; // app.A.main
+
+fn profile() -> StackProfile {
+    let mut p = StackProfile::new(20 * MS);
+    for (id, class, name) in [
+        (RUN, "java.lang.Thread", "run"),
+        (LAMBDA, "app.A", "lambda$main$0"),
+        (WORK, "app.A", "work"),
+        (HEAVY, "app.A", "heavy"),
+        (LIGHT, "app.A", "light"),
+        (LOCK, "app.A", "locked"),
+        (HASH, "java.util.HashMap", "get"),
+        (PHASE, "app.A", "phase"),
+        (MAIN, "app.A", "main"),
+    ] {
+        p.add_method(id, MethodInfo::new(class, name, "()V"));
+    }
+    p.add_thread(10, "worker");
+    p.add_thread(11, "blocked");
+    p
+}
+
+/// A sample, frames given outermost first (as read), sent leaf first.
+fn sample(thread: u64, state: SampledState, cpu_ns: u64, outer_first: &[u32]) -> StackSample {
+    StackSample {
+        thread,
+        state,
+        cpu_ns,
+        frames: outer_first.iter().rev().copied().collect(),
+        truncated: false,
+    }
+}
+
+/// 100 rounds, 20 ms apart: the worker runs heavy 7 rounds in 10 and
+/// light 3, the other thread is blocked in `locked` all along.
+fn worker_and_blocked() -> StackProfile {
+    let mut p = profile();
+    for r in 0..100u64 {
+        let leaf = if r % 10 < 7 { HEAVY } else { LIGHT };
+        p.add_round(
+            1_000 * MS + r * 20 * MS,
+            5_000,
+            &[
+                sample(
+                    10,
+                    SampledState::Running,
+                    20 * MS,
+                    &[RUN, LAMBDA, WORK, leaf],
+                ),
+                sample(11, SampledState::Blocked, 0, &[RUN, LAMBDA, LOCK]),
+            ],
+        );
+    }
+    p
+}
+
+fn total_of(p: &StackProfile, m: u32, view: View) -> u64 {
+    p.counts.get(&m).map_or(0, |c| c.of(view).1)
+}
+
+#[test]
+fn counts_per_node_self_and_total() {
+    let p = worker_and_blocked();
+    assert_eq!(p.rounds, 100);
+    assert_eq!(p.wall_samples, 200);
+    let t = &p.threads[&10];
+    assert_eq!(t.name, "worker");
+    let tree = &t.tree;
+    // run -> lambda -> work -> {heavy, light}: five nodes, one root
+    assert_eq!(tree.roots.len(), 1);
+    assert_eq!(tree.nodes.len(), 5, "{:?}", tree.nodes);
+    let totals = tree.totals(View::Wall);
+    let node = |m: u32| tree.nodes.iter().position(|n| n.method == m).expect("node");
+    assert_eq!(totals[node(RUN)].0, 100);
+    assert_eq!(totals[node(WORK)].0, 100);
+    assert_eq!(tree.nodes[node(WORK)].wall_self, 0);
+    assert_eq!(tree.nodes[node(HEAVY)].wall_self, 70);
+    assert_eq!(tree.nodes[node(LIGHT)].wall_self, 30);
+    // wall weight: the 20 ms between rounds
+    assert_eq!(totals[node(HEAVY)].1, 70 * 20 * MS);
+    // hot methods by self, then total
+    let hot = p.hot_methods(View::Wall);
+    assert_eq!(hot[0], (LOCK, 100, 100));
+    assert_eq!(hot[1], (HEAVY, 70, 70));
+    assert_eq!(hot[2], (LIGHT, 30, 30));
+    assert_eq!(total_of(&p, RUN, View::Wall), 200);
+    assert_eq!(total_of(&p, WORK, View::Wall), 100);
+}
+
+#[test]
+fn a_blocked_thread_counts_in_wall_not_in_cpu() {
+    let p = worker_and_blocked();
+    assert_eq!(p.cpu_samples, 100);
+    assert_eq!(p.threads[&11].wall_samples, 100);
+    assert_eq!(p.threads[&11].cpu_samples, 0);
+    assert_eq!(total_of(&p, LOCK, View::Wall), 100);
+    assert_eq!(total_of(&p, LOCK, View::Cpu), 0);
+    assert_eq!(total_of(&p, HEAVY, View::Cpu), 70);
+    // In the profile model too: the CPU view has no `locked` node time.
+    let cpu = p.to_profile(ConvertOptions {
+        view: View::Cpu,
+        fold_jdk: false,
+    });
+    let merged = cpu.merged();
+    let w = cpu.weights(&merged.tree, Metric::Samples);
+    let locked: u64 = merged
+        .tree
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.method == LOCK)
+        .map(|(i, _)| w[i].total)
+        .sum();
+    assert_eq!(locked, 0);
+    let wall = p.to_profile(ConvertOptions {
+        view: View::Wall,
+        fold_jdk: false,
+    });
+    let merged = wall.merged();
+    let w = wall.weights(&merged.tree, Metric::Samples);
+    let roots: u64 = merged.tree.roots.iter().map(|&r| w[r as usize].total).sum();
+    assert_eq!(roots, 200);
+    // a native method that used the CPU counts; one that did not, not
+    let mut q = profile();
+    q.add_round(0, 0, &[sample(10, SampledState::Native, 0, &[RUN, WORK])]);
+    q.add_round(
+        20 * MS,
+        0,
+        &[sample(10, SampledState::Native, 0, &[RUN, WORK])],
+    );
+    q.add_round(
+        40 * MS,
+        0,
+        &[sample(10, SampledState::Native, 19 * MS, &[RUN, WORK])],
+    );
+    assert_eq!((q.wall_samples, q.cpu_samples), (3, 1));
+    // the CPU weight is the CPU time used
+    assert_eq!(q.counts[&WORK].cpu_total_ns, 19 * MS);
+}
+
+#[test]
+fn edge_activations_count_frames_below_the_common_part() {
+    let mut p = profile();
+    let rounds: [&[u32]; 4] = [
+        &[RUN, WORK, HEAVY],       // all new: 3
+        &[RUN, WORK, HEAVY],       // same stack: 0
+        &[RUN, WORK, LIGHT],       // light is new: 1
+        &[RUN, WORK, HEAVY, HASH], // heavy and get: 2
+    ];
+    for (i, s) in rounds.iter().enumerate() {
+        p.add_round(
+            i as u64 * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, u64::MAX, s)],
+        );
+    }
+    let tree = &p.threads[&10].tree;
+    let act = |path: &[u32]| {
+        (0..tree.nodes.len() as u32)
+            .find(|&n| tree.path(n) == path)
+            .map(|n| tree.nodes[n as usize].activations)
+    };
+    assert_eq!(act(&[RUN]), Some(1));
+    assert_eq!(act(&[RUN, WORK]), Some(1));
+    assert_eq!(act(&[RUN, WORK, HEAVY]), Some(2));
+    assert_eq!(act(&[RUN, WORK, LIGHT]), Some(1));
+    assert_eq!(act(&[RUN, WORK, HEAVY, HASH]), Some(1));
+    // A sample without Java frames: the next stack is all new.
+    p.add_round(100 * MS, 0, &[sample(10, SampledState::Running, 0, &[])]);
+    p.add_round(
+        120 * MS,
+        0,
+        &[sample(10, SampledState::Running, 0, &[RUN, WORK, LIGHT])],
+    );
+    let tree = &p.threads[&10].tree;
+    let n = (0..tree.nodes.len() as u32)
+        .find(|&n| tree.path(n) == [RUN])
+        .unwrap();
+    assert_eq!(tree.nodes[n as usize].activations, 2);
+    assert_eq!(p.threads[&10].empty, 1);
+}
+
+#[test]
+fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
+    let mut p = profile();
+    // 200 rounds on one CPU-bound thread: main -> lambda -> work -> heavy
+    // (in HashMap.get half the time) all along; in the first half, a
+    // second thread runs main -> phase -> light, in the second half it
+    // sleeps. `phase` holds 25% over the run but 50% then 0%.
+    p.add_thread(12, "phased");
+    for r in 0..200u64 {
+        let mut s = vec![sample(
+            10,
+            SampledState::Running,
+            20 * MS,
+            if r % 2 == 0 {
+                &[MAIN, LAMBDA, WORK, HEAVY, HASH]
+            } else {
+                &[MAIN, LAMBDA, WORK, HEAVY]
+            },
+        )];
+        if r < 100 {
+            s.push(sample(
+                12,
+                SampledState::Running,
+                20 * MS,
+                &[MAIN, PHASE, LIGHT],
+            ));
+        } else {
+            s.push(sample(12, SampledState::Sleeping, 0, &[MAIN, PHASE]));
+        }
+        p.add_round(r * 20 * MS, 0, &s);
+    }
+    let opts = SuggestOptions {
+        view: View::Cpu,
+        max: 5,
+        ..SuggestOptions::default()
+    };
+    let roots = suggest_roots(&p, &opts);
+    let names: Vec<&str> = roots.iter().map(|r| r.pattern.as_str()).collect();
+    // main is an entry frame, HashMap.get is the JDK's; lambda holds all
+    // of its samples in work and work all of its in heavy: heavy is the
+    // deepest; phase and light are not stable.
+    assert_eq!(names, ["app.A::heavy"], "{roots:?}");
+    let r = &roots[0];
+    assert!((r.share - 200.0 / 300.0).abs() < 1e-9, "{r:?}");
+    assert_eq!(r.window_shares.len(), 4, "{r:?}");
+    // heavy entered once, HashMap.get is JDK: one activation in 4 s
+    assert_eq!(r.activations, 1);
+    assert!(r.sampled_pct > 0.0 && r.sampled_pct < r.exact_pct, "{r:?}");
+
+    // With every thread stable, work holding 70% in heavy stays the root.
+    let q = worker_and_blocked();
+    let roots = suggest_roots(
+        &q,
+        &SuggestOptions {
+            max: 5,
+            ..SuggestOptions::default()
+        },
+    );
+    let names: Vec<&str> = roots.iter().map(|r| r.pattern.as_str()).collect();
+    assert_eq!(names[0], "app.A::work", "{roots:?}");
+    assert!(!names.contains(&"java.lang.Thread::run"));
+    assert!(!names.contains(&"app.A::lambda$main$0"), "{roots:?}");
+}
+
+#[test]
+fn overlap_of_identical_profiles_is_100_and_of_disjoint_0() {
+    let a: Vec<MethodShare> = vec![("a.A::x".into(), 70.0), ("a.A::y".into(), 30.0)];
+    let b: Vec<MethodShare> = vec![("a.A::x".into(), 7.0), ("a.A::y".into(), 3.0)];
+    let c: Vec<MethodShare> = vec![("b.B::z".into(), 1.0)];
+    assert!((overlap(&a, &b).percent - 100.0).abs() < 1e-9);
+    assert_eq!(overlap(&a, &c).percent, 0.0);
+    // 70/30 against 30/70: 30 + 30
+    let d: Vec<MethodShare> = vec![("a.A::x".into(), 3.0), ("a.A::y".into(), 7.0)];
+    let o = overlap(&a, &d);
+    assert!((o.percent - 60.0).abs() < 1e-9, "{o:?}");
+    assert_eq!(o.methods.len(), 2);
+    // A profile against its own model form.
+    let p = worker_and_blocked();
+    let prof = p.to_profile(ConvertOptions {
+        view: View::Wall,
+        fold_jdk: false,
+    });
+    let shares = prof.method_self_shares();
+    assert!((overlap(&shares, &shares).percent - 100.0).abs() < 1e-9);
+    assert!(overlap(&[], &shares).percent == 0.0);
+}
+
+#[test]
+fn fold_jdk_makes_one_frame_of_each_run_of_jdk_frames() {
+    let mut p = profile();
+    p.add_round(
+        0,
+        0,
+        &[sample(10, SampledState::Running, 0, &[RUN, WORK, HASH])],
+    );
+    let folded = p.to_profile(ConvertOptions {
+        view: View::Wall,
+        fold_jdk: true,
+    });
+    let t = &folded.threads[0].tree;
+    let names: Vec<String> = t
+        .nodes
+        .iter()
+        .map(|n| folded.method(n.method).frame())
+        .collect();
+    assert_eq!(names, ["[jdk]::[jdk]", "app.A::work", "[jdk]::[jdk]"]);
+    let unfolded = p.to_profile(ConvertOptions::default());
+    assert_eq!(unfolded.threads[0].tree.nodes.len(), 3);
+    assert_eq!(
+        unfolded
+            .method(unfolded.threads[0].tree.nodes[0].method)
+            .frame(),
+        "java.lang.Thread::run"
+    );
+}
+
+#[test]
+fn the_json_report_has_the_documented_shape() {
+    let p = worker_and_blocked();
+    let roots = suggest_roots(&p, &SuggestOptions::default());
+    let mut out = Vec::new();
+    write_json(
+        &p,
+        ConvertOptions {
+            view: View::Wall,
+            fold_jdk: false,
+        },
+        true,
+        &roots,
+        4242,
+        &mut out,
+    )
+    .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("{\"version\":1,\"view\":\"wall\",\"samples\":200,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("{\"class\":\"app.A\",\"method\":\"heavy\",\"descriptor\":\"()V\",\"self\":70,\"total\":70}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"command\":\"sprig profile 4242 --root 'app.A::work'\""),
+        "{text}"
+    );
+    // the merged tree carries Whaley's activations: each thread entered
+    // run once; heavy was entered at rounds 0, 10, ..., 90
+    assert!(
+        text.contains(
+            "\"tree\":[{\"class\":\"java.lang.Thread\",\"method\":\"run\",\"self\":0,\"total\":200,\"activations\":2,"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "{\"class\":\"app.A\",\"method\":\"heavy\",\"self\":70,\"total\":70,\"activations\":10,\"children\":[]}"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn deep_and_truncated_stacks() {
+    let mut p = profile();
+    let deep: Vec<u32> = (0..5000).map(|i| 100 + (i % 3)).collect();
+    for id in 100..103 {
+        p.add_method(id, MethodInfo::new("app.R", &format!("r{id}"), "()V"));
+    }
+    let mut s = sample(10, SampledState::Running, 0, &deep);
+    s.truncated = true;
+    p.add_round(0, 0, &[s.clone()]);
+    p.add_round(20 * MS, 0, &[s]);
+    assert_eq!(p.truncated, 2);
+    // recursion counts a method once a sample
+    assert_eq!(p.counts[&100].wall_total, 2);
+    let prof = p.to_profile(ConvertOptions {
+        view: View::Wall,
+        fold_jdk: false,
+    });
+    assert_eq!(
+        prof.method(prof.threads[0].tree.nodes[0].method).class,
+        "[truncated]"
+    );
+    // the truncated pseudo-frame is no entry frame, nor a candidate root
+    assert!(p.entry_frames.is_empty());
+    let mut out = Vec::new();
+    write_json(&p, ConvertOptions::default(), false, &[], 1, &mut out).unwrap();
+}
+
+/// A leaf both children call (a helper such as a spin loop) holds all of
+/// the parent's samples, but the parent does not call it: the descent
+/// from a candidate only goes to the methods it calls directly.
+#[test]
+fn suggested_roots_descend_only_to_direct_callees() {
+    const SPIN: u32 = 20;
+    let mut p = profile();
+    p.add_method(SPIN, MethodInfo::new("app.A", "spin", "()V"));
+    for r in 0..200u64 {
+        let mid = if r % 10 < 7 { HEAVY } else { LIGHT };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(
+                10,
+                SampledState::Running,
+                20 * MS,
+                &[RUN, LAMBDA, WORK, mid, SPIN],
+            )],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 5,
+            ..SuggestOptions::default()
+        },
+    );
+    let names: Vec<&str> = roots.iter().map(|r| r.pattern.as_str()).collect();
+    assert!(names.contains(&"app.A::work"), "{roots:?}");
+    assert!(!names.contains(&"app.A::lambda$main$0"), "{roots:?}");
+}

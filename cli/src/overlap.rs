@@ -1,0 +1,223 @@
+//! `sprig diff --overlap A B`: Arnold and Grove's overlap of two profiles
+//! (the sum over methods of the smaller of their two self shares), read
+//! from any sprig output: a `.sprig` snapshot, the JSON report of `sprig
+//! profile` or of `sprig sample`, or a JFR recording (`.jfr`, its
+//! `jdk.ExecutionSample` events read with the JDK's own `jfr` tool).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::Value;
+use sprig_callgraph::report::escape::escape;
+use sprig_callgraph::stacks::{MethodShare, overlap};
+
+/// Methods that differ most, listed under the figure.
+const SHOWN: usize = 10;
+
+/// `sprig diff --overlap A B`: the overlap on stdout.
+pub fn print(a: &Path, b: &Path) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    run(a, b, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Prints the overlap of `a` and `b` and the methods that differ most.
+pub fn run(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
+    let (sa, sb) = (read(a)?, read(b)?);
+    let o = overlap(&sa, &sb);
+    writeln!(
+        out,
+        "overlap: {:.1}% (sum over methods of the smaller self share; {} methods in A, {} in B)",
+        o.percent,
+        distinct(&sa),
+        distinct(&sb)
+    )?;
+    writeln!(out, "methods that differ most:")?;
+    writeln!(out, "  {:>7} {:>7} {:>8}  method", "A", "B", "B - A")?;
+    for (m, x, y) in o.methods.iter().take(SHOWN) {
+        writeln!(
+            out,
+            "  {:>6.1}% {:>6.1}% {:>+7.1}%  {}",
+            x * 100.0,
+            y * 100.0,
+            (y - x) * 100.0,
+            escape(m)
+        )?;
+    }
+    Ok(())
+}
+
+fn distinct(v: &[MethodShare]) -> usize {
+    let mut k: Vec<&str> = v.iter().map(|(m, _)| m.as_str()).collect();
+    k.sort_unstable();
+    k.dedup();
+    k.len()
+}
+
+/// The self weight of each method in the profile at `path`.
+pub fn read(path: &Path) -> Result<Vec<MethodShare>> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let shares = match ext {
+        "sprig" => crate::output::read_snapshot(path)?.method_self_shares(),
+        "jfr" => jfr_shares(path)?,
+        _ => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            json_shares(&text).with_context(|| format!("{}", path.display()))?
+        }
+    };
+    if shares.iter().all(|(_, w)| *w <= 0.0) {
+        bail!("{} holds no sample and no timed method", path.display());
+    }
+    Ok(shares)
+}
+
+/// The shares of a sprig JSON report: `sprig sample`'s (its `methods`'
+/// self samples) or `sprig profile`'s (every node's `self_ns`).
+pub fn json_shares(text: &str) -> Result<Vec<MethodShare>> {
+    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    let name = |n: &Value| -> Option<String> {
+        Some(format!(
+            "{}::{}",
+            n.get("class")?.as_str()?,
+            n.get("method")?.as_str()?
+        ))
+    };
+    if v.get("suggested_roots").is_some() {
+        let methods = v
+            .get("methods")
+            .and_then(Value::as_array)
+            .ok_or_else(|| anyhow!("a sprig sample report without its methods"))?;
+        return Ok(methods
+            .iter()
+            .filter_map(|m| Some((name(m)?, m.get("self")?.as_f64()?)))
+            .collect());
+    }
+    let threads = v
+        .get("threads")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("not a JSON report of sprig profile or sprig sample"))?;
+    let mut out = Vec::new();
+    let mut stack: Vec<&Value> = threads
+        .iter()
+        .filter_map(|t| t.get("roots").and_then(Value::as_array))
+        .flatten()
+        .collect();
+    while let Some(n) = stack.pop() {
+        if let (Some(k), Some(s)) = (name(n), n.get("self_ns").and_then(Value::as_f64)) {
+            out.push((k, s));
+        }
+        stack.extend(
+            n.get("children")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        );
+    }
+    Ok(out)
+}
+
+/// The shares of a JFR recording: one per `jdk.ExecutionSample` event,
+/// to its top frame's method.
+fn jfr_shares(path: &Path) -> Result<Vec<MethodShare>> {
+    let jfr = match std::env::var_os("JAVA_HOME") {
+        Some(home) => Path::new(&home).join("bin/jfr"),
+        None => "jfr".into(),
+    };
+    let output = Command::new(&jfr)
+        .args(["print", "--json", "--events", "jdk.ExecutionSample"])
+        .arg(path)
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {} to read {} (set JAVA_HOME to a JDK)",
+                jfr.display(),
+                path.display()
+            )
+        })?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        bail!(
+            "{} cannot read {}: {}",
+            jfr.display(),
+            path.display(),
+            err.lines().next().unwrap_or("").trim()
+        );
+    }
+    jfr_json_shares(&String::from_utf8_lossy(&output.stdout))
+        .with_context(|| format!("{}", path.display()))
+}
+
+/// The shares in `jfr print --json` output.
+pub fn jfr_json_shares(text: &str) -> Result<Vec<MethodShare>> {
+    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JFR's JSON: {e}"))?;
+    let events = v
+        .pointer("/recording/events")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("no events in the recording"))?;
+    Ok(events
+        .iter()
+        .filter_map(|e| {
+            let top = e.pointer("/values/stackTrace/frames/0/method")?;
+            let class = top.pointer("/type/name")?.as_str()?.replace('/', ".");
+            let name = top.get("name")?.as_str()?;
+            Some((format!("{class}::{name}"), 1.0))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_and_profile_reports_and_jfr_read_as_self_shares() {
+        let sample = r#"{"version":1,"samples":10,"methods":[
+            {"class":"a.A","method":"x","descriptor":"()V","self":7,"total":10},
+            {"class":"a.A","method":"y","descriptor":"()V","self":3,"total":3}],
+            "tree":[],"suggested_roots":[]}"#;
+        let profile = r#"{"version":1,"threads":[{"id":1,"name":"t","roots":[
+            {"class":"a.A","method":"x","self_ns":70,"children":[
+              {"class":"a.A","method":"y","self_ns":30,"children":[]}]}]}]}"#;
+        let jfr = r#"{"recording":{"events":[
+            {"type":"jdk.ExecutionSample","values":{"stackTrace":{"frames":[{"method":{"type":{"name":"a.A"},"name":"x"}}]}}},
+            {"type":"jdk.ExecutionSample","values":{"stackTrace":{"frames":[{"method":{"type":{"name":"a/A"},"name":"y"}}]}}}]}}"#;
+        let s = json_shares(sample).unwrap();
+        let p = json_shares(profile).unwrap();
+        let j = jfr_json_shares(jfr).unwrap();
+        assert_eq!(s, [("a.A::x".into(), 7.0), ("a.A::y".into(), 3.0)]);
+        let mut p2 = p.clone();
+        p2.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(p2, [("a.A::x".into(), 70.0), ("a.A::y".into(), 30.0)]);
+        assert_eq!(j, [("a.A::x".into(), 1.0), ("a.A::y".into(), 1.0)]);
+        assert!((overlap(&s, &p).percent - 100.0).abs() < 1e-9);
+        assert!((overlap(&s, &j).percent - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn what_is_not_a_profile_is_one_clear_error() {
+        assert!(
+            json_shares("[1,2")
+                .unwrap_err()
+                .to_string()
+                .starts_with("not JSON")
+        );
+        assert_eq!(
+            json_shares(r#"{"a":1}"#).unwrap_err().to_string(),
+            "not a JSON report of sprig profile or sprig sample"
+        );
+        let dir = std::env::temp_dir().join(format!("sprig-overlap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.json");
+        std::fs::write(&empty, r#"{"methods":[],"suggested_roots":[]}"#).unwrap();
+        let e = read(&empty).unwrap_err().to_string();
+        assert!(e.ends_with("holds no sample and no timed method"), "{e}");
+        let e = read(&dir.join("missing.json")).unwrap_err().to_string();
+        assert!(e.starts_with("cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,241 @@
+//! The command line of `sprig sample` and its validation: everything is
+//! checked before a JVM is touched.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use sprig::pattern;
+use sprig_callgraph::stacks::View;
+
+use crate::output::Format;
+
+/// The interval `sprig sample` samples at by default, in ms.
+pub const DEFAULT_INTERVAL_MS: f64 = 20.0;
+
+/// `sprig sample PID`.
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    /// PID of the JVM to sample (see `sprig list`).
+    pub pid: u32,
+
+    /// Stop after this many seconds of sampling (default: until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+
+    /// Milliseconds between two sampling rounds; each round takes the
+    /// stack of every live Java thread. Between 1 and 10000.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_INTERVAL_MS)]
+    pub interval: f64,
+
+    /// Which samples count: `cpu` (the default) only the threads on the
+    /// CPU, each sample weighing the CPU time its thread used since its
+    /// previous one; `wall` every thread whatever it does (blocked,
+    /// waiting, sleeping, in I/O), each sample weighing the time between
+    /// two rounds. Suggested roots follow the same view.
+    #[arg(long, value_enum, default_value_t = ViewArg::Cpu)]
+    pub clock: ViewArg,
+
+    /// One tree per thread instead of the tree merged over threads.
+    #[arg(long)]
+    pub threads: bool,
+
+    /// Show each run of JDK frames (java.*, javax.*, jdk.*, sun.*,
+    /// com.sun.*) in the tree as one `[jdk]` frame.
+    #[arg(long)]
+    pub fold_jdk: bool,
+
+    /// List this many suggested roots (0 for none).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub suggest_roots: usize,
+
+    /// Text report: list this many hot methods (by self samples).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub hot: usize,
+
+    /// Text report: hide tree nodes below this percentage of the samples.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub min_percent: f64,
+
+    /// Text report: show who called the methods matching PATTERN
+    /// (`pkg.Class::method`), with each caller path's share. Repeatable.
+    #[arg(long = "back-trace", value_name = "PATTERN")]
+    pub back_traces: Vec<String>,
+
+    /// Frames kept per stack, from the leaf (at most 2048); deeper stacks
+    /// hang under a `[truncated]` frame.
+    #[arg(long, value_name = "N", default_value_t = 2048)]
+    pub max_depth: u32,
+
+    /// Report format. Collapsed, the flame graph and pprof weigh frames
+    /// by samples of the view. `-o FILE.sprig` writes a snapshot instead
+    /// (for `sprig report` and `sprig diff --overlap`).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Redraw the hottest methods on the terminal every second while
+    /// sampling, like `top` (stderr; ignored when stderr is not a
+    /// terminal).
+    #[arg(long)]
+    pub live: bool,
+
+    /// No progress line on stderr while sampling.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Give up attaching after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    pub attach_timeout: f64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    Cpu,
+    Wall,
+}
+
+impl SampleArgs {
+    /// Checks every option; the first problem as one line.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.interval.is_finite() && (1.0..=10_000.0).contains(&self.interval)) {
+            bail!(
+                "--interval must be between 1 and 10000 milliseconds, not {}",
+                self.interval
+            );
+        }
+        if let Some(d) = self.duration
+            && !(d.is_finite() && d > 0.0 && d <= 31_536_000.0)
+        {
+            bail!("--duration must be a positive number of seconds (at most a year), not {d}");
+        }
+        if self.max_depth == 0 || self.max_depth > 2048 {
+            bail!(
+                "--max-depth must be between 1 and 2048 frames, not {}",
+                self.max_depth
+            );
+        }
+        if self.suggest_roots > 100 {
+            bail!(
+                "--suggest-roots must be at most 100, not {}",
+                self.suggest_roots
+            );
+        }
+        if !(self.min_percent.is_finite() && (0.0..=100.0).contains(&self.min_percent)) {
+            bail!(
+                "--min-percent must be between 0 and 100, not {}",
+                self.min_percent
+            );
+        }
+        for b in &self.back_traces {
+            pattern::parse(b).map_err(|e| anyhow!("bad --back-trace pattern {b:?}: {e}"))?;
+        }
+        if let Some(path) = &self.output {
+            crate::profile::args::check_writable(path)?;
+        }
+        Ok(())
+    }
+
+    pub fn view(&self) -> View {
+        match self.clock {
+            ViewArg::Cpu => View::Cpu,
+            ViewArg::Wall => View::Wall,
+        }
+    }
+
+    /// `--interval` in µs.
+    pub fn interval_us(&self) -> u32 {
+        (self.interval * 1000.0).round() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SampleArgs,
+    }
+
+    fn check(line: &[&str]) -> Result<SampleArgs> {
+        let mut argv = vec!["sprig", "4242"];
+        argv.extend_from_slice(line);
+        let cli = Cli::try_parse_from(argv).map_err(|e| anyhow!("{e}"))?;
+        cli.args.validate()?;
+        Ok(cli.args)
+    }
+
+    fn error(line: &[&str]) -> String {
+        match check(line) {
+            Ok(_) => panic!("{line:?} accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_sane() {
+        let a = check(&[]).expect("defaults");
+        assert_eq!(a.interval_us(), 20_000);
+        assert_eq!(a.view(), View::Cpu);
+        assert_eq!(a.suggest_roots, 3);
+        assert_eq!(a.max_depth, 2048);
+        let a = check(&["--interval", "1", "--clock", "wall", "--duration", "3"]).unwrap();
+        assert_eq!((a.interval_us(), a.view()), (1000, View::Wall));
+    }
+
+    #[test]
+    fn bad_arguments_are_one_clear_line() {
+        for (line, want) in [
+            (
+                &["--interval", "0"][..],
+                "--interval must be between 1 and 10000 milliseconds, not 0",
+            ),
+            (
+                &["--interval", "NaN"],
+                "--interval must be between 1 and 10000 milliseconds, not NaN",
+            ),
+            (
+                &["--interval", "100000"],
+                "--interval must be between 1 and 10000 milliseconds",
+            ),
+            (
+                &["--duration", "0"],
+                "--duration must be a positive number of seconds",
+            ),
+            (
+                &["--duration=-3"],
+                "--duration must be a positive number of seconds",
+            ),
+            (
+                &["--max-depth", "0"],
+                "--max-depth must be between 1 and 2048",
+            ),
+            (
+                &["--max-depth", "5000"],
+                "--max-depth must be between 1 and 2048",
+            ),
+            (
+                &["--suggest-roots", "1000"],
+                "--suggest-roots must be at most 100",
+            ),
+            (
+                &["--min-percent", "101"],
+                "--min-percent must be between 0 and 100",
+            ),
+            (&["--back-trace", "no colons"], "bad --back-trace pattern"),
+            (&["--clock", "tsc"], "invalid value 'tsc' for '--clock"),
+        ] {
+            let e = error(line);
+            assert!(e.contains(want), "{line:?}: {e}");
+            if !line.contains(&"--clock") {
+                assert_eq!(e.lines().count(), 1, "{line:?}: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! `sprig sample PID`: the whole JVM's stacks, sampled by the agent every
+//! `--interval`, built into a partial calling context tree
+//! (`sprig_callgraph::stacks`), shown as hot methods, the tree, back
+//! traces, flame graphs, and the roots worth profiling exactly.
+//!
+//! The session is the one driver's (`crate::session`); this module's
+//! work, [`Stacks`], sends `Start` with no roots and `stacks` set (the
+//! agent then redefines nothing), begins at `Started`, feeds every
+//! `FrameMethod`, `SampledThread` and `StackSamples` message to the model,
+//! and writes the report at the end.
+//!
+//! - [`args`]: the command line and its validation;
+//! - `text`: the text report.
+
+pub mod args;
+mod text;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use sprig_callgraph::profile::{MethodInfo, Metric};
+use sprig_callgraph::stacks::{
+    ConvertOptions, StackProfile, SuggestOptions, SuggestedRoot, suggest_roots, write_json,
+};
+use sprig_wire::Message;
+use sprig_wire::control::{ClockKind, Scheme, SessionOptions, StackOptions, Timing};
+
+pub use args::SampleArgs;
+
+use crate::output::{self, Format, ViewArgs};
+use crate::profile::args::attach_timeout;
+use crate::session::{self, End, Flow, Outcome, Phase, Plan, Session, Turn, Work};
+
+/// `sprig sample <pid>`.
+pub fn sample(args: SampleArgs) -> Result<ExitCode> {
+    args.validate()?;
+    sprig::stale::clean();
+    let timeout = attach_timeout(args.attach_timeout)?;
+    // The agent writes nothing into the ring: the smallest one.
+    let (prepared, channel, jvm_line) =
+        session::attach_to(args.pid, ClockKind::Monotonic, 1, timeout)?;
+    let plan = Plan {
+        pid: args.pid,
+        duration: args.duration,
+        quiet: args.quiet,
+        excludes: Vec::new(),
+    };
+    let session = Session::start(&prepared, channel, session_options(&args), plan, None)?;
+    let live = args.live && std::io::stderr().is_terminal();
+    if args.live && !live {
+        eprintln!(
+            "sprig: note: --live needs stderr on a terminal; showing the report at the end only"
+        );
+    }
+    let work = Stacks {
+        profile: StackProfile::new(u64::from(args.interval_us()) * 1000),
+        args: &args,
+        jvm_line,
+        since_poll: 0,
+        live: live.then(Instant::now),
+        announced: false,
+    };
+    session.run(work)
+}
+
+/// `Start` of a sampling session: no roots (nothing is redefined), no
+/// calibration, the stack sampler on.
+fn session_options(args: &SampleArgs) -> SessionOptions {
+    SessionOptions {
+        roots: Vec::new(),
+        include: Vec::new(),
+        exclude: Vec::new(),
+        scheme: Scheme::Lazy,
+        clock: ClockKind::Monotonic,
+        roots_only: true,
+        calibrate: false,
+        wait_bound_ms: 2000,
+        no_dormant: true,
+        skip_trivial: 0,
+        receivers: false,
+        recalibrate_ms: 0,
+        timing: Timing::Sampled,
+        stacks: Some(StackOptions {
+            interval_us: args.interval_us(),
+            max_depth: args.max_depth,
+        }),
+    }
+}
+
+/// The work of a sampling session: the model, fed from the control
+/// messages.
+struct Stacks<'a> {
+    args: &'a SampleArgs,
+    profile: StackProfile,
+    jvm_line: String,
+    /// Samples taken since the last poll (the status line's events).
+    since_poll: usize,
+    /// `--live` on a terminal: when the view was last drawn.
+    live: Option<Instant>,
+    /// Whether the start of sampling was announced.
+    announced: bool,
+}
+
+impl Work for Stacks<'_> {
+    /// The agent writes nothing into the ring; the samples that came in
+    /// messages since the last turn stand for the events read.
+    fn poll(&mut self) -> usize {
+        std::mem::take(&mut self.since_poll)
+    }
+
+    fn on_message(&mut self, msg: &Message) -> Result<Flow> {
+        match msg {
+            Message::FrameMethod {
+                id,
+                class,
+                name,
+                descriptor,
+            } => self
+                .profile
+                .add_method(*id, MethodInfo::new(class, name, descriptor)),
+            Message::SampledThread { java_id, name } => self.profile.add_thread(*java_id, name),
+            Message::StackSamples {
+                time_ns,
+                cost_ns,
+                samples,
+            } => {
+                self.profile.add_round(*time_ns, *cost_ns, samples);
+                self.since_poll += samples.len();
+            }
+            _ => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Taken)
+    }
+
+    /// No roots to wait for: sampling begins when the agent started.
+    fn begins_at(&self, msg: &Message) -> bool {
+        matches!(msg, Message::Started { .. })
+    }
+
+    /// Announces the sampling once it began.
+    fn on_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
+        if !self.announced && turn.phase == Phase::Profiling {
+            self.announced = true;
+            turn.status.line(&format!(
+                "sprig: sampling JVM {} every {} ms ({} view){}",
+                self.args.pid,
+                self.args.interval,
+                self.args.view().name(),
+                match self.args.duration {
+                    Some(d) => format!(" for {d} s"),
+                    None => ", Ctrl-C to stop".to_owned(),
+                }
+            ));
+        }
+        Ok(())
+    }
+
+    fn progress_text(&self, elapsed: Duration) -> Option<String> {
+        let p = &self.profile;
+        Some(format!(
+            "sampling {:>6.1} s, {} rounds, {} samples ({} on the CPU), {} threads",
+            elapsed.as_secs_f64(),
+            p.rounds,
+            p.wall_samples,
+            p.cpu_samples,
+            p.threads.len()
+        ))
+    }
+
+    /// The live view with `--live`, redrawn every second.
+    fn on_progress(&mut self) {
+        if let Some(last) = self.live
+            && last.elapsed() >= Duration::from_secs(1)
+        {
+            self.live = Some(Instant::now());
+            let mut buf = Vec::new();
+            if text::live(self, 25, &mut buf).is_ok() {
+                // Clear the screen, home the cursor, draw.
+                eprint!("\x1b[2J\x1b[H{}", String::from_utf8_lossy(&buf));
+            }
+        }
+    }
+
+    fn finish(self, mut outcome: Outcome) -> Result<ExitCode> {
+        let code = outcome.conclude();
+        if !outcome.has_results() {
+            return Ok(code);
+        }
+        if self.profile.rounds == 0 {
+            // An early end has said why in its closing note.
+            if matches!(outcome.end, End::Detached) {
+                bail!(
+                    "JVM {} sent no stack samples: its sprig agent may be too old to sample stacks",
+                    self.args.pid
+                );
+            }
+            return Ok(code);
+        }
+        self.write_report()?;
+        Ok(code)
+    }
+}
+
+impl Stacks<'_> {
+    fn suggestions(&self) -> Vec<SuggestedRoot> {
+        suggest_roots(
+            &self.profile,
+            &SuggestOptions {
+                view: self.args.view(),
+                max: self.args.suggest_roots,
+                ..SuggestOptions::default()
+            },
+        )
+    }
+
+    fn convert(&self) -> ConvertOptions {
+        ConvertOptions {
+            view: self.args.view(),
+            fold_jdk: self.args.fold_jdk,
+        }
+    }
+
+    /// Writes the report in the chosen format, to `-o` or stdout.
+    fn write_report(&self) -> Result<()> {
+        let args = self.args;
+        let snapshot = args
+            .output
+            .as_deref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e == "sprig"));
+        match args.format {
+            Format::Text | Format::Json if !snapshot => {
+                let mut buf = Vec::new();
+                if args.format == Format::Json {
+                    write_json(
+                        &self.profile,
+                        self.convert(),
+                        args.threads,
+                        &self.suggestions(),
+                        args.pid,
+                        &mut buf,
+                    )?;
+                } else {
+                    text::write(self, &mut buf)?;
+                }
+                match &args.output {
+                    Some(path) => std::fs::write(path, &buf)
+                        .with_context(|| format!("cannot write {}", path.display()))?,
+                    None => {
+                        let mut out = std::io::stdout().lock();
+                        out.write_all(&buf)?;
+                        out.flush()?;
+                    }
+                }
+                Ok(())
+            }
+            // The profile model's renderers (and its snapshots).
+            _ => {
+                let mut profile = self.profile.to_profile(self.convert());
+                profile.target.pid = args.pid;
+                profile.target.jvm = self.jvm_line.clone();
+                let view = ViewArgs {
+                    format: args.format,
+                    min_percent: 0.0,
+                    depth: None,
+                    max_stack: sprig_callgraph::report::DEFAULT_MAX_STACK,
+                    weight: Metric::Samples,
+                    merged: !args.threads,
+                    hot_spots: args.hot,
+                    back_traces: args.back_traces.clone(),
+                    verbose: false,
+                };
+                output::write(&profile, &view, args.output.as_deref(), false)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

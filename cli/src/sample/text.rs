@@ -1,0 +1,257 @@
+//! The text report of `sprig sample`: what was sampled, the hot methods,
+//! the tree (merged, or per thread with `--threads`), back traces, and
+//! the suggested roots with their `sprig profile` commands.
+
+use std::io::{self, Write};
+
+use sprig_callgraph::RenderOptions;
+use sprig_callgraph::profile::{Metric, Profile, Tree};
+use sprig_callgraph::report::escape::escape;
+use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
+use sprig_callgraph::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, View, profile_command};
+
+use super::Stacks;
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// A percentage that may be far below 1: two significant digits below
+/// 1%, two decimals above.
+fn small_pct(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return "0%".to_owned();
+    }
+    let decimals = (1 - x.log10().floor() as i32).clamp(2, 9) as usize;
+    format!("{x:.decimals$}%")
+}
+
+/// The live view: the samples so far and the hottest methods.
+pub(super) fn live(s: &Stacks<'_>, lines: usize, out: &mut dyn Write) -> io::Result<()> {
+    let p = &s.profile;
+    let view = s.args.view();
+    writeln!(
+        out,
+        "sprig sample: JVM {}, {:.0} s, {} {} samples, {} threads",
+        s.args.pid,
+        p.span_ns() as f64 / 1e9,
+        p.samples(view),
+        view.name(),
+        p.threads.len()
+    )?;
+    hot_methods(s, lines, out)
+}
+
+/// The hot methods table, `n` rows.
+fn hot_methods(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> {
+    let p = &s.profile;
+    let view = s.args.view();
+    let all = p.samples(view);
+    writeln!(out, "\nHot methods ({} view, by self samples)", view.name())?;
+    writeln!(
+        out,
+        "  {:>7} {:>7} {:>8}  method",
+        "self", "total", "samples"
+    )?;
+    for (m, own, total) in p.hot_methods(view).into_iter().take(n) {
+        writeln!(
+            out,
+            "  {:>7} {:>7} {:>8}  {}",
+            pct(own, all),
+            pct(total, all),
+            own,
+            escape(&p.method(m).display())
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let p = &s.profile;
+    let args = s.args;
+    let view = args.view();
+    let all = p.samples(view);
+    writeln!(
+        out,
+        "sprig sample: JVM {} ({}), {:.1} s, {} rounds every {} ms, {} thread{}",
+        args.pid,
+        escape(&s.jvm_line),
+        p.span_ns() as f64 / 1e9,
+        p.rounds,
+        args.interval,
+        p.threads.len(),
+        if p.threads.len() == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "{} view: {} samples (wall view: {}, CPU view: {}){}",
+        view.name(),
+        all,
+        p.wall_samples,
+        p.cpu_samples,
+        if p.truncated > 0 {
+            format!(", {} stacks cut at --max-depth", p.truncated)
+        } else {
+            String::new()
+        }
+    )?;
+    if p.rounds > 0 {
+        writeln!(
+            out,
+            "sampling cost the JVM's sampling thread {:.0} µs a round",
+            p.cost_ns as f64 / p.rounds as f64 / 1000.0
+        )?;
+    }
+
+    hot_methods(s, args.hot, out)?;
+
+    let profile = s.profile.to_profile(s.convert());
+    let opts = RenderOptions {
+        min_percent: args.min_percent,
+        ..RenderOptions::default()
+    };
+    if args.threads {
+        for t in &profile.threads {
+            let w = profile.weights(&t.tree, Metric::Samples);
+            let n: u64 = t.tree.roots.iter().map(|&r| w[r as usize].total).sum();
+            if n == 0 {
+                continue;
+            }
+            writeln!(
+                out,
+                "\nThread {} (id {}): {} samples",
+                escape(&t.display_name()),
+                t.java_id,
+                n
+            )?;
+            write_tree(&profile, &t.tree, all, &opts, out)?;
+        }
+    } else {
+        writeln!(
+            out,
+            "\nCalling context tree ({} view, all threads; share of all samples, self samples){}",
+            view.name(),
+            if args.min_percent > 0.0 {
+                format!("; below {}% hidden", args.min_percent)
+            } else {
+                String::new()
+            }
+        )?;
+        let merged = profile.merged();
+        write_tree(&profile, &merged.tree, all, &opts, out)?;
+    }
+
+    if !args.back_traces.is_empty() {
+        let merged = profile.merged();
+        for b in &args.back_traces {
+            let Ok(pat) = sprig::pattern::parse(b) else {
+                continue;
+            };
+            let ids = profile.methods_matching(|m| pat.matches(&m.class, &m.name, &m.descriptor));
+            if ids.is_empty() {
+                writeln!(out, "\nBack traces of {}: no sample holds it", escape(b))?;
+            }
+            for id in ids {
+                let bt = back_traces(&profile, &merged.tree, id, None);
+                writeln!(
+                    out,
+                    "\nBack traces of {} (share of its samples' weight)",
+                    escape(&profile.display_name(id))
+                )?;
+                for (i, depth, _) in bt.lines(&profile) {
+                    writeln!(
+                        out,
+                        "  {:>6.1}%  {:indent$}{}",
+                        bt.share(i) * 100.0,
+                        "",
+                        escape(&back_node_name(&profile, &bt.nodes[i])),
+                        indent = 2 * depth.min(40)
+                    )?;
+                }
+            }
+        }
+    }
+
+    if args.suggest_roots > 0 {
+        let roots = s.suggestions();
+        writeln!(
+            out,
+            "\nSuggested roots ({} view: inclusive share, steady over the run's 4 windows; no JDK method, no thread entry frame)",
+            view.name()
+        )?;
+        if roots.is_empty() {
+            writeln!(
+                out,
+                "  none: no method outside the JDK holds a steady 5% of the samples below the threads' entry frames"
+            )?;
+        }
+        for (i, r) in roots.iter().enumerate() {
+            let windows: Vec<String> = r
+                .window_shares
+                .iter()
+                .map(|w| format!("{:.0}", w * 100.0))
+                .collect();
+            writeln!(
+                out,
+                "  {}. {}  {:.1}% (windows: {}%)",
+                i + 1,
+                escape(&r.pattern),
+                r.share * 100.0,
+                windows.join(", ")
+            )?;
+            writeln!(
+                out,
+                "     {}",
+                escape(&profile_command(args.pid, &r.pattern))
+            )?;
+            writeln!(
+                out,
+                "     predicted overhead at least {} (sampled timing), {} (--timing exact)",
+                small_pct(r.sampled_pct),
+                small_pct(r.exact_pct)
+            )?;
+        }
+        if !roots.is_empty() {
+            writeln!(
+                out,
+                "  The prediction: {:.1} activations/s were seen below the first root (Whaley's edge counts, a lower bound on its calls/s: a call that starts and ends between two samples is not seen), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the {} time sampled under it. Code making many short calls costs more; `sprig profile ... --duration 10` measures it.",
+                roots[0].activations_per_sec,
+                match view {
+                    View::Cpu => "CPU",
+                    View::Wall => "wall",
+                }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The tree's lines: share of all the view's samples, self samples,
+/// the method; children by weight.
+fn write_tree(
+    profile: &Profile,
+    tree: &Tree,
+    all: u64,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let view = tree_view(profile, tree, opts);
+    let w = profile.weights(tree, Metric::Samples);
+    for line in &view.lines {
+        let n = line.node as usize;
+        writeln!(
+            out,
+            "  {:>6} {:>8}  {:indent$}{}",
+            pct(w[n].total, all),
+            w[n].own,
+            "",
+            escape(&profile.method(tree.nodes[n].method).display()),
+            indent = 2 * line.depth.min(60)
+        )?;
+    }
+    Ok(())
+}
