@@ -21,7 +21,7 @@ fn run_reflect(jvm: &mut sprig_tests::Proc, n: u32) {
 
 #[test]
 fn watched_reflection_classes_are_restored_on_detach() {
-    for jdk in sprig_tests::test_jdks("watched_reflection_classes_are_restored_on_detach") {
+    for jdk in sprig_tests::every_jdk("watched_reflection_classes_are_restored_on_detach") {
         let classes = sprig_tests::fixture_classes(&jdk);
         let mut jvm = spawn_java(&jdk, classes.path(), &[], "reveal.Driver");
         wait_ready(&mut jvm);

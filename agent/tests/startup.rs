@@ -9,7 +9,7 @@ use std::time::Duration;
 
 #[test]
 fn agentpath_exact_root_counts() {
-    for jdk in sprig_tests::test_jdks("agentpath_exact_root_counts") {
+    for jdk in sprig_tests::every_jdk("agentpath_exact_root_counts") {
         one_jdk(&jdk);
     }
 }

@@ -636,7 +636,7 @@ fn a_crafted_deep_snapshot_reports_in_every_format_bounded() {
 
 #[test]
 fn a_real_10k_deep_recursion_reports_in_every_format_bounded() {
-    for jdk in sprig_tests::test_jdks("a_real_10k_deep_recursion_reports_in_every_format_bounded") {
+    for jdk in sprig_tests::every_jdk("a_real_10k_deep_recursion_reports_in_every_format_bounded") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_workload(&jdk, classes.path(), &[]);
         // Loads fixtures.Calls before the attach.

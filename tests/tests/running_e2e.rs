@@ -7,7 +7,7 @@
 //! its speed, because nothing redefines its class while it runs.
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin, test_jdks};
+use sprig_tests::{Jdk, Proc, TempDir, every_jdk, fixture_classes, sprig_bin};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -88,7 +88,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_speed() {
-    for jdk in test_jdks("running frames after the detach") {
+    for jdk in every_jdk("running frames after the detach") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_spin(&jdk, classes.path());
         let before = rates(&mut jvm, Duration::from_secs(2));
@@ -162,7 +162,16 @@ fn the_report_names_the_loop_left_on_an_old_version_and_the_other_keeps_its_spee
 /// tasks the root really runs are counted; the report names the loop.
 #[test]
 fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
-    for jdk in test_jdks("a thread loop spared by revelation") {
+    for jdk in every_jdk("a thread loop spared by revelation") {
+        if jdk.major == 11 {
+            // Measured 2026-11-29 (Temurin 11.0.13): the first redefinition
+            // after the attach makes every compiled method not entrant, and
+            // a loop that never returns stays interpreted (a tenth of its
+            // speed) for good: HotSpot 11 does not compile its OSR version
+            // again. The guide says so (docs/guide.md, "JDK 11").
+            eprintln!("SKIP a thread loop spared by revelation on JDK 11: HotSpot 11 never recompiles a running loop after the attach's deoptimization");
+            continue;
+        }
         let classes = fixture_classes(&jdk);
         let mut cmd = Command::new(jdk.java());
         cmd.arg("-cp").arg(classes.path()).arg("fixtures.PoolLoop");

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sprig_tests::{
-    Jdk, Proc, TempDir, fixture_classes, sprig_bin, start_sprig, start_workload, test_jdks,
+    Jdk, Proc, TempDir, every_jdk, fixture_classes, sprig_bin, start_sprig, start_workload,
 };
 use std::time::Instant;
 
@@ -132,7 +132,7 @@ fn check_latency(root: &Value, sampled: bool) {
 
 #[test]
 fn sampled_timing_keeps_the_exact_tree_and_counts_and_credits_samples_inside_roots() {
-    for jdk in test_jdks("sampled_timing_keeps_the_exact_tree") {
+    for jdk in every_jdk("sampled_timing_keeps_the_exact_tree") {
         run_on(&jdk);
     }
 }
@@ -289,7 +289,7 @@ fn native_events(jvm: &mut Proc) -> u64 {
 
 #[test]
 fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
-    for jdk in test_jdks("sampled_probes_record_in_java") {
+    for jdk in every_jdk("sampled_probes_record_in_java") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_debug_workload(&jdk, classes.path());
         jvm.send("run calls 2000 1");
@@ -353,7 +353,7 @@ fn sampled_probes_record_in_java_and_sessions_in_a_row_stay_exact() {
 
 #[test]
 fn killing_the_cli_mid_sampled_session_leaves_a_running_jvm() {
-    for jdk in test_jdks("killing_the_cli_mid_sampled_session") {
+    for jdk in every_jdk("killing_the_cli_mid_sampled_session") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_workload(&jdk, classes.path(), &[]);
         jvm.send("run calls 200 1");
