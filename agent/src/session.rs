@@ -46,9 +46,8 @@
 
 use crate::calibrate;
 use crate::env::{self, Agent};
-use crate::error::AgentError;
+use crate::error::{AgentError, inject_fault, step};
 use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
-use crate::frames;
 use crate::instrument;
 use crate::ledger;
 use crate::methods;
@@ -56,6 +55,7 @@ use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
+use crate::sources::{self, Running};
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions, Timing};
@@ -83,31 +83,10 @@ static BUSY: AtomicBool = AtomicBool::new(false);
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
 /// A session's per-session state has begun and its teardown has not run.
 static LIVE: AtomicBool = AtomicBool::new(false);
+/// The sources the session started (`sources`), stopped by the teardown.
+static SOURCES: Mutex<Running> = Mutex::new(Running::new());
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
-/// Test-only fault injection: a comma-separated list in the target's
-/// environment. `control` makes the control loop panic once, `teardown`
-/// one step of the end of a session (the tests of a session's end).
-const FAULT_ENV: &str = "SPRIG_AGENT_FAULT";
-
-/// Panics once per JVM at `point` when [`FAULT_ENV`] names it.
-fn inject_fault(point: &'static str) {
-    static FIRED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let Some(list) = std::env::var_os(FAULT_ENV) else {
-        return;
-    };
-    if !list.to_string_lossy().split(',').any(|p| p == point) {
-        return;
-    }
-    let mut fired = crate::sync::lock(&FIRED);
-    if fired.contains(&point) {
-        return;
-    }
-    fired.push(point);
-    drop(fired);
-    panic!("sprig agent: injected fault at {point} ({FAULT_ENV})");
-}
-
 /// The agent's handlers of the JVMTI events, as `ffi` binds them.
 struct Events;
 
@@ -489,6 +468,16 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
     start_profiling(agent, jni, ch, ring, session_opts)
 }
 
+/// Starts `source` and keeps it in the session's list (see
+/// `sources::Running::start`).
+fn start_source(
+    agent: &'static Agent,
+    jni: Jni<'_>,
+    source: Box<dyn sources::Source>,
+) -> Result<(), String> {
+    crate::sync::lock(&SOURCES).start(agent, jni, source)
+}
+
 fn start_profiling(
     agent: &'static Agent,
     jni: Jni<'_>,
@@ -606,33 +595,11 @@ fn start_profiling(
         session.detach(agent, jni, End::Requested);
         return None;
     }
-    // Before any class is redefined: what runs now.
-    frames::begin_session(&agent.jvmti, jni);
-    reveal::spare_loops(frames::running_loops());
-    ledger::begin_session(patterns);
-    if let Err(e) = instrument::begin_session(&agent.jvmti) {
-        outbox::send(Message::Error(format!(
-            "cannot enable the class file load hook: {e}"
-        )));
+    // The probes: the roots' classes rewritten, put back at the end.
+    if let Err(e) = start_source(agent, jni, Box::new(sources::probes::Probes::new(patterns))) {
+        outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
         return None;
-    }
-    let report = instrument::instrument_loaded(&agent.jvmti, jni);
-    for (pattern, methods) in report.instrumented {
-        outbox::send(Message::RootInstrumented { pattern, methods });
-    }
-    for pattern in report.failed {
-        outbox::send(Message::Warning(format!(
-            "root {pattern}: no matching class could be instrumented (see the class failures); \
-             it stays armed for classes loaded later"
-        )));
-    }
-    for (pattern, class_loaded, suggestions) in report.not_found {
-        outbox::send(Message::RootNotFound {
-            pattern,
-            class_loaded,
-            suggestions,
-        });
     }
     Some(session)
 }
@@ -720,18 +687,6 @@ impl Session {
     }
 }
 
-/// Runs one step of the teardown: a panic in it is caught (and said on
-/// stderr), `fallback` stands for its result, and the next steps run.
-fn step<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => {
-            eprintln!("sprig agent: {} in {what}", AgentError::Panic);
-            fallback
-        }
-    }
-}
-
 /// The end of every session, however it ends (a requested detach, the CLI
 /// gone, the ring dead, VM death, a panic on the control thread): every
 /// probe silenced, every class restored, revelation and the probe class's
@@ -743,47 +698,22 @@ fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
         return stats(ledger::Counters::default());
     }
     let vm_death = matches!(end, End::VmDeath);
-    // Per-session state ends in this order: probe (silenced), the restore
-    // (ledger, under revelation's quiesce), frames, reveal, probe_class,
-    // the ring, outbox.
+    // Per-session state ends in this order: probe (silenced), the sources
+    // (the last started first: the probes' restore, under revelation's
+    // quiesce, and frames), reveal, probe_class, the sources' events and
+    // capabilities, the ring, outbox.
     step("probe::end_session", (), || probe::end_session(jni));
-    step("the virtual-thread count", (), || {
-        let on_virtual = probe_class::virtual_roots(jni);
-        if on_virtual > 0 {
-            outbox::send(Message::Warning(format!(
-                "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig \
-                 keeps a thread's probe state with the carrier thread, and a virtual thread \
-                 that blocks inside the root can go on on another carrier",
-                if on_virtual == 1 { "" } else { "s" },
-                if on_virtual == 1 { "was" } else { "were" },
-            )));
-        }
+    // Every source the session started, the last started first.
+    let mut ending = sources::Ending {
+        vm_death,
+        ..Default::default()
+    };
+    let running = std::mem::take(&mut *crate::sync::lock(&SOURCES));
+    let stopped = step("the sources' stop", Default::default(), || {
+        let mut running = running;
+        running.stop_all(agent, jni, &mut ending)
     });
-    let (counters, redefined) = step(
-        "the restore",
-        (ledger::Counters::default(), Default::default()),
-        || {
-            let serial = reveal::quiesce();
-            let restored = if vm_death {
-                (ledger::counters(), Default::default())
-            } else {
-                instrument::restore_all(&agent.jvmti, jni)
-            };
-            drop(serial);
-            restored
-        },
-    );
-    step("frames::end_session", (), || {
-        inject_fault("teardown");
-        // Frames the redefinitions left on old method versions.
-        if !redefined.is_empty() {
-            let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
-            if let Some(w) = frames::warning(&stale) {
-                outbox::send(Message::Warning(w));
-            }
-        }
-        frames::end_session();
-    });
+    let counters = ending.counters;
     let revelation = step("reveal::end_session", None, || {
         if let Some(w) = reveal::spared_warning() {
             outbox::send(Message::Warning(w));
@@ -799,9 +729,8 @@ fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
             probe_class::end_session(jni, reveal::sites_handed())
         });
     }
-    step("the events off", (), || {
-        let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
-        let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
+    step("the sources' events and capabilities", (), || {
+        stopped.release(agent)
     });
     step("the ring's retirement", (), || {
         let _ = probe::retire_ring();

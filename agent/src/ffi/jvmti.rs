@@ -125,6 +125,78 @@ impl Event {
     }
 }
 
+/// The JVMTI capabilities sprig takes, as named flags (a subset of
+/// `jvmtiCapabilities`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub retransform_classes: bool,
+    pub redefine_classes: bool,
+    pub get_bytecodes: bool,
+    pub get_constant_pool: bool,
+    pub all_class_hook_events: bool,
+    /// GetThreadCpuTime of any thread.
+    pub thread_cpu_time: bool,
+}
+
+impl Capabilities {
+    pub const NONE: Capabilities = Capabilities {
+        retransform_classes: false,
+        redefine_classes: false,
+        get_bytecodes: false,
+        get_constant_pool: false,
+        all_class_hook_events: false,
+        thread_cpu_time: false,
+    };
+
+    /// What rewriting classes needs: retransform, redefine, bytecodes,
+    /// constant pool and all class hook events. Never the sampled
+    /// allocation capability (only one environment may hold it).
+    pub const CLASS_REWRITING: Capabilities = Capabilities {
+        retransform_classes: true,
+        redefine_classes: true,
+        get_bytecodes: true,
+        get_constant_pool: true,
+        all_class_hook_events: true,
+        thread_cpu_time: false,
+    };
+
+    pub fn is_empty(self) -> bool {
+        self == Capabilities::NONE
+    }
+
+    /// Whether every capability of `self` is in `other`.
+    pub fn within(self, other: Capabilities) -> bool {
+        (!self.retransform_classes || other.retransform_classes)
+            && (!self.redefine_classes || other.redefine_classes)
+            && (!self.get_bytecodes || other.get_bytecodes)
+            && (!self.get_constant_pool || other.get_constant_pool)
+            && (!self.all_class_hook_events || other.all_class_hook_events)
+            && (!self.thread_cpu_time || other.thread_cpu_time)
+    }
+
+    fn raw(self) -> jvmtiCapabilities {
+        let mut caps = jvmtiCapabilities::default();
+        caps.set_can_retransform_classes(self.retransform_classes);
+        caps.set_can_redefine_classes(self.redefine_classes);
+        caps.set_can_get_bytecodes(self.get_bytecodes);
+        caps.set_can_get_constant_pool(self.get_constant_pool);
+        caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
+        caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
+        caps
+    }
+
+    fn from_raw(raw: &jvmtiCapabilities) -> Capabilities {
+        Capabilities {
+            retransform_classes: raw.can_retransform_classes(),
+            redefine_classes: raw.can_redefine_classes(),
+            get_bytecodes: raw.can_get_bytecodes(),
+            get_constant_pool: raw.can_get_constant_pool(),
+            all_class_hook_events: raw.can_generate_all_class_hook_events(),
+            thread_cpu_time: raw.can_get_thread_cpu_time(),
+        }
+    }
+}
+
 /// One thread's stack as [`Jvmti::all_stack_traces`] saw it.
 #[derive(Clone, Debug)]
 pub struct ThreadStack {
@@ -207,19 +279,35 @@ impl Jvmti {
         Ok((mem, len))
     }
 
-    /// Adds the capabilities sprig needs: retransform, redefine, bytecodes,
-    /// constant pool and all class hook events. Never takes the sampled
-    /// allocation capability (only one environment may hold it).
-    pub fn add_profiler_capabilities(&self) -> Result<(), JvmtiError> {
-        let mut caps = jvmtiCapabilities::default();
-        caps.set_can_retransform_classes(true);
-        caps.set_can_redefine_classes(true);
-        caps.set_can_get_bytecodes(true);
-        caps.set_can_get_constant_pool(true);
-        caps.set_can_generate_all_class_hook_events(true);
-        // SAFETY: `caps` is a valid capabilities struct for the duration of
+    /// Adds `caps` to this environment (JVMTI AddCapabilities).
+    pub fn add_capabilities(&self, caps: Capabilities) -> Result<(), JvmtiError> {
+        if caps.is_empty() {
+            return Ok(());
+        }
+        let raw = caps.raw();
+        // SAFETY: `raw` is a valid capabilities struct for the duration of
         // the call.
-        unsafe { jvmti_call!(self.env, AddCapabilities, &caps) }
+        unsafe { jvmti_call!(self.env, AddCapabilities, &raw) }
+    }
+
+    /// Gives `caps` back (JVMTI RelinquishCapabilities).
+    pub fn relinquish_capabilities(&self, caps: Capabilities) -> Result<(), JvmtiError> {
+        if caps.is_empty() {
+            return Ok(());
+        }
+        let raw = caps.raw();
+        // SAFETY: `raw` is a valid capabilities struct for the duration of
+        // the call.
+        unsafe { jvmti_call!(self.env, RelinquishCapabilities, &raw) }
+    }
+
+    /// The capabilities this environment could add now (JVMTI
+    /// GetPotentialCapabilities).
+    pub fn potential_capabilities(&self) -> Result<Capabilities, JvmtiError> {
+        let mut raw = jvmtiCapabilities::default();
+        // SAFETY: `raw` is a valid out struct.
+        unsafe { jvmti_call!(self.env, GetPotentialCapabilities, &mut raw)? };
+        Ok(Capabilities::from_raw(&raw))
     }
 
     /// Installs the event callback table.
