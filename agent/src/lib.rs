@@ -8,7 +8,7 @@
 //!   each module's `begin_session`/`end_session`.
 //! - `sources`: what observes the JVM in a session, one lifecycle each
 //!   (check, start, stop, the capabilities and events it needs): the
-//!   probes.
+//!   probes, the stack sampler.
 //! - `calibrate`: the probe calibration.
 //! - `probe`: the probe runtime (hot path), the natives of the probe class.
 //! - `instrument`: class file load hook, root matching, restore.

@@ -17,8 +17,9 @@
 //! 2. Before `Start` the agent answers `StatusRequest` and
 //!    `BytecodeDigest`; `Detach` ends the session at once (`Detached`).
 //! 3. `Start(SessionOptions)`: bad patterns, no roots (unless only a
-//!    calibration is asked: `sprig calibrate`) or an unmappable ring give
-//!    `Error` then `Detached`. Otherwise `Started{clock, ticks_per_sec}`
+//!    calibration is asked: `sprig calibrate`, or stack samples), stack
+//!    options out of range or an unmappable ring give `Error` then
+//!    `Detached`. Otherwise `Started{clock, ticks_per_sec}`
 //!    (the ring's), then `Calibration` (or a `Warning` if it failed) when
 //!    asked (a calibration-only session then ends with `Detached`), then
 //!    for every root method found a
@@ -27,6 +28,11 @@
 //!    `RootNotFound{pattern, class_loaded, suggestions}` (still armed: a
 //!    class loading later sends `Method`s and `RootInstrumented`).
 //!    `ClassFailed` for a class that could not be instrumented.
+//!    With `stacks` set, the stack sampler starts too (`sources::stacks`):
+//!    `SampledThread` and `FrameMethod` before the `StackSamples` round that
+//!    first needs them. With `stacks` set and no root the session samples
+//!    only: no ring is mapped (`Started` names the monotonic clock), no
+//!    class is redefined, the probes do not start.
 //! 4. While profiling: `Thread{index,..}` for each new thread (queued,
 //!    forwarded within 200 ms), `Status` about once a second and on
 //!    `StatusRequest`, `Digest` on `BytecodeDigest`. With revelation on,
@@ -55,6 +61,8 @@ use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
+use crate::sources::probes::Probes;
+use crate::sources::stacks::Stacks;
 use crate::sources::{self, Running};
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
@@ -341,6 +349,8 @@ fn send_calibration(f: calibrate::Figures) {
 
 pub struct Session {
     ch: Channel,
+    /// The session has a ring (a sample-only session has none).
+    ring: bool,
     /// Calibrate again at a requested detach (private directory, clock and
     /// its ticks per second): a second measurement, seconds or minutes after
     /// the first, which the CLI takes when it is the faster (see
@@ -488,9 +498,16 @@ fn start_profiling(
     // No root and calibration asked: `sprig calibrate`, a session that only
     // measures the probes and detaches.
     let calibrate_only = so.roots.is_empty() && so.calibrate;
-    if so.roots.is_empty() && !calibrate_only {
+    // No root and stacks asked: `sprig sample`, a session that only samples
+    // stacks; no class is redefined.
+    let sample_only = so.roots.is_empty() && !so.calibrate && so.stacks.is_some();
+    if so.roots.is_empty() && !calibrate_only && !sample_only {
         return refuse(ch, "no root pattern given".into());
     }
+    let stacks = match so.stacks.map(Stacks::new).transpose() {
+        Ok(s) => s,
+        Err(e) => return refuse(ch, e),
+    };
     let patterns = match so
         .roots
         .iter()
@@ -500,20 +517,35 @@ fn start_profiling(
         Ok(p) => p,
         Err(e) => return refuse(ch, e.to_string()),
     };
-    let Some(ring) = ring else {
-        return refuse(ch, "no event ring came with the Start message".into());
+    // The ring carries the probes' events and the calibration's; a session
+    // whose sources need none goes without it.
+    let needs_ring = so.calibrate
+        || (!patterns.is_empty() && Probes::NEEDS.ring)
+        || (stacks.is_some() && Stacks::NEEDS.ring);
+    let region = match ring {
+        Some(ring) if needs_ring => match probe::map_ring(ring) {
+            Ok(r) => Some(r),
+            Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
+        },
+        Some(_) => None,
+        None if needs_ring => {
+            return refuse(ch, "no event ring came with the Start message".into());
+        }
+        None => None,
     };
-    let region = match probe::map_ring(ring) {
-        Ok(r) => r,
-        Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
-    };
+    // Without a ring, times are CLOCK_MONOTONIC ns (the stack samples').
+    let (clock, ticks_per_sec) = region
+        .as_ref()
+        .map_or((sprig_wire::ClockKind::Monotonic, 1_000_000_000), |r| {
+            (r.clock(), r.ticks_per_sec())
+        });
     let writer = match ch.try_clone() {
         Ok(w) => w,
         Err(e) => return refuse(ch, format!("control socket: {e}")),
     };
     let _ = ch.send(&Message::Started {
-        clock: region.clock(),
-        ticks_per_sec: region.ticks_per_sec(),
+        clock,
+        ticks_per_sec,
     });
     // Per-session state begins in this order (and ends in `detach`):
     // outbox, methods, probe_class, threads, reveal (with revelation on),
@@ -525,6 +557,7 @@ fn start_profiling(
     threads::begin_session();
     if !so.roots_only
         && !calibrate_only
+        && !sample_only
         && let Err(e) = reveal::begin_session(
             so.scheme,
             &so.include,
@@ -543,6 +576,7 @@ fn start_profiling(
         && so.scheme == sprig_wire::control::Scheme::Lazy
         && !so.roots_only
         && !calibrate_only
+        && !sample_only
         && !reveal::receivers_on()
     {
         outbox::send(Message::Warning(
@@ -552,11 +586,13 @@ fn start_profiling(
                 .into(),
         ));
     }
-    let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
     // From here on every end of the session, a panic included, runs the
     // teardown.
     LIVE.store(true, Ordering::Release);
-    probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
+    let ring = region.is_some();
+    if let Some(region) = region {
+        probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
+    }
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
@@ -589,6 +625,7 @@ fn start_profiling(
     }
     let session = Session {
         ch,
+        ring,
         recalibrate: (so.calibrate && !calibrate_only).then_some((clock, ticks_per_sec)),
     };
     if calibrate_only {
@@ -596,7 +633,15 @@ fn start_profiling(
         return None;
     }
     // The probes: the roots' classes rewritten, put back at the end.
-    if let Err(e) = start_source(agent, jni, Box::new(sources::probes::Probes::new(patterns))) {
+    if !sample_only && let Err(e) = start_source(agent, jni, Box::new(Probes::new(patterns))) {
+        outbox::send(Message::Error(e));
+        session.detach(agent, jni, End::Failed);
+        return None;
+    }
+    // The stack sampler, with the probes or alone.
+    if let Some(stacks) = stacks
+        && let Err(e) = start_source(agent, jni, Box::new(stacks))
+    {
         outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
         return None;
@@ -621,7 +666,7 @@ impl Session {
             if VM_DEAD.load(Ordering::Acquire) {
                 break End::VmDeath;
             }
-            if probe::ring_is_dead() {
+            if self.ring && probe::ring_is_dead() {
                 break End::RingDead;
             }
             match self.ch.recv_timeout(wait) {

@@ -207,6 +207,27 @@ pub struct ThreadStack {
     pub frames: Vec<MethodId>,
 }
 
+/// One thread in [`Jvmti::stack_samples`].
+#[derive(Debug)]
+pub struct StackSampled<'a> {
+    /// The thread, a local reference of the sampling thread.
+    pub thread: Local<'a>,
+    /// JVMTI thread state bits (`JVMTI_THREAD_STATE_*`).
+    pub state: u32,
+    /// The method of each frame, innermost first.
+    pub frames: Vec<MethodId>,
+}
+
+/// JVMTI thread state bits sprig reads.
+pub mod thread_state {
+    pub const RUNNABLE: u32 = 0x0004;
+    pub const SLEEPING: u32 = 0x0040;
+    pub const IN_OBJECT_WAIT: u32 = 0x0100;
+    pub const PARKED: u32 = 0x0200;
+    pub const BLOCKED_ON_MONITOR_ENTER: u32 = 0x0400;
+    pub const IN_NATIVE: u32 = 0x40_0000;
+}
+
 /// One JVMTI environment. The agent keeps exactly one for the life of the
 /// library and reuses it across attaches.
 #[derive(Clone, Copy, Debug)]
@@ -638,8 +659,68 @@ impl Jvmti {
         Ok(out)
     }
 
+    /// Every live thread's state bits and up to `max_frames` of its frames
+    /// (innermost first), with the thread as a local reference of the
+    /// calling thread (the caller deletes it, or pops its local frame).
+    /// One JVMTI GetAllStackTraces: the threads are walked at one
+    /// safepoint.
+    pub fn stack_samples<'a>(
+        &self,
+        _jni: &Jni<'a>,
+        max_frames: i32,
+    ) -> Result<Vec<StackSampled<'a>>, JvmtiError> {
+        let mut info: *mut sys::jvmtiStackInfo = std::ptr::null_mut();
+        let mut count: jint = 0;
+        // SAFETY: valid out pointers; the calling thread is attached (holds
+        // `_jni`), so the thread references JVMTI returns are its locals.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetAllStackTraces,
+                max_frames.max(0),
+                &mut info,
+                &mut count
+            )?
+        };
+        if info.is_null() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        for i in 0..count.max(0) as usize {
+            // SAFETY: JVMTI returned an array of `count` stack infos, each
+            // with `frame_count` frames in the same allocation.
+            let si = unsafe { *info.add(i) };
+            let frames = if si.frame_buffer.is_null() {
+                Vec::new()
+            } else {
+                (0..si.frame_count.max(0) as usize)
+                    // SAFETY: see above; `j < frame_count`.
+                    .map(|j| MethodId(unsafe { (*si.frame_buffer.add(j)).method }))
+                    .collect()
+            };
+            out.push(StackSampled {
+                // SAFETY: a local reference JVMTI created for this thread.
+                thread: unsafe { Local::from_raw(si.thread) },
+                state: si.state as u32,
+                frames,
+            });
+        }
+        // One allocation holds the infos and their frame buffers.
+        self.deallocate(info.cast());
+        Ok(out)
+    }
+
+    /// The CPU time `thread` has used, in ns (JVMTI GetThreadCpuTime; needs
+    /// `Capabilities::thread_cpu_time`).
+    pub fn thread_cpu_time(&self, thread: Local<'_>) -> Result<u64, JvmtiError> {
+        let mut ns: i64 = 0;
+        // SAFETY: `thread` is a live thread reference; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetThreadCpuTime, thread.raw(), &mut ns)? };
+        Ok(ns.max(0) as u64)
+    }
+
     /// A thread's name.
-    fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
+    pub fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
         let mut info = jvmtiThreadInfo::default();
         // SAFETY: `thread` is a live thread reference; `info` a valid out
         // struct.

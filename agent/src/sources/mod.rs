@@ -14,11 +14,12 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal). Adding a source is one file
+//! reveal) and `stacks` (the stack sampler). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
 pub mod probes;
+pub mod stacks;
 
 use crate::env::Agent;
 use crate::error::step;
@@ -36,10 +37,6 @@ pub struct Needs {
     /// them off when it has stopped the source.
     pub events: &'static [Event],
     /// Whether the source writes into the event ring.
-    #[expect(
-        dead_code,
-        reason = "the session reads it once a source runs without the ring"
-    )]
     pub ring: bool,
 }
 
@@ -111,12 +108,12 @@ impl Running {
     /// Checks `source`, takes its capabilities and starts it. When the
     /// check or the capabilities fail the source is not kept; once it is
     /// starting it is kept, so that [`Running::stop_all`] stops it even
-    /// when its start failed half-way.
+    /// when its start failed or panicked half-way.
     pub fn start(
         &mut self,
         agent: &'static Agent,
         jni: Jni<'_>,
-        mut source: Box<dyn Source>,
+        source: Box<dyn Source>,
     ) -> Result<(), String> {
         source.check(agent)?;
         let caps = source.needs().capabilities;
@@ -124,9 +121,13 @@ impl Running {
             .jvmti
             .add_capabilities(caps)
             .map_err(|e| format!("{}: AddCapabilities: {e}", source.name()))?;
-        let started = source.start(agent, jni);
+        // Kept before it starts: a start that panics half-way is stopped
+        // too, by the teardown the panic leads to.
         self.sources.push(source);
-        started
+        match self.sources.last_mut() {
+            Some(source) => source.start(agent, jni),
+            None => Ok(()),
+        }
     }
 
     /// Stops every source, the last started first; a panic in one is
