@@ -380,3 +380,84 @@ fn the_cost_of_a_round_with_10_and_200_threads() {
         }
     }
 }
+
+/// Stack options out of range are refused in one line before anything
+/// starts; the sampler runs beside the probes of a root, and the root's
+/// class is put back at the end.
+#[test]
+fn bad_options_are_refused_and_the_sampler_runs_beside_the_probes() {
+    for jdk in
+        sprig_tests::test_jdks("bad_options_are_refused_and_the_sampler_runs_beside_the_probes")
+    {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Stacks");
+        wait_ready(&mut jvm);
+
+        let mut bad = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &bad.options());
+        bad.accept(jvm.pid());
+        bad.start_sampling(StackOptions {
+            interval_us: 0,
+            max_depth: 64,
+        });
+        bad.wait_msg("Detached", Duration::from_secs(20), |m| {
+            matches!(m, Message::Detached(_))
+        });
+        assert!(
+            bad.msgs.iter().any(|m| matches!(
+                m,
+                Message::Error(e) if e.contains("interval") && !e.contains('\n')
+            )),
+            "JDK {}: no one-line error for interval 0: {:#?}",
+            jdk.major,
+            bad.msgs
+        );
+        drop(bad);
+
+        let mut cli = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &cli.options());
+        cli.accept(jvm.pid());
+        let original = cli.digest("fixture.Stacks");
+        cli.start_with_stacks(
+            &["fixture.Stacks::work"],
+            StackOptions {
+                interval_us: 10_000,
+                max_depth: 64,
+            },
+        );
+        cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
+            matches!(m, Message::RootInstrumented { .. })
+        });
+        let got = sample_rounds(&mut cli, &jdk, 10);
+        assert!(
+            !got.of("stacks-spinner").is_empty(),
+            "JDK {}: no sample of the spinner beside the probes",
+            jdk.major
+        );
+        let stats = cli.detach();
+        assert!(
+            stats.instrumented_classes >= 1,
+            "JDK {}: the root's class was not instrumented: {stats:?}",
+            jdk.major
+        );
+        let after = live_threads(&mut jvm);
+        assert!(
+            !after.contains("sprig-stacks"),
+            "JDK {}: {after}",
+            jdk.major
+        );
+
+        let mut next = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &next.options());
+        next.accept(jvm.pid());
+        assert_eq!(
+            next.digest("fixture.Stacks"),
+            original,
+            "JDK {}: fixture.Stacks not restored",
+            jdk.major
+        );
+        next.detach();
+        jvm.send("quit");
+        let _ = jvm.wait_exit(Duration::from_secs(20));
+    }
+}

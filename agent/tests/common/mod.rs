@@ -220,6 +220,13 @@ impl FakeCli {
         self.send_start(o);
     }
 
+    /// Starts a session that instruments only `roots` and samples stacks.
+    pub fn start_with_stacks(&mut self, roots: &[&str], stacks: sprig_wire::control::StackOptions) {
+        let mut o = session_options(roots, true);
+        o.stacks = Some(stacks);
+        self.send_start(o);
+    }
+
     pub fn poll(&mut self) {
         let events = &mut self.events;
         self.consumer.poll(&mut |thread, evs| {
