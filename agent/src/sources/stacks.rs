@@ -15,7 +15,8 @@
 //! thread, the safepoint it waits for included.
 //!
 //! The sampler sends through `outbox::send` (it is no application thread;
-//! a send is bounded by the socket's write timeout). Every local reference
+//! a send is bounded by the socket's write timeout), and nothing once the
+//! session has stopped it. Every local reference
 //! a round makes is deleted, every JVMTI buffer deallocated (in `ffi`). A
 //! thread that ends between the listing and a later call of the round is
 //! normal: its CPU time is then unknown (`u64::MAX`).
@@ -123,10 +124,10 @@ impl Source for Stacks {
                 };
                 let jni = attached.jni();
                 let body = catch_unwind(AssertUnwindSafe(|| {
-                    match Sampler::new(agent.jvmti, jni, opts) {
+                    match Sampler::new(agent.jvmti, jni, opts, flag) {
                         Ok(mut s) => {
                             let _ = ready_tx.send(Ok(()));
-                            s.run(jni, &flag);
+                            s.run(jni);
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
@@ -202,10 +203,17 @@ struct Sampler {
     threads: HashMap<u64, Seen>,
     /// A failed round was said once.
     warned: bool,
+    /// Set when the session stops the sampler.
+    stop: StopFlag,
 }
 
 impl Sampler {
-    fn new(jvmti: Jvmti, jni: Jni<'_>, opts: StackOptions) -> Result<Sampler, String> {
+    fn new(
+        jvmti: Jvmti,
+        jni: Jni<'_>,
+        opts: StackOptions,
+        stop: StopFlag,
+    ) -> Result<Sampler, String> {
         let tid = jni
             .thread_id_field()
             .ok_or("stack sampling: cannot find java.lang.Thread's tid field")?;
@@ -216,16 +224,19 @@ impl Sampler {
             frames: HashMap::new(),
             threads: HashMap::new(),
             warned: false,
+            stop,
         })
     }
 
-    /// Rounds every `interval_us` until `stop` is set or the VM dies.
-    fn run(&mut self, jni: Jni<'_>, stop: &StopFlag) {
+    /// Rounds every `interval_us` until the stop flag is set or the VM
+    /// dies.
+    fn run(&mut self, jni: Jni<'_>) {
         let interval = Duration::from_micros(u64::from(self.opts.interval_us));
         let mut next = Instant::now();
+        let stop = self.stop.clone();
         loop {
             {
-                let (lock, cvar) = &**stop;
+                let (lock, cvar) = &*stop;
                 let mut stopped = crate::sync::lock(lock);
                 loop {
                     if *stopped {
@@ -247,10 +258,13 @@ impl Sampler {
                 Err(e) => {
                     if !self.warned {
                         self.warned = true;
-                        outbox::send(Message::Warning(format!(
-                            "stack sampling: GetAllStackTraces failed ({e}); rounds that fail \
+                        send(
+                            &self.stop,
+                            Message::Warning(format!(
+                                "stack sampling: GetAllStackTraces failed ({e}); rounds that fail \
                              are skipped"
-                        )));
+                            )),
+                        );
                     }
                 }
             }
@@ -276,11 +290,12 @@ impl Sampler {
                 let java_id = jni.thread_id_by(st.thread, self.tid);
                 alive.insert(java_id);
                 let jvmti = self.jvmti;
+                let stop = &self.stop;
                 let seen = self.threads.entry(java_id).or_insert_with(|| {
                     let name = jvmti.thread_name(&jni, st.thread).unwrap_or_default();
                     let own = name.starts_with("sprig-");
                     if !own {
-                        outbox::send(Message::SampledThread { java_id, name });
+                        send(stop, Message::SampledThread { java_id, name });
                     }
                     Seen { own, cpu_ns: None }
                 });
@@ -316,11 +331,14 @@ impl Sampler {
             Ok(samples)
         })?;
         let cost_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        outbox::send(Message::StackSamples {
-            time_ns,
-            cost_ns,
-            samples,
-        });
+        send(
+            &self.stop,
+            Message::StackSamples {
+                time_ns,
+                cost_ns,
+                samples,
+            },
+        );
         Ok(())
     }
 
@@ -343,13 +361,24 @@ impl Sampler {
             .jvmti
             .method_name(m)
             .unwrap_or_else(|_| ("<unknown>".into(), String::new()));
-        outbox::send(Message::FrameMethod {
-            id,
-            class,
-            name,
-            descriptor,
-        });
+        send(
+            &self.stop,
+            Message::FrameMethod {
+                id,
+                class,
+                name,
+                descriptor,
+            },
+        );
         id
+    }
+}
+
+/// Sends `msg` unless the session stopped the sampler: a sampler that
+/// outlived its stop's bound sends nothing into a later session.
+fn send(stop: &StopFlag, msg: Message) {
+    if !*crate::sync::lock(&stop.0) {
+        outbox::send(msg);
     }
 }
 
