@@ -27,8 +27,11 @@ pub fn init<E: ffi::VmEvents>(vm: JavaVm) -> Result<&'static Agent, AgentError> 
         return Ok(a);
     }
     let jvmti = vm.new_jvmti().map_err(AgentError::NoJvmti)?;
+    // Held for the life of the environment, which every later attach
+    // reuses: the class file load hook is bound to it, and the classes a
+    // session rewrote are put back through it.
     jvmti
-        .add_profiler_capabilities()
+        .add_capabilities(ffi::Capabilities::CLASS_REWRITING)
         .map_err(AgentError::jvmti("AddCapabilities"))?;
     ffi::install::<E>(&jvmti).map_err(AgentError::jvmti("SetEventCallbacks"))?;
     jvmti

@@ -78,3 +78,38 @@ pub fn run_entry(what: &str, f: impl FnOnce() -> Result<(), AgentError>) -> i32 
         }
     }
 }
+
+/// Runs one step of a session's end: a panic in it is caught (and said on
+/// stderr), `fallback` stands for its result, and the next steps run.
+pub fn step<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!("sprig agent: {} in {what}", AgentError::Panic);
+            fallback
+        }
+    }
+}
+
+/// Test-only fault injection: a comma-separated list in the target's
+/// environment. `control` makes the control loop panic once, `teardown`
+/// one step of the end of a session (the tests of a session's end).
+pub const FAULT_ENV: &str = "SPRIG_AGENT_FAULT";
+
+/// Panics once per JVM at `point` when [`FAULT_ENV`] names it.
+pub fn inject_fault(point: &'static str) {
+    static FIRED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let Some(list) = std::env::var_os(FAULT_ENV) else {
+        return;
+    };
+    if !list.to_string_lossy().split(',').any(|p| p == point) {
+        return;
+    }
+    let mut fired = crate::sync::lock(&FIRED);
+    if fired.contains(&point) {
+        return;
+    }
+    fired.push(point);
+    drop(fired);
+    panic!("sprig agent: injected fault at {point} ({FAULT_ENV})");
+}

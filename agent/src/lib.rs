@@ -6,6 +6,9 @@
 //!
 //! - `session`: connect to the CLI, control loop, detach; the one list of
 //!   each module's `begin_session`/`end_session`.
+//! - `sources`: what observes the JVM in a session, one lifecycle each
+//!   (check, start, stop, the capabilities and events it needs): the
+//!   probes, the stack sampler.
 //! - `calibrate`: the probe calibration.
 //! - `probe`: the probe runtime (hot path), the natives of the probe class.
 //! - `instrument`: class file load hook, root matching, restore.
@@ -44,6 +47,7 @@ mod probe;
 mod probe_class;
 mod reveal;
 mod session;
+mod sources;
 mod suggest;
 mod sync;
 mod threads;

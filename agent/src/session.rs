@@ -17,8 +17,9 @@
 //! 2. Before `Start` the agent answers `StatusRequest` and
 //!    `BytecodeDigest`; `Detach` ends the session at once (`Detached`).
 //! 3. `Start(SessionOptions)`: bad patterns, no roots (unless only a
-//!    calibration is asked: `sprig calibrate`) or an unmappable ring give
-//!    `Error` then `Detached`. Otherwise `Started{clock, ticks_per_sec}`
+//!    calibration is asked: `sprig calibrate`, or stack samples), stack
+//!    options out of range or an unmappable ring give `Error` then
+//!    `Detached`. Otherwise `Started{clock, ticks_per_sec}`
 //!    (the ring's), then `Calibration` (or a `Warning` if it failed) when
 //!    asked (a calibration-only session then ends with `Detached`), then
 //!    for every root method found a
@@ -27,6 +28,11 @@
 //!    `RootNotFound{pattern, class_loaded, suggestions}` (still armed: a
 //!    class loading later sends `Method`s and `RootInstrumented`).
 //!    `ClassFailed` for a class that could not be instrumented.
+//!    With `stacks` set, the stack sampler starts too (`sources::stacks`):
+//!    `SampledThread` and `FrameMethod` before the `StackSamples` round that
+//!    first needs them. With `stacks` set and no root the session samples
+//!    only: no ring is mapped (`Started` names the monotonic clock), no
+//!    class is redefined, the probes do not start.
 //! 4. While profiling: `Thread{index,..}` for each new thread (queued,
 //!    forwarded within 200 ms), `Status` about once a second and on
 //!    `StatusRequest`, `Digest` on `BytecodeDigest`. With revelation on,
@@ -46,9 +52,8 @@
 
 use crate::calibrate;
 use crate::env::{self, Agent};
-use crate::error::AgentError;
+use crate::error::{AgentError, inject_fault, step};
 use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
-use crate::frames;
 use crate::instrument;
 use crate::ledger;
 use crate::methods;
@@ -56,6 +61,9 @@ use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
+use crate::sources::probes::Probes;
+use crate::sources::stacks::Stacks;
+use crate::sources::{self, Running};
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{AgentStats, JvmInfo, SessionOptions, Timing};
@@ -83,31 +91,10 @@ static BUSY: AtomicBool = AtomicBool::new(false);
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
 /// A session's per-session state has begun and its teardown has not run.
 static LIVE: AtomicBool = AtomicBool::new(false);
+/// The sources the session started (`sources`), stopped by the teardown.
+static SOURCES: Mutex<Running> = Mutex::new(Running::new());
 /// Startup mode: options kept from Agent_OnLoad until VMInit.
 static PENDING: Mutex<Option<AgentOptions>> = Mutex::new(None);
-/// Test-only fault injection: a comma-separated list in the target's
-/// environment. `control` makes the control loop panic once, `teardown`
-/// one step of the end of a session (the tests of a session's end).
-const FAULT_ENV: &str = "SPRIG_AGENT_FAULT";
-
-/// Panics once per JVM at `point` when [`FAULT_ENV`] names it.
-fn inject_fault(point: &'static str) {
-    static FIRED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let Some(list) = std::env::var_os(FAULT_ENV) else {
-        return;
-    };
-    if !list.to_string_lossy().split(',').any(|p| p == point) {
-        return;
-    }
-    let mut fired = crate::sync::lock(&FIRED);
-    if fired.contains(&point) {
-        return;
-    }
-    fired.push(point);
-    drop(fired);
-    panic!("sprig agent: injected fault at {point} ({FAULT_ENV})");
-}
-
 /// The agent's handlers of the JVMTI events, as `ffi` binds them.
 struct Events;
 
@@ -362,6 +349,8 @@ fn send_calibration(f: calibrate::Figures) {
 
 pub struct Session {
     ch: Channel,
+    /// The session has a ring (a sample-only session has none).
+    ring: bool,
     /// Calibrate again at a requested detach (private directory, clock and
     /// its ticks per second): a second measurement, seconds or minutes after
     /// the first, which the CLI takes when it is the faster (see
@@ -489,6 +478,16 @@ fn begin(agent: &'static Agent, jni: Jni<'_>, opts: AgentOptions) -> Option<Sess
     start_profiling(agent, jni, ch, ring, session_opts)
 }
 
+/// Starts `source` and keeps it in the session's list (see
+/// `sources::Running::start`).
+fn start_source(
+    agent: &'static Agent,
+    jni: Jni<'_>,
+    source: Box<dyn sources::Source>,
+) -> Result<(), String> {
+    crate::sync::lock(&SOURCES).start(agent, jni, source)
+}
+
 fn start_profiling(
     agent: &'static Agent,
     jni: Jni<'_>,
@@ -499,9 +498,16 @@ fn start_profiling(
     // No root and calibration asked: `sprig calibrate`, a session that only
     // measures the probes and detaches.
     let calibrate_only = so.roots.is_empty() && so.calibrate;
-    if so.roots.is_empty() && !calibrate_only {
+    // No root and stacks asked: `sprig sample`, a session that only samples
+    // stacks; no class is redefined.
+    let sample_only = so.roots.is_empty() && !so.calibrate && so.stacks.is_some();
+    if so.roots.is_empty() && !calibrate_only && !sample_only {
         return refuse(ch, "no root pattern given".into());
     }
+    let stacks = match so.stacks.map(Stacks::new).transpose() {
+        Ok(s) => s,
+        Err(e) => return refuse(ch, e),
+    };
     let patterns = match so
         .roots
         .iter()
@@ -511,20 +517,35 @@ fn start_profiling(
         Ok(p) => p,
         Err(e) => return refuse(ch, e.to_string()),
     };
-    let Some(ring) = ring else {
-        return refuse(ch, "no event ring came with the Start message".into());
+    // The ring carries the probes' events and the calibration's; a session
+    // whose sources need none goes without it.
+    let needs_ring = so.calibrate
+        || (!patterns.is_empty() && Probes::NEEDS.ring)
+        || (stacks.is_some() && Stacks::NEEDS.ring);
+    let region = match ring {
+        Some(ring) if needs_ring => match probe::map_ring(ring) {
+            Ok(r) => Some(r),
+            Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
+        },
+        Some(_) => None,
+        None if needs_ring => {
+            return refuse(ch, "no event ring came with the Start message".into());
+        }
+        None => None,
     };
-    let region = match probe::map_ring(ring) {
-        Ok(r) => r,
-        Err(e) => return refuse(ch, format!("cannot map the event ring: {e}")),
-    };
+    // Without a ring, times are CLOCK_MONOTONIC ns (the stack samples').
+    let (clock, ticks_per_sec) = region
+        .as_ref()
+        .map_or((sprig_wire::ClockKind::Monotonic, 1_000_000_000), |r| {
+            (r.clock(), r.ticks_per_sec())
+        });
     let writer = match ch.try_clone() {
         Ok(w) => w,
         Err(e) => return refuse(ch, format!("control socket: {e}")),
     };
     let _ = ch.send(&Message::Started {
-        clock: region.clock(),
-        ticks_per_sec: region.ticks_per_sec(),
+        clock,
+        ticks_per_sec,
     });
     // Per-session state begins in this order (and ends in `detach`):
     // outbox, methods, probe_class, threads, reveal (with revelation on),
@@ -536,6 +557,7 @@ fn start_profiling(
     threads::begin_session();
     if !so.roots_only
         && !calibrate_only
+        && !sample_only
         && let Err(e) = reveal::begin_session(
             so.scheme,
             &so.include,
@@ -554,6 +576,7 @@ fn start_profiling(
         && so.scheme == sprig_wire::control::Scheme::Lazy
         && !so.roots_only
         && !calibrate_only
+        && !sample_only
         && !reveal::receivers_on()
     {
         outbox::send(Message::Warning(
@@ -563,11 +586,13 @@ fn start_profiling(
                 .into(),
         ));
     }
-    let (clock, ticks_per_sec) = (region.clock(), region.ticks_per_sec());
     // From here on every end of the session, a panic included, runs the
     // teardown.
     LIVE.store(true, Ordering::Release);
-    probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
+    let ring = region.is_some();
+    if let Some(region) = region {
+        probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
+    }
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.
         match calibrate::run(jni, clock, ticks_per_sec, CALIBRATION_BUDGET) {
@@ -600,39 +625,26 @@ fn start_profiling(
     }
     let session = Session {
         ch,
+        ring,
         recalibrate: (so.calibrate && !calibrate_only).then_some((clock, ticks_per_sec)),
     };
     if calibrate_only {
         session.detach(agent, jni, End::Requested);
         return None;
     }
-    // Before any class is redefined: what runs now.
-    frames::begin_session(&agent.jvmti, jni);
-    reveal::spare_loops(frames::running_loops());
-    ledger::begin_session(patterns);
-    if let Err(e) = instrument::begin_session(&agent.jvmti) {
-        outbox::send(Message::Error(format!(
-            "cannot enable the class file load hook: {e}"
-        )));
+    // The probes: the roots' classes rewritten, put back at the end.
+    if !sample_only && let Err(e) = start_source(agent, jni, Box::new(Probes::new(patterns))) {
+        outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
         return None;
     }
-    let report = instrument::instrument_loaded(&agent.jvmti, jni);
-    for (pattern, methods) in report.instrumented {
-        outbox::send(Message::RootInstrumented { pattern, methods });
-    }
-    for pattern in report.failed {
-        outbox::send(Message::Warning(format!(
-            "root {pattern}: no matching class could be instrumented (see the class failures); \
-             it stays armed for classes loaded later"
-        )));
-    }
-    for (pattern, class_loaded, suggestions) in report.not_found {
-        outbox::send(Message::RootNotFound {
-            pattern,
-            class_loaded,
-            suggestions,
-        });
+    // The stack sampler, with the probes or alone.
+    if let Some(stacks) = stacks
+        && let Err(e) = start_source(agent, jni, Box::new(stacks))
+    {
+        outbox::send(Message::Error(e));
+        session.detach(agent, jni, End::Failed);
+        return None;
     }
     Some(session)
 }
@@ -654,7 +666,7 @@ impl Session {
             if VM_DEAD.load(Ordering::Acquire) {
                 break End::VmDeath;
             }
-            if probe::ring_is_dead() {
+            if self.ring && probe::ring_is_dead() {
                 break End::RingDead;
             }
             match self.ch.recv_timeout(wait) {
@@ -720,18 +732,6 @@ impl Session {
     }
 }
 
-/// Runs one step of the teardown: a panic in it is caught (and said on
-/// stderr), `fallback` stands for its result, and the next steps run.
-fn step<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => {
-            eprintln!("sprig agent: {} in {what}", AgentError::Panic);
-            fallback
-        }
-    }
-}
-
 /// The end of every session, however it ends (a requested detach, the CLI
 /// gone, the ring dead, VM death, a panic on the control thread): every
 /// probe silenced, every class restored, revelation and the probe class's
@@ -743,47 +743,22 @@ fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
         return stats(ledger::Counters::default());
     }
     let vm_death = matches!(end, End::VmDeath);
-    // Per-session state ends in this order: probe (silenced), the restore
-    // (ledger, under revelation's quiesce), frames, reveal, probe_class,
-    // the ring, outbox.
+    // Per-session state ends in this order: probe (silenced), the sources
+    // (the last started first: the probes' restore, under revelation's
+    // quiesce, and frames), reveal, probe_class, the sources' events and
+    // capabilities, the ring, outbox.
     step("probe::end_session", (), || probe::end_session(jni));
-    step("the virtual-thread count", (), || {
-        let on_virtual = probe_class::virtual_roots(jni);
-        if on_virtual > 0 {
-            outbox::send(Message::Warning(format!(
-                "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig \
-                 keeps a thread's probe state with the carrier thread, and a virtual thread \
-                 that blocks inside the root can go on on another carrier",
-                if on_virtual == 1 { "" } else { "s" },
-                if on_virtual == 1 { "was" } else { "were" },
-            )));
-        }
+    // Every source the session started, the last started first.
+    let mut ending = sources::Ending {
+        vm_death,
+        ..Default::default()
+    };
+    let running = std::mem::take(&mut *crate::sync::lock(&SOURCES));
+    let stopped = step("the sources' stop", Default::default(), || {
+        let mut running = running;
+        running.stop_all(agent, jni, &mut ending)
     });
-    let (counters, redefined) = step(
-        "the restore",
-        (ledger::Counters::default(), Default::default()),
-        || {
-            let serial = reveal::quiesce();
-            let restored = if vm_death {
-                (ledger::counters(), Default::default())
-            } else {
-                instrument::restore_all(&agent.jvmti, jni)
-            };
-            drop(serial);
-            restored
-        },
-    );
-    step("frames::end_session", (), || {
-        inject_fault("teardown");
-        // Frames the redefinitions left on old method versions.
-        if !redefined.is_empty() {
-            let stale = frames::left_on_old_versions(&agent.jvmti, jni, &redefined);
-            if let Some(w) = frames::warning(&stale) {
-                outbox::send(Message::Warning(w));
-            }
-        }
-        frames::end_session();
-    });
+    let counters = ending.counters;
     let revelation = step("reveal::end_session", None, || {
         if let Some(w) = reveal::spared_warning() {
             outbox::send(Message::Warning(w));
@@ -799,9 +774,8 @@ fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
             probe_class::end_session(jni, reveal::sites_handed())
         });
     }
-    step("the events off", (), || {
-        let _ = agent.jvmti.set_event(Event::ClassFileLoadHook, false);
-        let _ = agent.jvmti.set_event(Event::ClassPrepare, false);
+    step("the sources' events and capabilities", (), || {
+        stopped.release(agent)
     });
     step("the ring's retirement", (), || {
         let _ = probe::retire_ring();

@@ -1,7 +1,8 @@
 //! The architecture invariants of ARCHITECTURE.md that a program can check:
 //! which crate may depend on which, no import circle between the files of
-//! a crate, `unsafe` only in the named FFI modules, the pure crates doing
-//! no I/O, and no document or comment dated by a numbered work session.
+//! a crate, the agent's imports pointing down its floors, `unsafe` only in
+//! the named FFI modules, the pure crates doing no I/O, and no document or
+//! comment dated by a numbered work session.
 //! Reads the workspace's sources as text; starts nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -272,6 +273,57 @@ fn no_file_imports_a_file_that_imports_it_back() {
         found.extend(circles(&graph));
     }
     assert!(found.is_empty(), "import circles: {found:#?}");
+}
+
+/// The agent's floors (ARCHITECTURE.md, `agent/`), bottom first: a module
+/// imports only modules of floors below its own.
+const AGENT_FLOORS: &[&[&str]] = &[
+    &["ffi", "sync", "suggest"],
+    &["error", "outbox"],
+    &["ledger", "frames", "env"],
+    &["probe_class", "threads"],
+    &["methods"],
+    &["reveal"],
+    &["instrument", "probe"],
+    &["calibrate"],
+    &["sources"],
+    &["session"],
+    &["lib.rs"],
+];
+
+#[test]
+fn every_import_of_the_agent_points_down_its_floors() {
+    let floor_of = |file: &str| -> usize {
+        let rel = file.strip_prefix("agent/src/").unwrap_or(file);
+        let top = rel.split('/').next().unwrap_or(rel);
+        let top = if top == "lib.rs" {
+            top
+        } else {
+            top.trim_end_matches(".rs")
+        };
+        AGENT_FLOORS
+            .iter()
+            .position(|f| f.contains(&top))
+            .unwrap_or_else(|| panic!("{file}: its module is on no floor of AGENT_FLOORS"))
+    };
+    let top_of = |file: &str| {
+        file.trim_start_matches("agent/src/")
+            .split('/')
+            .next()
+            .map(str::to_owned)
+    };
+    let mut upward = Vec::new();
+    for (file, targets) in import_graph("agent") {
+        for t in targets {
+            if top_of(&file) != top_of(&t) && floor_of(&t) >= floor_of(&file) {
+                upward.push(format!("{file} -> {t}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "agent imports that do not point down: {upward:#?}"
+    );
 }
 
 fn sprig_dependencies(dir: &str) -> BTreeSet<String> {

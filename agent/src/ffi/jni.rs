@@ -567,6 +567,25 @@ impl<'a> Jni<'a> {
         Some(id as u64)
     }
 
+    /// The `long tid` field of `java.lang.Thread`, for [`Jni::thread_id_by`]
+    /// (a thread that reads many ids looks the field up once).
+    pub fn thread_id_field(&self) -> Option<FieldId> {
+        let class = self.find_class("java/lang/Thread").ok()??;
+        let field = self.find_field(class, "tid", c"J");
+        // SAFETY: `class` is a local reference created above.
+        unsafe { jni_call!(self.env, DeleteLocalRef, class.raw()) };
+        field
+    }
+
+    /// A thread's id ([`Jni::thread_id`]) through the field
+    /// [`Jni::thread_id_field`] returned.
+    pub fn thread_id_by(&self, thread: Local<'_>, tid: FieldId) -> u64 {
+        // SAFETY: `thread` is a live `java.lang.Thread` of this thread's
+        // frame and `tid` the `long tid` field of `java.lang.Thread`.
+        let id = unsafe { jni_call!(self.env, GetLongField, thread.raw(), tid.0) };
+        id as u64
+    }
+
     /// The method a `java.lang.reflect.Method` or `Constructor` object
     /// reflects (`None` for anything else or a pending exception).
     pub fn reflected_method(&self, method: Local<'_>) -> Option<MethodId> {
@@ -644,7 +663,7 @@ impl<'a> Jni<'a> {
 }
 
 /// A method of a loaded class. Valid while its class is loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MethodId(pub(super) jmethodID);
 
 impl MethodId {

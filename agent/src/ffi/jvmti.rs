@@ -125,6 +125,78 @@ impl Event {
     }
 }
 
+/// The JVMTI capabilities sprig takes, as named flags (a subset of
+/// `jvmtiCapabilities`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub retransform_classes: bool,
+    pub redefine_classes: bool,
+    pub get_bytecodes: bool,
+    pub get_constant_pool: bool,
+    pub all_class_hook_events: bool,
+    /// GetThreadCpuTime of any thread.
+    pub thread_cpu_time: bool,
+}
+
+impl Capabilities {
+    pub const NONE: Capabilities = Capabilities {
+        retransform_classes: false,
+        redefine_classes: false,
+        get_bytecodes: false,
+        get_constant_pool: false,
+        all_class_hook_events: false,
+        thread_cpu_time: false,
+    };
+
+    /// What rewriting classes needs: retransform, redefine, bytecodes,
+    /// constant pool and all class hook events. Never the sampled
+    /// allocation capability (only one environment may hold it).
+    pub const CLASS_REWRITING: Capabilities = Capabilities {
+        retransform_classes: true,
+        redefine_classes: true,
+        get_bytecodes: true,
+        get_constant_pool: true,
+        all_class_hook_events: true,
+        thread_cpu_time: false,
+    };
+
+    pub fn is_empty(self) -> bool {
+        self == Capabilities::NONE
+    }
+
+    /// Whether every capability of `self` is in `other`.
+    pub fn within(self, other: Capabilities) -> bool {
+        (!self.retransform_classes || other.retransform_classes)
+            && (!self.redefine_classes || other.redefine_classes)
+            && (!self.get_bytecodes || other.get_bytecodes)
+            && (!self.get_constant_pool || other.get_constant_pool)
+            && (!self.all_class_hook_events || other.all_class_hook_events)
+            && (!self.thread_cpu_time || other.thread_cpu_time)
+    }
+
+    fn raw(self) -> jvmtiCapabilities {
+        let mut caps = jvmtiCapabilities::default();
+        caps.set_can_retransform_classes(self.retransform_classes);
+        caps.set_can_redefine_classes(self.redefine_classes);
+        caps.set_can_get_bytecodes(self.get_bytecodes);
+        caps.set_can_get_constant_pool(self.get_constant_pool);
+        caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
+        caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
+        caps
+    }
+
+    fn from_raw(raw: &jvmtiCapabilities) -> Capabilities {
+        Capabilities {
+            retransform_classes: raw.can_retransform_classes(),
+            redefine_classes: raw.can_redefine_classes(),
+            get_bytecodes: raw.can_get_bytecodes(),
+            get_constant_pool: raw.can_get_constant_pool(),
+            all_class_hook_events: raw.can_generate_all_class_hook_events(),
+            thread_cpu_time: raw.can_get_thread_cpu_time(),
+        }
+    }
+}
+
 /// One thread's stack as [`Jvmti::all_stack_traces`] saw it.
 #[derive(Clone, Debug)]
 pub struct ThreadStack {
@@ -133,6 +205,27 @@ pub struct ThreadStack {
     pub hash: i32,
     /// The method of each frame, innermost first.
     pub frames: Vec<MethodId>,
+}
+
+/// One thread in [`Jvmti::stack_samples`].
+#[derive(Debug)]
+pub struct StackSampled<'a> {
+    /// The thread, a local reference of the sampling thread.
+    pub thread: Local<'a>,
+    /// JVMTI thread state bits (`JVMTI_THREAD_STATE_*`).
+    pub state: u32,
+    /// The method of each frame, innermost first.
+    pub frames: Vec<MethodId>,
+}
+
+/// JVMTI thread state bits sprig reads.
+pub mod thread_state {
+    pub const RUNNABLE: u32 = 0x0004;
+    pub const SLEEPING: u32 = 0x0040;
+    pub const IN_OBJECT_WAIT: u32 = 0x0100;
+    pub const PARKED: u32 = 0x0200;
+    pub const BLOCKED_ON_MONITOR_ENTER: u32 = 0x0400;
+    pub const IN_NATIVE: u32 = 0x40_0000;
 }
 
 /// One JVMTI environment. The agent keeps exactly one for the life of the
@@ -207,19 +300,35 @@ impl Jvmti {
         Ok((mem, len))
     }
 
-    /// Adds the capabilities sprig needs: retransform, redefine, bytecodes,
-    /// constant pool and all class hook events. Never takes the sampled
-    /// allocation capability (only one environment may hold it).
-    pub fn add_profiler_capabilities(&self) -> Result<(), JvmtiError> {
-        let mut caps = jvmtiCapabilities::default();
-        caps.set_can_retransform_classes(true);
-        caps.set_can_redefine_classes(true);
-        caps.set_can_get_bytecodes(true);
-        caps.set_can_get_constant_pool(true);
-        caps.set_can_generate_all_class_hook_events(true);
-        // SAFETY: `caps` is a valid capabilities struct for the duration of
+    /// Adds `caps` to this environment (JVMTI AddCapabilities).
+    pub fn add_capabilities(&self, caps: Capabilities) -> Result<(), JvmtiError> {
+        if caps.is_empty() {
+            return Ok(());
+        }
+        let raw = caps.raw();
+        // SAFETY: `raw` is a valid capabilities struct for the duration of
         // the call.
-        unsafe { jvmti_call!(self.env, AddCapabilities, &caps) }
+        unsafe { jvmti_call!(self.env, AddCapabilities, &raw) }
+    }
+
+    /// Gives `caps` back (JVMTI RelinquishCapabilities).
+    pub fn relinquish_capabilities(&self, caps: Capabilities) -> Result<(), JvmtiError> {
+        if caps.is_empty() {
+            return Ok(());
+        }
+        let raw = caps.raw();
+        // SAFETY: `raw` is a valid capabilities struct for the duration of
+        // the call.
+        unsafe { jvmti_call!(self.env, RelinquishCapabilities, &raw) }
+    }
+
+    /// The capabilities this environment could add now (JVMTI
+    /// GetPotentialCapabilities).
+    pub fn potential_capabilities(&self) -> Result<Capabilities, JvmtiError> {
+        let mut raw = jvmtiCapabilities::default();
+        // SAFETY: `raw` is a valid out struct.
+        unsafe { jvmti_call!(self.env, GetPotentialCapabilities, &mut raw)? };
+        Ok(Capabilities::from_raw(&raw))
     }
 
     /// Installs the event callback table.
@@ -550,8 +659,68 @@ impl Jvmti {
         Ok(out)
     }
 
+    /// Every live thread's state bits and up to `max_frames` of its frames
+    /// (innermost first), with the thread as a local reference of the
+    /// calling thread (the caller deletes it, or pops its local frame).
+    /// One JVMTI GetAllStackTraces: the threads are walked at one
+    /// safepoint.
+    pub fn stack_samples<'a>(
+        &self,
+        _jni: &Jni<'a>,
+        max_frames: i32,
+    ) -> Result<Vec<StackSampled<'a>>, JvmtiError> {
+        let mut info: *mut sys::jvmtiStackInfo = std::ptr::null_mut();
+        let mut count: jint = 0;
+        // SAFETY: valid out pointers; the calling thread is attached (holds
+        // `_jni`), so the thread references JVMTI returns are its locals.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetAllStackTraces,
+                max_frames.max(0),
+                &mut info,
+                &mut count
+            )?
+        };
+        if info.is_null() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        for i in 0..count.max(0) as usize {
+            // SAFETY: JVMTI returned an array of `count` stack infos, each
+            // with `frame_count` frames in the same allocation.
+            let si = unsafe { *info.add(i) };
+            let frames = if si.frame_buffer.is_null() {
+                Vec::new()
+            } else {
+                (0..si.frame_count.max(0) as usize)
+                    // SAFETY: see above; `j < frame_count`.
+                    .map(|j| MethodId(unsafe { (*si.frame_buffer.add(j)).method }))
+                    .collect()
+            };
+            out.push(StackSampled {
+                // SAFETY: a local reference JVMTI created for this thread.
+                thread: unsafe { Local::from_raw(si.thread) },
+                state: si.state as u32,
+                frames,
+            });
+        }
+        // One allocation holds the infos and their frame buffers.
+        self.deallocate(info.cast());
+        Ok(out)
+    }
+
+    /// The CPU time `thread` has used, in ns (JVMTI GetThreadCpuTime; needs
+    /// `Capabilities::thread_cpu_time`).
+    pub fn thread_cpu_time(&self, thread: Local<'_>) -> Result<u64, JvmtiError> {
+        let mut ns: i64 = 0;
+        // SAFETY: `thread` is a live thread reference; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetThreadCpuTime, thread.raw(), &mut ns)? };
+        Ok(ns.max(0) as u64)
+    }
+
     /// A thread's name.
-    fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
+    pub fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
         let mut info = jvmtiThreadInfo::default();
         // SAFETY: `thread` is a live thread reference; `info` a valid out
         // struct.

@@ -15,7 +15,7 @@ pub use callbacks::{
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
-pub use jvmti::{Event, Jvmti, JvmtiError, ThreadStack};
+pub use jvmti::{Capabilities, Event, Jvmti, JvmtiError, ThreadStack, thread_state};
 pub use tls::{forget_state, with_state};
 
 /// The agent option string the VM passed (`None` when absent).

@@ -69,12 +69,24 @@ pub fn jvm_flags(jdk: &Jdk) -> Vec<String> {
 
 /// Starts `class` from `classes` with `extra` JVM flags (not waiting).
 pub fn spawn_java(jdk: &Jdk, classes: &Path, extra: &[String], class: &str) -> Proc {
+    spawn_java_args(jdk, classes, extra, class, &[])
+}
+
+/// Starts `class` with program arguments `args` (not waiting).
+pub fn spawn_java_args(
+    jdk: &Jdk,
+    classes: &Path,
+    extra: &[String],
+    class: &str,
+    args: &[&str],
+) -> Proc {
     let mut cmd = Command::new(jdk.java());
     cmd.args(jvm_flags(jdk))
         .args(extra)
         .arg("-cp")
         .arg(classes)
-        .arg(class);
+        .arg(class)
+        .args(args);
     Proc::spawn(&format!("{class}-jdk{}", jdk.major), cmd)
 }
 
@@ -197,6 +209,21 @@ impl FakeCli {
     /// Starts a session that reveals what `roots` call (Scheme B).
     pub fn start_revealing(&mut self, roots: &[&str]) {
         self.send_start(session_options(roots, false));
+    }
+
+    /// Starts a session that only samples stacks (no root: no class is
+    /// redefined).
+    pub fn start_sampling(&mut self, stacks: sprig_wire::control::StackOptions) {
+        let mut o = session_options(&[], true);
+        o.stacks = Some(stacks);
+        self.send_start(o);
+    }
+
+    /// Starts a session that instruments only `roots` and samples stacks.
+    pub fn start_with_stacks(&mut self, roots: &[&str], stacks: sprig_wire::control::StackOptions) {
+        let mut o = session_options(roots, true);
+        o.stacks = Some(stacks);
+        self.send_start(o);
     }
 
     pub fn poll(&mut self) {

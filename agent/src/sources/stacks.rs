@@ -1,0 +1,468 @@
+//! The stack sampler: a thread of its own, `sprig-stacks`, attached to
+//! the JVM as a daemon, that every `interval_us` takes the stack of every
+//! live Java thread with one JVMTI GetAllStackTraces (the threads are
+//! walked at one safepoint), at most `max_depth` frames each, and sends
+//! them as one `StackSamples` message.
+//!
+//! The source owns two dictionaries: method -> frame id (a new id goes to
+//! the CLI as `FrameMethod` before the first sample that carries it) and
+//! Java thread id -> what the sampler knows of the thread (a new thread
+//! goes as `SampledThread` before its first sample; sprig's own threads,
+//! named `sprig-*`, are never sampled). A thread's `cpu_ns` is the CPU
+//! time it used since its previous sample (JVMTI GetThreadCpuTime, hence
+//! the `can_get_thread_cpu_time` capability this source takes while it
+//! runs); a round's `cost_ns` is the wall time the round took the sampler
+//! thread, the safepoint it waits for included.
+//!
+//! The sampler sends through `outbox::send` (it is no application thread;
+//! a send is bounded by the socket's write timeout), and nothing once the
+//! session has stopped it. Every local reference
+//! a round makes is deleted, every JVMTI buffer deallocated (in `ffi`). A
+//! thread that ends between the listing and a later call of the round is
+//! normal: its CPU time is then unknown (`u64::MAX`).
+
+use super::{Ending, Needs, Source};
+use crate::env::Agent;
+use crate::ffi::{Capabilities, FieldId, Jni, Jvmti, JvmtiError, MethodId, thread_state};
+use crate::outbox;
+use sprig_wire::Message;
+use sprig_wire::clock;
+use sprig_wire::control::{SampledState, StackOptions, StackSample};
+use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The sampler thread's name (`sprig-*` threads are never sampled).
+pub const THREAD_NAME: &str = "sprig-stacks";
+/// Deepest stack the sampler takes.
+pub const MAX_DEPTH: u32 = 2048;
+/// Longest the sampler may wait between two rounds (one minute).
+pub const MAX_INTERVAL_US: u32 = 60_000_000;
+/// How long the sampler thread has to start, and to end at a stop.
+const BOUND: Duration = Duration::from_secs(2);
+/// JVMTI_ERROR_WRONG_PHASE: the VM is dying.
+const WRONG_PHASE: JvmtiError = JvmtiError(112);
+
+/// The stop flag and the condition the sampler waits on between rounds.
+type StopFlag = Arc<(Mutex<bool>, Condvar)>;
+
+/// The stack sampler of one session.
+pub struct Stacks {
+    opts: StackOptions,
+    thread: Option<Running>,
+}
+
+/// The sampler thread while it runs.
+struct Running {
+    stop: StopFlag,
+    /// Says that the thread's body has ended.
+    done: mpsc::Receiver<()>,
+    handle: JoinHandle<()>,
+}
+
+impl Stacks {
+    pub const NEEDS: Needs = Needs {
+        capabilities: Capabilities {
+            thread_cpu_time: true,
+            ..Capabilities::NONE
+        },
+        events: &[],
+        ring: false,
+    };
+
+    /// A sampler for `opts`; `Err` (one line) for an interval or a depth
+    /// out of range.
+    pub fn new(opts: StackOptions) -> Result<Stacks, String> {
+        if opts.interval_us == 0 || opts.interval_us > MAX_INTERVAL_US {
+            return Err(format!(
+                "stack sampling: interval of {} us out of range (1 to {MAX_INTERVAL_US})",
+                opts.interval_us
+            ));
+        }
+        if opts.max_depth == 0 || opts.max_depth > MAX_DEPTH {
+            return Err(format!(
+                "stack sampling: depth of {} frames out of range (1 to {MAX_DEPTH})",
+                opts.max_depth
+            ));
+        }
+        Ok(Stacks { opts, thread: None })
+    }
+}
+
+impl Source for Stacks {
+    fn name(&self) -> &'static str {
+        "stacks"
+    }
+
+    fn needs(&self) -> Needs {
+        Stacks::NEEDS
+    }
+
+    /// Starts the sampler thread and waits (bounded) until it is attached
+    /// to the VM and ready.
+    fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
+        let stop: StopFlag = Arc::new((Mutex::new(false), Condvar::new()));
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let opts = self.opts;
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(THREAD_NAME.into())
+            .spawn(move || {
+                let attached = match agent.vm.attach_daemon(THREAD_NAME) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!(
+                            "stack sampling: the sampler thread cannot attach to the JVM: {e}"
+                        )));
+                        let _ = done_tx.send(());
+                        return;
+                    }
+                };
+                let jni = attached.jni();
+                let body = catch_unwind(AssertUnwindSafe(|| {
+                    match Sampler::new(agent.jvmti, jni, opts, flag) {
+                        Ok(mut s) => {
+                            let _ = ready_tx.send(Ok(()));
+                            s.run(jni);
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                        }
+                    }
+                }));
+                if body.is_err() {
+                    eprintln!("sprig agent: internal error (panic) in the stack sampler");
+                    outbox::send(Message::Warning(
+                        "internal error (panic) in the stack sampler: stack sampling stopped"
+                            .into(),
+                    ));
+                }
+                drop(attached);
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| format!("stack sampling: cannot start the sampler thread: {e}"))?;
+        self.thread = Some(Running {
+            stop,
+            done: done_rx,
+            handle,
+        });
+        match ready_rx.recv_timeout(BOUND) {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "stack sampling: the sampler thread did not start within {} s",
+                BOUND.as_secs()
+            )),
+        }
+    }
+
+    /// Stops the sampler thread and joins it, waiting at most 2 s (a round
+    /// in progress ends first; a thread still busy after that is left to
+    /// end by itself, said on stderr).
+    fn stop(&mut self, _agent: &'static Agent, _jni: Jni<'_>, _ending: &mut Ending) {
+        let Some(t) = self.thread.take() else {
+            return;
+        };
+        {
+            let (lock, cvar) = &*t.stop;
+            *crate::sync::lock(lock) = true;
+            cvar.notify_all();
+        }
+        match t.done.recv_timeout(BOUND) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = t.handle.join();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                eprintln!(
+                    "sprig agent: the stack sampler did not stop within {} s; it ends by itself",
+                    BOUND.as_secs()
+                );
+            }
+        }
+    }
+}
+
+/// What the sampler knows of a thread.
+struct Seen {
+    /// One of sprig's own threads: never sampled.
+    own: bool,
+    /// Its CPU time at its previous sample.
+    cpu_ns: Option<u64>,
+}
+
+/// The sampler thread's state.
+struct Sampler {
+    jvmti: Jvmti,
+    opts: StackOptions,
+    /// `java.lang.Thread.tid`.
+    tid: FieldId,
+    frames: HashMap<MethodId, u32>,
+    threads: HashMap<u64, Seen>,
+    /// A failed round was said once.
+    warned: bool,
+    /// Set when the session stops the sampler.
+    stop: StopFlag,
+}
+
+impl Sampler {
+    fn new(
+        jvmti: Jvmti,
+        jni: Jni<'_>,
+        opts: StackOptions,
+        stop: StopFlag,
+    ) -> Result<Sampler, String> {
+        let tid = jni
+            .thread_id_field()
+            .ok_or("stack sampling: cannot find java.lang.Thread's tid field")?;
+        Ok(Sampler {
+            jvmti,
+            opts,
+            tid,
+            frames: HashMap::new(),
+            threads: HashMap::new(),
+            warned: false,
+            stop,
+        })
+    }
+
+    /// Rounds every `interval_us` until the stop flag is set or the VM
+    /// dies.
+    fn run(&mut self, jni: Jni<'_>) {
+        let interval = Duration::from_micros(u64::from(self.opts.interval_us));
+        let mut next = Instant::now();
+        let stop = self.stop.clone();
+        loop {
+            {
+                let (lock, cvar) = &*stop;
+                let mut stopped = crate::sync::lock(lock);
+                loop {
+                    if *stopped {
+                        return;
+                    }
+                    let left = next.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    stopped = cvar
+                        .wait_timeout(stopped, left)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|p| p.into_inner().0);
+                }
+            }
+            match self.round(jni) {
+                Ok(()) => {}
+                Err(WRONG_PHASE) => return,
+                Err(e) => {
+                    if !self.warned {
+                        self.warned = true;
+                        send(
+                            &self.stop,
+                            Message::Warning(format!(
+                                "stack sampling: GetAllStackTraces failed ({e}); rounds that fail \
+                             are skipped"
+                            )),
+                        );
+                    }
+                }
+            }
+            // No catching up after a slow round: the next one is an
+            // interval from now at the earliest.
+            next = (next + interval).max(Instant::now());
+        }
+    }
+
+    /// One round: every live thread's stack, sent as `StackSamples` after
+    /// the `SampledThread` and `FrameMethod` messages it needs.
+    fn round(&mut self, jni: Jni<'_>) -> Result<(), JvmtiError> {
+        let started = Instant::now();
+        let time_ns = clock::monotonic_ns();
+        let depth = self.opts.max_depth as usize;
+        let samples = jni.with_local_frame(64, |jni| -> Result<Vec<StackSample>, JvmtiError> {
+            // One frame more than kept tells a cut stack from a full one.
+            let depth_asked = i32::try_from(depth + 1).unwrap_or(i32::MAX);
+            let stacks = self.jvmti.stack_samples(&jni, depth_asked)?;
+            let mut samples = Vec::with_capacity(stacks.len());
+            let mut alive = HashSet::with_capacity(stacks.len());
+            for st in stacks {
+                let java_id = jni.thread_id_by(st.thread, self.tid);
+                alive.insert(java_id);
+                let jvmti = self.jvmti;
+                let stop = &self.stop;
+                let seen = self.threads.entry(java_id).or_insert_with(|| {
+                    let name = jvmti.thread_name(&jni, st.thread).unwrap_or_default();
+                    let own = name.starts_with("sprig-");
+                    if !own {
+                        send(stop, Message::SampledThread { java_id, name });
+                    }
+                    Seen { own, cpu_ns: None }
+                });
+                if seen.own {
+                    jni.delete_local(st.thread);
+                    continue;
+                }
+                // A thread that ended since the listing has no CPU time.
+                let cpu_now = jvmti.thread_cpu_time(st.thread).ok();
+                jni.delete_local(st.thread);
+                let cpu_ns = match (seen.cpu_ns, cpu_now) {
+                    (Some(before), Some(now)) => now.saturating_sub(before),
+                    _ => u64::MAX,
+                };
+                seen.cpu_ns = cpu_now;
+                let truncated = st.frames.len() > depth;
+                let frames = st
+                    .frames
+                    .iter()
+                    .take(depth)
+                    .map(|m| self.frame_id(jni, *m))
+                    .collect();
+                samples.push(StackSample {
+                    thread: java_id,
+                    state: state_of(st.state),
+                    cpu_ns,
+                    frames,
+                    truncated,
+                });
+            }
+            // Threads that ended: their ids are never used again.
+            self.threads.retain(|id, _| alive.contains(id));
+            Ok(samples)
+        })?;
+        let cost_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        send(
+            &self.stop,
+            Message::StackSamples {
+                time_ns,
+                cost_ns,
+                samples,
+            },
+        );
+        Ok(())
+    }
+
+    /// The frame id of `m`, naming it to the CLI the first time.
+    fn frame_id(&mut self, jni: Jni<'_>, m: MethodId) -> u32 {
+        if let Some(id) = self.frames.get(&m) {
+            return *id;
+        }
+        let id = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
+        self.frames.insert(m, id);
+        let class = match self.jvmti.method_declaring_class(&jni, m) {
+            Ok(c) => {
+                let sig = self.jvmti.class_signature(c).unwrap_or_default();
+                jni.delete_local(c);
+                binary_name(&sig)
+            }
+            Err(_) => String::new(),
+        };
+        let (name, descriptor) = self
+            .jvmti
+            .method_name(m)
+            .unwrap_or_else(|_| ("<unknown>".into(), String::new()));
+        send(
+            &self.stop,
+            Message::FrameMethod {
+                id,
+                class,
+                name,
+                descriptor,
+            },
+        );
+        id
+    }
+}
+
+/// Sends `msg` unless the session stopped the sampler: a sampler that
+/// outlived its stop's bound sends nothing into a later session.
+fn send(stop: &StopFlag, msg: Message) {
+    if !*crate::sync::lock(&stop.0) {
+        outbox::send(msg);
+    }
+}
+
+/// The binary name, with dots, of the class of signature `sig`
+/// (`Lpkg/Name;` -> `pkg.Name`); other signatures as they are.
+fn binary_name(sig: &str) -> String {
+    sig.strip_prefix('L')
+        .and_then(|s| s.strip_suffix(';'))
+        .unwrap_or(sig)
+        .replace('/', ".")
+}
+
+/// What a thread was doing, from its JVMTI state bits.
+fn state_of(bits: u32) -> SampledState {
+    use thread_state as t;
+    if bits & t::RUNNABLE != 0 {
+        if bits & t::IN_NATIVE != 0 {
+            SampledState::Native
+        } else {
+            SampledState::Running
+        }
+    } else if bits & t::BLOCKED_ON_MONITOR_ENTER != 0 {
+        SampledState::Blocked
+    } else if bits & t::IN_OBJECT_WAIT != 0 {
+        SampledState::Waiting
+    } else if bits & t::PARKED != 0 {
+        SampledState::Parked
+    } else if bits & t::SLEEPING != 0 {
+        SampledState::Sleeping
+    } else {
+        SampledState::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_follow_the_jvmti_bits() {
+        let alive = 0x1;
+        assert_eq!(state_of(alive | 0x4), SampledState::Running);
+        assert_eq!(state_of(alive | 0x4 | 0x40_0000), SampledState::Native);
+        assert_eq!(state_of(alive | 0x400), SampledState::Blocked);
+        assert_eq!(state_of(alive | 0x80 | 0x10 | 0x100), SampledState::Waiting);
+        assert_eq!(state_of(alive | 0x80 | 0x10 | 0x200), SampledState::Parked);
+        assert_eq!(state_of(alive | 0x80 | 0x20 | 0x40), SampledState::Sleeping);
+        assert_eq!(state_of(alive | 0x80 | 0x20), SampledState::Other);
+    }
+
+    #[test]
+    fn binary_names_have_dots() {
+        assert_eq!(binary_name("Lfixture/Stacks;"), "fixture.Stacks");
+        assert_eq!(
+            binary_name("Ljava/lang/Thread$State;"),
+            "java.lang.Thread$State"
+        );
+        assert_eq!(binary_name("[I"), "[I");
+    }
+
+    #[test]
+    fn out_of_range_options_are_refused() {
+        let ok = StackOptions {
+            interval_us: 10_000,
+            max_depth: 64,
+        };
+        assert!(Stacks::new(ok).is_ok());
+        for bad in [
+            StackOptions {
+                interval_us: 0,
+                ..ok
+            },
+            StackOptions { max_depth: 0, ..ok },
+            StackOptions {
+                max_depth: MAX_DEPTH + 1,
+                ..ok
+            },
+            StackOptions {
+                interval_us: MAX_INTERVAL_US + 1,
+                ..ok
+            },
+        ] {
+            let e = Stacks::new(bad).err().expect("refused");
+            assert!(e.starts_with("stack sampling:") && !e.contains('\n'), "{e}");
+        }
+    }
+}
