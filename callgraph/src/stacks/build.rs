@@ -221,8 +221,14 @@ impl StackProfile {
             return;
         }
         let cpu_known = s.cpu_ns != u64::MAX;
+        // Runnable in Java is on the CPU unless the thread used under a
+        // hundredth of the interval since its previous sample (a thread
+        // busy 5% of the time, caught running, used more): JVMTI calls a
+        // thread runnable that waits inside the VM (HotSpot's Reference
+        // Handler on the pending list) and it uses none. In a native
+        // method it must have used half the interval.
         let on_cpu = match s.state {
-            SampledState::Running => true,
+            SampledState::Running => !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
             SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
             _ => false,
         };

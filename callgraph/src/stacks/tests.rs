@@ -154,6 +154,19 @@ fn a_blocked_thread_counts_in_wall_not_in_cpu() {
     assert_eq!((q.wall_samples, q.cpu_samples), (3, 1));
     // the CPU weight is the CPU time used
     assert_eq!(q.counts[&WORK].cpu_total_ns, 19 * MS);
+    // A thread JVMTI calls runnable that used (almost) no CPU since its
+    // previous sample, as HotSpot's Reference Handler waiting for the
+    // pending list inside the VM, is not on the CPU.
+    let mut r = profile();
+    for (i, cpu) in [u64::MAX, 0, 100_000, MS].into_iter().enumerate() {
+        r.add_round(
+            i as u64 * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, cpu, &[RUN, WORK])],
+        );
+    }
+    // The first sample (CPU unknown) and the last one (1 ms of 20).
+    assert_eq!((r.wall_samples, r.cpu_samples), (4, 2));
 }
 
 #[test]
