@@ -123,7 +123,7 @@ fn check_schema(report: &Value, pid: u32) {
 }
 
 fn each_jdk(test: &str, f: impl Fn(&Jdk)) {
-    for jdk in test_jdks(test) {
+    for jdk in sprig_tests::every_jdk(test) {
         eprintln!("== {test} on JDK {}", jdk.major);
         f(&jdk);
     }
@@ -428,16 +428,18 @@ fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
             .expect("write");
             let boot = old.path().join("classes");
             // (The probe class reads jdk.internal.misc.Unsafe, which the
-            // agent exports to it at run time.)
+            // agent exports to it at run time.) A class file this JVM
+            // loads: version 55 on JDK 11.
+            let release = jdk.major.min(17).to_string();
             sprig_tests::javac(
                 jdk,
                 &old.path().join("src"),
                 &boot,
                 &[
                     "-source",
-                    "17",
+                    &release,
                     "-target",
-                    "17",
+                    &release,
                     "--add-exports",
                     "java.base/jdk.internal.misc=ALL-UNNAMED",
                 ],
@@ -579,7 +581,9 @@ fn a_class_with_nan_constants_stays_cheap_to_redefine_session_after_session() {
                 jdk.major
             );
             assert!(slowest < 3000.0, "JDK {}: {slowest} ms", jdk.major);
-            if jdk.major >= 25 {
+            // HotSpot 21 and 25 copy the NaN constants again at each
+            // redefinition; 11 and 17 do not (measured 2026-11-29).
+            if jdk.major >= 21 {
                 assert!(froze_at.is_some(), "JDK {}: never left out", jdk.major);
             } else {
                 assert_eq!(froze_at, None, "JDK {}: the pool grew", jdk.major);
@@ -832,8 +836,13 @@ fn the_jvm_exiting_mid_profile_prints_what_was_collected() {
 
 #[test]
 fn sprig_run_profiles_from_the_jvm_start() {
-    let jdk = sprig_tests::jdk17();
-    let classes = fixture_classes(&jdk);
+    for jdk in sprig_tests::every_jdk("sprig_run_profiles_from_the_jvm_start") {
+        sprig_run_profiles_from_the_jvm_start_on(&jdk);
+    }
+}
+
+fn sprig_run_profiles_from_the_jvm_start_on(jdk: &Jdk) {
+    let classes = fixture_classes(jdk);
     let tmp = TempDir::new("run");
     let out = tmp.path().join("run.json");
     let mut cmd = Command::new(sprig_bin());
