@@ -169,7 +169,9 @@ fn a_thread_loop_a_call_could_reach_is_spared_and_keeps_its_speed() {
             // a loop that never returns stays interpreted (a tenth of its
             // speed) for good: HotSpot 11 does not compile its OSR version
             // again. The guide says so (docs/guide.md, "JDK 11").
-            eprintln!("SKIP a thread loop spared by revelation on JDK 11: HotSpot 11 never recompiles a running loop after the attach's deoptimization");
+            eprintln!(
+                "SKIP a thread loop spared by revelation on JDK 11: HotSpot 11 never recompiles a running loop after the attach's deoptimization"
+            );
             continue;
         }
         let classes = fixture_classes(&jdk);

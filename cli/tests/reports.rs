@@ -1,0 +1,56 @@
+//! `sprig report` and `sprig diff` on snapshots made from the callgraph's
+//! synthetic event scripts (no JVM): pipes, views and diff options.
+
+#[path = "../../callgraph/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Writes the snapshot of `callgraph/tests/data/<rel>` into this test's
+/// scratch directory and returns its path.
+fn snapshot(rel: &str, name: &str) -> PathBuf {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../callgraph/tests/data");
+    let script = common::load(&data.join(rel));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reports");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join(format!("{name}.sprig"));
+    let mut f = std::fs::File::create(&path).expect("create snapshot");
+    script
+        .profile
+        .write_snapshot(&mut f)
+        .expect("write snapshot");
+    path
+}
+
+/// Runs sprig with its stdout a pipe whose reading end is already closed.
+fn sprig_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_sprig"))
+        .args(args)
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run sprig")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn report_and_diff_into_a_closed_pipe_end_quietly() {
+    let a = snapshot("diff/before.events", "pipe-a");
+    let b = snapshot("diff/after.events", "pipe-b");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    for args in [vec!["report", a], vec!["diff", a, b]] {
+        let out = sprig_into_closed_pipe(&args);
+        let stderr = text(&out.stderr);
+        assert!(
+            out.status.success() && stderr.is_empty(),
+            "sprig {args:?} into a closed pipe: {:?}, stderr {stderr:?}",
+            out.status
+        );
+    }
+}
