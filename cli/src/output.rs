@@ -27,6 +27,44 @@ pub enum Format {
     Pprof,
 }
 
+/// Hot spots listed when `--hot-spots` is given without a number, and
+/// under the tree when it is not given.
+pub const DEFAULT_HOT_SPOTS: usize = 20;
+
+/// Which sections of the text report to show (the tree and the hot spots
+/// by default).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Sections {
+    /// Show only the hot spots table (methods by self time, the N first,
+    /// 20 without N) instead of the tree and the hot spots; `--hot-spots 0`
+    /// shows the tree without hot spots.
+    #[arg(long = "hot-spots", value_name = "N", num_args = 0..=1,
+          default_missing_value = "20")]
+    pub hot_spots: Option<usize>,
+
+    /// With --hot-spots: show the tree as well.
+    #[arg(long)]
+    pub tree: bool,
+}
+
+impl Sections {
+    /// `view` with these sections chosen, and whether the tree is shown.
+    fn apply(&self, view: &ViewArgs) -> (ViewArgs, bool) {
+        let mut view = view.clone();
+        match self.hot_spots {
+            None => (view, true),
+            Some(0) => {
+                view.hot_spots = 0;
+                (view, true)
+            }
+            Some(n) => {
+                view.hot_spots = n;
+                (view, self.tree)
+            }
+        }
+    }
+}
+
 /// What the report shows.
 #[derive(Args, Debug, Clone)]
 pub struct ViewArgs {
@@ -62,8 +100,9 @@ pub struct ViewArgs {
     #[arg(long)]
     pub merged: bool,
 
-    /// List this many hot spots (methods by self time); 0 for none.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many hot spots the report lists under the tree (0 for none);
+    /// `--hot-spots [N]` ([`Sections`]) sets it from the command line.
+    #[arg(skip = DEFAULT_HOT_SPOTS)]
     pub hot_spots: usize,
 
     /// Show who called the methods matching PATTERN (`pkg.Class::method`),
@@ -144,6 +183,19 @@ pub fn write(
     output: Option<&Path>,
     warned_live: bool,
 ) -> Result<()> {
+    write_sections(profile, view, &Sections::default(), output, warned_live)
+}
+
+/// [`write`] with the sections the command line chose.
+pub fn write_sections(
+    profile: &Profile,
+    view: &ViewArgs,
+    sections: &Sections,
+    output: Option<&Path>,
+    warned_live: bool,
+) -> Result<()> {
+    let (view, tree) = sections.apply(view);
+    let view = &view;
     match output {
         Some(path) => {
             let file = std::fs::File::create(path)
@@ -152,7 +204,7 @@ pub fn write(
             if is_snapshot_path(path) {
                 profile.write_snapshot(&mut f)?;
             } else {
-                render(profile, view, &mut f, false)?;
+                render(profile, view, tree, &mut f, false)?;
             }
             f.flush()
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -170,7 +222,7 @@ pub fn write(
             }
             let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
             let mut out = stdout.lock();
-            render(profile, view, &mut out, shown)?;
+            render(profile, view, tree, &mut out, shown)?;
             out.flush()?;
         }
     }
@@ -180,11 +232,13 @@ pub fn write(
 fn render(
     profile: &Profile,
     view: &ViewArgs,
+    tree: bool,
     out: &mut dyn Write,
     agent_warnings_shown: bool,
 ) -> Result<()> {
     let mut opts = view.render_options(profile)?;
     opts.agent_warnings_shown = agent_warnings_shown;
+    opts.tree = tree;
     view.format
         .report()
         .renderer()
@@ -223,6 +277,9 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
+    #[command(flatten)]
+    pub sections: Sections,
+
     /// Write the report to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -231,7 +288,13 @@ pub struct ReportArgs {
 pub fn report(args: &ReportArgs) -> Result<()> {
     args.view.validate()?;
     let profile = read_snapshot(&args.snapshot)?;
-    write(&profile, &args.view, args.output.as_deref(), false)
+    write_sections(
+        &profile,
+        &args.view,
+        &args.sections,
+        args.output.as_deref(),
+        false,
+    )
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -54,3 +54,57 @@ fn report_and_diff_into_a_closed_pipe_end_quietly() {
         );
     }
 }
+
+fn sprig(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sprig"))
+        .args(args)
+        .output()
+        .expect("run sprig")
+}
+
+/// sprig's stdout, after checking it succeeded with nothing on stderr.
+fn sprig_ok(args: &[&str]) -> String {
+    let out = sprig(args);
+    assert!(
+        out.status.success(),
+        "sprig {args:?}: {:?}, stderr {}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+#[test]
+fn hot_spots_alone_shows_only_the_hot_spots() {
+    let snap = snapshot("sampled.events", "hot");
+    let snap = snap.to_str().unwrap();
+    // Without the option: the tree, then the hot spots.
+    let all = sprig_ok(&["report", snap]);
+    assert!(
+        all.contains("root call") && all.contains("hot spots:"),
+        "{all}"
+    );
+
+    // Given without a number: the default count, and no tree.
+    let only = sprig_ok(&["report", snap, "--hot-spots"]);
+    assert!(
+        only.contains("hot spots:") && only.contains("(5 of 5 methods)"),
+        "{only}"
+    );
+    assert!(
+        !only.contains("root call") && !only.contains("latency "),
+        "{only}"
+    );
+
+    // With a number: that many, still no tree.
+    let two = sprig_ok(&["report", snap, "--hot-spots", "2"]);
+    assert!(two.contains("(2 of 5 methods)"), "{two}");
+    assert!(!two.contains("root call"), "{two}");
+
+    // --tree brings the tree back beside the hot spots.
+    let both = sprig_ok(&["report", snap, "--hot-spots", "2", "--tree"]);
+    assert!(
+        both.contains("root call") && both.contains("(2 of 5 methods)"),
+        "{both}"
+    );
+}

@@ -42,6 +42,8 @@ pub struct RenderOptions {
     pub merged: bool,
     /// Text/JSON: how many hot spots to list (0 = none).
     pub hot_spots: usize,
+    /// Text: show the trees (off: the hot spots and back traces only).
+    pub tree: bool,
     /// Text: method ids whose back traces to print.
     pub back_traces: Vec<u32>,
     /// Collapsed: one stack set per thread, with the thread name as the
@@ -65,6 +67,7 @@ impl Default for RenderOptions {
             weight: crate::profile::Metric::Time,
             merged: false,
             hot_spots: 20,
+            tree: true,
             back_traces: Vec::new(),
             thread_frames: false,
             verbose: false,

@@ -74,7 +74,9 @@ impl Render for Text {
         let merged =
             (opts.merged || !opts.back_traces.is_empty() || opts.hot_spots > 0).then(|| p.merged());
         let mut marked = false;
-        if opts.merged {
+        if !opts.tree {
+            // the hot spots (and back traces) alone
+        } else if opts.merged {
             if let Some(m) = &merged {
                 marked |= thread_tree(p, m, opts, out)?;
             }
