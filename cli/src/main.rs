@@ -127,9 +127,10 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
-        Command::Diff(args) if args.overlap => {
-            overlap::print(&args.a, &args.b).map(|_| ExitCode::SUCCESS)
-        }
+        Command::Diff(args) if args.overlap => output::write_to(args.output.as_deref(), |out| {
+            overlap::run(&args.a, &args.b, out)
+        })
+        .map(|_| ExitCode::SUCCESS),
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {

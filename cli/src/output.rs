@@ -336,6 +336,38 @@ pub struct DiffArgs {
     /// frames are cut and shown as one `[truncated K frames]` frame.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
     pub max_stack: usize,
+    /// Text: compare the runs' totals instead of each side's calls and
+    /// time per root call (the default, right when the runs made
+    /// different numbers of root calls).
+    #[arg(long)]
+    pub totals: bool,
+    /// Write the comparison to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Writes what `render` produces to `output`, or to stdout when None.
+pub fn write_to(
+    output: Option<&Path>,
+    render: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let mut f = std::io::BufWriter::new(file);
+            render(&mut f)?;
+            f.flush()
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            render(&mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
 }
 
 pub fn diff(args: &DiffArgs) -> Result<()> {
@@ -355,15 +387,15 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
         min_percent: args.min_percent,
         max_depth: args.depth,
         max_stack: args.max_stack,
+        diff_totals: args.totals,
         ..RenderOptions::default()
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.format {
-        DiffFormat::Text => DiffText.render(&d, &opts, &mut out)?,
-        DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, &mut out)?,
-        DiffFormat::Flamegraph => DiffFlameGraph.render(&d, &opts, &mut out)?,
-    }
-    out.flush()?;
-    Ok(())
+    write_to(args.output.as_deref(), |out| {
+        match args.format {
+            DiffFormat::Text => DiffText.render(&d, &opts, out)?,
+            DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, out)?,
+            DiffFormat::Flamegraph => DiffFlameGraph.render(&d, &opts, out)?,
+        }
+        Ok(())
+    })
 }

@@ -108,3 +108,22 @@ fn hot_spots_alone_shows_only_the_hot_spots() {
         "{both}"
     );
 }
+
+#[test]
+fn diff_writes_to_a_file_per_root_call_or_in_totals() {
+    let a = snapshot("diff/before.events", "diff-o-a");
+    let b = snapshot("diff/after.events", "diff-o-b");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reports/diff.txt");
+    let _ = std::fs::remove_file(&file);
+    let stdout = sprig_ok(&["diff", a, b, "-o", file.to_str().unwrap()]);
+    assert!(stdout.is_empty(), "{stdout}");
+    let written = std::fs::read_to_string(&file).expect("diff -o wrote its file");
+    assert!(written.starts_with("sprig diff: a -> b"), "{written}");
+    assert!(written.contains("per root call"), "{written}");
+    let totals = sprig_ok(&["diff", a, b, "--totals"]);
+    assert!(
+        totals.lines().next().unwrap().contains("whole runs"),
+        "{totals}"
+    );
+}

@@ -44,6 +44,8 @@ pub struct RenderOptions {
     pub hot_spots: usize,
     /// Text: show the trees (off: the hot spots and back traces only).
     pub tree: bool,
+    /// Diff text: compare the runs' totals instead of per root call.
+    pub diff_totals: bool,
     /// Text: method ids whose back traces to print.
     pub back_traces: Vec<u32>,
     /// Collapsed: one stack set per thread, with the thread name as the
@@ -68,6 +70,7 @@ impl Default for RenderOptions {
             merged: false,
             hot_spots: 20,
             tree: true,
+            diff_totals: false,
             back_traces: Vec::new(),
             thread_frames: false,
             verbose: false,
@@ -134,6 +137,75 @@ impl Format {
     }
 }
 
+/// A time unit chosen for a column of figures: the one in which the
+/// column's largest figure reads with one to three digits before the point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl Unit {
+    /// The unit that fits the largest figure of a column, `max_ns`.
+    pub fn fit(max_ns: f64) -> Unit {
+        if max_ns < 999.5 {
+            Unit::Ns
+        } else if max_ns < 999_500.0 {
+            Unit::Us
+        } else if max_ns < 999_500_000.0 {
+            Unit::Ms
+        } else {
+            Unit::S
+        }
+    }
+
+    /// The unit as written in a column header.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Us => "µs",
+            Unit::Ms => "ms",
+            Unit::S => "s",
+        }
+    }
+
+    fn ns(self) -> f64 {
+        match self {
+            Unit::Ns => 1.0,
+            Unit::Us => 1e3,
+            Unit::Ms => 1e6,
+            Unit::S => 1e9,
+        }
+    }
+
+    /// `ns` in this unit with three significant digits (at most three
+    /// decimals; whole numbers from 100 up).
+    pub fn format(self, ns: f64) -> String {
+        sig3(ns / self.ns())
+    }
+}
+
+/// `v` with three significant digits: `1.23`, `12.3`, `123`, `1234`;
+/// below 1, three decimals (`0.042`); `0` for zero.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        return "0".to_owned();
+    }
+    let decimals = if a >= 99.95 {
+        0
+    } else if a >= 9.995 {
+        1
+    } else if a >= 0.9995 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$}")
+}
+
 /// Nanoseconds as milliseconds with three decimals, rounded to the nearest
 /// microsecond (integer arithmetic, so the text is the same everywhere).
 pub(crate) fn ms(ns: u64) -> String {
@@ -174,6 +246,22 @@ mod tests {
         assert_eq!(percent(1, 0), "-");
         assert_eq!(percent(1, 2000), "0.1%");
         assert_eq!(percent(1, 4000), "0.0%");
+    }
+
+    #[test]
+    fn units_fit_the_largest_figure_with_three_significant_digits() {
+        assert_eq!(Unit::fit(420.0), Unit::Ns);
+        assert_eq!(Unit::fit(999.7), Unit::Us);
+        assert_eq!(Unit::fit(120_000.0), Unit::Us);
+        assert_eq!(Unit::fit(2_500_000.0), Unit::Ms);
+        assert_eq!(Unit::fit(3e9), Unit::S);
+        assert_eq!(Unit::Us.format(120_000.0), "120");
+        assert_eq!(Unit::Us.format(1_234.0), "1.23");
+        assert_eq!(Unit::Us.format(42.0), "0.042");
+        assert_eq!(Unit::Ms.format(12_340_000.0), "12.3");
+        assert_eq!(Unit::Ns.format(0.0), "0");
+        assert_eq!(Unit::S.format(1_234e9), "1234");
+        assert_eq!(sig3(-1.5), "-1.50");
     }
 
     #[test]
