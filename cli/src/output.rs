@@ -45,6 +45,11 @@ pub struct Sections {
     /// With --hot-spots: show the tree as well.
     #[arg(long)]
     pub tree: bool,
+
+    /// Text: every method with its signature (`handle(Order, int)`);
+    /// without it, only overloads that would otherwise read the same.
+    #[arg(long)]
+    pub signatures: bool,
 }
 
 impl Sections {
@@ -196,6 +201,10 @@ pub fn write_sections(
 ) -> Result<()> {
     let (view, tree) = sections.apply(view);
     let view = &view;
+    let shape = Shape {
+        tree,
+        signatures: sections.signatures,
+    };
     match output {
         Some(path) => {
             let file = std::fs::File::create(path)
@@ -204,7 +213,7 @@ pub fn write_sections(
             if is_snapshot_path(path) {
                 profile.write_snapshot(&mut f)?;
             } else {
-                render(profile, view, tree, &mut f, false)?;
+                render(profile, view, shape, &mut f, false)?;
             }
             f.flush()
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -222,23 +231,31 @@ pub fn write_sections(
             }
             let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
             let mut out = stdout.lock();
-            render(profile, view, tree, &mut out, shown)?;
+            render(profile, view, shape, &mut out, shown)?;
             out.flush()?;
         }
     }
     Ok(())
 }
 
+/// The text report's shape beyond [`ViewArgs`] ([`Sections`]).
+#[derive(Clone, Copy)]
+struct Shape {
+    tree: bool,
+    signatures: bool,
+}
+
 fn render(
     profile: &Profile,
     view: &ViewArgs,
-    tree: bool,
+    shape: Shape,
     out: &mut dyn Write,
     agent_warnings_shown: bool,
 ) -> Result<()> {
     let mut opts = view.render_options(profile)?;
     opts.agent_warnings_shown = agent_warnings_shown;
-    opts.tree = tree;
+    opts.tree = shape.tree;
+    opts.signatures = shape.signatures;
     view.format
         .report()
         .renderer()

@@ -127,3 +127,16 @@ fn diff_writes_to_a_file_per_root_call_or_in_totals() {
         "{totals}"
     );
 }
+
+#[test]
+fn signatures_on_request() {
+    let snap = snapshot("sampled.events", "signatures");
+    let snap = snap.to_str().unwrap();
+    let short = sprig_ok(&["report", snap]);
+    assert!(
+        short.contains("com.acme.Db.query\n") && !short.contains("(Ljava"),
+        "{short}"
+    );
+    let long = sprig_ok(&["report", snap, "--signatures"]);
+    assert!(long.contains("com.acme.Db.query(String)\n"), "{long}");
+}

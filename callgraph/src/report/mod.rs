@@ -10,6 +10,7 @@ pub mod escape;
 pub mod flamegraph;
 pub mod json;
 pub mod live;
+pub mod names;
 pub mod pprof;
 pub mod text;
 pub mod view;
@@ -46,6 +47,12 @@ pub struct RenderOptions {
     pub tree: bool,
     /// Diff text: compare the runs' totals instead of per root call.
     pub diff_totals: bool,
+    /// Text: every method with its signature (Java form); without it only
+    /// overloads that would read the same show theirs.
+    pub signatures: bool,
+    /// Text: the columns lines fit in (names are shortened from the left
+    /// of their package to fit, never their method name).
+    pub width: usize,
     /// Text: method ids whose back traces to print.
     pub back_traces: Vec<u32>,
     /// Collapsed: one stack set per thread, with the thread name as the
@@ -71,6 +78,8 @@ impl Default for RenderOptions {
             hot_spots: 20,
             tree: true,
             diff_totals: false,
+            signatures: false,
+            width: 120,
             back_traces: Vec::new(),
             thread_frames: false,
             verbose: false,
@@ -213,11 +222,6 @@ pub(crate) fn ms(ns: u64) -> String {
     format!("{}.{:03}", us / 1_000, us % 1_000)
 }
 
-/// Nanoseconds as microseconds with three decimals.
-pub(crate) fn us(ns: u64) -> String {
-    format!("{}.{:03}", ns / 1_000, ns % 1_000)
-}
-
 /// `part` as a percentage of `whole` with one decimal, `-` when `whole` is 0.
 pub(crate) fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -239,7 +243,6 @@ mod tests {
         assert_eq!(ms(999), "0.001");
         assert_eq!(ms(499), "0.000");
         assert_eq!(ms(u64::MAX), "18446744073709.552");
-        assert_eq!(us(1_234), "1.234");
         assert_eq!(percent(1, 3), "33.3%");
         assert_eq!(percent(2, 3), "66.7%");
         assert_eq!(percent(5, 5), "100.0%");
