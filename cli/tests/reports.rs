@@ -81,7 +81,7 @@ fn hot_spots_alone_shows_only_the_hot_spots() {
     // Without the option: the tree, then the hot spots.
     let all = sprig_ok(&["report", snap]);
     assert!(
-        all.contains("root call") && all.contains("hot spots:"),
+        all.contains("% root") && all.contains("hot spots:"),
         "{all}"
     );
 
@@ -92,19 +92,19 @@ fn hot_spots_alone_shows_only_the_hot_spots() {
         "{only}"
     );
     assert!(
-        !only.contains("root call") && !only.contains("latency "),
+        !only.contains("% root") && !only.contains("latency "),
         "{only}"
     );
 
     // With a number: that many, still no tree.
     let two = sprig_ok(&["report", snap, "--hot-spots", "2"]);
     assert!(two.contains("(2 of 5 methods)"), "{two}");
-    assert!(!two.contains("root call"), "{two}");
+    assert!(!two.contains("% root"), "{two}");
 
     // --tree brings the tree back beside the hot spots.
     let both = sprig_ok(&["report", snap, "--hot-spots", "2", "--tree"]);
     assert!(
-        both.contains("root call") && both.contains("(2 of 5 methods)"),
+        both.contains("% root") && both.contains("(2 of 5 methods)"),
         "{both}"
     );
 }

@@ -76,6 +76,7 @@ pub struct Text;
 impl Render for Text {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
         summary(p, out)?;
+        probe_cost(p, out)?;
         let names = Names::new(p, opts.signatures);
         let merged =
             (opts.merged || !opts.back_traces.is_empty() || opts.hot_spots > 0).then(|| p.merged());
@@ -203,6 +204,38 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             ""
         }
     )
+}
+
+/// The header's second line: what the probes cost a root call, and
+/// whether the root latencies hold that cost.
+fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let Some(c) = p.probe_cost() else {
+        return Ok(());
+    };
+    let u = Unit::fit(c.per_root_call_ns);
+    let mut line = format!(
+        "probes: about {} {} a root call ({} calls x {:.1} ns a pair, {})",
+        u.format(c.per_root_call_ns),
+        u.name(),
+        super::sig3(c.calls_per_root_call),
+        c.pair_ns,
+        c.source()
+    );
+    let share = c.share_percent();
+    if c.in_latencies {
+        line.push_str("; root latencies include it");
+        if let Some(share) = share {
+            line.push_str(&format!(" ({share:.1}% of them)"));
+        }
+    } else {
+        line.push_str(", subtracted from times and latencies");
+    }
+    if share.is_some_and(|s| s >= 20.0) {
+        line.push_str(
+            "\n  fewer probes: --exclude, --skip-trivial, or --roots-only for latencies alone",
+        );
+    }
+    writeln!(out, "{line}")
 }
 
 /// The short footer: what was instrumented, what was lost, what was
@@ -887,8 +920,9 @@ mod tests {
         let text = text_of(&p, &RenderOptions::default());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("sprig profile: pid 7, OpenJDK 17: 10 ms, exact timing"));
-        assert_eq!(lines[1], "");
-        assert!(lines[2].starts_with("thread \"t1\""), "{text}");
+        assert!(lines[1].starts_with("probes: "), "{text}");
+        assert_eq!(lines[2], "");
+        assert!(lines[3].starts_with("thread \"t1\""), "{text}");
         // Two trees and the hot spots carry `~`; the legend comes once.
         assert_eq!(text.matches("~ more probe cost").count(), 1, "{text}");
         assert!(text.find("hot spots").unwrap() < text.find("~ more probe cost").unwrap());
@@ -1115,6 +1149,37 @@ mod tests {
             assert!(l.ends_with("PreparedStatementExecutor.executeQuery"), "{l}");
         }
         assert!(text.contains('…'), "{text}");
+    }
+
+    #[test]
+    fn the_header_says_what_the_probes_cost_each_root_call() {
+        // Sampled timing, no calibration: the benchmark's probe pair, 1
+        // root call making 99 more calls, 100 pairs a root call.
+        let p = shaped(&[
+            (None, "a.B", "root", "()V", 1, 10_000, 5, 0),
+            (Some(0), "a.B", "leaf", "()V", 99, 5_000, 5, 0),
+        ]);
+        let text = text_of(&p, &RenderOptions::default());
+        let header = text.lines().nth(1).unwrap();
+        assert_eq!(
+            header,
+            "probes: about 800 ns a root call (100 calls x 8.0 ns a pair, benchmark); \
+             root latencies include it (8.0% of them)"
+        );
+
+        // Exact timing with a calibration: its figure, subtracted.
+        let mut p = shaped(&[
+            (None, "a.B", "root", "()V", 1, 10_000, 0, 0),
+            (Some(0), "a.B", "leaf", "()V", 99, 5_000, 0, 0),
+        ]);
+        p.calibration = Some(crate::profile::Calibration::new(20.0, 10.0));
+        let text = text_of(&p, &RenderOptions::default());
+        let header = text.lines().nth(1).unwrap();
+        assert_eq!(
+            header,
+            "probes: about 3.00 µs a root call (100 calls x 30.0 ns a pair, calibration), \
+             subtracted from times and latencies"
+        );
     }
 
     #[test]
