@@ -200,10 +200,10 @@ fn text_report_has_header_tree_and_hot_spots() {
         .lines()
         .find(|l| l.ends_with("% root  method"))
         .unwrap();
-    assert_eq!(header.find("method"), Some(49));
+    assert_eq!(header.find("method"), Some(44));
     assert!(
         rows.iter()
-            .all(|l| &l[47..49] == "  " && l.as_bytes()[49] != b' '),
+            .all(|l| &l[42..44] == "  " && l.as_bytes()[44] != b' '),
         "{rows:#?}"
     );
 }
@@ -258,7 +258,7 @@ fn ten_thousand_levels_through_every_renderer() {
         ..RenderOptions::default()
     };
     let text = render(&p, &opts, Format::Text);
-    assert!(text.contains("[10000] \\- r.Main.down(I)I"));
+    assert!(text.contains("[10000] \\- r.Main.down"), "{text}");
     // Stacks of 2,048 frames at most: main and 2,047 down() calls, then
     // the 7,953 deeper ones as one frame.
     let collapsed = render(&p, &opts, Format::Collapsed);
@@ -497,8 +497,8 @@ fn exact_root_latencies_add_up_to_the_exact_total() {
     let text = render(p, &s.opts, Format::Text);
     assert!(
         text.contains(
-            "  latency      com.acme.Shop.handle(Lcom/acme/Request;)V: 2 calls, min 0.500, \
-             p50 0.500, p90 2.900, p99 2.900, max 2.900 ms"
+            "  latency      com.acme.Shop.handle: 2 calls, min 0.500, p50 0.500, p90 2.90, \
+             p99 2.90, max 2.90 ms"
         ),
         "{text}"
     );

@@ -127,13 +127,17 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
-        Command::Diff(args) if args.overlap => {
-            overlap::print(&args.a, &args.b).map(|_| ExitCode::SUCCESS)
-        }
+        Command::Diff(args) if args.overlap => output::write_to(args.output.as_deref(), |out| {
+            overlap::run(&args.a, &args.b, out)
+        })
+        .map(|_| ExitCode::SUCCESS),
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
+        // `sprig report run.sprig | head`: the reader has what it wanted
+        // (as `sprig list` does); the session, if any, has already ended.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{}", error_line(&e));
             if let Some(hint) = hint(&e) {
@@ -142,6 +146,14 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether `e` comes from writing into a pipe whose reader has gone.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The line `sprig: error: ...` printed for `e`.
@@ -181,6 +193,15 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_broken_pipe_is_quiet() {
+        let pipe = anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&pipe));
+        assert!(is_broken_pipe(&pipe.context("cannot write the report")));
+        let full = anyhow::Error::from(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        assert!(!is_broken_pipe(&full));
+    }
 
     #[test]
     fn errors_are_one_line_with_control_characters_escaped() {

@@ -27,6 +27,49 @@ pub enum Format {
     Pprof,
 }
 
+/// Hot spots listed when `--hot-spots` is given without a number, and
+/// under the tree when it is not given.
+pub const DEFAULT_HOT_SPOTS: usize = 20;
+
+/// Which sections of the text report to show (the tree and the hot spots
+/// by default).
+#[derive(Args, Debug, Clone, Default)]
+pub struct Sections {
+    /// Show only the hot spots table (methods by self time, the N first,
+    /// 20 without N) instead of the tree and the hot spots; `--hot-spots 0`
+    /// shows the tree without hot spots.
+    #[arg(long = "hot-spots", value_name = "N", num_args = 0..=1,
+          default_missing_value = "20")]
+    pub hot_spots: Option<usize>,
+
+    /// With --hot-spots: show the tree as well.
+    #[arg(long)]
+    pub tree: bool,
+
+    /// Text: every method with its signature (`handle(Order, int)`);
+    /// without it, only overloads that would otherwise read the same.
+    #[arg(long)]
+    pub signatures: bool,
+}
+
+impl Sections {
+    /// `view` with these sections chosen, and whether the tree is shown.
+    fn apply(&self, view: &ViewArgs) -> (ViewArgs, bool) {
+        let mut view = view.clone();
+        match self.hot_spots {
+            None => (view, true),
+            Some(0) => {
+                view.hot_spots = 0;
+                (view, true)
+            }
+            Some(n) => {
+                view.hot_spots = n;
+                (view, self.tree)
+            }
+        }
+    }
+}
+
 /// What the report shows.
 #[derive(Args, Debug, Clone)]
 pub struct ViewArgs {
@@ -62,8 +105,9 @@ pub struct ViewArgs {
     #[arg(long)]
     pub merged: bool,
 
-    /// List this many hot spots (methods by self time); 0 for none.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many hot spots the report lists under the tree (0 for none);
+    /// `--hot-spots [N]` ([`Sections`]) sets it from the command line.
+    #[arg(skip = DEFAULT_HOT_SPOTS)]
     pub hot_spots: usize,
 
     /// Show who called the methods matching PATTERN (`pkg.Class::method`),
@@ -144,6 +188,23 @@ pub fn write(
     output: Option<&Path>,
     warned_live: bool,
 ) -> Result<()> {
+    write_sections(profile, view, &Sections::default(), output, warned_live)
+}
+
+/// [`write`] with the sections the command line chose.
+pub fn write_sections(
+    profile: &Profile,
+    view: &ViewArgs,
+    sections: &Sections,
+    output: Option<&Path>,
+    warned_live: bool,
+) -> Result<()> {
+    let (view, tree) = sections.apply(view);
+    let view = &view;
+    let shape = Shape {
+        tree,
+        signatures: sections.signatures,
+    };
     match output {
         Some(path) => {
             let file = std::fs::File::create(path)
@@ -152,7 +213,7 @@ pub fn write(
             if is_snapshot_path(path) {
                 profile.write_snapshot(&mut f)?;
             } else {
-                render(profile, view, &mut f, false)?;
+                render(profile, view, shape, &mut f, false)?;
             }
             f.flush()
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -170,21 +231,31 @@ pub fn write(
             }
             let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
             let mut out = stdout.lock();
-            render(profile, view, &mut out, shown)?;
+            render(profile, view, shape, &mut out, shown)?;
             out.flush()?;
         }
     }
     Ok(())
 }
 
+/// The text report's shape beyond [`ViewArgs`] ([`Sections`]).
+#[derive(Clone, Copy)]
+struct Shape {
+    tree: bool,
+    signatures: bool,
+}
+
 fn render(
     profile: &Profile,
     view: &ViewArgs,
+    shape: Shape,
     out: &mut dyn Write,
     agent_warnings_shown: bool,
 ) -> Result<()> {
     let mut opts = view.render_options(profile)?;
     opts.agent_warnings_shown = agent_warnings_shown;
+    opts.tree = shape.tree;
+    opts.signatures = shape.signatures;
     view.format
         .report()
         .renderer()
@@ -223,6 +294,9 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
+    #[command(flatten)]
+    pub sections: Sections,
+
     /// Write the report to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -231,7 +305,13 @@ pub struct ReportArgs {
 pub fn report(args: &ReportArgs) -> Result<()> {
     args.view.validate()?;
     let profile = read_snapshot(&args.snapshot)?;
-    write(&profile, &args.view, args.output.as_deref(), false)
+    write_sections(
+        &profile,
+        &args.view,
+        &args.sections,
+        args.output.as_deref(),
+        false,
+    )
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -273,6 +353,38 @@ pub struct DiffArgs {
     /// frames are cut and shown as one `[truncated K frames]` frame.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
     pub max_stack: usize,
+    /// Text: compare the runs' totals instead of each side's calls and
+    /// time per root call (the default, right when the runs made
+    /// different numbers of root calls).
+    #[arg(long)]
+    pub totals: bool,
+    /// Write the comparison to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Writes what `render` produces to `output`, or to stdout when None.
+pub fn write_to(
+    output: Option<&Path>,
+    render: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let mut f = std::io::BufWriter::new(file);
+            render(&mut f)?;
+            f.flush()
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            render(&mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
 }
 
 pub fn diff(args: &DiffArgs) -> Result<()> {
@@ -292,15 +404,15 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
         min_percent: args.min_percent,
         max_depth: args.depth,
         max_stack: args.max_stack,
+        diff_totals: args.totals,
         ..RenderOptions::default()
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.format {
-        DiffFormat::Text => DiffText.render(&d, &opts, &mut out)?,
-        DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, &mut out)?,
-        DiffFormat::Flamegraph => DiffFlameGraph.render(&d, &opts, &mut out)?,
-    }
-    out.flush()?;
-    Ok(())
+    write_to(args.output.as_deref(), |out| {
+        match args.format {
+            DiffFormat::Text => DiffText.render(&d, &opts, out)?,
+            DiffFormat::Collapsed => DiffCollapsed.render(&d, &opts, out)?,
+            DiffFormat::Flamegraph => DiffFlameGraph.render(&d, &opts, out)?,
+        }
+        Ok(())
+    })
 }

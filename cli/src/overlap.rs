@@ -16,15 +16,6 @@ use sprig_callgraph::stacks::{MethodShare, overlap};
 /// Methods that differ most, listed under the figure.
 const SHOWN: usize = 10;
 
-/// `sprig diff --overlap A B`: the overlap on stdout.
-pub fn print(a: &Path, b: &Path) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    run(a, b, &mut out)?;
-    out.flush()?;
-    Ok(())
-}
-
 /// Prints the overlap of `a` and `b` and the methods that differ most.
 pub fn run(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
     let (sa, sb) = (read(a)?, read(b)?);

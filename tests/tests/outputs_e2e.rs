@@ -133,9 +133,10 @@ fn pprof_read_back_by_go_tool_pprof_has_the_exact_calls_of_the_json() {
     assert_eq!(expected["fixtures.Calls.root"], 400, "{expected:?}");
     let pb = snaps.a.with_extension("pb.gz");
     report(&snaps.a, &["--format", "pprof", "-o", pb.to_str().unwrap()]);
-    // -traces prints each sample's values and stack, leaf first.
+    // -traces prints each sample's value of the chosen type and its
+    // stack, leaf first.
     let out = Command::new(&go)
-        .args(["tool", "pprof", "-traces"])
+        .args(["tool", "pprof", "-sample_index=calls", "-traces"])
         .arg(&pb)
         .env("HOME", std::env::temp_dir())
         .output()
@@ -175,10 +176,18 @@ fn pprof_read_back_by_go_tool_pprof_has_the_exact_calls_of_the_json() {
         .unwrap();
     let raw = String::from_utf8_lossy(&raw.stdout);
     assert!(
-        raw.contains("calls/count[dflt] time/nanoseconds")
-            || raw.contains("calls/count time/nanoseconds"),
-        "{raw}"
+        raw.contains("time/nanoseconds[dflt] calls/count"),
+        "time is the first and default sample type:\n{raw}"
     );
+    // -top shows time without being asked for it.
+    let top = Command::new(&go)
+        .args(["tool", "pprof", "-top"])
+        .arg(&pb)
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    assert!(top.contains("Type: time"), "{top}");
 }
 
 /// The hosts of the URLs in a Chromium network log.

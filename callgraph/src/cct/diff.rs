@@ -16,6 +16,9 @@ pub struct Side {
     pub calls: u64,
     pub total_ns: u64,
     pub self_ns: u64,
+    /// Sampled timing: the 95% bound of `total_ns` from the samples behind
+    /// it ([`crate::profile::sample_bound_ns`]); 0 for exact times.
+    pub total_bound_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +59,8 @@ pub struct ProfileDiff {
     pub roots: Vec<NodeId>,
     /// How each side's times were measured (`a`, `b`).
     pub timing: [Timing; 2],
+    /// Each side's root calls (all roots, all threads).
+    pub root_calls: [u64; 2],
 }
 
 /// Compares `a` (before) with `b` (after).
@@ -71,6 +76,14 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
         let merged = p.merged();
         let tree = &merged.tree;
         let times = p.times(tree);
+        let window = merged.samples.window();
+        let sampled = p.timing == Timing::Sampled;
+        out.root_calls[which] = tree
+            .roots
+            .iter()
+            .filter_map(|&r| tree.nodes.get(r as usize))
+            .map(|n| n.calls)
+            .fold(0u64, u64::saturating_add);
         let mut stack: Vec<(NodeId, NodeId)> =
             tree.roots.iter().rev().map(|&r| (r, NodeId::MAX)).collect();
         while let Some((s, parent)) = stack.pop() {
@@ -115,6 +128,10 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
             e.calls = e.calls.saturating_add(n.calls);
             e.total_ns = e.total_ns.saturating_add(t.total_ns);
             e.self_ns = e.self_ns.saturating_add(t.self_ns);
+            if sampled {
+                let bound = crate::profile::sample_bound_ns(t.total_samples, t.total_ns, window);
+                e.total_bound_ns = e.total_bound_ns.saturating_add(bound);
+            }
             for &c in n.children.iter().rev() {
                 stack.push((c, d));
             }

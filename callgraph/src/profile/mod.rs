@@ -50,6 +50,7 @@
 mod latency;
 mod method;
 mod metric;
+mod probe_cost;
 mod run;
 mod times;
 mod tree;
@@ -57,6 +58,7 @@ mod tree;
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
+pub use probe_cost::ProbeCost;
 pub use run::{
     Calibration, LatencySummary, RevealStats, SampleCounts, Stats, Target, sample_bound_ns,
 };

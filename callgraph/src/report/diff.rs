@@ -10,7 +10,7 @@
 //!   stack holds at most `max_stack` frames: what lies deeper is one
 //!   `[truncated N frames] total_a total_b` line under its last frame.
 
-use super::{RenderOptions, ms};
+use super::{RenderOptions, Unit, sig3};
 use crate::cct::diff::{DiffNode, ProfileDiff};
 use crate::profile::{NodeId, Timing};
 use std::cmp::Ordering;
@@ -73,17 +73,20 @@ pub(crate) fn cut(
 
 /// Pre-order (node, depth, last, cut) with the thresholds applied; a node
 /// at depth `max_stack - 1` shows no children: they are its cut.
+/// Children are ordered by the size of their change with each side's
+/// times multiplied by `scale` (1 for totals, 1/root calls per root call).
 fn walk(
     d: &ProfileDiff,
     opts: &RenderOptions,
     max_stack: usize,
+    scale: [f64; 2],
 ) -> Vec<(NodeId, usize, bool, Option<DiffCut>)> {
     let len = d.nodes.len();
+    let change = |n: &DiffNode| (total_b(n) as f64 * scale[1] - total_a(n) as f64 * scale[0]).abs();
     let order = |x: &NodeId, y: &NodeId| -> Ordering {
         let (nx, ny) = (&d.nodes[*x as usize], &d.nodes[*y as usize]);
-        ny.delta_total_ns()
-            .abs()
-            .cmp(&nx.delta_total_ns().abs())
+        change(ny)
+            .total_cmp(&change(nx))
             .then_with(|| nx.method.cmp(&ny.method))
             .then(x.cmp(y))
     };
@@ -144,23 +147,48 @@ fn walk(
     out
 }
 
-fn signed_ms(delta: i128) -> String {
-    let sign = if delta < 0 { "-" } else { "+" };
-    let abs = u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX);
-    format!("{sign}{}", ms(abs))
+/// The change column: `new` and `gone` for a node absent on a side,
+/// `noise` for a change within the two sides' 95% bounds, else the change
+/// in percent of a (`from 0` when a measured no time).
+fn change_text(a: Option<Scaled>, b: Option<Scaled>) -> String {
+    let (a, b) = match (a, b) {
+        (None, None) => return "-".into(),
+        (None, Some(_)) => return "new".into(),
+        (Some(_), None) => return "gone".into(),
+        (Some(a), Some(b)) => (a, b),
+    };
+    let delta = b.total - a.total;
+    let bound = a.bound + b.bound;
+    if bound > 0.0 && delta.abs() <= bound {
+        return "noise".into();
+    }
+    if a.total == 0.0 {
+        return if b.total == 0.0 {
+            "0.0%".into()
+        } else {
+            "from 0".into()
+        };
+    }
+    let tenths = (delta * 1000.0 / a.total).round();
+    let sign = if tenths < 0.0 { "-" } else { "+" };
+    let t = tenths.abs() as u64;
+    format!("{sign}{}.{}%", t / 10, t % 10)
 }
 
-fn change_percent(a: u64, b: u64) -> String {
-    if a == 0 {
-        return if b == 0 { "0.0%".into() } else { "new".into() };
-    }
-    if b == 0 {
-        return "gone".into();
-    }
-    let tenths = (b as i128 - a as i128) * 1000 / a as i128;
-    let sign = if tenths < 0 { "-" } else { "+" };
-    let t = tenths.unsigned_abs();
-    format!("{sign}{}.{}%", t / 10, t % 10)
+/// One side of a node as the text shows it: per root call or in total.
+#[derive(Clone, Copy, Debug)]
+struct Scaled {
+    calls: f64,
+    total: f64,
+    bound: f64,
+}
+
+fn scaled(s: Option<crate::cct::diff::Side>, scale: f64) -> Option<Scaled> {
+    s.map(|s| Scaled {
+        calls: s.calls as f64 * scale,
+        total: s.total_ns as f64 * scale,
+        bound: s.total_bound_ns as f64 * scale,
+    })
 }
 
 /// How the two sides' times were measured, for the report's first line.
@@ -181,7 +209,8 @@ fn times_line(timing: [Timing; 2]) -> String {
     }
 }
 
-/// Text report of a diff.
+/// Text report of a diff: per root call of each side (`diff_totals`:
+/// the runs' totals), one time unit for the table, stated in the header.
 pub struct DiffText;
 
 impl DiffText {
@@ -191,14 +220,42 @@ impl DiffText {
         opts: &RenderOptions,
         out: &mut dyn Write,
     ) -> io::Result<()> {
-        writeln!(out, "sprig diff: a -> b, {}", times_line(d.timing))?;
+        let [ra, rb] = d.root_calls;
+        let per_root = !opts.diff_totals && ra > 0 && rb > 0;
+        let scale = if per_root {
+            [1.0 / ra as f64, 1.0 / rb as f64]
+        } else {
+            [1.0, 1.0]
+        };
+        let what = if per_root {
+            format!("per root call (a {ra}, b {rb} root calls; --totals: whole runs)")
+        } else {
+            format!("whole runs (a {ra}, b {rb} root calls)")
+        };
+        writeln!(out, "sprig diff: a -> b, {}; {what}", times_line(d.timing))?;
+        let rows = walk(d, opts, usize::MAX, scale);
+        let largest = rows
+            .iter()
+            .map(|&(n, ..)| {
+                let node = &d.nodes[n as usize];
+                (total_a(node) as f64 * scale[0]).max(total_b(node) as f64 * scale[1])
+            })
+            .fold(0.0f64, f64::max);
+        let unit = Unit::fit(largest);
+        let u = unit.name();
         writeln!(
             out,
             "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  method",
-            "a calls", "b calls", "a total ms", "b total ms", "change ms", "change"
+            "a calls",
+            "b calls",
+            format!("a total {u}"),
+            format!("b total {u}"),
+            format!("change {u}"),
+            "change"
         )?;
         let mut open: Vec<bool> = Vec::new();
-        for (n, depth, last, _) in walk(d, opts, usize::MAX) {
+        let mut noise = false;
+        for (n, depth, last, _) in rows {
             let node = &d.nodes[n as usize];
             open.truncate(depth);
             open.resize(depth, false);
@@ -213,23 +270,36 @@ impl DiffText {
                 }
                 prefix.push_str(if last { "\\- " } else { "+- " });
             }
-            let calls = |s: Option<crate::cct::diff::Side>| {
-                s.map_or_else(|| "-".to_owned(), |s| s.calls.to_string())
+            let (a, b) = (scaled(node.a, scale[0]), scaled(node.b, scale[1]));
+            let calls = |s: Option<Scaled>| match s {
+                None => "-".to_owned(),
+                Some(s) if per_root => sig3(s.calls),
+                Some(s) => format!("{}", s.calls as u64),
             };
-            let total = |s: Option<crate::cct::diff::Side>| {
-                s.map_or_else(|| "-".to_owned(), |s| ms(s.total_ns))
-            };
+            let total =
+                |s: Option<Scaled>| s.map_or_else(|| "-".to_owned(), |s| unit.format(s.total));
+            let delta = b.map_or(0.0, |s| s.total) - a.map_or(0.0, |s| s.total);
+            let sign = if delta < 0.0 { "-" } else { "+" };
+            let change = change_text(a, b);
+            noise |= change == "noise";
             writeln!(
                 out,
                 "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  {}{}",
-                calls(node.a),
-                calls(node.b),
-                total(node.a),
-                total(node.b),
-                signed_ms(node.delta_total_ns()),
-                change_percent(total_a(node), total_b(node)),
+                calls(a),
+                calls(b),
+                total(a),
+                total(b),
+                format!("{sign}{}", unit.format(delta.abs())),
+                change,
                 prefix,
                 super::escape::escape(&node.method.display())
+            )?;
+        }
+        if noise {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  noise: the change is within the two sides' 95% bounds from their samples (+/-)"
             )?;
         }
         Ok(())
@@ -248,7 +318,7 @@ impl DiffCollapsed {
     ) -> io::Result<()> {
         let mut path = String::new();
         let mut ends: Vec<usize> = Vec::new();
-        for (n, depth, _, cut) in walk(d, opts, opts.max_stack.max(1)) {
+        for (n, depth, _, cut) in walk(d, opts, opts.max_stack.max(1), [1.0, 1.0]) {
             let node = &d.nodes[n as usize];
             ends.truncate(depth);
             path.truncate(ends.last().copied().unwrap_or(0));
@@ -284,12 +354,158 @@ mod tests {
 
     #[test]
     fn change_texts() {
-        assert_eq!(signed_ms(-1_500_000), "-1.500");
-        assert_eq!(signed_ms(2_000), "+0.002");
-        assert_eq!(change_percent(100, 150), "+50.0%");
-        assert_eq!(change_percent(200, 100), "-50.0%");
-        assert_eq!(change_percent(0, 5), "new");
-        assert_eq!(change_percent(5, 0), "gone");
+        let side = |total: f64, bound: f64| {
+            Some(Scaled {
+                calls: 1.0,
+                total,
+                bound,
+            })
+        };
+        assert_eq!(change_text(side(100.0, 0.0), side(150.0, 0.0)), "+50.0%");
+        assert_eq!(change_text(side(200.0, 0.0), side(100.0, 0.0)), "-50.0%");
+        assert_eq!(change_text(None, side(5.0, 0.0)), "new");
+        assert_eq!(change_text(side(5.0, 0.0), None), "gone");
+        assert_eq!(change_text(side(5.0, 0.0), side(0.0, 0.0)), "-100.0%");
+        assert_eq!(change_text(side(0.0, 0.0), side(5.0, 0.0)), "from 0");
+        assert_eq!(change_text(side(100.0, 10.0), side(115.0, 10.0)), "noise");
+        assert_eq!(change_text(side(100.0, 10.0), side(121.0, 10.0)), "+21.0%");
+    }
+
+    use crate::profile::{MethodInfo, Node, Profile, SampleCounts, ThreadProfile, Tree};
+
+    /// A one-thread profile: `(parent, method name, calls, total ns,
+    /// samples)` per node; sampled when any node has samples (each sample
+    /// worth a tenth of its node's own time, 100 samples of the thread).
+    fn run(shape: &[(Option<u32>, &str, u64, u64, u64)]) -> Profile {
+        let mut p = Profile::new(1_000_000_000);
+        let mut t = Tree::default();
+        for (i, &(parent, name, calls, total, samples)) in shape.iter().enumerate() {
+            p.methods
+                .insert(i as u32, MethodInfo::new("app.Shop", name, "()V"));
+            t.push(
+                parent,
+                Node {
+                    method: i as u32,
+                    calls,
+                    total_ticks: total,
+                    samples,
+                    sampled_ticks: total,
+                    ..Node::default()
+                },
+            );
+        }
+        t.recount();
+        let sampled: u64 = shape.iter().map(|s| s.4).sum();
+        if sampled > 0 {
+            p.timing = Timing::Sampled;
+        }
+        p.threads.push(ThreadProfile {
+            index: 0,
+            java_id: 1,
+            name: "main".into(),
+            tree: t,
+            samples: SampleCounts {
+                credited: sampled,
+                outside: 100u64.saturating_sub(sampled),
+                ..SampleCounts::default()
+            },
+            ..ThreadProfile::default()
+        });
+        p
+    }
+
+    fn text(a: &Profile, b: &Profile, totals: bool) -> String {
+        let mut out = Vec::new();
+        let opts = RenderOptions {
+            diff_totals: totals,
+            ..RenderOptions::default()
+        };
+        DiffText
+            .render(&crate::cct::diff::diff(a, b), &opts, &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn line<'t>(text: &'t str, method: &str) -> &'t str {
+        text.lines()
+            .find(|l| l.ends_with(&format!("app.Shop.{method}()V")))
+            .unwrap_or_else(|| panic!("no line of {method}:\n{text}"))
+    }
+
+    #[test]
+    fn per_root_call_by_default_and_totals_on_request() {
+        // a: 2 root calls of 100 us; b: 4 root calls of 200 us each, so the
+        // total is 4 times a's but a call takes twice as long.
+        let a = run(&[
+            (None, "handle", 2, 200_000, 0),
+            (Some(0), "load", 2, 100_000, 0),
+        ]);
+        let b = run(&[
+            (None, "handle", 4, 800_000, 0),
+            (Some(0), "load", 8, 200_000, 0),
+        ]);
+        let per_call = text(&a, &b, false);
+        assert!(
+            per_call.lines().next().unwrap().contains("per root call"),
+            "{per_call}"
+        );
+        assert!(per_call.contains("a 2, b 4 root calls"), "{per_call}");
+        assert!(line(&per_call, "handle").contains("+100.0%"), "{per_call}");
+        // load: 1 call per root call in a, 2 in b; 50 us a root call in both.
+        let load = line(&per_call, "load");
+        assert!(load.contains("+0.0%"), "{per_call}");
+        let figures: Vec<&str> = load.split_whitespace().collect();
+        assert_eq!(&figures[..2], &["1.00", "2.00"], "{per_call}");
+
+        let totals = text(&a, &b, true);
+        assert!(
+            totals.lines().next().unwrap().contains("whole runs"),
+            "{totals}"
+        );
+        assert!(line(&totals, "handle").contains("+300.0%"), "{totals}");
+        assert!(line(&totals, "load").contains("+100.0%"), "{totals}");
+    }
+
+    #[test]
+    fn gone_and_new_only_for_nodes_absent_on_a_side() {
+        // `fast` is called on both sides but takes no measured time in b;
+        // `old` is only in a, `cache` only in b.
+        let a = run(&[
+            (None, "handle", 1, 100_000, 0),
+            (Some(0), "fast", 3, 10_000, 0),
+            (Some(0), "old", 1, 20_000, 0),
+        ]);
+        let b = run(&[
+            (None, "handle", 1, 100_000, 0),
+            (Some(0), "fast", 3, 0, 0),
+            (Some(0), "cache", 1, 20_000, 0),
+        ]);
+        let t = text(&a, &b, false);
+        let fast = line(&t, "fast");
+        assert!(!fast.contains("gone") && fast.contains("-100.0%"), "{t}");
+        assert!(line(&t, "old").contains("gone"), "{t}");
+        assert!(line(&t, "cache").contains("new"), "{t}");
+    }
+
+    #[test]
+    fn a_sampled_change_within_the_bounds_is_noise() {
+        // 10 samples against 11 of 100: 1.0 ms against 1.1 ms, well within
+        // the 95% bounds (about 0.6 ms each).
+        let a = run(&[(None, "handle", 1, 1_000_000, 10)]);
+        let b = run(&[(None, "handle", 1, 1_100_000, 11)]);
+        let t = text(&a, &b, false);
+        assert!(line(&t, "handle").contains("noise"), "{t}");
+        assert!(t.contains("noise: "), "the legend explains it:\n{t}");
+        // 10 samples against 60: far outside.
+        let c = run(&[(None, "handle", 1, 6_000_000, 60)]);
+        let t = text(&a, &c, false);
+        assert!(!line(&t, "handle").contains("noise"), "{t}");
+        // Exact times have no such bound.
+        let (x, y) = (
+            run(&[(None, "handle", 1, 1_000_000, 0)]),
+            run(&[(None, "handle", 1, 1_001_000, 0)]),
+        );
+        assert!(!text(&x, &y, false).contains("noise"));
     }
 
     fn first_line(timing: [Timing; 2]) -> String {
@@ -312,10 +528,9 @@ mod tests {
     #[test]
     fn the_first_line_says_how_each_side_was_timed() {
         use Timing::{Exact, Sampled};
-        assert_eq!(
-            first_line([Exact, Exact]),
-            "sprig diff: a -> b, exact times (adjust-time and probe cost subtracted)"
-        );
+        assert!(first_line([Exact, Exact]).starts_with(
+            "sprig diff: a -> b, exact times (adjust-time and probe cost subtracted); "
+        ));
         let sampled = first_line([Sampled, Sampled]);
         assert!(
             sampled.contains("sampled times") && !sampled.contains("exact times"),

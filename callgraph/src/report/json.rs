@@ -11,6 +11,7 @@
 //!                         "reflective_sites","dormant","activated_in_place",
 //!                         "trivial_skipped"} | null},
 //!  "calibration":{"inner_ns","outer_ns"} | null,
+//!  "probe_cost":{"pair_ns","source","calls_per_root_call","per_root_call_ns","in_latencies"} | null,
 //!  "threads":[{"id","name","roots":[NODE]}]}
 //! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
 //! ```
@@ -246,6 +247,20 @@ impl Render for Json {
             None => out.write_all(b"\"calibration\":null,")?,
         }
         indent(out, 1)?;
+        match p.probe_cost() {
+            Some(c) => write!(
+                out,
+                "\"probe_cost\":{{\"pair_ns\":{},\"source\":\"{}\",\"calls_per_root_call\":{},\
+                 \"per_root_call_ns\":{},\"in_latencies\":{}}},",
+                num_f64(c.pair_ns),
+                c.source(),
+                num_f64(c.calls_per_root_call),
+                num_f64(c.per_root_call_ns),
+                c.in_latencies
+            )?,
+            None => out.write_all(b"\"probe_cost\":null,")?,
+        }
+        indent(out, 1)?;
         write!(out, "\"ticks_per_sec\":{},\"clock\":", p.ticks_per_sec)?;
         write_str(out, &p.clock)?;
         write!(out, ",\"timing\":\"{}\",", p.timing.name())?;
@@ -358,6 +373,41 @@ mod tests {
         assert_eq!(esc("\u{9b}2J\u{a0}"), "\"\\u009b2J\u{a0}\"");
         assert_eq!(esc("Zürich ✓"), "\"Zürich ✓\"");
         assert_eq!(esc(""), "\"\"");
+    }
+
+    #[test]
+    fn the_probe_cost_is_in_the_json() {
+        use crate::profile::{MethodInfo, Node, ThreadProfile, Tree};
+        let mut p = Profile::new(1_000_000_000);
+        p.methods.insert(1, MethodInfo::new("a.B", "root", "()V"));
+        let mut tree = Tree::default();
+        tree.push(
+            None,
+            Node {
+                method: 1,
+                calls: 4,
+                total_ticks: 4_000,
+                ..Node::default()
+            },
+        );
+        tree.recount();
+        p.threads.push(ThreadProfile {
+            index: 0,
+            tree,
+            ..ThreadProfile::default()
+        });
+        p.calibration = Some(crate::profile::Calibration::new(20.0, 10.0));
+        let mut out = Vec::new();
+        Json.render(&p, &RenderOptions::default(), &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "\"probe_cost\":{\"pair_ns\":30,\"source\":\"calibration\",\
+                 \"calls_per_root_call\":1,\"per_root_call_ns\":30,\"in_latencies\":false}"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Every calling context of every thread becomes one sample: its stack is
 //! the path from the root (the sample's locations, leaf first, as pprof
-//! wants them), its values the node's exact calls and exact self time. So
+//! wants them), its values the node's self time (the first and default
+//! sample type, what `go tool pprof -top` shows) and exact calls. So
 //! pprof's "flat" figures are exact per-method call counts and self times,
 //! and its "cum" time is the exact total time; a `thread` label names the
 //! thread each sample came from. There is one function and one location
@@ -188,8 +189,20 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
     m
 }
 
-/// The metrics each sample carries, in order: exact calls, time.
-const SAMPLE_METRICS: [Metric; 2] = [Metric::Calls, Metric::Time];
+/// The metrics each sample carries, in order: time (the default sample
+/// type, what `go tool pprof -top` shows), exact calls.
+const SAMPLE_METRICS: [Metric; 2] = [Metric::Time, Metric::Calls];
+
+/// A sample's values in the order of [`SAMPLE_METRICS`].
+fn values(calls: u64, time_ns: u64) -> Vec<i64> {
+    SAMPLE_METRICS
+        .iter()
+        .map(|m| match m {
+            Metric::Calls => clamp(calls),
+            _ => clamp(time_ns),
+        })
+        .collect()
+}
 
 /// The sample types of [`SAMPLE_METRICS`].
 fn sample_types(strings: &mut Strings) -> Vec<schema::ValueType> {
@@ -284,7 +297,7 @@ fn walk(
                 .saturating_add(line.hidden);
             sample(schema::Sample {
                 location_id: path.iter().rev().copied().collect(),
-                value: vec![clamp(node.calls), clamp(self_ns)],
+                value: values(node.calls, self_ns),
                 label: label.clone(),
             })?;
             if let Some(cut) = view.cut(line) {
@@ -301,7 +314,7 @@ fn walk(
                     location_id: std::iter::once(marker)
                         .chain(path.iter().rev().copied())
                         .collect(),
-                    value: vec![clamp(cut.calls), clamp(cut.total_ns)],
+                    value: values(cut.calls, cut.total_ns),
                     label: label.clone(),
                 })?;
             }
@@ -316,6 +329,7 @@ fn walk(
         .position(|&m| m == Metric::Time)
         .unwrap_or(0)]
     .clone();
+    let default_sample_type = time_type.r#type;
     Ok(schema::Profile {
         sample_type,
         sample: Vec::new(),
@@ -330,7 +344,7 @@ fn walk(
         period_type: Some(time_type),
         period: 1,
         comment: comments,
-        default_sample_type: 1,
+        default_sample_type,
     })
 }
 
@@ -436,7 +450,9 @@ mod tests {
             .iter()
             .map(|v| (s(v.r#type), s(v.unit)))
             .collect();
-        assert_eq!(types, [("calls", "count"), ("time", "nanoseconds")]);
+        // Time first and the default (what `go tool pprof -top` shows).
+        assert_eq!(types, [("time", "nanoseconds"), ("calls", "count")]);
+        assert_eq!(s(m.default_sample_type), "time");
         assert_eq!(m.sample.len(), 8);
         assert_eq!(m.function.len(), 3);
         assert_eq!(m.location.len(), 3);
@@ -453,8 +469,8 @@ mod tests {
         let mut flat: HashMap<&str, i64> = HashMap::new();
         let mut self_time = 0;
         for smp in &m.sample {
-            *flat.entry(name_of_loc(smp.location_id[0])).or_default() += smp.value[0];
-            self_time += smp.value[1];
+            *flat.entry(name_of_loc(smp.location_id[0])).or_default() += smp.value[1];
+            self_time += smp.value[0];
             assert_eq!(s(smp.label[0].key), "thread");
         }
         assert_eq!(flat["x.Y.root"], 2);
@@ -481,7 +497,7 @@ mod tests {
         };
         let m = profile_message(&sample(), &opts);
         assert_eq!(m.sample.len(), 2);
-        assert!(m.sample.iter().all(|s| s.value == vec![1, 100]));
+        assert!(m.sample.iter().all(|s| s.value == vec![100, 1]));
     }
 
     #[test]
@@ -526,8 +542,8 @@ mod tests {
         // a -> b is the deepest path cut under the root.
         assert_eq!(s(f.name), "[truncated 2 frames]");
         // a (3 calls) + b (7) + b (2); a's total 60 + b's 30.
-        assert!(cut.iter().all(|x| x.value == vec![12, 90]));
-        let time: i64 = m.sample.iter().map(|x| x.value[1]).sum();
+        assert!(cut.iter().all(|x| x.value == vec![90, 12]));
+        let time: i64 = m.sample.iter().map(|x| x.value[0]).sum();
         assert_eq!(time, 200, "the cut keeps the exact total");
     }
 

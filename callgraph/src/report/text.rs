@@ -1,16 +1,25 @@
-//! Text report: aligned columns, ASCII only, so it reads in a terminal and
-//! pastes unchanged into a bug report. What the user asked for comes
-//! first: one summary line, the trees, the hot spots; then each legend
-//! once, the back traces, and a footer with the session's figures (one
-//! line, or every figure with `verbose`) and its warnings.
+//! Text report: aligned columns (ASCII but for `µs` and the `…` of a
+//! shortened name), so it reads in a terminal and pastes into a bug
+//! report. What the user asked for comes first: one summary line, the
+//! trees, the hot spots; then a legend of what the tables showed (`+/-`,
+//! `samples`, `-`, `[N incomplete]`, `~`), once, the back traces, and a
+//! footer with the session's figures (one line, or every figure with
+//! `verbose`) and its warnings.
+//!
+//! Methods read `pkg.Class.method` ([`super::names`]): the signature, in
+//! Java form, only where two overloads would read the same (every one with
+//! `signatures`), the package cut from the left with `…` where a line
+//! would pass `width` columns. Each time column has one unit, the one that
+//! fits its largest figure (ns, µs, ms, s), named in its header, figures
+//! with three significant digits.
 //!
 //! ```text
 //! sprig profile: pid 4242, OpenJDK 64-Bit Server VM 17.0.15: 1500 ms, exact timing
 //!
-//! thread "main" (java id 1, sprig #0): 1 root call, 0.300 ms
-//!        calls     total ms      self ms   % root  method
-//!            1        0.300        0.100   100.0%  com.acme.App.run()V
-//!           10        0.200        0.200    66.7%  \- com.acme.App.work(I)I
+//! thread "main" (java id 1, sprig #0): 1 root call, 300 µs
+//!        calls   total µs    self µs  % root  method
+//!            1        300        100  100.0%  com.acme.App.run
+//!           10        200        200   66.7%  \- com.acme.App.work
 //!   ...
 //! session: 1500 ms, 23 events (0 lost), 6 methods instrumented, 5 called; ...
 //! ```
@@ -26,10 +35,15 @@
 //! bounds (`+/-`, ASCII for ±) of the total and self times ([`sampled_row`]).
 
 use super::escape::escape;
+use super::names::{self, Names};
 use super::view::{back_node_name, back_traces, hot_spots, tree_view};
-use super::{Render, RenderOptions, ms, percent, us};
+use super::{Render, RenderOptions, Unit, ms, percent};
 use crate::profile::{Profile, ThreadProfile, Times, Timing, sample_bound_ns};
 use std::io::{self, Write};
+
+/// Columns a name keeps however deep its line (a deep line is then wider
+/// than the report's width rather than a name cut to nothing).
+const MIN_NAME: usize = 40;
 
 /// Guides are drawn for this many levels; deeper lines show their depth.
 const MAX_GUIDES: usize = 24;
@@ -57,30 +71,25 @@ fn legend(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// A time in ms, marked `~` when it is mostly subtracted probe cost.
-fn ms_marked(ns: u64, probe_bound: bool) -> String {
-    if probe_bound {
-        format!("~{}", ms(ns))
-    } else {
-        ms(ns)
-    }
-}
-
 pub struct Text;
 
 impl Render for Text {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
         summary(p, out)?;
+        probe_cost(p, out)?;
+        let names = Names::new(p, opts.signatures);
         let merged =
             (opts.merged || !opts.back_traces.is_empty() || opts.hot_spots > 0).then(|| p.merged());
-        let mut marked = false;
-        if opts.merged {
+        let mut marks = Marks::default();
+        if !opts.tree {
+            // the hot spots (and back traces) alone
+        } else if opts.merged {
             if let Some(m) = &merged {
-                marked |= thread_tree(p, m, opts, out)?;
+                thread_tree(p, m, opts, &names, &mut marks, out)?;
             }
         } else {
             for t in &p.threads {
-                marked |= thread_tree(p, t, opts, out)?;
+                thread_tree(p, t, opts, &names, &mut marks, out)?;
             }
         }
         if p.threads.is_empty() {
@@ -90,15 +99,12 @@ impl Render for Text {
         if let Some(m) = &merged
             && opts.hot_spots > 0
         {
-            marked |= hot_spot_table(p, m, opts.hot_spots, out)?;
+            marks.probe |= hot_spot_table(p, m, opts, &names, out)?;
         }
-        if marked {
-            writeln!(out)?;
-            legend(p, out)?;
-        }
+        marks.legend(p, out)?;
         if let Some(m) = &merged {
             for &method in &opts.back_traces {
-                back_trace(p, m, method, opts, out)?;
+                back_trace(p, m, method, opts, &names, out)?;
             }
         }
         writeln!(out)?;
@@ -109,6 +115,68 @@ impl Render for Text {
         }
         warnings(p, opts, out)
     }
+}
+
+/// What the tables showed that the legend explains, each once.
+#[derive(Default)]
+struct Marks {
+    /// A time marked `~`.
+    probe: bool,
+    /// A sampled table (`+/-`, `samples`).
+    sampled: bool,
+    /// A `-` for a node no sample found.
+    dash: bool,
+    /// A `[N incomplete]` node.
+    incomplete: bool,
+}
+
+impl Marks {
+    fn legend(&self, p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+        if !(self.probe || self.sampled || self.dash || self.incomplete) {
+            return Ok(());
+        }
+        writeln!(out)?;
+        if self.sampled {
+            writeln!(
+                out,
+                "  +/-             the 95% bound of a time taken from samples (19 times in 20 \
+                 the time is within it)"
+            )?;
+            writeln!(
+                out,
+                "  samples         samples that found the thread in the method's own code"
+            )?;
+        }
+        if self.dash {
+            writeln!(
+                out,
+                "  -               no sample found the thread there: its time is below about one \
+                 sampling period, not zero"
+            )?;
+        }
+        if self.incomplete {
+            writeln!(
+                out,
+                "  [N incomplete]  N calls had not returned when profiling ended (closed at the \
+                 last event seen)"
+            )?;
+        }
+        if self.probe {
+            legend(p, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// `ns` in `unit`, marked `~` when it is mostly subtracted probe cost.
+fn time_marked(unit: Unit, ns: u64, probe_bound: bool) -> String {
+    let t = unit.format(ns as f64);
+    if probe_bound { format!("~{t}") } else { t }
+}
+
+/// The unit that fits the largest of `values`.
+fn unit_of(values: impl Iterator<Item = u64>) -> Unit {
+    Unit::fit(values.max().unwrap_or(0) as f64)
 }
 
 /// The first line: the JVM, how long, and how times were taken.
@@ -136,6 +204,38 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             ""
         }
     )
+}
+
+/// The header's second line: what the probes cost a root call, and
+/// whether the root latencies hold that cost.
+fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let Some(c) = p.probe_cost() else {
+        return Ok(());
+    };
+    let u = Unit::fit(c.per_root_call_ns);
+    let mut line = format!(
+        "probes: about {} {} a root call ({} calls x {:.1} ns a pair, {})",
+        u.format(c.per_root_call_ns),
+        u.name(),
+        super::sig3(c.calls_per_root_call),
+        c.pair_ns,
+        c.source()
+    );
+    let share = c.share_percent();
+    if c.in_latencies {
+        line.push_str("; root latencies include it");
+        if let Some(share) = share {
+            line.push_str(&format!(" ({share:.1}% of them)"));
+        }
+    } else {
+        line.push_str(", subtracted from times and latencies");
+    }
+    if share.is_some_and(|s| s >= 20.0) {
+        line.push_str(
+            "\n  fewer probes: --exclude, --skip-trivial, or --roots-only for latencies alone",
+        );
+    }
+    writeln!(out, "{line}")
 }
 
 /// The short footer: what was instrumented, what was lost, what was
@@ -397,13 +497,15 @@ fn guides(open: &[bool], depth: usize, last: bool) -> String {
     s
 }
 
-/// One thread's (or the merged) tree; whether a time was marked `~`.
+/// One thread's (or the merged) tree; what it showed goes into `marks`.
 fn thread_tree(
     p: &Profile,
     t: &ThreadProfile,
     opts: &RenderOptions,
+    names: &Names,
+    marks: &mut Marks,
     out: &mut dyn Write,
-) -> io::Result<bool> {
+) -> io::Result<()> {
     let view = tree_view(p, &t.tree, opts);
     writeln!(out)?;
     let roots = t
@@ -423,59 +525,105 @@ fn thread_tree(
             t.index
         )
     };
+    let whole = Unit::fit(view.total as f64);
     writeln!(
         out,
-        "{who}: {roots} root call{}, {} ms",
+        "{who}: {roots} root call{}, {} {}",
         if roots == 1 { "" } else { "s" },
-        ms(view.total)
+        whole.format(view.total as f64),
+        whole.name()
     )?;
     let sampled = p.timing == Timing::Sampled;
-    if sampled {
-        writeln!(
-            out,
-            "{:>12} {:>12} {:>9} {:>12} {:>9} {:>8} {:>8}  method",
-            "calls", "total ms", "+/- ms", "self ms", "+/- ms", "samples", "% root"
-        )?;
+    let window = t.samples.window();
+    let times = |l: &super::view::Line| view.times[l.node as usize];
+    let total_u = unit_of(view.lines.iter().map(|l| times(l).total_ns));
+    let self_u = unit_of(view.lines.iter().map(|l| times(l).self_ns));
+    let bound = |n: u64, ns: u64| sample_bound_ns(n, ns, window);
+    let total_b = unit_of(
+        view.lines
+            .iter()
+            .map(|l| bound(times(l).total_samples, times(l).total_ns)),
+    );
+    let self_b = unit_of(
+        view.lines
+            .iter()
+            .map(|l| bound(times(l).self_samples, times(l).self_ns)),
+    );
+    let head = |what: &str, u: Unit| format!("{what} {}", u.name());
+    let figures = if sampled {
+        marks.sampled = true;
+        format!(
+            "{:>12} {:>10} {:>9} {:>10} {:>9} {:>8} {:>7}",
+            "calls",
+            head("total", total_u),
+            head("+/-", total_b),
+            head("self", self_u),
+            head("+/-", self_b),
+            "samples",
+            "% root"
+        )
     } else {
-        writeln!(
-            out,
-            "{:>12} {:>12} {:>12} {:>8}  method",
-            "calls", "total ms", "self ms", "% root"
-        )?;
-    }
+        format!(
+            "{:>12} {:>10} {:>10} {:>7}",
+            "calls",
+            head("total", total_u),
+            head("self", self_u),
+            "% root"
+        )
+    };
+    let width = figures.chars().count() + 2;
+    writeln!(out, "{figures}  method")?;
     // open[d]: the last line drawn at depth d has later siblings.
     let mut open: Vec<bool> = Vec::new();
-    let mut marked = false;
     for line in &view.lines {
         let node = &t.tree.nodes[line.node as usize];
         let times = view.times[line.node as usize];
         open.truncate(line.depth);
         open.resize(line.depth, false);
         open.push(!line.last);
-        let mut name = escape(&p.display_name(node.method)).into_owned();
+        let guide = guides(&open, line.depth, line.last);
+        let mut extra = String::new();
         if node.incomplete > 0 {
-            name.push_str(&format!(" [{} incomplete]", node.incomplete));
+            extra = format!(" [{} incomplete]", node.incomplete);
+            marks.incomplete = true;
         }
-        if sampled {
-            let window = t.samples.window();
-            let row = sampled_row(node.calls, &times, window);
-            let share = percent(times.total_ns, line.root_total);
-            let guide = guides(&open, line.depth, line.last);
-            writeln!(out, "{row} {share:>8}  {guide}{name}")?;
-            continue;
-        }
-        let (total_bound, self_bound) = (times.probe_bound(), times.self_probe_bound());
-        marked |= total_bound || self_bound;
-        writeln!(
-            out,
-            "{:>12} {:>12} {:>12} {:>8}  {}{}",
-            node.calls,
-            ms_marked(times.total_ns, total_bound),
-            ms_marked(times.self_ns, self_bound),
-            percent(times.total_ns, line.root_total),
-            guides(&open, line.depth, line.last),
-            name
-        )?;
+        let room = opts
+            .width
+            .saturating_sub(width + guide.chars().count() + extra.chars().count())
+            .max(MIN_NAME);
+        let name = escape(&names::fit(&names.get(node.method), room)).into_owned();
+        let share = percent(times.total_ns, line.root_total);
+        let row = if sampled {
+            marks.dash |= times.total_samples == 0 || times.self_samples == 0;
+            let or_dash = |n: u64, s: String| if n == 0 { "-".to_owned() } else { s };
+            format!(
+                "{:>12} {:>10} {:>9} {:>10} {:>9} {:>8} {:>7}",
+                node.calls,
+                or_dash(times.total_samples, total_u.format(times.total_ns as f64)),
+                or_dash(
+                    times.total_samples,
+                    total_b.format(bound(times.total_samples, times.total_ns) as f64)
+                ),
+                or_dash(times.self_samples, self_u.format(times.self_ns as f64)),
+                or_dash(
+                    times.self_samples,
+                    self_b.format(bound(times.self_samples, times.self_ns) as f64)
+                ),
+                times.self_samples,
+                share
+            )
+        } else {
+            let (total_bound, self_bound) = (times.probe_bound(), times.self_probe_bound());
+            marks.probe |= total_bound || self_bound;
+            format!(
+                "{:>12} {:>10} {:>10} {:>7}",
+                node.calls,
+                time_marked(total_u, times.total_ns, total_bound),
+                time_marked(self_u, times.self_ns, self_bound),
+                share
+            )
+        };
+        writeln!(out, "{row}  {guide}{name}{extra}")?;
     }
     if view.lines.len() < t.tree.nodes.len() {
         writeln!(
@@ -489,21 +637,24 @@ fn thread_tree(
     for line in view.lines.iter().filter(|l| l.depth == 0) {
         let node = &t.tree.nodes[line.node as usize];
         if let Some(l) = p.latency_ns(node) {
+            let u = Unit::fit(l.max_ns as f64);
+            let f = |ns: u64| u.format(ns as f64);
             writeln!(
                 out,
-                "  latency      {}: {} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} ms",
-                p.display_name(node.method),
+                "  latency      {}: {} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} {}",
+                escape(&names.get(node.method)),
                 l.count,
                 if l.count == 1 { "" } else { "s" },
-                ms(l.min_ns),
-                ms(l.p50_ns),
-                ms(l.p90_ns),
-                ms(l.p99_ns),
-                ms(l.max_ns)
+                f(l.min_ns),
+                f(l.p50_ns),
+                f(l.p90_ns),
+                f(l.p99_ns),
+                f(l.max_ns),
+                u.name()
             )?;
         }
     }
-    Ok(marked)
+    Ok(())
 }
 
 /// The figures of a sampled tree line: calls, total ± bound, self ±
@@ -525,9 +676,11 @@ pub fn sampled_row(calls: u64, times: &Times, window: u64) -> String {
 fn hot_spot_table(
     p: &Profile,
     merged: &ThreadProfile,
-    limit: usize,
+    opts: &RenderOptions,
+    names: &Names,
     out: &mut dyn Write,
 ) -> io::Result<bool> {
+    let limit = opts.hot_spots;
     let spots = hot_spots(p, &merged.tree);
     if spots.is_empty() {
         return Ok(false);
@@ -544,23 +697,34 @@ fn hot_spot_table(
         spots.len().min(limit),
         spots.len()
     )?;
-    writeln!(
-        out,
-        "{:>12} {:>8} {:>12} {:>12} {:>12}  method",
-        "self ms", "self %", "calls", "total ms", "avg us"
-    )?;
+    let shown = &spots[..spots.len().min(limit)];
+    let self_u = unit_of(shown.iter().map(|h| h.self_ns));
+    let total_u = unit_of(shown.iter().map(|h| h.total_ns));
+    let avg_u = unit_of(shown.iter().map(|h| h.avg_ns));
+    let head = format!(
+        "{:>10} {:>7} {:>12} {:>10} {:>10}",
+        format!("self {}", self_u.name()),
+        "self %",
+        "calls",
+        format!("total {}", total_u.name()),
+        format!("avg {}", avg_u.name())
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  method")?;
     let mut marked = false;
-    for h in spots.iter().take(limit) {
+    for h in shown {
         marked |= h.self_probe_bound();
+        let room = opts.width.saturating_sub(width).max(MIN_NAME);
+        let name = names::fit(&names.get(h.method), room);
         writeln!(
             out,
-            "{:>12} {:>8} {:>12} {:>12} {:>12}  {}",
-            ms_marked(h.self_ns, h.self_probe_bound()),
+            "{:>10} {:>7} {:>12} {:>10} {:>10}  {}",
+            time_marked(self_u, h.self_ns, h.self_probe_bound()),
             percent(h.self_ns, all_self),
             h.calls,
-            ms(h.total_ns),
-            us(h.avg_ns),
-            escape(&p.display_name(h.method))
+            total_u.format(h.total_ns as f64),
+            avg_u.format(h.avg_ns as f64),
+            escape(&name)
         )?;
     }
     Ok(marked)
@@ -571,22 +735,28 @@ fn back_trace(
     merged: &ThreadProfile,
     method: u32,
     opts: &RenderOptions,
+    names: &Names,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let bt = back_traces(p, &merged.tree, method, opts.max_depth);
+    let u = Unit::fit(bt.total_ns() as f64);
     writeln!(out)?;
     writeln!(
         out,
-        "back traces of {}: {} calls, {} ms",
-        escape(&p.display_name(method)),
+        "back traces of {}: {} calls, {} {}",
+        escape(&names.get(method)),
         bt.calls(),
-        ms(bt.total_ns())
+        u.format(bt.total_ns() as f64),
+        u.name()
     )?;
-    writeln!(
-        out,
-        "{:>12} {:>12} {:>8}  called from",
-        "calls", "total ms", "share"
-    )?;
+    let head = format!(
+        "{:>12} {:>10} {:>7}",
+        "calls",
+        format!("total {}", u.name()),
+        "share"
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  called from")?;
     let mut open: Vec<bool> = Vec::new();
     for (i, depth, last) in bt.lines(p).into_iter().skip(1) {
         let n = &bt.nodes[i];
@@ -595,19 +765,29 @@ fn back_trace(
         open.truncate(d);
         open.resize(d, false);
         open.push(!last);
-        let mut name = escape(&back_node_name(p, n)).into_owned();
+        let guide = guides(&open, d, last);
+        let mut extra = String::new();
         if depth == 1 && n.method == Some(method) {
             // its time is inside the outermost call's already
-            name.push_str(" (recursive calls)");
+            extra.push_str(" (recursive calls)");
         }
+        let full = match n.method {
+            Some(m) => names.get(m),
+            None => back_node_name(p, n),
+        };
+        let room = opts
+            .width
+            .saturating_sub(width + guide.chars().count() + extra.chars().count())
+            .max(MIN_NAME);
         writeln!(
             out,
-            "{:>12} {:>12} {:>8}  {}{}",
+            "{:>12} {:>10} {:>7}  {}{}{}",
             n.calls,
-            ms(n.total_ns),
+            u.format(n.total_ns as f64),
             percent(n.total_ns, bt.total_ns()),
-            guides(&open, d, last),
-            name
+            guide,
+            escape(&names::fit(&full, room)),
+            extra
         )?;
     }
     Ok(())
@@ -673,7 +853,7 @@ mod tests {
                 !text.chars().any(|c| c.is_control() && c != '\n'),
                 "{text:?}"
             );
-            assert!(text.contains("a.B\\x1b[2J.run\\u{9b}31m()V\\x7f"), "{text}");
+            assert!(text.contains("a.B\\x1b[2J.run\\u{9b}31m\n"), "{text}");
             assert!(text.contains("VM\\x1b]0;title\\x07"), "{text}");
             assert!(text.contains("a.B\\x1b[1m failed"), "{text}");
             if !merged {
@@ -740,8 +920,9 @@ mod tests {
         let text = text_of(&p, &RenderOptions::default());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("sprig profile: pid 7, OpenJDK 17: 10 ms, exact timing"));
-        assert_eq!(lines[1], "");
-        assert!(lines[2].starts_with("thread \"t1\""), "{text}");
+        assert!(lines[1].starts_with("probes: "), "{text}");
+        assert_eq!(lines[2], "");
+        assert!(lines[3].starts_with("thread \"t1\""), "{text}");
         // Two trees and the hot spots carry `~`; the legend comes once.
         assert_eq!(text.matches("~ more probe cost").count(), 1, "{text}");
         assert!(text.find("hot spots").unwrap() < text.find("~ more probe cost").unwrap());
@@ -776,6 +957,229 @@ mod tests {
         }
         assert!(text.find("hot spots").unwrap() < text.find("  duration ").unwrap());
         assert!(!text.contains("--verbose: every figure"));
+    }
+
+    /// One thread: `(parent, class, name, descriptor, calls, total ns,
+    /// samples, incomplete)` per node; sampled timing when any node has
+    /// samples (each worth its node's own time over its samples).
+    type Shape<'a> = (Option<u32>, &'a str, &'a str, &'a str, u64, u64, u64, u64);
+
+    fn shaped(shape: &[Shape]) -> Profile {
+        let mut p = Profile::new(1_000_000_000);
+        let mut tree = Tree::default();
+        let mut samples = 0;
+        for (i, &(parent, class, name, desc, calls, total, n, incomplete)) in
+            shape.iter().enumerate()
+        {
+            p.methods
+                .insert(i as u32, MethodInfo::new(class, name, desc));
+            let kids: u64 = shape
+                .iter()
+                .filter(|s| s.0 == Some(i as u32))
+                .map(|s| s.5)
+                .sum();
+            tree.push(
+                parent,
+                Node {
+                    method: i as u32,
+                    calls,
+                    total_ticks: total,
+                    samples: n,
+                    sampled_ticks: if n > 0 { total - kids } else { 0 },
+                    incomplete,
+                    ..Node::default()
+                },
+            );
+            samples += n;
+        }
+        tree.recount();
+        if samples > 0 {
+            p.timing = Timing::Sampled;
+        }
+        p.threads.push(ThreadProfile {
+            index: 1,
+            name: "main".into(),
+            tree,
+            samples: crate::profile::SampleCounts {
+                credited: samples,
+                outside: 50,
+                ..Default::default()
+            },
+            ..ThreadProfile::default()
+        });
+        p
+    }
+
+    fn tree_lines(text: &str) -> Vec<&str> {
+        text.lines()
+            .skip_while(|l| !l.contains("  method"))
+            .skip(1)
+            .take_while(|l| !l.is_empty() && !l.starts_with("  latency"))
+            .collect()
+    }
+
+    #[test]
+    fn short_names_with_java_signatures_only_where_overloads_meet() {
+        let p = shaped(&[
+            (
+                None,
+                "com.acme.Service",
+                "handle",
+                "(Lcom/acme/Order;)V",
+                1,
+                9_000,
+                0,
+                0,
+            ),
+            (
+                Some(0),
+                "com.acme.Service",
+                "handle",
+                "(Ljava/lang/String;[I)V",
+                2,
+                4_000,
+                0,
+                0,
+            ),
+            (
+                Some(0),
+                "com.acme.Db",
+                "query",
+                "(IJ)Ljava/util/List;",
+                3,
+                3_000,
+                0,
+                0,
+            ),
+        ]);
+        let text = text_of(&p, &RenderOptions::default());
+        let lines = tree_lines(&text);
+        assert!(
+            lines[0].ends_with("  com.acme.Service.handle(Order)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("com.acme.Service.handle(String, int[])"),
+            "{text}"
+        );
+        assert!(
+            lines.iter().any(|l| l.ends_with("- com.acme.Db.query")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("(IJ)") && !text.contains("Lcom/acme"),
+            "{text}"
+        );
+        let all = text_of(
+            &p,
+            &RenderOptions {
+                signatures: true,
+                ..RenderOptions::default()
+            },
+        );
+        assert!(all.contains("com.acme.Db.query(int, long)"), "{all}");
+    }
+
+    #[test]
+    fn times_in_a_unit_that_fits_stated_in_the_header() {
+        // A root of 420 ns a call: nanoseconds, not `0.000 ms`.
+        let p = shaped(&[(None, "a.B", "tiny", "()V", 1, 420, 0, 0)]);
+        let text = text_of(&p, &RenderOptions::default());
+        assert!(text.contains("total ns"), "{text}");
+        assert!(tree_lines(&text)[0].contains(" 420 "), "{text}");
+        assert!(!text.contains("0.000"), "{text}");
+        // 12.3 ms: milliseconds with three significant digits.
+        let p = shaped(&[(None, "a.B", "slow", "()V", 1, 12_340_000, 0, 0)]);
+        let text = text_of(&p, &RenderOptions::default());
+        assert!(
+            text.contains("total ms") && text.contains(" 12.3 "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_node_without_samples_reads_dash_and_the_legend_explains_the_columns() {
+        let p = shaped(&[
+            (None, "a.B", "root", "()V", 1, 1_000_000, 10, 1),
+            (Some(0), "a.B", "unseen", "()V", 1_896, 0, 0, 0),
+        ]);
+        let text = text_of(&p, &RenderOptions::default());
+        let unseen = tree_lines(&text)
+            .into_iter()
+            .find(|l| l.ends_with("a.B.unseen"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let figures: Vec<&str> = unseen.split_whitespace().collect();
+        assert_eq!(&figures[..6], &["1896", "-", "-", "-", "-", "0"], "{text}");
+        for explained in ["+/-", "samples", "[N incomplete]", "-  "] {
+            assert_eq!(
+                text.lines()
+                    .filter(|l| l.trim_start().starts_with(explained))
+                    .count(),
+                1,
+                "{explained:?} explained once:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn lines_fit_120_columns_cutting_the_package_never_the_method() {
+        let class = "org.example.enterprise.platform.integration.persistence.internal.jdbc.\
+                     PreparedStatementExecutor";
+        let mut shape: Vec<Shape> = vec![(None, class, "executeQuery", "()V", 1, 100_000, 0, 0)];
+        for d in 1..8u32 {
+            shape.push((
+                Some(d - 1),
+                class,
+                "executeQuery",
+                "()V",
+                1,
+                100_000 - 1_000 * d as u64,
+                0,
+                0,
+            ));
+        }
+        let p = shaped(&shape);
+        let text = text_of(&p, &RenderOptions::default());
+        for l in tree_lines(&text) {
+            assert!(
+                l.chars().count() <= 120,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+            assert!(l.ends_with("PreparedStatementExecutor.executeQuery"), "{l}");
+        }
+        assert!(text.contains('…'), "{text}");
+    }
+
+    #[test]
+    fn the_header_says_what_the_probes_cost_each_root_call() {
+        // Sampled timing, no calibration: the benchmark's probe pair, 1
+        // root call making 99 more calls, 100 pairs a root call.
+        let p = shaped(&[
+            (None, "a.B", "root", "()V", 1, 10_000, 5, 0),
+            (Some(0), "a.B", "leaf", "()V", 99, 5_000, 5, 0),
+        ]);
+        let text = text_of(&p, &RenderOptions::default());
+        let header = text.lines().nth(1).unwrap();
+        assert_eq!(
+            header,
+            "probes: about 800 ns a root call (100 calls x 8.0 ns a pair, benchmark); \
+             root latencies include it (8.0% of them)"
+        );
+
+        // Exact timing with a calibration: its figure, subtracted.
+        let mut p = shaped(&[
+            (None, "a.B", "root", "()V", 1, 10_000, 0, 0),
+            (Some(0), "a.B", "leaf", "()V", 99, 5_000, 0, 0),
+        ]);
+        p.calibration = Some(crate::profile::Calibration::new(20.0, 10.0));
+        let text = text_of(&p, &RenderOptions::default());
+        let header = text.lines().nth(1).unwrap();
+        assert_eq!(
+            header,
+            "probes: about 3.00 µs a root call (100 calls x 30.0 ns a pair, calibration), \
+             subtracted from times and latencies"
+        );
     }
 
     #[test]

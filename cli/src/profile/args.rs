@@ -9,7 +9,7 @@ use sprig::pattern::excluded_by;
 use sprig_rewriter::pattern::MethodPattern;
 use sprig_wire::control::{ClockKind, Scheme, SessionOptions, Timing};
 
-use crate::output::ViewArgs;
+use crate::output::{Sections, ViewArgs};
 
 /// Options shared by `profile` and `run`.
 #[derive(Args, Debug, Clone)]
@@ -41,6 +41,9 @@ pub struct SessionArgs {
 
     #[command(flatten)]
     pub view: ViewArgs,
+
+    #[command(flatten)]
+    pub sections: Sections,
 
     /// Redraw the hottest paths on the terminal every second while
     /// profiling (stderr; ignored when stderr is not a terminal).

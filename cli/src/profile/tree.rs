@@ -235,7 +235,13 @@ impl Work for CallTree<'_> {
         if !outcome.has_results() {
             return Ok(code);
         }
-        output::write(&profile, &self.args.view, self.args.output.as_deref(), true)?;
+        output::write_sections(
+            &profile,
+            &self.args.view,
+            &self.args.sections,
+            self.args.output.as_deref(),
+            true,
+        )?;
         if profile.stats.lost_events > 0 {
             outcome.status.line(&format!(
                 "sprig: warning: {} events were lost (the ring was full for longer than the wait bound)",
