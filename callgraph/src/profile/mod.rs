@@ -58,7 +58,7 @@ mod tree;
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
-pub use probe_cost::ProbeCost;
+pub use probe_cost::{EXACT_PAIR_NS, ProbeCost, SAMPLED_PAIR_NS};
 pub use run::{
     Calibration, LatencySummary, RevealStats, SampleCounts, Stats, Target, sample_bound_ns,
 };

@@ -3,7 +3,12 @@
 //! calibration when it ran, else the benchmark's figure for the timing).
 
 use super::{Profile, Timing};
-use crate::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS};
+
+/// A probe pair in a root context under sampled timing, in ns (JDK 17
+/// and 25, BENCHMARKS.md: 7-9 ns).
+pub const SAMPLED_PAIR_NS: f64 = 8.0;
+/// A probe pair under exact timing, in ns (BENCHMARKS.md: 41-58 ns).
+pub const EXACT_PAIR_NS: f64 = 58.0;
 
 /// The probes' cost per root call.
 #[derive(Clone, Copy, Debug, PartialEq)]

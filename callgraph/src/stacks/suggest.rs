@@ -37,11 +37,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::View;
 use super::build::StackProfile;
 
-/// A probe pair in a root context under sampled timing, in ns (JDK 17
-/// and 25, BENCHMARKS.md: 7-9 ns).
-pub const SAMPLED_PAIR_NS: f64 = 8.0;
-/// A probe pair under exact timing, in ns (BENCHMARKS.md: 41-58 ns).
-pub const EXACT_PAIR_NS: f64 = 58.0;
+pub use crate::profile::{EXACT_PAIR_NS, SAMPLED_PAIR_NS};
 
 /// Whether a class is the JDK's (java.*, javax.*, jdk.*, sun.*,
 /// com.sun.*).
