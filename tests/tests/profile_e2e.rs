@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sprig_tests::{
     Jdk, Proc, TempDir, agent_lib, fixture_classes, run_sprig, sprig_bin, start_sprig,
-    start_sprig_bin, start_workload, test_jdks,
+    start_sprig_bin, start_workload,
 };
 
 const LONG: Duration = Duration::from_secs(60);
