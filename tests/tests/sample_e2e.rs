@@ -232,10 +232,11 @@ fn sample_bias_of_a_counted_loop_without_safepoint_polls() {
         eprintln!(
             "JDK {}: counted loop: {:.1}% of work by the fixture's clock, {:.1}% by sprig sample \
              ({counted} of {work} samples; calls {calls}, work's own frame {work_self}): \
-             bias {bias:+.1} points",
+             bias {bias:+.1} points; a round cost {:.2} ms (the wait for the loop's end included)",
             jdk.major,
             truth * 100.0,
-            share * 100.0
+            share * 100.0,
+            report["cost_ns"].as_f64().unwrap() / report["rounds"].as_f64().unwrap().max(1.0) / 1e6
         );
         assert!(
             bias.abs() > 5.0,
