@@ -221,8 +221,11 @@ impl StackProfile {
             return;
         }
         let cpu_known = s.cpu_ns != u64::MAX;
+        // JVMTI calls a thread waiting inside the VM (HotSpot's Reference
+        // Handler in `waitForReferencePendingList`) runnable, not in
+        // native: one that used no CPU since its previous sample is off it.
         let on_cpu = match s.state {
-            SampledState::Running => true,
+            SampledState::Running => !cpu_known || s.cpu_ns > 0,
             SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
             _ => false,
         };
