@@ -315,7 +315,9 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
 
     // Accuracy: sprig sample beside JFR's 1 ms execution samples, then a
     // second sprig sample alone.
-    let ka = iterations(ACCURACY_WINDOW, ms);
+    // Sized by the bare windows: the warm-up's iterations can be far
+    // slower than the JIT's final code.
+    let ka = iterations(ACCURACY_WINDOW, median(&bare));
     eprintln!("sprig-bench: sample: {wl}: accuracy ({ka} iterations a window, twice)");
     let jfc = scratch.join("sample-exec-1ms.jfc");
     std::fs::write(&jfc, truth::JFC)?;
