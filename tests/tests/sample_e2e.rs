@@ -288,7 +288,7 @@ fn sample_twenty_attach_detach_cycles() {
                     "sample",
                     &pid,
                     "--duration",
-                    "0.5",
+                    "1",
                     "--interval",
                     "5",
                     "--format",
