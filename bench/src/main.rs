@@ -8,6 +8,7 @@ mod env;
 mod micro;
 mod proc;
 mod profile;
+mod sample;
 mod stats;
 mod truth;
 mod workloads;
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 7] = [
+const MICRO: [&str; 8] = [
     "probe",
     "overlap",
     "attach",
@@ -27,6 +28,7 @@ const MICRO: [&str; 7] = [
     "ring",
     "accuracy",
     "jfr",
+    "sample",
 ];
 
 #[derive(Parser, Debug)]
@@ -44,6 +46,7 @@ struct Args {
     /// Run only these benchmarks (repeat or comma-separate): probe, overlap,
     /// attach, throughput, ring, accuracy (the accuracy fixtures under each
     /// timing mode), jfr (self-time overlap with JFR's execution samples),
+    /// sample (`sprig sample`'s overhead and accuracy on H2 and Jetty),
     /// javac, h2, jetty, calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
@@ -269,11 +272,15 @@ fn real_main() -> Result<bool> {
                 "overlap" => micro::overlap(&ctx),
                 "accuracy" => truth::accuracy(&ctx),
                 "jfr" => truth::jfr(&ctx),
+                "sample" => sample::sample(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {
                 micro::print(name, &v);
                 truth::print(name, &v);
+                if *name == "sample" {
+                    sample::print(&v);
+                }
                 micro_out.insert(name.to_string(), v);
             })
         } else {

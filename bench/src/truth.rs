@@ -316,7 +316,7 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
 
 /// A JFR settings file with only execution samples (threads in Java and
 /// threads in native code), every millisecond.
-const JFC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+pub(crate) const JFC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <configuration version="2.0" label="sprig-bench execution samples" description="jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms, nothing else">
   <event name="jdk.ExecutionSample">
     <setting name="enabled">true</setting>
@@ -367,7 +367,7 @@ fn sprig_self(report: &Value) -> (BTreeMap<String, f64>, u64) {
 }
 
 /// `class::method` of a JFR frame (`jfr print --json`).
-fn frame_key(fr: &Value) -> Option<String> {
+pub(crate) fn frame_key(fr: &Value) -> Option<String> {
     let m = fr.get("method")?;
     let class = m.get("type")?.get("name")?.as_str()?.replace('/', ".");
     Some(format!("{class}::{}", m.get("name")?.as_str()?))
@@ -440,7 +440,7 @@ fn counts(keys: &[String]) -> BTreeMap<String, f64> {
     m
 }
 
-fn top(m: &BTreeMap<String, f64>, n: usize) -> Vec<Value> {
+pub(crate) fn top(m: &BTreeMap<String, f64>, n: usize) -> Vec<Value> {
     let t: f64 = m.values().sum();
     let mut v: Vec<(&String, &f64)> = m.iter().collect();
     v.sort_by(|a, b| b.1.total_cmp(a.1));
@@ -450,7 +450,7 @@ fn top(m: &BTreeMap<String, f64>, n: usize) -> Vec<Value> {
         .collect()
 }
 
-fn tool(jdk: &Path, name: &str, args: &[String]) -> Result<String> {
+pub(crate) fn tool(jdk: &Path, name: &str, args: &[String]) -> Result<String> {
     let out = Command::new(jdk.join("bin").join(name))
         .args(args)
         .output()

@@ -225,7 +225,7 @@ fn plateau_reached(medians: &[f64]) -> bool {
     last >= 0.98 * before
 }
 
-fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
+pub(crate) fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
     jvm.send(&format!("iter {k}"))?;
     let line = jvm.expect("times", bound * (k as u32).max(1))?;
     let times: Vec<f64> = line

@@ -433,3 +433,36 @@ fn suggested_roots_descend_only_to_direct_callees() {
     assert!(names.contains(&"app.A::work"), "{roots:?}");
     assert!(!names.contains(&"app.A::lambda$main$0"), "{roots:?}");
 }
+
+/// A thread JVMTI calls runnable that used no CPU since its previous
+/// sample (HotSpot's Reference Handler waiting inside the VM in
+/// `waitForReferencePendingList`, reported RUNNABLE and not in native) is
+/// off the CPU: the wall view counts it, the CPU view does not (but for
+/// its first sample, whose CPU time is unknown).
+#[test]
+fn a_runnable_thread_that_used_no_cpu_is_not_on_the_cpu() {
+    let mut p = profile();
+    for r in 0..50u64 {
+        p.add_round(
+            1_000 * MS + r * 20 * MS,
+            5_000,
+            &[
+                sample(10, SampledState::Running, 20 * MS, &[RUN, WORK, HEAVY]),
+                sample(
+                    11,
+                    SampledState::Running,
+                    if r == 0 { u64::MAX } else { 0 },
+                    &[RUN, LOCK],
+                ),
+            ],
+        );
+    }
+    assert_eq!(total_of(&p, LOCK, View::Wall), 50);
+    assert_eq!(total_of(&p, HEAVY, View::Cpu), 50);
+    assert_eq!(
+        total_of(&p, LOCK, View::Cpu),
+        1,
+        "a runnable thread with no CPU time counted on the CPU"
+    );
+    assert_eq!(p.threads[&11].cpu_samples, 1);
+}

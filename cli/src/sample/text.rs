@@ -99,6 +99,10 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
             String::new()
         }
     )?;
+    writeln!(
+        out,
+        "stacks taken at safepoints (JVMTI): safepoint bias, time in a loop without safepoint polls is charged where the thread next polls"
+    )?;
     if p.rounds > 0 {
         writeln!(
             out,

@@ -1,0 +1,437 @@
+//! `sample`: what `sprig sample` costs and how true it is, on the H2 and
+//! Jetty workloads.
+//!
+//! - **Overhead**: in one JVM, windows of the same iterations bare, under
+//!   `sprig sample` at its default interval, and under a JFR recording
+//!   with JFR's default settings, in turn (the order rotates every
+//!   repeat); per repeat the median iteration time of each window over
+//!   the bare one.
+//! - **Accuracy**: `sprig sample` and a JFR recording of execution
+//!   samples every 1 ms over the same longer window: the overlap of the
+//!   self shares per method (the sum over methods of the smaller share);
+//!   a second `sprig sample` window right after: the correlation of the
+//!   two runs' hot-method vectors (self shares of the methods in either
+//!   run's top 20); and whether the bench's hand-picked roots are among
+//!   each run's top 5 `suggested_roots`.
+
+use crate::Ctx;
+use crate::proc::Jvm;
+use crate::stats::{Summary, fmt, json_of, median};
+use crate::truth::{self, overlap};
+use crate::workloads;
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// (workload, the row whose roots the suggestions should hold).
+const ROWS: [(&str, &str); 2] = [("h2", "statement"), ("jetty", "server")];
+
+/// The overhead windows' length, and the accuracy windows'.
+const WINDOW: Duration = Duration::from_secs(2);
+const ACCURACY_WINDOW: Duration = Duration::from_secs(8);
+/// At least five overhead repeats (medians of at least 5).
+const MIN_REPEATS: usize = 5;
+
+/// A running `sprig sample PID --format json -o OUT --suggest-roots 5`.
+struct SampleRun {
+    child: Child,
+    stderr: Receiver<String>,
+    seen: Vec<String>,
+    out: PathBuf,
+}
+
+impl SampleRun {
+    /// Starts it and waits until it samples.
+    fn start(sprig: &Path, pid: u32, out: &Path) -> Result<SampleRun> {
+        let mut child = Command::new(sprig)
+            .args(["sample", &pid.to_string(), "--format", "json", "-o"])
+            .arg(out)
+            .args(["--suggest-roots", "5"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting sprig sample")?;
+        let err = child.stderr.take().context("sprig's stderr")?;
+        let (tx, stderr) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut run = SampleRun {
+            child,
+            stderr,
+            seen: Vec::new(),
+            out: out.to_owned(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match run.stderr.recv_timeout(left) {
+                Ok(l) if l.starts_with("sprig: sampling JVM") => return Ok(run),
+                Ok(l) => run.seen.push(l),
+                Err(_) => bail!("sprig sample did not start sampling: {:?}", run.seen),
+            }
+        }
+    }
+
+    /// Ctrl-C, and the report.
+    fn stop(mut self) -> Result<Value> {
+        let ok = Command::new("kill")
+            .args(["-s", "INT", &self.child.id().to_string()])
+            .status()?
+            .success();
+        if !ok {
+            bail!("kill -INT sprig failed");
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = self.child.try_wait()? {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                bail!("sprig sample did not exit within 60 s of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        while let Ok(l) = self.stderr.recv_timeout(Duration::from_millis(100)) {
+            self.seen.push(l);
+        }
+        if !status.success() {
+            bail!("sprig sample exited with {status}: {:?}", self.seen);
+        }
+        let text = std::fs::read_to_string(&self.out)
+            .with_context(|| format!("reading {}", self.out.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", self.out.display()))
+    }
+}
+
+impl Drop for SampleRun {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Median iteration time (ms) of `k` iterations.
+fn window(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<f64> {
+    Ok(median(&workloads::iterate(jvm, k, bound)?))
+}
+
+/// Self samples per `class::method` of a `sprig sample` report.
+fn sample_self(report: &Value) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    for x in report["methods"].as_array().into_iter().flatten() {
+        let own = x["self"].as_f64().unwrap_or(0.0);
+        if own > 0.0 {
+            let k = format!(
+                "{}::{}",
+                x["class"].as_str().unwrap_or("?"),
+                x["method"].as_str().unwrap_or("?")
+            );
+            *m.entry(k).or_insert(0.0) += own;
+        }
+    }
+    m
+}
+
+/// Pearson correlation of two runs' self shares over the methods in
+/// either run's top `n`.
+fn correlation(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>, n: usize) -> f64 {
+    let share = |m: &BTreeMap<String, f64>| {
+        let t: f64 = m.values().sum();
+        m.iter()
+            .map(|(k, v)| (k.clone(), v / t))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let (sa, sb) = (share(a), share(b));
+    let top = |m: &BTreeMap<String, f64>| {
+        let mut v: Vec<(&String, &f64)> = m.iter().collect();
+        v.sort_by(|x, y| y.1.total_cmp(x.1));
+        v.into_iter()
+            .take(n)
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>()
+    };
+    let keys: BTreeSet<String> = top(&sa).into_iter().chain(top(&sb)).collect();
+    let xs: Vec<f64> = keys
+        .iter()
+        .map(|k| sa.get(k).copied().unwrap_or(0.0))
+        .collect();
+    let ys: Vec<f64> = keys
+        .iter()
+        .map(|k| sb.get(k).copied().unwrap_or(0.0))
+        .collect();
+    let len = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / len, ys.iter().sum::<f64>() / len);
+    let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let vx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    let vy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();
+    cov / (vx * vy).sqrt()
+}
+
+/// The report's suggested roots, and whether one of `want` is among them.
+fn suggestions(report: &Value, want: &[String]) -> (Vec<String>, bool) {
+    let roots: Vec<String> = report["suggested_roots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(5)
+        .filter_map(|r| r["root"].as_str().map(str::to_owned))
+        .collect();
+    let hit = roots.iter().any(|r| want.contains(r));
+    (roots, hit)
+}
+
+/// Leaf method of every `jdk.ExecutionSample` (threads running Java code)
+/// of a recording.
+fn jfr_leaves(ctx: &Ctx, rec: &Path) -> Result<BTreeMap<String, f64>> {
+    let text = truth::tool(
+        &ctx.env.jdk,
+        "jfr",
+        &[
+            "print".into(),
+            "--json".into(),
+            "--stack-depth".into(),
+            "1".into(),
+            "--events".into(),
+            "jdk.ExecutionSample".into(),
+            rec.display().to_string(),
+        ],
+    )?;
+    let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
+    let mut m = BTreeMap::new();
+    for e in v["recording"]["events"].as_array().into_iter().flatten() {
+        if let Some(k) = e["values"]["stackTrace"]["frames"]
+            .as_array()
+            .and_then(|f| f.first())
+            .and_then(truth::frame_key)
+        {
+            *m.entry(k).or_insert(0.0) += 1.0;
+        }
+    }
+    Ok(m)
+}
+
+fn jcmd(ctx: &Ctx, pid: u32, args: &[&str]) -> Result<()> {
+    let mut a = vec![pid.to_string()];
+    a.extend(args.iter().map(|s| (*s).to_owned()));
+    truth::tool(&ctx.env.jdk, "jcmd", &a).map(|_| ())
+}
+
+/// Iterations in a window of `len`, from the iteration time `ms`.
+fn iterations(len: Duration, ms: f64) -> usize {
+    ((len.as_secs_f64() * 1000.0 / ms.max(0.1)).round() as usize).max(3)
+}
+
+fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
+    let def = workloads::define(ctx, wl)?;
+    let r = def
+        .roots
+        .iter()
+        .find(|r| r.label == label)
+        .context("no such row")?;
+    let want: Vec<String> = r.roots.clone();
+    let mut jvm = workloads::start_jvm(
+        ctx,
+        &def,
+        &["-XX:FlightRecorderOptions:stackdepth=2048".into()],
+        &format!("sample-{wl}"),
+    )?;
+    let bound = def.iteration_bound;
+    eprintln!(
+        "sprig-bench: sample: {wl}: warm-up ({} iterations)",
+        def.warmup
+    );
+    let warm = workloads::iterate(&mut jvm, def.warmup, bound)?;
+    let ms = median(&warm[warm.len() / 2..]);
+    let k = iterations(WINDOW, ms);
+    let pid = jvm.pid();
+    let scratch = ctx.env.scratch.path.clone();
+    // The agent's first load, and the JFR's first start, fall on no window.
+    let prime = scratch.join(format!("sample-{wl}-prime.json"));
+    let run = SampleRun::start(&ctx.env.sprig, pid, &prime)?;
+    window(&mut jvm, k, bound)?;
+    run.stop()?;
+    jcmd(
+        ctx,
+        pid,
+        &["JFR.start", "name=sprigbenchdef", "settings=default"],
+    )?;
+    window(&mut jvm, k, bound)?;
+    jcmd(ctx, pid, &["JFR.stop", "name=sprigbenchdef"])?;
+    window(&mut jvm, k, bound)?;
+
+    let repeats = ctx.repeats.max(MIN_REPEATS);
+    let (mut bare, mut sampled, mut jfr) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sample_pct = Vec::new();
+    let mut jfr_pct = Vec::new();
+    for rep in 0..repeats {
+        eprintln!(
+            "sprig-bench: sample: {wl}: overhead repeat {}/{repeats} ({k} iterations a window)",
+            rep + 1
+        );
+        let mut times = [0.0f64; 3];
+        for w in (0..3).map(|i| (i + rep) % 3) {
+            times[w] = match w {
+                0 => window(&mut jvm, k, bound)?,
+                1 => {
+                    let out = scratch.join(format!("sample-{wl}-overhead-{}.json", rep + 1));
+                    let run = SampleRun::start(&ctx.env.sprig, pid, &out)?;
+                    let t = window(&mut jvm, k, bound)?;
+                    run.stop()?;
+                    t
+                }
+                _ => {
+                    jcmd(
+                        ctx,
+                        pid,
+                        &["JFR.start", "name=sprigbenchdef", "settings=default"],
+                    )?;
+                    let t = window(&mut jvm, k, bound)?;
+                    jcmd(ctx, pid, &["JFR.stop", "name=sprigbenchdef"])?;
+                    t
+                }
+            };
+        }
+        bare.push(times[0]);
+        sampled.push(times[1]);
+        jfr.push(times[2]);
+        sample_pct.push((times[1] / times[0] - 1.0) * 100.0);
+        jfr_pct.push((times[2] / times[0] - 1.0) * 100.0);
+    }
+
+    // Accuracy: sprig sample beside JFR's 1 ms execution samples, then a
+    // second sprig sample alone.
+    // Sized by the bare windows: the warm-up's iterations can be far
+    // slower than the JIT's final code.
+    let ka = iterations(ACCURACY_WINDOW, median(&bare));
+    eprintln!("sprig-bench: sample: {wl}: accuracy ({ka} iterations a window, twice)");
+    let jfc = scratch.join("sample-exec-1ms.jfc");
+    std::fs::write(&jfc, truth::JFC)?;
+    let rec = scratch.join(format!("sample-{wl}.jfr"));
+    let out_a = scratch.join(format!("sample-{wl}-a.json"));
+    let out_b = scratch.join(format!("sample-{wl}-b.json"));
+    let run = SampleRun::start(&ctx.env.sprig, pid, &out_a)?;
+    jcmd(
+        ctx,
+        pid,
+        &[
+            "JFR.start",
+            "name=sprigbench1ms",
+            &format!("settings={}", jfc.display()),
+            &format!("filename={}", rec.display()),
+        ],
+    )?;
+    window(&mut jvm, ka, bound)?;
+    jcmd(ctx, pid, &["JFR.stop", "name=sprigbench1ms"])?;
+    let a = run.stop()?;
+    let run = SampleRun::start(&ctx.env.sprig, pid, &out_b)?;
+    window(&mut jvm, ka, bound)?;
+    let b = run.stop()?;
+    jvm.quit()?;
+
+    let jfr_self = jfr_leaves(ctx, &rec)?;
+    let _ = std::fs::remove_file(&rec);
+    let (sa, sb) = (sample_self(&a), sample_self(&b));
+    let (roots_a, hit_a) = suggestions(&a, &want);
+    let (roots_b, hit_b) = suggestions(&b, &want);
+    let jfr_samples: f64 = jfr_self.values().sum();
+    Ok(json!({
+        "workload": wl,
+        "iteration_ms_warm": ms,
+        "window_iterations": k,
+        "repeats": repeats,
+        "bare_ms": json_of(&bare),
+        "sample_ms": json_of(&sampled),
+        "jfr_default_ms": json_of(&jfr),
+        "sample_overhead_pct": json_of(&sample_pct),
+        "jfr_default_overhead_pct": json_of(&jfr_pct),
+        "accuracy_iterations": ka,
+        "sample_samples": a["samples"],
+        "sample_rounds": a["rounds"],
+        "sample_cost_ns_per_round": a["cost_ns"].as_f64().unwrap_or(0.0) / a["rounds"].as_f64().unwrap_or(1.0).max(1.0),
+        "sample_threads": a["threads"].as_array().map_or(0, Vec::len),
+        "jfr_execution_samples": jfr_samples,
+        "overlap_with_jfr": overlap(&sa, &jfr_self),
+        "correlation_two_runs": correlation(&sa, &sb, 20),
+        "overlap_two_runs": overlap(&sa, &sb),
+        "hand_picked_roots": want,
+        "suggested_a": roots_a,
+        "suggested_b": roots_b,
+        "hand_picked_in_top5": [hit_a, hit_b],
+        "sample_top": truth::top(&sa, 5),
+        "jfr_top": truth::top(&jfr_self, 5),
+    }))
+}
+
+/// The `sample` benchmark on H2 and Jetty.
+pub fn sample(ctx: &Ctx) -> Result<Value> {
+    let mut rows = Vec::new();
+    for (wl, label) in ROWS {
+        rows.push(one(ctx, wl, label)?);
+    }
+    Ok(json!({
+        "rows": rows,
+        "interval_ms": 20,
+        "jfr_overhead_settings": "default.jfc",
+        "jfr_truth_settings": "jdk.ExecutionSample every 1 ms (leaf frames)",
+    }))
+}
+
+fn summary(v: &Value) -> Option<Summary> {
+    Some(Summary {
+        median: v.get("median")?.as_f64()?,
+        min: v.get("min")?.as_f64()?,
+        max: v.get("max")?.as_f64()?,
+        n: v.get("n")?.as_u64()? as usize,
+    })
+}
+
+/// The terminal lines of `sample`.
+pub fn print(v: &Value) {
+    println!(
+        "sprig sample (default 20 ms interval) on the workloads: overhead = iteration time over bare in the same JVM, per repeat (medians [min-max]); accuracy = self-share overlap with JFR execution samples at 1 ms over the same window, hot-method correlation of two runs"
+    );
+    for r in v["rows"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<6} bare {} ms/iter; sprig sample {} %, JFR default {} % ({} repeats of {} iterations)",
+            r["workload"].as_str().unwrap_or("?"),
+            fmt(summary(&r["bare_ms"]), 2),
+            fmt(summary(&r["sample_overhead_pct"]), 2),
+            fmt(summary(&r["jfr_default_overhead_pct"]), 2),
+            r["repeats"],
+            r["window_iterations"],
+        );
+        println!(
+            "         overlap with JFR {:.1}% ({} sprig samples, {} JFR samples, {} threads, {:.0} µs a round); two runs: correlation {:.3}, overlap {:.1}%",
+            r["overlap_with_jfr"].as_f64().unwrap_or(f64::NAN) * 100.0,
+            r["sample_samples"],
+            r["jfr_execution_samples"],
+            r["sample_threads"],
+            r["sample_cost_ns_per_round"].as_f64().unwrap_or(0.0) / 1000.0,
+            r["correlation_two_runs"].as_f64().unwrap_or(f64::NAN),
+            r["overlap_two_runs"].as_f64().unwrap_or(f64::NAN) * 100.0,
+        );
+        println!(
+            "         hand-picked roots {} in the top 5 suggestions: {}; run 1 suggests {}; run 2 {}",
+            r["hand_picked_roots"], r["hand_picked_in_top5"], r["suggested_a"], r["suggested_b"],
+        );
+        println!(
+            "         top self: sprig {}; JFR {}",
+            r["sample_top"], r["jfr_top"]
+        );
+    }
+}
