@@ -157,7 +157,7 @@ fn root_calls_are_counted_exactly_across_threads() {
     });
 }
 
-/// On JDK 17 the first class redefinition after a dynamic attach makes
+/// On JDK 11, 17 and 21 the first class redefinition after a dynamic attach makes
 /// HotSpot throw away all compiled code (on JDK 25 only what depends on
 /// the classes redefined): the first profiling session in a JVM says so,
 /// the second does not, and on JDK 25 neither does. The JVM is started with
@@ -184,6 +184,18 @@ fn the_first_profiling_session_in_a_jvm_says_when_hotspot_drops_all_compiled_cod
                 warned.push(report["warnings"].to_string().contains(SAID));
             }
             run_scenario(&mut jvm, "calls", 1, 1);
+            if jdk.major == 11 {
+                // HotSpot 11 logs no "Marked all" line under that tag; it
+                // does make every compiled method not entrant at the first
+                // redefinition (seen with -XX:+PrintCompilation,
+                // 2026-11-29), as 17 does.
+                assert_eq!(
+                    warned,
+                    [true, false],
+                    "JDK 11: warnings of the two sessions"
+                );
+                return;
+            }
             let log = jvm.stdout();
             let all = log.matches("Marked all nmethods for deopt").count();
             assert_eq!(
@@ -193,7 +205,7 @@ fn the_first_profiling_session_in_a_jvm_says_when_hotspot_drops_all_compiled_cod
                  'Marked all nmethods for deopt')",
                 jdk.major
             );
-            assert_eq!(all, usize::from(jdk.major <= 20), "JDK {}", jdk.major);
+            assert_eq!(all, usize::from(jdk.major <= 21), "JDK {}", jdk.major);
         },
     );
 }
@@ -1159,14 +1171,23 @@ fn snapshots_re_render_and_diff() {
     let report: Value = serde_json::from_str(&out).expect("report JSON");
     let calls: u64 = calls_to_calls_root(&report);
     assert_eq!(calls, 200);
-    let (code, out, err) = run_sprig(&["diff", a, b], LONG);
-    assert_eq!(code, 0, "{err}");
-    let line = out
-        .lines()
-        .find(|l| l.contains("fixtures.Calls.root"))
-        .unwrap_or_else(|| panic!("root missing from diff:\n{out}"));
-    let cols: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(&cols[..2], &["200", "300"], "diff line: {line}");
+    // Per root call (the default): one root call per root call on both
+    // sides; whole runs (`--totals`): 200 against 300.
+    for (args, want) in [
+        (&[][..], ["1.00", "1.00"]),
+        (&["--totals"][..], ["200", "300"]),
+    ] {
+        let mut argv = vec!["diff", a, b];
+        argv.extend_from_slice(args);
+        let (code, out, err) = run_sprig(&argv, LONG);
+        assert_eq!(code, 0, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.contains("fixtures.Calls.root"))
+            .unwrap_or_else(|| panic!("root missing from diff:\n{out}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&cols[..2], &want, "diff {args:?} line: {line}");
+    }
     // A file that is not a snapshot is one clear error.
     let (code, _, err) = run_sprig(&["report", "/etc/hostname"], LONG);
     assert_ne!(code, 0);

@@ -159,9 +159,10 @@ pub fn report_hook_failure(name: Option<&str>, e: JvmtiError) {
 static WHOLE_DEOPT_PENDING: AtomicU32 = AtomicU32::new(0);
 
 /// Up to this Java version the first redefinition after a dynamic attach
-/// throws away all compiled code (checked on 17; the flag that avoids it
-/// does not exist before JDK 21). Newer versions are left unannounced.
-const WHOLE_DEOPT_UP_TO: u32 = 20;
+/// throws away all compiled code (checked on 11, 17 and Temurin 21.0.8,
+/// which logs `Marked all nmethods for deopt` once; JDK 25 records the
+/// dependencies from the start). Newer versions are left unannounced.
+const WHOLE_DEOPT_UP_TO: u32 = 21;
 
 /// Called when an attach defined the probe class: no sprig session ran in
 /// this JVM before, so none redefined a class in it.
