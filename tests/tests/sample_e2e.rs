@@ -69,7 +69,7 @@ fn thread<'r>(report: &'r Value, name: &str) -> &'r Value {
 
 #[test]
 fn sample_finds_known_shares_the_blocked_thread_and_the_root() {
-    for jdk in test_jdks("sample_finds_known_shares_the_blocked_thread_and_the_root") {
+    for jdk in sprig_tests::every_jdk("sample_finds_known_shares_the_blocked_thread_and_the_root") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_shares(&jdk, classes.path());
 
