@@ -617,46 +617,28 @@ impl Jvmti {
     }
 
     /// Every live thread's name, identity hash and up to `max_frames` of its
-    /// frames (the method of each, innermost first).
+    /// frames (the method of each, innermost first): the walk of
+    /// [`Jvmti::stack_samples`], each thread named and its reference
+    /// deleted.
     pub fn all_stack_traces(
         &self,
         jni: &Jni<'_>,
         max_frames: i32,
     ) -> Result<Vec<ThreadStack>, JvmtiError> {
-        let mut info: *mut sys::jvmtiStackInfo = std::ptr::null_mut();
-        let mut count: jint = 0;
-        // SAFETY: valid out pointers; the calling thread is attached (holds
-        // `jni`), so the thread references JVMTI returns are its locals.
-        unsafe {
-            jvmti_call!(
-                self.env,
-                GetAllStackTraces,
-                max_frames,
-                &mut info,
-                &mut count
-            )?
-        };
-        if info.is_null() {
-            return Ok(Vec::new());
-        }
-        let mut out = Vec::with_capacity(count.max(0) as usize);
-        for i in 0..count.max(0) as usize {
-            // SAFETY: JVMTI returned an array of `count` stack infos, each
-            // with `frame_count` frames in the same allocation.
-            let si = unsafe { *info.add(i) };
-            let frames = (0..si.frame_count.max(0) as usize)
-                // SAFETY: see above; `j < frame_count`.
-                .map(|j| MethodId(unsafe { (*si.frame_buffer.add(j)).method }))
-                .collect();
-            // SAFETY: a local reference JVMTI created for this thread.
-            let thread = unsafe { Local::from_raw(si.thread) };
-            let name = self.thread_name(jni, thread).unwrap_or_default();
-            let hash = self.object_hash(thread).unwrap_or(0);
-            jni.delete_local(thread);
-            out.push(ThreadStack { name, hash, frames });
-        }
-        self.deallocate(info.cast());
-        Ok(out)
+        let stacks = self.stack_samples(jni, max_frames)?;
+        Ok(stacks
+            .into_iter()
+            .map(|st| {
+                let name = self.thread_name(jni, st.thread).unwrap_or_default();
+                let hash = self.object_hash(st.thread).unwrap_or(0);
+                jni.delete_local(st.thread);
+                ThreadStack {
+                    name,
+                    hash,
+                    frames: st.frames,
+                }
+            })
+            .collect())
     }
 
     /// Every live thread's state bits and up to `max_frames` of its frames
