@@ -95,6 +95,8 @@ enum Command {
     /// For JVMs that cannot be attached to later (-XX:+DisableAttachMechanism,
     /// dynamic agent loading disabled). Everything after `--` is the java
     /// command line; the agent option is added right after the java binary.
+    /// The report goes to stderr (the application keeps stdout), or to
+    /// `-o FILE`.
     Run(profile::RunArgs),
     /// Write instrumented copies of classes to see what sprig injects.
     ///

@@ -188,7 +188,14 @@ pub fn write(
     output: Option<&Path>,
     warned_live: bool,
 ) -> Result<()> {
-    write_sections(profile, view, &Sections::default(), output, warned_live)
+    write_sections(
+        profile,
+        view,
+        &Sections::default(),
+        output,
+        warned_live,
+        Console::Stdout,
+    )
 }
 
 /// [`write`] with the sections the command line chose.
@@ -198,6 +205,7 @@ pub fn write_sections(
     sections: &Sections,
     output: Option<&Path>,
     warned_live: bool,
+    console: Console,
 ) -> Result<()> {
     let (view, tree) = sections.apply(view);
     let view = &view;
@@ -220,22 +228,46 @@ pub fn write_sections(
         }
         None => {
             use std::io::IsTerminal;
-            let stdout = std::io::stdout();
-            if view.format.report().is_binary() && stdout.is_terminal() {
+            let terminal = match console {
+                Console::Stdout => std::io::stdout().is_terminal(),
+                Console::Stderr => std::io::stderr().is_terminal(),
+            };
+            if view.format.report().is_binary() && terminal {
                 bail!(
-                    "--format {} is binary: write it to a file with -o FILE, or redirect stdout",
+                    "--format {} is binary: write it to a file with -o FILE, or redirect {}",
                     view.format
                         .to_possible_value()
-                        .map_or_else(String::new, |v| v.get_name().to_owned())
+                        .map_or_else(String::new, |v| v.get_name().to_owned()),
+                    match console {
+                        Console::Stdout => "stdout",
+                        Console::Stderr => "stderr",
+                    }
                 );
             }
-            let shown = warned_live && stdout.is_terminal() && std::io::stderr().is_terminal();
-            let mut out = stdout.lock();
-            render(profile, view, shape, &mut out, shown)?;
-            out.flush()?;
+            let shown = warned_live && terminal && std::io::stderr().is_terminal();
+            match console {
+                Console::Stdout => {
+                    let mut out = std::io::stdout().lock();
+                    render(profile, view, shape, &mut out, shown)?;
+                    out.flush()?;
+                }
+                Console::Stderr => {
+                    let mut out = std::io::stderr().lock();
+                    render(profile, view, shape, &mut out, shown)?;
+                    out.flush()?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Where a report without `-o` goes: stdout, or stderr for `sprig run`,
+/// whose stdout is the application's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Console {
+    Stdout,
+    Stderr,
 }
 
 /// The text report's shape beyond [`ViewArgs`] ([`Sections`]).
@@ -311,6 +343,7 @@ pub fn report(args: &ReportArgs) -> Result<()> {
         &args.sections,
         args.output.as_deref(),
         false,
+        Console::Stdout,
     )
 }
 

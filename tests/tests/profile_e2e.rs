@@ -889,6 +889,36 @@ fn sprig_run_profiles_from_the_jvm_start_on(jdk: &Jdk) {
     );
 }
 
+/// `sprig run` without `-o` writes its report to stderr: stdout stays the
+/// application's own.
+#[test]
+fn sprig_run_writes_its_report_to_stderr() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args(["run", "--root", "fixtures.Calls::root", "--"])
+        .arg(jdk.java())
+        .arg("-cp")
+        .arg(classes.path())
+        .arg("fixtures.Workload");
+    let mut p = Proc::spawn("sprig-run", cmd);
+    p.wait_for("ready", LONG, |l| l.starts_with("ready"));
+    p.send("run calls 3 1");
+    p.wait_for("done", LONG, |l| l.starts_with("done calls"));
+    p.send("exit");
+    let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
+    assert!(status.success(), "{status}\n{}", p.transcript());
+    let (out, err) = (p.stdout(), p.stderr());
+    assert!(
+        out.contains("ready") && !out.contains("sprig"),
+        "stdout holds only the application's lines:\n{out}"
+    );
+    assert!(
+        err.contains("fixtures.Calls.root"),
+        "the report is on stderr:\n{err}"
+    );
+}
+
 /// A `sprig run` whose JVM exits soon after the root ran: the JVM is gone
 /// before the agent's last counts, and the agent's status (once a second)
 /// either never came or came before the root ran, so the counts in the
@@ -1076,6 +1106,44 @@ fn a_root_method_that_does_not_exist_suggests_near_matches() {
     let report = stop_profile(sprig, &out);
     let calls: u64 = calls_to_calls_root(&report);
     assert_eq!(calls, 7);
+}
+
+/// A misspelt class in `--root` cannot be refused at once (the class may
+/// load later), but a session that then records no root call ends with
+/// status 4 and says why again in its last line, with the near match.
+#[test]
+fn a_misspelt_root_class_ends_without_root_calls_and_says_why_last() {
+    let jdk = sprig_tests::jdk17();
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_workload(&jdk, classes.path(), &[]);
+    run_scenario(&mut jvm, "calls", 1, 1); // loads fixtures.Calls
+    let tmp = TempDir::new("misspelt");
+    let out = tmp.path().join("r.txt");
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args(["profile", &jvm.pid().to_string()])
+        .args(["--root", "fixtures.Callz::root", "--duration", "1", "-o"])
+        .arg(&out);
+    let mut sprig = Proc::spawn("sprig", cmd);
+    let status = sprig
+        .wait_exit(LONG)
+        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
+    let transcript = sprig.transcript();
+    assert_eq!(status.code(), Some(4), "{transcript}");
+    let last = transcript
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(
+        last.contains("no root call was recorded")
+            && last.contains("fixtures.Callz::root")
+            && last.contains("fixtures.Calls"),
+        "the last line repeats the near match:\n{transcript}"
+    );
+    // The report is still written, and the JVM still runs.
+    let report = std::fs::read_to_string(&out).expect("report written");
+    assert!(report.contains("no calls were recorded"), "{report}");
+    run_scenario(&mut jvm, "calls", 1, 1);
 }
 
 #[test]

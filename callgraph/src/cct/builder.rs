@@ -398,7 +398,12 @@ impl CctBuilder {
             Message::Status(s) | Message::Detached(s) => {
                 self.profile_template.stats.set_agent(s);
             }
-            Message::Warning(w) => self.profile_template.warnings.push(format!("agent: {w}")),
+            Message::Warning(w) => {
+                let w = format!("agent: {w}");
+                if !self.profile_template.warnings.contains(&w) {
+                    self.profile_template.warnings.push(w);
+                }
+            }
             Message::ClassFailed(f) => {
                 let why = [f.jvmti_error.as_str(), f.reason.as_str()]
                     .into_iter()

@@ -35,7 +35,8 @@ pub struct SessionArgs {
     #[arg(long, value_name = "SECS")]
     pub reset_after: Option<f64>,
 
-    /// Write the report to FILE instead of stdout.
+    /// Write the report to FILE instead of stdout (`sprig run`: instead
+    /// of stderr, since stdout is the application's).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 

@@ -241,6 +241,12 @@ impl Work for CallTree<'_> {
             &self.args.sections,
             self.args.output.as_deref(),
             true,
+            // `sprig run`: stdout is the application's.
+            if outcome.child_mode {
+                output::Console::Stderr
+            } else {
+                output::Console::Stdout
+            },
         )?;
         if profile.stats.lost_events > 0 {
             outcome.status.line(&format!(
@@ -248,9 +254,23 @@ impl Work for CallTree<'_> {
                 profile.stats.lost_events
             ));
         }
+        if profile.threads.is_empty() && code == std::process::ExitCode::SUCCESS {
+            // Nothing to show: say why once more, where it is read last.
+            let why = outcome
+                .root_hint
+                .as_deref()
+                .unwrap_or("no thread called a root while the probes were in place");
+            outcome
+                .status
+                .line(&format!("sprig: no root call was recorded: {why}"));
+            return Ok(std::process::ExitCode::from(NO_ROOT_CALL));
+        }
         Ok(code)
     }
 }
+
+/// The exit status of a session that recorded no root call.
+pub(crate) const NO_ROOT_CALL: u8 = 4;
 
 /// The method counts of a session whose agent's final counts never came
 /// (its `Detached`, lost when the JVM exits): its last status is up to a

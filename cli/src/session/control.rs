@@ -30,6 +30,11 @@ pub(super) struct Control {
     announced_roots: bool,
     /// The `--exclude` patterns, to explain a root they leave out.
     excludes: Vec<String>,
+    /// A root pattern whose class was not loaded, with its near matches:
+    /// said again at the end of a session that recorded no root call.
+    pub(super) root_hint: Option<String>,
+    /// The warnings printed so far: each is printed once.
+    warned: std::collections::HashSet<String>,
 }
 
 impl Control {
@@ -42,6 +47,8 @@ impl Control {
             profiling_since: None,
             announced_roots: false,
             excludes,
+            root_hint: None,
+            warned: std::collections::HashSet::new(),
         }
     }
 
@@ -94,10 +101,12 @@ impl Control {
                 pattern,
                 methods: n,
             } => {
+                self.root_hint = None;
                 if !self.announced_roots {
                     self.announced_roots = true;
                     status.line(&format!(
-                        "sprig: profiling JVM {pid}: root {pattern} instrumented ({n} method{})",
+                        "sprig: profiling JVM {pid}: root {pattern}: {n} root method{} instrumented; \
+                         what the roots call is instrumented as it runs",
                         if n == 1 { "" } else { "s" }
                     ));
                 }
@@ -140,6 +149,7 @@ impl Control {
                 status.line(&format!(
                     "sprig: root {pattern} matches no loaded class yet; it is instrumented when its class loads{near}"
                 ));
+                self.root_hint = Some(format!("the class of root {pattern} never loaded{near}"));
                 self.start_profiling();
             }
             Message::Status(s) => self.stats = s,
@@ -154,7 +164,9 @@ impl Control {
                     f.class, f.reason
                 ));
             }
-            Message::Warning(w) => status.line(&format!("sprig: warning: {w}")),
+            Message::Warning(w) if self.warned.insert(w.clone()) => {
+                status.line(&format!("sprig: warning: {w}"));
+            }
             Message::Error(e) => return Some(End::AgentError(e)),
             Message::Detached(s) => {
                 self.stats = s;
@@ -213,6 +225,49 @@ mod tests {
             text.contains("warning: class a.B\\x1b]0;t\\x07 \\u{9b}"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn each_warning_is_printed_once_and_a_missing_class_is_kept_as_the_hint() {
+        let captured = Captured::default();
+        let mut status = Status::to(Box::new(captured.clone()), false);
+        let mut control = Control::new(Vec::new());
+        for _ in 0..2 {
+            control.on_message(
+                Message::Warning("first redefinition".into()),
+                &mut status,
+                1,
+            );
+        }
+        control.on_message(Message::Warning("another".into()), &mut status, 1);
+        control.on_message(
+            Message::RootNotFound {
+                pattern: "a.Bz::run".into(),
+                class_loaded: false,
+                suggestions: vec!["a.B::run".into()],
+            },
+            &mut status,
+            1,
+        );
+        let text = String::from_utf8(captured.0.borrow().clone()).unwrap();
+        assert_eq!(text.matches("first redefinition").count(), 1, "{text}");
+        assert_eq!(text.matches("another").count(), 1, "{text}");
+        assert_eq!(
+            control.root_hint.as_deref(),
+            Some(
+                "the class of root a.Bz::run never loaded (loaded classes with similar names: a.B)"
+            )
+        );
+        // The class loads after all: nothing to repeat.
+        control.on_message(
+            Message::RootInstrumented {
+                pattern: "a.Bz::run".into(),
+                methods: 1,
+            },
+            &mut status,
+            1,
+        );
+        assert_eq!(control.root_hint, None);
     }
 
     #[test]

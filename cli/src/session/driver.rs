@@ -326,6 +326,7 @@ impl<'a> Session<'a> {
             events: self.events,
             status: self.status,
             child_mode: self.child.is_some(),
+            root_hint: control.root_hint,
         })
     }
 }

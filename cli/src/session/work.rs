@@ -115,6 +115,9 @@ pub(crate) struct Outcome {
     pub(crate) status: Status,
     /// Whether the session started its JVM (`sprig run`).
     pub(crate) child_mode: bool,
+    /// Why a root may never have been called (its class never loaded, and
+    /// the loaded classes with names like it), to repeat at the end.
+    pub(crate) root_hint: Option<String>,
 }
 
 impl Outcome {
