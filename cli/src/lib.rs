@@ -12,3 +12,5 @@ pub mod rewrite;
 pub mod stale;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
+
+pub use sys::terminal_columns;

@@ -115,6 +115,12 @@ pub struct ViewArgs {
     #[arg(long = "back-trace", value_name = "PATTERN")]
     pub back_traces: Vec<String>,
 
+    /// Text report and live view: fit lines in COLS columns (default: the
+    /// terminal's width, or 120 when the report goes to a file or a pipe).
+    /// Names are cut from the left of their package to fit; figures never.
+    #[arg(long, value_name = "COLS", value_parser = clap::value_parser!(u16).range(40..=1000))]
+    pub width: Option<u16>,
+
     /// Text report: end with every figure of the session (clock, events,
     /// revelation and redefinition counts, dormant probes, calibration,
     /// in-session bursts, waits) instead of a one-line summary. The JSON
@@ -212,6 +218,11 @@ pub fn write_sections(
     let shape = Shape {
         tree,
         signatures: sections.signatures,
+        width: view.width_for(match (output, console) {
+            (Some(_), _) => None,
+            (None, Console::Stdout) => Some(1),
+            (None, Console::Stderr) => Some(2),
+        }),
     };
     match output {
         Some(path) => {
@@ -275,6 +286,22 @@ pub enum Console {
 struct Shape {
     tree: bool,
     signatures: bool,
+    /// Columns the text report fits in.
+    width: usize,
+}
+
+/// Columns of a report when nothing says otherwise: not a terminal.
+pub const DEFAULT_WIDTH: usize = 120;
+
+impl ViewArgs {
+    /// The columns a text report or live view fits in: `--width`, else
+    /// those of the terminal on `fd` when it is one, else 120.
+    pub fn width_for(&self, fd: Option<i32>) -> usize {
+        self.width.map(usize::from).unwrap_or_else(|| {
+            fd.and_then(sprig::terminal_columns)
+                .unwrap_or(DEFAULT_WIDTH)
+        })
+    }
 }
 
 fn render(
@@ -288,6 +315,7 @@ fn render(
     opts.agent_warnings_shown = agent_warnings_shown;
     opts.tree = shape.tree;
     opts.signatures = shape.signatures;
+    opts.width = shape.width;
     view.format
         .report()
         .renderer()

@@ -23,6 +23,21 @@ pub fn send_sigquit(pid: u32) -> io::Result<()> {
     }
 }
 
+/// The columns of the terminal on `fd` (1 stdout, 2 stderr), or `None`
+/// when `fd` is not a terminal or says it has no width.
+pub fn terminal_columns(fd: i32) -> Option<usize> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own and
+    // pass by a valid pointer; on a non-terminal it fails with ENOTTY.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws as *mut libc::winsize) };
+    (rc == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
 /// Whether a process `pid` exists (a zombie counts as existing). Sends no
 /// signal: kill(2) with signal 0 only checks.
 pub fn process_exists(pid: u32) -> bool {

@@ -140,3 +140,34 @@ fn signatures_on_request() {
     let long = sprig_ok(&["report", snap, "--signatures"]);
     assert!(long.contains("com.acme.Db.query(String)\n"), "{long}");
 }
+
+/// The text report fits `--width` columns, and 120 when it goes to a pipe:
+/// names are cut from the left of their package, figures are kept.
+#[test]
+fn the_text_report_fits_the_width() {
+    let snap = snapshot("long_names.events", "width");
+    let snap = snap.to_str().unwrap();
+    for (args, width) in [
+        (vec!["report", snap, "--width", "80"], 80),
+        (vec!["report", snap, "--width", "120"], 120),
+        (vec!["report", snap], 120),
+    ] {
+        let out = sprig_ok(&args);
+        let tree: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.contains("% root"))
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        assert!(tree.len() >= 7, "{args:?}:\n{out}");
+        for l in &tree {
+            assert!(l.chars().count() <= width, "{args:?}: {l:?}\n{out}");
+        }
+        // every method is still there, whole, with its figures
+        for m in ["handleIncomingOrder", "serializeResponse", "executeQuery"] {
+            assert!(out.contains(m), "{args:?}: {m}\n{out}");
+        }
+        assert!(out.contains('…'), "{args:?}: nothing was cut\n{out}");
+    }
+    let bad = sprig(&["report", snap, "--width", "10"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}

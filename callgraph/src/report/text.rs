@@ -43,7 +43,7 @@ use std::io::{self, Write};
 
 /// Columns a name keeps however deep its line (a deep line is then wider
 /// than the report's width rather than a name cut to nothing).
-const MIN_NAME: usize = 40;
+const MIN_NAME: usize = 20;
 
 /// Guides are drawn for this many levels; deeper lines show their depth.
 const MAX_GUIDES: usize = 24;
@@ -639,10 +639,8 @@ fn thread_tree(
         if let Some(l) = p.latency_ns(node) {
             let u = Unit::fit(l.max_ns as f64);
             let f = |ns: u64| u.format(ns as f64);
-            writeln!(
-                out,
-                "  latency      {}: {} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} {}",
-                escape(&names.get(node.method)),
+            let figures = format!(
+                "{} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} {}",
                 l.count,
                 if l.count == 1 { "" } else { "s" },
                 f(l.min_ns),
@@ -651,7 +649,23 @@ fn thread_tree(
                 f(l.p99_ns),
                 f(l.max_ns),
                 u.name()
-            )?;
+            );
+            // One line when the name fits beside the figures, else the
+            // figures on a line of their own under it.
+            const HEAD: &str = "  latency      ";
+            let full = names.get(node.method);
+            let beside = opts
+                .width
+                .saturating_sub(HEAD.len() + 2 + figures.chars().count());
+            if beside >= MIN_NAME.min(full.chars().count()) {
+                let name = escape(&names::fit(&full, beside)).into_owned();
+                writeln!(out, "{HEAD}{name}: {figures}")?;
+            } else {
+                let room = opts.width.saturating_sub(HEAD.len() + 1).max(MIN_NAME);
+                let name = escape(&names::fit(&full, room)).into_owned();
+                writeln!(out, "{HEAD}{name}:")?;
+                writeln!(out, "{:w$}{figures}", "", w = HEAD.len())?;
+            }
         }
     }
     Ok(())

@@ -311,6 +311,7 @@ fn draw_live(builder: &CctBuilder, args: &SessionArgs) {
     let opts = RenderOptions {
         min_percent: args.view.min_percent.max(1.0),
         max_depth: args.view.depth,
+        width: args.view.width_for(Some(2)),
         ..RenderOptions::default()
     };
     let mut buf = Vec::new();

@@ -269,6 +269,7 @@ impl Stacks<'_> {
                     merged: !args.threads,
                     hot_spots: args.hot,
                     back_traces: args.back_traces.clone(),
+                    width: None,
                     verbose: false,
                 };
                 output::write(&profile, &view, args.output.as_deref(), false)
