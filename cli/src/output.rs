@@ -419,6 +419,14 @@ pub struct DiffArgs {
     /// different numbers of root calls).
     #[arg(long)]
     pub totals: bool,
+    /// Text: write every method with its parameter types (by default only
+    /// overloads that would otherwise read the same get them).
+    #[arg(long)]
+    pub signatures: bool,
+    /// Text: fit lines in COLS columns (default: the terminal's width, or
+    /// 120 into a file or a pipe).
+    #[arg(long, value_name = "COLS", value_parser = clap::value_parser!(u16).range(40..=1000))]
+    pub width: Option<u16>,
     /// Write the comparison to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -466,6 +474,14 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
         max_depth: args.depth,
         max_stack: args.max_stack,
         diff_totals: args.totals,
+        signatures: args.signatures,
+        width: args.width.map(usize::from).unwrap_or_else(|| {
+            args.output
+                .is_none()
+                .then(|| sprig::terminal_columns(1))
+                .flatten()
+                .unwrap_or(DEFAULT_WIDTH)
+        }),
         ..RenderOptions::default()
     };
     write_to(args.output.as_deref(), |out| {

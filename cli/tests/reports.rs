@@ -171,3 +171,24 @@ fn the_text_report_fits_the_width() {
     let bad = sprig(&["report", snap, "--width", "10"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
 }
+
+/// `sprig diff` writes names short, with signatures on request, and fits
+/// its width as `report` does.
+#[test]
+fn diff_names_are_short_and_fit() {
+    let a = snapshot("diff/before.events", "diff-n-a");
+    let b = snapshot("diff/after.events", "diff-n-b");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let short = sprig_ok(&["diff", a, b]);
+    assert!(
+        short.contains("app.Math.mul\n") && !short.contains("(JJ)J"),
+        "{short}"
+    );
+    let long = sprig_ok(&["diff", a, b, "--signatures"]);
+    assert!(long.contains("app.Math.mul(long, long)\n"), "{long}");
+    let narrow = sprig_ok(&["diff", a, b, "--width", "100", "--signatures"]);
+    for l in narrow.lines().skip(1) {
+        assert!(l.chars().count() <= 100, "{l:?}\n{narrow}");
+    }
+    assert!(narrow.contains("…ath.mul(long, long)"), "{narrow}");
+}

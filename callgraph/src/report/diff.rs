@@ -10,7 +10,11 @@
 //!   stack holds at most `max_stack` frames: what lies deeper is one
 //!   `[truncated N frames] total_a total_b` line under its last frame.
 
+use super::names::{InfoNames, fit};
 use super::{RenderOptions, Unit, sig3};
+
+/// Columns a name keeps however deep its line.
+const MIN_NAME: usize = 20;
 use crate::cct::diff::{DiffNode, ProfileDiff};
 use crate::profile::{NodeId, Timing};
 use std::cmp::Ordering;
@@ -253,6 +257,10 @@ impl DiffText {
             format!("change {u}"),
             "change"
         )?;
+        let names = InfoNames::new(
+            rows.iter().map(|&(n, ..)| &*d.nodes[n as usize].method),
+            opts.signatures,
+        );
         let mut open: Vec<bool> = Vec::new();
         let mut noise = false;
         for (n, depth, last, _) in rows {
@@ -282,18 +290,21 @@ impl DiffText {
             let sign = if delta < 0.0 { "-" } else { "+" };
             let change = change_text(a, b);
             noise |= change == "noise";
-            writeln!(
-                out,
-                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  {}{}",
+            let figures = format!(
+                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  ",
                 calls(a),
                 calls(b),
                 total(a),
                 total(b),
                 format!("{sign}{}", unit.format(delta.abs())),
                 change,
-                prefix,
-                super::escape::escape(&node.method.display())
-            )?;
+            );
+            let room = opts
+                .width
+                .saturating_sub(figures.chars().count() + prefix.chars().count())
+                .max(MIN_NAME);
+            let name = fit(&names.get(&node.method), room);
+            writeln!(out, "{figures}{prefix}{}", super::escape::escape(&name))?;
         }
         if noise {
             writeln!(out)?;
@@ -428,7 +439,7 @@ mod tests {
 
     fn line<'t>(text: &'t str, method: &str) -> &'t str {
         text.lines()
-            .find(|l| l.ends_with(&format!("app.Shop.{method}()V")))
+            .find(|l| l.ends_with(&format!("app.Shop.{method}")))
             .unwrap_or_else(|| panic!("no line of {method}:\n{text}"))
     }
 

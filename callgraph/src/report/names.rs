@@ -43,6 +43,38 @@ impl Names {
     }
 }
 
+/// The text names of methods known by their [`MethodInfo`] rather than an
+/// id (a diff's nodes): the same rule as [`Names`], overloads among the
+/// methods given.
+pub struct InfoNames {
+    overloaded: HashSet<(String, String)>,
+    signatures: bool,
+}
+
+impl InfoNames {
+    pub fn new<'a>(methods: impl IntoIterator<Item = &'a MethodInfo>, signatures: bool) -> Self {
+        let mut seen: HashMap<(&str, &str), &str> = HashMap::new();
+        let mut overloaded = HashSet::new();
+        for m in methods {
+            match seen.insert((&m.class, &m.name), &m.descriptor) {
+                Some(d) if d != m.descriptor => {
+                    overloaded.insert((m.class.clone(), m.name.clone()));
+                }
+                _ => {}
+            }
+        }
+        InfoNames {
+            overloaded,
+            signatures,
+        }
+    }
+
+    pub fn get(&self, m: &MethodInfo) -> String {
+        let with = self.signatures || self.overloaded.contains(&(m.class.clone(), m.name.clone()));
+        short(m, with)
+    }
+}
+
 /// `pkg.Class.method`, with `(Type, Type)` when `signature`.
 fn short(m: &MethodInfo, signature: bool) -> String {
     if signature && m.descriptor.starts_with('(') {
