@@ -190,5 +190,5 @@ fn diff_names_are_short_and_fit() {
     for l in narrow.lines().skip(1) {
         assert!(l.chars().count() <= 100, "{l:?}\n{narrow}");
     }
-    assert!(narrow.contains("…ath.mul(long, long)"), "{narrow}");
+    assert!(narrow.contains("…p.Math.mul(long, long)"), "{narrow}");
 }
