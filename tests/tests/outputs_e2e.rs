@@ -333,6 +333,87 @@ fn the_flame_graph_has_a_frame_per_node_as_wide_as_its_time_and_makes_no_request
     std::fs::copy(&page, artifacts().join("flamegraph.html")).unwrap();
 }
 
+/// A chain of methods of enterprise-length names, as a snapshot: the
+/// flame graph's call tree cuts them off at the pane's edge unless asked
+/// for whole names (the checkbox, or `#whole-names` in the address).
+fn long_names_snapshot(dir: &Path) -> PathBuf {
+    use sprig_callgraph::profile::{MethodInfo, Node, ThreadProfile, Tree};
+    let mut p = sprig_callgraph::Profile::new(1_000_000_000);
+    let classes = [
+        "org.example.enterprise.platform.services.orders.internal.OrderProcessingService",
+        "org.example.enterprise.platform.services.orders.internal.validation.OrderValidationPipeline",
+        "org.example.enterprise.platform.services.inventory.client.InventoryReservationClient",
+        "org.example.enterprise.platform.persistence.jdbc.pool.ConnectionPoolManager",
+    ];
+    let methods = [
+        "handleIncomingOrder",
+        "validateEveryLine",
+        "reserveStock",
+        "borrowConnection",
+    ];
+    let mut t = Tree::default();
+    let mut parent = None;
+    for (i, (c, m)) in classes.iter().zip(methods).enumerate() {
+        let id = i as u32 + 1;
+        p.methods
+            .insert(id, MethodInfo::new(c, m, "(Ljava/lang/String;)V"));
+        let node = Node {
+            method: id,
+            calls: 1,
+            total_ticks: 1_000_000 * (4 - i as u64),
+            ..Node::default()
+        };
+        parent = Some(t.push(parent, node));
+    }
+    t.recount();
+    p.threads.push(ThreadProfile {
+        index: 0,
+        name: "http-nio-8080-exec-1".into(),
+        tree: t,
+        ..ThreadProfile::default()
+    });
+    let path = dir.join("long-names.sprig");
+    let mut f = std::fs::File::create(&path).unwrap();
+    p.write_snapshot(&mut f).unwrap();
+    path
+}
+
+#[test]
+fn the_flame_graph_tree_shows_whole_names_on_demand() {
+    let dir = TempDir::new("long-names");
+    let snap = long_names_snapshot(dir.path());
+    let page = dir.path().join("long-names.html");
+    report(
+        &snap,
+        &["--format", "flamegraph", "-o", page.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Every tree line carries its whole name as a tooltip.
+    assert!(
+        html.contains("title=\"org.example.enterprise.platform.persistence.jdbc.pool.ConnectionPoolManager.borrowConnection"),
+        "no whole-name tooltip in the tree"
+    );
+    let Some((dom, _)) = chromium_dom(&page, &artifacts().join("flamegraph-long-names.png")) else {
+        return;
+    };
+    assert!(
+        !dom.contains("<main class=\"whole\""),
+        "whole names off by default"
+    );
+    let whole = dir.path().join("long-names-whole.html");
+    std::fs::copy(&page, &whole).unwrap();
+    let shot = artifacts().join("flamegraph-long-names-whole.png");
+    let url_page = PathBuf::from(format!("{}#whole-names", whole.display()));
+    let Some((dom, _)) = chromium_dom(&url_page, &shot) else {
+        return;
+    };
+    assert!(
+        dom.contains("<main class=\"whole\""),
+        "whole names on with #whole-names"
+    );
+    std::fs::copy(&page, artifacts().join("flamegraph-long-names.html")).unwrap();
+}
+
 #[test]
 fn a_diff_flame_graph_of_two_snapshots_colours_what_changed() {
     let snaps = snapshots();

@@ -451,7 +451,9 @@ fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
          <header><h1>{title}</h1><p class=\"sub\">{sub}</p>\n\
          <div class=\"bar\"><button id=\"reset\" type=\"button\">reset zoom</button>\
          <input id=\"search\" type=\"search\" placeholder=\"search methods (regular expression)\" size=\"40\">\
-         <span id=\"matched\"></span>{toggle}</div>\n\
+         <span id=\"matched\"></span>{toggle}\
+         <label title=\"give the call tree more room and wrap its names instead of cutting them\">\
+         <input type=\"checkbox\" id=\"whole\"> whole names in the tree</label></div>\n\
          <p id=\"status\">{frames} frames · click a frame to zoom, Escape to zoom out</p></header>\n\
          <main><section id=\"graph\"><svg id=\"fg\" xmlns=\"http://www.w3.org/2000/svg\" \
          viewBox=\"0 0 {WIDTH} {height}\" width=\"{WIDTH}\" height=\"{height}\" \
@@ -537,9 +539,9 @@ fn call_tree(page: &Page, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             out,
-            "<details{}><summary data-f=\"{i}\"><span class=\"pct\">{short}</span> <b>{}</b> <span class=\"fig\">{figures}</span></summary>",
+            "<details{}><summary data-f=\"{i}\" title=\"{name}\"><span class=\"pct\">{short}</span> <b>{name}</b> <span class=\"fig\">{figures}</span></summary>",
             if f.depth < 2 { " open" } else { "" },
-            esc(&f.name),
+            name = esc(&f.name),
         )?;
         open.push(f.depth);
     }
@@ -566,6 +568,8 @@ g.f.h{display:none}
 details details{margin-left:14px}
 summary{cursor:pointer;white-space:nowrap}.fig{color:#555}.pct{display:inline-block;min-width:4.5em;text-align:right;color:#333}
 summary.m b{background:#f0c0ff}
+main.whole{grid-template-columns:minmax(0,3fr) minmax(0,4fr)}
+main.whole summary{white-space:normal;overflow-wrap:anywhere}
 "#;
 
 const SCRIPT: &str = r#"
@@ -602,7 +606,11 @@ search.addEventListener('input',()=>{let re=null;try{re=search.value?new RegExp(
  document.querySelectorAll('#tree summary').forEach(s=>s.classList.toggle('m',!!re&&frames[+s.dataset.f]&&re.test(frames[+s.dataset.f].dataset.n)));
  matched.textContent=re?'matched '+pct(sum)+' of the total':'';});
 const bycalls=document.getElementById('bycalls');
+const whole=document.getElementById('whole'),main=document.querySelector('main');
+function setWhole(on){whole.checked=on;main.classList.toggle('whole',on);fitWidth();}
+whole.addEventListener('change',()=>setWhole(whole.checked));
 fitWidth();
+if(location.hash==='#whole-names')setWhole(true);
 if(bycalls)bycalls.addEventListener('change',()=>{for(const f of info){f.r.setAttribute('fill',bycalls.checked?f.g.dataset.fc:f.g.dataset.ft);}});
 })();
 "#;
