@@ -404,6 +404,7 @@ impl SessionArgs {
                 TimingArg::Sampled => Timing::Sampled,
             },
             stacks: None,
+            threads: None,
         }
     }
 }
