@@ -95,11 +95,12 @@ enum Command {
     /// Show every Java thread's state, stack and locks, and any deadlock.
     ///
     /// Attaches, has the agent take two snapshots 50 ms apart of every
-    /// live Java thread (JVMTI: states and stacks with line numbers, the
-    /// monitors each thread holds and the frame that entered each, the
-    /// monitor it waits for and its owner; through JNI: the
-    /// java.util.concurrent lock a parked thread waits for and the thread
-    /// that holds it), and detaches. No class is redefined.
+    /// live Java thread (JVMTI: states and stacks with line numbers; the
+    /// JVM's own ThreadMXBean, called inside it: the monitors each thread
+    /// holds and the frame that entered each, the lock it waits for and
+    /// its owner; LockSupport.getBlocker: the java.util.concurrent lock a
+    /// parked thread waits for and the thread that holds it), and
+    /// detaches. No class is redefined.
     ///
     /// A deadlock is a cycle of threads each blocked on a monitor or
     /// parked on a java.util.concurrent lock (ReentrantLock, the write

@@ -1,4 +1,5 @@
-//! `sprig threads PID` on real JVMs (JDK 17, and JDK 25 where installed),
+//! `sprig threads PID` on real JVMs (every JDK: 11, 17, 21 and 25 where
+//! installed),
 //! on `fixtures.Deadlocks`: deadlocks over two monitors, two
 //! `ReentrantLock`s and a monitor with a `ReentrantLock` are found within
 //! a second of the command's start, with both threads, their stacks and
@@ -6,18 +7,19 @@
 //! names (the fixture's oracle line); a busy healthy program (producer and
 //! consumer, threads contending for a monitor and a lock) has no
 //! deadlock; a thread blocked on a monitor shows BLOCKED with the owner
-//! named; the JVM runs on after each.
+//! named; the JVM runs on after each, no class redefined.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, fixture_classes, run_sprig, test_jdks};
+use sprig_tests::{Jdk, Proc, fixture_classes, run_sprig};
 
 /// Starts `fixtures.Deadlocks MODE`; its oracle line, once it is ready.
 fn start(jdk: &Jdk, classes: &std::path::Path, mode: &str) -> (Proc, String) {
     let mut cmd = Command::new(jdk.java());
-    cmd.arg("-cp")
+    cmd.arg("-Xlog:redefine+class*=info")
+        .arg("-cp")
         .arg(classes)
         .arg("fixtures.Deadlocks")
         .arg(mode);
@@ -71,13 +73,19 @@ fn methods(t: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The JVM still answers.
+/// The JVM still answers, and no class was ever redefined.
 fn still_runs(jvm: &mut Proc, jdk: &Jdk) {
     jvm.send("ping");
     jvm.wait_for("pong", Duration::from_secs(10), |l| l.starts_with("pong "));
     assert!(
         jvm.wait_exit(Duration::from_millis(10)).is_none(),
         "JDK {}: the JVM exited",
+        jdk.major
+    );
+    let log = jvm.transcript();
+    assert!(
+        !log.contains("redefine,class"),
+        "JDK {}: a class was redefined:\n{log}",
         jdk.major
     );
 }
@@ -106,7 +114,7 @@ const MON_B: &str = "fixtures.Deadlocks$MonitorB";
 const SYNC: &str = "java.util.concurrent.locks.ReentrantLock$NonfairSync";
 
 fn finds_the_deadlock(e: &Expect) {
-    for jdk in test_jdks(&format!("threads_finds_the_{}_deadlock", e.mode)) {
+    for jdk in sprig_tests::every_jdk(&format!("threads_finds_the_{}_deadlock", e.mode)) {
         let classes = fixture_classes(&jdk);
         let (mut jvm, oracle) = start(&jdk, classes.path(), e.mode);
         assert_eq!(
@@ -249,7 +257,7 @@ fn threads_finds_a_mixed_deadlock() {
 
 #[test]
 fn threads_finds_no_deadlock_in_a_busy_healthy_program() {
-    for jdk in test_jdks("threads_finds_no_deadlock_in_a_busy_healthy_program") {
+    for jdk in sprig_tests::every_jdk("threads_finds_no_deadlock_in_a_busy_healthy_program") {
         let j = jdk.major;
         let classes = fixture_classes(&jdk);
         let (mut jvm, oracle) = start(&jdk, classes.path(), "healthy");
@@ -272,6 +280,7 @@ fn threads_finds_no_deadlock_in_a_busy_healthy_program() {
         let (code, text, err, _) = threads(&jvm, &[]);
         assert_eq!(code, 0, "JDK {j}: {err}");
         assert!(text.contains("No deadlock"), "JDK {j}: {text}");
+        still_runs(&mut jvm, &jdk);
         let after = progress(&mut jvm);
         assert!(
             after > before,
@@ -282,7 +291,7 @@ fn threads_finds_no_deadlock_in_a_busy_healthy_program() {
 
 #[test]
 fn threads_shows_a_blocked_thread_and_its_owner() {
-    for jdk in test_jdks("threads_shows_a_blocked_thread_and_its_owner") {
+    for jdk in sprig_tests::every_jdk("threads_shows_a_blocked_thread_and_its_owner") {
         let j = jdk.major;
         let classes = fixture_classes(&jdk);
         let (mut jvm, _) = start(&jdk, classes.path(), "blocked");
