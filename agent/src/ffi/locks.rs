@@ -396,30 +396,37 @@ impl<'a> Jni<'a> {
         Some(text)
     }
 
-    /// The elements of an object array; empty for null or anything that
-    /// is no object array.
-    pub fn object_array(&self, array: Local<'_>) -> Vec<Option<Local<'a>>> {
+    /// The length of an object array; 0 for null or anything that is no
+    /// object array.
+    pub fn object_array_len(&self, array: Local<'_>) -> usize {
         let Some(class) = self.find_class("[Ljava/lang/Object;").ok().flatten() else {
-            return Vec::new();
+            return 0;
         };
         let ok = !array.raw().is_null() && self.is_instance_of(array, class);
         self.delete_local(class);
         if !ok {
-            return Vec::new();
+            return 0;
         }
         // SAFETY: `array` is a live object array.
         let n = unsafe { jni_call!(self.raw_env(), GetArrayLength, array.raw()) };
-        (0..n.max(0))
-            .map(|i| {
-                // SAFETY: `array` is a live object array and `i` < its length.
-                let e = unsafe { jni_call!(self.raw_env(), GetObjectArrayElement, array.raw(), i) };
-                if self.exception_clear() || e.is_null() {
-                    return None;
-                }
-                // SAFETY: a local reference of this thread.
-                Some(unsafe { Local::from_raw(e) })
-            })
-            .collect()
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// Element `i` of an object array whose length
+    /// [`Jni::object_array_len`] gave (`None` for null or out of range);
+    /// the caller deletes it.
+    pub fn object_array_get(&self, array: Local<'_>, i: usize) -> Option<Local<'a>> {
+        if i >= self.object_array_len(array) {
+            return None;
+        }
+        let i = jint::try_from(i).ok()?;
+        // SAFETY: `array` is a live object array and `i` < its length.
+        let e = unsafe { jni_call!(self.raw_env(), GetObjectArrayElement, array.raw(), i) };
+        if self.exception_clear() || e.is_null() {
+            return None;
+        }
+        // SAFETY: a local reference of this thread.
+        Some(unsafe { Local::from_raw(e) })
     }
 }
 

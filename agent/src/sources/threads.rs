@@ -282,7 +282,10 @@ fn mx_threads(jni: Jni<'_>, mx: &Mx<'_>) -> HashMap<u64, MxThread> {
         ) else {
             return;
         };
-        for info in jni.object_array(infos).into_iter().flatten() {
+        for n in 0..jni.object_array_len(infos) {
+            let Some(info) = jni.object_array_get(infos, n) else {
+                continue;
+            };
             jni.with_local_frame(32, |jni| {
                 let Some(id) = long_of(jni, &mx.thread_id, info) else {
                     return;
@@ -295,7 +298,10 @@ fn mx_threads(jni: Jni<'_>, mx: &Mx<'_>) -> HashMap<u64, MxThread> {
                     .filter(|o| *o >= 0)
                     .map(|o| o as u64);
                 if let Ok(Value::Reference(Some(arr))) = jni.call(&mx.monitors, Some(info), &[]) {
-                    for m in jni.object_array(arr).into_iter().flatten() {
+                    for k in 0..jni.object_array_len(arr) {
+                        let Some(m) = jni.object_array_get(arr, k) else {
+                            continue;
+                        };
                         let depth = match jni.call(&mx.depth, Some(m), &[]) {
                             Ok(Value::Int(d)) => d,
                             _ => -1,
@@ -303,15 +309,20 @@ fn mx_threads(jni: Jni<'_>, mx: &Mx<'_>) -> HashMap<u64, MxThread> {
                         if let Some((class, hash)) = lock_key(jni, mx, m) {
                             t.monitors.push((class, hash, depth));
                         }
+                        jni.delete_local(m);
                     }
                 }
                 if let Ok(Value::Reference(Some(arr))) =
                     jni.call(&mx.synchronizers, Some(info), &[])
                 {
-                    for s in jni.object_array(arr).into_iter().flatten() {
+                    for k in 0..jni.object_array_len(arr) {
+                        let Some(s) = jni.object_array_get(arr, k) else {
+                            continue;
+                        };
                         if let Some(key) = lock_key(jni, mx, s) {
                             t.synchronizers.push(key);
                         }
+                        jni.delete_local(s);
                     }
                 }
                 out.insert(id as u64, t);
