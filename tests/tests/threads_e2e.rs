@@ -7,7 +7,8 @@
 //! names (the fixture's oracle line); a busy healthy program (producer and
 //! consumer, threads contending for a monitor and a lock) has no
 //! deadlock; a thread blocked on a monitor shows BLOCKED with the owner
-//! named; the JVM runs on after each, no class redefined.
+//! named; the JVM runs on after each, no class redefined, and HotSpot's
+//! JNI checks (`-Xcheck:jni`) find nothing to warn about.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,7 +19,10 @@ use sprig_tests::{Jdk, Proc, fixture_classes, run_sprig};
 /// Starts `fixtures.Deadlocks MODE`; its oracle line, once it is ready.
 fn start(jdk: &Jdk, classes: &std::path::Path, mode: &str) -> (Proc, String) {
     let mut cmd = Command::new(jdk.java());
+    // -Xcheck:jni: HotSpot checks every JNI call the agent makes (a
+    // pending exception, a local frame outgrown) and warns.
     cmd.arg("-Xlog:redefine+class*=info")
+        .arg("-Xcheck:jni")
         .arg("-cp")
         .arg(classes)
         .arg("fixtures.Deadlocks")
@@ -86,6 +90,11 @@ fn still_runs(jvm: &mut Proc, jdk: &Jdk) {
     assert!(
         !log.contains("redefine,class"),
         "JDK {}: a class was redefined:\n{log}",
+        jdk.major
+    );
+    assert!(
+        !log.contains("WARNING in native method") && !log.contains("JNI local refs"),
+        "JDK {}: HotSpot's JNI checks warned:\n{log}",
         jdk.major
     );
 }
