@@ -32,7 +32,11 @@
 //!    `SampledThread` and `FrameMethod` before the `StackSamples` round that
 //!    first needs them. With `stacks` set and no root the session samples
 //!    only: no ring is mapped (`Started` names the monotonic clock), no
-//!    class is redefined, the probes do not start.
+//!    class is redefined, the probes do not start. With `threads` set the
+//!    thread snapshots are taken as their source starts
+//!    (`sources::threads`): `ThreadDump` messages; with `threads` alone
+//!    (no root, no stacks, no calibration) no ring is mapped, no class is
+//!    redefined, and the session ends after them (`Detached`).
 //! 4. While profiling: `Thread{index,..}` for each new thread (queued,
 //!    forwarded within 200 ms), `Status` about once a second and on
 //!    `StatusRequest`, `Digest` on `BytecodeDigest`. With revelation on,
@@ -63,6 +67,7 @@ use crate::probe_class;
 use crate::reveal;
 use crate::sources::probes::Probes;
 use crate::sources::stacks::Stacks;
+use crate::sources::threads::Threads;
 use crate::sources::{self, Running};
 use crate::threads;
 use sprig_rewriter::pattern::MethodPattern;
@@ -501,10 +506,18 @@ fn start_profiling(
     // No root and stacks asked: `sprig sample`, a session that only samples
     // stacks; no class is redefined.
     let sample_only = so.roots.is_empty() && !so.calibrate && so.stacks.is_some();
-    if so.roots.is_empty() && !calibrate_only && !sample_only {
+    // No root, no stacks and thread snapshots asked: `sprig threads`, a
+    // session that takes its snapshots and ends; no class is redefined.
+    let threads_only =
+        so.roots.is_empty() && !so.calibrate && so.stacks.is_none() && so.threads.is_some();
+    if so.roots.is_empty() && !calibrate_only && !sample_only && !threads_only {
         return refuse(ch, "no root pattern given".into());
     }
     let stacks = match so.stacks.map(Stacks::new).transpose() {
+        Ok(s) => s,
+        Err(e) => return refuse(ch, e),
+    };
+    let snapshots = match so.threads.map(Threads::new).transpose() {
         Ok(s) => s,
         Err(e) => return refuse(ch, e),
     };
@@ -521,7 +534,8 @@ fn start_profiling(
     // whose sources need none goes without it.
     let needs_ring = so.calibrate
         || (!patterns.is_empty() && Probes::NEEDS.ring)
-        || (stacks.is_some() && Stacks::NEEDS.ring);
+        || (stacks.is_some() && Stacks::NEEDS.ring)
+        || (snapshots.is_some() && Threads::NEEDS.ring);
     let region = match ring {
         Some(ring) if needs_ring => match probe::map_ring(ring) {
             Ok(r) => Some(r),
@@ -558,6 +572,7 @@ fn start_profiling(
     if !so.roots_only
         && !calibrate_only
         && !sample_only
+        && !threads_only
         && let Err(e) = reveal::begin_session(
             so.scheme,
             &so.include,
@@ -577,6 +592,7 @@ fn start_profiling(
         && !so.roots_only
         && !calibrate_only
         && !sample_only
+        && !threads_only
         && !reveal::receivers_on()
     {
         outbox::send(Message::Warning(
@@ -633,7 +649,10 @@ fn start_profiling(
         return None;
     }
     // The probes: the roots' classes rewritten, put back at the end.
-    if !sample_only && let Err(e) = start_source(agent, jni, Box::new(Probes::new(patterns))) {
+    if !sample_only
+        && !threads_only
+        && let Err(e) = start_source(agent, jni, Box::new(Probes::new(patterns)))
+    {
         outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
         return None;
@@ -644,6 +663,18 @@ fn start_profiling(
     {
         outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
+        return None;
+    }
+    // The thread snapshots, taken as the source starts.
+    if let Some(snapshots) = snapshots
+        && let Err(e) = start_source(agent, jni, Box::new(snapshots))
+    {
+        outbox::send(Message::Error(e));
+        session.detach(agent, jni, End::Failed);
+        return None;
+    }
+    if threads_only {
+        session.detach(agent, jni, End::Requested);
         return None;
     }
     Some(session)

@@ -10,6 +10,7 @@ mod sample;
 mod session;
 #[allow(unsafe_code)]
 mod signals;
+mod threads;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,7 @@ use sprig_callgraph::report::escape::escape;
 #[command(after_help = "Examples:
   sprig list
   sprig sample 4242 --duration 10
+  sprig threads 4242
   sprig profile 4242 --root 'com.acme.Service::handle' --duration 30
   sprig profile 4242 --root 'com.acme.Service::*' --format json -o run.json
   sprig profile 4242 --root 'com.acme.Service::handle' -o before.sprig
@@ -90,6 +92,29 @@ enum Command {
   sprig sample 4242 --duration 10 --format json -o a.json
   sprig diff --overlap a.json b.json")]
     Sample(sample::SampleArgs),
+    /// Show every Java thread's state, stack and locks, and any deadlock.
+    ///
+    /// Attaches, has the agent take two snapshots 50 ms apart of every
+    /// live Java thread (JVMTI: states and stacks with line numbers; the
+    /// JVM's own ThreadMXBean, called inside it: the monitors each thread
+    /// holds and the frame that entered each, the lock it waits for and
+    /// its owner; LockSupport.getBlocker: the java.util.concurrent lock a
+    /// parked thread waits for and the thread that holds it), and
+    /// detaches. No class is redefined.
+    ///
+    /// A deadlock is a cycle of threads each blocked on a monitor or
+    /// parked on a java.util.concurrent lock (ReentrantLock, the write
+    /// lock of a ReentrantReadWriteLock, ...) the next one holds, seen in
+    /// both snapshots: what ThreadMXBean.findDeadlockedThreads finds,
+    /// without JMX in the target. The report shows each deadlock with its
+    /// threads' stacks and locks first, then every thread.
+    ///
+    /// Exit status: 0 when no deadlock is found, 2 when one is, 1 on an
+    /// error.
+    #[command(after_help = "Examples:
+  sprig threads 4242
+  sprig threads 4242 --format json -o threads.json")]
+    Threads(threads::ThreadsArgs),
     /// Start a JVM with the sprig agent loaded from its first instruction.
     ///
     /// For JVMs that cannot be attached to later (-XX:+DisableAttachMechanism,
@@ -125,6 +150,7 @@ fn main() -> ExitCode {
         Command::List => sprig::list::run(&mut std::io::stdout().lock()).map(|_| ExitCode::SUCCESS),
         Command::Profile(args) => profile::profile(args),
         Command::Sample(args) => sample::sample(args),
+        Command::Threads(args) => threads::threads(args),
         Command::Run(args) => profile::run(args),
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),

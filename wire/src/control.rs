@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -132,6 +132,21 @@ pub struct SessionOptions {
     /// agent's stack sampler; `None` runs no sampler. With no `roots` a
     /// session samples only: no class is redefined.
     pub stacks: Option<StackOptions>,
+    /// Snapshots of every Java thread: its state, stack and locks (`sprig
+    /// threads`); `None` takes none. With no `roots` and no `stacks` the
+    /// session takes them and ends: no class is redefined.
+    pub threads: Option<ThreadsOptions>,
+}
+
+/// What the thread snapshots are asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct ThreadsOptions {
+    /// How many snapshots (1 to 10), each sent as a `ThreadDump`.
+    pub snapshots: u32,
+    /// Milliseconds between two snapshots (at most 1000).
+    pub gap_ms: u32,
+    /// Frames kept per stack, counted from the leaf (1 to 2048).
+    pub max_depth: u32,
 }
 
 /// What the stack sampler is asked for.
@@ -359,4 +374,92 @@ pub enum Message {
         cost_ns: u64,
         samples: Vec<StackSample>,
     },
+
+    // ---- agent -> CLI: the thread snapshots ----
+    /// One snapshot of every live Java thread (`sprig threads`), sent
+    /// `ThreadsOptions::snapshots` times before `Detached`.
+    ThreadDump(ThreadDump),
+}
+
+/// Every live Java thread at one moment (`sprig threads`): states and
+/// stacks from one JVMTI GetAllStackTraces, then each thread's locks. The
+/// locks are read thread by thread after the stacks, so a thread that
+/// moved in between shows where it is now in its locks and where it was
+/// in its stack.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct ThreadDump {
+    /// CLOCK_MONOTONIC ns when the snapshot began.
+    pub time_ns: u64,
+    /// How long the snapshot took the agent, in ns.
+    pub took_ns: u64,
+    pub threads: Vec<DumpedThread>,
+    /// Every lock the snapshot names, indexed by `LockRef`s.
+    pub locks: Vec<DumpedLock>,
+}
+
+/// A lock in a [`ThreadDump`]: an index into `ThreadDump::locks`.
+pub type LockRef = u32;
+
+/// One thread in a [`ThreadDump`].
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct DumpedThread {
+    /// The thread's Java id (`Thread.threadId`).
+    pub java_id: u64,
+    pub name: String,
+    pub daemon: bool,
+    /// JVMTI thread state bits (`JVMTI_THREAD_STATE_*`).
+    pub state: u32,
+    /// The innermost frame first.
+    pub frames: Vec<DumpedFrame>,
+    /// The stack was deeper than `ThreadsOptions::max_depth`.
+    pub truncated: bool,
+    /// The monitors it holds, each with the depth of the frame that
+    /// entered it (0 is the innermost frame; -1 entered through JNI).
+    pub owns: Vec<(LockRef, i32)>,
+    /// The monitor it waits to enter, or waits on in `Object.wait`
+    /// (JVMTI GetCurrentContendedMonitor); which one its state says.
+    pub contended: Option<LockRef>,
+    /// What it is parked on (`LockSupport.getBlocker`), when parked with a
+    /// blocker.
+    pub parked_on: Option<LockRef>,
+}
+
+/// One frame of a [`DumpedThread`].
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct DumpedFrame {
+    /// Binary name with dots.
+    pub class: String,
+    pub method: String,
+    pub descriptor: String,
+    /// The source line, or -1 when unknown, -2 in a native method.
+    pub line: i32,
+}
+
+/// What kind of lock a [`DumpedLock`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Encode, Decode)]
+pub enum LockKind {
+    /// An object's monitor (`synchronized`, `Object.wait`).
+    Monitor,
+    /// A `java.util.concurrent.locks.AbstractOwnableSynchronizer` a thread
+    /// is parked on (`ReentrantLock`, `ReentrantReadWriteLock`'s write
+    /// lock, ...).
+    Synchronizer,
+    /// Any other park blocker.
+    Blocker,
+}
+
+/// A lock a [`ThreadDump`] names.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct DumpedLock {
+    /// The class of the lock object, binary name with dots.
+    pub class: String,
+    /// Its identity hash code (`System.identityHashCode`), the lock's name
+    /// across snapshots.
+    pub hash: i32,
+    pub kind: LockKind,
+    /// The Java id of the thread that holds it, when one does and it is
+    /// known: a monitor's owner (JVMTI GetObjectMonitorUsage, or the
+    /// thread whose owned monitors list it), a synchronizer's exclusive
+    /// owner (`getExclusiveOwnerThread`).
+    pub owner: Option<u64>,
 }

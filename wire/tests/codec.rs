@@ -4,8 +4,9 @@
 use proptest::prelude::*;
 use sprig_wire::codec::{self, CodecError, MAX_FRAME};
 use sprig_wire::control::{
-    AgentStats, ClassFailure, ClockKind, JvmInfo, Message, PROTOCOL_VERSION, RevealStats,
-    SampledState, Scheme, SessionOptions, StackOptions, StackSample,
+    AgentStats, ClassFailure, ClockKind, DumpedFrame, DumpedLock, DumpedThread, JvmInfo, LockKind,
+    Message, PROTOCOL_VERSION, RevealStats, SampledState, Scheme, SessionOptions, StackOptions,
+    StackSample, ThreadDump, ThreadsOptions,
 };
 
 fn clock() -> impl Strategy<Value = ClockKind> {
@@ -96,6 +97,11 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     stacks: (wait_bound_ms % 5 == 0).then_some(StackOptions {
                         interval_us: wait_bound_ms,
                         max_depth: wait_bound_ms.rotate_left(3),
+                    }),
+                    threads: (wait_bound_ms % 7 == 0).then_some(ThreadsOptions {
+                        snapshots: wait_bound_ms % 11,
+                        gap_ms: wait_bound_ms.rotate_left(5),
+                        max_depth: wait_bound_ms.rotate_left(9),
                     }),
                 }
             },
@@ -189,7 +195,71 @@ fn message() -> impl Strategy<Value = Message> {
                 cost_ns,
                 samples
             }),
+        thread_dump().prop_map(Message::ThreadDump),
     ]
+}
+
+fn thread_dump() -> impl Strategy<Value = ThreadDump> {
+    let frame =
+        (text(), text(), text(), any::<i32>()).prop_map(|(class, method, descriptor, line)| {
+            DumpedFrame {
+                class,
+                method,
+                descriptor,
+                line,
+            }
+        });
+    let thread = (
+        (any::<u64>(), text(), any::<bool>(), any::<u32>()),
+        prop::collection::vec(frame, 0..6),
+        any::<bool>(),
+        prop::collection::vec((any::<u32>(), any::<i32>()), 0..4),
+        any::<Option<u32>>(),
+        any::<Option<u32>>(),
+    )
+        .prop_map(
+            |((java_id, name, daemon, state), frames, truncated, owns, contended, parked_on)| {
+                DumpedThread {
+                    java_id,
+                    name,
+                    daemon,
+                    state,
+                    frames,
+                    truncated,
+                    owns,
+                    contended,
+                    parked_on,
+                }
+            },
+        );
+    let lock = (
+        text(),
+        any::<i32>(),
+        prop_oneof![
+            Just(LockKind::Monitor),
+            Just(LockKind::Synchronizer),
+            Just(LockKind::Blocker)
+        ],
+        any::<Option<u64>>(),
+    )
+        .prop_map(|(class, hash, kind, owner)| DumpedLock {
+            class,
+            hash,
+            kind,
+            owner,
+        });
+    (
+        any::<u64>(),
+        any::<u64>(),
+        prop::collection::vec(thread, 0..4),
+        prop::collection::vec(lock, 0..4),
+    )
+        .prop_map(|(time_ns, took_ns, threads, locks)| ThreadDump {
+            time_ns,
+            took_ns,
+            threads,
+            locks,
+        })
 }
 
 fn stack_sample() -> impl Strategy<Value = StackSample> {

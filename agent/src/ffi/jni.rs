@@ -117,6 +117,11 @@ impl<'a> Jni<'a> {
         }
     }
 
+    /// The raw environment, for the other wrappers of `ffi`.
+    pub(super) fn raw_env(&self) -> *mut JNIEnv {
+        self.env
+    }
+
     /// Clears a pending exception; returns whether there was one.
     pub fn exception_clear(&self) -> bool {
         // SAFETY: `env` is this thread's JNIEnv.

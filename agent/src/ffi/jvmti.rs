@@ -85,7 +85,7 @@ pub fn error_name(code: i32) -> &'static str {
     }
 }
 
-fn check(e: sys::jvmtiError) -> Result<(), JvmtiError> {
+pub(super) fn check(e: sys::jvmtiError) -> Result<(), JvmtiError> {
     match e.raw() {
         0 => Ok(()),
         code => Err(JvmtiError(code)),
@@ -104,6 +104,7 @@ macro_rules! jvmti_call {
         }
     }};
 }
+pub(super) use jvmti_call;
 
 /// JVMTI events the agent uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +137,8 @@ pub struct Capabilities {
     pub all_class_hook_events: bool,
     /// GetThreadCpuTime of any thread.
     pub thread_cpu_time: bool,
+    /// GetLineNumberTable.
+    pub line_numbers: bool,
 }
 
 impl Capabilities {
@@ -146,6 +149,7 @@ impl Capabilities {
         get_constant_pool: false,
         all_class_hook_events: false,
         thread_cpu_time: false,
+        line_numbers: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -158,6 +162,7 @@ impl Capabilities {
         get_constant_pool: true,
         all_class_hook_events: true,
         thread_cpu_time: false,
+        line_numbers: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -172,6 +177,44 @@ impl Capabilities {
             && (!self.get_constant_pool || other.get_constant_pool)
             && (!self.all_class_hook_events || other.all_class_hook_events)
             && (!self.thread_cpu_time || other.thread_cpu_time)
+            && (!self.line_numbers || other.line_numbers)
+    }
+
+    /// The JVMTI names of the capabilities of `self` that `have` lacks.
+    pub fn missing_from(self, have: Capabilities) -> Vec<&'static str> {
+        [
+            (
+                self.retransform_classes && !have.retransform_classes,
+                "can_retransform_classes",
+            ),
+            (
+                self.redefine_classes && !have.redefine_classes,
+                "can_redefine_classes",
+            ),
+            (
+                self.get_bytecodes && !have.get_bytecodes,
+                "can_get_bytecodes",
+            ),
+            (
+                self.get_constant_pool && !have.get_constant_pool,
+                "can_get_constant_pool",
+            ),
+            (
+                self.all_class_hook_events && !have.all_class_hook_events,
+                "can_generate_all_class_hook_events",
+            ),
+            (
+                self.thread_cpu_time && !have.thread_cpu_time,
+                "can_get_thread_cpu_time",
+            ),
+            (
+                self.line_numbers && !have.line_numbers,
+                "can_get_line_numbers",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(lacking, name)| lacking.then_some(name))
+        .collect()
     }
 
     fn raw(self) -> jvmtiCapabilities {
@@ -182,6 +225,7 @@ impl Capabilities {
         caps.set_can_get_constant_pool(self.get_constant_pool);
         caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
         caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
+        caps.set_can_get_line_numbers(self.line_numbers);
         caps
     }
 
@@ -193,6 +237,7 @@ impl Capabilities {
             get_constant_pool: raw.can_get_constant_pool(),
             all_class_hook_events: raw.can_generate_all_class_hook_events(),
             thread_cpu_time: raw.can_get_thread_cpu_time(),
+            line_numbers: raw.can_get_line_numbers(),
         }
     }
 }
@@ -272,6 +317,11 @@ impl Jvmti {
     /// `env` must be a live JVMTI environment pointer.
     pub(super) unsafe fn from_raw(env: *mut jvmtiEnv) -> Jvmti {
         Jvmti { env }
+    }
+
+    /// The raw environment, for the other wrappers of `ffi`.
+    pub(super) fn raw_env(&self) -> *mut jvmtiEnv {
+        self.env
     }
 
     pub(super) fn deallocate(&self, mem: *mut u8) {
@@ -651,10 +701,33 @@ impl Jvmti {
         _jni: &Jni<'a>,
         max_frames: i32,
     ) -> Result<Vec<StackSampled<'a>>, JvmtiError> {
+        let mut out = Vec::new();
+        self.each_stack(max_frames, |thread, state, frames| {
+            out.push(StackSampled {
+                // SAFETY: a local reference JVMTI created for this thread
+                // (the calling thread is attached: it holds `_jni`).
+                thread: unsafe { Local::from_raw(thread) },
+                state,
+                frames: frames.iter().map(|f| MethodId(f.method)).collect(),
+            });
+        })?;
+        Ok(out)
+    }
+
+    /// One JVMTI GetAllStackTraces of up to `max_frames` frames a thread:
+    /// `each` sees every live thread (a local reference of the calling
+    /// thread, which must be attached), its state bits and its frames,
+    /// innermost first. The JVMTI buffer is deallocated before it returns.
+    pub(super) fn each_stack(
+        &self,
+        max_frames: i32,
+        mut each: impl FnMut(jobject, u32, &[sys::jvmtiFrameInfo]),
+    ) -> Result<(), JvmtiError> {
         let mut info: *mut sys::jvmtiStackInfo = std::ptr::null_mut();
         let mut count: jint = 0;
-        // SAFETY: valid out pointers; the calling thread is attached (holds
-        // `_jni`), so the thread references JVMTI returns are its locals.
+        // SAFETY: valid out pointers; the callers are attached threads
+        // (they hold a `Jni`), so the thread references JVMTI returns are
+        // their locals.
         unsafe {
             jvmti_call!(
                 self.env,
@@ -665,31 +738,26 @@ impl Jvmti {
             )?
         };
         if info.is_null() {
-            return Ok(Vec::new());
+            return Ok(());
         }
-        let mut out = Vec::with_capacity(count.max(0) as usize);
         for i in 0..count.max(0) as usize {
             // SAFETY: JVMTI returned an array of `count` stack infos, each
             // with `frame_count` frames in the same allocation.
             let si = unsafe { *info.add(i) };
-            let frames = if si.frame_buffer.is_null() {
-                Vec::new()
+            let frames: &[sys::jvmtiFrameInfo] = if si.frame_buffer.is_null() {
+                &[]
             } else {
-                (0..si.frame_count.max(0) as usize)
-                    // SAFETY: see above; `j < frame_count`.
-                    .map(|j| MethodId(unsafe { (*si.frame_buffer.add(j)).method }))
-                    .collect()
+                // SAFETY: see above; the buffer holds `frame_count` frames
+                // and lives until the deallocation below.
+                unsafe {
+                    std::slice::from_raw_parts(si.frame_buffer, si.frame_count.max(0) as usize)
+                }
             };
-            out.push(StackSampled {
-                // SAFETY: a local reference JVMTI created for this thread.
-                thread: unsafe { Local::from_raw(si.thread) },
-                state: si.state as u32,
-                frames,
-            });
+            each(si.thread, si.state as u32, frames);
         }
         // One allocation holds the infos and their frame buffers.
         self.deallocate(info.cast());
-        Ok(out)
+        Ok(())
     }
 
     /// The CPU time `thread` has used, in ns (JVMTI GetThreadCpuTime; needs
@@ -703,6 +771,15 @@ impl Jvmti {
 
     /// A thread's name.
     pub fn thread_name(&self, jni: &Jni<'_>, thread: Local<'_>) -> Result<String, JvmtiError> {
+        self.thread_info(jni, thread).map(|(name, _)| name)
+    }
+
+    /// A thread's name and whether it is a daemon.
+    pub fn thread_info(
+        &self,
+        jni: &Jni<'_>,
+        thread: Local<'_>,
+    ) -> Result<(String, bool), JvmtiError> {
         let mut info = jvmtiThreadInfo::default();
         // SAFETY: `thread` is a live thread reference; `info` a valid out
         // struct.
@@ -718,7 +795,7 @@ impl Jvmti {
             jni.delete_local(Local::from_raw(info.thread_group));
             jni.delete_local(Local::from_raw(info.context_class_loader));
         }
-        Ok(name)
+        Ok((name, info.is_daemon != 0))
     }
 
     /// Exports package `package` (internal form, `jdk/internal/misc`) of

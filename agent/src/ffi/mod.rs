@@ -6,6 +6,7 @@ mod callbacks;
 mod cpu;
 mod jni;
 mod jvmti;
+mod locks;
 pub mod slots;
 mod tls;
 
@@ -16,6 +17,7 @@ pub use callbacks::{
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};
 pub use jvmti::{Capabilities, Event, Jvmti, JvmtiError, ThreadStack, thread_state};
+pub use locks::{Arg, JavaMethod, Value};
 pub use tls::{forget_state, with_state};
 
 /// The agent option string the VM passed (`None` when absent).

@@ -14,12 +14,14 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal) and `stacks` (the stack sampler). Adding a source is one file
+//! reveal), `stacks` (the stack sampler) and `threads` (the thread
+//! snapshots of `sprig threads`, taken as it starts). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
 pub mod probes;
 pub mod stacks;
+pub mod threads;
 
 use crate::env::Agent;
 use crate::error::step;
@@ -67,9 +69,10 @@ pub trait Source: Send {
         }
         match agent.jvmti.potential_capabilities() {
             Ok(have) if want.within(have) => Ok(()),
-            Ok(_) => Err(format!(
-                "{}: this JVM cannot grant the JVMTI capabilities it needs",
-                self.name()
+            Ok(have) => Err(format!(
+                "{}: this JVM cannot grant the JVMTI capabilities it needs ({})",
+                self.name(),
+                want.missing_from(have).join(", ")
             )),
             Err(e) => Err(format!("{}: GetPotentialCapabilities: {e}", self.name())),
         }

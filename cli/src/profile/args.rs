@@ -405,6 +405,7 @@ impl SessionArgs {
                 TimingArg::Sampled => Timing::Sampled,
             },
             stacks: None,
+            threads: None,
         }
     }
 }

@@ -449,6 +449,7 @@ mod tests {
             recalibrate_ms: 0,
             timing: Default::default(),
             stacks: None,
+            threads: None,
         };
         let plan = Plan {
             pid: me,

@@ -1,5 +1,6 @@
 //! A session with the agent, whatever it is for: the driver that `sprig
-//! profile`, `sprig run`, `sprig calibrate` and `sprig sample` share.
+//! profile`, `sprig run`, `sprig calibrate`, `sprig sample` and `sprig
+//! threads` share.
 //!
 //! The driver ([`Session`]) owns what every session has: the connection
 //! to the agent and its control messages, the phase (starting, profiling,
@@ -25,7 +26,7 @@
 //! The work makes the result; [`Outcome::conclude`] prints the closing
 //! note and gives the exit code.
 //!
-//! Three works exist: the calling-context tree of `profile` and `run`
+//! Four works exist: the calling-context tree of `profile` and `run`
 //! (`profile/tree.rs`: the ring consumer, the position samples, the
 //! builder, resets, the live view, the report), the probe calibration
 //! of `sprig calibrate` (`profile/calibrate.rs`, which takes every
@@ -33,7 +34,10 @@
 //! sample` (`sample/mod.rs`: `Start` with no roots and its own
 //! `stacks` options, the samples taken from the control messages, the
 //! report at the end, and [`Work::begins_at`] true at `Started`, as it
-//! has no roots to wait for). The driver does not change for any.
+//! has no roots to wait for), and the thread snapshots of `sprig threads`
+//! (`threads/mod.rs`: `Start` with `threads` set, the `ThreadDump`
+//! messages kept until the agent detaches by itself). The driver does not
+//! change for any.
 //!
 //! - `connect`: the session's files, the attach or the start of the JVM,
 //!   the handshake, the reader of the control connection;
