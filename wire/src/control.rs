@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -132,6 +132,9 @@ pub struct SessionOptions {
     /// agent's stack sampler; `None` runs no sampler. With no `roots` a
     /// session samples only: no class is redefined.
     pub stacks: Option<StackOptions>,
+    /// `--locks`: the waits of threads inside a root context (contended
+    /// monitors, `Object.wait`) go into their streams as wait records.
+    pub locks: bool,
 }
 
 /// What the stack sampler is asked for.
@@ -359,4 +362,10 @@ pub enum Message {
         cost_ns: u64,
         samples: Vec<StackSample>,
     },
+
+    // ---- agent -> CLI: `--locks` ----
+    /// The class of a monitor some wait record names got an id (its own id
+    /// space). Sent before the first record that carries it. `class` is
+    /// the binary name with dots.
+    WaitClass { id: u32, class: String },
 }

@@ -97,6 +97,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         interval_us: wait_bound_ms,
                         max_depth: wait_bound_ms.rotate_left(3),
                     }),
+                    locks: wait_bound_ms % 7 == 0,
                 }
             },
         )
@@ -189,6 +190,7 @@ fn message() -> impl Strategy<Value = Message> {
                 cost_ns,
                 samples
             }),
+        (any::<u32>(), text()).prop_map(|(id, class)| Message::WaitClass { id, class }),
     ]
 }
 

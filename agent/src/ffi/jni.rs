@@ -244,6 +244,17 @@ impl<'a> Jni<'a> {
         (!s.is_null()).then(|| unsafe { Local::from_raw(s) })
     }
 
+    /// The class of an object (a new local reference).
+    pub fn object_class(&self, obj: Local<'_>) -> Option<Local<'a>> {
+        if obj.raw().is_null() {
+            return None;
+        }
+        // SAFETY: `obj` is a live, non-null reference of this thread.
+        let c = unsafe { jni_call!(self.env, GetObjectClass, obj.raw()) };
+        // SAFETY: GetObjectClass returns null or a new local reference.
+        (!c.is_null()).then(|| unsafe { Local::from_raw(c) })
+    }
+
     /// Whether two references name the same object.
     pub fn is_same_object(&self, a: Local<'_>, b: Local<'_>) -> bool {
         // SAFETY: both are live references of this thread (or global ones).

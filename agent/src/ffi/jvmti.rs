@@ -112,6 +112,12 @@ pub enum Event {
     VmDeath,
     ClassFileLoadHook,
     ClassPrepare,
+    MonitorContendedEnter,
+    MonitorContendedEntered,
+    MonitorWait,
+    MonitorWaited,
+    GarbageCollectionStart,
+    GarbageCollectionFinish,
 }
 
 impl Event {
@@ -121,6 +127,12 @@ impl Event {
             Event::VmDeath => sys::JVMTI_EVENT_VM_DEATH,
             Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             Event::ClassPrepare => sys::JVMTI_EVENT_CLASS_PREPARE,
+            Event::MonitorContendedEnter => sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTER,
+            Event::MonitorContendedEntered => sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+            Event::MonitorWait => sys::JVMTI_EVENT_MONITOR_WAIT,
+            Event::MonitorWaited => sys::JVMTI_EVENT_MONITOR_WAITED,
+            Event::GarbageCollectionStart => sys::JVMTI_EVENT_GARBAGE_COLLECTION_START,
+            Event::GarbageCollectionFinish => sys::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
         }
     }
 }
@@ -136,6 +148,10 @@ pub struct Capabilities {
     pub all_class_hook_events: bool,
     /// GetThreadCpuTime of any thread.
     pub thread_cpu_time: bool,
+    /// The monitor events (contended enter and entered, wait and waited).
+    pub monitor_events: bool,
+    /// GarbageCollectionStart and GarbageCollectionFinish.
+    pub gc_events: bool,
 }
 
 impl Capabilities {
@@ -146,6 +162,8 @@ impl Capabilities {
         get_constant_pool: false,
         all_class_hook_events: false,
         thread_cpu_time: false,
+        monitor_events: false,
+        gc_events: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -158,6 +176,8 @@ impl Capabilities {
         get_constant_pool: true,
         all_class_hook_events: true,
         thread_cpu_time: false,
+        monitor_events: false,
+        gc_events: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -172,6 +192,8 @@ impl Capabilities {
             && (!self.get_constant_pool || other.get_constant_pool)
             && (!self.all_class_hook_events || other.all_class_hook_events)
             && (!self.thread_cpu_time || other.thread_cpu_time)
+            && (!self.monitor_events || other.monitor_events)
+            && (!self.gc_events || other.gc_events)
     }
 
     fn raw(self) -> jvmtiCapabilities {
@@ -182,6 +204,8 @@ impl Capabilities {
         caps.set_can_get_constant_pool(self.get_constant_pool);
         caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
         caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
+        caps.set_can_generate_monitor_events(self.monitor_events);
+        caps.set_can_generate_garbage_collection_events(self.gc_events);
         caps
     }
 
@@ -193,6 +217,8 @@ impl Capabilities {
             get_constant_pool: raw.can_get_constant_pool(),
             all_class_hook_events: raw.can_generate_all_class_hook_events(),
             thread_cpu_time: raw.can_get_thread_cpu_time(),
+            monitor_events: raw.can_generate_monitor_events(),
+            gc_events: raw.can_generate_garbage_collection_events(),
         }
     }
 }

@@ -14,10 +14,12 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal) and `stacks` (the stack sampler). Adding a source is one file
+//! reveal), `stacks` (the stack sampler) and `locks` (the waits of
+//! `--locks`, from JVMTI's monitor events). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
+pub mod locks;
 pub mod probes;
 pub mod stacks;
 
