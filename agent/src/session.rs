@@ -57,7 +57,7 @@
 use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::{AgentError, inject_fault, step};
-use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local};
+use crate::ffi::{ClassFile, Event, JavaVm, Jni, Jvmti, JvmtiError, Local, MonitorEvent};
 use crate::instrument;
 use crate::ledger;
 use crate::methods;
@@ -65,6 +65,7 @@ use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
+use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
 use crate::sources::stacks::Stacks;
 use crate::sources::threads::Threads;
@@ -122,6 +123,12 @@ impl crate::ffi::VmEvents for Events {
     }
     fn vm_death() {
         on_vm_death()
+    }
+    fn monitor(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, event: MonitorEvent) {
+        sources::locks::on_monitor(jvmti, jni, object, event)
+    }
+    fn gc(start: bool) {
+        sources::locks::on_gc(start)
     }
 }
 
@@ -652,6 +659,15 @@ fn start_profiling(
     if !sample_only
         && !threads_only
         && let Err(e) = start_source(agent, jni, Box::new(Probes::new(patterns)))
+    {
+        outbox::send(Message::Error(e));
+        session.detach(agent, jni, End::Failed);
+        return None;
+    }
+    // The waits of `--locks`, once the probes run.
+    if so.locks
+        && !sample_only
+        && let Err(e) = start_source(agent, jni, Box::new(Locks))
     {
         outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);

@@ -71,7 +71,13 @@ fn run_cycles(jdk: &Jdk) {
             before, original,
             "cycle {cycle}: bytecodes differ from the originals"
         );
-        cli.start(&["fixture.Roots::work"]);
+        // Every other session with `--locks`: its source's events and
+        // capabilities come and go with the session.
+        if cycle % 2 == 1 {
+            cli.start_with_locks(&["fixture.Roots::work"]);
+        } else {
+            cli.start(&["fixture.Roots::work"]);
+        }
         cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {
             matches!(m, Message::RootInstrumented { methods: 1, .. })
         });

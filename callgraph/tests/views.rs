@@ -565,3 +565,69 @@ fn stack_formats_weigh_by_the_metric_asked_for() {
     let e = "bytes".parse::<Metric>().unwrap_err().to_string();
     assert!(e.contains("time, calls, samples"), "{e}");
 }
+
+/// `--locks`: the text report's waits table names each kind and monitor
+/// with its time and the contexts that waited, the method that waited
+/// first; the collapsed stacks weighed by waits hold the wait rows only.
+#[test]
+fn the_waits_table_and_the_waits_weight() {
+    use sprig_wire::{Wait, WaitKind, wait_row_id};
+    const NS: u64 = 1_000_000_000;
+    let ev = |k, id, ts| Event::new(k, id, ts);
+    let mut s = vec![
+        ev(EventKind::RootEntry, 1, 0),
+        ev(EventKind::MethodEntry, 2, 10),
+    ];
+    let w = |end, ticks| Wait {
+        kind: WaitKind::Blocked,
+        class: 4,
+        start: end - ticks,
+        ticks,
+    };
+    s.extend_from_slice(w(500, 400).record(500).unwrap().as_slice());
+    s.push(ev(EventKind::MethodExit, 2, 600));
+    s.extend_from_slice(w(900, 250).record(900).unwrap().as_slice());
+    s.push(ev(EventKind::RootExit, 1, 1000));
+    let mut b = CctBuilder::new(NS);
+    b.set_method(1, "app.Server", "handle", "()V");
+    b.set_method(2, "app.Cache", "get", "()V");
+    b.apply_message(&sprig_wire::Message::WaitClass {
+        id: 4,
+        class: "app.Cache$Lock".into(),
+    });
+    b.process(0, &s);
+    let p = b.finish();
+    let text = render(&p, &RenderOptions::default(), Format::Text);
+    let table = text
+        .split("waits: all threads")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no waits table:\n{text}"));
+    let lines: Vec<&str> = table.lines().map(str::trim).collect();
+    assert!(
+        lines[2].ends_with("2  (blocked on app.Cache$Lock)"),
+        "{table}"
+    );
+    assert!(lines[2].starts_with("650"), "{table}");
+    assert!(lines[3].starts_with("400"), "{table}");
+    assert!(
+        lines[3].ends_with("in app.Cache.get < app.Server.handle"),
+        "{table}"
+    );
+    assert!(lines[4].ends_with("in app.Server.handle"), "{table}");
+    let opts = RenderOptions {
+        weight: Metric::Waits,
+        ..RenderOptions::default()
+    };
+    let collapsed = render(&p, &opts, Format::Collapsed);
+    let row = wait_row_id(WaitKind::Blocked, 4);
+    assert_eq!(p.display_name(row), "(blocked on app.Cache$Lock)");
+    assert!(
+        collapsed.contains("app.Server::handle;app.Cache::get;(blocked on app.Cache$Lock) 400"),
+        "{collapsed}"
+    );
+    assert!(
+        collapsed.contains("app.Server::handle;(blocked on app.Cache$Lock) 250"),
+        "{collapsed}"
+    );
+    assert_eq!(collapsed.lines().count(), 2, "{collapsed}");
+}

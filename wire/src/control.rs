@@ -136,6 +136,9 @@ pub struct SessionOptions {
     /// threads`); `None` takes none. With no `roots` and no `stacks` the
     /// session takes them and ends: no class is redefined.
     pub threads: Option<ThreadsOptions>,
+    /// `--locks`: the waits of threads inside a root context (contended
+    /// monitors, `Object.wait`) go into their streams as wait records.
+    pub locks: bool,
 }
 
 /// What the thread snapshots are asked for.
@@ -379,6 +382,11 @@ pub enum Message {
     /// One snapshot of every live Java thread (`sprig threads`), sent
     /// `ThreadsOptions::snapshots` times before `Detached`.
     ThreadDump(ThreadDump),
+    // ---- agent -> CLI: `--locks` ----
+    /// The class of a monitor some wait record names got an id (its own id
+    /// space). Sent before the first record that carries it. `class` is
+    /// the binary name with dots.
+    WaitClass { id: u32, class: String },
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

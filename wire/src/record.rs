@@ -48,9 +48,132 @@ const _: () = assert!(
 /// Record kind (the head's `id`) reserved for allocation samples: class,
 /// size, count. No sensor writes it yet.
 pub const RECORD_ALLOC: u32 = 1;
-/// Record kind reserved for waits (monitor, park, sleep, GC): kind,
-/// object class, duration. No sensor writes it yet.
+/// Record kind of a wait (monitor, park, sleep, GC): kind, object class
+/// and duration ([`Wait`]), written by `--locks`.
 pub const RECORD_WAIT: u32 = 2;
+
+/// What a thread waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WaitKind {
+    /// Blocked entering a contended monitor (`synchronized`).
+    Blocked = 1,
+    /// In `Object.wait` on a monitor.
+    Waiting = 2,
+    /// Parked (`LockSupport.park*`: every `java.util.concurrent` lock).
+    Parked = 3,
+    /// In `Thread.sleep`.
+    Sleeping = 4,
+    /// Stopped by a garbage collection pause.
+    Gc = 5,
+}
+
+impl WaitKind {
+    pub const ALL: [WaitKind; 5] = [
+        WaitKind::Blocked,
+        WaitKind::Waiting,
+        WaitKind::Parked,
+        WaitKind::Sleeping,
+        WaitKind::Gc,
+    ];
+
+    pub fn from_u8(v: u8) -> Option<WaitKind> {
+        WaitKind::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+
+    /// The kind as the JSON report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitKind::Blocked => "blocked",
+            WaitKind::Waiting => "waiting",
+            WaitKind::Parked => "parked",
+            WaitKind::Sleeping => "sleeping",
+            WaitKind::Gc => "gc",
+        }
+    }
+
+    /// The row the tree shows for a wait of this kind on `class` (a
+    /// binary name with dots; empty when unknown).
+    pub fn row(self, class: &str) -> String {
+        let class = if class.is_empty() { "?" } else { class };
+        match self {
+            WaitKind::Blocked => format!("(blocked on {class})"),
+            WaitKind::Waiting => format!("(waiting on {class})"),
+            WaitKind::Parked => format!("(parked: {class})"),
+            WaitKind::Sleeping => "(sleeping)".to_owned(),
+            WaitKind::Gc => "(GC pause)".to_owned(),
+        }
+    }
+}
+
+/// A wait of one thread, written at its end with its start: payload words
+/// `kind | class << 32`, `start` (clock ticks), `ticks` (its length).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    pub kind: WaitKind,
+    /// The class of the monitor or parked-on object: an id the agent
+    /// names with a `WaitClass` message (0: none or unknown); at most
+    /// [`WAIT_CLASS_MAX`].
+    pub class: u32,
+    pub start: u64,
+    pub ticks: u64,
+}
+
+/// Largest class id of a wait (24 bits: the row ids of
+/// [`wait_row_id`] hold it).
+pub const WAIT_CLASS_MAX: u32 = (1 << 24) - 1;
+/// First id of the wait rows' id range in the tree: method ids at or
+/// above it are waits ([`wait_row`]), never a method the agent numbered.
+pub const WAIT_ROW_BASE: u32 = 0xF000_0000;
+
+/// The tree's id of the row of a wait of `kind` on class `class`.
+pub fn wait_row_id(kind: WaitKind, class: u32) -> u32 {
+    WAIT_ROW_BASE | (kind as u32) << 24 | (class & WAIT_CLASS_MAX)
+}
+
+/// The kind and class id of a wait row's id; `None` for a method's id.
+pub fn wait_row(id: u32) -> Option<(WaitKind, u32)> {
+    if id < WAIT_ROW_BASE {
+        return None;
+    }
+    let kind = WaitKind::from_u8(((id >> 24) & 0xF) as u8)?;
+    Some((kind, id & WAIT_CLASS_MAX))
+}
+
+impl Wait {
+    /// The record, with its head at `ts` (the end of the wait).
+    pub fn record(&self, ts: u64) -> Option<RecordSlots> {
+        if self.class > WAIT_CLASS_MAX {
+            return None;
+        }
+        RecordSlots::new(
+            RECORD_WAIT,
+            ts,
+            &[
+                self.kind as u64 | (self.class as u64) << 32,
+                self.start,
+                self.ticks,
+            ],
+        )
+    }
+
+    /// Reads a wait record; `None` for another kind or a damaged one.
+    pub fn read(r: &Record<'_>) -> Option<Wait> {
+        if r.kind != RECORD_WAIT {
+            return None;
+        }
+        let w0 = r.word(0)?;
+        let class = (w0 >> 32) as u32;
+        if class > WAIT_CLASS_MAX {
+            return None;
+        }
+        Some(Wait {
+            kind: WaitKind::from_u8(w0 as u8)?,
+            class,
+            start: r.word(1)?,
+            ticks: r.word(2)?,
+        })
+    }
+}
 
 /// A record encoded into its slots, ready for
 /// [`Producer::push_record`](crate::ring::Producer::push_record).
@@ -209,6 +332,35 @@ mod tests {
             }
             assert_eq!(got, words);
         }
+    }
+
+    #[test]
+    fn waits_round_trip_and_their_rows_are_apart_from_methods() {
+        for kind in WaitKind::ALL {
+            let w = Wait {
+                kind,
+                class: WAIT_CLASS_MAX,
+                start: u64::MAX - 3,
+                ticks: 12_345,
+            };
+            let r = w.record(7).unwrap();
+            let items: Vec<Item> = Records::new(r.as_slice()).collect();
+            let [Item::Record(rec)] = items[..] else {
+                panic!("one record expected: {items:?}");
+            };
+            assert_eq!(Wait::read(&rec), Some(w));
+            let id = wait_row_id(kind, 77);
+            assert_eq!(wait_row(id), Some((kind, 77)));
+        }
+        assert_eq!(wait_row(WAIT_ROW_BASE - 1), None);
+        assert_eq!(wait_row(WAIT_ROW_BASE), None);
+        let too_big = Wait {
+            kind: WaitKind::Blocked,
+            class: WAIT_CLASS_MAX + 1,
+            start: 0,
+            ticks: 0,
+        };
+        assert_eq!(too_big.record(0), None);
     }
 
     #[test]

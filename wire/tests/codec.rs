@@ -103,6 +103,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         gap_ms: wait_bound_ms.rotate_left(5),
                         max_depth: wait_bound_ms.rotate_left(9),
                     }),
+                    locks: wait_bound_ms % 7 == 0,
                 }
             },
         )
@@ -196,6 +197,7 @@ fn message() -> impl Strategy<Value = Message> {
                 samples
             }),
         thread_dump().prop_map(Message::ThreadDump),
+        (any::<u32>(), text()).prop_map(|(id, class)| Message::WaitClass { id, class }),
     ]
 }
 

@@ -7,7 +7,7 @@
 
 use super::jni::{Jni, Local, NativeMethod};
 use super::jvmti::{Jvmti, JvmtiError};
-use jvmti_bindings::sys::jni::{JNIEnv, jclass, jint, jlong, jobject, jthread};
+use jvmti_bindings::sys::jni::{JNIEnv, jboolean, jclass, jint, jlong, jobject, jthread};
 use jvmti_bindings::sys::jvmti::{jvmtiEnv, jvmtiEventCallbacks};
 use std::ffi::{CStr, c_char, c_uchar};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -45,6 +45,24 @@ pub trait VmEvents: 'static {
     fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>);
     fn vm_init(jni: Jni<'_>);
     fn vm_death();
+    /// A monitor event on the calling thread, on `object`'s monitor.
+    fn monitor(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, event: MonitorEvent);
+    /// A garbage collection pause starts (`true`) or ends (`false`). Runs
+    /// inside the pause: no JNI and almost no JVMTI may be called.
+    fn gc(start: bool);
+}
+
+/// Which monitor event the VM posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MonitorEvent {
+    /// The thread waits to enter a monitor another thread owns.
+    ContendedEnter,
+    /// It entered it after waiting.
+    ContendedEntered,
+    /// It is about to wait in `Object.wait`.
+    Wait,
+    /// Its `Object.wait` ended.
+    Waited,
 }
 
 /// Runs `f`, swallowing a panic (the VM must never see one).
@@ -386,6 +404,77 @@ extern "system" fn vm_death<E: VmEvents>(_jvmti_env: *mut jvmtiEnv, _jni_env: *m
     guard(E::vm_death);
 }
 
+/// The monitor events: the calling thread's, on `object`'s monitor.
+fn monitor_event<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    object: jobject,
+    event: MonitorEvent,
+) {
+    guard(|| {
+        if object.is_null() || jni_env.is_null() {
+            return;
+        }
+        // SAFETY: the VM passes the environment the event is enabled in,
+        // this thread's JNIEnv, and a local reference to the object valid
+        // for the callback.
+        let (jvmti, jni, object) = unsafe {
+            (
+                Jvmti::from_raw(jvmti_env),
+                Jni::from_raw(jni_env),
+                Local::from_raw(object),
+            )
+        };
+        E::monitor(&jvmti, jni, object, event);
+    });
+}
+
+extern "system" fn monitor_contended_enter<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+) {
+    monitor_event::<E>(jvmti_env, jni_env, object, MonitorEvent::ContendedEnter);
+}
+
+extern "system" fn monitor_contended_entered<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+) {
+    monitor_event::<E>(jvmti_env, jni_env, object, MonitorEvent::ContendedEntered);
+}
+
+extern "system" fn monitor_wait<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    _timeout: jlong,
+) {
+    monitor_event::<E>(jvmti_env, jni_env, object, MonitorEvent::Wait);
+}
+
+extern "system" fn monitor_waited<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    _timed_out: jboolean,
+) {
+    monitor_event::<E>(jvmti_env, jni_env, object, MonitorEvent::Waited);
+}
+
+extern "system" fn gc_start<E: VmEvents>(_jvmti_env: *mut jvmtiEnv) {
+    guard(|| E::gc(true));
+}
+
+extern "system" fn gc_finish<E: VmEvents>(_jvmti_env: *mut jvmtiEnv) {
+    guard(|| E::gc(false));
+}
+
 /// Installs the event callbacks of the agent's single environment, bound
 /// to `E`.
 pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
@@ -394,5 +483,11 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.VMDeath = Some(vm_death::<E>);
     cb.ClassFileLoadHook = Some(class_file_load_hook::<E>);
     cb.ClassPrepare = Some(class_prepare::<E>);
+    cb.MonitorContendedEnter = Some(monitor_contended_enter::<E>);
+    cb.MonitorContendedEntered = Some(monitor_contended_entered::<E>);
+    cb.MonitorWait = Some(monitor_wait::<E>);
+    cb.MonitorWaited = Some(monitor_waited::<E>);
+    cb.GarbageCollectionStart = Some(gc_start::<E>);
+    cb.GarbageCollectionFinish = Some(gc_finish::<E>);
     jvmti.set_event_callbacks(&cb)
 }

@@ -113,6 +113,12 @@ pub enum Event {
     VmDeath,
     ClassFileLoadHook,
     ClassPrepare,
+    MonitorContendedEnter,
+    MonitorContendedEntered,
+    MonitorWait,
+    MonitorWaited,
+    GarbageCollectionStart,
+    GarbageCollectionFinish,
 }
 
 impl Event {
@@ -122,6 +128,12 @@ impl Event {
             Event::VmDeath => sys::JVMTI_EVENT_VM_DEATH,
             Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             Event::ClassPrepare => sys::JVMTI_EVENT_CLASS_PREPARE,
+            Event::MonitorContendedEnter => sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTER,
+            Event::MonitorContendedEntered => sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+            Event::MonitorWait => sys::JVMTI_EVENT_MONITOR_WAIT,
+            Event::MonitorWaited => sys::JVMTI_EVENT_MONITOR_WAITED,
+            Event::GarbageCollectionStart => sys::JVMTI_EVENT_GARBAGE_COLLECTION_START,
+            Event::GarbageCollectionFinish => sys::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
         }
     }
 }
@@ -139,6 +151,10 @@ pub struct Capabilities {
     pub thread_cpu_time: bool,
     /// GetLineNumberTable.
     pub line_numbers: bool,
+    /// The monitor events (contended enter and entered, wait and waited).
+    pub monitor_events: bool,
+    /// GarbageCollectionStart and GarbageCollectionFinish.
+    pub gc_events: bool,
 }
 
 impl Capabilities {
@@ -150,6 +166,8 @@ impl Capabilities {
         all_class_hook_events: false,
         thread_cpu_time: false,
         line_numbers: false,
+        monitor_events: false,
+        gc_events: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -163,6 +181,8 @@ impl Capabilities {
         all_class_hook_events: true,
         thread_cpu_time: false,
         line_numbers: false,
+        monitor_events: false,
+        gc_events: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -178,6 +198,8 @@ impl Capabilities {
             && (!self.all_class_hook_events || other.all_class_hook_events)
             && (!self.thread_cpu_time || other.thread_cpu_time)
             && (!self.line_numbers || other.line_numbers)
+            && (!self.monitor_events || other.monitor_events)
+            && (!self.gc_events || other.gc_events)
     }
 
     /// The JVMTI names of the capabilities of `self` that `have` lacks.
@@ -211,6 +233,14 @@ impl Capabilities {
                 self.line_numbers && !have.line_numbers,
                 "can_get_line_numbers",
             ),
+            (
+                self.monitor_events && !have.monitor_events,
+                "can_generate_monitor_events",
+            ),
+            (
+                self.gc_events && !have.gc_events,
+                "can_generate_garbage_collection_events",
+            ),
         ]
         .into_iter()
         .filter_map(|(lacking, name)| lacking.then_some(name))
@@ -226,6 +256,8 @@ impl Capabilities {
         caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
         caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
         caps.set_can_get_line_numbers(self.line_numbers);
+        caps.set_can_generate_monitor_events(self.monitor_events);
+        caps.set_can_generate_garbage_collection_events(self.gc_events);
         caps
     }
 
@@ -238,6 +270,8 @@ impl Capabilities {
             all_class_hook_events: raw.can_generate_all_class_hook_events(),
             thread_cpu_time: raw.can_get_thread_cpu_time(),
             line_numbers: raw.can_get_line_numbers(),
+            monitor_events: raw.can_generate_monitor_events(),
+            gc_events: raw.can_generate_garbage_collection_events(),
         }
     }
 }

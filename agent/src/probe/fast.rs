@@ -1,10 +1,12 @@
 //! The FFM `fast_*` functions (critical downcalls, JDK 22+): the common
 //! cases of the natives, without JNI; anything else returns `FAST_SLOW`
-//! and the probe class calls the JNI native.
+//! and the probe class calls the JNI native (a garbage collection pause
+//! to write first included).
 
 use super::burst::burst_due_inside;
 use super::ring::PROFILING;
 use super::thread::with_state;
+use super::wait::gc_due;
 use crate::methods;
 use sprig_wire::{Event, EventKind};
 use std::sync::atomic::Ordering;
@@ -40,6 +42,9 @@ pub fn fast_enter(id: u32) -> i32 {
         if s.busy.get() || !s.current() {
             return fast_nothing();
         }
+        if gc_due(s) {
+            return FAST_SLOW;
+        }
         if !methods::is_active(id) {
             // A dormant method running inside a root context is revealed
             // on the JNI path (once).
@@ -69,6 +74,9 @@ pub fn fast_exit(id: u32) -> i32 {
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return fast_nothing();
         }
+        if gc_due(s) {
+            return FAST_SLOW;
+        }
         let ts = s.inner_now();
         if ts >= s.next_burst.get() && burst_due_inside(s, ts) {
             // a burst inside a long root call: JNI calls it
@@ -93,7 +101,7 @@ pub fn fast_root_enter(id: u32) -> i32 {
             return fast_nothing();
         }
         let d = s.depth();
-        if d == 0 || !s.current() || !methods::was_called(id) {
+        if d == 0 || !s.current() || !methods::was_called(id) || gc_due(s) {
             return FAST_SLOW;
         }
         if !s.try_push(Event::new(EventKind::MethodEntry, id, s.inner_now())) {
@@ -115,7 +123,8 @@ pub fn fast_root_exit(id: u32) -> i32 {
         if d == 0 || s.busy.get() || !s.current() {
             return fast_nothing();
         }
-        if d == 1 || !s.try_push(Event::new(EventKind::MethodExit, id, s.inner_now())) {
+        if d == 1 || gc_due(s) || !s.try_push(Event::new(EventKind::MethodExit, id, s.inner_now()))
+        {
             return FAST_SLOW;
         }
         s.set_depth(d - 1);

@@ -42,9 +42,10 @@
 //! `thread` (the thread-local state, registration, reset, `ThreadEnd`,
 //! the private ring), `active` (the active-thread count and
 //! `Probe.active`), `burst` (calibration bursts), `revelation` (first
-//! calls, waits, `reflect`, `site`, charged-out work), `fast` (the FFM
-//! functions), `natives` (the JNI natives and `Natives`), `session`
-//! (begin and end).
+//! calls, waits, `reflect`, `site`, charged-out work), `wait` (the waits
+//! and garbage collection pauses of `--locks`, written as records), `fast`
+//! (the FFM functions), `natives` (the JNI natives and `Natives`),
+//! `session` (begin and end).
 
 mod active;
 mod burst;
@@ -56,6 +57,7 @@ mod ring;
 mod session;
 mod state;
 mod thread;
+mod wait;
 
 #[cfg(test)]
 mod tests;
@@ -67,3 +69,4 @@ pub use revelation::charged_out;
 pub use ring::{lost_events, map_ring, retire_ring, ring_is_dead};
 pub use session::{begin_session, end_session};
 pub use thread::with_private_ring;
+pub use wait::{gc_finish, gc_start, wait_begin, wait_end};

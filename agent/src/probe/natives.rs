@@ -8,6 +8,7 @@ use super::fast::{FAST_SLOW, fast_enter, fast_exit, fast_root_enter, fast_root_e
 use super::revelation::{SITE_AGAIN, check_first_call, enter_dormant, reflect, site};
 use super::ring::{GENERATION, PROFILING};
 use super::thread::{register, with_state};
+use super::wait::{gc_catch_up, gc_due, gc_seen_now};
 use crate::ffi::Jni;
 use crate::methods;
 use sprig_wire::{Event, EventKind};
@@ -88,6 +89,9 @@ pub fn enter(id: u32, jni: Jni<'_>) {
         if !methods::is_active(id) && !enter_dormant(s, id, jni) {
             return;
         }
+        if gc_due(s) {
+            gc_catch_up(s);
+        }
         let ts = s.inner_now();
         s.set_depth(s.depth() + 1);
         if check_first_call(s, id, jni) {
@@ -107,6 +111,9 @@ pub fn exit(id: u32, jni: Jni<'_>) {
         // At depth 1 only the root's own exit may close the context.
         if d <= 1 || s.busy.get() || !s.current() || !methods::is_active(id) {
             return;
+        }
+        if gc_due(s) {
+            gc_catch_up(s);
         }
         let ts = s.inner_now();
         s.set_depth(d - 1);
@@ -132,6 +139,9 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         }
         let d = s.depth();
         if d > 0 {
+            if gc_due(s) {
+                gc_catch_up(s);
+            }
             let ts = s.inner_now();
             s.set_depth(d + 1);
             if check_first_call(s, id, jni) {
@@ -147,6 +157,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
             return false;
         }
         open_root_context(jni);
+        gc_seen_now(s);
         let ts = s.now();
         s.set_depth(1);
         s.root_since.set(ts);
@@ -168,6 +179,9 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
         let d = s.depth();
         if d == 0 || s.busy.get() || !s.current() {
             return ROOT_NESTED;
+        }
+        if gc_due(s) {
+            gc_catch_up(s);
         }
         let ts = s.now();
         if d == 1 {

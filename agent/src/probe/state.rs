@@ -44,6 +44,12 @@ pub(super) struct ThreadState {
     /// running longer than a burst period runs its bursts at exits inside
     /// it (`natives::exit`).
     pub(super) root_since: Cell<u64>,
+    /// `--locks`: the clock when the thread's current wait of each kind
+    /// (blocked, waiting, parked, sleeping) began inside a root context;
+    /// 0 for none (`wait`).
+    pub(super) wait_since: [Cell<u64>; 4],
+    /// The garbage collection pauses this thread has seen (`wait`).
+    pub(super) gc_seen: Cell<u64>,
 }
 
 impl ThreadState {
@@ -64,6 +70,8 @@ impl ThreadState {
             next_burst: Cell::new(0),
             in_burst: Cell::new(false),
             root_since: Cell::new(0),
+            wait_since: [const { Cell::new(0) }; 4],
+            gc_seen: Cell::new(0),
         }
     }
 

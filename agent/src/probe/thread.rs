@@ -41,6 +41,9 @@ impl ThreadState {
         self.disabled.set(false);
         self.next_burst.set(0);
         self.in_burst.set(false);
+        for w in &self.wait_since {
+            w.set(0);
+        }
     }
 }
 

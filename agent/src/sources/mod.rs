@@ -14,11 +14,13 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal), `stacks` (the stack sampler) and `threads` (the thread
+//! reveal), `stacks` (the stack sampler), `locks` (the waits of
+//! `--locks`, from JVMTI's monitor events) and `threads` (the thread
 //! snapshots of `sprig threads`, taken as it starts). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
+pub mod locks;
 pub mod probes;
 pub mod stacks;
 pub mod threads;

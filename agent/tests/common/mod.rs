@@ -32,6 +32,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         timing: Default::default(),
         stacks: None,
         threads: None,
+        locks: false,
     }
 }
 
@@ -220,6 +221,13 @@ impl FakeCli {
         self.send_start(o);
     }
 
+    /// Starts a session that instruments only `roots` with `--locks`.
+    pub fn start_with_locks(&mut self, roots: &[&str]) {
+        let mut o = session_options(roots, true);
+        o.locks = true;
+        self.send_start(o);
+    }
+
     /// Starts a session that instruments only `roots` and samples stacks.
     pub fn start_with_stacks(&mut self, roots: &[&str], stacks: sprig_wire::control::StackOptions) {
         let mut o = session_options(roots, true);
@@ -328,7 +336,7 @@ impl FakeCli {
                 .cloned()
                 .unwrap_or_else(|| format!("#{thread}"));
             let c: &mut Counts = out.entry(name).or_default();
-            for e in evs {
+            for e in events_of(evs) {
                 match e.kind() {
                     Some(EventKind::ThreadStart) => c.thread_start += 1,
                     Some(EventKind::ThreadEnd) => c.thread_end += 1,
@@ -349,7 +357,7 @@ impl FakeCli {
         for (thread, evs) in &self.events {
             let mut depth = 0i64;
             let mut last_ts = 0u64;
-            for e in evs {
+            for e in events_of(evs) {
                 let kind = e.kind().expect("known kind");
                 if kind != EventKind::AdjustTime {
                     assert!(e.ts >= last_ts, "thread {thread}: time went backwards");
@@ -378,6 +386,15 @@ impl FakeCli {
             assert_eq!(depth, 0, "thread {thread}: ends inside a root");
         }
     }
+}
+
+/// The 16-byte events of a thread's stream, each multi-slot record
+/// stepped over whole (its head and continuation slots are no events).
+pub fn events_of(evs: &[Event]) -> impl Iterator<Item = &Event> {
+    sprig_wire::Records::new(evs).filter_map(|item| match item {
+        sprig_wire::record::Item::Event(e) => Some(e),
+        _ => None,
+    })
 }
 
 /// Fails on any verification error in the JVM's output.

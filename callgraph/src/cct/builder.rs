@@ -11,6 +11,7 @@ use crate::profile::{
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::Event;
 use sprig_wire::ring::Run;
+use sprig_wire::{WaitKind, wait_row_id};
 use std::collections::{BTreeMap, HashMap};
 
 pub fn clock_name(clock: ClockKind) -> &'static str {
@@ -318,6 +319,14 @@ impl CctBuilder {
             .insert(id, MethodInfo::new(class, name, descriptor));
     }
 
+    /// Names the rows of the waits on monitor class `id` (`--locks`).
+    pub fn set_wait_class(&mut self, id: u32, class: &str) {
+        for kind in [WaitKind::Blocked, WaitKind::Waiting, WaitKind::Parked] {
+            self.methods
+                .insert(wait_row_id(kind, id), MethodInfo::wait_row(kind, class));
+        }
+    }
+
     /// Sets the calibrated probe cost in nanoseconds.
     pub fn set_calibration(&mut self, calibration: Calibration) {
         self.calibration = Some(calibration);
@@ -378,6 +387,7 @@ impl CctBuilder {
                 name,
                 ..
             } => self.set_thread_name(*index, *java_id, name),
+            Message::WaitClass { id, class } => self.set_wait_class(*id, class),
             Message::Calibration {
                 inner_ticks,
                 outer_ticks,

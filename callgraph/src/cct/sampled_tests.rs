@@ -448,3 +448,32 @@ fn sampled_snapshot_round_trips() {
     assert_eq!(back.timing, Timing::Sampled);
     assert_eq!(back.threads[0].samples.outside, 1);
 }
+
+/// In sampled mode a wait moves the samples its frame got while it
+/// waited (up to the wait's length) to its row.
+#[test]
+fn a_sampled_wait_takes_its_time_from_the_frame_that_waited() {
+    use sprig_wire::{Wait, WaitKind, wait_row_id};
+    let rec = Wait {
+        kind: WaitKind::Parked,
+        class: 0,
+        start: 200,
+        ticks: 80,
+    }
+    .record(280)
+    .unwrap();
+    // 0 R(100) 1 A 2 [wait: 3 slots] 5 /A 6 /R(1100) 7
+    let mut s = vec![root(100), enter(A)];
+    s.extend_from_slice(rec.as_slice());
+    s.extend([exit(A), root_exit(1100)]);
+    let mut b = sampled();
+    b.add_samples(&[sample(0, 5, 1, 10), sample(0, 5, 2, 100)]);
+    b.process_run(run(0, 5, 0), &s);
+    let p = b.finish();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let row = wait_row_id(WaitKind::Parked, 0);
+    assert_eq!(node(&p, 0, &[R, A, row]), (1, 0, 80, 80));
+    assert_eq!(node(&p, 0, &[R, A]), (1, 1, 20, 100));
+    assert_eq!(node(&p, 0, &[R]), (1, 1, 10, 110));
+    assert_eq!(p.display_name(row), "(parked: ?)");
+}

@@ -1144,3 +1144,66 @@ fn a_reset_lands_between_records_as_between_events() {
     };
     assert_eq!(run(with_records), run(|e| e.to_vec()));
 }
+
+/// The slots of a wait record of `ticks` ending at `end`.
+fn wait(kind: sprig_wire::WaitKind, class: u32, end: u64, ticks: u64) -> Vec<Event> {
+    sprig_wire::Wait {
+        kind,
+        class,
+        start: end - ticks,
+        ticks,
+    }
+    .record(end)
+    .unwrap()
+    .as_slice()
+    .to_vec()
+}
+
+/// A wait is a row of its own under the frame open when its record comes:
+/// its time leaves that frame's self time, and it is no call (no probe
+/// cost is charged for it, to it or to the frame).
+#[test]
+fn a_wait_is_a_row_under_the_frame_that_waited() {
+    use sprig_wire::{WaitKind, wait_row_id};
+    // R { A(10..30) A(40..70) B(80 { A(90..95) wait 12 } ..100) } at 0..110
+    let mut s = known_stream();
+    let at = s.iter().position(|e| e.ts == 95).unwrap() + 1;
+    s.splice(at..at, wait(WaitKind::Blocked, 7, 99, 12));
+    let mut b = CctBuilder::new(NS);
+    b.set_calibration(Calibration::new(2.0, 1.0));
+    b.apply_message(&Message::WaitClass {
+        id: 7,
+        class: "pkg.Lock".into(),
+    });
+    b.process(1, &s);
+    let p = b.finish();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let row = wait_row_id(WaitKind::Blocked, 7);
+    let t = &p.threads[0].tree;
+    let w = find(t, &[R, B, row]);
+    assert_eq!((w.calls, w.total_ticks), (1, 12));
+    assert_eq!(find(t, &[R, B]).child_calls, 1, "the wait is no call");
+    assert_eq!(p.display_name(row), "(blocked on pkg.Lock)");
+    assert_eq!(p.method(row).monitor(), Some("pkg.Lock"));
+    let get = |path: &[u32]| times_of(&p, 0, path);
+    // B as in calibration_subtraction_by_hand, its own 15 less the wait:
+    // self 15 - 12 - 2 - 1 = 0; total 0 + 3 + 12.
+    assert_eq!(
+        (get(&[R, B, row]).self_ns, get(&[R, B, row]).total_ns),
+        (12, 12)
+    );
+    assert_eq!((get(&[R, B]).self_ns, get(&[R, B]).total_ns), (0, 15));
+    assert_eq!(get(&[R]).total_ns, 110 - 5 * 2 - 4);
+    // A wait outside every root context is dropped; a class never named
+    // reads as `?`.
+    let mut b = CctBuilder::new(NS);
+    let mut s = wait(WaitKind::Waiting, 3, 5, 5);
+    s.extend(known_stream());
+    s.splice(4..4, wait(WaitKind::Waiting, 3, 10, 1));
+    b.process(1, &s);
+    let p = b.finish();
+    let row = wait_row_id(WaitKind::Waiting, 3);
+    assert_eq!(p.threads[0].tree.nodes.len(), 5, "one wait row more");
+    assert_eq!(find(&p.threads[0].tree, &[R, row]).calls, 1);
+    assert_eq!(p.display_name(row), "(waiting on ?)");
+}

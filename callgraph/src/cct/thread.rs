@@ -8,6 +8,7 @@ use super::credit::{Credit, Pending, Place, Placed};
 use super::issues::StreamIssues;
 use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree};
 use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
+use sprig_wire::record::{RECORD_WAIT, Record, Wait, wait_row_id};
 
 const K_ENTRY: u16 = EventKind::MethodEntry as u16;
 const K_EXIT: u16 = EventKind::MethodExit as u16;
@@ -329,8 +330,8 @@ impl ThreadState {
     /// The event loop; `SAMPLED`: method entries and exits carry no time
     /// (the probes write 0), so they take the thread's last timestamp.
     /// A multi-slot record (`sprig_wire::record`) is stepped over whole,
-    /// and a pending `AdjustTime` waits past it for the next event: no
-    /// record kind adds to the tree yet.
+    /// and a pending `AdjustTime` waits past it for the next event; a wait
+    /// record adds a row under the open frame ([`ThreadState::wait`]).
     #[inline(always)]
     fn process_mode<const SAMPLED: bool>(&mut self, events: &[Event]) {
         let mut it = events.iter();
@@ -407,6 +408,15 @@ impl ThreadState {
                     let n = e.aux as usize;
                     if n > rest.len() {
                         self.skip = (n - rest.len()) as u32;
+                    } else if e.id == RECORD_WAIT {
+                        let rec = Record {
+                            ts: e.ts,
+                            kind: e.id,
+                            slots: &rest[..n],
+                        };
+                        if let Some(w) = Wait::read(&rec) {
+                            self.wait(w);
+                        }
                     }
                     it = rest[n.min(rest.len())..].iter();
                     // Not an event of the tree: a pending adjust waits for
@@ -418,6 +428,40 @@ impl ThreadState {
             }
             self.flush_adjust();
         }
+    }
+
+    /// A wait of the thread (`--locks`): a row of its own under the frame
+    /// open now, the one that waited, so that frame's own time is its
+    /// work. In exact mode the wait's length is the row's time (and, being
+    /// inside the frame's, it leaves the frame's self time); in sampled
+    /// mode the samples that found the thread in the frame while it
+    /// waited move to the row, up to the wait's length. A wait outside
+    /// every root context is dropped.
+    fn wait(&mut self, w: Wait) {
+        let Some(top) = self.stack.last() else {
+            return;
+        };
+        let parent = top.node;
+        let c = self.arena.child(parent, wait_row_id(w.kind, w.class));
+        self.arena.links[c as usize].calls += 1;
+        let (moved, moved_samples) = if self.sampled {
+            let p = &mut self.arena.nodes[parent as usize];
+            let moved = w.ticks.min(p.sampled);
+            let samples = if p.sampled == 0 {
+                0
+            } else {
+                (p.samples as u128 * moved as u128 / p.sampled as u128) as u64
+            };
+            p.sampled -= moved;
+            p.samples -= samples;
+            (moved, samples)
+        } else {
+            (0, 0)
+        };
+        let n = &mut self.arena.nodes[c as usize];
+        n.total = n.total.saturating_add(w.ticks);
+        n.sampled = n.sampled.saturating_add(moved);
+        n.samples = n.samples.saturating_add(moved_samples);
     }
 
     /// Credits one sample to the frame open now, or counts it outside.

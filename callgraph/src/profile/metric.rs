@@ -1,6 +1,6 @@
 //! The metrics a node carries, named once: what a figure counts and in
 //! which unit, so that reports and diffs choose a metric instead of
-//! reading a node's fields by name. A new sensor (allocations, waits) adds
+//! reading a node's fields by name. A new sensor (allocations) adds
 //! a variant here and the figures behind it to the tree; every renderer
 //! that weighs by a metric (flame graph, collapsed, pprof) can then weigh
 //! by it.
@@ -19,6 +19,10 @@ pub enum Metric {
     Calls,
     /// Samples behind the time (sampled timing; none under exact timing).
     Samples,
+    /// Time the node's thread waited (`--locks`): blocked, waiting,
+    /// parked, sleeping or stopped by a GC pause, measured, in
+    /// nanoseconds; only wait rows carry it.
+    Waits,
 }
 
 /// The unit of a metric's values.
@@ -40,7 +44,7 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 3] = [Metric::Time, Metric::Calls, Metric::Samples];
+    pub const ALL: [Metric; 4] = [Metric::Time, Metric::Calls, Metric::Samples, Metric::Waits];
 
     /// The metric's name on the command line and in outputs.
     pub fn name(self) -> &'static str {
@@ -48,12 +52,13 @@ impl Metric {
             Metric::Time => "time",
             Metric::Calls => "calls",
             Metric::Samples => "samples",
+            Metric::Waits => "waits",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
-            Metric::Time => Unit::Nanoseconds,
+            Metric::Time | Metric::Waits => Unit::Nanoseconds,
             Metric::Calls | Metric::Samples => Unit::Count,
         }
     }
@@ -62,14 +67,18 @@ impl Metric {
     fn own(self, node: &super::tree::Node, times: &super::times::Times) -> u64 {
         match self {
             Metric::Time => times.self_ns,
+            // A wait's row counts waits, not calls.
+            Metric::Calls if node.is_wait() => 0,
             Metric::Calls => node.calls,
             Metric::Samples => node.samples,
+            Metric::Waits if node.is_wait() => times.raw_total_ns,
+            Metric::Waits => 0,
         }
     }
 }
 
 /// The names [`Metric`] parses from, for error messages.
-pub const METRIC_NAMES: &str = "time, calls, samples";
+pub const METRIC_NAMES: &str = "time, calls, samples, waits";
 
 /// A name that is not a metric's.
 #[derive(Debug, thiserror::Error)]

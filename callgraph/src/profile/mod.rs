@@ -107,19 +107,20 @@ impl Profile {
         }
     }
 
-    /// The method's name, or a placeholder for an unknown id.
+    /// The method's name, or a placeholder for an unknown id (a wait
+    /// row whose class was never named: its kind with `?`).
     pub fn method(&self, id: u32) -> MethodInfo {
         self.methods
             .get(&id)
             .cloned()
-            .unwrap_or_else(|| MethodInfo::unknown(id))
+            .unwrap_or_else(|| unknown(id))
     }
 
     /// `pkg.Class.method(desc)` of a method id.
     pub fn display_name(&self, id: u32) -> String {
         match self.methods.get(&id) {
             Some(m) => m.display(),
-            None => MethodInfo::unknown(id).display(),
+            None => unknown(id).display(),
         }
     }
 
@@ -212,6 +213,14 @@ impl Profile {
     /// Total number of nodes over all threads.
     pub fn node_count(&self) -> usize {
         self.threads.iter().map(|t| t.tree.nodes.len()).sum()
+    }
+}
+
+/// The name of an id the method table does not hold.
+fn unknown(id: u32) -> MethodInfo {
+    match sprig_wire::wait_row(id) {
+        Some((kind, _)) => MethodInfo::wait_row(kind, ""),
+        None => MethodInfo::unknown(id),
     }
 }
 

@@ -80,6 +80,10 @@ impl Profile {
     /// measured by a burst of their thread are charged what it measured
     /// (`Recal`), the others the session's calibration.
     fn node_probe_ns(&self, n: &Node, kids: &Recal) -> u64 {
+        // A wait's row ran no probe.
+        if n.is_wait() {
+            return 0;
+        }
         let session = self.probe_cost_ns(
             n.calls.saturating_sub(n.recal.calls),
             n.child_calls.saturating_sub(kids.calls),

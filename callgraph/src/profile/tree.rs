@@ -37,6 +37,14 @@ pub struct Node {
     pub latency: Option<Box<Latency>>,
 }
 
+impl Node {
+    /// Whether this is a wait's row (`--locks`), not a method's: its
+    /// `calls` count waits, `total_ticks` their length.
+    pub fn is_wait(&self) -> bool {
+        sprig_wire::wait_row(self.method).is_some()
+    }
+}
+
 /// Units of [`Recal::inner`] and [`Recal::outer`] per clock tick.
 pub const RECAL_UNIT: u64 = 256;
 
@@ -107,13 +115,15 @@ impl Tree {
         id
     }
 
-    /// Recomputes `child_calls` of every node from its children.
+    /// Recomputes `child_calls` of every node from its children (a wait's
+    /// row is no call: no probe ran for it).
     pub fn recount(&mut self) {
         for i in 0..self.nodes.len() {
             let m = self.nodes[i]
                 .children
                 .iter()
                 .filter_map(|&c| self.nodes.get(c as usize))
+                .filter(|c| !c.is_wait())
                 .map(|c| c.calls)
                 .fold(0u64, u64::saturating_add);
             self.nodes[i].child_calls = m;

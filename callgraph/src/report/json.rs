@@ -39,12 +39,18 @@
 //! `total_bound_ns` (95% bounds, "± x"); each thread (and `merged`) adds
 //! `samples` (`{"credited","outside","outside_ns","late","unmatched"}`).
 //!
+//! `--locks`: each wait is a row of its own among a node's children
+//! (`"class":""`, `"method":"(blocked on pkg.Lock)"`, `"(waiting on ..)"`,
+//! `"(parked: ..)"`, `"(sleeping)"`, `"(GC pause)"`; `calls` counts the
+//! waits), and a node with such rows adds `contention`
+//! (`[{"monitor","kind","count","blocked_ns"}]`, `blocked_ns` measured).
+//!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
 
 use super::view::{hot_spots, tree_view};
 use super::{Render, RenderOptions};
-use crate::profile::{Profile, SampleCounts, Timing, Tree, sample_bound_ns, ticks_to_ns};
+use crate::profile::{Node, Profile, SampleCounts, Timing, Tree, sample_bound_ns, ticks_to_ns};
 use std::io::{self, Write};
 
 const MAX_INDENT: usize = 32;
@@ -107,6 +113,39 @@ fn sample_counts(p: &Profile, c: &SampleCounts, out: &mut dyn Write) -> io::Resu
     )
 }
 
+/// `"contention":[{"monitor","kind","count","blocked_ns"}],` of a node
+/// with waits among its children (`--locks`), one entry per row: the
+/// monitor's class (empty for a sleep or a GC pause), the kind
+/// (`blocked`, `waiting`, `parked`, `sleeping`, `gc`), how many waits
+/// and their measured length. Nothing for a node without.
+fn contention(p: &Profile, tree: &Tree, n: &Node, out: &mut dyn Write) -> io::Result<()> {
+    let mut first = true;
+    for &c in &n.children {
+        let Some(k) = tree.nodes.get(c as usize) else {
+            continue;
+        };
+        let Some((kind, _)) = sprig_wire::wait_row(k.method) else {
+            continue;
+        };
+        out.write_all(if first { b"\"contention\":[" } else { b"," })?;
+        first = false;
+        let m = p.method(k.method);
+        out.write_all(b"{\"monitor\":")?;
+        write_str(out, m.monitor().unwrap_or(""))?;
+        write!(
+            out,
+            ",\"kind\":\"{}\",\"count\":{},\"blocked_ns\":{}}}",
+            kind.name(),
+            k.calls,
+            ticks_to_ns(k.total_ticks, p.ticks_per_sec)
+        )?;
+    }
+    if !first {
+        out.write_all(b"],")?;
+    }
+    Ok(())
+}
+
 /// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
 /// `window`: the samples of the tree's thread(s), for the bounds.
 fn roots(
@@ -163,6 +202,7 @@ fn roots(
                 sample_bound_ns(t.total_samples, t.total_ns, window)
             )?;
         }
+        contention(p, tree, n, out)?;
         if let Some(l) = p.latency_ns(n) {
             write!(
                 out,

@@ -77,6 +77,9 @@ impl InfoNames {
 
 /// `pkg.Class.method`, with `(Type, Type)` when `signature`.
 fn short(m: &MethodInfo, signature: bool) -> String {
+    if m.class.is_empty() {
+        return m.name.clone();
+    }
     if signature && m.descriptor.starts_with('(') {
         format!(
             "{}.{}({})",

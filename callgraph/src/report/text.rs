@@ -36,7 +36,7 @@
 
 use super::escape::escape;
 use super::names::{self, Names};
-use super::view::{back_node_name, back_traces, hot_spots, tree_view};
+use super::view::{back_node_name, back_traces, hot_spots, lock_view, tree_view};
 use super::{Render, RenderOptions, Unit, ms, percent};
 use crate::profile::{Profile, ThreadProfile, Times, Timing, sample_bound_ns};
 use std::io::{self, Write};
@@ -101,6 +101,7 @@ impl Render for Text {
         {
             marks.probe |= hot_spot_table(p, m, opts, &names, out)?;
         }
+        lock_table(p, opts, &names, out)?;
         marks.legend(p, out)?;
         if let Some(m) = &merged {
             for &method in &opts.back_traces {
@@ -742,6 +743,69 @@ fn hot_spot_table(
         )?;
     }
     Ok(marked)
+}
+
+/// The lock view (`--locks`), when the profile holds waits: per kind and
+/// monitor class, all threads, the waits' count and time, and the
+/// contexts that waited (the three that waited longest).
+fn lock_table(
+    p: &Profile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let has_waits = p
+        .threads
+        .iter()
+        .any(|t| t.tree.nodes.iter().any(|n| n.is_wait()));
+    if !has_waits {
+        return Ok(());
+    }
+    let merged = p.merged();
+    let lines = lock_view(p, &merged.tree);
+    writeln!(out)?;
+    writeln!(out, "waits: all threads, the longest first")?;
+    let unit = unit_of(lines.iter().map(|l| l.ns));
+    writeln!(
+        out,
+        "{:>10} {:>8}  wait, and where it waited",
+        format!("total {}", unit.name()),
+        "count"
+    )?;
+    const SHOWN: usize = 3;
+    for l in &lines {
+        writeln!(
+            out,
+            "{:>10} {:>8}  {}",
+            unit.format(l.ns as f64),
+            l.count,
+            escape(&names.get(l.row))
+        )?;
+        for (path, count, ns) in l.waiters.iter().take(SHOWN) {
+            let room = opts.width.saturating_sub(24).max(MIN_NAME);
+            let mut context = path
+                .iter()
+                .map(|&m| names.get(m))
+                .collect::<Vec<_>>()
+                .join(" < ");
+            // The method that waited first: cut at the root's end.
+            if context.chars().count() > room {
+                context = context.chars().take(room.saturating_sub(1)).collect();
+                context.push('…');
+            }
+            writeln!(
+                out,
+                "{:>10} {:>8}    in {}",
+                unit.format(*ns as f64),
+                count,
+                escape(&context)
+            )?;
+        }
+        if l.waiters.len() > SHOWN {
+            writeln!(out, "{:>19}    and {} more", "", l.waiters.len() - SHOWN)?;
+        }
+    }
+    Ok(())
 }
 
 fn back_trace(

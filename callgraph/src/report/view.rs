@@ -499,3 +499,49 @@ pub fn back_node_name(profile: &Profile, n: &BackNode) -> String {
         None => "(entered as a root)".to_owned(),
     }
 }
+
+/// The waits of one kind on one monitor class, over a tree (`--locks`):
+/// the lock view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockLine {
+    /// The wait row's id (its kind and monitor class).
+    pub row: u32,
+    pub count: u64,
+    /// Measured time of the waits, in nanoseconds.
+    pub ns: u64,
+    /// The contexts that waited, the most waited first: the methods from
+    /// the one that waited out to its root, the waits there, their ns.
+    pub waiters: Vec<(Vec<u32>, u64, u64)>,
+}
+
+/// The lock view of `tree`: one line per wait row id (kind and monitor
+/// class), the most waited first, each with the contexts that waited.
+pub fn lock_view(profile: &Profile, tree: &Tree) -> Vec<LockLine> {
+    let parents = tree.parents();
+    let mut lines: HashMap<u32, LockLine> = HashMap::new();
+    for (i, n) in tree.nodes.iter().enumerate().filter(|(_, n)| n.is_wait()) {
+        let ns = crate::profile::ticks_to_ns(n.total_ticks, profile.ticks_per_sec);
+        let mut path = Vec::new();
+        let mut at = parents.get(i).copied().flatten();
+        while let Some(p) = at {
+            path.push(tree.nodes[p as usize].method);
+            at = parents.get(p as usize).copied().flatten();
+        }
+        let line = lines.entry(n.method).or_insert(LockLine {
+            row: n.method,
+            count: 0,
+            ns: 0,
+            waiters: Vec::new(),
+        });
+        line.count = line.count.saturating_add(n.calls);
+        line.ns = line.ns.saturating_add(ns);
+        line.waiters.push((path, n.calls, ns));
+    }
+    let mut v: Vec<LockLine> = lines.into_values().collect();
+    for l in &mut v {
+        l.waiters
+            .sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    }
+    v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.row.cmp(&b.row)));
+    v
+}

@@ -198,6 +198,14 @@ pub struct SessionArgs {
     #[arg(long)]
     pub no_calibrate: bool,
 
+    /// Show where the roots' threads wait: each contended monitor enter
+    /// (`synchronized`) and each `Object.wait` inside a root call becomes
+    /// a row of its own under the method that waited, `(blocked on
+    /// pkg.Class)` or `(waiting on pkg.Class)`, named by the monitor's
+    /// class, so that the method's self time is its own work.
+    #[arg(long)]
+    pub locks: bool,
+
     /// Measure the probes again on each profiled thread, at most every MS
     /// milliseconds: as a thread leaves a root (or, in a root call running
     /// longer than MS, at a method exit inside it) it runs 32 probed calls
@@ -406,6 +414,7 @@ impl SessionArgs {
             },
             stacks: None,
             threads: None,
+            locks: self.locks,
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         timing: Default::default(),
         stacks: None,
         threads: None,
+        locks: false,
     };
     let plan = Plan {
         pid: args.pid,

@@ -87,6 +87,7 @@ fn session_options(args: &SampleArgs) -> SessionOptions {
             max_depth: args.max_depth,
         }),
         threads: None,
+        locks: false,
     }
 }
 

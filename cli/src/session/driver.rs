@@ -450,6 +450,7 @@ mod tests {
             timing: Default::default(),
             stacks: None,
             threads: None,
+            locks: false,
         };
         let plan = Plan {
             pid: me,

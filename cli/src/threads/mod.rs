@@ -83,6 +83,7 @@ fn session_options(args: &ThreadsArgs) -> SessionOptions {
             gap_ms: GAP_MS,
             max_depth: args.max_depth,
         }),
+        locks: false,
     }
 }
 

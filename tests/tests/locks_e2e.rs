@@ -1,0 +1,223 @@
+//! `--locks` on real JVMs (JDK 17 and 25): the waits of a root's threads
+//! as their own rows under the node that waited, with the monitor's class,
+//! the kind of wait and its time, against what the fixture measures
+//! itself (`fixtures/src/fixtures/Locks.java`).
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin};
+
+const LONG: Duration = Duration::from_secs(60);
+/// How long the fixture's other thread holds the monitor, and how long
+/// the producer waits before it notifies (ms).
+const HOLD_MS: u64 = 300;
+
+/// The node at `path` (`Class.method` from a root down, class names with
+/// `fixtures.` cut) in any thread of a JSON report.
+fn node_at<'a>(report: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    let name = |n: &Value| {
+        format!(
+            "{}.{}",
+            n["class"]
+                .as_str()
+                .unwrap_or("")
+                .trim_start_matches("fixtures."),
+            n["method"].as_str().unwrap_or("")
+        )
+    };
+    for t in report["threads"].as_array()? {
+        let mut level: Vec<&Value> = t["roots"].as_array()?.iter().collect();
+        let mut found = None;
+        for (i, want) in path.iter().enumerate() {
+            let n = level.iter().find(|n| name(n) == *want)?;
+            if i + 1 == path.len() {
+                found = Some(*n);
+            } else {
+                level = n["children"].as_array()?.iter().collect();
+            }
+        }
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// The fixture's own figure `key NS` from its output.
+fn measured(p: &Proc, key: &str) -> u64 {
+    p.stdout()
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {key} line:\n{}", p.transcript()))
+}
+
+fn within(got: u64, want: u64, share: f64) -> bool {
+    (got as f64 - want as f64).abs() <= share * want as f64
+}
+
+/// The contention entry of `node` for `monitor` and `kind`, with a row
+/// for it among the node's children (whose time is the entry's, in exact
+/// timing).
+fn contention<'a>(node: &'a Value, monitor: &str, kind: &str, report: &Value) -> &'a Value {
+    let exact = report["timing"] == "exact";
+    let entry = node["contention"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["monitor"] == monitor && c["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} on {monitor} at {node}\n{report}"));
+    let row = match kind {
+        "blocked" => format!("(blocked on {monitor})"),
+        "waiting" => format!("(waiting on {monitor})"),
+        _ => unreachable!(),
+    };
+    assert!(
+        node["children"].as_array().into_iter().flatten().any(
+            |c| c["method"] == row.as_str() && (!exact || c["total_ns"] == entry["blocked_ns"])
+        ),
+        "no row {row} with the entry's time under {node}"
+    );
+    entry
+}
+
+#[test]
+fn waits_land_under_the_node_that_waited() {
+    for jdk in sprig_tests::test_jdks("waits_land_under_the_node_that_waited") {
+        waits_land_under_the_node_that_waited_on(&jdk, "exact");
+    }
+}
+
+/// Under sampled timing (the default) the waits are the same rows; the
+/// samples the method got while it waited move to them. GC pauses are
+/// left out (exact timing only).
+#[test]
+fn waits_land_under_the_node_that_waited_sampled() {
+    for jdk in sprig_tests::test_jdks("waits_land_under_the_node_that_waited_sampled") {
+        waits_land_under_the_node_that_waited_on(&jdk, "sampled");
+    }
+}
+
+fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
+    let classes = fixture_classes(jdk);
+    let tmp = TempDir::new("locks");
+    let out = tmp.path().join("locks.json");
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args([
+        "run",
+        "--locks",
+        "--timing",
+        timing,
+        "--root",
+        "fixtures.Locks::blockedRoot",
+        "--root",
+        "fixtures.Locks::waitRoot",
+        "--root",
+        "fixtures.Locks::gcRoot",
+        "--format",
+        "json",
+        "-o",
+    ])
+    .arg(&out)
+    .arg("--")
+    .arg(jdk.java())
+    .arg("-Xlog:gc")
+    .arg("-cp")
+    .arg(classes.path())
+    .arg("fixtures.Locks")
+    .arg(HOLD_MS.to_string());
+    let mut p = Proc::spawn("sprig-run-locks", cmd);
+    let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
+    assert!(status.success(), "{status}\n{}", p.transcript());
+    let blocked = measured(&p, "blocked ");
+    let waited = measured(&p, "waited ");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+
+    let enter = node_at(&report, &["Locks.blockedRoot", "Locks.enter"])
+        .unwrap_or_else(|| panic!("no blockedRoot > enter:\n{report}"));
+    let c = contention(enter, "fixtures.Locks$Mon", "blocked", &report);
+    assert_eq!(c["count"], 1, "{enter}");
+    let got_blocked = c["blocked_ns"].as_u64().unwrap();
+    assert!(
+        within(got_blocked, blocked, 0.10),
+        "JDK {}: blocked {got_blocked} ns against {blocked} ns measured by the fixture\n{enter}",
+        jdk.major
+    );
+    // The node's self time is its own work, not the wait.
+    let own = enter["self_ns"].as_u64().unwrap();
+    assert!(
+        own < blocked / 10,
+        "self {own} ns of {blocked} ns blocked\n{enter}"
+    );
+
+    let consume = node_at(&report, &["Locks.waitRoot", "Locks.consume"])
+        .unwrap_or_else(|| panic!("no waitRoot > consume:\n{report}"));
+    let c = contention(consume, "fixtures.Locks$Box", "waiting", &report);
+    assert_eq!(c["count"], 1, "{consume}");
+    let got = c["blocked_ns"].as_u64().unwrap();
+    assert!(
+        within(got, waited, 0.10),
+        "JDK {}: waited {got} ns against {waited} ns measured by the fixture\n{consume}",
+        jdk.major
+    );
+    let own = consume["self_ns"].as_u64().unwrap();
+    assert!(
+        own < waited / 10,
+        "self {own} ns of {waited} ns waiting\n{consume}"
+    );
+
+    if timing != "exact" {
+        eprintln!(
+            "JDK {} sampled: blocked {got_blocked} of {blocked} ns, waited {got} of {waited} ns",
+            jdk.major
+        );
+        return;
+    }
+    // System.gc() in a root: the pause is a `(GC pause)` row under it.
+    let gc = measured(&p, "gc ");
+    let (pause, all_pauses) = logged_pauses(&p);
+    let root =
+        node_at(&report, &["Locks.gcRoot"]).unwrap_or_else(|| panic!("no gcRoot:\n{report}"));
+    let row = root["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["method"] == "(GC pause)")
+        .unwrap_or_else(|| panic!("no (GC pause) under gcRoot: {root}"));
+    let in_row = row["total_ns"].as_u64().unwrap();
+    assert!(
+        in_row as f64 >= 0.9 * pause as f64 && in_row as f64 <= 1.1 * all_pauses as f64,
+        "JDK {}: (GC pause) {in_row} ns against the JVM's pause of {pause} ns ({all_pauses} ns \
+         all pauses)\n{root}",
+        jdk.major
+    );
+    assert!(in_row <= gc, "(GC pause) {in_row} ns, System.gc() {gc} ns");
+    assert_eq!(root["contention"][0]["kind"], "gc", "{root}");
+    eprintln!(
+        "JDK {}: blocked {got_blocked} of {blocked} ns, waited {got} of {waited} ns, \
+         GC pause {in_row} of {pause} ns (System.gc() {gc} ns)",
+        jdk.major
+    );
+}
+
+/// The System.gc() pause the JVM logged (`-Xlog:gc`: `... Pause Full
+/// (System.gc()) ... 4.567ms`) and the sum of every pause it logged, in ns.
+fn logged_pauses(p: &Proc) -> (u64, u64) {
+    let ms = |l: &str| -> Option<u64> {
+        let v: f64 = l.rsplit(' ').next()?.strip_suffix("ms")?.parse().ok()?;
+        Some((v * 1e6) as u64)
+    };
+    let lines: Vec<String> = p
+        .stdout()
+        .lines()
+        .filter(|l| l.contains("[gc]") && l.contains("Pause"))
+        .map(str::to_owned)
+        .collect();
+    let pause = lines
+        .iter()
+        .filter(|l| l.contains("System.gc()"))
+        .find_map(|l| ms(l))
+        .unwrap_or_else(|| panic!("no System.gc() pause logged:\n{}", p.transcript()));
+    (pause, lines.iter().filter_map(|l| ms(l)).sum())
+}
