@@ -95,9 +95,10 @@ pub struct ViewArgs {
     pub max_stack: usize,
 
     /// Collapsed and flamegraph: what a frame's value (its width) counts:
-    /// `time` (exact, or sampled under sampled timing), `calls` (exact), or
-    /// `samples` (sampled timing). pprof carries calls and time in every
-    /// sample; text and JSON order by time.
+    /// `time` (exact, or sampled under sampled timing), `calls` (exact),
+    /// `samples` (sampled timing), or with `--alloc` `objects` or `bytes`
+    /// allocated (exact). pprof carries calls and time in every sample;
+    /// text and JSON order by time.
     #[arg(long, value_name = "METRIC", default_value = "time", value_parser = parse_metric)]
     pub weight: Metric,
 

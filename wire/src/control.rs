@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -132,6 +132,11 @@ pub struct SessionOptions {
     /// agent's stack sampler; `None` runs no sampler. With no `roots` a
     /// session samples only: no class is redefined.
     pub stacks: Option<StackOptions>,
+    /// Exact allocations inside root contexts: a probe after every
+    /// allocation instruction of the profiled methods, writing one
+    /// [`RECORD_ALLOC`](crate::record::RECORD_ALLOC) record into the
+    /// thread's stream (`AllocSite` names each site first).
+    pub alloc: bool,
 }
 
 /// What the stack sampler is asked for.
@@ -358,5 +363,20 @@ pub enum Message {
         time_ns: u64,
         cost_ns: u64,
         samples: Vec<StackSample>,
+    },
+
+    // ---- agent -> CLI: allocations ----
+    /// An allocation site got an id: the allocation instruction at
+    /// bytecode offset `bci` of method `method` (a `Method` id, sent
+    /// before). `descriptor` is the type it allocates as a field descriptor
+    /// (`Lpkg/C;`, `[I`); `dims` how many dimensions a `multianewarray`
+    /// creates (1 for other arrays, 0 for objects). Sent before any record
+    /// that carries the id.
+    AllocSite {
+        id: u32,
+        method: u32,
+        bci: u32,
+        descriptor: String,
+        dims: u8,
     },
 }

@@ -29,4 +29,4 @@ pub use control::{
     AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
 };
 pub use event::{Event, EventKind};
-pub use record::{Record, RecordSlots, Records};
+pub use record::{AllocRecord, Record, RecordSlots, Records};

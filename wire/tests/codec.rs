@@ -97,6 +97,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         interval_us: wait_bound_ms,
                         max_depth: wait_bound_ms.rotate_left(3),
                     }),
+                    alloc: wait_bound_ms % 7 == 0,
                 }
             },
         )
@@ -188,6 +189,20 @@ fn message() -> impl Strategy<Value = Message> {
                 time_ns,
                 cost_ns,
                 samples
+            }),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            text(),
+            any::<u8>()
+        )
+            .prop_map(|(id, method, bci, descriptor, dims)| Message::AllocSite {
+                id,
+                method,
+                bci,
+                descriptor,
+                dims
             }),
     ]
 }

@@ -10,8 +10,8 @@ pub mod slots;
 mod tls;
 
 pub use callbacks::{
-    ClassFile, ProbeNatives, VmEvents, install, probe_natives, reflected_native, site_native,
-    table_native,
+    ClassFile, ProbeNatives, VmEvents, alloc_native, install, probe_natives, reflected_native,
+    site_native, table_native,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

@@ -17,7 +17,8 @@
 //! (`sprig_wire::record`), written into the same segment and published
 //! with one release store of `committed`, moved whole into the next
 //! segment when it does not fit the current one. It takes turns with the
-//! Java path as `push` does. No sensor writes one yet.
+//! Java path as `push` does. The allocation probes (`natives::alloc`)
+//! write one per allocation.
 //!
 //! The Java path (sampled timing, `agent/java*/sprig/rt/Probe.java`)
 //! writes the same 16-byte record into the same segment without a native
@@ -63,10 +64,6 @@ impl ThreadState {
 
     /// Appends a multi-slot record as [`ThreadState::push`] appends an
     /// event: waits, bounded, for a segment with room for all of it.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the allocation and wait sensors' writer")
-    )]
     pub(super) fn push_record(&self, rec: &RecordSlots) {
         let mut p = self.producer.borrow_mut();
         if let Some(p) = p.as_mut() {

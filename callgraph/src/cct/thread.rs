@@ -6,8 +6,9 @@ use super::arena::{Arena, NONE};
 use super::burst::{BURST_EMPTY, BurstState};
 use super::credit::{Credit, Pending, Place, Placed};
 use super::issues::StreamIssues;
-use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree};
+use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc};
 use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
+use sprig_wire::record::{AllocRecord, RECORD_ALLOC, Record};
 
 const K_ENTRY: u16 = EventKind::MethodEntry as u16;
 const K_EXIT: u16 = EventKind::MethodExit as u16;
@@ -329,8 +330,8 @@ impl ThreadState {
     /// The event loop; `SAMPLED`: method entries and exits carry no time
     /// (the probes write 0), so they take the thread's last timestamp.
     /// A multi-slot record (`sprig_wire::record`) is stepped over whole,
-    /// and a pending `AdjustTime` waits past it for the next event: no
-    /// record kind adds to the tree yet.
+    /// and a pending `AdjustTime` waits past it for the next event; an
+    /// allocation record adds its objects to the open frame's node.
     #[inline(always)]
     fn process_mode<const SAMPLED: bool>(&mut self, events: &[Event]) {
         let mut it = events.iter();
@@ -407,6 +408,8 @@ impl ThreadState {
                     let n = e.aux as usize;
                     if n > rest.len() {
                         self.skip = (n - rest.len()) as u32;
+                    } else if e.id == RECORD_ALLOC {
+                        self.alloc_record(e, &rest[..n]);
                     }
                     it = rest[n.min(rest.len())..].iter();
                     // Not an event of the tree: a pending adjust waits for
@@ -418,6 +421,23 @@ impl ThreadState {
             }
             self.flush_adjust();
         }
+    }
+
+    /// An allocation record: its objects go to the frame open now (the
+    /// probes write one only inside a root context).
+    #[cold]
+    fn alloc_record(&mut self, head: &Event, slots: &[Event]) {
+        let r = Record {
+            ts: head.ts,
+            kind: head.id,
+            slots,
+        };
+        let (Some(a), Some(top)) = (AllocRecord::read(&r), self.stack.last()) else {
+            self.issues.allocs_outside_root += 1;
+            return;
+        };
+        let n = &mut self.arena.nodes[top.node as usize];
+        add_alloc(&mut n.allocs, a.site, a.level, u64::from(a.count), a.bytes);
     }
 
     /// Credits one sample to the frame open now, or counts it outside.
@@ -560,6 +580,7 @@ impl ThreadState {
                     samples: n.samples,
                     sampled_ticks: n.sampled,
                     latency: n.latency.clone(),
+                    allocs: n.allocs.clone(),
                 },
             );
             map[b as usize] = id;

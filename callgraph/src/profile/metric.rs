@@ -19,6 +19,10 @@ pub enum Metric {
     Calls,
     /// Samples behind the time (sampled timing; none under exact timing).
     Samples,
+    /// Objects the node's code allocated (`--alloc`), exact.
+    Objects,
+    /// Bytes of those objects, as the JVM's `GetObjectSize` counts them.
+    Bytes,
 }
 
 /// The unit of a metric's values.
@@ -26,6 +30,7 @@ pub enum Metric {
 pub enum Unit {
     Nanoseconds,
     Count,
+    Bytes,
 }
 
 impl Unit {
@@ -34,13 +39,20 @@ impl Unit {
         match self {
             Unit::Nanoseconds => "nanoseconds",
             Unit::Count => "count",
+            Unit::Bytes => "bytes",
         }
     }
 }
 
 impl Metric {
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 3] = [Metric::Time, Metric::Calls, Metric::Samples];
+    pub const ALL: [Metric; 5] = [
+        Metric::Time,
+        Metric::Calls,
+        Metric::Samples,
+        Metric::Objects,
+        Metric::Bytes,
+    ];
 
     /// The metric's name on the command line and in outputs.
     pub fn name(self) -> &'static str {
@@ -48,13 +60,16 @@ impl Metric {
             Metric::Time => "time",
             Metric::Calls => "calls",
             Metric::Samples => "samples",
+            Metric::Objects => "objects",
+            Metric::Bytes => "bytes",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
             Metric::Time => Unit::Nanoseconds,
-            Metric::Calls | Metric::Samples => Unit::Count,
+            Metric::Calls | Metric::Samples | Metric::Objects => Unit::Count,
+            Metric::Bytes => Unit::Bytes,
         }
     }
 
@@ -64,12 +79,14 @@ impl Metric {
             Metric::Time => times.self_ns,
             Metric::Calls => node.calls,
             Metric::Samples => node.samples,
+            Metric::Objects => super::alloc::own_allocs(node).0,
+            Metric::Bytes => super::alloc::own_allocs(node).1,
         }
     }
 }
 
 /// The names [`Metric`] parses from, for error messages.
-pub const METRIC_NAMES: &str = "time, calls, samples";
+pub const METRIC_NAMES: &str = "time, calls, samples, objects, bytes";
 
 /// A name that is not a metric's.
 #[derive(Debug, thiserror::Error)]
