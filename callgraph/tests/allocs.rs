@@ -35,6 +35,11 @@ fn site(id: u32, method: u32, descriptor: &str, dims: u8) -> Message {
 }
 
 fn profile() -> Profile {
+    profile_k(1)
+}
+
+/// [`profile`] with `k` times the `int[]` bytes in `work`.
+fn profile_k(k: u64) -> Profile {
     let mut b = CctBuilder::new(1_000_000_000);
     b.set_method(1, "p.Main", "root", "()V");
     b.set_method(2, "p.Main", "work", "()V");
@@ -49,7 +54,7 @@ fn profile() -> Profile {
         evs.push(Event::new(EventKind::RootEntry, 1, t + 1));
         evs.extend(alloc(1, 0, 1, 24));
         evs.push(Event::new(EventKind::MethodEntry, 2, t + 2));
-        evs.extend(alloc(2, 0, 1, 56));
+        evs.extend(alloc(2, 0, k as u32, 56 * k));
         evs.extend(alloc(3, 0, 1, 32));
         evs.extend(alloc(3, 1, 3, 120));
         evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
@@ -141,4 +146,32 @@ fn json_snapshots_and_stack_formats_carry_them() {
     assert!(bytes.lines().any(|l| l.ends_with(" 96")), "{bytes}");
     let objects = collapsed(Metric::Objects);
     assert!(objects.lines().any(|l| l.ends_with(" 10")), "{objects}");
+}
+
+#[test]
+fn a_diff_shows_which_context_allocates_more() {
+    let (a, b) = (profile(), profile_k(3));
+    let d = sprig_callgraph::diff(&a, &b);
+    let work = d
+        .nodes
+        .iter()
+        .find(|n| n.method.name == "work")
+        .expect("work");
+    assert_eq!(work.a.unwrap().alloc_bytes, 2 * (56 + 32 + 120));
+    assert_eq!(work.b.unwrap().alloc_bytes, 2 * (3 * 56 + 32 + 120));
+    assert_eq!(work.b.unwrap().alloc_objects, 2 * (3 + 1 + 3));
+    let mut out = Vec::new();
+    sprig_callgraph::report::diff::DiffText
+        .render(&d, &RenderOptions::default(), &mut out)
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("bytes change"), "{text}");
+    // per root call: 208 -> 320 bytes in work
+    let line = text.lines().find(|l| l.contains("work")).unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cols[cols.len() - 5..cols.len() - 2],
+        ["208", "320", "+112"],
+        "{text}"
+    );
 }

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin};
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin};
 
 const LONG: Duration = Duration::from_secs(120);
 /// Root calls the fixture makes.
@@ -84,10 +84,12 @@ impl Layout {
     }
 }
 
-fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> Value {
+/// The JSON report (rendered from the run's snapshot: snapshots carry the
+/// allocations) and the text report of the same snapshot.
+fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> (Value, String) {
     let classes = fixture_classes(jdk);
     let tmp = TempDir::new("alloc");
-    let out = tmp.path().join("alloc.json");
+    let out = tmp.path().join("alloc.sprig");
     let mut cmd = Command::new(sprig_bin());
     cmd.args([
         "run",
@@ -96,8 +98,6 @@ fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> Value {
         timing,
         "--root",
         "fixtures.Allocs::root",
-        "--format",
-        "json",
         "-o",
     ])
     .arg(&out)
@@ -112,11 +112,16 @@ fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> Value {
     p.wait_for("done", LONG, |l| l.starts_with("done"));
     let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
     assert!(status.success(), "{status}\n{}", p.transcript());
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    let snapshot = out.to_str().unwrap();
+    let (code, json, err) = run_sprig(&["report", snapshot, "--format", "json"], LONG);
+    assert_eq!(code, 0, "{err}");
+    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
+    assert_eq!(code, 0, "{err}");
+    (serde_json::from_str(&json).unwrap(), text)
 }
 
 fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
-    let report = profile(jdk, flags, timing);
+    let (report, text) = profile(jdk, flags, timing);
     let (got, calls) = collect(&report);
     let n = CALLS;
     let r = "Allocs.root";
@@ -148,7 +153,7 @@ fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
     );
     put("Allocs.arrays", "int[]", 1, layout.array(4, 10));
     put("Allocs.arrays", "java.lang.String[]", 1, layout.array(4, 4));
-    put("Allocs.arrays", "byte[]", 1, layout.array(1, 100));
+    put("Allocs.arrays", "byte[]", 1, layout.array(1, 200));
     put("Allocs.multi", "int[][]", 1, layout.array(4, 3));
     put("Allocs.multi", "int[]", 3, layout.array(4, 5));
     put(
@@ -195,6 +200,26 @@ fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
         "{what}: IllegalStateException bytes {bytes}"
     );
     assert_eq!(got, want, "{what}");
+    // The text report: allocation columns, and the hot spots by site and
+    // class, the most bytes first (byte[200] on every layout here).
+    assert!(text.contains("alloc bytes"), "{what}:\n{text}");
+    let spots: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("allocation hot spots: exact"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        spots
+            .first()
+            .is_some_and(|l| l.contains("  byte[]  ") && l.contains("fixtures.Allocs.arrays @")),
+        "{what}:\n{text}"
+    );
+    let bytes_of = |l: &str| l.split_whitespace().next().unwrap().parse::<u64>().unwrap();
+    assert!(
+        spots.windows(2).all(|w| bytes_of(w[0]) >= bytes_of(w[1])),
+        "{what}:\n{text}"
+    );
 }
 
 #[test]
