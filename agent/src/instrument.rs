@@ -294,8 +294,20 @@ fn install(
         reach: probe_class::REACH,
         sites,
     });
-    let result =
-        sprig_rewriter::instrument_guarded(input.bytes, targets, probe_sets(), guards.as_ref());
+    let mut site = |s: &sprig_rewriter::AllocSite| crate::allocs::register(s);
+    let mut allocs = sprig_rewriter::Allocs {
+        class: probe_class::CLASS,
+        object: probe_class::ALLOC,
+        array: probe_class::ALLOC_ARRAY,
+        site: &mut site,
+    };
+    let result = sprig_rewriter::instrument_full(
+        input.bytes,
+        targets,
+        probe_sets(),
+        guards.as_ref(),
+        crate::allocs::on().then_some(&mut allocs),
+    );
     let mut guard = ledger::lock();
     let plan = guard.as_mut()?;
     let out = match result {

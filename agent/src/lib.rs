@@ -32,6 +32,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod allocs;
 mod calibrate;
 mod env;
 mod error;

@@ -4,8 +4,8 @@
 
 use crate::error::AgentError;
 use crate::ffi::{
-    FieldId, Global, Jni, Local, ProbeNatives, probe_natives, reflected_native, site_native, slots,
-    table_native,
+    FieldId, Global, Jni, Local, ProbeNatives, alloc_native, probe_natives, reflected_native,
+    site_native, slots, table_native,
 };
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +27,10 @@ pub const REFLECT_EXIT: &str = "reflectExit";
 pub const SITE: &str = "site";
 /// Reach check before a watched static or special call.
 pub const REACH: &str = "reach";
+/// Allocation probes (`--alloc`): after a `new`, and after an array
+/// allocation.
+pub const ALLOC: &str = "alloc";
+pub const ALLOC_ARRAY: &str = "allocArray";
 
 /// The JNI-only class (Java 17 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
@@ -117,6 +121,8 @@ pub const LIVE_WORDS: usize = 1 << 14;
 
 /// `Probe.nSite` is bound to this library (this attach).
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
+/// `Probe.nAlloc` is bound to this library (this attach).
+static ALLOCS_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nReflected` is bound to this library (this attach).
 static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
 /// Slots of a session's `Probe.REFLECTED` (a power of two): two per
@@ -189,6 +195,12 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
         // then reveals virtual calls by class hierarchy only.
         SITES_BOUND.store(
             jni.register_natives(class, &[site_native::<P>()]).is_ok(),
+            Ordering::Release,
+        );
+        // Absent from a probe class an older sprig defined: no
+        // allocation probes.
+        ALLOCS_BOUND.store(
+            jni.register_natives(class, &[alloc_native::<P>()]).is_ok(),
             Ordering::Release,
         );
         // Absent from a probe class an older sprig defined: every
@@ -537,6 +549,12 @@ fn clear_live(jni: Jni<'_>) {
 /// Whether the probe class runs calibration bursts (`probe::ROOT_BURST_FIRST`).
 pub fn bursts_available() -> bool {
     PROBE.get().is_some_and(|p| p.bursts)
+}
+
+/// Whether the probe class has the allocation probes (`Probe.alloc`,
+/// `Probe.allocArray` and their native).
+pub fn allocs_available() -> bool {
+    ALLOCS_BOUND.load(Ordering::Acquire)
 }
 
 pub fn receivers_available() -> bool {

@@ -54,6 +54,7 @@
 //!    control thread ends the session with the same teardown (`Warning`,
 //!    then `Detached`).
 
+use crate::allocs;
 use crate::calibrate;
 use crate::env::{self, Agent};
 use crate::error::{AgentError, inject_fault, step};
@@ -574,6 +575,14 @@ fn start_profiling(
     // session).
     outbox::begin_session(writer);
     methods::begin_session();
+    allocs::begin_session(so.alloc && probe_class::allocs_available());
+    if so.alloc && !probe_class::allocs_available() {
+        outbox::send(Message::Warning(
+            "--alloc: allocation probes are not available in this JVM (the probe class an \
+             older sprig defined has none); no allocations are recorded"
+                .into(),
+        ));
+    }
     probe_class::begin_session(jni, reveal::sites_handed());
     threads::begin_session();
     if !so.roots_only
@@ -795,6 +804,7 @@ fn teardown(agent: &'static Agent, jni: Jni<'_>, end: &End) -> AgentStats {
     // quiesce, and frames), reveal, probe_class, the sources' events and
     // capabilities, the ring, outbox.
     step("probe::end_session", (), || probe::end_session(jni));
+    step("allocs::end_session", (), allocs::end_session);
     // Every source the session started, the last started first.
     let mut ending = sources::Ending {
         vm_death,

@@ -13,6 +13,71 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
+/// The version 7 file of a profile without allocations: a version 8 file
+/// without the allocation count of each node and the allocation sites'
+/// count at the end.
+fn downgrade_to_v7(v8: &[u8]) -> Vec<u8> {
+    let mut v = v8.to_vec();
+    assert_eq!(v[8..12], 8u32.to_le_bytes());
+    v[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
+    let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
+    let mut at = 8 + 4 + 8;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 4;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 5 * 8 + 1 + 16;
+    at += 6 * 8;
+    if v[at] == 1 {
+        at += 1;
+        let kinds = u32_at(&v, at);
+        at += 4;
+        for _ in 0..kinds {
+            at += 4 + u32_at(&v, at) as usize + 8;
+        }
+        at += 9 * 8;
+    } else {
+        at += 1;
+    }
+    at += 8 + 1; // reset, timing
+    let methods = u32_at(&v, at);
+    at += 4;
+    for _ in 0..methods {
+        at += 4;
+        for _ in 0..3 {
+            at += 4 + u32_at(&v, at) as usize;
+        }
+    }
+    let threads = u32_at(&v, at);
+    at += 4;
+    for _ in 0..threads {
+        at += 4 + 8;
+        at += 4 + u32_at(&v, at) as usize;
+        at += 5 * 8 + 5 * 8 + 4;
+        let nodes = u64_at(&v, at);
+        at += 8;
+        for _ in 0..nodes {
+            at += 4 + 4 * 8 + 3 * 8 + 2 * 8;
+            at += if v[at] == 1 {
+                1 + 4 * 8 + 4 + 12 * u32_at(&v, at + 1 + 32) as usize
+            } else {
+                1
+            };
+            assert_eq!(u32_at(&v, at), 0, "a node with allocations");
+            v.drain(at..at + 4);
+            at += 4;
+        }
+    }
+    let warnings = u32_at(&v, at);
+    at += 4;
+    for _ in 0..warnings {
+        at += 4 + u32_at(&v, at) as usize;
+    }
+    assert_eq!(u32_at(&v, at), 0, "allocation sites");
+    v.drain(at..at + 4);
+    v
+}
+
 /// The version 6 file of the same profile: a version 7 file without the
 /// timing byte, the sample counts of each thread (5 u64) and the samples
 /// and latency histogram of each node.
@@ -255,7 +320,7 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
 
     // A version 6 file: no timing mode, samples or latency.
     let plain = bytes(&s.profile);
-    let v6 = downgrade_to_v6(&plain);
+    let v6 = downgrade_to_v6(&downgrade_to_v7(&plain));
     let old = Profile::read_snapshot(&mut v6.as_slice()).expect("version 6 reads");
     let mut expected = s.profile.clone();
     for t in &mut expected.threads {
@@ -318,10 +383,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v8 = plain;
-    v8[8..12].copy_from_slice(&8u32.to_le_bytes());
+    let mut v9 = plain;
+    v9[8..12].copy_from_slice(&9u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v8.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(8))
+        Profile::read_snapshot(&mut v9.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(9))
     ));
 }

@@ -562,8 +562,8 @@ fn stack_formats_weigh_by_the_metric_asked_for() {
     for m in Metric::ALL {
         assert_eq!(m.name().parse::<Metric>().unwrap(), m);
     }
-    let e = "bytes".parse::<Metric>().unwrap_err().to_string();
-    assert!(e.contains("time, calls, samples"), "{e}");
+    let e = "heap".parse::<Metric>().unwrap_err().to_string();
+    assert!(e.contains("time, calls, samples, waits, objects, bytes"), "{e}");
 }
 
 /// `--locks`: the text report's waits table names each kind and monitor

@@ -96,8 +96,9 @@ pub struct ViewArgs {
 
     /// Collapsed and flamegraph: what a frame's value (its width) counts:
     /// `time` (exact, or sampled under sampled timing), `calls` (exact),
-    /// `samples` (sampled timing), or `waits` (`--locks`: the time of the
-    /// wait rows, measured). pprof carries calls and time in every sample;
+    /// `samples` (sampled timing), `waits` (`--locks`: the time of the
+    /// wait rows, measured), or with `--alloc` `objects` or `bytes`
+    /// allocated (exact). pprof carries calls and time in every sample;
     /// text and JSON order by time.
     #[arg(long, value_name = "METRIC", default_value = "time", value_parser = parse_metric)]
     pub weight: Metric,

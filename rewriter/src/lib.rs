@@ -25,7 +25,7 @@ pub use analyze::{
     TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,
 };
 pub use error::Error;
-pub use instrument::{has_nan_constants, instrument, instrument_guarded};
+pub use instrument::{has_nan_constants, instrument, instrument_full, instrument_guarded};
 
 /// Where the injected calls go. Each probe is `static void name(int id)`
 /// (descriptor `(I)V`) in `class`, except an entry probe with
@@ -80,6 +80,38 @@ pub enum Check {
     Receiver,
     /// `reach(site)`: any call; the stack is left alone.
     Reach,
+}
+
+/// Allocation probes for [`instrument_full`]: a call after every `new`,
+/// `newarray`, `anewarray` and `multianewarray` of each instrumented method.
+pub struct Allocs<'a> {
+    /// Internal name of the class holding the allocation probes.
+    pub class: &'a str,
+    /// `static void name(Class<?> class, int site)`, called right after a
+    /// `new` with the class the `new` names (an `ldc` of the same constant:
+    /// the new object is not initialized yet and cannot be passed).
+    pub object: &'a str,
+    /// `static void name(Object array, int site)`, called right after an
+    /// array allocation with the new array.
+    pub array: &'a str,
+    /// Hands out the site id of each allocation site (called once per site
+    /// of each method instrumented, also for a method that is then skipped).
+    pub site: &'a mut dyn FnMut(&AllocSite) -> u32,
+}
+
+/// One allocation site handed to [`Allocs::site`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocSite {
+    /// The method id of the target it is in.
+    pub method: u32,
+    /// Byte offset of the allocation instruction in the original code.
+    pub offset: u32,
+    /// The type allocated, as a field descriptor (`Lpkg/C;`, `[I`,
+    /// `[[Ljava/lang/String;`).
+    pub descriptor: String,
+    /// Dimensions a `multianewarray` creates (1 for the other arrays, 0
+    /// for `new`).
+    pub dims: u8,
 }
 
 /// One method to instrument.

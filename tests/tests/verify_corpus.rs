@@ -214,7 +214,25 @@ fn instrument_class(
     if targets.is_empty() {
         return bytes.to_vec();
     }
-    match sprig_rewriter::instrument(bytes, &targets, std::slice::from_ref(probes)) {
+    // Allocation probes too (`--alloc`), so the verifier checks them.
+    let mut sites = 0u32;
+    let mut site = |_: &sprig_rewriter::AllocSite| {
+        sites += 1;
+        sites
+    };
+    let mut allocs = sprig_rewriter::Allocs {
+        class: &probes.class,
+        object: "alloc",
+        array: "allocArray",
+        site: &mut site,
+    };
+    match sprig_rewriter::instrument_full(
+        bytes,
+        &targets,
+        std::slice::from_ref(probes),
+        None,
+        Some(&mut allocs),
+    ) {
         Ok(done) => {
             for m in &done.methods {
                 match &m.result {

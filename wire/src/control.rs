@@ -139,6 +139,11 @@ pub struct SessionOptions {
     /// `--locks`: the waits of threads inside a root context (contended
     /// monitors, `Object.wait`) go into their streams as wait records.
     pub locks: bool,
+    /// Exact allocations inside root contexts: a probe after every
+    /// allocation instruction of the profiled methods, writing one
+    /// [`RECORD_ALLOC`](crate::record::RECORD_ALLOC) record into the
+    /// thread's stream (`AllocSite` names each site first).
+    pub alloc: bool,
 }
 
 /// What the thread snapshots are asked for.
@@ -387,6 +392,20 @@ pub enum Message {
     /// space). Sent before the first record that carries it. `class` is
     /// the binary name with dots.
     WaitClass { id: u32, class: String },
+    // ---- agent -> CLI: allocations ----
+    /// An allocation site got an id: the allocation instruction at
+    /// bytecode offset `bci` of method `method` (a `Method` id, sent
+    /// before). `descriptor` is the type it allocates as a field descriptor
+    /// (`Lpkg/C;`, `[I`); `dims` how many dimensions a `multianewarray`
+    /// creates (1 for other arrays, 0 for objects). Sent before any record
+    /// that carries the id.
+    AllocSite {
+        id: u32,
+        method: u32,
+        bci: u32,
+        descriptor: String,
+        dims: u8,
+    },
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

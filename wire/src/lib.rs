@@ -29,4 +29,6 @@ pub use control::{
     AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
 };
 pub use event::{Event, EventKind};
-pub use record::{Record, RecordSlots, Records, Wait, WaitKind, wait_row, wait_row_id};
+pub use record::{
+    AllocRecord, Record, RecordSlots, Records, Wait, WaitKind, wait_row, wait_row_id,
+};

@@ -45,8 +45,9 @@ const _: () = assert!(
         <= MIN_SEGMENT_BYTES as usize
 );
 
-/// Record kind (the head's `id`) reserved for allocation samples: class,
-/// size, count. No sensor writes it yet.
+/// Record kind (the head's `id`) of allocations: [`AllocRecord`], written
+/// by the allocation probes (`--alloc`) into the allocating thread's
+/// stream, so it belongs to the frame open at its place.
 pub const RECORD_ALLOC: u32 = 1;
 /// Record kind of a wait (monitor, park, sleep, GC): kind, object class
 /// and duration ([`Wait`]), written by `--locks`.
@@ -171,6 +172,49 @@ impl Wait {
             class,
             start: r.word(1)?,
             ticks: r.word(2)?,
+        })
+    }
+}
+
+/// The payload of a [`RECORD_ALLOC`] record, two words:
+/// `site | level << 32 | count << 40` and `bytes`. `site` is an
+/// `AllocSite` id; `level` the dimension of a `multianewarray` the objects
+/// are at (0: the outermost array, or the object or array the site
+/// allocates), all of the class the site's descriptor names with `level`
+/// leading `[` taken off; `count` objects (at most [`AllocRecord::MAX_COUNT`])
+/// of `bytes` in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocRecord {
+    pub site: u32,
+    pub level: u8,
+    pub count: u32,
+    pub bytes: u64,
+}
+
+impl AllocRecord {
+    /// Most objects one record counts.
+    pub const MAX_COUNT: u32 = (1 << 24) - 1;
+
+    /// The record's payload words (`count` cut to [`Self::MAX_COUNT`]).
+    pub fn words(&self) -> [u64; 2] {
+        let count = u64::from(self.count.min(Self::MAX_COUNT));
+        [
+            u64::from(self.site) | u64::from(self.level) << 32 | count << 40,
+            self.bytes,
+        ]
+    }
+
+    /// Reads an allocation record; `None` for another kind or a short one.
+    pub fn read(r: &Record<'_>) -> Option<AllocRecord> {
+        if r.kind != RECORD_ALLOC {
+            return None;
+        }
+        let w = r.word(0)?;
+        Some(AllocRecord {
+            site: w as u32,
+            level: (w >> 32) as u8,
+            count: (w >> 40) as u32,
+            bytes: r.word(1)?,
         })
     }
 }
@@ -375,5 +419,40 @@ mod tests {
                 have: 1
             }]
         );
+    }
+
+    #[test]
+    fn an_allocation_record_round_trips_and_its_count_is_capped() {
+        let a = AllocRecord {
+            site: u32::MAX - 3,
+            level: 254,
+            count: 12_345,
+            bytes: u64::MAX - 7,
+        };
+        let r = RecordSlots::new(RECORD_ALLOC, 0, &a.words()).unwrap();
+        assert_eq!(r.as_slice().len(), 2);
+        let items: Vec<Item> = Records::new(r.as_slice()).collect();
+        let [Item::Record(rec)] = items[..] else {
+            panic!("one record expected: {items:?}");
+        };
+        assert_eq!(AllocRecord::read(&rec), Some(a));
+        let big = AllocRecord {
+            count: u32::MAX,
+            ..a
+        };
+        let r = RecordSlots::new(RECORD_ALLOC, 0, &big.words()).unwrap();
+        let Some(Item::Record(rec)) = Records::new(r.as_slice()).next() else {
+            panic!("a record expected");
+        };
+        let back = AllocRecord::read(&rec).unwrap();
+        assert_eq!(
+            (back.site, back.level, back.count),
+            (a.site, 254, AllocRecord::MAX_COUNT)
+        );
+        let w = RecordSlots::new(RECORD_WAIT, 0, &a.words()).unwrap();
+        let Some(Item::Record(rec)) = Records::new(w.as_slice()).next() else {
+            panic!("a record expected");
+        };
+        assert_eq!(AllocRecord::read(&rec), None);
     }
 }

@@ -104,6 +104,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         max_depth: wait_bound_ms.rotate_left(9),
                     }),
                     locks: wait_bound_ms % 7 == 0,
+                    alloc: wait_bound_ms % 7 == 0,
                 }
             },
         )
@@ -198,6 +199,20 @@ fn message() -> impl Strategy<Value = Message> {
             }),
         thread_dump().prop_map(Message::ThreadDump),
         (any::<u32>(), text()).prop_map(|(id, class)| Message::WaitClass { id, class }),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            text(),
+            any::<u8>()
+        )
+            .prop_map(|(id, method, bci, descriptor, dims)| Message::AllocSite {
+                id,
+                method,
+                bci,
+                descriptor,
+                dims
+            }),
     ]
 }
 

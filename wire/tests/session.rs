@@ -469,6 +469,7 @@ fn the_ring_descriptor_travels_with_start() {
         stacks: None,
         threads: None,
         locks: false,
+        alloc: false,
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

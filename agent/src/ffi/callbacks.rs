@@ -29,6 +29,9 @@ pub trait ProbeNatives: 'static {
     /// current session (now or before).
     fn reflect(jni: Jni<'_>, method: Local<'_>) -> bool;
     fn site(jni: Jni<'_>, site: u32, receiver: Option<Local<'_>>) -> i32;
+    /// An allocation at `site`: of class `object` after a `new`, the
+    /// array `object` after an array allocation.
+    fn alloc(jni: Jni<'_>, object: Local<'_>, site: u32);
     fn fast_enter(id: u32) -> i32;
     fn fast_exit(id: u32) -> i32;
     fn fast_root_enter(id: u32) -> i32;
@@ -177,6 +180,34 @@ pub fn site_native<P: ProbeNatives>() -> NativeMethod {
         name: c"nSite",
         signature: c"(ILjava/lang/Class;)I",
         fn_ptr: (n_site::<P> as SiteNative) as *mut std::ffi::c_void,
+    }
+}
+
+extern "system" fn n_alloc<P: ProbeNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    object: jobject,
+    site: jint,
+) {
+    guard(|| {
+        if object.is_null() {
+            return;
+        }
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `object` is a non-null local reference valid for this call.
+        let (jni, object) = unsafe { (Jni::from_raw(env), Local::from_raw(object)) };
+        P::alloc(jni, object, site as u32)
+    });
+}
+
+/// `Probe.nAlloc`, bound on its own: a probe class an older sprig defined
+/// in this JVM does not declare it.
+pub fn alloc_native<P: ProbeNatives>() -> NativeMethod {
+    type AllocNative = extern "system" fn(*mut JNIEnv, jclass, jobject, jint);
+    NativeMethod {
+        name: c"nAlloc",
+        signature: c"(Ljava/lang/Object;I)V",
+        fn_ptr: (n_alloc::<P> as AllocNative) as *mut std::ffi::c_void,
     }
 }
 

@@ -249,6 +249,40 @@ impl<'a> Jni<'a> {
         (!s.is_null()).then(|| unsafe { Local::from_raw(s) })
     }
 
+    /// A new instance of `class` with no constructor run (JNI
+    /// AllocObject); `None` (the exception cleared) when the class cannot
+    /// be instantiated.
+    pub fn alloc_object(&self, class: Local<'_>) -> Option<Local<'a>> {
+        // SAFETY: `class` is a live class reference of this thread.
+        let o = unsafe { jni_call!(self.env, AllocObject, class.raw()) };
+        if o.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: AllocObject returned a new local reference.
+        Some(unsafe { Local::from_raw(o) })
+    }
+
+    /// The length of an array.
+    pub fn array_length(&self, array: Local<'_>) -> i32 {
+        // SAFETY: the caller passes a live reference to an array.
+        unsafe { jni_call!(self.env, GetArrayLength, array.raw()) }
+    }
+
+    /// Element `i` of the `Object[]` (or array of arrays) `array`; `None`
+    /// for null, or out of bounds (the exception cleared).
+    pub fn object_array_element(&self, array: Local<'_>, i: i32) -> Option<Local<'a>> {
+        // SAFETY: the caller passes a live reference to an array of
+        // references; a bad index raises an exception, cleared below.
+        let e = unsafe { jni_call!(self.env, GetObjectArrayElement, array.raw(), i) };
+        if e.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: GetObjectArrayElement returned a new local reference.
+        Some(unsafe { Local::from_raw(e) })
+    }
+
     /// Whether two references name the same object.
     pub fn is_same_object(&self, a: Local<'_>, b: Local<'_>) -> bool {
         // SAFETY: both are live references of this thread (or global ones).

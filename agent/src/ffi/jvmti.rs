@@ -3,7 +3,7 @@
 
 use super::jni::{FieldOwner, Global, JavaVm, Jni, Local, MethodId};
 use jvmti_bindings::jvm_call;
-use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject};
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject};
 use jvmti_bindings::sys::jvmti::{
     self as sys, jvmtiCapabilities, jvmtiEnv, jvmtiEventCallbacks, jvmtiThreadInfo,
 };
@@ -680,6 +680,15 @@ impl Jvmti {
         // SAFETY: `obj` is a live reference; valid out pointer.
         unsafe { jvmti_call!(self.env, GetObjectHashCode, obj.raw(), &mut hash)? };
         Ok(hash)
+    }
+
+    /// The bytes an object takes in the heap, as the VM counts them
+    /// (header, fields or elements, alignment; compact headers included).
+    pub fn object_size(&self, obj: Local<'_>) -> Result<u64, JvmtiError> {
+        let mut size: jlong = 0;
+        // SAFETY: `obj` is a live reference; valid out pointer.
+        unsafe { jvmti_call!(self.env, GetObjectSize, obj.raw(), &mut size)? };
+        Ok(size.max(0) as u64)
     }
 
     /// A class's access flags (interface, abstract, public, final, ...).

@@ -11,8 +11,8 @@ pub mod slots;
 mod tls;
 
 pub use callbacks::{
-    ClassFile, MonitorEvent, ProbeNatives, VmEvents, install, probe_natives, reflected_native,
-    site_native, table_native,
+    ClassFile, MonitorEvent, ProbeNatives, VmEvents, alloc_native, install, probe_natives,
+    reflected_native, site_native, table_native,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

@@ -10,8 +10,9 @@ use super::ring::{GENERATION, PROFILING};
 use super::thread::{register, with_state};
 use super::wait::{gc_catch_up, gc_due, gc_seen_now};
 use crate::ffi::Jni;
-use crate::methods;
-use sprig_wire::{Event, EventKind};
+use crate::{allocs, methods};
+use sprig_wire::record::RECORD_ALLOC;
+use sprig_wire::{AllocRecord, Event, EventKind, RecordSlots};
 use std::sync::atomic::Ordering;
 
 /// `root_exit`: this call did not close the root context.
@@ -58,6 +59,9 @@ impl crate::ffi::ProbeNatives for Natives {
     fn site(jni: Jni<'_>, site_id: u32, receiver: Option<crate::ffi::Local<'_>>) -> i32 {
         site(jni, site_id, receiver)
     }
+    fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
+        alloc(jni, object, site)
+    }
     #[inline(always)]
     fn fast_enter(id: u32) -> i32 {
         fast_enter(id)
@@ -74,6 +78,36 @@ impl crate::ffi::ProbeNatives for Natives {
     fn fast_root_exit(id: u32) -> i32 {
         fast_root_exit(id)
     }
+}
+
+/// `Probe.nAlloc`: an allocation at `site` (`allocs`), recorded inside a
+/// root context only, as one `RECORD_ALLOC` record per level of it, into
+/// the thread's stream, where it belongs to the frame open there.
+pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
+    if !allocs::on() {
+        return;
+    }
+    let Some(agent) = crate::env::get() else {
+        return;
+    };
+    let _ = with_state(|s| {
+        if s.depth() == 0 || s.busy.get() || !s.current() {
+            return;
+        }
+        allocs::weigh(jni, &agent.jvmti, site, object, &mut |l| {
+            let rec = AllocRecord {
+                site,
+                level: l.level,
+                count: l.count,
+                bytes: l.bytes,
+            };
+            if let Some(r) = RecordSlots::new(RECORD_ALLOC, 0, &rec.words())
+                && s.current()
+            {
+                s.push_record(&r);
+            }
+        });
+    });
 }
 
 /// `Probe.nEnter`: entry of an instrumented method.

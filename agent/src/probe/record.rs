@@ -18,7 +18,8 @@
 //! with one release store of `committed`, moved whole into the next
 //! segment when it does not fit the current one. It takes turns with the
 //! Java path as `push` does. The waits of `--locks` are written so
-//! (`wait`).
+//! (`wait`), and the allocation probes (`natives::alloc`) write one per
+//! allocation.
 //!
 //! The Java path (sampled timing, `agent/java*/sprig/rt/Probe.java`)
 //! writes the same 16-byte record into the same segment without a native

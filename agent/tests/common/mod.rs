@@ -33,6 +33,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         stacks: None,
         threads: None,
         locks: false,
+        alloc: false,
     }
 }
 

@@ -61,6 +61,7 @@ pub(super) struct BNode {
     pub(super) samples: u64,
     pub(super) sampled: u64,
     pub(super) latency: Option<Box<Latency>>,
+    pub(super) allocs: Vec<crate::profile::Alloc>,
 }
 
 /// Multiplicative hasher for the (parent, method) keys of wide nodes.

@@ -314,6 +314,11 @@ impl CctBuilder {
     }
 
     /// Registers a method id (control message `Method`).
+    /// Names an allocation site (the agent's `AllocSite`).
+    pub fn set_alloc_site(&mut self, id: u32, site: crate::profile::AllocSite) {
+        self.profile_template.alloc_sites.insert(id, site);
+    }
+
     pub fn set_method(&mut self, id: u32, class: &str, name: &str, descriptor: &str) {
         self.methods
             .insert(id, MethodInfo::new(class, name, descriptor));
@@ -388,6 +393,21 @@ impl CctBuilder {
                 ..
             } => self.set_thread_name(*index, *java_id, name),
             Message::WaitClass { id, class } => self.set_wait_class(*id, class),
+            Message::AllocSite {
+                id,
+                method,
+                bci,
+                descriptor,
+                dims,
+            } => self.set_alloc_site(
+                *id,
+                crate::profile::AllocSite {
+                    method: *method,
+                    bci: *bci,
+                    descriptor: descriptor.clone(),
+                    dims: *dims,
+                },
+            ),
             Message::Calibration {
                 inner_ticks,
                 outer_ticks,

@@ -4,9 +4,10 @@
 //! names (class, name, descriptor): method ids are per-run and say nothing
 //! across runs. Every path present in either run gets one [`DiffNode`] with
 //! the times of each side (absent side = `None`), exact or sampled as
-//! [`ProfileDiff::timing`] says.
+//! [`ProfileDiff::timing`] says, and the bytes and objects each subtree
+//! allocated (`--alloc`).
 
-use crate::profile::{MethodInfo, NodeId, Profile, Timing};
+use crate::profile::{MethodInfo, Metric, NodeId, Profile, Timing};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,6 +20,9 @@ pub struct Side {
     /// Sampled timing: the 95% bound of `total_ns` from the samples behind
     /// it ([`crate::profile::sample_bound_ns`]); 0 for exact times.
     pub total_bound_ns: u64,
+    /// Bytes and objects the subtree allocated (`--alloc`; 0 without).
+    pub alloc_bytes: u64,
+    pub alloc_objects: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +80,8 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
         let merged = p.merged();
         let tree = &merged.tree;
         let times = p.times(tree);
+        let bytes = p.weights_from(tree, Metric::Bytes, &times);
+        let objects = p.weights_from(tree, Metric::Objects, &times);
         let window = merged.samples.window();
         let sampled = p.timing == Timing::Sampled;
         out.root_calls[which] = tree
@@ -128,6 +134,8 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
             e.calls = e.calls.saturating_add(n.calls);
             e.total_ns = e.total_ns.saturating_add(t.total_ns);
             e.self_ns = e.self_ns.saturating_add(t.self_ns);
+            e.alloc_bytes = e.alloc_bytes.saturating_add(bytes[s as usize].total);
+            e.alloc_objects = e.alloc_objects.saturating_add(objects[s as usize].total);
             if sampled {
                 let bound = crate::profile::sample_bound_ns(t.total_samples, t.total_ns, window);
                 e.total_bound_ns = e.total_bound_ns.saturating_add(bound);

@@ -29,11 +29,13 @@ pub struct StreamIssues {
     pub clock_went_backwards: u64,
     /// Records of a kind this build does not know.
     pub unknown_kinds: u64,
+    /// Allocation records with no frame open, or too short to read.
+    pub allocs_outside_root: u64,
 }
 
 impl StreamIssues {
     pub(super) fn describe(&self, thread: u32, out: &mut Vec<String>) {
-        let items: [(u64, &str); 10] = [
+        let items: [(u64, &str); 11] = [
             (
                 self.entries_outside_root,
                 "method entries outside a root context were ignored",
@@ -74,6 +76,10 @@ impl StreamIssues {
                 self.unknown_kinds,
                 "records of an unknown kind were skipped",
             ),
+            (
+                self.allocs_outside_root,
+                "allocation records outside a root context were ignored",
+            ),
         ];
         for (n, what) in items {
             if n > 0 {
@@ -94,5 +100,6 @@ impl StreamIssues {
         self.frames_closed_by_root_entry += o.frames_closed_by_root_entry;
         self.clock_went_backwards += o.clock_went_backwards;
         self.unknown_kinds += o.unknown_kinds;
+        self.allocs_outside_root += o.allocs_outside_root;
     }
 }

@@ -26,8 +26,11 @@
 //!                                                (v7) u64 samples, sampled_ticks,
 //!                                                u8 latency present [u64 count, sum, min, max,
 //!                                                u32 n, n × (u32 bucket, u64 calls)],
+//!                                                (v8) u32 n, n × (u32 site, u8 level,
+//!                                                u64 count, u64 bytes),
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
+//! alloc sites (v8): u32 n, n × (u32 id, u32 method, u32 bci, str descriptor, u8 dims)
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
 //! ```
@@ -47,7 +50,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 7;
+pub const SNAPSHOT_VERSION: u32 = 8;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -257,6 +260,14 @@ impl Profile {
         for s in &self.warnings {
             w.str(s)?;
         }
+        w.len(self.alloc_sites.len())?;
+        for (&id, s) in &self.alloc_sites {
+            w.u32(id)?;
+            w.u32(s.method)?;
+            w.u32(s.bci)?;
+            w.str(&s.descriptor)?;
+            w.u8(s.dims)?;
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -385,6 +396,19 @@ impl Profile {
         for _ in 0..n {
             p.warnings.push(r.str()?);
         }
+        if version >= 8 {
+            let n = r.u32()?;
+            for _ in 0..n {
+                let id = r.u32()?;
+                let site = crate::profile::AllocSite {
+                    method: r.u32()?,
+                    bci: r.u32()?,
+                    descriptor: r.str()?,
+                    dims: r.u8()?,
+                };
+                p.alloc_sites.insert(id, site);
+            }
+        }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {
             return Err(corrupt("missing end marker"));
@@ -446,6 +470,13 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
                     w.u64(calls)?;
                 }
             }
+        }
+        w.len(n.allocs.len())?;
+        for a in &n.allocs {
+            w.u32(a.site)?;
+            w.u8(a.level)?;
+            w.u64(a.count)?;
+            w.u64(a.bytes)?;
         }
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
@@ -520,6 +551,14 @@ fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
                 1 => Some(Box::new(read_latency(r)?)),
                 x => return Err(corrupt(format!("latency flag {x}"))),
             };
+        }
+        if version >= 8 {
+            let n = r.u32()?;
+            for _ in 0..n {
+                let (site, level) = (r.u32()?, r.u8()?);
+                let (count, bytes) = (r.u64()?, r.u64()?);
+                crate::profile::add_alloc(&mut node.allocs, site, level, count, bytes);
+            }
         }
         let children = r.u32()?;
         let id = tree.push(parent, node);

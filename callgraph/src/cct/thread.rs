@@ -6,9 +6,9 @@ use super::arena::{Arena, NONE};
 use super::burst::{BURST_EMPTY, BurstState};
 use super::credit::{Credit, Pending, Place, Placed};
 use super::issues::StreamIssues;
-use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree};
+use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc};
 use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
-use sprig_wire::record::{RECORD_WAIT, Record, Wait, wait_row_id};
+use sprig_wire::record::{AllocRecord, RECORD_ALLOC, RECORD_WAIT, Record, Wait, wait_row_id};
 
 const K_ENTRY: u16 = EventKind::MethodEntry as u16;
 const K_EXIT: u16 = EventKind::MethodExit as u16;
@@ -331,7 +331,8 @@ impl ThreadState {
     /// (the probes write 0), so they take the thread's last timestamp.
     /// A multi-slot record (`sprig_wire::record`) is stepped over whole,
     /// and a pending `AdjustTime` waits past it for the next event; a wait
-    /// record adds a row under the open frame ([`ThreadState::wait`]).
+    /// record adds a row under the open frame ([`ThreadState::wait`]); an
+    /// allocation record adds its objects to the open frame's node.
     #[inline(always)]
     fn process_mode<const SAMPLED: bool>(&mut self, events: &[Event]) {
         let mut it = events.iter();
@@ -417,6 +418,8 @@ impl ThreadState {
                         if let Some(w) = Wait::read(&rec) {
                             self.wait(w);
                         }
+                    } else if e.id == RECORD_ALLOC {
+                        self.alloc_record(e, &rest[..n]);
                     }
                     it = rest[n.min(rest.len())..].iter();
                     // Not an event of the tree: a pending adjust waits for
@@ -462,6 +465,23 @@ impl ThreadState {
         n.total = n.total.saturating_add(w.ticks);
         n.sampled = n.sampled.saturating_add(moved);
         n.samples = n.samples.saturating_add(moved_samples);
+    }
+
+    /// An allocation record: its objects go to the frame open now (the
+    /// probes write one only inside a root context).
+    #[cold]
+    fn alloc_record(&mut self, head: &Event, slots: &[Event]) {
+        let r = Record {
+            ts: head.ts,
+            kind: head.id,
+            slots,
+        };
+        let (Some(a), Some(top)) = (AllocRecord::read(&r), self.stack.last()) else {
+            self.issues.allocs_outside_root += 1;
+            return;
+        };
+        let n = &mut self.arena.nodes[top.node as usize];
+        add_alloc(&mut n.allocs, a.site, a.level, u64::from(a.count), a.bytes);
     }
 
     /// Credits one sample to the frame open now, or counts it outside.
@@ -604,6 +624,7 @@ impl ThreadState {
                     samples: n.samples,
                     sampled_ticks: n.sampled,
                     latency: n.latency.clone(),
+                    allocs: n.allocs.clone(),
                 },
             );
             map[b as usize] = id;

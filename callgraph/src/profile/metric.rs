@@ -23,6 +23,10 @@ pub enum Metric {
     /// parked, sleeping or stopped by a GC pause, measured, in
     /// nanoseconds; only wait rows carry it.
     Waits,
+    /// Objects the node's code allocated (`--alloc`), exact.
+    Objects,
+    /// Bytes of those objects, as the JVM's `GetObjectSize` counts them.
+    Bytes,
 }
 
 /// The unit of a metric's values.
@@ -30,6 +34,7 @@ pub enum Metric {
 pub enum Unit {
     Nanoseconds,
     Count,
+    Bytes,
 }
 
 impl Unit {
@@ -38,13 +43,21 @@ impl Unit {
         match self {
             Unit::Nanoseconds => "nanoseconds",
             Unit::Count => "count",
+            Unit::Bytes => "bytes",
         }
     }
 }
 
 impl Metric {
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 4] = [Metric::Time, Metric::Calls, Metric::Samples, Metric::Waits];
+    pub const ALL: [Metric; 6] = [
+        Metric::Time,
+        Metric::Calls,
+        Metric::Samples,
+        Metric::Waits,
+        Metric::Objects,
+        Metric::Bytes,
+    ];
 
     /// The metric's name on the command line and in outputs.
     pub fn name(self) -> &'static str {
@@ -53,13 +66,16 @@ impl Metric {
             Metric::Calls => "calls",
             Metric::Samples => "samples",
             Metric::Waits => "waits",
+            Metric::Objects => "objects",
+            Metric::Bytes => "bytes",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
             Metric::Time | Metric::Waits => Unit::Nanoseconds,
-            Metric::Calls | Metric::Samples => Unit::Count,
+            Metric::Calls | Metric::Samples | Metric::Objects => Unit::Count,
+            Metric::Bytes => Unit::Bytes,
         }
     }
 
@@ -73,12 +89,14 @@ impl Metric {
             Metric::Samples => node.samples,
             Metric::Waits if node.is_wait() => times.raw_total_ns,
             Metric::Waits => 0,
+            Metric::Objects => super::alloc::own_allocs(node).0,
+            Metric::Bytes => super::alloc::own_allocs(node).1,
         }
     }
 }
 
 /// The names [`Metric`] parses from, for error messages.
-pub const METRIC_NAMES: &str = "time, calls, samples, waits";
+pub const METRIC_NAMES: &str = "time, calls, samples, waits, objects, bytes";
 
 /// A name that is not a metric's.
 #[derive(Debug, thiserror::Error)]

@@ -47,6 +47,7 @@
 //! Root calls keep their timestamps in both modes: each root node carries
 //! a [`Latency`] histogram of its complete calls.
 
+mod alloc;
 mod latency;
 mod method;
 mod metric;
@@ -55,6 +56,7 @@ mod run;
 mod times;
 mod tree;
 
+pub use alloc::{AllocSite, ClassAllocs, add_alloc, java_type_name, own_allocs};
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
@@ -63,7 +65,9 @@ pub use run::{
     Calibration, LatencySummary, RevealStats, SampleCounts, Stats, Target, sample_bound_ns,
 };
 pub use times::{Times, ticks_to_ns};
-pub use tree::{Bursts, MERGED_THREAD, Node, NodeId, RECAL_UNIT, Recal, ThreadProfile, Tree};
+pub use tree::{
+    Alloc, Bursts, MERGED_THREAD, Node, NodeId, RECAL_UNIT, Recal, ThreadProfile, Tree,
+};
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -89,6 +93,8 @@ pub struct Profile {
     pub threads: Vec<ThreadProfile>,
     /// Problems found in the event stream, in a stable order.
     pub warnings: Vec<String>,
+    /// Allocation site id -> the site (`--alloc`).
+    pub alloc_sites: BTreeMap<u32, AllocSite>,
 }
 
 impl Profile {
@@ -104,6 +110,7 @@ impl Profile {
             methods: BTreeMap::new(),
             threads: Vec::new(),
             warnings: Vec::new(),
+            alloc_sites: BTreeMap::new(),
         }
     }
 
@@ -192,6 +199,9 @@ impl Profile {
                 m.sampled_ticks = m.sampled_ticks.saturating_add(n.sampled_ticks);
                 if let Some(l) = &n.latency {
                     m.latency.get_or_insert_with(Default::default).merge(l);
+                }
+                for a in &n.allocs {
+                    add_alloc(&mut m.allocs, a.site, a.level, a.count, a.bytes);
                 }
                 // only children that keep the tree invariant: no cycles
                 for &c in n.children.iter().rev().filter(|&&c| c > s) {

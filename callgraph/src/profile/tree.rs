@@ -35,6 +35,20 @@ pub struct Node {
     /// minus the waits for the profiler inside, in exact mode minus the
     /// probe cost too); `None` on other nodes.
     pub latency: Option<Box<Latency>>,
+    /// What the node's own code allocated (`--alloc`), by (site, level),
+    /// sorted.
+    pub allocs: Vec<Alloc>,
+}
+
+/// Objects one node allocated at one site and level: `level` dimensions
+/// into the site's type (0 for the object or outermost array, 1.. for the
+/// inner arrays of a `multianewarray`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Alloc {
+    pub site: u32,
+    pub level: u8,
+    pub count: u64,
+    pub bytes: u64,
 }
 
 impl Node {

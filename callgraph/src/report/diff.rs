@@ -247,9 +247,21 @@ impl DiffText {
             .fold(0.0f64, f64::max);
         let unit = Unit::fit(largest);
         let u = unit.name();
+        // Allocations (`--alloc` on either side): the subtree's bytes.
+        let allocs = d.nodes.iter().any(|n| {
+            n.a.is_some_and(|s| s.alloc_bytes > 0) || n.b.is_some_and(|s| s.alloc_bytes > 0)
+        });
+        let alloc_head = if allocs {
+            format!(
+                " {:>12} {:>12} {:>12}",
+                "a bytes", "b bytes", "bytes change"
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  method",
+            "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{alloc_head}  method",
             "a calls",
             "b calls",
             format!("a total {u}"),
@@ -290,8 +302,23 @@ impl DiffText {
             let sign = if delta < 0.0 { "-" } else { "+" };
             let change = change_text(a, b);
             noise |= change == "noise";
+            let alloc_cols = if allocs {
+                let bytes =
+                    |s: Option<crate::cct::diff::Side>, k: f64| s.map(|s| s.alloc_bytes as f64 * k);
+                let (ba, bb) = (bytes(node.a, scale[0]), bytes(node.b, scale[1]));
+                let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), sig3);
+                let db = bb.unwrap_or(0.0) - ba.unwrap_or(0.0);
+                format!(
+                    " {:>12} {:>12} {:>12}",
+                    show(ba),
+                    show(bb),
+                    format!("{}{}", if db < 0.0 { "-" } else { "+" }, sig3(db.abs()))
+                )
+            } else {
+                String::new()
+            };
             let figures = format!(
-                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}  ",
+                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{alloc_cols}  ",
                 calls(a),
                 calls(b),
                 total(a),

@@ -44,6 +44,10 @@
 //! `"(parked: ..)"`, `"(sleeping)"`, `"(GC pause)"`; `calls` counts the
 //! waits), and a node with such rows adds `contention`
 //! (`[{"monitor","kind","count","blocked_ns"}]`, `blocked_ns` measured).
+//! Allocations (`--alloc`): a node whose own code allocated adds
+//! `allocations` (`[{"class","count","bytes"}]`: per class, Java source
+//! names such as `int[]` and `pkg.Outer$Inner`, most bytes first; exact
+//! counts, bytes as GetObjectSize gives them).
 //!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
@@ -209,6 +213,18 @@ fn roots(
                 "\"latency\":{{\"count\":{},\"min_ns\":{},\"p50_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{}}},",
                 l.count, l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns
             )?;
+        }
+        if !n.allocs.is_empty() {
+            out.write_all(b"\"allocations\":[")?;
+            for (i, a) in p.node_allocs(n).iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(b"{\"class\":")?;
+                write_str(out, &a.class)?;
+                write!(out, ",\"count\":{},\"bytes\":{}}}", a.count, a.bytes)?;
+            }
+            out.write_all(b"],")?;
         }
         out.write_all(b"\"children\":[")?;
         wrote.push(false);

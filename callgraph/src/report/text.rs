@@ -29,6 +29,10 @@
 //! around them, which is then tens of percent of the figure ([`LEGEND`],
 //! printed once under the tables).
 //!
+//! With allocations (`--alloc`) each tree adds the bytes its subtree and
+//! its own code allocated and its objects per call, and an allocation
+//! hot-spot table follows (sites by class, most bytes first).
+//!
 //! Under each tree, a `latency` line per root gives its complete calls'
 //! count, minimum, median, 90th and 99th percentile and maximum. In sampled
 //! mode the table shows the samples behind each self time and the 95%
@@ -38,7 +42,7 @@ use super::escape::escape;
 use super::names::{self, Names};
 use super::view::{back_node_name, back_traces, hot_spots, lock_view, tree_view};
 use super::{Render, RenderOptions, Unit, ms, percent};
-use crate::profile::{Profile, ThreadProfile, Times, Timing, sample_bound_ns};
+use crate::profile::{Metric, Profile, ThreadProfile, Times, Timing, own_allocs, sample_bound_ns};
 use std::io::{self, Write};
 
 /// Columns a name keeps however deep its line (a deep line is then wider
@@ -102,6 +106,17 @@ impl Render for Text {
             marks.probe |= hot_spot_table(p, m, opts, &names, out)?;
         }
         lock_table(p, opts, &names, out)?;
+        if p.has_allocs() {
+            let m;
+            let m = match &merged {
+                Some(m) => m,
+                None => {
+                    m = p.merged();
+                    &m
+                }
+            };
+            alloc_table(p, m, opts, &names, out)?;
+        }
         marks.legend(p, out)?;
         if let Some(m) = &merged {
             for &method in &opts.back_traces {
@@ -572,6 +587,22 @@ fn thread_tree(
             "% root"
         )
     };
+    // Allocations (`--alloc`): the subtree's bytes, the node's own bytes
+    // and its objects per call.
+    let allocs = p.has_allocs().then(|| {
+        (
+            p.weights(&t.tree, Metric::Bytes),
+            p.weights(&t.tree, Metric::Objects),
+        )
+    });
+    let figures = if allocs.is_some() {
+        format!(
+            "{figures} {:>12} {:>12} {:>9}",
+            "alloc bytes", "self bytes", "obj/call"
+        )
+    } else {
+        figures
+    };
     let width = figures.chars().count() + 2;
     writeln!(out, "{figures}  method")?;
     // open[d]: the last line drawn at depth d has later siblings.
@@ -623,6 +654,19 @@ fn thread_tree(
                 time_marked(self_u, times.self_ns, self_bound),
                 share
             )
+        };
+        let row = match &allocs {
+            Some((bytes, _)) => {
+                let b = bytes[line.node as usize];
+                let (objects, _) = own_allocs(node);
+                let per_call = if objects == 0 {
+                    "-".to_owned()
+                } else {
+                    format!("{:.1}", objects as f64 / node.calls.max(1) as f64)
+                };
+                format!("{row} {:>12} {:>12} {:>9}", b.total, b.own, per_call)
+            }
+            None => row,
         };
         writeln!(out, "{row}  {guide}{name}{extra}")?;
     }
@@ -804,6 +848,67 @@ fn lock_table(
         if l.waiters.len() > SHOWN {
             writeln!(out, "{:>19}    and {} more", "", l.waiters.len() - SHOWN)?;
         }
+    }
+    Ok(())
+}
+
+/// Rows of the allocation hot-spot table.
+const ALLOC_ROWS: usize = 20;
+
+/// The allocation hot spots (`--alloc`): sites by class, most bytes first,
+/// over every thread; exact counts.
+fn alloc_table(
+    p: &Profile,
+    merged: &ThreadProfile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut by: std::collections::BTreeMap<(u32, u8), (u64, u64)> = Default::default();
+    for n in &merged.tree.nodes {
+        for a in &n.allocs {
+            let e = by.entry((a.site, a.level)).or_default();
+            e.0 = e.0.saturating_add(a.count);
+            e.1 = e.1.saturating_add(a.bytes);
+        }
+    }
+    let all: u64 = by.values().map(|v| v.1).fold(0, u64::saturating_add);
+    let mut rows: Vec<_> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(&b.0)));
+    let limit = if opts.hot_spots > 0 {
+        opts.hot_spots
+    } else {
+        ALLOC_ROWS
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "allocation hot spots: exact, all threads, inside root contexts ({} of {} sites by class)",
+        rows.len().min(limit),
+        rows.len()
+    )?;
+    let head = format!("{:>14} {:>7} {:>12}", "bytes", "bytes %", "objects");
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  class  at site")?;
+    for ((site, level), (count, bytes)) in rows.into_iter().take(limit) {
+        let class = p.alloc_class(site, level);
+        let at = match p.alloc_sites.get(&site) {
+            Some(s) => format!("{} @{}", names.get(s.method), s.bci),
+            None => format!("site {site}"),
+        };
+        let room = opts
+            .width
+            .saturating_sub(width + class.chars().count() + 2)
+            .max(MIN_NAME);
+        writeln!(
+            out,
+            "{:>14} {:>7} {:>12}  {}  {}",
+            bytes,
+            percent(bytes, all),
+            count,
+            escape(&class),
+            escape(&names::fit(&at, room))
+        )?;
     }
     Ok(())
 }

@@ -134,6 +134,19 @@ pub struct SessionArgs {
     #[arg(long, value_name = "MS", default_value_t = 1.0)]
     pub interval: f64,
 
+    /// Count allocations, exactly, inside root contexts: every `new`,
+    /// `newarray`, `anewarray` and `multianewarray` of the profiled
+    /// methods records the objects it made, by class, in the calling
+    /// context that made them, with the bytes the JVM's GetObjectSize
+    /// gives (compact object headers included). Allocations in code sprig
+    /// does not instrument (the JDK's own, unless `--include`d) are not
+    /// counted. Works with either timing mode. The text report adds
+    /// allocation columns and a hot-spot table by site and class, the JSON
+    /// report a per-node `allocations` list; `--weight bytes` or `objects`
+    /// weighs the collapsed and flame graph outputs by them.
+    #[arg(long)]
+    pub alloc: bool,
+
     /// Instrument only the roots, not their callees.
     #[arg(long)]
     pub roots_only: bool,
@@ -415,6 +428,7 @@ impl SessionArgs {
             stacks: None,
             threads: None,
             locks: self.locks,
+            alloc: self.alloc,
         }
     }
 }

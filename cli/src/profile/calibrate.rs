@@ -43,6 +43,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         stacks: None,
         threads: None,
         locks: false,
+        alloc: false,
     };
     let plan = Plan {
         pid: args.pid,

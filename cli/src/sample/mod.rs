@@ -88,6 +88,7 @@ fn session_options(args: &SampleArgs) -> SessionOptions {
         }),
         threads: None,
         locks: false,
+        alloc: false,
     }
 }
 

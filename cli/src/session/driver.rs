@@ -451,6 +451,7 @@ mod tests {
             stacks: None,
             threads: None,
             locks: false,
+            alloc: false,
         };
         let plan = Plan {
             pid: me,

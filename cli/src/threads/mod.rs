@@ -84,6 +84,7 @@ fn session_options(args: &ThreadsArgs) -> SessionOptions {
             max_depth: args.max_depth,
         }),
         locks: false,
+        alloc: false,
     }
 }
 

@@ -35,6 +35,9 @@ pub(crate) struct Plan<'p> {
     /// Receiver checks: (index of the virtual or interface call, the code
     /// placed before it), sorted by index.
     pub(crate) guards: Vec<(u32, Vec<u8>)>,
+    /// Allocation probes: (index of the allocation instruction, the code
+    /// placed right after it), sorted by index.
+    pub(crate) after: Vec<(u32, Vec<u8>)>,
 }
 
 impl Plan<'_> {
@@ -57,6 +60,13 @@ impl Plan<'_> {
             .binary_search_by_key(&(i as u32), |g| g.0)
             .ok()
             .map(|k| self.guards[k].1.as_slice())
+    }
+    /// The allocation probe placed after instruction `i`, if any.
+    fn after(&self, i: usize) -> Option<&[u8]> {
+        self.after
+            .binary_search_by_key(&(i as u32), |g| g.0)
+            .ok()
+            .map(|k| self.after[k].1.as_slice())
     }
     fn entry_after(&self, i: usize) -> bool {
         self.constructor && self.entry_after.binary_search(&(i as u32)).is_ok()
@@ -130,6 +140,9 @@ pub(crate) fn layout(
             }
             s.at[i] = pos;
             pos += new_size(ins, s.wide[i], pos);
+            if let Some(a) = plan.after(i) {
+                pos += a.len() as u32;
+            }
             if plan.entry_after(i) {
                 pos += plan.entry_len();
             }
@@ -273,6 +286,9 @@ pub(crate) fn emit(code: &[u8], s: &Scratch, plan: &Plan<'_>, out: &mut Vec<u8>)
             }
             _ => out.extend_from_slice(old),
         }
+        if let Some(a) = plan.after(i) {
+            out.extend_from_slice(a);
+        }
         if plan.entry_after(i) {
             plan.emit_entry(out);
         }
@@ -372,7 +388,7 @@ impl<'a> CodeAttr<'a> {
 }
 
 /// Everything `rewrite` needs besides the code itself.
-pub(crate) struct MethodJob<'p> {
+pub(crate) struct MethodJob<'p, 'a> {
     pub(crate) plan: Plan<'p>,
     pub(crate) access: u16,
     pub(crate) descriptor: &'p [u8],
@@ -381,13 +397,101 @@ pub(crate) struct MethodJob<'p> {
     /// check.
     pub(crate) guard_sites: &'p [crate::GuardSite],
     pub(crate) guard_refs: (u16, u16),
+    /// Allocation probes, when asked for.
+    pub(crate) alloc: Option<AllocJob<'a>>,
+}
+
+/// The allocation probes of one method: the Methodrefs of the object and
+/// array probes, the site ids' source and the method's id.
+pub(crate) struct AllocJob<'p> {
+    pub(crate) refs: (u16, u16),
+    pub(crate) site: &'p mut dyn FnMut(&crate::AllocSite) -> u32,
+    pub(crate) method: u32,
+}
+
+/// JVMS `newarray` type codes as field descriptors.
+fn newarray_descriptor(atype: u8) -> Option<&'static str> {
+    Some(match atype {
+        4 => "[Z",
+        5 => "[C",
+        6 => "[F",
+        7 => "[D",
+        8 => "[B",
+        9 => "[S",
+        10 => "[I",
+        11 => "[J",
+        _ => return None,
+    })
+}
+
+/// The allocation probes of a method's code: one (instruction index,
+/// code) per allocation instruction, sorted.
+fn alloc_probes(
+    code: &[u8],
+    cf: &ClassFile<'_>,
+    s: &Scratch,
+    a: &mut AllocJob<'_>,
+    pool: &mut Pool<'_, '_>,
+) -> Result<Vec<(u32, Vec<u8>)>, SkipReason> {
+    let mut out = Vec::new();
+    for (i, ins) in s.insns.iter().enumerate() {
+        let at = ins.off as usize;
+        let cp = || u16::from_be_bytes([code[at + 1], code[at + 2]]);
+        let name = |idx: u16| -> Result<String, SkipReason> {
+            Ok(String::from_utf8_lossy(cf.class_name(idx)?).into_owned())
+        };
+        let (descriptor, dims, object) = match ins.op {
+            NEW if cf.major >= 49 => (format!("L{};", name(cp())?), 0u8, true),
+            NEWARRAY => match newarray_descriptor(code[at + 1]) {
+                Some(d) => (d.to_string(), 1, false),
+                None => return Err(unsupported("newarray with a bad type code")),
+            },
+            ANEWARRAY => {
+                let n = name(cp())?;
+                let d = if n.starts_with('[') {
+                    format!("[{n}")
+                } else {
+                    format!("[L{n};")
+                };
+                (d, 1, false)
+            }
+            MULTIANEWARRAY => (name(cp())?, code[at + 3], false),
+            _ => continue,
+        };
+        let site = (a.site)(&crate::AllocSite {
+            method: a.method,
+            offset: ins.off,
+            descriptor,
+            dims,
+        });
+        let mut push = [0u8; 3];
+        let n = id_push(site, pool, &mut push)?;
+        let mut c = Vec::with_capacity(9);
+        if object {
+            let idx = cp();
+            match u8::try_from(idx) {
+                Ok(b) => c.extend_from_slice(&[LDC, b]),
+                Err(_) => {
+                    c.push(LDC_W);
+                    put_u16(&mut c, idx);
+                }
+            }
+        } else {
+            c.push(DUP);
+        }
+        c.extend_from_slice(&push[..n]);
+        c.push(INVOKESTATIC);
+        put_u16(&mut c, if object { a.refs.0 } else { a.refs.1 });
+        out.push((i as u32, c));
+    }
+    Ok(out)
 }
 
 /// The implicit frame at method start: `this` (uninitialized in
 /// constructors) and the parameters.
 fn initial_locals(
     cf: &ClassFile<'_>,
-    job: &MethodJob<'_>,
+    job: &MethodJob<'_, '_>,
     pool: &mut Pool<'_, '_>,
 ) -> Result<Vec<frames::VType>, SkipReason> {
     use frames::VType;
@@ -417,7 +521,7 @@ fn initial_locals(
 pub(crate) fn rewrite(
     attr: &[u8],
     cf: &ClassFile<'_>,
-    job: &mut MethodJob<'_>,
+    job: &mut MethodJob<'_, '_>,
     pool: &mut Pool<'_, '_>,
     s: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
@@ -467,6 +571,10 @@ pub(crate) fn rewrite(
     }
     job.plan.guards.sort_by_key(|g| g.0);
     job.plan.guards.dedup_by_key(|g| g.0);
+    job.plan.after = match job.alloc.as_mut() {
+        Some(a) => alloc_probes(ca.code, cf, s, a, pool)?,
+        None => Vec::new(),
+    };
     let ctor = if job.plan.constructor {
         let f = super::ctor::constructor_flow(ca.code, ca.exceptions, s, cf)?;
         job.plan.entry_after = f.calls.clone();
@@ -558,7 +666,13 @@ pub(crate) fn rewrite(
     }
     // The probes push one int; a receiver check at most a copy of the
     // receiver and the site id above what the call itself had.
-    let extra = if plan.guards.is_empty() { 1 } else { 2 };
+    // An allocation probe pushes the class (or a copy of the array) and the
+    // site id above what the allocation left.
+    let extra = if plan.guards.is_empty() && plan.after.is_empty() {
+        1
+    } else {
+        2
+    };
     let max_stack = ca
         .max_stack
         .checked_add(extra)

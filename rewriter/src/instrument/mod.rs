@@ -59,11 +59,13 @@ use std::collections::HashMap;
 
 use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
-use self::code::{MethodJob, Plan, id_push};
+use self::code::{AllocJob, MethodJob, Plan, id_push};
 use self::insns::Scratch;
 use self::pool::Pool;
 use crate::vocab::access::{ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
-use crate::{Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target};
+use crate::{
+    Allocs, Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target,
+};
 
 /// Whether `class`'s constant pool holds a `float` or `double` NaN.
 ///
@@ -114,6 +116,24 @@ pub fn instrument_guarded(
     probes: &[ProbeSet],
     guards: Option<&Guards<'_>>,
 ) -> Result<Instrumented, Error> {
+    instrument_full(class, targets, probes, guards, None)
+}
+
+/// [`instrument_guarded`], plus with `allocs` a probe after every
+/// allocation instruction of each target: after `new C`, `ldc C`, the site
+/// id and `allocs.object`; after `newarray`, `anewarray` and
+/// `multianewarray`, `dup`, the site id and `allocs.array`. The probe code
+/// goes after the instruction, so a branch to the instruction still runs
+/// it, a branch to the next instruction does not, and a `new` that throws
+/// records nothing. A `new` in a class file older than version 49 (no
+/// `ldc` of a class) gets no probe.
+pub fn instrument_full(
+    class: &[u8],
+    targets: &[Target],
+    probes: &[ProbeSet],
+    guards: Option<&Guards<'_>>,
+    mut allocs: Option<&mut Allocs<'_>>,
+) -> Result<Instrumented, Error> {
     if let Some(g) = guards
         && g.sites.len() != targets.len()
     {
@@ -146,6 +166,7 @@ pub fn instrument_guarded(
     let mut scratch = Scratch::default();
     let mut refs: Vec<Option<(u16, u16)>> = vec![None; probes.len()];
     let mut guard_ref: Option<(u16, u16)> = None;
+    let mut alloc_ref: Option<(u16, u16)> = None;
     let mut done = vec![false; cf.methods.len()];
     let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
     let mut methods = Vec::with_capacity(targets.len());
@@ -186,10 +207,41 @@ pub fn instrument_guarded(
                         },
                         _ => Ok((0, 0)),
                     };
+                    let aref = match (&allocs, alloc_ref) {
+                        (Some(_), Some(r)) => Ok(r),
+                        (Some(a), None) => {
+                            let class = modified_utf8(a.class);
+                            pool.methodref(
+                                &class,
+                                &modified_utf8(a.object),
+                                b"(Ljava/lang/Class;I)V",
+                            )
+                            .and_then(|o| {
+                                Ok((
+                                    o,
+                                    pool.methodref(
+                                        &class,
+                                        &modified_utf8(a.array),
+                                        b"(Ljava/lang/Object;I)V",
+                                    )?,
+                                ))
+                            })
+                        }
+                        (None, _) => Ok((0, 0)),
+                    };
                     let outcome = gref.and_then(|gref| {
                         if gref.0 != 0 {
                             guard_ref = Some(gref);
                         }
+                        let aref = aref?;
+                        if aref.0 != 0 {
+                            alloc_ref = Some(aref);
+                        }
+                        let alloc = allocs.as_deref_mut().map(|a| AllocJob {
+                            refs: aref,
+                            site: &mut *a.site,
+                            method: t.id,
+                        });
                         instrument_method(
                             &cf,
                             span,
@@ -199,6 +251,7 @@ pub fn instrument_guarded(
                             constructor,
                             (m.access, &desc),
                             (sites, gref),
+                            alloc,
                             &mut pool,
                             &mut scratch,
                         )
@@ -218,6 +271,9 @@ pub fn instrument_guarded(
                             }
                             if guard_ref.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
                                 guard_ref = None;
+                            }
+                            if alloc_ref.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
+                                alloc_ref = None;
                             }
                             Err(e)
                         }
@@ -275,6 +331,7 @@ fn instrument_method(
     constructor: bool,
     (access, descriptor): (u16, &[u8]),
     (guard_sites, guard_refs): (&[GuardSite], (u16, u16)),
+    alloc: Option<AllocJob<'_>>,
     pool: &mut Pool<'_, '_>,
     scratch: &mut Scratch,
 ) -> Result<Vec<u8>, SkipReason> {
@@ -314,11 +371,13 @@ fn instrument_method(
             constructor,
             entry_after: Vec::new(),
             guards: Vec::new(),
+            after: Vec::new(),
         },
         access,
         descriptor,
         guard_sites,
         guard_refs,
+        alloc,
     };
     code::rewrite(&cf.bytes[span.start..span.end], cf, &mut job, pool, scratch)
 }

@@ -505,6 +505,39 @@ public final class Probe {
 
     private static native void nEnter(int id);
 
+    /**
+     * Allocation probe right after a {@code new} of a profiled method
+     * ({@code sprig profile --alloc}): {@code c} is the class the
+     * {@code new} names (the new object is not initialised yet and cannot
+     * be passed). On a thread inside a root context the agent records one
+     * allocation at {@code site} into the thread's stream, where it
+     * belongs to the method open there. Outside root contexts: one load
+     * of {@code active}, as the plain probes.
+     */
+    public static void alloc(Class<?> c, int site) {
+        if (active != 0 && INSIDE[(int) tid() & SLOT_MASK] != 0) {
+            nAlloc(c, site);
+        }
+    }
+
+    /**
+     * Allocation probe right after a {@code newarray}, {@code anewarray}
+     * or {@code multianewarray} of a profiled method: {@code a} is the new
+     * array (the agent reads its size, and the sizes of the arrays a
+     * {@code multianewarray} made inside it).
+     */
+    public static void allocArray(Object a, int site) {
+        if (active != 0 && INSIDE[(int) tid() & SLOT_MASK] != 0) {
+            nAlloc(a, site);
+        }
+    }
+
+    /**
+     * Records an allocation at {@code site}: of class {@code o} after a
+     * {@code new}, the array {@code o} after an array allocation.
+     */
+    private static native void nAlloc(Object o, int site);
+
     private static native void nExit(int id);
 
     /** Returns 1 when this call opened a root context on this thread. */

@@ -11,4 +11,8 @@ public final class SprigProbe {
     public static void enter(int id) {}
 
     public static void exit(int id) {}
+
+    public static void alloc(Class<?> c, int site) {}
+
+    public static void allocArray(Object a, int site) {}
 }

@@ -11,6 +11,8 @@ public final class Probe {
     private static final Map<Long, long[]> COUNTS = new TreeMap<>();
     /** Receiver checks: "site receiver-class" -> count. */
     private static final Map<String, long[]> SITES = new TreeMap<>();
+    /** Allocation probes: "site class [length]" -> count. */
+    private static final Map<String, long[]> ALLOCS = new TreeMap<>();
     private static boolean hooked;
 
     private Probe() {}
@@ -57,6 +59,25 @@ public final class Probe {
         }
     }
 
+    /** After a {@code new}: counted per site and class. */
+    public static void alloc(Class<?> c, int site) {
+        String k = Integer.toUnsignedString(site) + " " + c.getName();
+        synchronized (Probe.class) {
+            slot(-4)[0]++;
+            ALLOCS.computeIfAbsent(k, x -> new long[1])[0]++;
+        }
+    }
+
+    /** After an array allocation: counted per site, class and length. */
+    public static void allocArray(Object a, int site) {
+        String k = Integer.toUnsignedString(site) + " " + a.getClass().getName() + " "
+                + java.lang.reflect.Array.getLength(a);
+        synchronized (Probe.class) {
+            slot(-4)[0]++;
+            ALLOCS.computeIfAbsent(k, x -> new long[1])[0]++;
+        }
+    }
+
     public static void exit(int id) {
         synchronized (Probe.class) {
             slot(id)[1]++;
@@ -70,6 +91,9 @@ public final class Probe {
         }
         for (Map.Entry<String, long[]> e : SITES.entrySet()) {
             sb.append("SITE ").append(e.getKey()).append(' ').append(e.getValue()[0]).append('\n');
+        }
+        for (Map.Entry<String, long[]> e : ALLOCS.entrySet()) {
+            sb.append("ALLOC ").append(e.getKey()).append(' ').append(e.getValue()[0]).append('\n');
         }
         System.out.print(sb);
         System.out.flush();

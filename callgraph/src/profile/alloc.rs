@@ -1,0 +1,162 @@
+//! Allocations (`--alloc`): what each calling context allocated, exactly,
+//! counted by the allocation probes inside root contexts. A node keeps its
+//! allocations per (site, level); the profile names each site (the method
+//! and bytecode offset of the allocation instruction, the type it
+//! allocates), so a node's allocations read by class and the hot-spot
+//! table by site and class.
+
+use super::Profile;
+use super::tree::{Alloc, Node};
+
+/// An allocation instruction of a profiled method.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllocSite {
+    /// The method id it is in.
+    pub method: u32,
+    /// Its bytecode offset.
+    pub bci: u32,
+    /// The type it allocates, as a field descriptor (`Lpkg/C;`, `[I`).
+    pub descriptor: String,
+    /// Dimensions a `multianewarray` creates (1 for other arrays, 0 for
+    /// objects).
+    pub dims: u8,
+}
+
+/// One class's allocations (a node's, or a site's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassAllocs {
+    /// The Java source name: `int[]`, `java.lang.String`, `pkg.Outer$Inner`.
+    pub class: String,
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// Adds `count` objects of `bytes` at (`site`, `level`) to a node's list,
+/// kept sorted by (site, level).
+pub fn add_alloc(list: &mut Vec<Alloc>, site: u32, level: u8, count: u64, bytes: u64) {
+    match list.binary_search_by_key(&(site, level), |a| (a.site, a.level)) {
+        Ok(i) => {
+            let a = &mut list[i];
+            a.count = a.count.saturating_add(count);
+            a.bytes = a.bytes.saturating_add(bytes);
+        }
+        Err(i) => list.insert(
+            i,
+            Alloc {
+                site,
+                level,
+                count,
+                bytes,
+            },
+        ),
+    }
+}
+
+/// The Java source name of a field descriptor with `level` leading `[`
+/// taken off: `[I` is `int[]`, `[[Ljava/lang/String;` at level 1
+/// `java.lang.String[]`, `Lpkg/Outer$Inner;` `pkg.Outer$Inner`. A
+/// descriptor it cannot read is given back as it is.
+pub fn java_type_name(descriptor: &str, level: u8) -> String {
+    let mut d = descriptor;
+    for _ in 0..level {
+        match d.strip_prefix('[') {
+            Some(rest) => d = rest,
+            None => return descriptor.to_owned(),
+        }
+    }
+    let dims = d.len() - d.trim_start_matches('[').len();
+    let elem = &d[dims..];
+    let base = match elem {
+        "Z" => "boolean".to_owned(),
+        "B" => "byte".to_owned(),
+        "C" => "char".to_owned(),
+        "S" => "short".to_owned(),
+        "I" => "int".to_owned(),
+        "J" => "long".to_owned(),
+        "F" => "float".to_owned(),
+        "D" => "double".to_owned(),
+        _ => match elem.strip_prefix('L').and_then(|e| e.strip_suffix(';')) {
+            Some(name) => name.replace('/', "."),
+            None => return descriptor.to_owned(),
+        },
+    };
+    format!("{base}{}", "[]".repeat(dims))
+}
+
+impl Profile {
+    /// The class of the objects at (`site`, `level`), as Java source names
+    /// it; `?` for a site the profile does not know.
+    pub fn alloc_class(&self, site: u32, level: u8) -> String {
+        match self.alloc_sites.get(&site) {
+            Some(s) => java_type_name(&s.descriptor, level),
+            None => format!("?site{site}"),
+        }
+    }
+
+    /// A node's allocations by class, most bytes first (ties by name).
+    pub fn node_allocs(&self, node: &Node) -> Vec<ClassAllocs> {
+        let mut by: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        for a in &node.allocs {
+            let e = by.entry(self.alloc_class(a.site, a.level)).or_default();
+            e.0 = e.0.saturating_add(a.count);
+            e.1 = e.1.saturating_add(a.bytes);
+        }
+        let mut v: Vec<ClassAllocs> = by
+            .into_iter()
+            .map(|(class, (count, bytes))| ClassAllocs {
+                class,
+                count,
+                bytes,
+            })
+            .collect();
+        v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.class.cmp(&b.class)));
+        v
+    }
+
+    /// Whether any node of any thread allocated something.
+    pub fn has_allocs(&self) -> bool {
+        self.threads
+            .iter()
+            .any(|t| t.tree.nodes.iter().any(|n| !n.allocs.is_empty()))
+    }
+}
+
+/// Objects and bytes a node allocated itself.
+pub fn own_allocs(node: &Node) -> (u64, u64) {
+    node.allocs.iter().fold((0u64, 0u64), |(c, b), a| {
+        (c.saturating_add(a.count), b.saturating_add(a.bytes))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_read_as_java_source_names() {
+        assert_eq!(java_type_name("[I", 0), "int[]");
+        assert_eq!(java_type_name("[[J", 0), "long[][]");
+        assert_eq!(java_type_name("[[J", 1), "long[]");
+        assert_eq!(java_type_name("Ljava/lang/String;", 0), "java.lang.String");
+        assert_eq!(java_type_name("[Lpkg/Outer$Inner;", 0), "pkg.Outer$Inner[]");
+        assert_eq!(java_type_name("[[[Lp/C;", 2), "p.C[]");
+        assert_eq!(java_type_name("[Z", 0), "boolean[]");
+        // More levels than dimensions, or no descriptor at all: as given.
+        assert_eq!(java_type_name("[I", 2), "[I");
+        assert_eq!(java_type_name("junk", 0), "junk");
+    }
+
+    #[test]
+    fn a_nodes_list_stays_sorted_and_adds_up() {
+        let mut v = Vec::new();
+        add_alloc(&mut v, 5, 0, 1, 16);
+        add_alloc(&mut v, 2, 1, 3, 48);
+        add_alloc(&mut v, 5, 0, 2, 32);
+        add_alloc(&mut v, 2, 0, 1, 24);
+        let keys: Vec<_> = v
+            .iter()
+            .map(|a| (a.site, a.level, a.count, a.bytes))
+            .collect();
+        assert_eq!(keys, vec![(2, 0, 1, 24), (2, 1, 3, 48), (5, 0, 3, 48)]);
+    }
+}

@@ -1,0 +1,177 @@
+//! Allocation records (`--alloc`) in the builder and the model: each lands
+//! on the frame open at its place in the thread's stream, per site and
+//! level; the JSON report lists a node's allocations by class with Java
+//! source names, snapshots carry them, and the stack formats weigh by
+//! bytes or objects.
+
+use sprig_callgraph::profile::Metric;
+use sprig_callgraph::report::Format;
+use sprig_callgraph::{CctBuilder, Profile, RenderOptions};
+use sprig_wire::Message;
+use sprig_wire::event::{Event, EventKind};
+use sprig_wire::record::{AllocRecord, RECORD_ALLOC, RecordSlots};
+
+fn alloc(site: u32, level: u8, count: u32, bytes: u64) -> Vec<Event> {
+    let rec = AllocRecord {
+        site,
+        level,
+        count,
+        bytes,
+    };
+    RecordSlots::new(RECORD_ALLOC, 0, &rec.words())
+        .unwrap()
+        .as_slice()
+        .to_vec()
+}
+
+fn site(id: u32, method: u32, descriptor: &str, dims: u8) -> Message {
+    Message::AllocSite {
+        id,
+        method,
+        bci: id * 10,
+        descriptor: descriptor.into(),
+        dims,
+    }
+}
+
+fn profile() -> Profile {
+    profile_k(1)
+}
+
+/// [`profile`] with `k` times the `int[]` bytes in `work`.
+fn profile_k(k: u64) -> Profile {
+    let mut b = CctBuilder::new(1_000_000_000);
+    b.set_method(1, "p.Main", "root", "()V");
+    b.set_method(2, "p.Main", "work", "()V");
+    b.apply_message(&site(1, 1, "Lp/Main$Point;", 0));
+    b.apply_message(&site(2, 2, "[I", 1));
+    b.apply_message(&site(3, 2, "[[J", 2));
+    let mut evs = Vec::new();
+    // outside a root context: not counted
+    evs.extend(alloc(1, 0, 1, 24));
+    for call in 0..2u64 {
+        let t = call * 100;
+        evs.push(Event::new(EventKind::RootEntry, 1, t + 1));
+        evs.extend(alloc(1, 0, 1, 24));
+        evs.push(Event::new(EventKind::MethodEntry, 2, t + 2));
+        evs.extend(alloc(2, 0, k as u32, 56 * k));
+        evs.extend(alloc(3, 0, 1, 32));
+        evs.extend(alloc(3, 1, 3, 120));
+        evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
+        evs.extend(alloc(1, 0, 1, 24));
+        evs.push(Event::new(EventKind::RootExit, 1, t + 4));
+    }
+    // Batches cut inside a record change nothing.
+    let (a, b2) = evs.split_at(evs.len() / 2 + 1);
+    b.process(0, a);
+    b.process(0, b2);
+    b.finish()
+}
+
+#[test]
+fn records_land_on_the_open_frame_by_site_and_level() {
+    let p = profile();
+    let tree = &p.threads[0].tree;
+    let root = &tree.nodes[tree.roots[0] as usize];
+    let work = &tree.nodes[root.children[0] as usize];
+    let by = |n| {
+        p.node_allocs(n)
+            .into_iter()
+            .map(|c| (c.class, c.count, c.bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by(root), vec![("p.Main$Point".to_string(), 4, 96)]);
+    assert_eq!(
+        by(work),
+        vec![
+            ("long[]".to_string(), 6, 240),
+            ("int[]".to_string(), 2, 112),
+            ("long[][]".to_string(), 2, 64),
+        ]
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("1 allocation records outside a root context")),
+        "{:?}",
+        p.warnings
+    );
+    // Weights: bytes and objects, own and total.
+    let w = p.weights(tree, Metric::Bytes);
+    assert_eq!((w[0].own, w[0].total), (96, 96 + 240 + 112 + 64));
+    let w = p.weights(tree, Metric::Objects);
+    assert_eq!((w[0].own, w[0].total), (4, 4 + 10));
+    // The merged tree adds them up too.
+    let m = p.merged();
+    assert_eq!(p.node_allocs(&m.tree.nodes[1]).len(), 3);
+}
+
+#[test]
+fn json_snapshots_and_stack_formats_carry_them() {
+    let p = profile();
+    let opts = RenderOptions::default();
+    let mut json = Vec::new();
+    Format::Json
+        .renderer()
+        .render(&p, &opts, &mut json)
+        .unwrap();
+    let json = String::from_utf8(json).unwrap();
+    assert!(
+        json.contains(r#""allocations":[{"class":"p.Main$Point","count":4,"bytes":96}]"#),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#"{"class":"long[]","count":6,"bytes":240}"#),
+        "{json}"
+    );
+    let mut data = Vec::new();
+    p.write_snapshot(&mut data).unwrap();
+    let back = Profile::read_snapshot(&mut data.as_slice()).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(back.alloc_sites.len(), 3);
+    let collapsed = |weight| {
+        let mut out = Vec::new();
+        let o = RenderOptions {
+            weight,
+            ..RenderOptions::default()
+        };
+        Format::Collapsed
+            .renderer()
+            .render(&p, &o, &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let bytes = collapsed(Metric::Bytes);
+    assert!(bytes.lines().any(|l| l.ends_with(" 416")), "{bytes}");
+    assert!(bytes.lines().any(|l| l.ends_with(" 96")), "{bytes}");
+    let objects = collapsed(Metric::Objects);
+    assert!(objects.lines().any(|l| l.ends_with(" 10")), "{objects}");
+}
+
+#[test]
+fn a_diff_shows_which_context_allocates_more() {
+    let (a, b) = (profile(), profile_k(3));
+    let d = sprig_callgraph::diff(&a, &b);
+    let work = d
+        .nodes
+        .iter()
+        .find(|n| n.method.name == "work")
+        .expect("work");
+    assert_eq!(work.a.unwrap().alloc_bytes, 2 * (56 + 32 + 120));
+    assert_eq!(work.b.unwrap().alloc_bytes, 2 * (3 * 56 + 32 + 120));
+    assert_eq!(work.b.unwrap().alloc_objects, 2 * (3 + 1 + 3));
+    let mut out = Vec::new();
+    sprig_callgraph::report::diff::DiffText
+        .render(&d, &RenderOptions::default(), &mut out)
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("bytes change"), "{text}");
+    // per root call: 208 -> 320 bytes in work
+    let line = text.lines().find(|l| l.contains("work")).unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cols[cols.len() - 5..cols.len() - 2],
+        ["208", "320", "+112"],
+        "{text}"
+    );
+}
