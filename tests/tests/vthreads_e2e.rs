@@ -107,6 +107,7 @@ fn tree(thread: &Value) -> BTreeMap<String, u64> {
 fn expected(n: u64, io: bool) -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = [
         ("root", n),
+        ("root > carrier", 2 * n),
         ("root > step", 3 * n),
         ("root > locked", n),
         ("root > locked > inLock", n),
@@ -175,11 +176,7 @@ fn blocking_roots_on(jdk: &Jdk, timing: &str) {
 
     // --threads: each virtual thread its own tree, exactly one root call
     // and nothing of another's.
-    let (report, stdout) = run(
-        jdk,
-        &["--timing", timing, "--threads"],
-        &["block", &n, "0"],
-    );
+    let (report, stdout) = run(jdk, &["--timing", timing, "--threads"], &["block", &n, "0"]);
     assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
     let ts = threads(&report);
     assert_eq!(ts.len() as u64, N, "{what}: a thread per virtual thread");

@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -359,4 +359,7 @@ pub enum Message {
         cost_ns: u64,
         samples: Vec<StackSample>,
     },
+    /// Thread `index` (named by its `Thread` message just before) is a
+    /// virtual thread: its stream is its own whatever carrier ran it.
+    VirtualThread { index: u32 },
 }

@@ -8,10 +8,11 @@ mod jni;
 mod jvmti;
 pub mod slots;
 mod tls;
+pub mod vthreads;
 
 pub use callbacks::{
     ClassFile, ProbeNatives, VmEvents, install, probe_natives, reflected_native, site_native,
-    table_native,
+    table_native, virtual_native,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

@@ -20,6 +20,10 @@ pub(super) static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 /// Whether the session times calls by sampling (`Timing::Sampled`); a
 /// thread takes it when it registers.
 pub(super) static SAMPLED: AtomicBool = AtomicBool::new(false);
+/// Root calls on virtual threads are profiled this session: the JVM's
+/// virtual threads are followed (`ffi::vthreads`) and the clock is a wall
+/// clock (a virtual thread's CPU time is spread over its carriers).
+pub(super) static VIRTUAL: AtomicBool = AtomicBool::new(false);
 /// Entries and exits inside root contexts that the agent wrote under
 /// sampled timing: all of them without the Java path; with it, a first
 /// call, a full segment, a thread without its slot, a slot closed around

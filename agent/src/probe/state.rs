@@ -44,6 +44,9 @@ pub(super) struct ThreadState {
     /// running longer than a burst period runs its bursts at exits inside
     /// it (`natives::exit`).
     pub(super) root_since: Cell<u64>,
+    /// The state of a virtual thread (`ffi::vthreads`): its own, whatever
+    /// carrier runs it.
+    pub(super) virtual_thread: Cell<bool>,
 }
 
 impl ThreadState {
@@ -64,6 +67,7 @@ impl ThreadState {
             next_burst: Cell::new(0),
             in_burst: Cell::new(false),
             root_since: Cell::new(0),
+            virtual_thread: Cell::new(false),
         }
     }
 

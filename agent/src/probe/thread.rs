@@ -4,7 +4,7 @@
 //! state, `ThreadEnd` when the thread ends, and calibration's private
 //! ring.
 
-use super::ring::{GENERATION, REGION, SAMPLED, WAIT_BOUND_MS};
+use super::ring::{GENERATION, REGION, SAMPLED, VIRTUAL, WAIT_BOUND_MS};
 use super::state::ThreadState;
 use crate::ffi::Jni;
 use crate::ffi::slots;
@@ -93,6 +93,22 @@ fn forget_thread_state() {
     let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
+/// `Probe.nVirtual`, before a root probe on a virtual thread: this
+/// carrier's probes use the virtual thread's own state from now on (made
+/// the first time), and follow it to every carrier it mounts on. False when
+/// this session does not profile roots on virtual threads (the probe class
+/// then counts the root call as skipped).
+pub(super) fn enter_virtual(jni: Jni<'_>) -> bool {
+    if !VIRTUAL.load(Ordering::Relaxed) {
+        return false;
+    }
+    crate::ffi::vthreads::adopt::<ThreadState>(&jni, || {
+        let s = Box::new(ThreadState::new());
+        s.virtual_thread.set(true);
+        s
+    })
+}
+
 /// First root entry of this thread in this session: index, producer,
 /// `ThreadStart`, and the `Thread` message.
 #[cold]
@@ -123,7 +139,8 @@ pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
-        s.java_id.set(threads::announce(jni, index));
+        s.java_id
+            .set(threads::announce(jni, index, s.virtual_thread.get()));
     }
     if java {
         use_slot(s);

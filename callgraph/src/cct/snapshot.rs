@@ -373,6 +373,7 @@ impl Profile {
             };
             let tree = read_tree(&mut r, version)?;
             p.threads.push(ThreadProfile {
+                virtual_threads: 0,
                 index,
                 java_id,
                 name,
