@@ -13,12 +13,12 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
-/// The version 6 file of the same profile: a version 7 file without the
-/// timing byte, the sample counts of each thread (5 u64) and the samples
-/// and latency histogram of each node.
-fn downgrade_to_v6(v7: &[u8]) -> Vec<u8> {
-    let mut v = v7.to_vec();
-    assert_eq!(v[8..12], 7u32.to_le_bytes());
+/// The version 6 file of the same profile: a version 8 file without the
+/// timing byte, the sample counts and the virtual-thread count of each
+/// thread (5 + 1 u64) and the samples and latency histogram of each node.
+fn downgrade_to_v6(v8: &[u8]) -> Vec<u8> {
+    let mut v = v8.to_vec();
+    assert_eq!(v[8..12], 8u32.to_le_bytes());
     v[8..12].copy_from_slice(&6u32.to_le_bytes());
     let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
     let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
@@ -57,7 +57,7 @@ fn downgrade_to_v6(v7: &[u8]) -> Vec<u8> {
         at += 4 + 8;
         at += 4 + u32_at(&v, at) as usize;
         at += 5 * 8; // bursts
-        v.drain(at..at + 5 * 8);
+        v.drain(at..at + 6 * 8);
         at += 4;
         let nodes = u64_at(&v, at);
         at += 8;
@@ -318,10 +318,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v8 = plain;
-    v8[8..12].copy_from_slice(&8u32.to_le_bytes());
+    let mut v9 = plain;
+    v9[8..12].copy_from_slice(&9u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v8.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(8))
+        Profile::read_snapshot(&mut v9.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(9))
     ));
 }

@@ -234,3 +234,89 @@ fn platform_and_virtual_threads_run_the_same_root_at_once() {
         assert_eq!(report["stats"]["virtual_threads"], 200, "{what}");
     }
 }
+
+/// `sprig profile` killed while virtual threads sit inside roots: the agent
+/// detaches by itself, the JVM goes on, and a second session counts the
+/// virtual threads' root calls exactly (the first session's states, left
+/// in the virtual threads that ran roots, stay out of it).
+#[test]
+fn killing_the_cli_while_virtual_threads_are_inside_roots() {
+    for jdk in vthread_jdks("killing_the_cli_while_virtual_threads_are_inside_roots") {
+        let what = format!("JDK {}", jdk.major);
+        let classes = compiled(
+            &jdk,
+            "vthreads",
+            &repo_root().join("fixtures/vthreads"),
+            &[],
+        );
+        let mut cmd = Command::new(jdk.java());
+        cmd.arg("-Djdk.virtualThreadScheduler.parallelism=2")
+            .arg("-cp")
+            .arg(classes.path())
+            .args(["vthreads.VThreads", "loop", "50", "0"]);
+        let mut jvm = Proc::spawn(&format!("vthreads-loop-jdk{}", jdk.major), cmd);
+        jvm.wait_for("ready", LONG, |l| l.starts_with("ready"));
+        let tmp = TempDir::new("vthreads-kill");
+        let args = [
+            "--root",
+            "vthreads.Task::root",
+            "--format",
+            "json",
+            "--keep-trivial",
+        ];
+        let first = tmp.path().join("first.json");
+        let mut sprig = sprig_tests::start_sprig(jvm.pid(), &args, &first);
+        std::thread::sleep(Duration::from_millis(500));
+        sprig.signal("KILL");
+        sprig.wait_exit(LONG).expect("killed");
+        // A new session gets going once the old one detached.
+        let second = tmp.path().join("second.json");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut sprig = loop {
+            let mut cmd = Command::new(sprig_bin());
+            cmd.arg("profile")
+                .arg(jvm.pid().to_string())
+                .args(args)
+                .arg("-o")
+                .arg(&second);
+            let mut p = Proc::spawn("sprig-2", cmd);
+            if p.try_wait_for(Duration::from_secs(3), |_, l| {
+                l.starts_with("sprig: profiling")
+            })
+            .is_some()
+            {
+                break p;
+            }
+            p.wait_exit(Duration::from_secs(5));
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: no second session within 10 s of the kill"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        jvm.send("stop");
+        jvm.wait_for("stopped", LONG, |l| l.starts_with("stopped"));
+        assert!(
+            jvm.stdout().contains("failed 0"),
+            "{what}: {}",
+            jvm.transcript()
+        );
+        sprig.signal("INT");
+        let status = sprig.wait_exit(LONG).expect("sprig stops");
+        assert!(status.success(), "{what}: {status}\n{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+        let ts = threads(&report);
+        assert_eq!(ts.len(), 1, "{what}: {report}");
+        // Calls already inside the root when the session began are left
+        // out whole (their thread had no root context open), as on
+        // platform threads: the rest is exact.
+        let t = tree(&ts[0]);
+        let n = t["root"];
+        assert!(n >= 50, "{what}: {n} root calls");
+        assert_eq!(t, expected(n, false), "{what}: {report}");
+        jvm.close_stdin();
+        let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}

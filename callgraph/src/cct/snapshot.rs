@@ -19,6 +19,7 @@
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name,
 //!                          (v6) u64 bursts used, rejected, min, median, max pair ps,
 //!                          (v7) u64 samples credited, outside, outside_ticks, late, unmatched,
+//!                          (v8) u64 virtual threads (0: a platform thread),
 //!                          u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
 //!                                                u64 adjust_ticks, u64 incomplete,
@@ -47,7 +48,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 7;
+pub const SNAPSHOT_VERSION: u32 = 8;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -251,6 +252,7 @@ impl Profile {
             for v in [c.credited, c.outside, c.outside_ticks, c.late, c.unmatched] {
                 w.u64(v)?;
             }
+            w.u64(t.virtual_threads)?;
             write_tree(&mut w, &t.tree)?;
         }
         w.len(self.warnings.len())?;
@@ -371,9 +373,10 @@ impl Profile {
             } else {
                 SampleCounts::default()
             };
+            let virtual_threads = if version >= 8 { r.u64()? } else { 0 };
             let tree = read_tree(&mut r, version)?;
             p.threads.push(ThreadProfile {
-                virtual_threads: 0,
+                virtual_threads,
                 index,
                 java_id,
                 name,

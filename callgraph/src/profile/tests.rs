@@ -254,6 +254,10 @@ fn group_virtual_merges_virtual_threads_only() {
         });
     }
     assert_eq!((p.thread_count(), p.virtual_threads()), (5, 3));
+    // a snapshot keeps which threads were virtual
+    let mut snap = Vec::new();
+    p.write_snapshot(&mut snap).unwrap();
+    assert_eq!(Profile::read_snapshot(&mut snap.as_slice()).unwrap(), p);
     p.group_virtual();
     let names: Vec<(u32, &str, u64)> = p
         .threads
