@@ -207,6 +207,29 @@ fn ten_thousand_virtual_threads_each_with_a_root_call() {
     }
 }
 
+/// More virtual threads parked inside roots than the ring has segments
+/// (1,000 against 64): an unmounting virtual thread past half the ring
+/// hands its segment back, so the carriers that run the others on never
+/// wait for one that only a parked thread could free (the JVM hung there).
+#[test]
+fn more_virtual_threads_parked_inside_roots_than_ring_segments() {
+    for jdk in vthread_jdks("more_virtual_threads_parked_inside_roots_than_ring_segments") {
+        for timing in ["sampled", "exact"] {
+            let what = format!("JDK {} {timing}", jdk.major);
+            let (report, _) = run(
+                &jdk,
+                &["--ring-mib", "4", "--timing", timing],
+                &["sleep", "1000", "0"],
+            );
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(tree(&ts[0]), expected(1000, false), "{what}");
+            assert_eq!(report["stats"]["lost_events"], 0, "{what}");
+            assert!(min_root_ns(&ts[0]) >= 20_000_000, "{what}");
+        }
+    }
+}
+
 #[test]
 fn platform_and_virtual_threads_run_the_same_root_at_once() {
     for jdk in vthread_jdks("platform_and_virtual_threads_run_the_same_root_at_once") {

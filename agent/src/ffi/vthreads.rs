@@ -33,8 +33,23 @@ use std::sync::OnceLock;
 /// when this JVM cannot: no virtual threads, or the events are missing).
 static ENV: OnceLock<Option<Jvmti>> = OnceLock::new();
 
-/// Drops a state [`adopt`] made (`drop_box` of the `tls` slot's type).
-static DROP: OnceLock<fn(usize)> = OnceLock::new();
+/// What the events call on a state [`adopt`] made (the functions of the
+/// `tls` slot's type).
+static HOOKS: OnceLock<Hooks> = OnceLock::new();
+
+struct Hooks {
+    drop: fn(usize),
+    mounted: fn(usize),
+    unmounted: fn(usize),
+}
+
+/// A virtual thread's state, told when its thread mounts and unmounts.
+pub trait VirtualState: 'static {
+    /// The thread mounted on a carrier (whose probes now use this state).
+    fn mounted(&self);
+    /// The thread is about to unmount from its carrier.
+    fn unmounted(&self);
+}
 
 const MOUNT: &CStr = c"com.sun.hotspot.events.VirtualThreadMount";
 const UNMOUNT: &CStr = c"com.sun.hotspot.events.VirtualThreadUnmount";
@@ -180,15 +195,19 @@ fn extension_events(jvmti: &Jvmti) -> Result<(jint, jint), String> {
 /// `Thread.isVirtual` first). False when virtual threads are not
 /// followed or JVMTI refused; `make`'s value is then dropped.
 /// `T` must be the type the `tls` word serves (the probe runtime's state).
-pub fn adopt<T: 'static>(jni: &Jni<'_>, make: impl FnOnce() -> Box<T>) -> bool {
+pub fn adopt<T: VirtualState>(jni: &Jni<'_>, make: impl FnOnce() -> Box<T>) -> bool {
     let Some(Some(jvmti)) = ENV.get() else {
         return false;
     };
     if !tls::owned_by::<T>() {
         return false;
     }
-    // Set only past the check above: always `drop_box` of the slot's type.
-    DROP.get_or_init(|| drop_box::<T>);
+    // Set only past the check above: always the slot's type's.
+    HOOKS.get_or_init(|| Hooks {
+        drop: drop_box::<T>,
+        mounted: mounted_state::<T>,
+        unmounted: unmounted_state::<T>,
+    });
     let env = jvmti.raw();
     let _ = jni;
     let mut thread: jthread = std::ptr::null_mut();
@@ -222,9 +241,20 @@ pub fn adopt<T: 'static>(jni: &Jni<'_>, make: impl FnOnce() -> Box<T>) -> bool {
 
 fn drop_box<T>(p: usize) {
     // SAFETY: `p` came from `Box::<T>::into_raw` in `adopt` (the only
-    // `DROP` is `drop_box::<T>` of that `T`) and `ended` takes it out of
-    // the thread's storage before calling this, so it is dropped once.
+    // `HOOKS` are those of that `T`) and `ended` takes it out of the
+    // thread's storage before calling this, so it is dropped once.
     drop(unsafe { Box::from_raw(p as *mut T) });
+}
+
+fn mounted_state<T: VirtualState>(p: usize) {
+    // SAFETY: `p` is the current virtual thread's storage, a live `T` from
+    // `adopt` (dropped only by `ended`, on this same thread).
+    unsafe { &*(p as *const T) }.mounted();
+}
+
+fn unmounted_state<T: VirtualState>(p: usize) {
+    // SAFETY: as in `mounted_state`.
+    unsafe { &*(p as *const T) }.unmounted();
 }
 
 /// This thread's storage in `env` (0 when none or on an error).
@@ -241,12 +271,28 @@ fn storage(env: *mut jvmtiEnv) -> usize {
 /// `VirtualThreadMount`: the carrier's word points at the virtual thread's
 /// state (or at nothing: the carrier's own).
 unsafe extern "C" fn mounted(env: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread) {
-    let _ = catch_unwind(AssertUnwindSafe(|| tls::point_at(storage(env))));
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let p = storage(env);
+        tls::point_at(p);
+        if p != 0
+            && let Some(h) = HOOKS.get()
+        {
+            (h.mounted)(p);
+        }
+    }));
 }
 
 /// `VirtualThreadUnmount`: the carrier's own state again.
-unsafe extern "C" fn unmounted(_env: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread) {
-    let _ = catch_unwind(AssertUnwindSafe(|| tls::point_at(0)));
+unsafe extern "C" fn unmounted(env: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: jthread) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let p = storage(env);
+        if p != 0
+            && let Some(h) = HOOKS.get()
+        {
+            (h.unmounted)(p);
+        }
+        tls::point_at(0);
+    }));
 }
 
 /// `VirtualThreadEnd`: the virtual thread's state is dropped (its stream
@@ -273,8 +319,8 @@ unsafe extern "system" fn ended(env: *mut jvmtiEnv, _jni: *mut JNIEnv, _thread: 
         if tls::pointed() == p {
             tls::point_at(0);
         }
-        if let Some(drop) = DROP.get() {
-            drop(p);
+        if let Some(h) = HOOKS.get() {
+            (h.drop)(p);
         }
     }));
 }

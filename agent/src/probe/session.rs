@@ -4,8 +4,8 @@
 use super::active::{ACTIVE_THREADS, NOT_SEEN, SETTLE_SEEN, publish};
 use super::burst::BURST_EVERY;
 use super::ring::{
-    GENERATION, LOST, NATIVE_INNER, PROFILING, REGION, RING_DEAD, SAMPLED, VIRTUAL, WAIT_BOUND_MS,
-    native_inner_events,
+    GENERATION, LOST, NATIVE_INNER, PARK_BUDGET, PARKED, PROFILING, REGION, RING_DEAD, SAMPLED,
+    VIRTUAL, WAIT_BOUND_MS, native_inner_events,
 };
 use crate::ffi::Jni;
 use crate::ffi::slots;
@@ -30,6 +30,8 @@ pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timi
         followed
     });
     VIRTUAL.store(followed && wall, Ordering::Relaxed);
+    PARKED.store(0, Ordering::Relaxed);
+    PARK_BUDGET.store(region.segments() / 2, Ordering::Relaxed);
     *crate::sync::write(&REGION) = Some(region);
     NATIVE_INNER.store(0, Ordering::Relaxed);
     SAMPLED.store(timing == Timing::Sampled, Ordering::Relaxed);

@@ -47,6 +47,9 @@ pub(super) struct ThreadState {
     /// The state of a virtual thread (`ffi::vthreads`): its own, whatever
     /// carrier runs it.
     pub(super) virtual_thread: Cell<bool>,
+    /// A virtual thread unmounted keeping its segment: the generation it
+    /// was counted in (`ring::PARKED`), 0 when not.
+    pub(super) parked: Cell<u64>,
 }
 
 impl ThreadState {
@@ -68,6 +71,7 @@ impl ThreadState {
             in_burst: Cell::new(false),
             root_since: Cell::new(0),
             virtual_thread: Cell::new(false),
+            parked: Cell::new(0),
         }
     }
 

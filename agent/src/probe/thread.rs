@@ -4,7 +4,7 @@
 //! state, `ThreadEnd` when the thread ends, and calibration's private
 //! ring.
 
-use super::ring::{GENERATION, REGION, SAMPLED, VIRTUAL, WAIT_BOUND_MS};
+use super::ring::{GENERATION, PARK_BUDGET, PARKED, REGION, SAMPLED, VIRTUAL, WAIT_BOUND_MS};
 use super::state::ThreadState;
 use crate::ffi::Jni;
 use crate::ffi::slots;
@@ -91,6 +91,47 @@ pub fn with_private_ring<R>(region: Arc<Region>, f: impl FnOnce() -> R) -> R {
 
 fn forget_thread_state() {
     let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
+}
+
+impl crate::ffi::vthreads::VirtualState for ThreadState {
+    /// Counted out of `PARKED` if it was counted in this session.
+    fn mounted(&self) {
+        let g = self.parked.replace(0);
+        if g != 0 && g == GENERATION.load(Ordering::Acquire) {
+            PARKED.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the segment while fewer than `PARK_BUDGET` virtual threads
+    /// do; otherwise hands it to the consumer (the Java path's position
+    /// taken up first): the next event after the thread mounts again
+    /// claims a new one, and its stream stays in order (the consumer reads
+    /// a thread's segments in claim order).
+    fn unmounted(&self) {
+        if self.busy.get() || !self.current() {
+            return;
+        }
+        let owns = self
+            .producer
+            .try_borrow()
+            .ok()
+            .is_some_and(|p| p.as_ref().is_some_and(|p| p.window().is_some()));
+        if !owns {
+            return;
+        }
+        let budget = PARK_BUDGET.load(Ordering::Relaxed);
+        if PARKED.fetch_add(1, Ordering::Relaxed) < budget {
+            self.parked.set(self.generation.get());
+            return;
+        }
+        PARKED.fetch_sub(1, Ordering::Relaxed);
+        self.close_slot();
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            p.release();
+        }
+    }
 }
 
 /// `Probe.nVirtual`, before a root probe on a virtual thread: this
