@@ -259,8 +259,8 @@ fn platform_and_virtual_threads_run_the_same_root_at_once() {
 }
 
 /// `sprig profile` killed while virtual threads sit inside roots: the agent
-/// detaches by itself, the JVM goes on, and a second session counts the
-/// virtual threads' root calls exactly (the first session's states, left
+/// detaches by itself, the JVM goes on, and a new session counts the
+/// virtual threads' root calls exactly (the killed session's states, left
 /// in the virtual threads that ran roots, stay out of it).
 #[test]
 fn killing_the_cli_while_virtual_threads_are_inside_roots() {
@@ -313,7 +313,7 @@ fn killing_the_cli_while_virtual_threads_are_inside_roots() {
             p.wait_exit(Duration::from_secs(5));
             assert!(
                 std::time::Instant::now() < deadline,
-                "{what}: no second session within 10 s of the kill"
+                "{what}: no new session within 10 s of the kill"
             );
             std::thread::sleep(Duration::from_millis(100));
         };
