@@ -5,7 +5,7 @@
 use crate::error::AgentError;
 use crate::ffi::{
     FieldId, Global, Jni, Local, ProbeNatives, alloc_native, probe_natives, reflected_native,
-    site_native, slots, table_native,
+    site_native, slots, table_native, virtual_native,
 };
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,6 +203,9 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             jni.register_natives(class, &[alloc_native::<P>()]).is_ok(),
             Ordering::Release,
         );
+        // Absent from a probe class an older sprig defined: it counts root
+        // calls on virtual threads as skipped.
+        let _ = jni.register_natives(class, &[virtual_native::<P>()]);
         // Absent from a probe class an older sprig defined: every
         // reflective call then goes to `nReflect`.
         REFLECTED_BOUND.store(

@@ -24,10 +24,11 @@ pub fn next_index() -> u32 {
 }
 
 /// Queues the `Thread` message for `index`: the Java thread's name and id
-/// (JVMTI GetThreadInfo, `Thread.getId()`), and returns the id (0 when
-/// it could not be read). Never blocks on the socket: the control thread
-/// forwards the queue.
-pub fn announce(jni: Jni<'_>, index: u32) -> u64 {
+/// (JVMTI GetThreadInfo, `Thread.getId()`), then `VirtualThread` for a
+/// virtual thread (whose kernel thread id is its carrier's of the moment:
+/// none is sent), and returns the id (0 when it could not be read). Never
+/// blocks on the socket: the control thread forwards the queue.
+pub fn announce(jni: Jni<'_>, index: u32, is_virtual: bool) -> u64 {
     let (name, java_id) = jni.with_local_frame(8, |jni| {
         let Some(agent) = env::get() else {
             return (String::new(), 0);
@@ -44,7 +45,10 @@ pub fn announce(jni: Jni<'_>, index: u32) -> u64 {
         index,
         java_id,
         name,
-        tid: crate::ffi::gettid(),
+        tid: if is_virtual { 0 } else { crate::ffi::gettid() },
     });
+    if is_virtual {
+        crate::outbox::post(Message::VirtualThread { index });
+    }
     java_id
 }

@@ -13,8 +13,9 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
-/// The version 7 file of a profile without allocations: a version 8 file
-/// without the allocation count of each node and the allocation sites'
+/// The version 7 file of a profile of platform threads without
+/// allocations: a version 8 file without the virtual-thread count of each
+/// thread, the allocation count of each node and the allocation sites'
 /// count at the end.
 fn downgrade_to_v7(v8: &[u8]) -> Vec<u8> {
     let mut v = v8.to_vec();
@@ -53,7 +54,10 @@ fn downgrade_to_v7(v8: &[u8]) -> Vec<u8> {
     for _ in 0..threads {
         at += 4 + 8;
         at += 4 + u32_at(&v, at) as usize;
-        at += 5 * 8 + 5 * 8 + 4;
+        at += 5 * 8 + 5 * 8;
+        assert_eq!(u64_at(&v, at), 0, "a thread standing for virtual threads");
+        v.drain(at..at + 8);
+        at += 4;
         let nodes = u64_at(&v, at);
         at += 8;
         for _ in 0..nodes {
@@ -122,7 +126,7 @@ fn downgrade_to_v6(v7: &[u8]) -> Vec<u8> {
         at += 4 + 8;
         at += 4 + u32_at(&v, at) as usize;
         at += 5 * 8; // bursts
-        v.drain(at..at + 5 * 8);
+        v.drain(at..at + 6 * 8);
         at += 4;
         let nodes = u64_at(&v, at);
         at += 8;

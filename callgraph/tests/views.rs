@@ -563,7 +563,10 @@ fn stack_formats_weigh_by_the_metric_asked_for() {
         assert_eq!(m.name().parse::<Metric>().unwrap(), m);
     }
     let e = "heap".parse::<Metric>().unwrap_err().to_string();
-    assert!(e.contains("time, calls, samples, waits, objects, bytes"), "{e}");
+    assert!(
+        e.contains("time, calls, samples, waits, objects, bytes"),
+        "{e}"
+    );
 }
 
 /// `--locks`: the text report's waits table names each kind and monitor

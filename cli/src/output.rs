@@ -107,6 +107,12 @@ pub struct ViewArgs {
     #[arg(long)]
     pub merged: bool,
 
+    /// One tree per virtual thread: by default the virtual threads are
+    /// merged into one tree, `virtual threads (N)`, each root's calls
+    /// added together (platform threads keep a tree each).
+    #[arg(long)]
+    pub threads: bool,
+
     /// How many hot spots the report lists under the tree (0 for none);
     /// `--hot-spots [N]` ([`Sections`]) sets it from the command line.
     #[arg(skip = DEFAULT_HOT_SPOTS)]
@@ -313,6 +319,15 @@ fn render(
     out: &mut dyn Write,
     agent_warnings_shown: bool,
 ) -> Result<()> {
+    let grouped;
+    let profile = if view.threads || profile.virtual_threads() < 2 {
+        profile
+    } else {
+        let mut p = profile.clone();
+        p.group_virtual();
+        grouped = p;
+        &grouped
+    };
     let mut opts = view.render_options(profile)?;
     opts.agent_warnings_shown = agent_warnings_shown;
     opts.tree = shape.tree;

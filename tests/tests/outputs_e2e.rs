@@ -679,6 +679,7 @@ fn crafted_chain(path: &Path, depth: usize) {
     }
     tree.recount();
     p.threads.push(ThreadProfile {
+        virtual_threads: 0,
         name: "main".into(),
         tree,
         ..ThreadProfile::default()

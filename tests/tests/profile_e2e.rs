@@ -1391,68 +1391,81 @@ fn a_reset_leaves_out_what_ran_before_it() {
     assert!(report["stats"]["reset_after_ms"].as_u64().unwrap_or(0) >= 1000);
 }
 
-/// Root calls on virtual threads are left out and reported, not mixed
-/// into a carrier thread's tree: a virtual thread that blocks inside the
-/// root goes on on any carrier, while another runs on the first.
+/// Root calls on virtual threads after an attach: each virtual thread's
+/// calls are its own (never mixed into a carrier's tree, though one that
+/// blocks inside the root goes on on any carrier while another runs on the
+/// first), merged into one tree `virtual threads (N)` beside the platform
+/// threads' trees. Under `--clock cpu` (a virtual thread's CPU time is
+/// spread over its carriers) they are left out, counted and reported.
 #[test]
-fn root_calls_on_virtual_threads_are_left_out_and_reported() {
+fn root_calls_on_virtual_threads_are_profiled_after_an_attach() {
     each_jdk(
-        "root_calls_on_virtual_threads_are_left_out_and_reported",
+        "root_calls_on_virtual_threads_are_profiled_after_an_attach",
         |jdk| {
             if jdk.major < 21 {
                 eprintln!("skipped on JDK {}: no virtual threads", jdk.major);
                 return;
             }
-            let classes = fixture_classes(jdk);
-            let mut jvm = start_workload(jdk, classes.path(), &[]);
-            // Loads `Calls` (the root is instrumented when attaching).
-            run_scenario(&mut jvm, "calls", 1, 1);
-            let tmp = TempDir::new("vthreads");
-            let out = tmp.path().join("run.json");
-            let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, &[]);
-            // 2 platform threads x 5 calls, then 40 virtual threads x 3 calls,
-            // then the platform threads again.
-            run_scenario(&mut jvm, "sleepy", 5, 2);
-            jvm.send("vrun sleepy 3 40");
-            jvm.wait_for("done sleepy", LONG, |l| {
-                assert!(!l.starts_with("error"), "{l}");
-                l.starts_with("done sleepy")
-            });
-            run_scenario(&mut jvm, "sleepy", 5, 2);
-            let report = stop_profile(sprig, &out);
-            let mut per_thread: Vec<(String, u64)> = Vec::new();
-            for t in report["threads"].as_array().expect("threads") {
-                let roots = t["roots"].as_array().expect("roots");
-                assert_eq!(roots.len(), 1, "one root per thread: {t}");
-                let root = &roots[0];
-                assert_eq!(root["method"], "sleepy", "{t}");
-                assert_eq!(root["incomplete"], 0, "{t}");
-                let calls = root["calls"].as_u64().unwrap();
-                let kids = child_calls(root);
-                assert_eq!(
-                    kids,
-                    vec![("a".to_string(), calls), ("b".to_string(), calls)],
-                    "{t}"
-                );
-                per_thread.push((t["name"].as_str().unwrap().to_string(), calls));
+            for cpu in [false, true] {
+                virtual_roots_after_an_attach(jdk, cpu);
             }
-            per_thread.sort();
-            // Each `run` starts two new platform threads.
-            let worker = |n: &str| (format!("worker-{n}"), 5);
-            assert_eq!(
-                per_thread,
-                vec![worker("0"), worker("0"), worker("1"), worker("1")],
-                "only the platform threads' calls: {report}"
-            );
-            let warnings = report["warnings"].to_string();
-            assert!(
-                warnings.contains("120 root calls ran on virtual threads and were not profiled"),
-                "{warnings}"
-            );
-            jvm.send("exit");
-            let _ = jvm.wait_exit(Duration::from_secs(10));
         },
     );
+}
+
+fn virtual_roots_after_an_attach(jdk: &Jdk, cpu: bool) {
+    let classes = fixture_classes(jdk);
+    let mut jvm = start_workload(jdk, classes.path(), &[]);
+    // Loads `Calls` (the root is instrumented when attaching).
+    run_scenario(&mut jvm, "calls", 1, 1);
+    let tmp = TempDir::new("vthreads");
+    let out = tmp.path().join("run.json");
+    let extra: &[&str] = if cpu { &["--clock", "cpu"] } else { &[] };
+    let sprig = start_profile(jvm.pid(), "fixtures.Calls::sleepy", &out, extra);
+    // 2 platform threads x 5 calls, then 40 virtual threads x 3 calls,
+    // then the platform threads again.
+    run_scenario(&mut jvm, "sleepy", 5, 2);
+    jvm.send("vrun sleepy 3 40");
+    jvm.wait_for("done sleepy", LONG, |l| {
+        assert!(!l.starts_with("error"), "{l}");
+        l.starts_with("done sleepy")
+    });
+    run_scenario(&mut jvm, "sleepy", 5, 2);
+    let report = stop_profile(sprig, &out);
+    let mut per_thread: Vec<(String, u64)> = Vec::new();
+    for t in report["threads"].as_array().expect("threads") {
+        let roots = t["roots"].as_array().expect("roots");
+        assert_eq!(roots.len(), 1, "one root per thread: {t}");
+        let root = &roots[0];
+        assert_eq!(root["method"], "sleepy", "{t}");
+        assert_eq!(root["incomplete"], 0, "{t}");
+        let calls = root["calls"].as_u64().unwrap();
+        let kids = child_calls(root);
+        assert_eq!(
+            kids,
+            vec![("a".to_string(), calls), ("b".to_string(), calls)],
+            "{t}"
+        );
+        per_thread.push((t["name"].as_str().unwrap().to_string(), calls));
+    }
+    per_thread.sort();
+    // Each `run` starts two new platform threads.
+    let worker = |n: &str| (format!("worker-{n}"), 5);
+    let mut expected = vec![worker("0"), worker("0"), worker("1"), worker("1")];
+    if !cpu {
+        expected.insert(0, ("virtual threads (40)".to_string(), 120));
+    }
+    assert_eq!(per_thread, expected, "cpu {cpu}: {report}");
+    let warnings = report["warnings"].to_string();
+    let left_out = warnings.contains("120 root calls ran on virtual threads and were not profiled");
+    assert_eq!(left_out, cpu, "cpu {cpu}: {warnings}");
+    assert_eq!(
+        report["stats"]["virtual_threads"],
+        if cpu { 0 } else { 40 },
+        "cpu {cpu}"
+    );
+    jvm.send("exit");
+    let _ = jvm.wait_exit(Duration::from_secs(10));
 }
 
 #[test]

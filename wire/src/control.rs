@@ -406,6 +406,9 @@ pub enum Message {
         descriptor: String,
         dims: u8,
     },
+    /// Thread `index` (named by its `Thread` message just before) is a
+    /// virtual thread: its stream is its own whatever carrier ran it.
+    VirtualThread { index: u32 },
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

@@ -36,6 +36,9 @@ pub trait ProbeNatives: 'static {
     fn fast_exit(id: u32) -> i32;
     fn fast_root_enter(id: u32) -> i32;
     fn fast_root_exit(id: u32) -> i32;
+    /// Before a root probe on a virtual thread: whether its root calls are
+    /// profiled (its own probe state is in place).
+    fn enter_virtual(jni: Jni<'_>) -> bool;
 }
 
 /// What the agent does at the JVMTI events it enables; [`install`] binds
@@ -147,6 +150,28 @@ pub fn reflected_native<P: ProbeNatives>() -> NativeMethod {
         name: c"nReflected",
         signature: c"(Ljava/lang/Object;)I",
         fn_ptr: (n_reflected::<P> as ReflectedNative) as *mut std::ffi::c_void,
+    }
+}
+
+/// `Probe.nVirtual`: 1 when the virtual thread's root calls are profiled,
+/// 0 otherwise (a panic included).
+extern "system" fn n_virtual<P: ProbeNatives>(env: *mut JNIEnv, _cls: jclass) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        jint::from(P::enter_virtual(jni))
+    }))
+    .unwrap_or(0)
+}
+
+/// `Probe.nVirtual`, bound on its own: a probe class an older sprig
+/// defined in this JVM does not declare it.
+pub fn virtual_native<P: ProbeNatives>() -> NativeMethod {
+    type VirtualNative = extern "system" fn(*mut JNIEnv, jclass) -> jint;
+    NativeMethod {
+        name: c"nVirtual",
+        signature: c"()I",
+        fn_ptr: (n_virtual::<P> as VirtualNative) as *mut std::ffi::c_void,
     }
 }
 

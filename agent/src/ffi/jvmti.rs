@@ -11,6 +11,8 @@ use std::ffi::{CStr, CString, c_char, c_void};
 
 /// JVMTI version asked of GetEnv.
 const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+/// JVMTI version asked of GetEnv for virtual threads (JDK 21's).
+pub(super) const JVMTI_VERSION_21: jint = 0x3015_0000;
 /// GetEnv's success.
 const JNI_OK: jint = 0;
 
@@ -347,6 +349,11 @@ impl Drop for JvmtiStr<'_> {
 }
 
 impl Jvmti {
+    /// The raw environment, for `vthreads`.
+    pub(super) fn raw(&self) -> *mut jvmtiEnv {
+        self.env
+    }
+
     /// # Safety
     /// `env` must be a live JVMTI environment pointer.
     pub(super) unsafe fn from_raw(env: *mut jvmtiEnv) -> Jvmti {
@@ -885,9 +892,14 @@ impl Jvmti {
 impl JavaVm {
     /// A new JVMTI environment (version 1.2).
     pub fn new_jvmti(&self) -> Result<Jvmti, i32> {
+        self.new_jvmti_of(JVMTI_VERSION_1_2)
+    }
+
+    /// A new JVMTI environment of `version`.
+    pub(super) fn new_jvmti_of(&self, version: jint) -> Result<Jvmti, i32> {
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: valid out pointer; `raw` is the live JavaVM.
-        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, JVMTI_VERSION_1_2) };
+        let rc = unsafe { jvm_call!(self.raw, GetEnv, &mut env, version) };
         if rc != JNI_OK || env.is_null() {
             return Err(rc);
         }

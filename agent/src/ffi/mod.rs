@@ -9,10 +9,11 @@ mod jvmti;
 mod locks;
 pub mod slots;
 mod tls;
+pub mod vthreads;
 
 pub use callbacks::{
     ClassFile, MonitorEvent, ProbeNatives, VmEvents, alloc_native, install, probe_natives,
-    reflected_native, site_native, table_native,
+    reflected_native, site_native, table_native, virtual_native,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

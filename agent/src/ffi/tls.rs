@@ -127,6 +127,24 @@ pub fn forget_state() {
     slot::set(0);
 }
 
+/// Whether the slot holds values of type `T` (the first caller names it).
+pub(super) fn owned_by<T: 'static>() -> bool {
+    *OWNER.get_or_init(TypeId::of::<T>) == TypeId::of::<T>()
+}
+
+/// Points this thread's slot at `p`, a `T` of [`owned_by`]'s type that
+/// stays alive until the slot is pointed elsewhere (a virtual thread's
+/// state while it is mounted, see `vthreads`), or empties it (`0`): the
+/// next probe then finds the thread's own value through `try_with`.
+pub(super) fn point_at(p: usize) {
+    slot::set(p);
+}
+
+/// What the slot holds now (0: nothing).
+pub(super) fn pointed() -> usize {
+    slot::get()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

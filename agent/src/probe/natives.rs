@@ -7,7 +7,7 @@ use super::burst::{BURST_EVERY, burst_due_inside, mid_root_burst};
 use super::fast::{FAST_SLOW, fast_enter, fast_exit, fast_root_enter, fast_root_exit};
 use super::revelation::{SITE_AGAIN, check_first_call, enter_dormant, reflect, site};
 use super::ring::{GENERATION, PROFILING};
-use super::thread::{register, with_state};
+use super::thread::{enter_virtual, register, with_state};
 use super::wait::{gc_catch_up, gc_due, gc_seen_now};
 use crate::ffi::Jni;
 use crate::{allocs, methods};
@@ -77,6 +77,9 @@ impl crate::ffi::ProbeNatives for Natives {
     #[inline(always)]
     fn fast_root_exit(id: u32) -> i32 {
         fast_root_exit(id)
+    }
+    fn enter_virtual(jni: Jni<'_>) -> bool {
+        enter_virtual(jni)
     }
 }
 

@@ -20,6 +20,18 @@ pub(super) static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 /// Whether the session times calls by sampling (`Timing::Sampled`); a
 /// thread takes it when it registers.
 pub(super) static SAMPLED: AtomicBool = AtomicBool::new(false);
+/// Root calls on virtual threads are profiled this session: the JVM's
+/// virtual threads are followed (`ffi::vthreads`) and the clock is a wall
+/// clock (a virtual thread's CPU time is spread over its carriers).
+pub(super) static VIRTUAL: AtomicBool = AtomicBool::new(false);
+/// Virtual threads unmounted while keeping their ring segment (so that
+/// position samples go on finding them inside their frames), and how many
+/// may: half the ring's segments. Past that an unmounting virtual thread
+/// hands its segment to the consumer (`ThreadState::unmounted`): virtual
+/// threads parked inside roots could otherwise hold every segment while
+/// the carriers that would run them on wait for one.
+pub(super) static PARKED: AtomicU32 = AtomicU32::new(0);
+pub(super) static PARK_BUDGET: AtomicU32 = AtomicU32::new(0);
 /// Entries and exits inside root contexts that the agent wrote under
 /// sampled timing: all of them without the Java path; with it, a first
 /// call, a full segment, a thread without its slot, a slot closed around

@@ -4,12 +4,13 @@
 use super::active::{ACTIVE_THREADS, NOT_SEEN, SETTLE_SEEN, publish};
 use super::burst::BURST_EVERY;
 use super::ring::{
-    GENERATION, LOST, NATIVE_INNER, PROFILING, REGION, RING_DEAD, SAMPLED, WAIT_BOUND_MS,
-    native_inner_events,
+    GENERATION, LOST, NATIVE_INNER, PARK_BUDGET, PARKED, PROFILING, REGION, RING_DEAD, SAMPLED,
+    VIRTUAL, WAIT_BOUND_MS, native_inner_events,
 };
 use crate::ffi::Jni;
 use crate::ffi::slots;
 use crate::probe_class;
+use sprig_wire::ClockKind;
 use sprig_wire::control::Timing;
 use sprig_wire::ring::Region;
 use std::sync::Arc;
@@ -17,6 +18,20 @@ use std::sync::atomic::Ordering;
 
 /// A session starts recording into `region`.
 pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timing: Timing) {
+    let wall = region.clock() != ClockKind::ThreadCpu;
+    let followed = crate::env::get().is_some_and(|a| {
+        let (followed, why) = crate::ffi::vthreads::follow(&a.vm);
+        if let Some(why) = why {
+            crate::outbox::post(sprig_wire::Message::Warning(format!(
+                "virtual threads cannot be followed in this JVM ({why}): root calls on them are \
+                 not profiled"
+            )));
+        }
+        followed
+    });
+    VIRTUAL.store(followed && wall, Ordering::Relaxed);
+    PARKED.store(0, Ordering::Relaxed);
+    PARK_BUDGET.store(region.segments() / 2, Ordering::Relaxed);
     *crate::sync::write(&REGION) = Some(region);
     NATIVE_INNER.store(0, Ordering::Relaxed);
     SAMPLED.store(timing == Timing::Sampled, Ordering::Relaxed);

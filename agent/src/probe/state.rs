@@ -50,6 +50,12 @@ pub(super) struct ThreadState {
     pub(super) wait_since: [Cell<u64>; 4],
     /// The garbage collection pauses this thread has seen (`wait`).
     pub(super) gc_seen: Cell<u64>,
+    /// The state of a virtual thread (`ffi::vthreads`): its own, whatever
+    /// carrier runs it.
+    pub(super) virtual_thread: Cell<bool>,
+    /// A virtual thread unmounted keeping its segment: the generation it
+    /// was counted in (`ring::PARKED`), 0 when not.
+    pub(super) parked: Cell<u64>,
 }
 
 impl ThreadState {
@@ -72,6 +78,8 @@ impl ThreadState {
             root_since: Cell::new(0),
             wait_since: [const { Cell::new(0) }; 4],
             gc_seen: Cell::new(0),
+            virtual_thread: Cell::new(false),
+            parked: Cell::new(0),
         }
     }
 

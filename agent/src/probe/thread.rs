@@ -4,7 +4,7 @@
 //! state, `ThreadEnd` when the thread ends, and calibration's private
 //! ring.
 
-use super::ring::{GENERATION, REGION, SAMPLED, WAIT_BOUND_MS};
+use super::ring::{GENERATION, PARK_BUDGET, PARKED, REGION, SAMPLED, VIRTUAL, WAIT_BOUND_MS};
 use super::state::ThreadState;
 use crate::ffi::Jni;
 use crate::ffi::slots;
@@ -96,6 +96,63 @@ fn forget_thread_state() {
     let _ = with_state(|s| s.reset(GENERATION.load(Ordering::Acquire)));
 }
 
+impl crate::ffi::vthreads::VirtualState for ThreadState {
+    /// Counted out of `PARKED` if it was counted in this session.
+    fn mounted(&self) {
+        let g = self.parked.replace(0);
+        if g != 0 && g == GENERATION.load(Ordering::Acquire) {
+            PARKED.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the segment while fewer than `PARK_BUDGET` virtual threads
+    /// do; otherwise hands it to the consumer (the Java path's position
+    /// taken up first): the next event after the thread mounts again
+    /// claims a new one, and its stream stays in order (the consumer reads
+    /// a thread's segments in claim order).
+    fn unmounted(&self) {
+        if self.busy.get() || !self.current() {
+            return;
+        }
+        let owns = self
+            .producer
+            .try_borrow()
+            .ok()
+            .is_some_and(|p| p.as_ref().is_some_and(|p| p.window().is_some()));
+        if !owns {
+            return;
+        }
+        let budget = PARK_BUDGET.load(Ordering::Relaxed);
+        if PARKED.fetch_add(1, Ordering::Relaxed) < budget {
+            self.parked.set(self.generation.get());
+            return;
+        }
+        PARKED.fetch_sub(1, Ordering::Relaxed);
+        self.close_slot();
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            p.release();
+        }
+    }
+}
+
+/// `Probe.nVirtual`, before a root probe on a virtual thread: this
+/// carrier's probes use the virtual thread's own state from now on (made
+/// the first time), and follow it to every carrier it mounts on. False when
+/// this session does not profile roots on virtual threads (the probe class
+/// then counts the root call as skipped).
+pub(super) fn enter_virtual(jni: Jni<'_>) -> bool {
+    if !VIRTUAL.load(Ordering::Relaxed) {
+        return false;
+    }
+    crate::ffi::vthreads::adopt::<ThreadState>(&jni, || {
+        let s = Box::new(ThreadState::new());
+        s.virtual_thread.set(true);
+        s
+    })
+}
+
 /// First root entry of this thread in this session: index, producer,
 /// `ThreadStart`, and the `Thread` message.
 #[cold]
@@ -126,7 +183,8 @@ pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
-        s.java_id.set(threads::announce(jni, index));
+        s.java_id
+            .set(threads::announce(jni, index, s.virtual_thread.get()));
     }
     if java {
         use_slot(s);

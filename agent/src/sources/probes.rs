@@ -80,7 +80,7 @@ impl Source for Probes {
     }
 
     /// The probes are silent already (`probe::end_session`): says how many
-    /// roots ran on virtual threads, restores every class (under
+    /// roots ran on virtual threads unprofiled, restores every class (under
     /// revelation's quiesce) and names the frames left on old method
     /// versions. Each step runs even when one before it panicked.
     fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, ending: &mut Ending) {
@@ -88,9 +88,9 @@ impl Source for Probes {
             let on_virtual = probe_class::virtual_roots(jni);
             if on_virtual > 0 {
                 outbox::send(Message::Warning(format!(
-                    "{on_virtual} root call{} ran on virtual threads and {} not profiled: sprig \
-                     keeps a thread's probe state with the carrier thread, and a virtual thread \
-                     that blocks inside the root can go on on another carrier",
+                    "{on_virtual} root call{} ran on virtual threads and {} not profiled: under \
+                     --clock cpu (a virtual thread's CPU time is spread over its carriers), or \
+                     in a JVM whose virtual threads sprig cannot follow from carrier to carrier",
                     if on_virtual == 1 { "" } else { "s" },
                     if on_virtual == 1 { "was" } else { "were" },
                 )));

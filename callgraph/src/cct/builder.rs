@@ -34,6 +34,8 @@ pub struct CctBuilder {
     slots: HashMap<u32, usize>,
     last: Option<(u32, usize)>,
     names: BTreeMap<u32, (u64, String)>,
+    /// The indices of virtual threads (control message `VirtualThread`).
+    virtual_threads: std::collections::BTreeSet<u32>,
     methods: BTreeMap<u32, MethodInfo>,
     calibration: Option<Calibration>,
     pending_calibration_ticks: Option<(f64, f64)>,
@@ -57,6 +59,7 @@ impl CctBuilder {
             slots: HashMap::new(),
             last: None,
             names: BTreeMap::new(),
+            virtual_threads: Default::default(),
             methods: BTreeMap::new(),
             calibration: None,
             pending_calibration_ticks: None,
@@ -408,6 +411,9 @@ impl CctBuilder {
                     dims: *dims,
                 },
             ),
+            Message::VirtualThread { index } => {
+                self.virtual_threads.insert(*index);
+            }
             Message::Calibration {
                 inner_ticks,
                 outer_ticks,
@@ -521,6 +527,7 @@ impl CctBuilder {
                 .cloned()
                 .unwrap_or((0, format!("thread-{}", t.index)));
             p.threads.push(ThreadProfile {
+                virtual_threads: u64::from(self.virtual_threads.contains(&t.index)),
                 index: t.index,
                 java_id,
                 name,

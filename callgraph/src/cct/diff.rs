@@ -172,6 +172,7 @@ mod tests {
         }
         t.recount();
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index: 0,
             java_id: 1,
             name: "main".into(),

@@ -19,6 +19,7 @@
 //! threads:     u32 n, n × (u32 index, u64 java_id, str name,
 //!                          (v6) u64 bursts used, rejected, min, median, max pair ps,
 //!                          (v7) u64 samples credited, outside, outside_ticks, late, unmatched,
+//!                          (v8) u64 virtual threads (0: a platform thread),
 //!                          u32 roots, u64 nodes,
 //!                          nodes in pre-order × (u32 method, u64 calls, u64 total_ticks,
 //!                                                u64 adjust_ticks, u64 incomplete,
@@ -254,6 +255,7 @@ impl Profile {
             for v in [c.credited, c.outside, c.outside_ticks, c.late, c.unmatched] {
                 w.u64(v)?;
             }
+            w.u64(t.virtual_threads)?;
             write_tree(&mut w, &t.tree)?;
         }
         w.len(self.warnings.len())?;
@@ -382,8 +384,10 @@ impl Profile {
             } else {
                 SampleCounts::default()
             };
+            let virtual_threads = if version >= 8 { r.u64()? } else { 0 };
             let tree = read_tree(&mut r, version)?;
             p.threads.push(ThreadProfile {
+                virtual_threads,
                 index,
                 java_id,
                 name,

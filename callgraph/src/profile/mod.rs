@@ -160,56 +160,7 @@ impl Profile {
     /// method ids down the tree) are added together. Threads are visited in
     /// index order, so the result is deterministic.
     pub fn merged(&self) -> ThreadProfile {
-        let mut tree = Tree::default();
-        let mut samples = SampleCounts::default();
-        // (parent in merged tree or u32::MAX for the root level, method) -> merged node
-        let mut index: HashMap<(NodeId, u32), NodeId> = HashMap::new();
-        let mut stack: Vec<(NodeId, NodeId)> = Vec::new();
-        for t in &self.threads {
-            samples.add(&t.samples);
-            let src = &t.tree;
-            for &r in src.roots.iter().rev() {
-                stack.push((r, NodeId::MAX));
-            }
-            while let Some((s, parent)) = stack.pop() {
-                let Some(n) = src.nodes.get(s as usize) else {
-                    continue;
-                };
-                let key = (parent, n.method);
-                let d = match index.get(&key) {
-                    Some(&d) => d,
-                    None => {
-                        let node = Node {
-                            method: n.method,
-                            ..Node::default()
-                        };
-                        let p = (parent != NodeId::MAX).then_some(parent);
-                        let d = tree.push(p, node);
-                        index.insert(key, d);
-                        d
-                    }
-                };
-                let m = &mut tree.nodes[d as usize];
-                m.calls = m.calls.saturating_add(n.calls);
-                m.total_ticks = m.total_ticks.saturating_add(n.total_ticks);
-                m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
-                m.incomplete = m.incomplete.saturating_add(n.incomplete);
-                m.recal.add(&n.recal);
-                m.samples = m.samples.saturating_add(n.samples);
-                m.sampled_ticks = m.sampled_ticks.saturating_add(n.sampled_ticks);
-                if let Some(l) = &n.latency {
-                    m.latency.get_or_insert_with(Default::default).merge(l);
-                }
-                for a in &n.allocs {
-                    add_alloc(&mut m.allocs, a.site, a.level, a.count, a.bytes);
-                }
-                // only children that keep the tree invariant: no cycles
-                for &c in n.children.iter().rev().filter(|&&c| c > s) {
-                    stack.push((c, d));
-                }
-            }
-        }
-        tree.recount();
+        let (tree, samples) = merge_trees(self.threads.iter());
         ThreadProfile {
             index: MERGED_THREAD,
             java_id: 0,
@@ -217,7 +168,66 @@ impl Profile {
             tree,
             bursts: Bursts::default(),
             samples,
+            virtual_threads: self.threads.iter().map(|t| t.virtual_threads).sum(),
         }
+    }
+
+    /// Virtual threads counted over [`Profile::threads`].
+    pub fn virtual_threads(&self) -> u64 {
+        self.threads.iter().map(|t| t.virtual_threads).sum()
+    }
+
+    /// Threads counted over [`Profile::threads`], each merged virtual
+    /// thread counted.
+    pub fn thread_count(&self) -> u64 {
+        self.threads.iter().map(|t| t.virtual_threads.max(1)).sum()
+    }
+
+    /// Merges the virtual threads into one tree named `virtual threads (N)`
+    /// (nodes with the same path added together, each root's calls
+    /// together): thousands of short-lived virtual threads, each with a
+    /// root call or two, read as one. Platform threads stay as they are;
+    /// the merged tree takes the place of the first virtual thread. The
+    /// bursts' figures are combined (counts added, the extremes kept, the
+    /// median the median of the threads' medians).
+    pub fn group_virtual(&mut self) {
+        let (virtual_threads, mut kept): (Vec<ThreadProfile>, Vec<ThreadProfile>) =
+            self.threads.drain(..).partition(|t| t.virtual_threads > 0);
+        if virtual_threads.len() > 1 {
+            let (tree, samples) = merge_trees(virtual_threads.iter());
+            let n: u64 = virtual_threads.iter().map(|t| t.virtual_threads).sum();
+            let mut medians: Vec<u64> = virtual_threads
+                .iter()
+                .filter(|t| t.bursts.used > 0)
+                .map(|t| t.bursts.median_pair_ps)
+                .collect();
+            medians.sort_unstable();
+            let used = virtual_threads.iter().filter(|t| t.bursts.used > 0);
+            let bursts = Bursts {
+                used: virtual_threads.iter().map(|t| t.bursts.used).sum(),
+                rejected: virtual_threads.iter().map(|t| t.bursts.rejected).sum(),
+                min_pair_ps: used
+                    .clone()
+                    .map(|t| t.bursts.min_pair_ps)
+                    .min()
+                    .unwrap_or(0),
+                median_pair_ps: medians.get(medians.len() / 2).copied().unwrap_or(0),
+                max_pair_ps: used.map(|t| t.bursts.max_pair_ps).max().unwrap_or(0),
+            };
+            kept.push(ThreadProfile {
+                index: virtual_threads[0].index,
+                java_id: 0,
+                name: format!("virtual threads ({n})"),
+                tree,
+                bursts,
+                samples,
+                virtual_threads: n,
+            });
+        } else {
+            kept.extend(virtual_threads);
+        }
+        kept.sort_by_key(|t| t.index);
+        self.threads = kept;
     }
 
     /// Total number of nodes over all threads.
@@ -232,6 +242,63 @@ fn unknown(id: u32) -> MethodInfo {
         Some((kind, _)) => MethodInfo::wait_row(kind, ""),
         None => MethodInfo::unknown(id),
     }
+}
+
+/// The trees of `threads` combined: nodes with the same path (root method,
+/// then method ids down the tree) are added together, threads visited in
+/// the order given.
+fn merge_trees<'a>(threads: impl Iterator<Item = &'a ThreadProfile>) -> (Tree, SampleCounts) {
+    let mut tree = Tree::default();
+    let mut samples = SampleCounts::default();
+    // (parent in merged tree or u32::MAX for the root level, method) -> merged node
+    let mut index: HashMap<(NodeId, u32), NodeId> = HashMap::new();
+    let mut stack: Vec<(NodeId, NodeId)> = Vec::new();
+    for t in threads {
+        samples.add(&t.samples);
+        let src = &t.tree;
+        for &r in src.roots.iter().rev() {
+            stack.push((r, NodeId::MAX));
+        }
+        while let Some((s, parent)) = stack.pop() {
+            let Some(n) = src.nodes.get(s as usize) else {
+                continue;
+            };
+            let key = (parent, n.method);
+            let d = match index.get(&key) {
+                Some(&d) => d,
+                None => {
+                    let node = Node {
+                        method: n.method,
+                        ..Node::default()
+                    };
+                    let p = (parent != NodeId::MAX).then_some(parent);
+                    let d = tree.push(p, node);
+                    index.insert(key, d);
+                    d
+                }
+            };
+            let m = &mut tree.nodes[d as usize];
+            m.calls = m.calls.saturating_add(n.calls);
+            m.total_ticks = m.total_ticks.saturating_add(n.total_ticks);
+            m.adjust_ticks = m.adjust_ticks.saturating_add(n.adjust_ticks);
+            m.incomplete = m.incomplete.saturating_add(n.incomplete);
+            m.recal.add(&n.recal);
+            m.samples = m.samples.saturating_add(n.samples);
+            m.sampled_ticks = m.sampled_ticks.saturating_add(n.sampled_ticks);
+            if let Some(l) = &n.latency {
+                m.latency.get_or_insert_with(Default::default).merge(l);
+            }
+            for a in &n.allocs {
+                add_alloc(&mut m.allocs, a.site, a.level, a.count, a.bytes);
+            }
+            // only children that keep the tree invariant: no cycles
+            for &c in n.children.iter().rev().filter(|&&c| c > s) {
+                stack.push((c, d));
+            }
+        }
+    }
+    tree.recount();
+    (tree, samples)
 }
 
 #[cfg(test)]

@@ -167,6 +167,7 @@ fn malformed_trees_do_not_panic_or_loop() {
     assert_eq!(t.depths(), vec![0, 1]);
     let _ = p.times(&t);
     p.threads.push(ThreadProfile {
+        virtual_threads: 0,
         tree: t,
         ..ThreadProfile::default()
     });
@@ -200,6 +201,7 @@ fn merged_adds_same_paths() {
         t.push(Some(r), leaf(extra, 1, 10));
         t.recount();
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index,
             java_id: index as u64,
             name: format!("t{index}"),
@@ -224,4 +226,77 @@ fn merged_adds_same_paths() {
         })
         .collect();
     assert_eq!(kids, vec![(2, 8, 80), (3, 1, 10), (4, 1, 10)]);
+}
+
+#[test]
+fn group_virtual_merges_virtual_threads_only() {
+    let mut p = Profile::new(0);
+    // thread 0 platform, 1-3 virtual, 4 platform; each one root call
+    for (index, is_virtual) in [(0u32, 0u64), (1, 1), (2, 1), (3, 1), (4, 0)] {
+        let mut t = Tree::default();
+        let r = t.push(None, leaf(1, 1, 100));
+        t.push(Some(r), leaf(2 + index % 2, 2, 40));
+        t.recount();
+        p.threads.push(ThreadProfile {
+            virtual_threads: is_virtual,
+            index,
+            java_id: 10 + u64::from(index),
+            name: format!("t{index}"),
+            tree: t,
+            bursts: Bursts {
+                used: u64::from(index),
+                median_pair_ps: 1000 * u64::from(index),
+                min_pair_ps: 500 * u64::from(index),
+                max_pair_ps: 2000 * u64::from(index),
+                rejected: 1,
+            },
+            samples: Default::default(),
+        });
+    }
+    assert_eq!((p.thread_count(), p.virtual_threads()), (5, 3));
+    // a snapshot keeps which threads were virtual
+    let mut snap = Vec::new();
+    p.write_snapshot(&mut snap).unwrap();
+    assert_eq!(Profile::read_snapshot(&mut snap.as_slice()).unwrap(), p);
+    p.group_virtual();
+    let names: Vec<(u32, &str, u64)> = p
+        .threads
+        .iter()
+        .map(|t| (t.index, t.name.as_str(), t.virtual_threads))
+        .collect();
+    assert_eq!(
+        names,
+        vec![(0, "t0", 0), (1, "virtual threads (3)", 3), (4, "t4", 0)]
+    );
+    assert_eq!((p.thread_count(), p.virtual_threads()), (5, 3));
+    let v = &p.threads[1];
+    assert_eq!(v.tree.roots.len(), 1);
+    let root = &v.tree.nodes[v.tree.roots[0] as usize];
+    assert_eq!((root.calls, root.total_ticks), (3, 300));
+    let kids: Vec<(u32, u64)> = root
+        .children
+        .iter()
+        .map(|&c| {
+            (
+                v.tree.nodes[c as usize].method,
+                v.tree.nodes[c as usize].calls,
+            )
+        })
+        .collect();
+    // threads 1 and 3 call method 3, thread 2 method 2
+    assert_eq!(kids, vec![(3, 4), (2, 2)]);
+    assert_eq!(
+        v.bursts,
+        Bursts {
+            used: 6,
+            rejected: 3,
+            min_pair_ps: 500,
+            median_pair_ps: 2000,
+            max_pair_ps: 6000,
+        }
+    );
+    // a second grouping changes nothing; one virtual thread stays as it is
+    let once = p.clone();
+    p.group_virtual();
+    assert_eq!(p, once);
 }

@@ -185,6 +185,10 @@ pub struct ThreadProfile {
     pub bursts: Bursts,
     /// Sampled timing: what became of this thread's samples.
     pub samples: SampleCounts,
+    /// How many virtual threads this profile stands for: 0 for a platform
+    /// thread, 1 for one virtual thread, N for N merged into one tree
+    /// ([`crate::profile::Profile::group_virtual`]).
+    pub virtual_threads: u64,
 }
 
 impl ThreadProfile {

@@ -438,6 +438,7 @@ mod tests {
             p.timing = Timing::Sampled;
         }
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index: 0,
             java_id: 1,
             name: "main".into(),

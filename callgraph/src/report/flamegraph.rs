@@ -642,6 +642,7 @@ mod tests {
         t.push(Some(r), leaf(5, 1, 0));
         t.recount();
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index: 0,
             name: "main\u{1b}[31m".into(),
             tree: t,

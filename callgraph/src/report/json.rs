@@ -4,7 +4,7 @@
 //! {"version":1,
 //!  "target":{"pid","jvm"},
 //!  "stats":{"events","instrumented_methods","called_methods","lost_events","duration_ms","reset_after_ms",
-//!           "instrumented_classes","failed_classes","threads","redefinition_batches",
+//!           "instrumented_classes","failed_classes","threads","virtual_threads","redefinition_batches",
 //!           "redefinition_ms","reveal_ms",
 //!           "revelation":{"revealed_by":{kind:methods},"scanned","reachable",
 //!                         "reachable_unloaded","classes_mirrored","unmodifiable_skipped",
@@ -19,7 +19,9 @@
 //! `total_ns`/`self_ns` are exact (adjust-time and calibrated probe cost
 //! subtracted). Added fields: top level `ticks_per_sec`, `clock`, `warnings`,
 //! `hot_spots` (when asked for) and `merged` (when asked for); per thread
-//! `index` (sprig's thread index; `id` is the Java thread id) and `bursts`
+//! `index` (sprig's thread index; `id` is the Java thread id), `virtual`
+//! (how many virtual threads it stands for: 0 for a platform thread, N for
+//! `virtual threads (N)`, the virtual threads merged) and `bursts`
 //! (`{"used","rejected","min_pair_ns","median_pair_ns","max_pair_ns"}`: the
 //! thread's in-session calibration bursts and the probe pair they measured,
 //! zeros without any); per node
@@ -257,10 +259,11 @@ impl Render for Json {
         )?;
         write!(
             out,
-            "\"instrumented_classes\":{},\"failed_classes\":{},\"threads\":{},\"redefinition_batches\":{},\"redefinition_ms\":{},\"reveal_ms\":{},\"revelation\":",
+            "\"instrumented_classes\":{},\"failed_classes\":{},\"threads\":{},\"virtual_threads\":{},\"redefinition_batches\":{},\"redefinition_ms\":{},\"reveal_ms\":{},\"revelation\":",
             s.instrumented_classes,
             s.failed_classes,
-            s.threads,
+            s.threads.max(p.thread_count()),
+            p.virtual_threads(),
             s.redefinition_batches,
             num_f64(s.redefinition_ns as f64 / 1e6),
             num_f64(s.reveal_ns as f64 / 1e6)
@@ -339,8 +342,8 @@ impl Render for Json {
             indent(out, 2)?;
             write!(
                 out,
-                "{{\"id\":{},\"index\":{},\"name\":",
-                t.java_id, t.index
+                "{{\"id\":{},\"index\":{},\"virtual\":{},\"name\":",
+                t.java_id, t.index, t.virtual_threads
             )?;
             write_str(out, &t.name)?;
             let b = &t.bursts;
@@ -448,6 +451,7 @@ mod tests {
         );
         tree.recount();
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index: 0,
             tree,
             ..ThreadProfile::default()

@@ -422,6 +422,7 @@ mod tests {
             t.push(Some(r), leaf(3, 2, 30));
             t.recount();
             p.threads.push(ThreadProfile {
+                virtual_threads: 0,
                 index,
                 name: name.into(),
                 tree: t,

@@ -207,9 +207,21 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     } else {
         String::new()
     };
+    // The thread count only when virtual threads ran roots: they are
+    // merged into one tree by default, so the tree count does not say it.
+    let virtual_threads = p.virtual_threads();
+    let threads = if virtual_threads > 0 {
+        let n = p.stats.threads.max(p.thread_count());
+        format!(
+            ", {n} thread{} ({virtual_threads} virtual)",
+            if n == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "sprig profile: pid {}, {}: {} ms{from_reset}, {} timing{}",
+        "sprig profile: pid {}, {}: {} ms{from_reset}, {} timing{}{threads}",
         p.target.pid,
         escape(jvm),
         p.stats.duration_ms,

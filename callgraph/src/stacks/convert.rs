@@ -99,6 +99,7 @@ impl StackProfile {
             acts.resize(tree.nodes.len(), 0);
             activations.push(acts);
             p.threads.push(ThreadProfile {
+                virtual_threads: 0,
                 index: i as u32,
                 java_id: t.java_id,
                 name: t.name.clone(),

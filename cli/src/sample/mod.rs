@@ -270,6 +270,7 @@ impl Stacks<'_> {
                     max_stack: sprig_callgraph::report::DEFAULT_MAX_STACK,
                     weight: Metric::Samples,
                     merged: !args.threads,
+                    threads: args.threads,
                     hot_spots: args.hot,
                     back_traces: args.back_traces.clone(),
                     width: None,

@@ -83,12 +83,12 @@ public final class Probe {
     private static final int SLOT_MASK = (1 << 12) - 1;
 
     /**
-     * Root calls made on virtual threads while a session was on: not
-     * profiled, because the agent keeps a thread's probe state with the
-     * carrier (platform) thread that runs it, and a virtual thread that
-     * blocks inside the root may go on on another carrier while a second
-     * one runs on the first. Counted here (under {@code INSIDE_LOCK}); the
-     * agent zeroes it when a session starts and reports it at the end.
+     * Root calls made on virtual threads while a session was on that the
+     * agent did not profile ({@code nVirtual} answered 0: the JVM's virtual
+     * threads cannot be followed from carrier to carrier, or the session
+     * times with thread CPU time). Counted here (under
+     * {@code INSIDE_LOCK}); the agent zeroes it when a session starts and
+     * reports it at the end.
      */
     static long virtualRoots;
 
@@ -295,7 +295,7 @@ public final class Probe {
         if (on == 0) {
             return;
         }
-        if (onVirtualThread()) {
+        if (onVirtualThread() && !followVirtual()) {
             countVirtualRoot();
             return;
         }
@@ -307,7 +307,7 @@ public final class Probe {
     }
 
     public static void rootExit(int id) {
-        if (on == 0 || onVirtualThread()) {
+        if (on == 0) {
             return;
         }
         int r = nRootExit(id);
@@ -539,6 +539,23 @@ public final class Probe {
     private static native void nAlloc(Object o, int site);
 
     private static native void nExit(int id);
+
+    /**
+     * On a virtual thread, before its root probe: whether the agent
+     * profiles it (its probe state is the virtual thread's own from now on
+     * and follows it from carrier to carrier).
+     */
+    private static boolean followVirtual() {
+        try {
+            return nVirtual() != 0;
+        } catch (LinkageError e) {
+            // an agent that does not bind it
+            return false;
+        }
+    }
+
+    /** Returns 1 when the agent profiles this virtual thread's root calls. */
+    private static native int nVirtual();
 
     /** Returns 1 when this call opened a root context on this thread. */
     private static native int nRootEnter(int id);

@@ -30,6 +30,7 @@ fn control_characters_in_names_are_escaped() {
     );
     tree.recount();
     p.threads.push(ThreadProfile {
+        virtual_threads: 0,
         index: 0,
         java_id: 1,
         name: "main\u{1b}[31m\r\n".into(),
@@ -104,6 +105,7 @@ fn two_marked_threads() -> Profile {
         );
         tree.recount();
         p.threads.push(ThreadProfile {
+            virtual_threads: 0,
             index,
             name: format!("t{index}"),
             tree,
@@ -200,6 +202,7 @@ fn shaped(shape: &[Shape]) -> Profile {
         p.timing = Timing::Sampled;
     }
     p.threads.push(ThreadProfile {
+        virtual_threads: 0,
         index: 1,
         name: "main".into(),
         tree,

@@ -1,0 +1,345 @@
+//! Root calls on virtual threads (JDK 21 and 25): each virtual thread is
+//! its own stream whatever carrier runs it, its root calls are counted
+//! exactly, and reports merge virtual threads into one tree per root
+//! unless `--threads` keeps them apart. The fixture (`fixtures/vthreads`)
+//! starts its virtual threads by reflection, so JDK 17's javac compiles it.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{Jdk, Proc, TempDir, compiled, repo_root, sprig_bin};
+
+const LONG: Duration = Duration::from_secs(120);
+
+/// The JDKs with virtual threads (21 and 25), those missing skipped.
+fn vthread_jdks(test: &str) -> Vec<Jdk> {
+    sprig_tests::every_jdk(test)
+        .into_iter()
+        .filter(|j| j.major >= 21)
+        .collect()
+}
+
+/// `sprig run --root vthreads.Task::root` of `VThreads ARGS` with two
+/// carriers; returns the JSON report and the fixture's output.
+fn run(jdk: &Jdk, sprig_args: &[&str], args: &[&str]) -> (Value, String) {
+    let classes = compiled(jdk, "vthreads", &repo_root().join("fixtures/vthreads"), &[]);
+    let tmp = TempDir::new("vthreads");
+    let out = tmp.path().join("run.json");
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args([
+        "run",
+        "--root",
+        "vthreads.Task::root",
+        "--format",
+        "json",
+        "--keep-trivial",
+    ])
+    .args(sprig_args)
+    .arg("-o")
+    .arg(&out)
+    .arg("--")
+    .arg(jdk.java())
+    .arg("-Djdk.virtualThreadScheduler.parallelism=2")
+    .arg("-cp")
+    .arg(classes.path())
+    .arg("vthreads.VThreads")
+    .args(args);
+    let mut p = Proc::spawn(&format!("vthreads-jdk{}", jdk.major), cmd);
+    p.close_stdin();
+    let status = p
+        .wait_exit(LONG)
+        .unwrap_or_else(|| panic!("sprig run did not end:\n{}", p.transcript()));
+    assert!(status.success(), "{status}\n{}", p.transcript());
+    let stdout = p.stdout();
+    assert!(
+        stdout.contains("failed 0"),
+        "a root call failed:\n{}",
+        p.transcript()
+    );
+    let text = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("no report ({e}):\n{}", p.transcript()));
+    let report = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{text}\n{}", p.transcript()));
+    (report, stdout)
+}
+
+/// The fixture's `moved M` line.
+fn moved(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("moved "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a moved line")
+}
+
+/// One thread's calls per path (`method > method`), every node complete.
+fn tree(thread: &Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<(&Value, String)> = thread["roots"]
+        .as_array()
+        .expect("roots")
+        .iter()
+        .map(|r| (r, String::new()))
+        .collect();
+    while let Some((n, prefix)) = stack.pop() {
+        let name = n["method"].as_str().expect("method");
+        let path = if prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{prefix} > {name}")
+        };
+        assert_eq!(n["incomplete"], 0, "incomplete calls at {path}: {thread}");
+        assert!(
+            out.insert(path.clone(), n["calls"].as_u64().expect("calls"))
+                .is_none(),
+            "two nodes for {path}: {thread}"
+        );
+        for c in n["children"].as_array().into_iter().flatten() {
+            stack.push((c, path.clone()));
+        }
+    }
+    out
+}
+
+/// The tree of `n` root calls: `block` adds the socket I/O.
+fn expected(n: u64, io: bool) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = [
+        ("root", n),
+        ("root > carrier", 2 * n),
+        ("root > step", 3 * n),
+        ("root > locked", n),
+        ("root > locked > inLock", n),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    if io {
+        m.insert("root > io".into(), n);
+        m.insert("root > io > check".into(), n);
+    }
+    m
+}
+
+fn threads(report: &Value) -> &Vec<Value> {
+    report["threads"].as_array().expect("threads")
+}
+
+/// Smallest complete root call of a thread, in ns.
+fn min_root_ns(thread: &Value) -> u64 {
+    thread["roots"][0]["latency"]["min_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no latency: {thread}"))
+}
+
+#[test]
+fn roots_on_virtual_threads_that_block_are_profiled_per_thread() {
+    for jdk in vthread_jdks("roots_on_virtual_threads_that_block_are_profiled_per_thread") {
+        for timing in ["sampled", "exact"] {
+            blocking_roots_on(&jdk, timing);
+        }
+    }
+}
+
+fn blocking_roots_on(jdk: &Jdk, timing: &str) {
+    const N: u64 = 40;
+    let n = N.to_string();
+    let what = format!("JDK {} {timing}", jdk.major);
+
+    // By default the virtual threads are one tree per root.
+    let (report, stdout) = run(jdk, &["--timing", timing], &["block", &n, "0"]);
+    assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
+    let ts = threads(&report);
+    assert_eq!(ts.len(), 1, "{what}: one merged thread: {report}");
+    assert_eq!(
+        ts[0]["name"],
+        format!("virtual threads ({N})"),
+        "{what}: {report}"
+    );
+    assert_eq!(ts[0]["virtual"], N, "{what}");
+    assert_eq!(tree(&ts[0]), expected(N, true), "{what}: {report}");
+    assert_eq!(report["stats"]["threads"], N, "{what}");
+    assert_eq!(report["stats"]["virtual_threads"], N, "{what}");
+    // Wall time: every root call slept 20 ms and waited for the lock and
+    // the echo (5 ms).
+    assert!(
+        min_root_ns(&ts[0]) >= 25_000_000,
+        "{what}: a root call took less than its sleep and echo: {}",
+        ts[0]["roots"][0]["latency"]
+    );
+    assert!(
+        ts[0]["roots"][0]["total_ns"].as_u64().unwrap() >= N * 25_000_000,
+        "{what}: total below the sleeps: {}",
+        ts[0]["roots"][0]["total_ns"]
+    );
+
+    // --threads: each virtual thread its own tree, exactly one root call
+    // and nothing of another's.
+    let (report, stdout) = run(jdk, &["--timing", timing, "--threads"], &["block", &n, "0"]);
+    assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
+    let ts = threads(&report);
+    assert_eq!(ts.len() as u64, N, "{what}: a thread per virtual thread");
+    let mut ids: Vec<u64> = Vec::new();
+    for t in ts {
+        assert_eq!(t["virtual"], 1, "{what}: {t}");
+        assert_eq!(tree(t), expected(1, true), "{what}: {t}");
+        assert!(min_root_ns(t) >= 25_000_000, "{what}: {t}");
+        ids.push(t["id"].as_u64().expect("id"));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len() as u64, N, "{what}: Java thread ids repeat");
+}
+
+#[test]
+fn ten_thousand_virtual_threads_each_with_a_root_call() {
+    for jdk in vthread_jdks("ten_thousand_virtual_threads_each_with_a_root_call") {
+        let what = format!("JDK {}", jdk.major);
+        let (report, _) = run(&jdk, &[], &["plain", "10000", "0"]);
+        let ts = threads(&report);
+        assert_eq!(ts.len(), 1, "{what}: {report}");
+        assert_eq!(ts[0]["name"], "virtual threads (10000)", "{what}");
+        assert_eq!(tree(&ts[0]), expected(10_000, false), "{what}");
+        assert_eq!(report["stats"]["threads"], 10_000, "{what}");
+        assert_eq!(report["stats"]["virtual_threads"], 10_000, "{what}");
+        assert_eq!(report["stats"]["lost_events"], 0, "{what}");
+    }
+}
+
+/// More virtual threads parked inside roots than the ring has segments
+/// (1,000 against 64): an unmounting virtual thread past half the ring
+/// hands its segment back, so the carriers that run the others on never
+/// wait for one that only a parked thread could free (the JVM hung there).
+#[test]
+fn more_virtual_threads_parked_inside_roots_than_ring_segments() {
+    for jdk in vthread_jdks("more_virtual_threads_parked_inside_roots_than_ring_segments") {
+        for timing in ["sampled", "exact"] {
+            let what = format!("JDK {} {timing}", jdk.major);
+            let (report, _) = run(
+                &jdk,
+                &["--ring-mib", "4", "--timing", timing],
+                &["sleep", "1000", "0"],
+            );
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(tree(&ts[0]), expected(1000, false), "{what}");
+            assert_eq!(report["stats"]["lost_events"], 0, "{what}");
+            assert!(min_root_ns(&ts[0]) >= 20_000_000, "{what}");
+        }
+    }
+}
+
+#[test]
+fn platform_and_virtual_threads_run_the_same_root_at_once() {
+    for jdk in vthread_jdks("platform_and_virtual_threads_run_the_same_root_at_once") {
+        let what = format!("JDK {}", jdk.major);
+        // 3 platform threads of 20 root calls each, 200 virtual threads of
+        // one, every call sleeping 20 ms.
+        let (report, _) = run(&jdk, &[], &["sleep", "200", "3", "20"]);
+        let mut by_name: BTreeMap<String, &Value> = BTreeMap::new();
+        for t in threads(&report) {
+            by_name.insert(t["name"].as_str().expect("name").to_owned(), t);
+        }
+        let names: Vec<&String> = by_name.keys().collect();
+        assert_eq!(
+            names,
+            ["plat-0", "plat-1", "plat-2", "virtual threads (200)"],
+            "{what}"
+        );
+        for p in ["plat-0", "plat-1", "plat-2"] {
+            assert_eq!(by_name[p]["virtual"], 0, "{what}");
+            assert_eq!(tree(by_name[p]), expected(20, false), "{what}: {p}");
+        }
+        let v = by_name["virtual threads (200)"];
+        assert_eq!(tree(v), expected(200, false), "{what}");
+        assert_eq!(report["stats"]["threads"], 203, "{what}");
+        assert_eq!(report["stats"]["virtual_threads"], 200, "{what}");
+    }
+}
+
+/// `sprig profile` killed while virtual threads sit inside roots: the agent
+/// detaches by itself, the JVM goes on, and a new session counts the
+/// virtual threads' root calls exactly (the killed session's states, left
+/// in the virtual threads that ran roots, stay out of it).
+#[test]
+fn killing_the_cli_while_virtual_threads_are_inside_roots() {
+    for jdk in vthread_jdks("killing_the_cli_while_virtual_threads_are_inside_roots") {
+        let what = format!("JDK {}", jdk.major);
+        let classes = compiled(
+            &jdk,
+            "vthreads",
+            &repo_root().join("fixtures/vthreads"),
+            &[],
+        );
+        let mut cmd = Command::new(jdk.java());
+        cmd.arg("-Djdk.virtualThreadScheduler.parallelism=2")
+            .arg("-cp")
+            .arg(classes.path())
+            .args(["vthreads.VThreads", "loop", "50", "0"]);
+        let mut jvm = Proc::spawn(&format!("vthreads-loop-jdk{}", jdk.major), cmd);
+        jvm.wait_for("ready", LONG, |l| l.starts_with("ready"));
+        let tmp = TempDir::new("vthreads-kill");
+        let args = [
+            "--root",
+            "vthreads.Task::root",
+            "--format",
+            "json",
+            "--keep-trivial",
+        ];
+        let first = tmp.path().join("first.json");
+        let mut sprig = sprig_tests::start_sprig(jvm.pid(), &args, &first);
+        std::thread::sleep(Duration::from_millis(500));
+        sprig.signal("KILL");
+        sprig.wait_exit(LONG).expect("killed");
+        // A new session gets going once the old one detached.
+        let second = tmp.path().join("second.json");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut sprig = loop {
+            let mut cmd = Command::new(sprig_bin());
+            cmd.arg("profile")
+                .arg(jvm.pid().to_string())
+                .args(args)
+                .arg("-o")
+                .arg(&second);
+            let mut p = Proc::spawn("sprig-2", cmd);
+            if p.try_wait_for(Duration::from_secs(3), |_, l| {
+                l.starts_with("sprig: profiling")
+            })
+            .is_some()
+            {
+                break p;
+            }
+            p.wait_exit(Duration::from_secs(5));
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: no new session within 10 s of the kill"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        jvm.send("stop");
+        jvm.wait_for("stopped", LONG, |l| l.starts_with("stopped"));
+        assert!(
+            jvm.stdout().contains("failed 0"),
+            "{what}: {}",
+            jvm.transcript()
+        );
+        sprig.signal("INT");
+        let status = sprig.wait_exit(LONG).expect("sprig stops");
+        assert!(status.success(), "{what}: {status}\n{}", sprig.transcript());
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+        let ts = threads(&report);
+        assert_eq!(ts.len(), 1, "{what}: {report}");
+        // Calls already inside the root when the session began are left
+        // out whole (their thread had no root context open), as on
+        // platform threads: the rest is exact.
+        let t = tree(&ts[0]);
+        let n = t["root"];
+        assert!(n >= 50, "{what}: {n} root calls");
+        assert_eq!(t, expected(n, false), "{what}: {report}");
+        jvm.close_stdin();
+        let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}
