@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -143,6 +143,22 @@ pub struct StackOptions {
     /// Frames kept per stack, counted from the leaf; a deeper stack is cut
     /// at its outer end and marked `truncated`.
     pub max_depth: u32,
+    /// The source asked for; the agent falls back to JVMTI, with a
+    /// `Warning` that says why, when the timer cannot run.
+    pub source: StackSource,
+}
+
+/// Where stack samples come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub enum StackSource {
+    /// JVMTI GetAllStackTraces every interval: every thread, whatever it
+    /// does, at a safepoint (safepoint-biased).
+    #[default]
+    Jvmti,
+    /// A per-thread CPU-time timer's signal and HotSpot's
+    /// AsyncGetCallTrace: threads on the CPU, where they are (no
+    /// safepoint bias). Each sample weighs one interval of CPU time.
+    Timer,
 }
 
 /// What a sampled thread was doing, from its JVMTI thread state.
@@ -359,4 +375,8 @@ pub enum Message {
         cost_ns: u64,
         samples: Vec<StackSample>,
     },
+    /// The stack source the agent runs, before its first sample. With the
+    /// timer, `StackSamples::cost_ns` is the time its samples took the
+    /// signal handler, and a message holds the samples of one drain.
+    StackSource(StackSource),
 }

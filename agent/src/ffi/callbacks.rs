@@ -370,6 +370,16 @@ extern "system" fn class_prepare<E: VmEvents>(
     });
 }
 
+/// ClassLoad: nothing to do; the event is on only because HotSpot's
+/// AsyncGetCallTrace answers while some environment has it on.
+extern "system" fn class_load(
+    _jvmti_env: *mut jvmtiEnv,
+    _jni_env: *mut JNIEnv,
+    _thread: jthread,
+    _klass: jclass,
+) {
+}
+
 extern "system" fn vm_init<E: VmEvents>(
     _jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
@@ -394,5 +404,6 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.VMDeath = Some(vm_death::<E>);
     cb.ClassFileLoadHook = Some(class_file_load_hook::<E>);
     cb.ClassPrepare = Some(class_prepare::<E>);
+    cb.ClassLoad = Some(class_load);
     jvmti.set_event_callbacks(&cb)
 }

@@ -117,6 +117,12 @@ impl<'a> Jni<'a> {
         }
     }
 
+    /// The JNIEnv's address, as an identity of its thread (never
+    /// dereferenced by the caller).
+    pub fn env_addr(&self) -> usize {
+        self.env as usize
+    }
+
     /// Clears a pending exception; returns whether there was one.
     pub fn exception_clear(&self) -> bool {
         // SAFETY: `env` is this thread's JNIEnv.

@@ -112,6 +112,9 @@ pub enum Event {
     VmDeath,
     ClassFileLoadHook,
     ClassPrepare,
+    /// Posted at nothing sprig does; enabled because HotSpot's
+    /// AsyncGetCallTrace answers only while some environment has it on.
+    ClassLoad,
 }
 
 impl Event {
@@ -121,6 +124,7 @@ impl Event {
             Event::VmDeath => sys::JVMTI_EVENT_VM_DEATH,
             Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             Event::ClassPrepare => sys::JVMTI_EVENT_CLASS_PREPARE,
+            Event::ClassLoad => sys::JVMTI_EVENT_CLASS_LOAD,
         }
     }
 }
@@ -699,6 +703,27 @@ impl Jvmti {
         // SAFETY: `thread` is a live thread reference; valid out pointer.
         unsafe { jvmti_call!(self.env, GetThreadCpuTime, thread.raw(), &mut ns)? };
         Ok(ns.max(0) as u64)
+    }
+
+    /// Every live platform thread, as local references in `jni`'s current
+    /// frame.
+    pub fn all_threads<'a>(&self, _jni: &Jni<'a>) -> Result<Vec<Local<'a>>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut threads: *mut jobject = std::ptr::null_mut();
+        // SAFETY: valid out pointers; the calling thread is attached (it
+        // holds `_jni`), so the returned local references belong to it.
+        unsafe { jvmti_call!(self.env, GetAllThreads, &mut count, &mut threads)? };
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        if !threads.is_null() {
+            for i in 0..count.max(0) as usize {
+                // SAFETY: JVMTI returned an array of `count` thread references.
+                let t = unsafe { *threads.add(i) };
+                // SAFETY: `t` is a local reference owned by this thread.
+                out.push(unsafe { Local::from_raw(t) });
+            }
+        }
+        self.deallocate(threads.cast());
+        Ok(out)
     }
 
     /// A thread's name.

@@ -14,10 +14,12 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal) and `stacks` (the stack sampler). Adding a source is one file
+//! reveal), `stacks` (the JVMTI stack sampler) and `cpu_timer` (stacks
+//! from a per-thread CPU-time timer's signal, with AsyncGetCallTrace). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
+pub mod cpu_timer;
 pub mod probes;
 pub mod stacks;
 
@@ -128,6 +130,24 @@ impl Running {
             Some(source) => source.start(agent, jni),
             None => Ok(()),
         }
+    }
+
+    /// Stops the last source started (one whose start failed, before
+    /// another takes its place).
+    pub fn stop_last(
+        &mut self,
+        agent: &'static Agent,
+        jni: Jni<'_>,
+        ending: &mut Ending,
+    ) -> Stopped {
+        let mut stopped = Stopped::default();
+        if let Some(mut source) = self.sources.pop() {
+            let needs = source.needs();
+            step(source.name(), (), || source.stop(agent, jni, ending));
+            stopped.events.extend_from_slice(needs.events);
+            stopped.capabilities.push(needs.capabilities);
+        }
+        stopped
     }
 
     /// Stops every source, the last started first; a panic in one is

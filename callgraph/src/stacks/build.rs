@@ -91,8 +91,11 @@ pub struct StackProfile {
     pub cpu_samples: u64,
     /// Stacks cut at the maximum depth.
     pub truncated: u64,
-    /// What the rounds cost the agent's sampling thread, in ns.
+    /// What the rounds cost the agent's sampling thread, in ns (with the
+    /// timer source, what the samples cost the signal handler).
     pub cost_ns: u64,
+    /// The source the agent took the stacks with, when it said.
+    pub source: Option<sprig_wire::control::StackSource>,
     pub first_ns: Option<u64>,
     pub last_ns: u64,
     pub(super) buckets: Vec<Bucket>,
@@ -113,6 +116,7 @@ impl StackProfile {
             cpu_samples: 0,
             truncated: 0,
             cost_ns: 0,
+            source: None,
             first_ns: None,
             last_ns: 0,
             buckets: Vec::new(),
