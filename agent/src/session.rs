@@ -654,8 +654,8 @@ fn start_profiling(
 
 /// Starts the stack source `opts` asks for: the CPU-time timer
 /// (`StackSource::Timer`) when this JVM and process allow it, else the
-/// JVMTI sampler `stacks`, with one line that says why. The source used
-/// goes to the CLI as `StackSource` before any sample.
+/// JVMTI sampler `stacks`, with one line that says why. Each source names
+/// itself to the CLI (`StackSource`) before its first sample.
 fn start_stacks(
     agent: &'static Agent,
     jni: Jni<'_>,
@@ -668,10 +668,7 @@ fn start_stacks(
     {
         match CpuTimer::usable(o) {
             Ok(timer) => match start_source(agent, jni, Box::new(timer)) {
-                Ok(()) => {
-                    outbox::send(Message::StackSource(StackSource::Timer));
-                    return Ok(());
-                }
+                Ok(()) => return Ok(()),
                 Err(e) => {
                     // Stopped at once: the JVMTI sampler takes over.
                     let mut ending = sources::Ending::default();
@@ -688,9 +685,7 @@ fn start_stacks(
             }
         }
     }
-    start_source(agent, jni, Box::new(stacks))?;
-    outbox::send(Message::StackSource(StackSource::Jvmti));
-    Ok(())
+    start_source(agent, jni, Box::new(stacks))
 }
 
 impl Session {

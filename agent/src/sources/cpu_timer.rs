@@ -137,6 +137,9 @@ impl Source for CpuTimer {
             return Err("stack sampling: cannot install the SIGPROF handler".into());
         }
         self.armed = true;
+        crate::outbox::send(Message::StackSource(
+            sprig_wire::control::StackSource::Timer,
+        ));
         let opts = self.opts;
         let jvmti = agent.jvmti;
         start_thread(agent, THREAD_NAME, &mut self.thread, move |jni, stop| {
@@ -233,6 +236,14 @@ struct Drain {
     own_tid: i32,
     /// Samples whose JNIEnv matched no live thread.
     unknown: u64,
+    /// When the last `StackSamples` went (`None`: none yet). With no
+    /// sample, an empty one goes at the first drain and once a second, so
+    /// that an idle JVM's session still has rounds.
+    sent_at: Option<Instant>,
+    /// When `envs` was last emptied: a VM thread's memory (and its JNIEnv)
+    /// may serve a new thread after one ends, so the map is rebuilt once a
+    /// second.
+    mapped_at: Instant,
     taken: Vec<agct::Taken>,
 }
 
@@ -285,6 +296,8 @@ impl Drain {
             skipped: HashSet::new(),
             own_tid: crate::ffi::gettid() as i32,
             unknown: 0,
+            mapped_at: Instant::now(),
+            sent_at: None,
             taken: Vec::with_capacity(SLOTS),
         })
     }
@@ -345,9 +358,16 @@ impl Drain {
         let mut taken = std::mem::take(&mut self.taken);
         taken.clear();
         agct::drain(&mut taken);
-        if taken.is_empty() {
+        let quiet = self
+            .sent_at
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1));
+        if taken.is_empty() && quiet {
             self.taken = taken;
             return;
+        }
+        if self.mapped_at.elapsed() >= Duration::from_secs(1) {
+            self.envs.clear();
+            self.mapped_at = Instant::now();
         }
         if taken.iter().any(|t| !self.envs.contains_key(&t.env)) {
             self.map_threads(jni);
@@ -381,6 +401,7 @@ impl Drain {
             });
         }
         self.taken = taken;
+        self.sent_at = Some(Instant::now());
         send(
             &self.stop,
             Message::StackSamples {

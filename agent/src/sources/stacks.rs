@@ -104,6 +104,9 @@ impl Source for Stacks {
     /// Starts the sampler thread and waits (bounded) until it is attached
     /// to the VM and ready.
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
+        outbox::send(Message::StackSource(
+            sprig_wire::control::StackSource::Jvmti,
+        ));
         let opts = self.opts;
         let jvmti = agent.jvmti;
         start_thread(agent, THREAD_NAME, &mut self.thread, move |jni, stop| {

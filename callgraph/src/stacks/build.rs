@@ -231,8 +231,11 @@ impl StackProfile {
         // thread runnable that waits inside the VM (HotSpot's Reference
         // Handler on the pending list) and it uses none. In a native
         // method it must have used half the interval.
+        // A sample of the CPU-time timer source is one of a thread on the
+        // CPU by construction, whatever the time between two messages.
+        let timer = self.source == Some(sprig_wire::control::StackSource::Timer);
         let on_cpu = match s.state {
-            SampledState::Running => !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
+            SampledState::Running => timer || !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
             SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
             _ => false,
         };
