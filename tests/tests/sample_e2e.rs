@@ -14,10 +14,19 @@ use sprig_tests::{Jdk, Proc, fixture_classes, run_sprig, test_jdks};
 
 const CLASS: &str = "fixtures.Shares";
 
+/// C2 keeps the inlining scope of every instruction, not only of its
+/// safepoints: AsyncGetCallTrace then names the inlined method a sample
+/// lands in. Without it a sample between two safepoints is named after
+/// the nearest one, which can be another inlined method (here `heavy` and
+/// `light`, whose bodies are the same, came out 40/60 instead of 70/30
+/// once on JDK 25). docs/stack-sampling.md.
+const PRECISE: [&str; 2] = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints"];
+
 /// Starts the fixture with HotSpot logging every class redefinition.
 fn start_shares(jdk: &Jdk, classes: &std::path::Path) -> Proc {
     let mut cmd = Command::new(jdk.java());
-    cmd.arg("-Xlog:redefine+class*=info")
+    cmd.args(PRECISE)
+        .arg("-Xlog:redefine+class*=info")
         .arg("-cp")
         .arg(classes)
         .arg(CLASS);
@@ -181,7 +190,8 @@ const BIAS: &str = "fixtures.Bias";
 /// HotSpot logging every class redefinition.
 fn start_bias(jdk: &Jdk, classes: &std::path::Path) -> Proc {
     let mut cmd = Command::new(jdk.java());
-    cmd.arg("-XX:+UseSerialGC")
+    cmd.args(PRECISE)
+        .arg("-XX:+UseSerialGC")
         .arg("-Xlog:redefine+class*=info")
         .arg("-cp")
         .arg(classes)
