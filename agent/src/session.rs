@@ -671,10 +671,13 @@ fn start_stacks(
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     // Stopped at once: the JVMTI sampler takes over.
-                    let mut ending = sources::Ending::default();
-                    crate::sync::lock(&SOURCES)
-                        .stop_last(agent, jni, &mut ending)
-                        .release(agent);
+                    // (A source whose check failed was never kept.)
+                    let mut running = crate::sync::lock(&SOURCES);
+                    if running.last_name() == Some("cpu-timer") {
+                        let mut ending = sources::Ending::default();
+                        running.stop_last(agent, jni, &mut ending).release(agent);
+                    }
+                    drop(running);
                     outbox::send(Message::Warning(format!(
                         "{e}; stacks are taken with JVMTI instead (safepoint-biased)"
                     )));

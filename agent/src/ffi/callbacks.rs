@@ -380,6 +380,19 @@ extern "system" fn class_load(
 ) {
 }
 
+/// CompiledMethodLoad: nothing to do; the event is on only because C2
+/// then records the inlining scope of every instruction it emits.
+extern "system" fn compiled_method_load(
+    _jvmti_env: *mut jvmtiEnv,
+    _method: jvmti_bindings::sys::jni::jmethodID,
+    _code_size: jint,
+    _code_addr: *const std::ffi::c_void,
+    _map_length: jint,
+    _map: *const jvmti_bindings::sys::jvmti::jvmtiAddrLocationMap,
+    _compile_info: *const std::ffi::c_void,
+) {
+}
+
 extern "system" fn vm_init<E: VmEvents>(
     _jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
@@ -405,5 +418,6 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.ClassFileLoadHook = Some(class_file_load_hook::<E>);
     cb.ClassPrepare = Some(class_prepare::<E>);
     cb.ClassLoad = Some(class_load);
+    cb.CompiledMethodLoad = Some(compiled_method_load);
     jvmti.set_event_callbacks(&cb)
 }

@@ -115,6 +115,10 @@ pub enum Event {
     /// Posted at nothing sprig does; enabled because HotSpot's
     /// AsyncGetCallTrace answers only while some environment has it on.
     ClassLoad,
+    /// Posted at nothing sprig does; while it is on, C2 records which
+    /// inlined method each instruction belongs to (as
+    /// `-XX:+DebugNonSafepoints` does) in the code it compiles.
+    CompiledMethodLoad,
 }
 
 impl Event {
@@ -125,6 +129,7 @@ impl Event {
             Event::ClassFileLoadHook => sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             Event::ClassPrepare => sys::JVMTI_EVENT_CLASS_PREPARE,
             Event::ClassLoad => sys::JVMTI_EVENT_CLASS_LOAD,
+            Event::CompiledMethodLoad => sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
         }
     }
 }
@@ -140,6 +145,8 @@ pub struct Capabilities {
     pub all_class_hook_events: bool,
     /// GetThreadCpuTime of any thread.
     pub thread_cpu_time: bool,
+    /// CompiledMethodLoad events.
+    pub compiled_method_load: bool,
 }
 
 impl Capabilities {
@@ -150,6 +157,7 @@ impl Capabilities {
         get_constant_pool: false,
         all_class_hook_events: false,
         thread_cpu_time: false,
+        compiled_method_load: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -162,6 +170,7 @@ impl Capabilities {
         get_constant_pool: true,
         all_class_hook_events: true,
         thread_cpu_time: false,
+        compiled_method_load: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -176,6 +185,7 @@ impl Capabilities {
             && (!self.get_constant_pool || other.get_constant_pool)
             && (!self.all_class_hook_events || other.all_class_hook_events)
             && (!self.thread_cpu_time || other.thread_cpu_time)
+            && (!self.compiled_method_load || other.compiled_method_load)
     }
 
     fn raw(self) -> jvmtiCapabilities {
@@ -186,6 +196,7 @@ impl Capabilities {
         caps.set_can_get_constant_pool(self.get_constant_pool);
         caps.set_can_generate_all_class_hook_events(self.all_class_hook_events);
         caps.set_can_get_thread_cpu_time(self.thread_cpu_time);
+        caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
         caps
     }
 
@@ -197,6 +208,7 @@ impl Capabilities {
             get_constant_pool: raw.can_get_constant_pool(),
             all_class_hook_events: raw.can_generate_all_class_hook_events(),
             thread_cpu_time: raw.can_get_thread_cpu_time(),
+            compiled_method_load: raw.can_generate_compiled_method_load_events(),
         }
     }
 }

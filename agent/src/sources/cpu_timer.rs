@@ -67,8 +67,15 @@ pub struct CpuTimer {
 
 impl CpuTimer {
     pub const NEEDS: Needs = Needs {
-        capabilities: Capabilities::NONE,
-        events: &[Event::ClassLoad, Event::ClassPrepare],
+        capabilities: Capabilities {
+            compiled_method_load: true,
+            ..Capabilities::NONE
+        },
+        events: &[
+            Event::ClassLoad,
+            Event::ClassPrepare,
+            Event::CompiledMethodLoad,
+        ],
         ring: false,
     };
 

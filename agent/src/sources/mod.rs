@@ -132,6 +132,11 @@ impl Running {
         }
     }
 
+    /// The name of the last source started, if any.
+    pub fn last_name(&self) -> Option<&'static str> {
+        self.sources.last().map(|s| s.name())
+    }
+
     /// Stops the last source started (one whose start failed, before
     /// another takes its place).
     pub fn stop_last(
