@@ -96,6 +96,11 @@ pub fn step<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
 /// one step of the end of a session (the tests of a session's end).
 pub const FAULT_ENV: &str = "SPRIG_AGENT_FAULT";
 
+/// Whether [`FAULT_ENV`] names `point` (hooks that are no panic).
+pub fn fault_named(point: &str) -> bool {
+    std::env::var_os(FAULT_ENV).is_some_and(|l| l.to_string_lossy().split(',').any(|p| p == point))
+}
+
 /// Panics once per JVM at `point` when [`FAULT_ENV`] names it.
 pub fn inject_fault(point: &'static str) {
     static FIRED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());

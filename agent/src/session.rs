@@ -66,6 +66,7 @@ use crate::outbox;
 use crate::probe;
 use crate::probe_class;
 use crate::reveal;
+use crate::sources::cpu_timer::CpuTimer;
 use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
 use crate::sources::stacks::Stacks;
@@ -117,6 +118,7 @@ impl crate::ffi::VmEvents for Events {
     /// Revelation mirrors a class now if it was loaded before the attach
     /// but not prepared then.
     fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>) {
+        crate::sources::cpu_timer::on_class_prepare(jvmti, class);
         probe::charged_out(|| reveal::on_class_prepare(jvmti, jni, class))
     }
     fn vm_init(jni: Jni<'_>) {
@@ -682,9 +684,10 @@ fn start_profiling(
         session.detach(agent, jni, End::Failed);
         return None;
     }
-    // The stack sampler, with the probes or alone.
+    // The stack sampler, with the probes or alone: the CPU-time timer
+    // when asked for and usable, the JVMTI sampler otherwise.
     if let Some(stacks) = stacks
-        && let Err(e) = start_source(agent, jni, Box::new(stacks))
+        && let Err(e) = start_stacks(agent, jni, stacks, so.stacks)
     {
         outbox::send(Message::Error(e));
         session.detach(agent, jni, End::Failed);
@@ -703,6 +706,45 @@ fn start_profiling(
         return None;
     }
     Some(session)
+}
+
+/// Starts the stack source `opts` asks for: the CPU-time timer
+/// (`StackSource::Timer`) when this JVM and process allow it, else the
+/// JVMTI sampler `stacks`, with one line that says why. Each source names
+/// itself to the CLI (`StackSource`) before its first sample.
+fn start_stacks(
+    agent: &'static Agent,
+    jni: Jni<'_>,
+    stacks: Stacks,
+    opts: Option<sprig_wire::control::StackOptions>,
+) -> Result<(), String> {
+    use sprig_wire::control::StackSource;
+    if let Some(o) = opts
+        && o.source == StackSource::Timer
+    {
+        match CpuTimer::usable(o) {
+            Ok(timer) => match start_source(agent, jni, Box::new(timer)) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    // Stopped at once: the JVMTI sampler takes over.
+                    // (A source whose check failed was never kept.)
+                    let mut running = crate::sync::lock(&SOURCES);
+                    if running.last_name() == Some("cpu-timer") {
+                        let mut ending = sources::Ending::default();
+                        running.stop_last(agent, jni, &mut ending).release(agent);
+                    }
+                    drop(running);
+                    outbox::send(Message::Warning(format!(
+                        "{e}; stacks are taken with JVMTI instead (safepoint-biased)"
+                    )));
+                }
+            },
+            Err(why) => {
+                outbox::send(Message::Warning(format!("stack sampling: {why}")));
+            }
+        }
+    }
+    start_source(agent, jni, Box::new(stacks))
 }
 
 impl Session {

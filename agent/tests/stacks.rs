@@ -169,6 +169,7 @@ fn a_sample_only_session_sees_every_thread_in_its_state() {
         cli.start_sampling(StackOptions {
             interval_us: 10_000,
             max_depth: 64,
+            source: sprig_wire::control::StackSource::Jvmti,
         });
         let got = sample_rounds(&mut cli, &jdk, 30);
 
@@ -281,6 +282,7 @@ fn a_sample_only_session_sees_every_thread_in_its_state() {
         next.start_sampling(StackOptions {
             interval_us: 10_000,
             max_depth: 1,
+            source: sprig_wire::control::StackSource::Jvmti,
         });
         let cut = sample_rounds(&mut next, &jdk, 5);
         let spinner = cut.of("stacks-spinner");
@@ -304,6 +306,7 @@ fn a_sample_only_session_sees_every_thread_in_its_state() {
         gone.start_sampling(StackOptions {
             interval_us: 10_000,
             max_depth: 64,
+            source: sprig_wire::control::StackSource::Jvmti,
         });
         sample_rounds(&mut gone, &jdk, 3);
         drop(gone);
@@ -349,6 +352,7 @@ fn the_cost_of_a_round_with_10_and_200_threads() {
             cli.start_sampling(StackOptions {
                 interval_us: 20_000,
                 max_depth: 128,
+                source: sprig_wire::control::StackSource::Jvmti,
             });
             let got = sample_rounds(&mut cli, &jdk, 60);
             let threads = got.rounds.last().map_or(0, |(_, s)| s.len());
@@ -399,6 +403,7 @@ fn bad_options_are_refused_and_the_sampler_runs_beside_the_probes() {
         bad.start_sampling(StackOptions {
             interval_us: 0,
             max_depth: 64,
+            source: sprig_wire::control::StackSource::Jvmti,
         });
         bad.wait_msg("Detached", Duration::from_secs(20), |m| {
             matches!(m, Message::Detached(_))
@@ -423,6 +428,7 @@ fn bad_options_are_refused_and_the_sampler_runs_beside_the_probes() {
             StackOptions {
                 interval_us: 10_000,
                 max_depth: 64,
+                source: sprig_wire::control::StackSource::Jvmti,
             },
         );
         cli.wait_msg("RootInstrumented", Duration::from_secs(20), |m| {

@@ -166,6 +166,22 @@ pub struct StackOptions {
     /// Frames kept per stack, counted from the leaf; a deeper stack is cut
     /// at its outer end and marked `truncated`.
     pub max_depth: u32,
+    /// The source asked for; the agent falls back to JVMTI, with a
+    /// `Warning` that says why, when the timer cannot run.
+    pub source: StackSource,
+}
+
+/// Where stack samples come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub enum StackSource {
+    /// JVMTI GetAllStackTraces every interval: every thread, whatever it
+    /// does, at a safepoint (safepoint-biased).
+    #[default]
+    Jvmti,
+    /// A per-thread CPU-time timer's signal and HotSpot's
+    /// AsyncGetCallTrace: threads on the CPU, where they are (no
+    /// safepoint bias). Each sample weighs one interval of CPU time.
+    Timer,
 }
 
 /// What a sampled thread was doing, from its JVMTI thread state.
@@ -409,6 +425,10 @@ pub enum Message {
     /// Thread `index` (named by its `Thread` message just before) is a
     /// virtual thread: its stream is its own whatever carrier ran it.
     VirtualThread { index: u32 },
+    /// The stack source the agent runs, before its first sample. With the
+    /// timer, `StackSamples::cost_ns` is the time its samples took the
+    /// signal handler, and a message holds the samples of one drain.
+    StackSource(StackSource),
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

@@ -97,6 +97,11 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     stacks: (wait_bound_ms % 5 == 0).then_some(StackOptions {
                         interval_us: wait_bound_ms,
                         max_depth: wait_bound_ms.rotate_left(3),
+                        source: if wait_bound_ms % 2 == 0 {
+                            sprig_wire::control::StackSource::Timer
+                        } else {
+                            sprig_wire::control::StackSource::Jvmti
+                        },
                     }),
                     threads: (wait_bound_ms % 7 == 0).then_some(ThreadsOptions {
                         snapshots: wait_bound_ms % 11,

@@ -444,6 +444,29 @@ extern "system" fn class_prepare<E: VmEvents>(
     });
 }
 
+/// ClassLoad: nothing to do; the event is on only because HotSpot's
+/// AsyncGetCallTrace answers while some environment has it on.
+extern "system" fn class_load(
+    _jvmti_env: *mut jvmtiEnv,
+    _jni_env: *mut JNIEnv,
+    _thread: jthread,
+    _klass: jclass,
+) {
+}
+
+/// CompiledMethodLoad: nothing to do; the event is on only because C2
+/// then records the inlining scope of every instruction it emits.
+extern "system" fn compiled_method_load(
+    _jvmti_env: *mut jvmtiEnv,
+    _method: jvmti_bindings::sys::jni::jmethodID,
+    _code_size: jint,
+    _code_addr: *const std::ffi::c_void,
+    _map_length: jint,
+    _map: *const jvmti_bindings::sys::jvmti::jvmtiAddrLocationMap,
+    _compile_info: *const std::ffi::c_void,
+) {
+}
+
 extern "system" fn vm_init<E: VmEvents>(
     _jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
@@ -545,5 +568,7 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.MonitorWaited = Some(monitor_waited::<E>);
     cb.GarbageCollectionStart = Some(gc_start::<E>);
     cb.GarbageCollectionFinish = Some(gc_finish::<E>);
+    cb.ClassLoad = Some(class_load);
+    cb.CompiledMethodLoad = Some(compiled_method_load);
     jvmti.set_event_callbacks(&cb)
 }

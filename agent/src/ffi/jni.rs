@@ -122,6 +122,12 @@ impl<'a> Jni<'a> {
         self.env
     }
 
+    /// The JNIEnv's address, as an identity of its thread (never
+    /// dereferenced by the caller).
+    pub fn env_addr(&self) -> usize {
+        self.env as usize
+    }
+
     /// Clears a pending exception; returns whether there was one.
     pub fn exception_clear(&self) -> bool {
         // SAFETY: `env` is this thread's JNIEnv.

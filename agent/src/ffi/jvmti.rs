@@ -121,6 +121,13 @@ pub enum Event {
     MonitorWaited,
     GarbageCollectionStart,
     GarbageCollectionFinish,
+    /// Posted at nothing sprig does; enabled because HotSpot's
+    /// AsyncGetCallTrace answers only while some environment has it on.
+    ClassLoad,
+    /// Posted at nothing sprig does; while it is on, C2 records which
+    /// inlined method each instruction belongs to (as
+    /// `-XX:+DebugNonSafepoints` does) in the code it compiles.
+    CompiledMethodLoad,
 }
 
 impl Event {
@@ -136,6 +143,8 @@ impl Event {
             Event::MonitorWaited => sys::JVMTI_EVENT_MONITOR_WAITED,
             Event::GarbageCollectionStart => sys::JVMTI_EVENT_GARBAGE_COLLECTION_START,
             Event::GarbageCollectionFinish => sys::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
+            Event::ClassLoad => sys::JVMTI_EVENT_CLASS_LOAD,
+            Event::CompiledMethodLoad => sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
         }
     }
 }
@@ -157,6 +166,8 @@ pub struct Capabilities {
     pub monitor_events: bool,
     /// GarbageCollectionStart and GarbageCollectionFinish.
     pub gc_events: bool,
+    /// CompiledMethodLoad events.
+    pub compiled_method_load: bool,
 }
 
 impl Capabilities {
@@ -170,6 +181,7 @@ impl Capabilities {
         line_numbers: false,
         monitor_events: false,
         gc_events: false,
+        compiled_method_load: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -185,6 +197,7 @@ impl Capabilities {
         line_numbers: false,
         monitor_events: false,
         gc_events: false,
+        compiled_method_load: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -202,6 +215,7 @@ impl Capabilities {
             && (!self.line_numbers || other.line_numbers)
             && (!self.monitor_events || other.monitor_events)
             && (!self.gc_events || other.gc_events)
+            && (!self.compiled_method_load || other.compiled_method_load)
     }
 
     /// The JVMTI names of the capabilities of `self` that `have` lacks.
@@ -243,6 +257,10 @@ impl Capabilities {
                 self.gc_events && !have.gc_events,
                 "can_generate_garbage_collection_events",
             ),
+            (
+                self.compiled_method_load && !have.compiled_method_load,
+                "can_generate_compiled_method_load_events",
+            ),
         ]
         .into_iter()
         .filter_map(|(lacking, name)| lacking.then_some(name))
@@ -260,6 +278,7 @@ impl Capabilities {
         caps.set_can_get_line_numbers(self.line_numbers);
         caps.set_can_generate_monitor_events(self.monitor_events);
         caps.set_can_generate_garbage_collection_events(self.gc_events);
+        caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
         caps
     }
 
@@ -274,6 +293,7 @@ impl Capabilities {
             line_numbers: raw.can_get_line_numbers(),
             monitor_events: raw.can_generate_monitor_events(),
             gc_events: raw.can_generate_garbage_collection_events(),
+            compiled_method_load: raw.can_generate_compiled_method_load_events(),
         }
     }
 }
@@ -817,6 +837,27 @@ impl Jvmti {
         // SAFETY: `thread` is a live thread reference; valid out pointer.
         unsafe { jvmti_call!(self.env, GetThreadCpuTime, thread.raw(), &mut ns)? };
         Ok(ns.max(0) as u64)
+    }
+
+    /// Every live platform thread, as local references in `jni`'s current
+    /// frame.
+    pub fn all_threads<'a>(&self, _jni: &Jni<'a>) -> Result<Vec<Local<'a>>, JvmtiError> {
+        let mut count: jint = 0;
+        let mut threads: *mut jobject = std::ptr::null_mut();
+        // SAFETY: valid out pointers; the calling thread is attached (it
+        // holds `_jni`), so the returned local references belong to it.
+        unsafe { jvmti_call!(self.env, GetAllThreads, &mut count, &mut threads)? };
+        let mut out = Vec::with_capacity(count.max(0) as usize);
+        if !threads.is_null() {
+            for i in 0..count.max(0) as usize {
+                // SAFETY: JVMTI returned an array of `count` thread references.
+                let t = unsafe { *threads.add(i) };
+                // SAFETY: `t` is a local reference owned by this thread.
+                out.push(unsafe { Local::from_raw(t) });
+            }
+        }
+        self.deallocate(threads.cast());
+        Ok(out)
     }
 
     /// A thread's name.

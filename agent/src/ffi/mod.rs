@@ -2,6 +2,7 @@
 //! `lib.rs`) that touches raw JVMTI/JNI pointers. Everything else in the
 //! agent uses the safe wrappers re-exported here.
 
+pub mod agct;
 mod callbacks;
 mod cpu;
 mod jni;

@@ -14,12 +14,15 @@
 //! or gives back those.
 //!
 //! The sources: `probes` (the entry/exit probes of the roots and what they
-//! reveal), `stacks` (the stack sampler), `locks` (the waits of
-//! `--locks`, from JVMTI's monitor events) and `threads` (the thread
-//! snapshots of `sprig threads`, taken as it starts). Adding a source is one file
+//! reveal), `stacks` (the JVMTI stack sampler), `cpu_timer` (stacks
+//! from a per-thread CPU-time timer's signal, with AsyncGetCallTrace),
+//! `locks` (the waits of `--locks`, from JVMTI's monitor events) and
+//! `threads` (the thread snapshots of `sprig threads`, taken as it
+//! starts). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
+pub mod cpu_timer;
 pub mod locks;
 pub mod probes;
 pub mod stacks;
@@ -133,6 +136,29 @@ impl Running {
             Some(source) => source.start(agent, jni),
             None => Ok(()),
         }
+    }
+
+    /// The name of the last source started, if any.
+    pub fn last_name(&self) -> Option<&'static str> {
+        self.sources.last().map(|s| s.name())
+    }
+
+    /// Stops the last source started (one whose start failed, before
+    /// another takes its place).
+    pub fn stop_last(
+        &mut self,
+        agent: &'static Agent,
+        jni: Jni<'_>,
+        ending: &mut Ending,
+    ) -> Stopped {
+        let mut stopped = Stopped::default();
+        if let Some(mut source) = self.sources.pop() {
+            let needs = source.needs();
+            step(source.name(), (), || source.stop(agent, jni, ending));
+            stopped.events.extend_from_slice(needs.events);
+            stopped.capabilities.push(needs.capabilities);
+        }
+        stopped
     }
 
     /// Stops every source, the last started first; a panic in one is

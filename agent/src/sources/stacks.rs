@@ -42,12 +42,12 @@ pub const MAX_DEPTH: u32 = 2048;
 /// Longest the sampler may wait between two rounds (one minute).
 pub const MAX_INTERVAL_US: u32 = 60_000_000;
 /// How long the sampler thread has to start, and to end at a stop.
-const BOUND: Duration = Duration::from_secs(2);
+pub(super) const BOUND: Duration = Duration::from_secs(2);
 /// JVMTI_ERROR_WRONG_PHASE: the VM is dying.
 const WRONG_PHASE: JvmtiError = JvmtiError(112);
 
 /// The stop flag and the condition the sampler waits on between rounds.
-type StopFlag = Arc<(Mutex<bool>, Condvar)>;
+pub(super) type StopFlag = Arc<(Mutex<bool>, Condvar)>;
 
 /// The stack sampler of one session.
 pub struct Stacks {
@@ -56,7 +56,7 @@ pub struct Stacks {
 }
 
 /// The sampler thread while it runs.
-struct Running {
+pub(super) struct Running {
     stop: StopFlag,
     /// Says that the thread's body has ended.
     done: mpsc::Receiver<()>,
@@ -104,84 +104,133 @@ impl Source for Stacks {
     /// Starts the sampler thread and waits (bounded) until it is attached
     /// to the VM and ready.
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
-        let stop: StopFlag = Arc::new((Mutex::new(false), Condvar::new()));
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
-        let (done_tx, done_rx) = mpsc::channel::<()>();
+        outbox::send(Message::StackSource(
+            sprig_wire::control::StackSource::Jvmti,
+        ));
         let opts = self.opts;
-        let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name(THREAD_NAME.into())
-            .spawn(move || {
-                let attached = match agent.vm.attach_daemon(THREAD_NAME) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!(
-                            "stack sampling: the sampler thread cannot attach to the JVM: {e}"
-                        )));
-                        let _ = done_tx.send(());
-                        return;
-                    }
-                };
-                let jni = attached.jni();
-                let body = catch_unwind(AssertUnwindSafe(|| {
-                    match Sampler::new(agent.jvmti, jni, opts, flag) {
-                        Ok(mut s) => {
-                            let _ = ready_tx.send(Ok(()));
-                            s.run(jni);
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                        }
-                    }
-                }));
-                if body.is_err() {
-                    eprintln!("sprig agent: internal error (panic) in the stack sampler");
-                    outbox::send(Message::Warning(
-                        "internal error (panic) in the stack sampler: stack sampling stopped"
-                            .into(),
-                    ));
-                }
-                drop(attached);
-                let _ = done_tx.send(());
-            })
-            .map_err(|e| format!("stack sampling: cannot start the sampler thread: {e}"))?;
-        self.thread = Some(Running {
-            stop,
-            done: done_rx,
-            handle,
-        });
-        match ready_rx.recv_timeout(BOUND) {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "stack sampling: the sampler thread did not start within {} s",
-                BOUND.as_secs()
-            )),
-        }
+        let jvmti = agent.jvmti;
+        start_thread(agent, THREAD_NAME, &mut self.thread, move |jni, stop| {
+            let mut s = Sampler::new(jvmti, jni, opts, stop)?;
+            Ok(move |jni: Jni<'_>| s.run(jni))
+        })
     }
 
     /// Stops the sampler thread and joins it, waiting at most 2 s (a round
     /// in progress ends first; a thread still busy after that is left to
     /// end by itself, said on stderr).
     fn stop(&mut self, _agent: &'static Agent, _jni: Jni<'_>, _ending: &mut Ending) {
-        let Some(t) = self.thread.take() else {
-            return;
-        };
-        {
-            let (lock, cvar) = &*t.stop;
-            *crate::sync::lock(lock) = true;
-            cvar.notify_all();
-        }
-        match t.done.recv_timeout(BOUND) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let _ = t.handle.join();
+        stop_thread(self.thread.take());
+    }
+}
+
+/// Starts a sampling thread named `name`, attached to the VM as a daemon,
+/// into `slot`, and waits (bounded) until `make` has built its body on that
+/// thread; the body then runs until the stop flag is set. `make`'s `Err`
+/// (one line) is the start's.
+pub(super) fn start_thread<M, B>(
+    agent: &'static Agent,
+    name: &'static str,
+    slot: &mut Option<Running>,
+    make: M,
+) -> Result<(), String>
+where
+    M: FnOnce(Jni<'_>, StopFlag) -> Result<B, String> + Send + 'static,
+    B: FnOnce(Jni<'_>),
+{
+    let stop: StopFlag = Arc::new((Mutex::new(false), Condvar::new()));
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let flag = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let attached = match agent.vm.attach_daemon(name) {
+                Ok(a) => a,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!(
+                        "stack sampling: the sampler thread cannot attach to the JVM: {e}"
+                    )));
+                    let _ = done_tx.send(());
+                    return;
+                }
+            };
+            let jni = attached.jni();
+            let body = catch_unwind(AssertUnwindSafe(|| match make(jni, flag) {
+                Ok(body) => {
+                    let _ = ready_tx.send(Ok(()));
+                    body(jni);
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                }
+            }));
+            if body.is_err() {
+                eprintln!("sprig agent: internal error (panic) in the stack sampler");
+                outbox::send(Message::Warning(
+                    "internal error (panic) in the stack sampler: stack sampling stopped".into(),
+                ));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                eprintln!(
-                    "sprig agent: the stack sampler did not stop within {} s; it ends by itself",
-                    BOUND.as_secs()
-                );
-            }
+            drop(attached);
+            let _ = done_tx.send(());
+        })
+        .map_err(|e| format!("stack sampling: cannot start the sampler thread: {e}"))?;
+    *slot = Some(Running {
+        stop,
+        done: done_rx,
+        handle,
+    });
+    match ready_rx.recv_timeout(BOUND) {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "stack sampling: the sampler thread did not start within {} s",
+            BOUND.as_secs()
+        )),
+    }
+}
+
+/// Stops a thread [`start_thread`] started and joins it, waiting at most
+/// 2 s; whether it ended (a thread still busy is left to end by itself,
+/// said on stderr).
+pub(super) fn stop_thread(t: Option<Running>) -> bool {
+    let Some(t) = t else {
+        return true;
+    };
+    {
+        let (lock, cvar) = &*t.stop;
+        *crate::sync::lock(lock) = true;
+        cvar.notify_all();
+    }
+    match t.done.recv_timeout(BOUND) {
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = t.handle.join();
+            true
         }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            eprintln!(
+                "sprig agent: the stack sampler did not stop within {} s; it ends by itself",
+                BOUND.as_secs()
+            );
+            false
+        }
+    }
+}
+
+/// Waits until `until` or the stop flag; whether the flag is set.
+pub(super) fn wait_until(stop: &StopFlag, until: Instant) -> bool {
+    let (lock, cvar) = &**stop;
+    let mut stopped = crate::sync::lock(lock);
+    loop {
+        if *stopped {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        stopped = cvar
+            .wait_timeout(stopped, left)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
     }
 }
 
@@ -235,22 +284,8 @@ impl Sampler {
         let mut next = Instant::now();
         let stop = self.stop.clone();
         loop {
-            {
-                let (lock, cvar) = &*stop;
-                let mut stopped = crate::sync::lock(lock);
-                loop {
-                    if *stopped {
-                        return;
-                    }
-                    let left = next.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    stopped = cvar
-                        .wait_timeout(stopped, left)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|p| p.into_inner().0);
-                }
+            if wait_until(&stop, next) {
+                return;
             }
             match self.round(jni) {
                 Ok(()) => {}
@@ -344,39 +379,50 @@ impl Sampler {
 
     /// The frame id of `m`, naming it to the CLI the first time.
     fn frame_id(&mut self, jni: Jni<'_>, m: MethodId) -> u32 {
-        if let Some(id) = self.frames.get(&m) {
-            return *id;
-        }
-        let id = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
-        self.frames.insert(m, id);
-        let class = match self.jvmti.method_declaring_class(&jni, m) {
-            Ok(c) => {
-                let sig = self.jvmti.class_signature(c).unwrap_or_default();
-                jni.delete_local(c);
-                binary_name(&sig)
-            }
-            Err(_) => String::new(),
-        };
-        let (name, descriptor) = self
-            .jvmti
-            .method_name(m)
-            .unwrap_or_else(|_| ("<unknown>".into(), String::new()));
-        send(
-            &self.stop,
-            Message::FrameMethod {
-                id,
-                class,
-                name,
-                descriptor,
-            },
-        );
-        id
+        frame_id(self.jvmti, &mut self.frames, &self.stop, jni, m)
     }
+}
+
+/// The frame id of `m` in `frames`, naming it to the CLI (`FrameMethod`)
+/// the first time.
+pub(super) fn frame_id(
+    jvmti: Jvmti,
+    frames: &mut HashMap<MethodId, u32>,
+    stop: &StopFlag,
+    jni: Jni<'_>,
+    m: MethodId,
+) -> u32 {
+    if let Some(id) = frames.get(&m) {
+        return *id;
+    }
+    let id = u32::try_from(frames.len()).unwrap_or(u32::MAX);
+    frames.insert(m, id);
+    let class = match jvmti.method_declaring_class(&jni, m) {
+        Ok(c) => {
+            let sig = jvmti.class_signature(c).unwrap_or_default();
+            jni.delete_local(c);
+            binary_name(&sig)
+        }
+        Err(_) => String::new(),
+    };
+    let (name, descriptor) = jvmti
+        .method_name(m)
+        .unwrap_or_else(|_| ("<unknown>".into(), String::new()));
+    send(
+        stop,
+        Message::FrameMethod {
+            id,
+            class,
+            name,
+            descriptor,
+        },
+    );
+    id
 }
 
 /// Sends `msg` unless the session stopped the sampler: a sampler that
 /// outlived its stop's bound sends nothing into a later session.
-fn send(stop: &StopFlag, msg: Message) {
+pub(super) fn send(stop: &StopFlag, msg: Message) {
     if !*crate::sync::lock(&stop.0) {
         outbox::send(msg);
     }
@@ -444,6 +490,7 @@ mod tests {
         let ok = StackOptions {
             interval_us: 10_000,
             max_depth: 64,
+            source: sprig_wire::control::StackSource::Jvmti,
         };
         assert!(Stacks::new(ok).is_ok());
         for bad in [
@@ -454,6 +501,7 @@ mod tests {
             StackOptions { max_depth: 0, ..ok },
             StackOptions {
                 max_depth: MAX_DEPTH + 1,
+                source: sprig_wire::control::StackSource::Jvmti,
                 ..ok
             },
             StackOptions {

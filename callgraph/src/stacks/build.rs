@@ -91,8 +91,11 @@ pub struct StackProfile {
     pub cpu_samples: u64,
     /// Stacks cut at the maximum depth.
     pub truncated: u64,
-    /// What the rounds cost the agent's sampling thread, in ns.
+    /// What the rounds cost the agent's sampling thread, in ns (with the
+    /// timer source, what the samples cost the signal handler).
     pub cost_ns: u64,
+    /// The source the agent took the stacks with, when it said.
+    pub source: Option<sprig_wire::control::StackSource>,
     pub first_ns: Option<u64>,
     pub last_ns: u64,
     pub(super) buckets: Vec<Bucket>,
@@ -113,6 +116,7 @@ impl StackProfile {
             cpu_samples: 0,
             truncated: 0,
             cost_ns: 0,
+            source: None,
             first_ns: None,
             last_ns: 0,
             buckets: Vec::new(),
@@ -227,8 +231,11 @@ impl StackProfile {
         // thread runnable that waits inside the VM (HotSpot's Reference
         // Handler on the pending list) and it uses none. In a native
         // method it must have used half the interval.
+        // A sample of the CPU-time timer source is one of a thread on the
+        // CPU by construction, whatever the time between two messages.
+        let timer = self.source == Some(sprig_wire::control::StackSource::Timer);
         let on_cpu = match s.state {
-            SampledState::Running => !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
+            SampledState::Running => timer || !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
             SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
             _ => false,
         };

@@ -3,6 +3,7 @@
 //! ```text
 //! {"version":1, "view":"cpu"|"wall", "samples":N, "wall_samples":N, "cpu_samples":N,
 //!  "rounds":N, "interval_ms":F, "duration_ms":N, "truncated":N, "cost_ns":N,
+//!  "source":"timer"|"jvmti"|"" (the agent's stack source; "" when not said),
 //!  "threads":[{"id","name","samples","wall_samples","cpu_samples","tree":[NODE] (with --threads)}],
 //!  "methods":[{"class","method","self","total"}],
 //!  "tree":[NODE],
@@ -41,7 +42,7 @@ pub fn write_json(
     let (profile, activations) = p.converted(opts);
     write!(
         out,
-        "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\n\"threads\":[",
+        "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\"source\":\"{}\",\n\"threads\":[",
         view.name(),
         p.samples(view),
         p.wall_samples,
@@ -50,7 +51,12 @@ pub fn write_json(
         p.interval_ns as f64 / 1e6,
         p.span_ns() / 1_000_000,
         p.truncated,
-        p.cost_ns
+        p.cost_ns,
+        match p.source {
+            Some(sprig_wire::control::StackSource::Timer) => "timer",
+            Some(sprig_wire::control::StackSource::Jvmti) => "jvmti",
+            None => "",
+        }
     )?;
     for (i, ((t, tp), acts)) in p
         .threads

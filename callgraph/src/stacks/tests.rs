@@ -466,3 +466,23 @@ fn a_runnable_thread_that_used_no_cpu_is_not_on_the_cpu() {
     );
     assert_eq!(p.threads[&11].cpu_samples, 1);
 }
+
+/// The timer source's samples are of threads on the CPU whatever the time
+/// between two messages: a thread busy for 1 ms of CPU after 1 s idle (one
+/// message, 1 s after the previous) counts in the CPU view, with the
+/// interval as its CPU time.
+#[test]
+fn timer_samples_count_on_the_cpu_after_a_long_gap() {
+    let mut p = StackProfile::new(MS);
+    p.source = Some(sprig_wire::control::StackSource::Timer);
+    p.add_method(WORK, MethodInfo::new("app.A", "work", "()V"));
+    p.add_thread(10, "worker");
+    p.add_round(1_000 * MS, 0, &[]);
+    p.add_round(
+        2_000 * MS,
+        10_000,
+        &[sample(10, SampledState::Running, MS, &[WORK])],
+    );
+    assert_eq!(p.cpu_samples, 1);
+    assert_eq!(total_of(&p, WORK, View::Cpu), 1);
+}

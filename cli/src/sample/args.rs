@@ -7,6 +7,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern;
 use sprig_callgraph::stacks::View;
+use sprig_wire::control::StackSource;
 
 use crate::output::Format;
 
@@ -35,6 +36,18 @@ pub struct SampleArgs {
     /// two rounds. Suggested roots follow the same view.
     #[arg(long, value_enum, default_value_t = ViewArg::Cpu)]
     pub clock: ViewArg,
+
+    /// Where stacks come from. `timer` (the default with `--clock cpu`):
+    /// a CPU-time timer on each thread whose signal handler walks the
+    /// thread where it runs (HotSpot's AsyncGetCallTrace): no safepoint
+    /// bias, threads on the CPU only, each sample one interval of that
+    /// thread's CPU time. `jvmti` (the default with `--clock wall`, which
+    /// needs every thread, waiting ones included): every thread every
+    /// interval at a safepoint (JVMTI GetAllStackTraces), safepoint-biased.
+    /// Where the timer cannot run (no AsyncGetCallTrace, or another
+    /// profiler holds SIGPROF) sprig says so and uses `jvmti`.
+    #[arg(long, value_enum)]
+    pub source: Option<SourceArg>,
 
     /// One tree per thread instead of the tree merged over threads.
     #[arg(long)]
@@ -93,6 +106,12 @@ pub struct SampleArgs {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    Timer,
+    Jvmti,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ViewArg {
     Cpu,
     Wall,
@@ -111,6 +130,11 @@ impl SampleArgs {
             && !(d.is_finite() && d > 0.0 && d <= 31_536_000.0)
         {
             bail!("--duration must be a positive number of seconds (at most a year), not {d}");
+        }
+        if self.clock == ViewArg::Wall && self.source == Some(SourceArg::Timer) {
+            bail!(
+                "--source timer samples only threads on the CPU; the wall view (--clock wall) needs --source jvmti"
+            );
         }
         if self.max_depth == 0 || self.max_depth > 2048 {
             bail!(
@@ -143,6 +167,15 @@ impl SampleArgs {
         match self.clock {
             ViewArg::Cpu => View::Cpu,
             ViewArg::Wall => View::Wall,
+        }
+    }
+
+    /// The stack source asked of the agent: `--source`, or the timer for
+    /// the CPU view and JVMTI for the wall view.
+    pub fn stack_source(&self) -> StackSource {
+        match (self.source, self.clock) {
+            (Some(SourceArg::Jvmti), _) | (None, ViewArg::Wall) => StackSource::Jvmti,
+            (Some(SourceArg::Timer), _) | (None, ViewArg::Cpu) => StackSource::Timer,
         }
     }
 
@@ -185,8 +218,14 @@ mod tests {
         assert_eq!(a.view(), View::Cpu);
         assert_eq!(a.suggest_roots, 3);
         assert_eq!(a.max_depth, 2048);
+        assert_eq!(a.stack_source(), StackSource::Timer);
         let a = check(&["--interval", "1", "--clock", "wall", "--duration", "3"]).unwrap();
         assert_eq!((a.interval_us(), a.view()), (1000, View::Wall));
+        assert_eq!(a.stack_source(), StackSource::Jvmti);
+        let a = check(&["--source", "jvmti"]).unwrap();
+        assert_eq!(a.stack_source(), StackSource::Jvmti);
+        let a = check(&["--clock", "wall", "--source", "jvmti"]).unwrap();
+        assert_eq!(a.stack_source(), StackSource::Jvmti);
     }
 
     #[test]
@@ -215,6 +254,10 @@ mod tests {
             (
                 &["--max-depth", "0"],
                 "--max-depth must be between 1 and 2048",
+            ),
+            (
+                &["--clock", "wall", "--source", "timer"],
+                "--source timer samples only threads on the CPU",
             ),
             (
                 &["--max-depth", "5000"],

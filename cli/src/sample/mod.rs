@@ -85,6 +85,7 @@ fn session_options(args: &SampleArgs) -> SessionOptions {
         stacks: Some(StackOptions {
             interval_us: args.interval_us(),
             max_depth: args.max_depth,
+            source: args.stack_source(),
         }),
         threads: None,
         locks: false,
@@ -124,6 +125,7 @@ impl Work for Stacks<'_> {
                 .profile
                 .add_method(*id, MethodInfo::new(class, name, descriptor)),
             Message::SampledThread { java_id, name } => self.profile.add_thread(*java_id, name),
+            Message::StackSource(s) => self.profile.source = Some(*s),
             Message::StackSamples {
                 time_ns,
                 cost_ns,

@@ -160,7 +160,8 @@ fn a_sampling_session_from_start_to_report() {
         stacks,
         Some(StackOptions {
             interval_us: 20_000,
-            max_depth: 2048
+            max_depth: 2048,
+            source: sprig_wire::control::StackSource::Timer,
         })
     );
     assert_eq!(cpu["view"], "cpu");

@@ -9,6 +9,7 @@ use sprig_callgraph::profile::{Metric, Profile, Tree};
 use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
 use sprig_callgraph::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, View, profile_command};
+use sprig_wire::control::StackSource;
 
 use super::Stacks;
 
@@ -99,16 +100,30 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
             String::new()
         }
     )?;
-    writeln!(
-        out,
-        "stacks taken at safepoints (JVMTI): safepoint bias, time in a loop without safepoint polls is charged where the thread next polls"
-    )?;
-    if p.rounds > 0 {
+    if p.source == Some(StackSource::Timer) {
         writeln!(
             out,
-            "sampling cost the JVM's sampling thread {:.0} µs a round",
-            p.cost_ns as f64 / p.rounds as f64 / 1000.0
+            "stacks taken by a per-thread CPU-time timer's signal (AsyncGetCallTrace): no safepoint bias; threads on the CPU only"
         )?;
+        if p.wall_samples > 0 {
+            writeln!(
+                out,
+                "sampling cost the signal handler {:.1} µs a sample",
+                p.cost_ns as f64 / p.wall_samples as f64 / 1000.0
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "stacks taken at safepoints (JVMTI): safepoint bias, time in a loop without safepoint polls is charged where the thread next polls"
+        )?;
+        if p.rounds > 0 {
+            writeln!(
+                out,
+                "sampling cost the JVM's sampling thread {:.0} µs a round",
+                p.cost_ns as f64 / p.rounds as f64 / 1000.0
+            )?;
+        }
     }
 
     hot_methods(s, args.hot, out)?;
