@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -132,6 +132,22 @@ pub struct SessionOptions {
     /// agent's stack sampler; `None` runs no sampler. With no `roots` a
     /// session samples only: no class is redefined.
     pub stacks: Option<StackOptions>,
+    /// Windows timing: the probes count in counting windows and are
+    /// silent in the others, where the stack sampler (`stacks`, which must
+    /// be set) takes the time; `None` keeps the probes on throughout.
+    pub windows: Option<WindowOptions>,
+}
+
+/// The schedule of windows timing: a counting window, then a silent one,
+/// and again. A root call is counted or silent as a whole: the window at
+/// its entry decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct WindowOptions {
+    /// Milliseconds of each counting window (the probes record).
+    pub counting_ms: u32,
+    /// Milliseconds of each silent window (the probes inside roots are
+    /// silent; the roots' own probes time each call; stack samples).
+    pub silent_ms: u32,
 }
 
 /// What the stack sampler is asked for.

@@ -97,6 +97,10 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         interval_us: wait_bound_ms,
                         max_depth: wait_bound_ms.rotate_left(3),
                     }),
+                    windows: (wait_bound_ms % 7 == 0).then_some(sprig_wire::WindowOptions {
+                        counting_ms: wait_bound_ms,
+                        silent_ms: wait_bound_ms.rotate_left(5),
+                    }),
                 }
             },
         )

@@ -467,6 +467,7 @@ fn the_ring_descriptor_travels_with_start() {
         recalibrate_ms: 0,
         timing: Default::default(),
         stacks: None,
+        windows: None,
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

@@ -40,7 +40,8 @@
 //! `ring` (the session's ring, generation and switches), `state` (a
 //! thread's cells), `record` (writing into the thread's segment),
 //! `thread` (the thread-local state, registration, reset, `ThreadEnd`,
-//! the private ring), `active` (the active-thread count and
+//! the private ring), `windows` (windows timing's silent root contexts
+//! and the marks the stack sampler reads), `active` (the active-thread count and
 //! `Probe.active`), `burst` (calibration bursts), `revelation` (first
 //! calls, waits, `reflect`, `site`, charged-out work), `fast` (the FFM
 //! functions), `natives` (the JNI natives and `Natives`), `session`
@@ -56,6 +57,7 @@ mod ring;
 mod session;
 mod state;
 mod thread;
+mod windows;
 
 #[cfg(test)]
 mod tests;
@@ -67,3 +69,4 @@ pub use revelation::charged_out;
 pub use ring::{lost_events, map_ring, retire_ring, ring_is_dead};
 pub use session::{begin_session, end_session};
 pub use thread::with_private_ring;
+pub use windows::{inside_before_and_after, marks, set_silent};

@@ -44,6 +44,9 @@ pub(super) struct ThreadState {
     /// running longer than a burst period runs its bursts at exits inside
     /// it (`natives::exit`).
     pub(super) root_since: Cell<u64>,
+    /// Windows timing: root frames open in this thread's silent root
+    /// context (0: none open; `windows`).
+    pub(super) silent: Cell<u32>,
 }
 
 impl ThreadState {
@@ -64,6 +67,7 @@ impl ThreadState {
             next_burst: Cell::new(0),
             in_burst: Cell::new(false),
             root_since: Cell::new(0),
+            silent: Cell::new(0),
         }
     }
 

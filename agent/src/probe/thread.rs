@@ -41,6 +41,7 @@ impl ThreadState {
         self.disabled.set(false);
         self.next_burst.set(0);
         self.in_burst.set(false);
+        self.silent.set(0);
     }
 }
 

@@ -31,6 +31,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         recalibrate_ms: 0,
         timing: Default::default(),
         stacks: None,
+        windows: None,
     }
 }
 

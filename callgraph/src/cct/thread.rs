@@ -17,7 +17,12 @@ pub(super) const K_ADJUST: u16 = EventKind::AdjustTime as u16;
 const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
 const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
 pub(super) const K_RECORD: u16 = EventKind::Record as u16;
-const K_LAST_KNOWN: u16 = EventKind::Record as u16;
+const K_SILENT_ENTRY: u16 = EventKind::SilentRootEntry as u16;
+const K_SILENT_EXIT: u16 = EventKind::SilentRootExit as u16;
+const K_LAST_KNOWN: u16 = EventKind::SilentRootExit as u16;
+
+/// The entry timestamp of a silent root call that began before a reset.
+const PARTIAL: u64 = u64::MAX;
 
 /// A reset some threads may not have reached yet (see
 /// [`CctBuilder::reset_at`](super::CctBuilder::reset_at)).
@@ -83,6 +88,12 @@ pub(super) struct ThreadState {
     /// Observations ahead of the stream.
     pending: Pending,
     pub(super) samples: SampleCounts,
+    /// Windows timing: counted root calls record no latency.
+    pub(super) windows: bool,
+    /// The silent root call open now (method, entry timestamp).
+    silent_open: Option<(u32, u64)>,
+    /// Silent root calls closed (resets do not clear it).
+    pub(super) silent_root_calls: u64,
 }
 
 impl ThreadState {
@@ -106,6 +117,39 @@ impl ThreadState {
             pos: None,
             pending: Pending::default(),
             samples: SampleCounts::default(),
+            windows: false,
+            silent_open: None,
+            silent_root_calls: 0,
+        }
+    }
+
+    /// Credits a stack sample worth `weight` to the node of `path` (root
+    /// method first), creating the nodes no counted call made.
+    pub(super) fn credit_path(&mut self, path: &[u32], weight: u64) {
+        let mut node = 0;
+        for &m in path {
+            node = self.arena.child(node, m);
+        }
+        let n = &mut self.arena.nodes[node as usize];
+        n.samples += 1;
+        n.sampled = n.sampled.saturating_add(weight);
+        self.samples.credited += 1;
+    }
+
+    /// A silent root call closed at `ts`: its latency goes to the root's
+    /// node (which counts no call for it).
+    fn close_silent(&mut self, method: u32, ts: u64) {
+        match self.silent_open.take() {
+            Some((m, PARTIAL)) if m == method => self.silent_root_calls += 1,
+            Some((m, start)) if m == method => {
+                self.silent_root_calls += 1;
+                let node = self.arena.child(0, method);
+                self.arena.nodes[node as usize]
+                    .latency
+                    .get_or_insert_with(Default::default)
+                    .record(ts.saturating_sub(start));
+            }
+            _ => self.issues.unmatched_exits += 1,
         }
     }
 
@@ -114,6 +158,10 @@ impl ThreadState {
     /// each counted as one incomplete call whose time starts at `at`.
     fn reset(&mut self, at: u64) {
         let at = at.max(self.last_ts);
+        if let Some((_, start)) = &mut self.silent_open {
+            // began before the reset: no latency
+            *start = PARTIAL;
+        }
         let mut arena = Arena::with_capacity(self.stack.len() + 1);
         for f in &mut self.stack {
             f.node = arena.push_open(f.method);
@@ -210,7 +258,7 @@ impl ThreadState {
     /// calibration replaced the first (the faster of two stays).
     fn close_root(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
-        if f.partial {
+        if f.partial || self.windows {
             return;
         }
         let waits = self.adjust_sum.wrapping_sub(f.adjust);
@@ -384,6 +432,14 @@ impl ThreadState {
                         }
                         _ => self.root_exit_slow(e.id, e.ts),
                     }
+                }
+                K_SILENT_ENTRY => {
+                    self.last_ts = e.ts;
+                    self.silent_open = Some((e.id, e.ts));
+                }
+                K_SILENT_EXIT => {
+                    self.last_ts = e.ts;
+                    self.close_silent(e.id, e.ts);
                 }
                 K_ADJUST if e.aux & ADJUST_OPEN_FRAMES != 0 => {
                     // charged to the frames open now

@@ -238,11 +238,31 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{line}")
 }
 
+/// What windows timing counted and sampled, in one line.
+fn windows_line(s: &crate::profile::Stats) -> String {
+    let Some(w) = &s.windows else {
+        return String::new();
+    };
+    format!(
+        "windows timing ({} ms counting, {} ms silent): calls per counted root call ({} counted, \
+         {} silent; totals scaled x{:.2} to every root call), times from {} stack samples of \
+         silent root calls ({} outside a root), latencies from silent windows",
+        w.counting_ms,
+        w.silent_ms,
+        w.counted_root_calls,
+        w.silent_root_calls,
+        w.scale(),
+        w.samples,
+        w.samples_outside
+    )
+}
+
 /// The short footer: what was instrumented, what was lost, what was
 /// subtracted, in one line (`verbose` gives [`details`] instead).
 fn footer(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let s = &p.stats;
     let how = match (p.timing, p.calibration) {
+        (Timing::Sampled, _) if s.windows.is_some() => windows_line(s),
         (Timing::Sampled, _) => {
             let mut c = crate::profile::SampleCounts::default();
             p.threads.iter().for_each(|t| c.add(&t.samples));
@@ -318,7 +338,9 @@ fn details(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             p.clock, p.ticks_per_sec
         )?;
     }
-    if p.timing == Timing::Sampled {
+    if p.stats.windows.is_some() {
+        writeln!(out, "  timing       {}", windows_line(&p.stats))?;
+    } else if p.timing == Timing::Sampled {
         let mut c = crate::profile::SampleCounts::default();
         p.threads.iter().for_each(|t| c.add(&t.samples));
         writeln!(

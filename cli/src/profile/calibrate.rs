@@ -41,6 +41,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         recalibrate_ms: 0,
         timing: Default::default(),
         stacks: None,
+        windows: None,
     };
     let plan = Plan {
         pid: args.pid,

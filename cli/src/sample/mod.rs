@@ -86,6 +86,7 @@ fn session_options(args: &SampleArgs) -> SessionOptions {
             interval_us: args.interval_us(),
             max_depth: args.max_depth,
         }),
+        windows: None,
     }
 }
 

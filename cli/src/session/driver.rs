@@ -448,6 +448,7 @@ mod tests {
             recalibrate_ms: 0,
             timing: Default::default(),
             stacks: None,
+            windows: None,
         };
         let plan = Plan {
             pid: me,
