@@ -125,13 +125,14 @@ pub struct SessionArgs {
     /// measured rather than estimated. `windows`: the probes count in
     /// counting windows and are silent in the others (--windows), where
     /// the program runs at about its own speed (a probe inside a silent
-    /// root call costs a load and a branch) and the agent's stack sampler
-    /// takes the time, each sample credited to the path of the tree its
-    /// stack falls on (JDK frames folded into their caller unless
-    /// --include names them); a root call is counted or silent as a whole.
-    /// Calls are exact per counted root call; times are true for the
-    /// program without probes, at the sampler's cost (one safepoint a
-    /// round); root latencies come from the silent root calls.
+    /// root call costs a load and a branch): the roots' own probes time
+    /// each silent root call, and the agent's stack sampler shares that
+    /// time out over the tree, each sample credited to the path its stack
+    /// falls on (JDK frames folded into their caller unless --include
+    /// names them); a root call is counted or silent as a whole. Calls are
+    /// exact per counted root call; times are those of the program without
+    /// probes, at the sampler's cost (one safepoint a round) and with its
+    /// safepoint bias; root latencies come from the silent root calls.
     #[arg(long, value_enum, default_value_t = TimingArg::Sampled, value_name = "HOW")]
     pub timing: TimingArg,
 

@@ -9,8 +9,11 @@
 //! counted calls made; any other (no probe, such as a trivial getter, or
 //! a method not revealed yet) gets an id of its own, and the builder
 //! makes nodes with samples and no call where no counted call went. A
-//! sample with no root frame in its stack (cut at the sampler's depth) is
-//! not credited.
+//! sample with no root frame in its stack (cut at the sampler's depth, or
+//! taken between two root calls) is not credited. The agent queues a
+//! thread's `Thread` message while the sampler sends at once, so the
+//! samples of a thread not named yet wait (their paths resolved) until it
+//! is; those of a thread never named count as outside.
 
 use std::collections::HashMap;
 
@@ -26,6 +29,9 @@ use sprig_wire::control::StackSample;
 const FIRST_FRAME_ID: u32 = 0xC000_0000;
 
 type Key = (String, String, String);
+
+/// Samples kept at most while their threads are not named yet.
+const MAX_WAITING: usize = 100_000;
 
 /// A sampled frame's method, as `FrameMethod` named it.
 struct Frame {
@@ -47,6 +53,9 @@ pub(super) struct StackCredit {
     probes: HashMap<Key, u32>,
     /// Java thread id -> sprig thread index, from `Thread`.
     threads: HashMap<u64, u32>,
+    /// Paths of samples of threads not named yet, by Java thread id.
+    waiting: HashMap<u64, Vec<Vec<u32>>>,
+    waiting_count: usize,
     next_id: u32,
     /// Session clock ticks a sample is worth (the sampling interval).
     weight: u64,
@@ -69,6 +78,8 @@ impl StackCredit {
             frames: HashMap::new(),
             probes: HashMap::new(),
             threads: HashMap::new(),
+            waiting: HashMap::new(),
+            waiting_count: 0,
             next_id: FIRST_FRAME_ID,
             weight: 0,
             interval_us,
@@ -103,6 +114,11 @@ impl StackCredit {
             }
             Message::Thread { index, java_id, .. } => {
                 self.threads.insert(*java_id, *index);
+                for path in self.waiting.remove(java_id).unwrap_or_default() {
+                    self.waiting_count -= 1;
+                    builder.credit_stack(*index, &path, self.weight);
+                    self.credited += 1;
+                }
             }
             Message::FrameMethod {
                 id,
@@ -136,12 +152,14 @@ impl StackCredit {
         }
     }
 
+    /// Samples still waiting for their thread's name (counted as
+    /// outside at the end).
+    pub(super) fn unnamed(&self) -> u64 {
+        self.waiting_count as u64
+    }
+
     /// Credits one sample (frames leaf first).
     fn credit(&mut self, s: &StackSample, builder: &mut CctBuilder) {
-        let Some(&thread) = self.threads.get(&s.thread) else {
-            self.outside += 1;
-            return;
-        };
         let outermost_root = s
             .frames
             .iter()
@@ -157,9 +175,18 @@ impl StackCredit {
                 path.push(id);
             }
         }
-        builder.credit_stack(thread, &path, self.weight);
-        self.credited += 1;
-        self.path = path;
+        match self.threads.get(&s.thread) {
+            Some(&thread) => {
+                builder.credit_stack(thread, &path, self.weight);
+                self.credited += 1;
+                self.path = path;
+            }
+            None if self.waiting_count < MAX_WAITING => {
+                self.waiting_count += 1;
+                self.waiting.entry(s.thread).or_default().push(path);
+            }
+            None => self.outside += 1,
+        }
     }
 
     /// The tree's method id of frame `f`, `None` when it folds into its
@@ -250,14 +277,26 @@ mod tests {
             b.apply_message(&m);
             c.on_message(&m, &mut b);
         }
+        // a thread not named yet: its sample waits for its name
+        c.on_message(&sample(8, &[12, 11]), &mut b);
+        assert_eq!((c.credited, c.unnamed()), (0, 1));
+        let named = Message::Thread {
+            index: 2,
+            java_id: 8,
+            name: "other".into(),
+            tid: 0,
+        };
+        b.apply_message(&named);
+        c.on_message(&named, &mut b);
+        assert_eq!((c.credited, c.unnamed()), (1, 0));
         // leaf first: getter <- ArrayList.get <- work <- root <- main
         c.on_message(&sample(7, &[14, 13, 12, 11, 10]), &mut b);
         c.on_message(&sample(7, &[12, 11, 10]), &mut b);
         // no root frame: not credited
         c.on_message(&sample(7, &[12, 10]), &mut b);
-        assert_eq!((c.credited, c.outside), (2, 1));
+        assert_eq!((c.credited, c.outside), (3, 1));
         let p = b.finish();
-        let t = &p.threads[0];
+        let t = p.threads.iter().find(|t| t.index == 1).expect("thread 1");
         let name = |i: usize| p.methods[&t.tree.nodes[i].method].name.clone();
         let mut seen: Vec<(String, u64, u64)> = (0..t.tree.nodes.len())
             .map(|i| (name(i), t.tree.nodes[i].calls, t.tree.nodes[i].samples))

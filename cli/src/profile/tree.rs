@@ -254,7 +254,7 @@ impl Work for CallTree<'_> {
                 counted_root_calls: counted,
                 silent_root_calls: silent,
                 samples: s.credited,
-                samples_outside: s.outside,
+                samples_outside: s.outside + s.unnamed(),
             });
         }
         let mut profile: Profile = self.builder.finish();
