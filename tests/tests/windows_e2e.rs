@@ -6,10 +6,10 @@
 //! root call timed (the latencies come from the silent windows).
 //!
 //! The schedule is set so that the phases fall in known windows: the
-//! session opens with a counting window of 1.5 s, then a silent one of
-//! 1 s, and so on. `hold 2500` is sent as the session starts, so its one
+//! session opens with a counting window of 2.5 s, then a silent one of
+//! 1 s, and so on. `hold 3500` is sent as the session starts, so its one
 //! root call (`Windows.hold`) is entered while counting and runs through
-//! the first silent window; `shorts 2500` then runs `Windows.shortRoot`
+//! the first silent window; `shorts 3500` then runs `Windows.shortRoot`
 //! through the second counting window and the second silent one.
 
 use std::time::Duration;
@@ -101,16 +101,16 @@ fn run_on(jdk: &Jdk) {
             "--timing",
             "windows",
             "--windows",
-            "1500,1000",
+            "2500,1000",
             "--interval",
             "1",
         ],
-        &[("hold 2500", "done hold"), ("shorts 2500", "done shorts")],
+        &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
     );
     let major = jdk.major;
     assert_eq!(windows["timing"], "sampled");
     let w = &windows["windows"];
-    assert_eq!(w["counting_ms"], 1500, "{w}");
+    assert_eq!(w["counting_ms"], 2500, "{w}");
     assert_eq!(w["silent_ms"], 1000, "{w}");
     let silent_calls = w["silent_root_calls"].as_u64().unwrap();
     assert!(silent_calls > 0, "JDK {major}: no silent root call: {w}");

@@ -197,7 +197,11 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         p.target.pid,
         escape(jvm),
         p.stats.duration_ms,
-        p.timing.name(),
+        if p.stats.windows.is_some() {
+            "windows"
+        } else {
+            p.timing.name()
+        },
         if p.clock == "thread-cpu" {
             ", thread CPU time"
         } else {
@@ -222,7 +226,11 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         c.source()
     );
     let share = c.share_percent();
-    if c.in_latencies {
+    if p.stats.windows.is_some() {
+        line.push_str(
+            "; counted root calls only: the silent ones, and the latencies taken from them, do not pay it",
+        );
+    } else if c.in_latencies {
         line.push_str("; root latencies include it");
         if let Some(share) = share {
             line.push_str(&format!(" ({share:.1}% of them)"));
@@ -230,7 +238,7 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     } else {
         line.push_str(", subtracted from times and latencies");
     }
-    if share.is_some_and(|s| s >= 20.0) {
+    if share.is_some_and(|s| s >= 20.0) && p.stats.windows.is_none() {
         line.push_str(
             "\n  fewer probes: --exclude, --skip-trivial, or --roots-only for latencies alone",
         );
