@@ -148,6 +148,10 @@ pub struct WindowOptions {
     /// Milliseconds of each silent window (the probes inside roots are
     /// silent; the roots' own probes time each call; stack samples).
     pub silent_ms: u32,
+    /// A counting window also ends once this many root calls were
+    /// entered in it (0: by its length only), for code whose counted root
+    /// calls cost many times their bare time.
+    pub counting_calls: u32,
 }
 
 /// What the stack sampler is asked for.

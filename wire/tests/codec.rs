@@ -100,6 +100,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     windows: (wait_bound_ms % 7 == 0).then_some(sprig_wire::WindowOptions {
                         counting_ms: wait_bound_ms,
                         silent_ms: wait_bound_ms.rotate_left(5),
+                        counting_calls: wait_bound_ms % 11,
                     }),
                 }
             },

@@ -23,7 +23,8 @@
 //!
 //! With windows timing (`SessionOptions::windows`) the sampler also keeps
 //! the schedule: it switches the probes between counting and silent
-//! windows (`probe::set_silent`), samples only in silent windows, and
+//! windows (`probe::set_silent`; a counting window ends early once
+//! `counting_calls` root contexts opened in it, checked every interval), samples only in silent windows, and
 //! sends only the stacks of threads that were inside a silent root
 //! context before and after the round's walk
 //! (`probe::inside_before_and_after`): no sample is taken of a thread
@@ -241,6 +242,8 @@ struct Sampler {
     windows: Option<WindowOptions>,
     window_end: Instant,
     silent: bool,
+    /// Root contexts opened when the current counting window began.
+    opened_at: u64,
 }
 
 impl Sampler {
@@ -265,6 +268,7 @@ impl Sampler {
             windows,
             window_end: Instant::now() + windows.map_or(Duration::ZERO, |w| ms(w.counting_ms)),
             silent: false,
+            opened_at: probe::root_contexts_opened(),
         })
     }
 
@@ -277,8 +281,15 @@ impl Sampler {
             return true;
         };
         let now = Instant::now();
-        if now >= self.window_end {
+        let enough_calls = !self.silent
+            && w.counting_calls > 0
+            && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
+                >= u64::from(w.counting_calls);
+        if now >= self.window_end || enough_calls {
             self.silent = !self.silent;
+            if !self.silent {
+                self.opened_at = probe::root_contexts_opened();
+            }
             probe::set_silent(self.silent);
             let len = if self.silent {
                 w.silent_ms
@@ -525,6 +536,7 @@ mod tests {
         let w = WindowOptions {
             counting_ms: 100,
             silent_ms: 400,
+            counting_calls: 0,
         };
         assert!(Stacks::new(ok, Some(w)).is_ok());
         for bad in [

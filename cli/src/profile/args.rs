@@ -146,9 +146,12 @@ pub struct SessionArgs {
     pub interval: Option<f64>,
 
     /// With `--timing windows`: milliseconds of each counting window and of
-    /// each silent window, `COUNT,SILENT` (each 1 to 600000). The session
+    /// each silent window, `COUNT,SILENT` (each 1 to 600000), and
+    /// optionally `,CALLS`: a counting window also ends once CALLS root
+    /// calls were entered in it (checked every --interval), for code whose
+    /// counted root calls cost many times their bare time. The session
     /// starts with a counting window.
-    #[arg(long, value_name = "COUNT,SILENT", default_value = "50,950")]
+    #[arg(long, value_name = "COUNT,SILENT[,CALLS]", default_value = "50,950")]
     pub windows: String,
 
     /// Instrument only the roots, not their callees.
@@ -400,11 +403,16 @@ impl SessionArgs {
     pub fn window_options(&self) -> Result<WindowOptions> {
         let bad = || {
             anyhow!(
-                "--windows must be COUNT,SILENT in milliseconds (each 1 to 600000), not {:?}",
+                "--windows must be COUNT,SILENT in milliseconds (each 1 to 600000), then \
+                 optionally ,CALLS, not {:?}",
                 self.windows
             )
         };
-        let (c, s) = self.windows.split_once(',').ok_or_else(bad)?;
+        let (c, rest) = self.windows.split_once(',').ok_or_else(bad)?;
+        let (s, calls) = match rest.split_once(',') {
+            Some((s, n)) => (s, n.trim().parse::<u32>().map_err(|_| bad())?),
+            None => (rest, 0),
+        };
         let ms = |v: &str| -> Result<u32> {
             match v.trim().parse::<u32>() {
                 Ok(n) if (1..=600_000).contains(&n) => Ok(n),
@@ -414,6 +422,7 @@ impl SessionArgs {
         Ok(WindowOptions {
             counting_ms: ms(c)?,
             silent_ms: ms(s)?,
+            counting_calls: calls,
         })
     }
 
