@@ -523,7 +523,13 @@ fn start_profiling(
     if so.roots.is_empty() && !calibrate_only && !sample_only && !threads_only {
         return refuse(ch, "no root pattern given".into());
     }
-    let stacks = match so.stacks.map(Stacks::new).transpose() {
+    if so.windows.is_some() && (so.stacks.is_none() || so.roots.is_empty()) {
+        return refuse(
+            ch,
+            "windows timing needs roots and the stack sampler (stacks)".into(),
+        );
+    }
+    let stacks = match so.stacks.map(|s| Stacks::new(s, so.windows)).transpose() {
         Ok(s) => s,
         Err(e) => return refuse(ch, e),
     };
@@ -625,7 +631,13 @@ fn start_profiling(
     LIVE.store(true, Ordering::Release);
     let ring = region.is_some();
     if let Some(region) = region {
-        probe::begin_session(jni, region, so.wait_bound_ms, so.timing);
+        probe::begin_session(
+            jni,
+            region,
+            so.wait_bound_ms,
+            so.timing,
+            so.windows.is_some(),
+        );
     }
     if so.calibrate {
         // Before any root is instrumented: no user event can interleave.

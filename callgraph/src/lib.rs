@@ -18,6 +18,6 @@ pub use cct::snapshot::SnapshotError;
 pub use cct::{CctBuilder, PositionSample, StreamIssues};
 pub use profile::{
     Calibration, Latency, LatencySummary, MethodInfo, Node, Profile, SampleCounts, Stats, Target,
-    ThreadProfile, Times, Timing, Tree, sample_bound_ns,
+    ThreadProfile, Times, Timing, Tree, WindowFacts, sample_bound_ns,
 };
 pub use report::{Format, Render, RenderOptions};

@@ -126,7 +126,7 @@ fn downgrade_to_v6(v7: &[u8]) -> Vec<u8> {
         at += 4 + 8;
         at += 4 + u32_at(&v, at) as usize;
         at += 5 * 8; // bursts
-        v.drain(at..at + 6 * 8);
+        v.drain(at..at + 5 * 8); // sample counts
         at += 4;
         let nodes = u64_at(&v, at);
         at += 8;

@@ -144,6 +144,26 @@ pub struct SessionOptions {
     /// [`RECORD_ALLOC`](crate::record::RECORD_ALLOC) record into the
     /// thread's stream (`AllocSite` names each site first).
     pub alloc: bool,
+    /// Windows timing: the probes count in counting windows and are
+    /// silent in the others, where the stack sampler (`stacks`, which must
+    /// be set) takes the time; `None` keeps the probes on throughout.
+    pub windows: Option<WindowOptions>,
+}
+
+/// The schedule of windows timing: a counting window, then a silent one,
+/// and again. A root call is counted or silent as a whole: the window at
+/// its entry decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct WindowOptions {
+    /// Milliseconds of each counting window (the probes record).
+    pub counting_ms: u32,
+    /// Milliseconds of each silent window (the probes inside roots are
+    /// silent; the roots' own probes time each call; stack samples).
+    pub silent_ms: u32,
+    /// A counting window also ends once this many root calls were
+    /// entered in it (0: by its length only), for code whose counted root
+    /// calls cost many times their bare time.
+    pub counting_calls: u32,
 }
 
 /// What the thread snapshots are asked for.

@@ -89,6 +89,12 @@ pub enum EventKind {
     /// [`MAX_CONTINUATION`](crate::record::MAX_CONTINUATION)). A reader
     /// that does not know the record kind steps over the N slots.
     Record = 12,
+    /// Windows timing: entry of a root method that opens a silent root
+    /// context (no probe inside records). `id` = method id, `ts` = clock.
+    SilentRootEntry = 13,
+    /// Windows timing: exit of the outermost root frame of a silent root
+    /// context. `id` = method id, `ts` = clock.
+    SilentRootExit = 14,
 }
 
 impl EventKind {
@@ -109,6 +115,8 @@ impl EventKind {
             10 => Monitor,
             11 => Marker,
             12 => Record,
+            13 => SilentRootEntry,
+            14 => SilentRootExit,
             _ => return None,
         })
     }

@@ -27,6 +27,7 @@ pub mod session;
 
 pub use control::{
     AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
+    WindowOptions,
 };
 pub use event::{Event, EventKind};
 pub use record::{

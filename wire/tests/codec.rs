@@ -110,6 +110,11 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     }),
                     locks: wait_bound_ms % 7 == 0,
                     alloc: wait_bound_ms % 7 == 0,
+                    windows: (wait_bound_ms % 7 == 0).then_some(sprig_wire::WindowOptions {
+                        counting_ms: wait_bound_ms,
+                        silent_ms: wait_bound_ms.rotate_left(5),
+                        counting_calls: wait_bound_ms % 11,
+                    }),
                 }
             },
         )

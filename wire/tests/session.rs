@@ -470,6 +470,7 @@ fn the_ring_descriptor_travels_with_start() {
         threads: None,
         locks: false,
         alloc: false,
+        windows: None,
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

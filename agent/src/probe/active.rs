@@ -46,6 +46,12 @@ pub(super) fn close_root_context() -> bool {
     inside(ACTIVE_THREADS.fetch_sub(1, Ordering::SeqCst)) == 1
 }
 
+/// Root contexts opened so far in this session (wrapping at 2^32): what
+/// windows timing's sampler counts a counting window's root calls by.
+pub fn root_contexts_opened() -> u64 {
+    ACTIVE_THREADS.load(Ordering::Relaxed) >> 32
+}
+
 /// Threads inside a root context in a packed `ACTIVE_THREADS` value.
 pub(super) fn inside(v: u64) -> i32 {
     v as u32 as i32

@@ -40,7 +40,8 @@
 //! `ring` (the session's ring, generation and switches), `state` (a
 //! thread's cells), `record` (writing into the thread's segment),
 //! `thread` (the thread-local state, registration, reset, `ThreadEnd`,
-//! the private ring), `active` (the active-thread count and
+//! the private ring), `windows` (windows timing's silent root contexts
+//! and the marks the stack sampler reads), `active` (the active-thread count and
 //! `Probe.active`), `burst` (calibration bursts), `revelation` (first
 //! calls, waits, `reflect`, `site`, charged-out work), `wait` (the waits
 //! and garbage collection pauses of `--locks`, written as records), `fast`
@@ -58,11 +59,12 @@ mod session;
 mod state;
 mod thread;
 mod wait;
+mod windows;
 
 #[cfg(test)]
 mod tests;
 
-pub use active::settle_active;
+pub use active::{root_contexts_opened, settle_active};
 pub use burst::{has_burst_class, set_burst_class, set_burst_every};
 pub use natives::Natives;
 pub use revelation::charged_out;
@@ -70,3 +72,4 @@ pub use ring::{lost_events, map_ring, retire_ring, ring_is_dead};
 pub use session::{begin_session, end_session};
 pub use thread::with_private_ring;
 pub use wait::{gc_finish, gc_start, wait_begin, wait_end};
+pub use windows::{inside_before_and_after, marks, set_silent};

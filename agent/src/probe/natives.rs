@@ -9,6 +9,7 @@ use super::revelation::{SITE_AGAIN, check_first_call, enter_dormant, reflect, si
 use super::ring::{GENERATION, PROFILING};
 use super::thread::{enter_virtual, register, with_state};
 use super::wait::{gc_catch_up, gc_due, gc_seen_now};
+use super::windows;
 use crate::ffi::Jni;
 use crate::{allocs, methods};
 use sprig_wire::record::RECORD_ALLOC;
@@ -174,6 +175,12 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         if s.generation.get() != generation {
             s.reset(generation);
         }
+        let n = s.silent.get();
+        if n > 0 {
+            // a root nested in a silent root context: silent too
+            s.silent.set(n.saturating_add(1));
+            return false;
+        }
         let d = s.depth();
         if d > 0 {
             if gc_due(s) {
@@ -191,6 +198,14 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
         }
         if s.producer.borrow().is_none() && !register(s, jni) {
             s.disabled.set(true);
+            return false;
+        }
+        if windows::silent_now() {
+            // Windows timing, a silent window: the root's own probes time
+            // the call; nothing inside records (no root context opens).
+            s.silent.set(1);
+            windows::mark_open(s.java_id.get());
+            s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
             return false;
         }
         open_root_context(jni);
@@ -213,6 +228,15 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
 #[inline]
 pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
     with_state(|s| {
+        let n = s.silent.get();
+        if n > 0 && s.current() {
+            s.silent.set(n - 1);
+            if n == 1 {
+                windows::mark_close(s.java_id.get());
+                s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
+            }
+            return ROOT_NESTED;
+        }
         let d = s.depth();
         if d == 0 || s.busy.get() || !s.current() {
             return ROOT_NESTED;

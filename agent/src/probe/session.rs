@@ -17,7 +17,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// A session starts recording into `region`.
-pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timing: Timing) {
+pub fn begin_session(
+    jni: Jni<'_>,
+    region: Arc<Region>,
+    wait_bound_ms: u32,
+    timing: Timing,
+    windows: bool,
+) {
+    super::windows::begin_session(windows);
     let wall = region.clock() != ClockKind::ThreadCpu;
     let followed = crate::env::get().is_some_and(|a| {
         let (followed, why) = crate::ffi::vthreads::follow(&a.vm);
@@ -51,6 +58,7 @@ pub fn begin_session(jni: Jni<'_>, region: Arc<Region>, wait_bound_ms: u32, timi
 /// `Probe.active` go to 0 and every thread state becomes stale).
 pub fn end_session(jni: Jni<'_>) {
     BURST_EVERY.store(0, Ordering::Relaxed);
+    super::windows::end_session();
     PROFILING.store(false, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::SeqCst);
     // After the generation: a thread opening its slot either sees the new

@@ -56,6 +56,9 @@ pub(super) struct ThreadState {
     /// A virtual thread unmounted keeping its segment: the generation it
     /// was counted in (`ring::PARKED`), 0 when not.
     pub(super) parked: Cell<u64>,
+    /// Windows timing: root frames open in this thread's silent root
+    /// context (0: none open; `windows`).
+    pub(super) silent: Cell<u32>,
 }
 
 impl ThreadState {
@@ -80,6 +83,7 @@ impl ThreadState {
             gc_seen: Cell::new(0),
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),
+            silent: Cell::new(0),
         }
     }
 

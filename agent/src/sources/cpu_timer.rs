@@ -83,7 +83,7 @@ impl CpuTimer {
     /// AsyncGetCallTrace, and no other profiler holds SIGPROF or the
     /// process's profiling timer. `Err` is the one line that says why not.
     pub fn usable(opts: StackOptions) -> Result<CpuTimer, String> {
-        stacks::Stacks::new(opts)?;
+        stacks::Stacks::new(opts, None)?;
         if crate::error::fault_named("foreign-sigprof") {
             foreign_handler_once();
         }

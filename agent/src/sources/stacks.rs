@@ -20,14 +20,27 @@
 //! a round makes is deleted, every JVMTI buffer deallocated (in `ffi`). A
 //! thread that ends between the listing and a later call of the round is
 //! normal: its CPU time is then unknown (`u64::MAX`).
+//!
+//! With windows timing (`SessionOptions::windows`) the sampler also keeps
+//! the schedule: it switches the probes between counting and silent
+//! windows (`probe::set_silent`; a counting window ends early once
+//! `counting_calls` root contexts opened in it, checked every interval), samples only in silent windows, and
+//! sends only the stacks of threads that were inside a silent root
+//! context before and after the round's walk
+//! (`probe::inside_before_and_after`): no sample is taken of a thread
+//! whose probes record. The first round of a silent window waits an
+//! interval, so no root call entered as the window switched is still
+//! counting. A source that sends the same messages applies the same test
+//! to each thread it samples.
 
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
 use crate::ffi::{Capabilities, FieldId, Jni, Jvmti, JvmtiError, MethodId, thread_state};
 use crate::outbox;
+use crate::probe;
 use sprig_wire::Message;
 use sprig_wire::clock;
-use sprig_wire::control::{SampledState, StackOptions, StackSample};
+use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
@@ -49,9 +62,13 @@ const WRONG_PHASE: JvmtiError = JvmtiError(112);
 /// The stop flag and the condition the sampler waits on between rounds.
 pub(super) type StopFlag = Arc<(Mutex<bool>, Condvar)>;
 
+/// Longest counting or silent window (ten minutes).
+pub const MAX_WINDOW_MS: u32 = 600_000;
+
 /// The stack sampler of one session.
 pub struct Stacks {
     opts: StackOptions,
+    windows: Option<WindowOptions>,
     thread: Option<Running>,
 }
 
@@ -73,9 +90,19 @@ impl Stacks {
         ring: false,
     };
 
-    /// A sampler for `opts`; `Err` (one line) for an interval or a depth
-    /// out of range.
-    pub fn new(opts: StackOptions) -> Result<Stacks, String> {
+    /// A sampler for `opts` (keeping windows timing's schedule when
+    /// `windows` is set); `Err` (one line) for an interval, a depth or a
+    /// window out of range.
+    pub fn new(opts: StackOptions, windows: Option<WindowOptions>) -> Result<Stacks, String> {
+        if let Some(w) = windows {
+            for (what, ms) in [("counting", w.counting_ms), ("silent", w.silent_ms)] {
+                if ms == 0 || ms > MAX_WINDOW_MS {
+                    return Err(format!(
+                        "windows timing: {what} window of {ms} ms out of range (1 to {MAX_WINDOW_MS})"
+                    ));
+                }
+            }
+        }
         if opts.interval_us == 0 || opts.interval_us > MAX_INTERVAL_US {
             return Err(format!(
                 "stack sampling: interval of {} us out of range (1 to {MAX_INTERVAL_US})",
@@ -88,7 +115,11 @@ impl Stacks {
                 opts.max_depth
             ));
         }
-        Ok(Stacks { opts, thread: None })
+        Ok(Stacks {
+            opts,
+            windows,
+            thread: None,
+        })
     }
 }
 
@@ -109,8 +140,9 @@ impl Source for Stacks {
         ));
         let opts = self.opts;
         let jvmti = agent.jvmti;
+        let windows = self.windows;
         start_thread(agent, THREAD_NAME, &mut self.thread, move |jni, stop| {
-            let mut s = Sampler::new(jvmti, jni, opts, stop)?;
+            let mut s = Sampler::new(jvmti, jni, opts, windows, stop)?;
             Ok(move |jni: Jni<'_>| s.run(jni))
         })
     }
@@ -254,6 +286,13 @@ struct Sampler {
     warned: bool,
     /// Set when the session stops the sampler.
     stop: StopFlag,
+    /// Windows timing's schedule, and when the current window ends (and
+    /// whether it is a silent one).
+    windows: Option<WindowOptions>,
+    window_end: Instant,
+    silent: bool,
+    /// Root contexts opened when the current counting window began.
+    opened_at: u64,
 }
 
 impl Sampler {
@@ -261,6 +300,7 @@ impl Sampler {
         jvmti: Jvmti,
         jni: Jni<'_>,
         opts: StackOptions,
+        windows: Option<WindowOptions>,
         stop: StopFlag,
     ) -> Result<Sampler, String> {
         let tid = jni
@@ -274,7 +314,41 @@ impl Sampler {
             threads: HashMap::new(),
             warned: false,
             stop,
+            windows,
+            window_end: Instant::now() + windows.map_or(Duration::ZERO, |w| ms(w.counting_ms)),
+            silent: false,
+            opened_at: probe::root_contexts_opened(),
         })
+    }
+
+    /// Windows timing: switches to the next window when the current one
+    /// is over; returns whether this round samples: in a silent window but
+    /// its first round, which only switches (always true without windows
+    /// timing: every round samples).
+    fn switch_window(&mut self) -> bool {
+        let Some(w) = self.windows else {
+            return true;
+        };
+        let now = Instant::now();
+        let enough_calls = !self.silent
+            && w.counting_calls > 0
+            && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
+                >= u64::from(w.counting_calls);
+        if now >= self.window_end || enough_calls {
+            self.silent = !self.silent;
+            if !self.silent {
+                self.opened_at = probe::root_contexts_opened();
+            }
+            probe::set_silent(self.silent);
+            let len = if self.silent {
+                w.silent_ms
+            } else {
+                w.counting_ms
+            };
+            self.window_end = now + ms(len);
+            return false;
+        }
+        self.silent
     }
 
     /// Rounds every `interval_us` until the stop flag is set or the VM
@@ -287,7 +361,9 @@ impl Sampler {
             if wait_until(&stop, next) {
                 return;
             }
-            match self.round(jni) {
+            let sampling = self.switch_window();
+            let result = if sampling { self.round(jni) } else { Ok(()) };
+            match result {
                 Ok(()) => {}
                 Err(WRONG_PHASE) => return,
                 Err(e) => {
@@ -318,6 +394,9 @@ impl Sampler {
         let samples = jni.with_local_frame(64, |jni| -> Result<Vec<StackSample>, JvmtiError> {
             // One frame more than kept tells a cut stack from a full one.
             let depth_asked = i32::try_from(depth + 1).unwrap_or(i32::MAX);
+            // Windows timing: which threads are inside a silent root
+            // context before the walk (checked again after it).
+            let marks_before = self.windows.map(|_| probe::marks());
             let stacks = self.jvmti.stack_samples(&jni, depth_asked)?;
             let mut samples = Vec::with_capacity(stacks.len());
             let mut alive = HashSet::with_capacity(stacks.len());
@@ -334,7 +413,11 @@ impl Sampler {
                     }
                     Seen { own, cpu_ns: None }
                 });
-                if seen.own {
+                if seen.own
+                    || marks_before
+                        .as_ref()
+                        .is_some_and(|m| !probe::inside_before_and_after(m, java_id))
+                {
                     jni.delete_local(st.thread);
                     continue;
                 }
@@ -420,6 +503,10 @@ pub(super) fn frame_id(
     id
 }
 
+fn ms(v: u32) -> Duration {
+    Duration::from_millis(u64::from(v))
+}
+
 /// Sends `msg` unless the session stopped the sampler: a sampler that
 /// outlived its stop's bound sends nothing into a later session.
 pub(super) fn send(stop: &StopFlag, msg: Message) {
@@ -492,7 +579,26 @@ mod tests {
             max_depth: 64,
             source: sprig_wire::control::StackSource::Jvmti,
         };
-        assert!(Stacks::new(ok).is_ok());
+        assert!(Stacks::new(ok, None).is_ok());
+        let w = WindowOptions {
+            counting_ms: 100,
+            silent_ms: 400,
+            counting_calls: 0,
+        };
+        assert!(Stacks::new(ok, Some(w)).is_ok());
+        for bad in [
+            WindowOptions {
+                counting_ms: 0,
+                ..w
+            },
+            WindowOptions {
+                silent_ms: MAX_WINDOW_MS + 1,
+                ..w
+            },
+        ] {
+            let e = Stacks::new(ok, Some(bad)).err().expect("refused");
+            assert!(e.starts_with("windows timing:") && !e.contains('\n'), "{e}");
+        }
         for bad in [
             StackOptions {
                 interval_us: 0,
@@ -509,7 +615,7 @@ mod tests {
                 ..ok
             },
         ] {
-            let e = Stacks::new(bad).err().expect("refused");
+            let e = Stacks::new(bad, None).err().expect("refused");
             assert!(e.starts_with("stack sampling:") && !e.contains('\n'), "{e}");
         }
     }

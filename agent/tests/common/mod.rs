@@ -34,6 +34,7 @@ fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
         threads: None,
         locks: false,
         alloc: false,
+        windows: None,
     }
 }
 

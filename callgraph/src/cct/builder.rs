@@ -48,6 +48,9 @@ pub struct CctBuilder {
     reset: Option<PendingReset>,
     resets: u32,
     timing: Timing,
+    /// Windows timing: counted root calls record no latency (silent ones
+    /// do), and stack samples are credited by path (`credit_stack`).
+    windows: bool,
 }
 
 impl CctBuilder {
@@ -69,7 +72,38 @@ impl CctBuilder {
             reset: None,
             resets: 0,
             timing: Timing::Exact,
+            windows: false,
         }
+    }
+
+    /// Windows timing (with [`Timing::Sampled`]): root latencies come from
+    /// the silent root calls only (`SilentRootEntry`/`SilentRootExit`;
+    /// counted root calls are slowed by the probes inside), and node
+    /// times from the stack samples of silent root calls
+    /// ([`CctBuilder::credit_stack`]).
+    pub fn set_windows(&mut self, on: bool) {
+        self.windows = on;
+        for t in &mut self.threads {
+            t.windows = on;
+        }
+    }
+
+    /// Credits one stack sample of thread `thread`, taken inside a silent
+    /// root call, worth `weight` ticks, to the node of `path` (the root's
+    /// method id first, then each frame below it toward the leaf): nodes
+    /// the counted calls never made are created with no call.
+    pub fn credit_stack(&mut self, thread: u32, path: &[u32], weight: u64) {
+        if path.is_empty() {
+            return;
+        }
+        let s = self.prepare(thread);
+        self.threads[s].credit_path(path, weight);
+    }
+
+    /// Root calls timed in silent windows (windows timing), on every
+    /// thread.
+    pub fn silent_root_calls(&self) -> u64 {
+        self.threads.iter().map(|t| t.silent_root_calls).sum()
     }
 
     /// Chooses how nodes are timed (before the first event; the default
@@ -99,8 +133,9 @@ impl CctBuilder {
             Some(&s) => s,
             None => {
                 let s = self.threads.len();
-                self.threads
-                    .push(ThreadState::new(thread, self.timing == Timing::Sampled));
+                let mut t = ThreadState::new(thread, self.timing == Timing::Sampled);
+                t.windows = self.windows;
+                self.threads.push(t);
                 self.slots.insert(thread, s);
                 s
             }

@@ -477,3 +477,50 @@ fn a_sampled_wait_takes_its_time_from_the_frame_that_waited() {
     assert_eq!(node(&p, 0, &[R]), (1, 1, 10, 110));
     assert_eq!(p.display_name(row), "(parked: ?)");
 }
+
+/// Windows timing: a counted root call (its calls, no latency), two silent
+/// ones (latencies, no call), and stack samples of the silent ones: the
+/// root's time is the silent calls' measured time on the basis of the
+/// counted call, shared out by the samples; a sampled path never counted
+/// is a node with samples and no call.
+#[test]
+fn windows_timing_shares_the_silent_calls_time_by_their_samples() {
+    let mut b = sampled();
+    b.set_windows(true);
+    let silent = |entry: u64, exit: u64| {
+        [
+            ev(EventKind::SilentRootEntry, R, entry),
+            ev(EventKind::SilentRootExit, R, exit),
+        ]
+    };
+    let mut events = vec![root(100), enter(A), exit(A), root_exit(1100)];
+    events.extend(silent(2000, 2400));
+    events.extend(silent(3000, 3800));
+    b.process(1, &events);
+    // three samples in A, one in B (never counted), under R
+    for _ in 0..3 {
+        b.credit_stack(1, &[R, A], 7);
+    }
+    b.credit_stack(1, &[R, B], 7);
+    assert_eq!((b.root_calls(), b.silent_root_calls()), (1, 2));
+    let p = b.finish();
+    let t = &p.threads[0].tree;
+    let node = |m: u32| {
+        t.nodes
+            .iter()
+            .position(|n| n.method == m)
+            .unwrap_or_else(|| panic!("no node of {m}"))
+    };
+    let (r, a, bn) = (node(R), node(A), node(B));
+    assert_eq!(
+        (t.nodes[r].calls, t.nodes[a].calls, t.nodes[bn].calls),
+        (1, 1, 0)
+    );
+    let l = t.nodes[r].latency.as_ref().expect("latency");
+    assert_eq!((l.count, l.sum, l.min, l.max), (2, 1200, 400, 800));
+    // the mean silent call (600 ns) on the basis of the one counted call
+    let times = p.times(t);
+    assert_eq!(times[r].total_ns, 600);
+    assert_eq!((times[a].total_ns, times[bn].total_ns), (450, 150));
+    assert_eq!(times[r].self_ns, 0);
+}

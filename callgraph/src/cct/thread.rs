@@ -18,7 +18,12 @@ pub(super) const K_ADJUST: u16 = EventKind::AdjustTime as u16;
 const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
 const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
 pub(super) const K_RECORD: u16 = EventKind::Record as u16;
-const K_LAST_KNOWN: u16 = EventKind::Record as u16;
+const K_SILENT_ENTRY: u16 = EventKind::SilentRootEntry as u16;
+const K_SILENT_EXIT: u16 = EventKind::SilentRootExit as u16;
+const K_LAST_KNOWN: u16 = EventKind::SilentRootExit as u16;
+
+/// The entry timestamp of a silent root call that began before a reset.
+const PARTIAL: u64 = u64::MAX;
 
 /// A reset some threads may not have reached yet (see
 /// [`CctBuilder::reset_at`](super::CctBuilder::reset_at)).
@@ -84,6 +89,12 @@ pub(super) struct ThreadState {
     /// Observations ahead of the stream.
     pending: Pending,
     pub(super) samples: SampleCounts,
+    /// Windows timing: counted root calls record no latency.
+    pub(super) windows: bool,
+    /// The silent root call open now (method, entry timestamp).
+    silent_open: Option<(u32, u64)>,
+    /// Silent root calls closed (resets do not clear it).
+    pub(super) silent_root_calls: u64,
 }
 
 impl ThreadState {
@@ -107,6 +118,39 @@ impl ThreadState {
             pos: None,
             pending: Pending::default(),
             samples: SampleCounts::default(),
+            windows: false,
+            silent_open: None,
+            silent_root_calls: 0,
+        }
+    }
+
+    /// Credits a stack sample worth `weight` to the node of `path` (root
+    /// method first), creating the nodes no counted call made.
+    pub(super) fn credit_path(&mut self, path: &[u32], weight: u64) {
+        let mut node = 0;
+        for &m in path {
+            node = self.arena.child(node, m);
+        }
+        let n = &mut self.arena.nodes[node as usize];
+        n.samples += 1;
+        n.sampled = n.sampled.saturating_add(weight);
+        self.samples.credited += 1;
+    }
+
+    /// A silent root call closed at `ts`: its latency goes to the root's
+    /// node (which counts no call for it).
+    fn close_silent(&mut self, method: u32, ts: u64) {
+        match self.silent_open.take() {
+            Some((m, PARTIAL)) if m == method => self.silent_root_calls += 1,
+            Some((m, start)) if m == method => {
+                self.silent_root_calls += 1;
+                let node = self.arena.child(0, method);
+                self.arena.nodes[node as usize]
+                    .latency
+                    .get_or_insert_with(Default::default)
+                    .record(ts.saturating_sub(start));
+            }
+            _ => self.issues.unmatched_exits += 1,
         }
     }
 
@@ -115,6 +159,10 @@ impl ThreadState {
     /// each counted as one incomplete call whose time starts at `at`.
     fn reset(&mut self, at: u64) {
         let at = at.max(self.last_ts);
+        if let Some((_, start)) = &mut self.silent_open {
+            // began before the reset: no latency
+            *start = PARTIAL;
+        }
         let mut arena = Arena::with_capacity(self.stack.len() + 1);
         for f in &mut self.stack {
             f.node = arena.push_open(f.method);
@@ -211,7 +259,7 @@ impl ThreadState {
     /// calibration replaced the first (the faster of two stays).
     fn close_root(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
-        if f.partial {
+        if f.partial || self.windows {
             return;
         }
         let waits = self.adjust_sum.wrapping_sub(f.adjust);
@@ -386,6 +434,14 @@ impl ThreadState {
                         }
                         _ => self.root_exit_slow(e.id, e.ts),
                     }
+                }
+                K_SILENT_ENTRY => {
+                    self.last_ts = e.ts;
+                    self.silent_open = Some((e.id, e.ts));
+                }
+                K_SILENT_EXIT => {
+                    self.last_ts = e.ts;
+                    self.close_silent(e.id, e.ts);
                 }
                 K_ADJUST if e.aux & ADJUST_OPEN_FRAMES != 0 => {
                     // charged to the frames open now
@@ -637,6 +693,49 @@ impl ThreadState {
             );
         }
         tree.recount();
+        if self.windows {
+            window_times(&mut tree);
+        }
         (tree, map)
+    }
+}
+
+/// Windows timing: each root's time is its silent calls' measured time
+/// (the sum of their latencies), shared out over its subtree by the stack
+/// samples of those calls, on the basis of the counted root calls (the
+/// calls in the tree), so that a node's time per root call is its share
+/// of the mean silent root call; a root with no counted call keeps the
+/// silent calls' total. A root whose silent calls no sample found keeps
+/// the samples' interval weights (none).
+fn window_times(tree: &mut Tree) {
+    for r in tree.roots.clone() {
+        let Some((count, sum)) = tree.nodes[r as usize]
+            .latency
+            .as_ref()
+            .map(|l| (l.count, l.sum))
+        else {
+            continue;
+        };
+        // the subtree, and its samples
+        let mut sub = vec![r];
+        let mut i = 0;
+        while i < sub.len() {
+            sub.extend_from_slice(&tree.nodes[sub[i] as usize].children);
+            i += 1;
+        }
+        let samples: u64 = sub.iter().map(|&n| tree.nodes[n as usize].samples).sum();
+        if samples == 0 || count == 0 {
+            continue;
+        }
+        let calls = tree.nodes[r as usize].calls;
+        let basis = if calls > 0 {
+            sum as f64 * calls as f64 / count as f64
+        } else {
+            sum as f64
+        };
+        for &n in &sub {
+            let node = &mut tree.nodes[n as usize];
+            node.sampled_ticks = (basis * node.samples as f64 / samples as f64).round() as u64;
+        }
     }
 }

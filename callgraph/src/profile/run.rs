@@ -127,6 +127,41 @@ pub struct Stats {
     pub reveal_ns: u64,
     /// What revelation did (`None` with `--roots-only`).
     pub reveal: Option<RevealStats>,
+    /// Windows timing's schedule and what it counted (`None` otherwise).
+    pub windows: Option<WindowFacts>,
+}
+
+/// Windows timing: the probes counted root calls in counting windows and
+/// were silent in the others, where each root call was timed by the
+/// root's own probes and the stack sampler's samples of it were credited
+/// to the tree. Calls in the tree are per counted root call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowFacts {
+    pub counting_ms: u32,
+    pub silent_ms: u32,
+    /// Microseconds between two stack samples of a thread.
+    pub interval_us: u64,
+    /// Root calls counted (entered in counting windows).
+    pub counted_root_calls: u64,
+    /// Root calls timed in silent windows (the root latencies).
+    pub silent_root_calls: u64,
+    /// Stack samples credited to the tree, and those whose stack held no
+    /// root frame (a stack cut short) or that came after the end.
+    pub samples: u64,
+    pub samples_outside: u64,
+}
+
+impl WindowFacts {
+    /// The factor that scales per-counted-root-call figures to every root
+    /// call of the session (counted and silent).
+    pub fn scale(&self) -> f64 {
+        if self.counted_root_calls == 0 {
+            0.0
+        } else {
+            (self.counted_root_calls + self.silent_root_calls) as f64
+                / self.counted_root_calls as f64
+        }
+    }
 }
 
 impl Stats {

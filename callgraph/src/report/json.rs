@@ -40,6 +40,11 @@
 //! `self_ns`), `total_samples` (behind `total_ns`), `self_bound_ns` and
 //! `total_bound_ns` (95% bounds, "± x"); each thread (and `merged`) adds
 //! `samples` (`{"credited","outside","outside_ns","late","unmatched"}`).
+//! Windows timing (`timing` is `"sampled"`) adds top level `windows`
+//! (`{"counting_ms","silent_ms","interval_us","counted_root_calls",
+//! "silent_root_calls","scale","samples","samples_outside"}`): calls are
+//! per counted root call, `scale` takes them to every root call, and the
+//! root latencies come from the silent root calls.
 //!
 //! `--locks`: each wait is a row of its own among a node's children
 //! (`"class":""`, `"method":"(blocked on pkg.Lock)"`, `"(waiting on ..)"`,
@@ -323,6 +328,21 @@ impl Render for Json {
         write!(out, "\"ticks_per_sec\":{},\"clock\":", p.ticks_per_sec)?;
         write_str(out, &p.clock)?;
         write!(out, ",\"timing\":\"{}\",", p.timing.name())?;
+        if let Some(w) = &p.stats.windows {
+            indent(out, 1)?;
+            write!(
+                out,
+                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{}}},",
+                w.counting_ms,
+                w.silent_ms,
+                w.interval_us,
+                w.counted_root_calls,
+                w.silent_root_calls,
+                num_f64(w.scale()),
+                w.samples,
+                w.samples_outside
+            )?;
+        }
         indent(out, 1)?;
         out.write_all(b"\"warnings\":[")?;
         for (i, w) in p.warnings.iter().enumerate() {

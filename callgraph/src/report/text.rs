@@ -225,7 +225,11 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         p.target.pid,
         escape(jvm),
         p.stats.duration_ms,
-        p.timing.name(),
+        if p.stats.windows.is_some() {
+            "windows"
+        } else {
+            p.timing.name()
+        },
         if p.clock == "thread-cpu" {
             ", thread CPU time"
         } else {
@@ -250,7 +254,11 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         c.source()
     );
     let share = c.share_percent();
-    if c.in_latencies {
+    if p.stats.windows.is_some() {
+        line.push_str(
+            "; counted root calls only: the silent ones, and the latencies taken from them, do not pay it",
+        );
+    } else if c.in_latencies {
         line.push_str("; root latencies include it");
         if let Some(share) = share {
             line.push_str(&format!(" ({share:.1}% of them)"));
@@ -258,7 +266,7 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     } else {
         line.push_str(", subtracted from times and latencies");
     }
-    if share.is_some_and(|s| s >= 20.0) {
+    if share.is_some_and(|s| s >= 20.0) && p.stats.windows.is_none() {
         line.push_str(
             "\n  fewer probes: --exclude, --skip-trivial, or --roots-only for latencies alone",
         );
@@ -266,11 +274,31 @@ fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{line}")
 }
 
+/// What windows timing counted and sampled, in one line.
+fn windows_line(s: &crate::profile::Stats) -> String {
+    let Some(w) = &s.windows else {
+        return String::new();
+    };
+    format!(
+        "windows timing ({} ms counting, {} ms silent): calls per counted root call ({} counted, \
+         {} silent; totals scaled x{:.2} to every root call), times from {} stack samples of \
+         silent root calls ({} outside a root), latencies from silent windows",
+        w.counting_ms,
+        w.silent_ms,
+        w.counted_root_calls,
+        w.silent_root_calls,
+        w.scale(),
+        w.samples,
+        w.samples_outside
+    )
+}
+
 /// The short footer: what was instrumented, what was lost, what was
 /// subtracted, in one line (`verbose` gives [`details`] instead).
 fn footer(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let s = &p.stats;
     let how = match (p.timing, p.calibration) {
+        (Timing::Sampled, _) if s.windows.is_some() => windows_line(s),
         (Timing::Sampled, _) => {
             let mut c = crate::profile::SampleCounts::default();
             p.threads.iter().for_each(|t| c.add(&t.samples));
@@ -346,7 +374,9 @@ fn details(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             p.clock, p.ticks_per_sec
         )?;
     }
-    if p.timing == Timing::Sampled {
+    if p.stats.windows.is_some() {
+        writeln!(out, "  timing       {}", windows_line(&p.stats))?;
+    } else if p.timing == Timing::Sampled {
         let mut c = crate::profile::SampleCounts::default();
         p.threads.iter().for_each(|t| c.add(&t.samples));
         writeln!(

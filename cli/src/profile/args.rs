@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern::excluded_by;
 use sprig_rewriter::pattern::MethodPattern;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions, Timing};
+use sprig_wire::control::{ClockKind, Scheme, SessionOptions, StackOptions, Timing, WindowOptions};
 
 use crate::output::{Sections, ViewArgs};
 
@@ -123,16 +123,37 @@ pub struct SessionArgs {
     /// 25), which puts a floor under the overhead of call-dense code and
     /// blurs methods of a few ns. Use `exact` for sessions too short to
     /// gather samples (a few hundred) or when every method's time must be
-    /// measured rather than estimated.
+    /// measured rather than estimated. `windows`: the probes count in
+    /// counting windows and are silent in the others (--windows), where
+    /// the program runs at about its own speed (a probe inside a silent
+    /// root call costs a load and a branch): the roots' own probes time
+    /// each silent root call, and the agent's stack sampler shares that
+    /// time out over the tree, each sample credited to the path its stack
+    /// falls on (JDK frames folded into their caller unless --include
+    /// names them); a root call is counted or silent as a whole. Calls are
+    /// exact per counted root call; times are those of the program without
+    /// probes, at the sampler's cost (one safepoint a round) and with its
+    /// safepoint bias; root latencies come from the silent root calls.
     #[arg(long, value_enum, default_value_t = TimingArg::Sampled, value_name = "HOW")]
     pub timing: TimingArg,
 
     /// With `--timing sampled`: milliseconds between two samples, jittered
     /// by up to half either way so that it cannot lock onto a periodic
     /// workload. Each sample costs the JVM nothing; sprig reads the ring's
-    /// segment headers (a few µs a sample).
-    #[arg(long, value_name = "MS", default_value_t = 1.0)]
-    pub interval: f64,
+    /// segment headers (a few µs a sample). With `--timing windows`:
+    /// milliseconds between two stack samples in silent windows (default
+    /// 5; each round stops the JVM's threads at a safepoint).
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<f64>,
+
+    /// With `--timing windows`: milliseconds of each counting window and of
+    /// each silent window, `COUNT,SILENT` (each 1 to 600000), and
+    /// optionally `,CALLS`: a counting window also ends once CALLS root
+    /// calls were entered in it (checked every --interval), for code whose
+    /// counted root calls cost many times their bare time. The session
+    /// starts with a counting window.
+    #[arg(long, value_name = "COUNT,SILENT[,CALLS]", default_value = "50,950")]
+    pub windows: String,
 
     /// Count allocations, exactly, inside root contexts: every `new`,
     /// `newarray`, `anewarray` and `multianewarray` of the profiled
@@ -283,7 +304,12 @@ pub enum VirtualArg {
 pub enum TimingArg {
     Exact,
     Sampled,
+    Windows,
 }
+
+/// Frames the stack sampler keeps under windows timing (its most): a
+/// sample whose root frame lies deeper is not credited.
+pub const WINDOWS_STACK_DEPTH: u32 = 2048;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ClockArg {
@@ -366,12 +392,11 @@ impl SessionArgs {
             }
         }
         self.view.validate()?;
-        if !(self.interval.is_finite() && (0.1..=1000.0).contains(&self.interval)) {
-            bail!(
-                "--interval must be between 0.1 and 1000 milliseconds, not {}",
-                self.interval
-            );
+        let interval = self.interval_ms();
+        if !(interval.is_finite() && (0.1..=1000.0).contains(&interval)) {
+            bail!("--interval must be between 0.1 and 1000 milliseconds, not {interval}");
         }
+        self.window_options()?;
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
         }
@@ -386,6 +411,41 @@ impl SessionArgs {
     fn excluding(&self, r: &str) -> Option<&str> {
         let class = MethodPattern::parse(r).ok()?.exact_class()?;
         excluded_by(&class, &self.exclude)
+    }
+
+    /// `--interval`, or its default for the timing mode.
+    pub fn interval_ms(&self) -> f64 {
+        self.interval.unwrap_or(match self.timing {
+            TimingArg::Windows => 5.0,
+            _ => 1.0,
+        })
+    }
+
+    /// `--windows` as the agent takes it.
+    pub fn window_options(&self) -> Result<WindowOptions> {
+        let bad = || {
+            anyhow!(
+                "--windows must be COUNT,SILENT in milliseconds (each 1 to 600000), then \
+                 optionally ,CALLS, not {:?}",
+                self.windows
+            )
+        };
+        let (c, rest) = self.windows.split_once(',').ok_or_else(bad)?;
+        let (s, calls) = match rest.split_once(',') {
+            Some((s, n)) => (s, n.trim().parse::<u32>().map_err(|_| bad())?),
+            None => (rest, 0),
+        };
+        let ms = |v: &str| -> Result<u32> {
+            match v.trim().parse::<u32>() {
+                Ok(n) if (1..=600_000).contains(&n) => Ok(n),
+                _ => Err(bad()),
+            }
+        };
+        Ok(WindowOptions {
+            counting_ms: ms(c)?,
+            silent_ms: ms(s)?,
+            counting_calls: calls,
+        })
     }
 
     /// The clock the probes read for `--clock`.
@@ -419,13 +479,23 @@ impl SessionArgs {
             // The agent runs bursts only after its calibration at attach.
             recalibrate_ms: match self.timing {
                 TimingArg::Exact => self.recalibrate_every,
-                TimingArg::Sampled => 0,
+                TimingArg::Sampled | TimingArg::Windows => 0,
             },
             timing: match self.timing {
                 TimingArg::Exact => Timing::Exact,
-                TimingArg::Sampled => Timing::Sampled,
+                // windows timing counts as sampled timing does
+                TimingArg::Sampled | TimingArg::Windows => Timing::Sampled,
             },
-            stacks: None,
+            stacks: (self.timing == TimingArg::Windows).then(|| StackOptions {
+                interval_us: (self.interval_ms() * 1000.0).round() as u32,
+                max_depth: WINDOWS_STACK_DEPTH,
+                // the windows' schedule lives in the JVMTI sampler
+                source: sprig_wire::control::StackSource::Jvmti,
+            }),
+            windows: match self.timing {
+                TimingArg::Windows => self.window_options().ok(),
+                _ => None,
+            },
             threads: None,
             locks: self.locks,
             alloc: self.alloc,

@@ -44,6 +44,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         threads: None,
         locks: false,
         alloc: false,
+        windows: None,
     };
     let plan = Plan {
         pid: args.pid,

@@ -10,11 +10,13 @@
 //!   from the ring to the report;
 //! - `position_samples`: sampled timing's reader of ring positions (the
 //!   position samples);
+//! - `stack_credit`: windows timing's stack samples mapped onto the tree;
 //! - `calibrate`: `sprig calibrate` and its work.
 
 pub mod args;
 mod calibrate;
 mod position_samples;
+mod stack_credit;
 mod tree;
 
 use std::process::{Child, ExitCode};

@@ -1,6 +1,7 @@
 //! The work of `sprig profile` and `sprig run`: the calling-context tree.
 //! [`CallTree`] reads the ring into the CCT builder (with sampled timing,
-//! the position samples first), resets the results on SIGUSR1
+//! the position samples first; with windows timing, the stack samples
+//! through [`StackCredit`]), resets the results on SIGUSR1
 //! or `--reset-after`, draws the live view, and at the end builds the
 //! [`Profile`] and writes the report.
 
@@ -20,6 +21,7 @@ use sprig_wire::{Message, clock};
 
 use super::args::{SessionArgs, TimingArg};
 use super::position_samples::{PositionSamples, Weight};
+use super::stack_credit::StackCredit;
 use crate::session::{Flow, Outcome, Phase, Prepared, Turn, Work};
 use crate::{output, signals};
 
@@ -46,6 +48,8 @@ pub(super) struct CallTree<'a> {
     runs: Vec<(Run, Range<usize>)>,
     run_events: Vec<Event>,
     builder: CctBuilder,
+    /// Windows timing: the stack samples' mapping onto the tree.
+    stacks: Option<StackCredit>,
     resets_seen: u32,
     timed_reset_done: bool,
     // When the results were last reset, and when to reset the threads that
@@ -78,8 +82,17 @@ impl<'a> CallTree<'a> {
             };
             PositionSamples::start(
                 region.clone(),
-                Duration::from_secs_f64(args.interval / 1000.0),
+                Duration::from_secs_f64(args.interval_ms() / 1000.0),
                 weight,
+            )
+        });
+        let stacks = (args.timing == TimingArg::Windows).then(|| {
+            builder.set_timing(Timing::Sampled);
+            builder.set_windows(true);
+            StackCredit::new(
+                &args.roots,
+                &args.include,
+                (args.interval_ms() * 1000.0).round() as u64,
             )
         });
         {
@@ -95,6 +108,7 @@ impl<'a> CallTree<'a> {
             runs: Vec::new(),
             run_events: Vec::new(),
             builder,
+            stacks,
             resets_seen: 0,
             timed_reset_done: false,
             reset_when: None,
@@ -131,6 +145,9 @@ impl Work for CallTree<'_> {
 
     fn on_message(&mut self, msg: &Message) -> Result<Flow> {
         self.builder.apply_message(msg);
+        if let Some(s) = &mut self.stacks {
+            s.on_message(msg, &mut self.builder);
+        }
         if let (Some(s), Message::Thread { index, tid, .. }) = (&self.positions, msg) {
             s.set_tid(*index, *tid);
         }
@@ -225,6 +242,20 @@ impl Work for CallTree<'_> {
             st.lost_events = st.lost_events.max(self.region.lost_events());
             st.duration_ms = duration_ms;
             st.reset_after_ms = reset_after_ms;
+        }
+        if let (Some(s), Ok(w)) = (&self.stacks, self.args.window_options()) {
+            let silent = self.builder.silent_root_calls();
+            let counted = self.builder.root_calls();
+            let (_, st) = self.builder.profile_fields_mut();
+            st.windows = Some(sprig_callgraph::WindowFacts {
+                counting_ms: w.counting_ms,
+                silent_ms: w.silent_ms,
+                interval_us: s.interval_us(),
+                counted_root_calls: counted,
+                silent_root_calls: silent,
+                samples: s.credited,
+                samples_outside: s.outside + s.unnamed(),
+            });
         }
         let mut profile: Profile = self.builder.finish();
         if !outcome.final_counts {

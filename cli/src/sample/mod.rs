@@ -90,6 +90,7 @@ fn session_options(args: &SampleArgs) -> SessionOptions {
         threads: None,
         locks: false,
         alloc: false,
+        windows: None,
     }
 }
 

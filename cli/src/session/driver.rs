@@ -452,6 +452,7 @@ mod tests {
             threads: None,
             locks: false,
             alloc: false,
+            windows: None,
         };
         let plan = Plan {
             pid: me,

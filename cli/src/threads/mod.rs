@@ -85,6 +85,7 @@ fn session_options(args: &ThreadsArgs) -> SessionOptions {
         }),
         locks: false,
         alloc: false,
+        windows: None,
     }
 }
 

@@ -402,3 +402,36 @@ fn agent_warnings_shown_while_profiling_are_only_counted() {
     assert!(text.contains("frames were still open"));
     assert!(text.contains("(1 more from the agent, printed above while profiling)"));
 }
+
+#[test]
+fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
+    let mut p = shaped(&[
+        (None, "a.B", "root", "()V", 1, 10_000, 5, 0),
+        (Some(0), "a.B", "leaf", "()V", 99, 5_000, 5, 0),
+    ]);
+    p.stats.windows = Some(crate::profile::WindowFacts {
+        counting_ms: 50,
+        silent_ms: 950,
+        interval_us: 5000,
+        counted_root_calls: 1,
+        silent_root_calls: 3,
+        samples: 10,
+        samples_outside: 2,
+    });
+    let text = text_of(&p, &RenderOptions::default());
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().ends_with("windows timing"), "{text}");
+    assert_eq!(
+        lines.next().unwrap(),
+        "probes: about 800 ns a root call (100 calls x 8.0 ns a pair, benchmark); counted \
+         root calls only: the silent ones, and the latencies taken from them, do not pay it"
+    );
+    assert!(
+        text.contains(
+            "windows timing (50 ms counting, 950 ms silent): calls per counted root call (1 \
+             counted, 3 silent; totals scaled x4.00 to every root call), times from 10 stack \
+             samples of silent root calls (2 outside a root), latencies from silent windows"
+        ),
+        "{text}"
+    );
+}

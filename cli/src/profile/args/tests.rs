@@ -115,3 +115,45 @@ fn an_unwritable_output_is_refused_before_attaching() {
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
+    let opts = |args: &[&str]| {
+        let mut all = vec!["--root", "a.B::c", "--timing", "windows"];
+        all.extend_from_slice(args);
+        let a = session_args(&all);
+        a.validate().map(|()| a.session_options())
+    };
+    let o = opts(&[]).unwrap();
+    assert_eq!(o.timing, Timing::Sampled);
+    assert_eq!(
+        o.windows,
+        Some(WindowOptions {
+            counting_ms: 50,
+            silent_ms: 950,
+            counting_calls: 0
+        })
+    );
+    assert_eq!(o.stacks.map(|s| s.interval_us), Some(5000));
+    let o = opts(&["--windows", "20,980,4", "--interval", "2"]).unwrap();
+    assert_eq!(
+        o.windows,
+        Some(WindowOptions {
+            counting_ms: 20,
+            silent_ms: 980,
+            counting_calls: 4
+        })
+    );
+    assert_eq!(o.stacks.map(|s| s.interval_us), Some(2000));
+    for bad in ["0,5", "5", "5,600001", "1,2,x", "a,b"] {
+        let e = opts(&["--windows", bad]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--windows must be") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+    // other modes ask for neither
+    let a = session_args(&["--root", "a.B::c"]);
+    let o = a.session_options();
+    assert_eq!((o.windows, o.stacks), (None, None));
+}

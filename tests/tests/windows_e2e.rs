@@ -1,0 +1,209 @@
+//! Windows timing on real JVMs (JDK 17, and JDK 25 where installed), what
+//! can be asserted without timing: calls per counted root call exactly
+//! those of exact timing, stack samples credited only to paths under a
+//! root, none to a root call whose probes record (a counted call held
+//! through a silent window), no JDK frame in the tree, and every silent
+//! root call timed (the latencies come from the silent windows).
+//!
+//! The schedule is set so that the phases fall in known windows: the
+//! session opens with a counting window of 2.5 s, then a silent one of
+//! 1 s, and so on. `hold 3500` is sent as the session starts, so its one
+//! root call (`Windows.hold`) is entered while counting and runs through
+//! the first silent window; `shorts 3500` then runs `Windows.shortRoot`
+//! through the second counting window and the second silent one.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sprig_tests::{
+    Jdk, Proc, TempDir, calls_by_path, fixture_classes, start_sprig, start_workload, test_jdks,
+};
+
+const LONG: Duration = Duration::from_secs(120);
+const ROOTS: [&str; 4] = [
+    "--root",
+    "fixtures.Windows::hold",
+    "--root",
+    "fixtures.Windows::shortRoot",
+];
+
+/// Runs `cmd` in the workload and waits for its `done` line.
+fn run(jvm: &mut Proc, cmd: &str, done: &str) {
+    jvm.send(cmd);
+    jvm.wait_for(done, LONG, |l| l.starts_with(done));
+}
+
+/// One session with `extra` options around `phases`; the JSON report.
+fn session(
+    jvm: &mut Proc,
+    out: &std::path::Path,
+    extra: &[&str],
+    phases: &[(&str, &str)],
+) -> Value {
+    let mut args = ROOTS.to_vec();
+    args.extend_from_slice(&["--format", "json"]);
+    args.extend_from_slice(extra);
+    let mut p = start_sprig(jvm.pid(), &args, out);
+    for (cmd, done) in phases {
+        run(jvm, cmd, done);
+    }
+    p.signal("INT");
+    let status = p.wait_exit(LONG).expect("sprig stops");
+    assert!(status.success(), "{}", p.transcript());
+    let text = std::fs::read_to_string(out).expect("report");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Every node with its path (`method;method;...` from the root).
+fn nodes(report: &Value) -> Vec<(String, &Value)> {
+    let mut all = Vec::new();
+    let mut stack: Vec<(String, &Value)> = Vec::new();
+    for t in report["threads"].as_array().unwrap() {
+        for r in t["roots"].as_array().unwrap() {
+            stack.push((String::new(), r));
+        }
+    }
+    while let Some((prefix, n)) = stack.pop() {
+        let path = format!("{prefix};{}", n["method"].as_str().unwrap());
+        for c in n["children"].as_array().into_iter().flatten() {
+            stack.push((path.clone(), c));
+        }
+        all.push((path, n));
+    }
+    all
+}
+
+#[test]
+fn windows_timing_counts_exactly_and_credits_only_silent_root_calls() {
+    for jdk in test_jdks("windows_timing_counts_exactly") {
+        run_on(&jdk);
+    }
+}
+
+fn run_on(jdk: &Jdk) {
+    let classes = fixture_classes(jdk);
+    let mut jvm = start_workload(jdk, classes.path(), &[]);
+    let tmp = TempDir::new("windows");
+    // Both roots' classes loaded and compiled before any session.
+    run(&mut jvm, "shorts 300", "done shorts");
+    run(&mut jvm, "hold 10", "done hold");
+
+    let exact = session(
+        &mut jvm,
+        &tmp.path().join("exact.json"),
+        &["--timing", "exact"],
+        &[("shorts 300", "done shorts")],
+    );
+    let windows = session(
+        &mut jvm,
+        &tmp.path().join("windows.json"),
+        &[
+            "--timing",
+            "windows",
+            "--windows",
+            "2500,1000",
+            "--interval",
+            "1",
+        ],
+        &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
+    );
+    let major = jdk.major;
+    assert_eq!(windows["timing"], "sampled");
+    let w = &windows["windows"];
+    assert_eq!(w["counting_ms"], 2500, "{w}");
+    assert_eq!(w["silent_ms"], 1000, "{w}");
+    let silent_calls = w["silent_root_calls"].as_u64().unwrap();
+    assert!(silent_calls > 0, "JDK {major}: no silent root call: {w}");
+
+    // Calls per counted root call: those of exact timing, path by path
+    // (the nodes the samples alone made have no call).
+    let per_root = |report: &Value| -> Vec<(String, f64)> {
+        let calls = calls_by_path(report, &["fixtures."]);
+        let roots = calls["Windows.shortRoot"] as f64;
+        calls
+            .into_iter()
+            .filter(|(p, c)| p.starts_with("Windows.shortRoot") && *c > 0)
+            .map(|(p, c)| (p, c as f64 / roots))
+            .collect()
+    };
+    let (e, s) = (per_root(&exact), per_root(&windows));
+    assert!(e.len() >= 3, "{e:?}");
+    assert_eq!(
+        e, s,
+        "JDK {major}: windows timing changed the calls per root call"
+    );
+    let hold = nodes(&windows)
+        .into_iter()
+        .find(|(p, _)| p == ";hold")
+        .map(|(_, n)| n)
+        .expect("the hold root");
+    assert_eq!(
+        hold["calls"], 1,
+        "JDK {major}: the hold call was not entered in the first counting window: {hold}"
+    );
+    assert!(
+        hold["latency"].is_null(),
+        "a counted root call has no latency: {hold}"
+    );
+
+    // Samples: some, all under the silent root calls of shortRoot, none in
+    // the counted hold call that ran through the first silent window.
+    let all = nodes(&windows);
+    let on_nodes: u64 = all
+        .iter()
+        .map(|(_, n)| n["samples"].as_u64().unwrap())
+        .sum();
+    assert!(on_nodes > 0, "JDK {major}: no sample credited");
+    assert_eq!(on_nodes, w["samples"].as_u64().unwrap(), "{w}");
+    for (path, n) in &all {
+        let samples = n["samples"].as_u64().unwrap();
+        assert!(
+            samples == 0 || path.starts_with(";shortRoot"),
+            "JDK {major}: {samples} samples credited at {path}, in a root call whose probes \
+             recorded"
+        );
+        let class = n["class"].as_str().unwrap();
+        assert!(
+            class.starts_with("fixtures."),
+            "JDK {major}: a JDK frame was not folded into its caller: {path} ({class})"
+        );
+    }
+    let work = all
+        .iter()
+        .find(|(p, _)| p == ";shortRoot;work")
+        .map(|(_, n)| n["samples"].as_u64().unwrap())
+        .unwrap_or(0);
+    assert!(
+        work * 2 > on_nodes,
+        "JDK {major}: work() holds most of shortRoot's time, {work} of {on_nodes} samples"
+    );
+    for t in windows["threads"].as_array().unwrap() {
+        assert_eq!(t["samples"]["late"], 0, "{}", t["samples"]);
+    }
+
+    // Every silent root call is timed; the counted ones are not.
+    let short = all
+        .iter()
+        .find(|(p, _)| p == ";shortRoot")
+        .map(|(_, n)| *n)
+        .expect("the shortRoot root");
+    let l = &short["latency"];
+    assert_eq!(
+        l["count"].as_u64(),
+        Some(silent_calls),
+        "JDK {major}: latencies of the silent root calls: {l}"
+    );
+    let q: Vec<u64> = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns"]
+        .iter()
+        .map(|k| l[*k].as_u64().unwrap())
+        .collect();
+    assert!(q[0] > 0 && q.windows(2).all(|p| p[0] <= p[1]), "{l}");
+    assert_eq!(
+        w["counted_root_calls"].as_u64().unwrap(),
+        short["calls"].as_u64().unwrap() + 1,
+        "{w}"
+    );
+
+    jvm.send("exit");
+    jvm.wait_exit(LONG);
+}
