@@ -14,8 +14,8 @@ fn bytes(p: &Profile) -> Vec<u8> {
 }
 
 /// The version 7 file of a profile of platform threads without
-/// allocations: a version 8 file without the virtual-thread count of each
-/// thread, the allocation count of each node and the allocation sites'
+/// allocations: a version 8 file without the command in the target, the
+/// virtual-thread count of each thread, the allocation count of each node and the allocation sites'
 /// count at the end.
 fn downgrade_to_v7(v8: &[u8]) -> Vec<u8> {
     let mut v = v8.to_vec();
@@ -27,6 +27,8 @@ fn downgrade_to_v7(v8: &[u8]) -> Vec<u8> {
     at += 4 + u32_at(&v, at) as usize;
     at += 4;
     at += 4 + u32_at(&v, at) as usize;
+    let command = 4 + u32_at(&v, at) as usize;
+    v.drain(at..at + command);
     at += 5 * 8 + 1 + 16;
     at += 6 * 8;
     if v[at] == 1 {
@@ -393,4 +395,22 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         Profile::read_snapshot(&mut v9.as_slice()),
         Err(SnapshotError::UnsupportedVersion(9))
     ));
+}
+
+/// The command that made a profile (`sprig run`) survives a snapshot and
+/// names the re-rendered report; an older snapshot reads as `profile`.
+#[test]
+fn the_command_survives_a_snapshot() {
+    let mut p = Profile::new(1_000_000_000);
+    p.target.command = "run".into();
+    let data = bytes(&p);
+    let back = Profile::read_snapshot(&mut data.as_slice()).expect("reads");
+    assert_eq!(back.target.command(), "run");
+    let text = render(&back, &RenderOptions::default(), Format::Text);
+    assert!(
+        String::from_utf8_lossy(&text).starts_with("sprig run: pid "),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    assert_eq!(Profile::new(1).target.command(), "profile");
 }

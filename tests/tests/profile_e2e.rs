@@ -917,6 +917,10 @@ fn sprig_run_writes_its_report_to_stderr() {
         err.contains("fixtures.Calls.root"),
         "the report is on stderr:\n{err}"
     );
+    assert!(
+        err.contains("sprig run: pid "),
+        "the report names the command that made it:\n{err}"
+    );
 }
 
 /// A `sprig run` whose JVM exits soon after the root ran: the JVM is gone

@@ -4,7 +4,7 @@
 //! ```text
 //! magic "SPRIGSNP", u32 version
 //! u64 ticks_per_sec, str clock
-//! target:      u32 pid, str jvm
+//! target:      u32 pid, str jvm, (v8) str command
 //! stats:       u64 events, instrumented_methods, called_methods, lost_events, duration_ms
 //! calibration: u8 present, f64 inner_ns, f64 outer_ns
 //! agent (v2):  u64 instrumented_classes, failed_classes, threads,
@@ -168,6 +168,7 @@ impl Profile {
         w.str(&self.clock)?;
         w.u32(self.target.pid)?;
         w.str(&self.target.jvm)?;
+        w.str(&self.target.command)?;
         let s = &self.stats;
         for v in [
             s.events,
@@ -288,6 +289,9 @@ impl Profile {
         p.clock = r.str()?;
         p.target.pid = r.u32()?;
         p.target.jvm = r.str()?;
+        if version >= 8 {
+            p.target.command = r.str()?;
+        }
         p.stats.events = r.u64()?;
         p.stats.instrumented_methods = r.u64()?;
         p.stats.called_methods = r.u64()?;

@@ -96,6 +96,21 @@ pub struct Target {
     pub pid: u32,
     /// e.g. `OpenJDK 64-Bit Server VM 17.0.15+6`.
     pub jvm: String,
+    /// The sprig command that made the profile (`profile`, `run`); empty
+    /// reads as `profile`.
+    pub command: String,
+}
+
+impl Target {
+    /// The command that made the profile, as the report's first line
+    /// names it.
+    pub fn command(&self) -> &str {
+        if self.command.is_empty() {
+            "profile"
+        } else {
+            &self.command
+        }
+    }
 }
 
 use sprig_wire::control::AgentStats;

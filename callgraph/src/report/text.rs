@@ -221,7 +221,8 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "sprig profile: pid {}, {}: {} ms{from_reset}, {} timing{}{threads}",
+        "sprig {}: pid {}, {}: {} ms{from_reset}, {} timing{}{threads}",
+        escape(p.target.command()),
         p.target.pid,
         escape(jvm),
         p.stats.duration_ms,

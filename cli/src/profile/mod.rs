@@ -85,6 +85,7 @@ fn profile_session(
         quiet: args.quiet,
         excludes: args.exclude.clone(),
     };
+    let command = if child.is_some() { "run" } else { "profile" };
     let session = Session::start(prepared, channel, args.session_options(), plan, child)?;
-    session.run(CallTree::new(args, prepared, pid, jvm_line, live))
+    session.run(CallTree::new(args, prepared, pid, jvm_line, command, live))
 }

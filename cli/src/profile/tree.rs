@@ -62,13 +62,14 @@ pub(super) struct CallTree<'a> {
 }
 
 impl<'a> CallTree<'a> {
-    /// The tree of JVM `pid` (named `jvm_line`) on `prepared`'s ring;
-    /// `live` from [`live_view`].
+    /// The tree of JVM `pid` (named `jvm_line`) on `prepared`'s ring, made
+    /// by sprig's `command` (`profile`, `run`); `live` from [`live_view`].
     pub(super) fn new(
         args: &'a SessionArgs,
         prepared: &Prepared,
         pid: u32,
         jvm_line: String,
+        command: &str,
         live: bool,
     ) -> CallTree<'a> {
         let region = prepared.region.clone();
@@ -99,6 +100,7 @@ impl<'a> CallTree<'a> {
             let (target, _) = builder.profile_fields_mut();
             target.pid = pid;
             target.jvm = jvm_line;
+            target.command = command.to_owned();
         }
         CallTree {
             args,
