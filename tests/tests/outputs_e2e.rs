@@ -459,8 +459,10 @@ fn a_diff_flame_graph_of_two_snapshots_colours_what_changed() {
 /// The default maximum stack depth of the stack formats.
 const MAX_STACK: usize = 2048;
 /// Peak RSS allowed to one `sprig report` of a deep tree (200,000 nodes
-/// take ~80 MiB: the tree, its merge over threads, the derived times).
-const RSS_LIMIT_KIB: u64 = 100 << 10;
+/// take ~100 MiB: the tree, its merge over threads, the derived times;
+/// a node carries its allocations and wait rows since `--alloc` and
+/// `--locks`).
+const RSS_LIMIT_KIB: u64 = 128 << 10;
 /// Peak RSS allowed to one `sprig diff` of a deep tree with itself (two
 /// trees, their merges and the comparison).
 const DIFF_RSS_LIMIT_KIB: u64 = 200 << 10;
