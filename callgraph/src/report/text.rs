@@ -127,7 +127,7 @@ impl Render for Text {
         if opts.verbose {
             details(p, out)?;
         } else {
-            footer(p, out)?;
+            footer(p, opts.width, out)?;
         }
         warnings(p, opts, out)
     }
@@ -296,7 +296,7 @@ fn windows_line(s: &crate::profile::Stats) -> String {
 
 /// The short footer: what was instrumented, what was lost, what was
 /// subtracted, in one line (`verbose` gives [`details`] instead).
-fn footer(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+fn footer(p: &Profile, width: usize, out: &mut dyn Write) -> io::Result<()> {
     let s = &p.stats;
     let how = match (p.timing, p.calibration) {
         (Timing::Sampled, _) if s.windows.is_some() => windows_line(s),
@@ -311,12 +311,15 @@ fn footer(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
         ),
         (Timing::Exact, None) => "probe cost not subtracted".to_owned(),
     };
-    writeln!(
-        out,
+    let line = format!(
         "session: {} events ({} lost), {} methods instrumented, {} called; {how} (--verbose: \
          every figure of the session)",
         s.events, s.lost_events, s.instrumented_methods, s.called_methods
-    )
+    );
+    for (i, l) in wrap(&line, width.saturating_sub(2)).iter().enumerate() {
+        writeln!(out, "{}{l}", if i == 0 { "" } else { "  " })?;
+    }
+    Ok(())
 }
 
 /// The warnings, once; the agent's only counted when they were printed on
@@ -338,7 +341,12 @@ fn warnings(p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Resul
     }
     writeln!(out, "warnings:")?;
     for w in own {
-        writeln!(out, "  - {}", escape(w))?;
+        for (i, line) in wrap(&escape(w), opts.width.saturating_sub(4))
+            .iter()
+            .enumerate()
+        {
+            writeln!(out, "{}{line}", if i == 0 { "  - " } else { "    " })?;
+        }
     }
     if !agent.is_empty() {
         writeln!(
@@ -348,6 +356,26 @@ fn warnings(p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Resul
         )?;
     }
     Ok(())
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces (a word
+/// longer than `width` stands alone on its line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(20);
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line");
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(word.to_owned());
+        } else {
+            if len > 0 {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
 }
 
 /// Every figure of the session, one per line (`verbose`).
@@ -540,20 +568,27 @@ fn details(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
 
 /// The indentation and branch of one tree line. `open[d]` = an ancestor at
 /// depth d has more siblings below (draw `|`).
-fn guides(open: &[bool], depth: usize, last: bool) -> String {
+fn guides(open: &[bool], depth: usize, last: bool, levels: usize) -> String {
     if depth == 0 {
         return String::new();
     }
     let mut s = String::new();
-    let upto = depth.min(MAX_GUIDES + 1);
+    let upto = depth.min(levels + 1);
     for &o in open.iter().take(upto).skip(1) {
         s.push_str(if o { "|  " } else { "   " });
     }
-    if depth > MAX_GUIDES + 1 {
+    if depth > levels + 1 {
         s.push_str(&format!("[{depth}] "));
     }
     s.push_str(if last { "\\- " } else { "+- " });
     s
+}
+
+/// The guide levels drawn before a line shows its depth instead: as many
+/// as leave a name [`MIN_NAME`] columns in `width` beside `figures`
+/// columns (and the depth, `[NN] \- `), at least 4, at most [`MAX_GUIDES`].
+fn guide_levels(width: usize, figures: usize) -> usize {
+    (width.saturating_sub(figures + MIN_NAME + 8) / 3).clamp(4, MAX_GUIDES)
 }
 
 /// One thread's (or the merged) tree; what it showed goes into `marks`.
@@ -656,7 +691,12 @@ fn thread_tree(
         open.truncate(line.depth);
         open.resize(line.depth, false);
         open.push(!line.last);
-        let guide = guides(&open, line.depth, line.last);
+        let guide = guides(
+            &open,
+            line.depth,
+            line.last,
+            guide_levels(opts.width, width),
+        );
         let mut extra = String::new();
         if node.incomplete > 0 {
             extra = format!(" [{} incomplete]", node.incomplete);
@@ -991,7 +1031,7 @@ fn back_trace(
         open.truncate(d);
         open.resize(d, false);
         open.push(!last);
-        let guide = guides(&open, d, last);
+        let guide = guides(&open, d, last, guide_levels(opts.width, width));
         let mut extra = String::new();
         if depth == 1 && n.method == Some(method) {
             // its time is inside the outermost call's already

@@ -426,8 +426,10 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
         "probes: about 800 ns a root call (100 calls x 8.0 ns a pair, benchmark); counted \
          root calls only: the silent ones, and the latencies taken from them, do not pay it"
     );
+    // the footer is wrapped to the width: read it unwrapped
+    let unwrapped = text.replace("\n  ", " ");
     assert!(
-        text.contains(
+        unwrapped.contains(
             "windows timing (50 ms counting, 950 ms silent): calls per counted root call (1 \
              counted, 3 silent; totals scaled x4.00 to every root call), times from 10 stack \
              samples of silent root calls (2 outside a root), latencies from silent windows"
