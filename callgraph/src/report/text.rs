@@ -765,10 +765,21 @@ fn thread_tree(
     for line in view.lines.iter().filter(|l| l.depth == 0) {
         let node = &t.tree.nodes[line.node as usize];
         if let Some(l) = p.latency_ns(node) {
+            // One unit, the max's, while the median reads at least 0.01 in
+            // it; else each figure in its own, so that a sub-microsecond
+            // median under a millisecond max does not read 0.000.
             let u = Unit::fit(l.max_ns as f64);
-            let f = |ns: u64| u.format(ns as f64);
+            let one_unit = l.p50_ns as f64 >= u.ns() / 100.0;
+            let f = |ns: u64| {
+                if one_unit {
+                    u.format(ns as f64)
+                } else {
+                    let own = Unit::fit(ns as f64);
+                    format!("{} {}", own.format(ns as f64), own.name())
+                }
+            };
             let figures = format!(
-                "{} call{}, min {}, p50 {}, p90 {}, p99 {}, max {} {}",
+                "{} call{}, min {}, p50 {}, p90 {}, p99 {}, max {}{}",
                 l.count,
                 if l.count == 1 { "" } else { "s" },
                 f(l.min_ns),
@@ -776,7 +787,11 @@ fn thread_tree(
                 f(l.p90_ns),
                 f(l.p99_ns),
                 f(l.max_ns),
-                u.name()
+                if one_unit {
+                    format!(" {}", u.name())
+                } else {
+                    String::new()
+                }
             );
             // One line when the name fits beside the figures, else the
             // figures on a line of their own under it.

@@ -437,3 +437,43 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
         "{text}"
     );
 }
+
+/// A root whose calls take a few hundred ns with one slow outlier: its
+/// latency figures each read in their own unit, not `0.000` ms.
+#[test]
+fn sub_microsecond_latencies_read_in_their_own_units() {
+    let mut p = Profile::new(1_000_000_000);
+    p.methods.insert(0, MethodInfo::new("a.B", "run", "()V"));
+    let mut latency = crate::profile::Latency::default();
+    for _ in 0..1000 {
+        latency.record(150);
+    }
+    latency.record(2_500_000);
+    let mut tree = Tree::default();
+    tree.push(
+        None,
+        Node {
+            method: 0,
+            calls: 1001,
+            total_ticks: 2_650_000,
+            latency: Some(Box::new(latency)),
+            ..Node::default()
+        },
+    );
+    p.threads.push(ThreadProfile {
+        index: 0,
+        name: "main".into(),
+        tree,
+        ..ThreadProfile::default()
+    });
+    let text = text_of(&p, &RenderOptions::default());
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  latency"))
+        .unwrap_or_else(|| panic!("no latency line:\n{text}"));
+    assert!(
+        line.contains("p50 1") && line.contains(" ns, ") && line.ends_with(" ms"),
+        "{line}"
+    );
+    assert!(!line.contains("0.000"), "{line}");
+}
