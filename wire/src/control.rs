@@ -150,6 +150,36 @@ pub struct SessionOptions {
     pub windows: Option<WindowOptions>,
 }
 
+impl SessionOptions {
+    /// A session that profiles no root and runs no sensor: the base the
+    /// sessions that only sample, snapshot or calibrate start from
+    /// (`SessionOptions { stacks: Some(..), ..SessionOptions::without_roots() }`),
+    /// so a field a new sensor adds is set in one place. Lazy scheme,
+    /// monotonic clock, sampled timing, a 2 s wait bound, nothing else on.
+    pub fn without_roots() -> Self {
+        SessionOptions {
+            roots: Vec::new(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            scheme: Scheme::Lazy,
+            clock: ClockKind::Monotonic,
+            roots_only: true,
+            calibrate: false,
+            wait_bound_ms: 2000,
+            no_dormant: false,
+            skip_trivial: 0,
+            receivers: false,
+            recalibrate_ms: 0,
+            timing: Timing::Sampled,
+            stacks: None,
+            threads: None,
+            locks: false,
+            alloc: false,
+            windows: None,
+        }
+    }
+}
+
 /// The schedule of windows timing: a counting window, then a silent one,
 /// and again. A root call is counted or silent as a whole: the window at
 /// its entry decides.

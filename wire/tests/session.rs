@@ -419,7 +419,7 @@ fn slow_hello_survives_accepting_in_short_slices() {
 /// and messages before and after the descriptor arrive intact.
 #[test]
 fn the_ring_descriptor_travels_with_start() {
-    use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
+    use sprig_wire::control::{ClockKind, SessionOptions};
     use sprig_wire::event::{Event, EventKind};
     use sprig_wire::ring::{Consumer, Producer, Region, RingConfig};
     use std::os::fd::AsFd;
@@ -454,23 +454,9 @@ fn the_ring_descriptor_travels_with_start() {
     ch.send(&Message::StatusRequest).unwrap();
     let start = Message::Start(SessionOptions {
         roots: vec!["a.B::c".into()],
-        include: vec![],
-        exclude: vec![],
-        scheme: Scheme::Lazy,
         clock: ClockKind::Tsc,
-        roots_only: true,
-        calibrate: false,
         wait_bound_ms: 1000,
-        no_dormant: false,
-        skip_trivial: 0,
-        receivers: false,
-        recalibrate_ms: 0,
-        timing: Default::default(),
-        stacks: None,
-        threads: None,
-        locks: false,
-        alloc: false,
-        windows: None,
+        ..SessionOptions::without_roots()
     });
     ch.send_with_fd(&start, fd.as_fd()).unwrap();
     assert_eq!(ch.recv().unwrap(), Message::Warning("pushed".into()));

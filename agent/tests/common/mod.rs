@@ -5,7 +5,7 @@
 
 use sprig_tests::{Jdk, Proc, TempDir};
 use sprig_wire::clock;
-use sprig_wire::control::{AgentStats, ClockKind, Scheme, SessionOptions};
+use sprig_wire::control::{AgentStats, ClockKind, SessionOptions};
 use sprig_wire::ring::{Consumer, Region, RingConfig};
 use sprig_wire::session::{Channel, Listener, PeerExpectation, SessionDir, euid};
 use sprig_wire::{Event, EventKind, Message};
@@ -18,23 +18,9 @@ use std::time::{Duration, Instant};
 fn session_options(roots: &[&str], roots_only: bool) -> SessionOptions {
     SessionOptions {
         roots: roots.iter().map(|s| s.to_string()).collect(),
-        include: vec![],
-        exclude: vec![],
-        scheme: Scheme::Lazy,
         clock: ClockKind::Tsc,
         roots_only,
-        calibrate: false,
-        wait_bound_ms: 2000,
-        no_dormant: false,
-        skip_trivial: 0,
-        receivers: false,
-        recalibrate_ms: 0,
-        timing: Default::default(),
-        stacks: None,
-        threads: None,
-        locks: false,
-        alloc: false,
-        windows: None,
+        ..SessionOptions::without_roots()
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use sprig_callgraph::report::escape::escape;
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions};
+use sprig_wire::control::{ClockKind, SessionOptions};
 use sprig_wire::session::SessionError;
 
 use super::args::{self, CalibrateArgs};
@@ -27,24 +27,9 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let clock_kind = args.clock_kind();
     let (prepared, channel, jvm_line) = session::attach_to(args.pid, clock_kind, 1, timeout)?;
     let options = SessionOptions {
-        roots: Vec::new(),
-        include: Vec::new(),
-        exclude: Vec::new(),
-        scheme: Scheme::Lazy,
         clock: clock_kind,
-        roots_only: true,
         calibrate: true,
-        wait_bound_ms: 2000,
-        no_dormant: false,
-        skip_trivial: 0,
-        receivers: false,
-        recalibrate_ms: 0,
-        timing: Default::default(),
-        stacks: None,
-        threads: None,
-        locks: false,
-        alloc: false,
-        windows: None,
+        ..SessionOptions::without_roots()
     };
     let plan = Plan {
         pid: args.pid,

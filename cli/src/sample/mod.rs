@@ -25,7 +25,7 @@ use sprig_callgraph::stacks::{
     ConvertOptions, StackProfile, SuggestOptions, SuggestedRoot, suggest_roots, write_json,
 };
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions, StackOptions, Timing};
+use sprig_wire::control::{ClockKind, SessionOptions, StackOptions};
 
 pub use args::SampleArgs;
 
@@ -69,28 +69,13 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
 /// calibration, the stack sampler on.
 fn session_options(args: &SampleArgs) -> SessionOptions {
     SessionOptions {
-        roots: Vec::new(),
-        include: Vec::new(),
-        exclude: Vec::new(),
-        scheme: Scheme::Lazy,
-        clock: ClockKind::Monotonic,
-        roots_only: true,
-        calibrate: false,
-        wait_bound_ms: 2000,
         no_dormant: true,
-        skip_trivial: 0,
-        receivers: false,
-        recalibrate_ms: 0,
-        timing: Timing::Sampled,
         stacks: Some(StackOptions {
             interval_us: args.interval_us(),
             max_depth: args.max_depth,
             source: args.stack_source(),
         }),
-        threads: None,
-        locks: false,
-        alloc: false,
-        windows: None,
+        ..SessionOptions::without_roots()
     }
 }
 

@@ -337,7 +337,7 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    use sprig_wire::control::{AgentStats, ClockKind, JvmInfo, Scheme};
+    use sprig_wire::control::{AgentStats, ClockKind, JvmInfo};
     use sprig_wire::session::PeerExpectation;
 
     use crate::session::connect::prepare_with;
@@ -434,26 +434,7 @@ mod tests {
             .listener
             .accept(&expect, Duration::from_secs(10))
             .expect("the agent connects");
-        let options = SessionOptions {
-            roots: Vec::new(),
-            include: Vec::new(),
-            exclude: Vec::new(),
-            scheme: Scheme::Lazy,
-            clock: ClockKind::Monotonic,
-            roots_only: true,
-            calibrate: false,
-            wait_bound_ms: 2000,
-            no_dormant: false,
-            skip_trivial: 0,
-            receivers: false,
-            recalibrate_ms: 0,
-            timing: Default::default(),
-            stacks: None,
-            threads: None,
-            locks: false,
-            alloc: false,
-            windows: None,
-        };
+        let options = SessionOptions::without_roots();
         let plan = Plan {
             pid: me,
             duration: Some(0.05),

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions, ThreadDump, ThreadsOptions, Timing};
+use sprig_wire::control::{ClockKind, SessionOptions, ThreadDump, ThreadsOptions};
 use sprig_wire::session::SessionError;
 
 pub use args::{ThreadsArgs, ThreadsFormat};
@@ -64,28 +64,13 @@ pub fn threads(args: ThreadsArgs) -> Result<ExitCode> {
 /// `Start` of a snapshot session: no roots, no stacks, no calibration.
 fn session_options(args: &ThreadsArgs) -> SessionOptions {
     SessionOptions {
-        roots: Vec::new(),
-        include: Vec::new(),
-        exclude: Vec::new(),
-        scheme: Scheme::Lazy,
-        clock: ClockKind::Monotonic,
-        roots_only: true,
-        calibrate: false,
-        wait_bound_ms: 2000,
         no_dormant: true,
-        skip_trivial: 0,
-        receivers: false,
-        recalibrate_ms: 0,
-        timing: Timing::Sampled,
-        stacks: None,
         threads: Some(ThreadsOptions {
             snapshots: SNAPSHOTS,
             gap_ms: GAP_MS,
             max_depth: args.max_depth,
         }),
-        locks: false,
-        alloc: false,
-        windows: None,
+        ..SessionOptions::without_roots()
     }
 }
 
