@@ -152,12 +152,7 @@ impl Running {
         ending: &mut Ending,
     ) -> Stopped {
         let mut stopped = Stopped::default();
-        if let Some(mut source) = self.sources.pop() {
-            let needs = source.needs();
-            step(source.name(), (), || source.stop(agent, jni, ending));
-            stopped.events.extend_from_slice(needs.events);
-            stopped.capabilities.push(needs.capabilities);
-        }
+        self.stop_one(agent, jni, ending, &mut stopped);
         stopped
     }
 
@@ -170,13 +165,28 @@ impl Running {
         ending: &mut Ending,
     ) -> Stopped {
         let mut stopped = Stopped::default();
-        while let Some(mut source) = self.sources.pop() {
-            let needs = source.needs();
-            step(source.name(), (), || source.stop(agent, jni, ending));
-            stopped.events.extend_from_slice(needs.events);
-            stopped.capabilities.push(needs.capabilities);
-        }
+        while self.stop_one(agent, jni, ending, &mut stopped) {}
         stopped
+    }
+
+    /// Stops the last source started, if any (a panic in its `stop` is
+    /// caught), and notes its events and capabilities in `stopped`.
+    /// Whether there was one.
+    fn stop_one(
+        &mut self,
+        agent: &'static Agent,
+        jni: Jni<'_>,
+        ending: &mut Ending,
+        stopped: &mut Stopped,
+    ) -> bool {
+        let Some(mut source) = self.sources.pop() else {
+            return false;
+        };
+        let needs = source.needs();
+        step(source.name(), (), || source.stop(agent, jni, ending));
+        stopped.events.extend_from_slice(needs.events);
+        stopped.capabilities.push(needs.capabilities);
+        true
     }
 }
 
