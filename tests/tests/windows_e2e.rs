@@ -214,15 +214,23 @@ fn check_windows(jdk: &Jdk, source: &str, exact: &Value, windows: &Value) {
             "JDK {major}: a JDK frame was not folded into its caller: {path} ({class})"
         );
     }
-    let work = all
-        .iter()
-        .find(|(p, _)| p == ";shortRoot;work")
-        .map(|(_, n)| n["samples"].as_u64().unwrap())
-        .unwrap_or(0);
+    // Below the root, work() holds most of the time (a, b and leaf are a
+    // few ns). The root's own samples are left out: the timer also samples
+    // the root's probes' native entry and exit, which land on the root.
+    // Samples of a method taken before the probes announced it make a node
+    // of their own beside the counted one (same path): summed.
+    let at = |path: &str| -> u64 {
+        all.iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, n)| n["samples"].as_u64().unwrap())
+            .sum()
+    };
+    let work = at(";shortRoot;work");
+    let below = on_nodes - at(";shortRoot");
     assert!(
-        work * 2 > on_nodes,
-        "JDK {major}, {source}: work() holds most of shortRoot's time, {work} of {on_nodes} \
-         samples: {:?}",
+        below > 0 && work * 2 > below,
+        "JDK {major}, {source}: work() holds most of the samples below shortRoot, {work} of \
+         {below}: {:?}",
         all.iter()
             .map(|(p, n)| (p, n["samples"].as_u64().unwrap()))
             .filter(|(_, s)| *s > 0)
