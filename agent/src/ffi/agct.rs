@@ -131,14 +131,18 @@ pub struct SilentFilter {
 impl SilentFilter {
     /// The filter for values of `T` with their silent word at `offset`;
     /// `None` when the tls word serves another type, or the offset does
-    /// not hold an aligned `AtomicU64` inside `T`.
+    /// not hold an aligned `AtomicU64` inside `T`, or the tls word is not
+    /// a thread-pointer word here (not x86-64 Linux: it always reads 0).
     pub fn for_state<T: 'static>(offset: usize, tag: u32) -> Option<SilentFilter> {
+        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            return None;
+        }
         let fits = offset
             .checked_add(std::mem::size_of::<AtomicU64>())
             .is_some_and(|end| end <= std::mem::size_of::<T>());
         (super::tls::owned_by::<T>()
             && fits
-            && offset % std::mem::align_of::<AtomicU64>() == 0
+            && offset.is_multiple_of(std::mem::align_of::<AtomicU64>())
             && std::mem::align_of::<T>() >= std::mem::align_of::<AtomicU64>())
         .then_some(SilentFilter { offset, tag })
     }
