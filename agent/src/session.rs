@@ -734,7 +734,7 @@ fn start_stacks(
     if let Some(o) = opts
         && o.source == StackSource::Timer
     {
-        match CpuTimer::usable(o) {
+        match CpuTimer::usable(o, stacks.windows()) {
             Ok(timer) => match start_source(agent, jni, Box::new(timer)) {
                 Ok(()) => return Ok(()),
                 Err(e) => {

@@ -5,6 +5,13 @@
 //! through a silent window), no JDK frame in the tree, and every silent
 //! root call timed (the latencies come from the silent windows).
 //!
+//! Both stack sources run: the CPU timer (the default), whose signal
+//! handler drops every sample of a thread outside a silent root call (the
+//! `hold` call spins on the CPU through a silent window with its probes
+//! recording: every timer signal in it must be dropped, and counted), and
+//! JVMTI (`--source jvmti`), whose sampler drops such threads after its
+//! walk. The report says which ran.
+//!
 //! The schedule is set so that the phases fall in known windows: the
 //! session opens with a counting window of 2.5 s, then a silent one of
 //! 1 s, and so on. `hold 3500` is sent as the session starts, so its one
@@ -94,22 +101,61 @@ fn run_on(jdk: &Jdk) {
         &["--timing", "exact"],
         &[("shorts 300", "done shorts")],
     );
-    let windows = session(
-        &mut jvm,
-        &tmp.path().join("windows.json"),
-        &[
+    // the timer by default, then JVMTI
+    for (source, extra) in [("timer", None), ("jvmti", Some("jvmti"))] {
+        let mut args = vec![
             "--timing",
             "windows",
             "--windows",
             "2500,1000",
             "--interval",
             "1",
-        ],
-        &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
-    );
+        ];
+        if let Some(s) = extra {
+            args.extend_from_slice(&["--source", s]);
+        }
+        let windows = session(
+            &mut jvm,
+            &tmp.path().join(format!("windows-{source}.json")),
+            &args,
+            &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
+        );
+        check_windows(jdk, source, &exact, &windows);
+    }
+
+    jvm.send("exit");
+    jvm.wait_exit(LONG);
+}
+
+/// The assertions on one windows-timing report taken with `source`.
+fn check_windows(jdk: &Jdk, source: &str, exact: &Value, windows: &Value) {
     let major = jdk.major;
     assert_eq!(windows["timing"], "sampled");
     let w = &windows["windows"];
+    assert_eq!(
+        w["source"], source,
+        "JDK {major}: the report names the stack source that ran: {w}"
+    );
+    if source == "timer" {
+        // The handler drops what is not a silent root call's (the hold
+        // call spinning through a silent window, the loop between
+        // shortRoot calls): counted, and no stack without a root frame is
+        // sent.
+        let dropped = w["samples_dropped"].as_u64().unwrap();
+        assert!(
+            dropped > 0,
+            "JDK {major}: the timer's handler dropped no signal: {w}"
+        );
+        let (samples, outside) = (
+            w["samples"].as_u64().unwrap(),
+            w["samples_outside"].as_u64().unwrap(),
+        );
+        assert!(
+            outside * 100 <= samples,
+            "JDK {major}: the timer sent {outside} samples outside a root call ({samples} \
+             credited): {w}"
+        );
+    }
     assert_eq!(w["counting_ms"], 2500, "{w}");
     assert_eq!(w["silent_ms"], 1000, "{w}");
     let silent_calls = w["silent_root_calls"].as_u64().unwrap();
@@ -126,13 +172,13 @@ fn run_on(jdk: &Jdk) {
             .map(|(p, c)| (p, c as f64 / roots))
             .collect()
     };
-    let (e, s) = (per_root(&exact), per_root(&windows));
+    let (e, s) = (per_root(exact), per_root(windows));
     assert!(e.len() >= 3, "{e:?}");
     assert_eq!(
         e, s,
         "JDK {major}: windows timing changed the calls per root call"
     );
-    let hold = nodes(&windows)
+    let hold = nodes(windows)
         .into_iter()
         .find(|(p, _)| p == ";hold")
         .map(|(_, n)| n)
@@ -148,19 +194,19 @@ fn run_on(jdk: &Jdk) {
 
     // Samples: some, all under the silent root calls of shortRoot, none in
     // the counted hold call that ran through the first silent window.
-    let all = nodes(&windows);
+    let all = nodes(windows);
     let on_nodes: u64 = all
         .iter()
         .map(|(_, n)| n["samples"].as_u64().unwrap())
         .sum();
-    assert!(on_nodes > 0, "JDK {major}: no sample credited");
+    assert!(on_nodes > 0, "JDK {major}, {source}: no sample credited");
     assert_eq!(on_nodes, w["samples"].as_u64().unwrap(), "{w}");
     for (path, n) in &all {
         let samples = n["samples"].as_u64().unwrap();
         assert!(
             samples == 0 || path.starts_with(";shortRoot"),
-            "JDK {major}: {samples} samples credited at {path}, in a root call whose probes \
-             recorded"
+            "JDK {major}, {source}: {samples} samples credited at {path}, in a root call whose \
+             probes recorded"
         );
         let class = n["class"].as_str().unwrap();
         assert!(
@@ -168,14 +214,27 @@ fn run_on(jdk: &Jdk) {
             "JDK {major}: a JDK frame was not folded into its caller: {path} ({class})"
         );
     }
-    let work = all
-        .iter()
-        .find(|(p, _)| p == ";shortRoot;work")
-        .map(|(_, n)| n["samples"].as_u64().unwrap())
-        .unwrap_or(0);
+    // Below the root, work() holds most of the time (a, b and leaf are a
+    // few ns). The root's own samples are left out: the timer also samples
+    // the root's probes' native entry and exit, which land on the root.
+    // Samples of a method taken before the probes announced it make a node
+    // of their own beside the counted one (same path): summed.
+    let at = |path: &str| -> u64 {
+        all.iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, n)| n["samples"].as_u64().unwrap())
+            .sum()
+    };
+    let work = at(";shortRoot;work");
+    let below = on_nodes - at(";shortRoot");
     assert!(
-        work * 2 > on_nodes,
-        "JDK {major}: work() holds most of shortRoot's time, {work} of {on_nodes} samples"
+        below > 0 && work * 2 > below,
+        "JDK {major}, {source}: work() holds most of the samples below shortRoot, {work} of \
+         {below}: {:?}",
+        all.iter()
+            .map(|(p, n)| (p, n["samples"].as_u64().unwrap()))
+            .filter(|(_, s)| *s > 0)
+            .collect::<Vec<_>>()
     );
     for t in windows["threads"].as_array().unwrap() {
         assert_eq!(t["samples"]["late"], 0, "{}", t["samples"]);
@@ -203,7 +262,4 @@ fn run_on(jdk: &Jdk) {
         short["calls"].as_u64().unwrap() + 1,
         "{w}"
     );
-
-    jvm.send("exit");
-    jvm.wait_exit(LONG);
 }

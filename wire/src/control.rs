@@ -479,6 +479,12 @@ pub enum Message {
     /// timer, `StackSamples::cost_ns` is the time its samples took the
     /// signal handler, and a message holds the samples of one drain.
     StackSource(StackSource),
+    /// Windows timing with the timer source: the timer signals so far
+    /// (cumulative) that found their thread outside a silent root call of
+    /// the session (in a counted root call, between root calls, outside
+    /// every root, or not a Java thread), dropped by the signal handler
+    /// without a walk. Sent with a drain that counted more.
+    TimerOutside { signals: u64 },
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

@@ -12,6 +12,15 @@
 //! cannot panic: no indexing, no arithmetic that can overflow-check, no
 //! unwrap.
 //!
+//! Under windows timing the handler takes only samples of threads inside
+//! a silent root call ([`SilentFilter`]): it reads the interrupted thread's
+//! silent word (a field of the probe state the thread's `ffi::tls` word
+//! points at: the session's tag in the high half, a counter odd while a
+//! silent root context is open and bumped at each open and close) before
+//! and after the walk, and keeps the sample only when both reads are the
+//! same open context of this session. Any other signal counts in
+//! [`OUTSIDE`] and costs no walk.
+//!
 //! Once installed, the handler stays installed for the life of the process
 //! (the library is pinned, see `pin_library`): a signal still pending when
 //! a session ends finds it inert (`ACTIVE` false), never SIGPROF's default
@@ -88,15 +97,78 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Handlers running now.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
+/// Windows timing's filter (`NO_FILTER`: none, every sample is kept):
+/// the offset of the silent word in the probe state, and the session's tag.
+static FILTER_OFFSET: AtomicUsize = AtomicUsize::new(NO_FILTER);
+static FILTER_TAG: AtomicU64 = AtomicU64::new(0);
+const NO_FILTER: usize = usize::MAX;
+
 /// What the handler counted since the source started.
 pub static SIGNALS: AtomicU64 = AtomicU64::new(0);
 /// Signals on a thread that is not a Java thread (no JNIEnv).
 pub static NOT_JAVA: AtomicU64 = AtomicU64::new(0);
 /// Signals with no free slot.
 pub static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Signals dropped by windows timing's filter: the thread was not inside
+/// a silent root call of this session (or its context closed or opened
+/// during the walk).
+pub static OUTSIDE: AtomicU64 = AtomicU64::new(0);
 /// AsyncGetCallTrace's answers of no frame or an error, by -code (0 no
 /// Java frame, 1 no class load, 2 GC active, ... 10 at a safepoint).
 pub static FAILED: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
+
+/// Windows timing: which samples the handler keeps. The probe state `T`
+/// (the values the `ffi::tls` word points at) holds an `AtomicU64` at
+/// `offset`, the thread's silent word: `tag` in its high half while the
+/// thread's silent root contexts belong to this session, and a counter in
+/// its low half, odd while one is open, bumped at every open and close.
+#[derive(Clone, Copy, Debug)]
+pub struct SilentFilter {
+    offset: usize,
+    tag: u32,
+}
+
+impl SilentFilter {
+    /// The filter for values of `T` with their silent word at `offset`;
+    /// `None` when the tls word serves another type, or the offset does
+    /// not hold an aligned `AtomicU64` inside `T`, or the tls word is not
+    /// a thread-pointer word here (not x86-64 Linux: it always reads 0).
+    pub fn for_state<T: 'static>(offset: usize, tag: u32) -> Option<SilentFilter> {
+        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            return None;
+        }
+        let fits = offset
+            .checked_add(std::mem::size_of::<AtomicU64>())
+            .is_some_and(|end| end <= std::mem::size_of::<T>());
+        (super::tls::owned_by::<T>()
+            && fits
+            && offset.is_multiple_of(std::mem::align_of::<AtomicU64>())
+            && std::mem::align_of::<T>() >= std::mem::align_of::<AtomicU64>())
+        .then_some(SilentFilter { offset, tag })
+    }
+
+    /// Whether `word` says: inside a silent root context of this session.
+    pub fn inside(tag: u32, word: u64) -> bool {
+        (word >> 32) as u32 == tag && word & 1 == 1
+    }
+}
+
+/// The interrupted thread's silent word (`None`: its tls word points at
+/// no probe state).
+fn silent_word(offset: usize) -> Option<u64> {
+    let p = super::tls::pointed();
+    if p == 0 {
+        return None;
+    }
+    // SAFETY: a non-zero tls word points at a live probe state of the type
+    // `SilentFilter::for_state` checked owns the word (it is emptied before
+    // that value is dropped, and a virtual thread's state is unpointed
+    // before it is freed, both on this thread, which this handler
+    // interrupted); `offset` holds an aligned AtomicU64 inside that type.
+    // An atomic load is async-signal-safe.
+    let w = unsafe { &*((p as *const u8).wrapping_add(offset) as *const AtomicU64) };
+    Some(w.load(Ordering::Relaxed))
+}
 
 /// `AsyncGetCallTrace`'s address in the loaded libjvm, if it exports it.
 pub fn find_agct() -> Option<usize> {
@@ -185,9 +257,16 @@ fn install(handler: usize) -> bool {
 
 /// Arms the handler: `agct` as AsyncGetCallTrace, `vm`'s GetEnv, a pool
 /// of `slots` slots of `depth` frames, and sprig's handler on SIGPROF
-/// (installed once; a later session finds it in place). False when the
+/// (installed once; a later session finds it in place); with `filter`,
+/// only samples of threads inside a silent root call. False when the
 /// handler could not be installed (nothing is armed then).
-pub fn arm(agct: usize, vm: JavaVm, slots: usize, depth: usize) -> bool {
+pub fn arm(
+    agct: usize,
+    vm: JavaVm,
+    slots: usize,
+    depth: usize,
+    filter: Option<SilentFilter>,
+) -> bool {
     if !POOL.load(Ordering::SeqCst).is_null() {
         // A previous session's pool was never freed (its handlers did not
         // end in time): it stays, never reused.
@@ -221,7 +300,9 @@ pub fn arm(agct: usize, vm: JavaVm, slots: usize, depth: usize) -> bool {
     GET_ENV.store(get_env, Ordering::SeqCst);
     VM.store(vm.raw, Ordering::SeqCst);
     AGCT.store(agct, Ordering::SeqCst);
-    for c in [&SIGNALS, &NOT_JAVA, &DROPPED] {
+    FILTER_TAG.store(filter.map_or(0, |f| u64::from(f.tag)), Ordering::SeqCst);
+    FILTER_OFFSET.store(filter.map_or(NO_FILTER, |f| f.offset), Ordering::SeqCst);
+    for c in [&SIGNALS, &NOT_JAVA, &DROPPED, &OUTSIDE] {
         c.store(0, Ordering::Relaxed);
     }
     for c in &FAILED {
@@ -348,6 +429,20 @@ fn record(uc: *mut c_void) {
     if p.is_null() || agct == 0 || get_env == 0 || vm.is_null() {
         return;
     }
+    // Windows timing: a thread outside a silent root call costs no walk.
+    let offset = FILTER_OFFSET.load(Ordering::Relaxed);
+    let tag = FILTER_TAG.load(Ordering::Relaxed) as u32;
+    let before = if offset == NO_FILTER {
+        None
+    } else {
+        match silent_word(offset) {
+            Some(w) if SilentFilter::inside(tag, w) => Some(w),
+            _ => {
+                OUTSIDE.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    };
     // SAFETY: the pool stays allocated while a handler that saw ACTIVE
     // runs (`disarm` waits for IN_FLIGHT to reach 0 before freeing it).
     let pool = unsafe { &*p };
@@ -399,6 +494,14 @@ fn record(uc: *mut c_void) {
         if let Some(c) = FAILED.get(code) {
             c.fetch_add(1, Ordering::Relaxed);
         }
+        slot.state.store(FREE, Ordering::Release);
+        return;
+    }
+    // The same silent root context after the walk as before it.
+    if let Some(w) = before
+        && silent_word(offset) != Some(w)
+    {
+        OUTSIDE.fetch_add(1, Ordering::Relaxed);
         slot.state.store(FREE, Ordering::Release);
         return;
     }

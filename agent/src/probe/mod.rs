@@ -70,6 +70,6 @@ pub use natives::Natives;
 pub use revelation::charged_out;
 pub use ring::{lost_events, map_ring, retire_ring, ring_is_dead};
 pub use session::{begin_session, end_session};
-pub use thread::with_private_ring;
+pub use thread::{silent_filter, with_private_ring};
 pub use wait::{gc_finish, gc_start, wait_begin, wait_end};
 pub use windows::{inside_before_and_after, marks, set_silent};

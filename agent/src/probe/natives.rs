@@ -204,6 +204,7 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
             // Windows timing, a silent window: the root's own probes time
             // the call; nothing inside records (no root context opens).
             s.silent.set(1);
+            s.silent_word_open();
             windows::mark_open(s.java_id.get());
             s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
             return false;
@@ -232,6 +233,7 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
         if n > 0 && s.current() {
             s.silent.set(n - 1);
             if n == 1 {
+                s.silent_word_close();
                 windows::mark_close(s.java_id.get());
                 s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
             }

@@ -7,7 +7,7 @@ use sprig_wire::ClockKind;
 use sprig_wire::clock;
 use sprig_wire::ring::Producer;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(super) struct ThreadState {
     pub(super) generation: Cell<u64>,
@@ -59,6 +59,12 @@ pub(super) struct ThreadState {
     /// Windows timing: root frames open in this thread's silent root
     /// context (0: none open; `windows`).
     pub(super) silent: Cell<u32>,
+    /// Windows timing: the word the CPU-timer's signal handler reads on
+    /// this thread (`ffi::agct::SilentFilter`): the session's tag (the low
+    /// half of `GENERATION`) in the high half, and a counter in the low
+    /// half, odd while a silent root context is open, bumped at each open
+    /// and close (so a walk that straddles either sees it change).
+    pub(super) silent_word: AtomicU64,
 }
 
 impl ThreadState {
@@ -84,7 +90,29 @@ impl ThreadState {
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),
             silent: Cell::new(0),
+            silent_word: AtomicU64::new(0),
         }
+    }
+
+    /// A silent root context opens: the silent word goes to the next odd
+    /// count under this session's tag.
+    #[inline]
+    pub(super) fn silent_word_open(&self) {
+        let tag = GENERATION.load(Ordering::Relaxed) & 0xffff_ffff;
+        let count = self.silent_word.load(Ordering::Relaxed) as u32;
+        let next = (count | 1).wrapping_add(if count & 1 == 1 { 2 } else { 0 });
+        self.silent_word
+            .store((tag << 32) | u64::from(next), Ordering::Release);
+    }
+
+    /// The silent root context closes: the count goes to the next even
+    /// value.
+    #[inline]
+    pub(super) fn silent_word_close(&self) {
+        let w = self.silent_word.load(Ordering::Relaxed);
+        let next = ((w as u32) | 1).wrapping_add(1);
+        self.silent_word
+            .store((w & !0xffff_ffff) | u64::from(next), Ordering::Release);
     }
 
     #[inline(always)]

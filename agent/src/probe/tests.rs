@@ -140,3 +140,40 @@ fn records_go_in_whole_beside_events() {
     }
     assert_eq!(got, want);
 }
+
+/// The silent word the CPU timer's handler reads: inside only between a
+/// silent root context's open and close, under this session's tag, and a
+/// new count at every open and close (a walk that straddled one is told
+/// by the word changing).
+#[test]
+fn the_silent_word_says_inside_only_while_a_silent_root_context_is_open() {
+    use crate::ffi::agct::SilentFilter;
+    let s = ThreadState::new();
+    let word = || s.silent_word.load(Ordering::Relaxed);
+    let tag = (GENERATION.load(Ordering::Relaxed) & 0xffff_ffff) as u32;
+    assert!(
+        !SilentFilter::inside(tag, word()),
+        "a new thread is outside"
+    );
+    let mut seen = vec![word()];
+    for _ in 0..3 {
+        s.silent_word_open();
+        assert!(SilentFilter::inside(tag, word()), "open: inside");
+        assert!(
+            !SilentFilter::inside(tag.wrapping_add(1), word()),
+            "another session's tag is outside"
+        );
+        seen.push(word());
+        s.silent_word_close();
+        assert!(!SilentFilter::inside(tag, word()), "closed: outside");
+        seen.push(word());
+    }
+    let mut distinct = seen.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        seen.len(),
+        "every open and close is a new word: {seen:x?}"
+    );
+}

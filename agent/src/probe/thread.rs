@@ -45,6 +45,7 @@ impl ThreadState {
             w.set(0);
         }
         self.silent.set(0);
+        self.silent_word.store(0, Ordering::Release);
     }
 }
 
@@ -208,4 +209,15 @@ pub(super) fn use_slot(s: &ThreadState) {
         s.slot.set(Some(slot));
         s.set_depth(d);
     }
+}
+
+/// Windows timing's filter for the CPU-timer's signal handler: the silent
+/// word of every thread's probe state under this session's tag (`None`
+/// when the handler cannot reach the state through the `ffi::tls` word).
+pub fn silent_filter() -> Option<crate::ffi::agct::SilentFilter> {
+    let tag = (GENERATION.load(Ordering::SeqCst) & 0xffff_ffff) as u32;
+    crate::ffi::agct::SilentFilter::for_state::<ThreadState>(
+        std::mem::offset_of!(ThreadState, silent_word),
+        tag,
+    )
 }

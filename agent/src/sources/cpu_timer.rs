@@ -27,6 +27,15 @@
 //! inside it; the drain measures the offset on itself at start and maps
 //! every live thread's JNIEnv from its `eetop`.
 //!
+//! Windows timing (`SessionOptions::windows`): the drain keeps the
+//! windows' schedule (`stacks::Schedule`, checked every drain), and the
+//! handler keeps only samples of threads inside a silent root call of the
+//! session, the same silent root context before and after the walk
+//! (`ffi::agct::SilentFilter`, reading the thread's probe state through
+//! `probe::silent_filter`); the others cost no walk and are counted, sent
+//! as `TimerOutside`. A thread in a counted root call, between root calls
+//! or outside every root gives no sample.
+//!
 //! Coexistence: [`CpuTimer::usable`] reads SIGPROF's disposition and the
 //! process's profiling timer before anything is installed; when another
 //! profiler holds either, the session samples with the JVMTI source and
@@ -35,14 +44,16 @@
 //! 2 s) until no handler runs. The handler stays installed: SIGPROF's
 //! default action would end the JVM at a signal still pending.
 
-use super::stacks::{self, BOUND, Running, StopFlag, send, start_thread, stop_thread, wait_until};
+use super::stacks::{
+    self, BOUND, Running, Schedule, StopFlag, send, start_thread, stop_thread, wait_until,
+};
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
 use crate::ffi::agct::{self, Holder, ThreadTimer};
 use crate::ffi::{Capabilities, Event, FieldId, Jni, Jvmti, Local, MethodId};
 use sprig_wire::Message;
 use sprig_wire::clock;
-use sprig_wire::control::{SampledState, StackOptions, StackSample};
+use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -60,6 +71,8 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// The CPU-time timer source of one session.
 pub struct CpuTimer {
     opts: StackOptions,
+    /// Windows timing's schedule and the handler's filter.
+    windows: Option<(WindowOptions, agct::SilentFilter)>,
     agct: usize,
     thread: Option<Running>,
     armed: bool,
@@ -81,9 +94,20 @@ impl CpuTimer {
 
     /// Whether the timer source can run in this process: HotSpot exports
     /// AsyncGetCallTrace, and no other profiler holds SIGPROF or the
-    /// process's profiling timer. `Err` is the one line that says why not.
-    pub fn usable(opts: StackOptions) -> Result<CpuTimer, String> {
-        stacks::Stacks::new(opts, None)?;
+    /// process's profiling timer. With `windows` it keeps windows
+    /// timing's schedule and samples only silent root calls. `Err` is the
+    /// one line that says why not.
+    pub fn usable(opts: StackOptions, windows: Option<WindowOptions>) -> Result<CpuTimer, String> {
+        stacks::Stacks::new(opts, windows)?;
+        let windows = match windows {
+            Some(w) => Some((
+                w,
+                crate::probe::silent_filter().ok_or(
+                    "the timer's signal handler cannot read the threads' probe state;                      stacks are taken with JVMTI instead",
+                )?,
+            )),
+            None => None,
+        };
         if crate::error::fault_named("foreign-sigprof") {
             foreign_handler_once();
         }
@@ -106,6 +130,7 @@ impl CpuTimer {
         }
         Ok(CpuTimer {
             opts,
+            windows,
             agct,
             thread: None,
             armed: false,
@@ -140,7 +165,8 @@ impl Source for CpuTimer {
         }
         ON.store(true, Ordering::SeqCst);
         let depth = self.opts.max_depth as usize + 1;
-        if !agct::arm(self.agct, agent.vm, SLOTS, depth) {
+        let filter = self.windows.map(|(_, f)| f);
+        if !agct::arm(self.agct, agent.vm, SLOTS, depth, filter) {
             return Err("stack sampling: cannot install the SIGPROF handler".into());
         }
         self.armed = true;
@@ -148,9 +174,10 @@ impl Source for CpuTimer {
             sprig_wire::control::StackSource::Timer,
         ));
         let opts = self.opts;
+        let schedule = self.windows.map(|(w, _)| w);
         let jvmti = agent.jvmti;
         start_thread(agent, THREAD_NAME, &mut self.thread, move |jni, stop| {
-            let mut d = Drain::new(jvmti, jni, opts, stop)?;
+            let mut d = Drain::new(jvmti, jni, opts, schedule.map(Schedule::new), stop)?;
             Ok(move |jni: Jni<'_>| d.run(jni))
         })
     }
@@ -229,6 +256,10 @@ enum EnvOf {
 struct Drain {
     jvmti: Jvmti,
     opts: StackOptions,
+    /// Windows timing's schedule.
+    schedule: Option<Schedule>,
+    /// `agct::OUTSIDE` as last sent.
+    outside_sent: u64,
     stop: StopFlag,
     tid_field: FieldId,
     eetop: FieldId,
@@ -259,6 +290,7 @@ impl Drain {
         jvmti: Jvmti,
         jni: Jni<'_>,
         opts: StackOptions,
+        schedule: Option<Schedule>,
         stop: StopFlag,
     ) -> Result<Drain, String> {
         let tid_field = jni
@@ -292,6 +324,8 @@ impl Drain {
         Ok(Drain {
             jvmti,
             opts,
+            schedule,
+            outside_sent: 0,
             stop,
             tid_field,
             eetop,
@@ -316,6 +350,9 @@ impl Drain {
             self.refresh_timers();
             if wait_until(&stop, next) {
                 break;
+            }
+            if let Some(s) = &mut self.schedule {
+                s.tick();
             }
             self.drain(jni);
             next = (next + DRAIN).max(Instant::now());
@@ -362,6 +399,13 @@ impl Drain {
     /// Sends the samples in the pool as one `StackSamples`.
     fn drain(&mut self, jni: Jni<'_>) {
         let time_ns = clock::monotonic_ns();
+        if self.schedule.is_some() {
+            let outside = agct::OUTSIDE.load(Ordering::Relaxed);
+            if outside != self.outside_sent {
+                self.outside_sent = outside;
+                send(&self.stop, Message::TimerOutside { signals: outside });
+            }
+        }
         let mut taken = std::mem::take(&mut self.taken);
         taken.clear();
         agct::drain(&mut taken);

@@ -121,6 +121,11 @@ impl Stacks {
             thread: None,
         })
     }
+
+    /// Windows timing's schedule, when this sampler would keep one.
+    pub fn windows(&self) -> Option<WindowOptions> {
+        self.windows
+    }
 }
 
 impl Source for Stacks {
@@ -286,13 +291,62 @@ struct Sampler {
     warned: bool,
     /// Set when the session stops the sampler.
     stop: StopFlag,
-    /// Windows timing's schedule, and when the current window ends (and
-    /// whether it is a silent one).
-    windows: Option<WindowOptions>,
+    /// Windows timing's schedule.
+    windows: Option<Schedule>,
+}
+
+/// Windows timing's schedule, kept by the thread of the stack source that
+/// runs (the JVMTI sampler or the CPU timer's drain): when the current
+/// window ends, and whether it is a silent one.
+pub(super) struct Schedule {
+    w: WindowOptions,
     window_end: Instant,
     silent: bool,
     /// Root contexts opened when the current counting window began.
     opened_at: u64,
+}
+
+impl Schedule {
+    /// The schedule of `w`, opening with a counting window.
+    pub(super) fn new(w: WindowOptions) -> Schedule {
+        Schedule {
+            w,
+            window_end: Instant::now() + ms(w.counting_ms),
+            silent: false,
+            opened_at: probe::root_contexts_opened(),
+        }
+    }
+
+    /// Switches to the next window when the current one is over (the
+    /// probes follow: `probe::set_silent`); whether it switched.
+    pub(super) fn tick(&mut self) -> bool {
+        let w = self.w;
+        let now = Instant::now();
+        let enough_calls = !self.silent
+            && w.counting_calls > 0
+            && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
+                >= u64::from(w.counting_calls);
+        if now < self.window_end && !enough_calls {
+            return false;
+        }
+        self.silent = !self.silent;
+        if !self.silent {
+            self.opened_at = probe::root_contexts_opened();
+        }
+        probe::set_silent(self.silent);
+        let len = if self.silent {
+            w.silent_ms
+        } else {
+            w.counting_ms
+        };
+        self.window_end = now + ms(len);
+        true
+    }
+
+    /// Whether a silent window is on.
+    pub(super) fn silent(&self) -> bool {
+        self.silent
+    }
 }
 
 impl Sampler {
@@ -314,10 +368,7 @@ impl Sampler {
             threads: HashMap::new(),
             warned: false,
             stop,
-            windows,
-            window_end: Instant::now() + windows.map_or(Duration::ZERO, |w| ms(w.counting_ms)),
-            silent: false,
-            opened_at: probe::root_contexts_opened(),
+            windows: windows.map(Schedule::new),
         })
     }
 
@@ -326,29 +377,10 @@ impl Sampler {
     /// its first round, which only switches (always true without windows
     /// timing: every round samples).
     fn switch_window(&mut self) -> bool {
-        let Some(w) = self.windows else {
+        let Some(schedule) = &mut self.windows else {
             return true;
         };
-        let now = Instant::now();
-        let enough_calls = !self.silent
-            && w.counting_calls > 0
-            && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
-                >= u64::from(w.counting_calls);
-        if now >= self.window_end || enough_calls {
-            self.silent = !self.silent;
-            if !self.silent {
-                self.opened_at = probe::root_contexts_opened();
-            }
-            probe::set_silent(self.silent);
-            let len = if self.silent {
-                w.silent_ms
-            } else {
-                w.counting_ms
-            };
-            self.window_end = now + ms(len);
-            return false;
-        }
-        self.silent
+        !schedule.tick() && schedule.silent()
     }
 
     /// Rounds every `interval_us` until the stop flag is set or the VM
@@ -396,7 +428,7 @@ impl Sampler {
             let depth_asked = i32::try_from(depth + 1).unwrap_or(i32::MAX);
             // Windows timing: which threads are inside a silent root
             // context before the walk (checked again after it).
-            let marks_before = self.windows.map(|_| probe::marks());
+            let marks_before = self.windows.as_ref().map(|_| probe::marks());
             let stacks = self.jvmti.stack_samples(&jni, depth_asked)?;
             let mut samples = Vec::with_capacity(stacks.len());
             let mut alive = HashSet::with_capacity(stacks.len());

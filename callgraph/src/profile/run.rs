@@ -164,6 +164,11 @@ pub struct WindowFacts {
     /// root frame (a stack cut short) or that came after the end.
     pub samples: u64,
     pub samples_outside: u64,
+    /// The stack source that ran (`None`: the agent never said).
+    pub source: Option<sprig_wire::control::StackSource>,
+    /// The timer source: signals its handler dropped because their thread
+    /// was outside a silent root call (never walked, never sent).
+    pub samples_dropped: u64,
 }
 
 impl WindowFacts {

@@ -42,7 +42,7 @@
 //! `samples` (`{"credited","outside","outside_ns","late","unmatched"}`).
 //! Windows timing (`timing` is `"sampled"`) adds top level `windows`
 //! (`{"counting_ms","silent_ms","interval_us","counted_root_calls",
-//! "silent_root_calls","scale","samples","samples_outside"}`): calls are
+//! "silent_root_calls","scale","samples","samples_outside","source","samples_dropped"}`): calls are
 //! per counted root call, `scale` takes them to every root call, and the
 //! root latencies come from the silent root calls.
 //!
@@ -332,7 +332,7 @@ impl Render for Json {
             indent(out, 1)?;
             write!(
                 out,
-                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{}}},",
+                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{},\"source\":{},\"samples_dropped\":{}}},",
                 w.counting_ms,
                 w.silent_ms,
                 w.interval_us,
@@ -340,7 +340,13 @@ impl Render for Json {
                 w.silent_root_calls,
                 num_f64(w.scale()),
                 w.samples,
-                w.samples_outside
+                w.samples_outside,
+                match w.source {
+                    Some(sprig_wire::control::StackSource::Timer) => "\"timer\"",
+                    Some(sprig_wire::control::StackSource::Jvmti) => "\"jvmti\"",
+                    None => "null",
+                },
+                w.samples_dropped
             )?;
         }
         indent(out, 1)?;

@@ -280,18 +280,34 @@ fn windows_line(s: &crate::profile::Stats) -> String {
     let Some(w) = &s.windows else {
         return String::new();
     };
+    let dropped = if w.source == Some(sprig_wire::control::StackSource::Timer) {
+        format!(", {} dropped outside silent root calls", w.samples_dropped)
+    } else {
+        String::new()
+    };
     format!(
         "windows timing ({} ms counting, {} ms silent): calls per counted root call ({} counted, \
-         {} silent; totals scaled x{:.2} to every root call), times from {} stack samples of \
-         silent root calls ({} outside a root), latencies from silent windows",
+         {} silent; totals scaled x{:.2} to every root call), times from {} stack samples{} of \
+         silent root calls ({} outside a root{}), latencies from silent windows",
         w.counting_ms,
         w.silent_ms,
         w.counted_root_calls,
         w.silent_root_calls,
         w.scale(),
         w.samples,
-        w.samples_outside
+        source_words(w.source),
+        w.samples_outside,
+        dropped
     )
+}
+
+/// The stack source of windows timing, as the footer names it.
+fn source_words(s: Option<sprig_wire::control::StackSource>) -> &'static str {
+    match s {
+        Some(sprig_wire::control::StackSource::Timer) => " (CPU timer)",
+        Some(sprig_wire::control::StackSource::Jvmti) => " (JVMTI, safepoint-biased)",
+        None => "",
+    }
 }
 
 /// The short footer: what was instrumented, what was lost, what was

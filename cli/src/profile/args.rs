@@ -132,17 +132,36 @@ pub struct SessionArgs {
     /// falls on (JDK frames folded into their caller unless --include
     /// names them); a root call is counted or silent as a whole. Calls are
     /// exact per counted root call; times are those of the program without
-    /// probes, at the sampler's cost (one safepoint a round) and with its
-    /// safepoint bias; root latencies come from the silent root calls.
+    /// probes (see --source for the sampler's); root latencies come from
+    /// the silent root calls.
     #[arg(long, value_enum, default_value_t = TimingArg::Sampled, value_name = "HOW")]
     pub timing: TimingArg,
+
+    /// With `--timing windows`: where the stack samples come from. `timer`
+    /// (the default): a CPU-time timer per thread whose signal handler
+    /// walks the thread where it runs (AsyncGetCallTrace: no safepoint, no
+    /// safepoint bias, a few µs a sample on the sampled thread), and keeps
+    /// only samples of threads inside a silent root call. Its samples are
+    /// of CPU time: a silent root call's time spent blocked, waiting or
+    /// sleeping gets none, so its measured time (--clock) is shared over
+    /// the code that ran; with `--clock cpu` the roots' silent calls are
+    /// timed in CPU time too and every time in the tree is CPU time.
+    /// `jvmti`: every thread, whatever its state, at a safepoint each
+    /// round (safepoint-biased: time in code without a safepoint poll
+    /// lands on the nearest poll), for roots whose wall time blocks. Where
+    /// the timer cannot run (no AsyncGetCallTrace, or another profiler
+    /// holds SIGPROF) sprig says so in one line and uses `jvmti`.
+    #[arg(long, value_enum, value_name = "FROM")]
+    pub source: Option<SourceArg>,
 
     /// With `--timing sampled`: milliseconds between two samples, jittered
     /// by up to half either way so that it cannot lock onto a periodic
     /// workload. Each sample costs the JVM nothing; sprig reads the ring's
     /// segment headers (a few µs a sample). With `--timing windows`:
-    /// milliseconds between two stack samples in silent windows (default
-    /// 5; each round stops the JVM's threads at a safepoint).
+    /// milliseconds between two stack samples (default 5): of each
+    /// thread's CPU time with `--source timer`, a round over every thread
+    /// in silent windows with `--source jvmti` (each round stops the JVM's
+    /// threads at a safepoint).
     #[arg(long, value_name = "MS")]
     pub interval: Option<f64>,
 
@@ -300,6 +319,13 @@ pub enum VirtualArg {
     Receiver,
 }
 
+/// Where stack samples come from (`--source`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    Timer,
+    Jvmti,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TimingArg {
     Exact,
@@ -397,6 +423,9 @@ impl SessionArgs {
             bail!("--interval must be between 0.1 and 1000 milliseconds, not {interval}");
         }
         self.window_options()?;
+        if self.source.is_some() && self.timing != TimingArg::Windows {
+            bail!("--source applies to --timing windows only");
+        }
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
         }
@@ -419,6 +448,15 @@ impl SessionArgs {
             TimingArg::Windows => 5.0,
             _ => 1.0,
         })
+    }
+
+    /// The stack source windows timing asks for: `--source`, the timer
+    /// unless told.
+    pub fn stack_source(&self) -> sprig_wire::control::StackSource {
+        match self.source {
+            Some(SourceArg::Jvmti) => sprig_wire::control::StackSource::Jvmti,
+            Some(SourceArg::Timer) | None => sprig_wire::control::StackSource::Timer,
+        }
     }
 
     /// `--windows` as the agent takes it.
@@ -489,8 +527,8 @@ impl SessionArgs {
             stacks: (self.timing == TimingArg::Windows).then(|| StackOptions {
                 interval_us: (self.interval_ms() * 1000.0).round() as u32,
                 max_depth: WINDOWS_STACK_DEPTH,
-                // the windows' schedule lives in the JVMTI sampler
-                source: sprig_wire::control::StackSource::Jvmti,
+                // the stack source keeps the windows' schedule
+                source: self.stack_source(),
             }),
             windows: match self.timing {
                 TimingArg::Windows => self.window_options().ok(),

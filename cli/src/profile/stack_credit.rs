@@ -62,6 +62,11 @@ pub(super) struct StackCredit {
     interval_us: u64,
     pub(super) credited: u64,
     pub(super) outside: u64,
+    /// The stack source the agent said it runs.
+    pub(super) source: Option<sprig_wire::control::StackSource>,
+    /// The timer's signals the agent's handler dropped outside silent
+    /// root calls (`TimerOutside`).
+    pub(super) dropped: u64,
     path: Vec<u32>,
 }
 
@@ -85,6 +90,8 @@ impl StackCredit {
             interval_us,
             credited: 0,
             outside: 0,
+            source: None,
+            dropped: 0,
             path: Vec::new(),
         }
     }
@@ -148,6 +155,8 @@ impl StackCredit {
                     self.credit(s, builder);
                 }
             }
+            Message::StackSource(source) => self.source = Some(*source),
+            Message::TimerOutside { signals } => self.dropped = self.dropped.max(*signals),
             _ => {}
         }
     }

@@ -257,6 +257,8 @@ impl Work for CallTree<'_> {
                 silent_root_calls: silent,
                 samples: s.credited,
                 samples_outside: s.outside + s.unnamed(),
+                source: s.source,
+                samples_dropped: s.dropped,
             });
         }
         let mut profile: Profile = self.builder.finish();

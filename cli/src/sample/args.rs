@@ -10,6 +10,7 @@ use sprig_callgraph::stacks::View;
 use sprig_wire::control::StackSource;
 
 use crate::output::Format;
+pub use crate::profile::args::SourceArg;
 
 /// The interval `sprig sample` samples at by default, in ms.
 pub const DEFAULT_INTERVAL_MS: f64 = 20.0;
@@ -103,12 +104,6 @@ pub struct SampleArgs {
     /// Give up attaching after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 15.0)]
     pub attach_timeout: f64,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SourceArg {
-    Timer,
-    Jvmti,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -417,6 +417,8 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
         silent_root_calls: 3,
         samples: 10,
         samples_outside: 2,
+        source: None,
+        samples_dropped: 0,
     });
     let text = text_of(&p, &RenderOptions::default());
     let mut lines = text.lines();
@@ -433,6 +435,19 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
             "windows timing (50 ms counting, 950 ms silent): calls per counted root call (1 \
              counted, 3 silent; totals scaled x4.00 to every root call), times from 10 stack \
              samples of silent root calls (2 outside a root), latencies from silent windows"
+        ),
+        "{text}"
+    );
+    // the timer source: named, with the signals its handler dropped
+    if let Some(w) = &mut p.stats.windows {
+        w.source = Some(sprig_wire::control::StackSource::Timer);
+        w.samples_dropped = 7;
+    }
+    let text = text_of(&p, &RenderOptions::default()).replace("\n  ", " ");
+    assert!(
+        text.contains(
+            "times from 10 stack samples (CPU timer) of silent root calls (2 outside a root, 7 \
+             dropped outside silent root calls)"
         ),
         "{text}"
     );

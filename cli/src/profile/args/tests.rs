@@ -157,3 +157,30 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
     let o = a.session_options();
     assert_eq!((o.windows, o.stacks), (None, None));
 }
+
+#[test]
+fn windows_timing_samples_with_the_timer_unless_told() {
+    use sprig_wire::control::StackSource;
+    let source = |args: &[&str]| {
+        let mut all = vec!["--root", "a.B::c", "--timing", "windows"];
+        all.extend_from_slice(args);
+        let a = session_args(&all);
+        a.validate()
+            .map(|()| a.session_options().stacks.map(|s| s.source))
+    };
+    assert_eq!(source(&[]).unwrap(), Some(StackSource::Timer));
+    assert_eq!(
+        source(&["--source", "timer"]).unwrap(),
+        Some(StackSource::Timer)
+    );
+    assert_eq!(
+        source(&["--source", "jvmti"]).unwrap(),
+        Some(StackSource::Jvmti)
+    );
+    // --source means nothing to the other timing modes
+    let e = session_args(&["--root", "a.B::c", "--source", "jvmti"])
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "--source applies to --timing windows only");
+}
