@@ -122,6 +122,43 @@ fn expected(n: u64, io: bool) -> BTreeMap<String, u64> {
     m
 }
 
+/// The tree of `n` root calls with `extra` nodes (path, calls per root
+/// call) added to `expected(n, false)`.
+fn expected_with(n: u64, extra: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    let mut m = expected(n, false);
+    for (path, per_call) in extra {
+        m.insert((*path).to_owned(), per_call * n);
+    }
+    m
+}
+
+/// The node at `path` (`method > method`) of a thread.
+fn node<'a>(thread: &'a Value, path: &str) -> &'a Value {
+    let mut level: &Vec<Value> = thread["roots"].as_array().expect("roots");
+    let mut found = None;
+    for name in path.split(" > ") {
+        let n = level
+            .iter()
+            .find(|n| n["method"] == name)
+            .unwrap_or_else(|| panic!("no {path}: {thread}"));
+        level = n["children"].as_array().unwrap_or_else(|| {
+            static NONE: Vec<Value> = Vec::new();
+            &NONE
+        });
+        found = Some(n);
+    }
+    found.expect("a path")
+}
+
+/// The fixture's `NAME N` line.
+fn figure(stdout: &str, name: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} line:\n{stdout}"))
+}
+
 fn threads(report: &Value) -> &Vec<Value> {
     report["threads"].as_array().expect("threads")
 }
@@ -341,5 +378,64 @@ fn killing_the_cli_while_virtual_threads_are_inside_roots() {
         assert_eq!(t, expected(n, false), "{what}: {report}");
         jvm.close_stdin();
         let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}
+
+/// `--clock cpu`: a virtual thread's CPU time is the sum of its mounted
+/// stretches, whatever carriers ran them. Each root call spins about 2.5 ms
+/// of CPU, sleeps 20 ms (unmounted) and spins again, often on another
+/// carrier: its CPU time is near the two spins, its wall time includes the
+/// sleep.
+#[test]
+fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
+    for jdk in vthread_jdks("cpu_clock_times_virtual_threads_by_their_own_cpu") {
+        for (clock, timing) in [("cpu", "exact"), ("cpu", "sampled"), ("wall", "exact")] {
+            const N: u64 = 40;
+            let what = format!("JDK {} --clock {clock} --timing {timing}", jdk.major);
+            let (report, stdout) = run(
+                &jdk,
+                &["--clock", clock, "--timing", timing],
+                &["spin", &N.to_string(), "0"],
+            );
+            let spin_ns = figure(&stdout, "spin_ns");
+            assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
+            let warnings = report["warnings"].to_string();
+            assert!(!warnings.contains("not profiled"), "{what}: {warnings}");
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(ts[0]["name"], format!("virtual threads ({N})"), "{what}");
+            assert_eq!(
+                tree(&ts[0]),
+                expected_with(N, &[("root > spin", 2)]),
+                "{what}: {report}"
+            );
+            assert_eq!(report["stats"]["virtual_threads"], N, "{what}");
+            let root = &ts[0]["roots"][0];
+            let latency = &root["latency"];
+            let at = |k: &str| latency[k].as_u64().unwrap_or_else(|| panic!("{k}: {root}"));
+            let total = root["total_ns"].as_u64().expect("total_ns");
+            if clock == "cpu" {
+                // Every call at least half its spins (the CPU clock may
+                // run slow for nothing); nothing of the 20 ms sleep, which
+                // would put every call above 20 ms (a first call may
+                // spend a few ms more on class initialisation and
+                // revelation: the 90th percentile, and the total).
+                assert!(
+                    at("min_ns") >= spin_ns / 2,
+                    "{what}: spins {spin_ns} ns, a root call took less CPU: {latency}"
+                );
+                assert!(
+                    at("p90_ns") < 15_000_000 && total < N * 15_000_000,
+                    "{what}: spins {spin_ns} ns, root calls {latency}, total {total} ns: the \
+                     sleep or another carrier's time counted"
+                );
+            } else {
+                assert!(
+                    at("min_ns") >= 20_000_000 + spin_ns / 2,
+                    "{what}: a root call took less wall time than its sleep and spins \
+                     ({spin_ns} ns): {latency}"
+                );
+            }
+        }
     }
 }
