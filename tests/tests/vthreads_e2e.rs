@@ -122,6 +122,43 @@ fn expected(n: u64, io: bool) -> BTreeMap<String, u64> {
     m
 }
 
+/// The tree of `n` root calls with `extra` nodes (path, calls per root
+/// call) added to `expected(n, false)`.
+fn expected_with(n: u64, extra: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    let mut m = expected(n, false);
+    for (path, per_call) in extra {
+        m.insert((*path).to_owned(), per_call * n);
+    }
+    m
+}
+
+/// The node at `path` (`method > method`) of a thread.
+fn node<'a>(thread: &'a Value, path: &str) -> &'a Value {
+    let mut level: &Vec<Value> = thread["roots"].as_array().expect("roots");
+    let mut found = None;
+    for name in path.split(" > ") {
+        let n = level
+            .iter()
+            .find(|n| n["method"] == name)
+            .unwrap_or_else(|| panic!("no {path}: {thread}"));
+        level = n["children"].as_array().unwrap_or_else(|| {
+            static NONE: Vec<Value> = Vec::new();
+            &NONE
+        });
+        found = Some(n);
+    }
+    found.expect("a path")
+}
+
+/// The fixture's `NAME N` line.
+fn figure(stdout: &str, name: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} line:\n{stdout}"))
+}
+
 fn threads(report: &Value) -> &Vec<Value> {
     report["threads"].as_array().expect("threads")
 }
@@ -341,5 +378,240 @@ fn killing_the_cli_while_virtual_threads_are_inside_roots() {
         assert_eq!(t, expected(n, false), "{what}: {report}");
         jvm.close_stdin();
         let _ = jvm.wait_exit(Duration::from_secs(10));
+    }
+}
+
+/// `--clock cpu`: a virtual thread's CPU time is the sum of its mounted
+/// stretches, whatever carriers ran them. Each root call spins about 2.5 ms
+/// of CPU, sleeps 20 ms (unmounted) and spins again, often on another
+/// carrier: its CPU time is near the two spins, its wall time includes the
+/// sleep.
+#[test]
+fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
+    for jdk in vthread_jdks("cpu_clock_times_virtual_threads_by_their_own_cpu") {
+        for (clock, timing) in [("cpu", "exact"), ("cpu", "sampled"), ("wall", "exact")] {
+            const N: u64 = 40;
+            let what = format!("JDK {} --clock {clock} --timing {timing}", jdk.major);
+            let (report, stdout) = run(
+                &jdk,
+                &["--clock", clock, "--timing", timing],
+                &["spin", &N.to_string(), "0"],
+            );
+            let spin_ns = figure(&stdout, "spin_ns");
+            assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
+            let warnings = report["warnings"].to_string();
+            assert!(!warnings.contains("not profiled"), "{what}: {warnings}");
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(ts[0]["name"], format!("virtual threads ({N})"), "{what}");
+            assert_eq!(
+                tree(&ts[0]),
+                expected_with(N, &[("root > spin", 2)]),
+                "{what}: {report}"
+            );
+            assert_eq!(report["stats"]["virtual_threads"], N, "{what}");
+            let root = &ts[0]["roots"][0];
+            let latency = &root["latency"];
+            let at = |k: &str| latency[k].as_u64().unwrap_or_else(|| panic!("{k}: {root}"));
+            let total = root["total_ns"].as_u64().expect("total_ns");
+            if clock == "cpu" {
+                // Every call at least half its spins (the CPU clock may
+                // run slow for nothing); nothing of the 20 ms sleep, which
+                // would put every call above 20 ms (a first call may
+                // spend a few ms more on class initialisation and
+                // revelation: the 90th percentile, and the total).
+                assert!(
+                    at("min_ns") >= spin_ns / 2,
+                    "{what}: spins {spin_ns} ns, a root call took less CPU: {latency}"
+                );
+                assert!(
+                    at("p90_ns") < 15_000_000 && total < N * 15_000_000,
+                    "{what}: spins {spin_ns} ns, root calls {latency}, total {total} ns: the \
+                     sleep or another carrier's time counted"
+                );
+            } else {
+                assert!(
+                    at("min_ns") >= 20_000_000 + spin_ns / 2,
+                    "{what}: a root call took less wall time than its sleep and spins \
+                     ({spin_ns} ns): {latency}"
+                );
+            }
+        }
+    }
+}
+
+/// One thread's calls per path like [`tree`], without the rows of waits
+/// (`(blocked on C)`, `--locks`).
+fn tree_without_waits(thread: &Value) -> BTreeMap<String, u64> {
+    tree(thread)
+        .into_iter()
+        .filter(|(path, _)| !path.split(" > ").any(|m| m.starts_with('(')))
+        .collect()
+}
+
+/// `--alloc`: what a root call on a virtual thread allocates lands on the
+/// node that allocated it, counted exactly, whatever carrier ran it.
+#[test]
+fn allocations_on_virtual_threads_land_on_their_nodes() {
+    for jdk in vthread_jdks("allocations_on_virtual_threads_land_on_their_nodes") {
+        for timing in ["sampled", "exact"] {
+            const N: u64 = 40;
+            let what = format!("JDK {} --timing {timing}", jdk.major);
+            let (report, _) = run(
+                &jdk,
+                &["--alloc", "--timing", timing],
+                &["alloc", &N.to_string(), "0"],
+            );
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(
+                tree(&ts[0]),
+                expected_with(N, &[("root > alloc", 1)]),
+                "{what}: {report}"
+            );
+            // int[16]: a 16-byte array header and 64 bytes, on both JDKs'
+            // default layouts; allocated nowhere else.
+            let mut int_arrays = Vec::new();
+            let mut stack: Vec<(&Value, String)> = ts[0]["roots"]
+                .as_array()
+                .expect("roots")
+                .iter()
+                .map(|r| (r, String::new()))
+                .collect();
+            while let Some((n, prefix)) = stack.pop() {
+                let path = format!("{prefix}{}", n["method"].as_str().expect("method"));
+                for a in n["allocations"].as_array().into_iter().flatten() {
+                    if a["class"] == "int[]" {
+                        int_arrays.push((path.clone(), a["count"].clone(), a["bytes"].clone()));
+                    }
+                }
+                for c in n["children"].as_array().into_iter().flatten() {
+                    stack.push((c, format!("{path} > ")));
+                }
+            }
+            assert_eq!(
+                int_arrays,
+                [(
+                    "root > alloc".to_owned(),
+                    Value::from(N),
+                    Value::from(80 * N)
+                )],
+                "{what}: {report}"
+            );
+        }
+    }
+}
+
+/// `--locks`: a virtual thread blocked on a contended monitor inside a
+/// root (a platform thread holds it for 300 ms as the threads start) has
+/// the wait's row under the node that waited. JDK 21 pins the virtual
+/// thread to its carrier while it blocks, so only as many block as there
+/// are carriers (2), the others waiting for a carrier; JDK 24 and later
+/// unmount it (it may go on on another carrier), so every one blocks: the
+/// row is the same.
+#[test]
+fn a_virtual_thread_blocked_on_a_monitor_has_its_wait_row() {
+    for jdk in vthread_jdks("a_virtual_thread_blocked_on_a_monitor_has_its_wait_row") {
+        for timing in ["sampled", "exact"] {
+            const N: u64 = 20;
+            let what = format!("JDK {} --timing {timing}", jdk.major);
+            let (report, _) = run(
+                &jdk,
+                &["--locks", "--timing", timing],
+                &["monitor", &N.to_string(), "0"],
+            );
+            let ts = threads(&report);
+            assert_eq!(ts.len(), 1, "{what}: {report}");
+            assert_eq!(
+                tree_without_waits(&ts[0]),
+                expected_with(
+                    N,
+                    &[("root > monitored", 1), ("root > monitored > inMonitor", 1)]
+                ),
+                "{what}: {report}"
+            );
+            let monitored = node(&ts[0], "root > monitored");
+            let entry = monitored["contention"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["monitor"] == "java.lang.Object" && c["kind"] == "blocked")
+                .unwrap_or_else(|| panic!("{what}: no blocked wait at {monitored}"));
+            let count = entry["count"].as_u64().expect("count");
+            eprintln!("{what}: {count} blocked waits of {N} root calls");
+            if jdk.major < 24 {
+                // Pinned: the two virtual threads that reached the monitor
+                // first block their carriers, and the others wait for a
+                // carrier, not for the monitor.
+                assert!(
+                    (2..=N / 2).contains(&count),
+                    "{what}: {count} waits: {entry}"
+                );
+            } else {
+                // Unmounted while they block: every virtual thread reaches
+                // the monitor while it is held.
+                assert!(count > N / 2, "{what}: {count} waits: {entry}");
+            }
+            assert!(
+                monitored["children"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["method"] == "(blocked on java.lang.Object)"),
+                "{what}: no wait row under {monitored}"
+            );
+            // The first waiters waited for most of the 300 ms hold.
+            assert!(
+                entry["blocked_ns"].as_u64().expect("blocked_ns") >= 150_000_000,
+                "{what}: {entry}"
+            );
+        }
+    }
+}
+
+/// `--timing windows`: root calls on virtual threads are counted in the
+/// counting windows and timed by their own entry and exit in the silent
+/// ones, but no stack sample is credited to them: the sampler's
+/// GetAllStackTraces lists platform threads only, and a carrier's stack
+/// holds none of the frames of the virtual thread it runs (they are in the
+/// virtual thread's continuation). The carrier itself is inside no root,
+/// so its samples are credited nowhere either: the silent calls' time
+/// stays whole on the root, none of it on the carrier's frames.
+#[test]
+fn windows_timing_on_virtual_threads_credits_no_stack_sample() {
+    for jdk in vthread_jdks("windows_timing_on_virtual_threads_credits_no_stack_sample") {
+        const N: u64 = 200;
+        let what = format!("JDK {}", jdk.major);
+        let (report, _) = run(
+            &jdk,
+            &[
+                "--timing",
+                "windows",
+                "--windows",
+                "150,250",
+                "--interval",
+                "1",
+            ],
+            &["spin", &N.to_string(), "0"],
+        );
+        let w = &report["windows"];
+        let silent = w["silent_root_calls"].as_u64().expect("silent_root_calls");
+        let ts = threads(&report);
+        assert_eq!(ts.len(), 1, "{what}: {report}");
+        let root = &ts[0]["roots"][0];
+        let counted = root["calls"].as_u64().expect("calls");
+        assert!(silent > 0, "{what}: no silent root call: {w}");
+        assert!(counted > 0, "{what}: no counted root call: {w}");
+        // Every root call is counted or silent, and each counted one's
+        // calls are exact.
+        assert_eq!(counted + silent, N, "{what}: {w}");
+        assert_eq!(
+            tree(&ts[0]),
+            expected_with(counted, &[("root > spin", 2)]),
+            "{what}: {report}"
+        );
+        // The silent calls are timed by their entry and exit.
+        assert_eq!(root["latency"]["count"], silent, "{what}: {root}");
+        assert_eq!(w["samples"], 0, "{what}: samples credited: {w}");
     }
 }

@@ -21,8 +21,9 @@ pub(super) static REGION: RwLock<Option<Arc<Region>>> = RwLock::new(None);
 /// thread takes it when it registers.
 pub(super) static SAMPLED: AtomicBool = AtomicBool::new(false);
 /// Root calls on virtual threads are profiled this session: the JVM's
-/// virtual threads are followed (`ffi::vthreads`) and the clock is a wall
-/// clock (a virtual thread's CPU time is spread over its carriers).
+/// virtual threads are followed (`ffi::vthreads`; under `--clock cpu` a
+/// virtual thread's clock is the sum of its mounted stretches,
+/// `ThreadState::shift`).
 pub(super) static VIRTUAL: AtomicBool = AtomicBool::new(false);
 /// Virtual threads unmounted while keeping their ring segment (so that
 /// position samples go on finding them inside their frames), and how many

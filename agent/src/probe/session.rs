@@ -10,7 +10,6 @@ use super::ring::{
 use crate::ffi::Jni;
 use crate::ffi::slots;
 use crate::probe_class;
-use sprig_wire::ClockKind;
 use sprig_wire::control::Timing;
 use sprig_wire::ring::Region;
 use std::sync::Arc;
@@ -25,7 +24,6 @@ pub fn begin_session(
     windows: bool,
 ) {
     super::windows::begin_session(windows);
-    let wall = region.clock() != ClockKind::ThreadCpu;
     let followed = crate::env::get().is_some_and(|a| {
         let (followed, why) = crate::ffi::vthreads::follow(&a.vm);
         if let Some(why) = why {
@@ -36,7 +34,7 @@ pub fn begin_session(
         }
         followed
     });
-    VIRTUAL.store(followed && wall, Ordering::Relaxed);
+    VIRTUAL.store(followed, Ordering::Relaxed);
     PARKED.store(0, Ordering::Relaxed);
     PARK_BUDGET.store(region.segments() / 2, Ordering::Relaxed);
     *crate::sync::write(&REGION) = Some(region);

@@ -56,6 +56,16 @@ pub(super) struct ThreadState {
     /// A virtual thread unmounted keeping its segment: the generation it
     /// was counted in (`ring::PARKED`), 0 when not.
     pub(super) parked: Cell<u64>,
+    /// What [`now`](Self::now) adds to a clock other than the TSC: under
+    /// `--clock cpu` on a virtual thread, its own CPU time before this
+    /// mount less the carrier's CPU clock at it (wrapping), so that its
+    /// clock is the sum of its mounted stretches whatever carriers ran
+    /// them (`ffi::vthreads` calls `mounted`/`unmounted`). 0 otherwise:
+    /// set to 0 at every registration.
+    pub(super) shift: Cell<u64>,
+    /// Under `--clock cpu`, a virtual thread's own CPU clock when it last
+    /// unmounted.
+    pub(super) cpu_at_unmount: Cell<u64>,
     /// Windows timing: root frames open in this thread's silent root
     /// context (0: none open; `windows`).
     pub(super) silent: Cell<u32>,
@@ -89,6 +99,8 @@ impl ThreadState {
             gc_seen: Cell::new(0),
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),
+            shift: Cell::new(0),
+            cpu_at_unmount: Cell::new(0),
             silent: Cell::new(0),
             silent_word: AtomicU64::new(0),
         }
@@ -125,7 +137,7 @@ impl ThreadState {
         if self.tsc.get() {
             clock::read_tsc()
         } else {
-            clock::read(self.clock.get())
+            clock::read(self.clock.get()).wrapping_add(self.shift.get())
         }
     }
 

@@ -99,8 +99,15 @@ fn forget_thread_state() {
 }
 
 impl crate::ffi::vthreads::VirtualState for ThreadState {
-    /// Counted out of `PARKED` if it was counted in this session.
+    /// Counted out of `PARKED` if it was counted in this session. Under
+    /// `--clock cpu` its clock goes on from where it stopped at the
+    /// unmount, on this carrier's CPU clock.
     fn mounted(&self) {
+        if self.clock.get() == ClockKind::ThreadCpu {
+            let carrier = sprig_wire::clock::read(ClockKind::ThreadCpu);
+            self.shift
+                .set(self.cpu_at_unmount.get().wrapping_sub(carrier));
+        }
         let g = self.parked.replace(0);
         if g != 0 && g == GENERATION.load(Ordering::Acquire) {
             PARKED.fetch_sub(1, Ordering::Relaxed);
@@ -111,8 +118,13 @@ impl crate::ffi::vthreads::VirtualState for ThreadState {
     /// do; otherwise hands it to the consumer (the Java path's position
     /// taken up first): the next event after the thread mounts again
     /// claims a new one, and its stream stays in order (the consumer reads
-    /// a thread's segments in claim order).
+    /// a thread's segments in claim order). Under `--clock cpu` its clock
+    /// is kept for the next mount: the carrier's CPU time while it is
+    /// unmounted is not its own.
     fn unmounted(&self) {
+        if self.clock.get() == ClockKind::ThreadCpu {
+            self.cpu_at_unmount.set(self.now());
+        }
         if self.busy.get() || !self.current() {
             return;
         }
@@ -177,6 +189,9 @@ pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     s.index.set(index);
     let clock_kind = region.clock();
     s.clock.set(clock_kind);
+    // The stream's clock starts as this thread's (a virtual thread's
+    // carrier's, under `--clock cpu`) from here on.
+    s.shift.set(0);
     s.tsc.set(clock_kind == ClockKind::Tsc);
     // The private ring (the calibration) is always timed.
     s.untimed

@@ -88,9 +88,8 @@ impl Source for Probes {
             let on_virtual = probe_class::virtual_roots(jni);
             if on_virtual > 0 {
                 outbox::send(Message::Warning(format!(
-                    "{on_virtual} root call{} ran on virtual threads and {} not profiled: under \
-                     --clock cpu (a virtual thread's CPU time is spread over its carriers), or \
-                     in a JVM whose virtual threads sprig cannot follow from carrier to carrier",
+                    "{on_virtual} root call{} ran on virtual threads and {} not profiled: this \
+                     JVM's virtual threads cannot be followed from carrier to carrier",
                     if on_virtual == 1 { "" } else { "s" },
                     if on_virtual == 1 { "was" } else { "were" },
                 )));
