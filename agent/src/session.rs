@@ -133,6 +133,9 @@ impl crate::ffi::VmEvents for Events {
     fn gc(start: bool) {
         sources::locks::on_gc(start)
     }
+    fn thread(start: bool) {
+        crate::sources::cpu_timer::on_thread(start)
+    }
 }
 
 /// The sprig of `cli_pid` (its effective user id from /proc, `u32::MAX`

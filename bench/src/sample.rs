@@ -13,9 +13,19 @@
 //!   two runs' hot-method vectors (self shares of the methods in either
 //!   run's top 20); and whether the bench's hand-picked roots are among
 //!   each run's top 5 `suggested_roots`.
+//! - **Prediction**: the first suggestion of the first accuracy run,
+//!   profiled with `sprig profile PID --root R` (its ready-to-paste
+//!   command, default sampled timing) in windows alternating with bare
+//!   ones: the measured overhead beside the predicted one (its
+//!   `sampled_pct`, of the time under the root, times the root's share).
+//! - **200 threads**: `bench.Threads200` (200 threads, each a unit of
+//!   work and a 2 ms park) with `-Xlog:safepoint`: windows bare, under
+//!   `sprig sample` (the timer source, the default) and under `sprig
+//!   sample --source jvmti`, in turn; per window the units done and the
+//!   safepoints HotSpot logged in it (how many, the time to reach each).
 
 use crate::Ctx;
-use crate::proc::Jvm;
+use crate::proc::{Jvm, Sprig, SprigArgs};
 use crate::stats::{Summary, fmt, json_of, median};
 use crate::truth::{self, overlap};
 use crate::workloads;
@@ -48,10 +58,16 @@ struct SampleRun {
 impl SampleRun {
     /// Starts it and waits until it samples.
     fn start(sprig: &Path, pid: u32, out: &Path) -> Result<SampleRun> {
+        SampleRun::start_with(sprig, pid, out, &[])
+    }
+
+    /// [`SampleRun::start`] with `extra` arguments.
+    fn start_with(sprig: &Path, pid: u32, out: &Path, extra: &[&str]) -> Result<SampleRun> {
         let mut child = Command::new(sprig)
             .args(["sample", &pid.to_string(), "--format", "json", "-o"])
             .arg(out)
             .args(["--suggest-roots", "5"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -341,6 +357,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let run = SampleRun::start(&ctx.env.sprig, pid, &out_b)?;
     window(&mut jvm, ka, bound)?;
     let b = run.stop()?;
+    let predicted = prediction(ctx, &mut jvm, &a, median(&bare), bound)?;
     jvm.quit()?;
 
     let jfr_self = jfr_leaves(ctx, &rec)?;
@@ -362,7 +379,9 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "accuracy_iterations": ka,
         "sample_samples": a["samples"],
         "sample_rounds": a["rounds"],
+        "sample_source": a["source"],
         "sample_cost_ns_per_round": a["cost_ns"].as_f64().unwrap_or(0.0) / a["rounds"].as_f64().unwrap_or(1.0).max(1.0),
+        "sample_cost_ns_per_sample": a["cost_ns"].as_f64().unwrap_or(0.0) / a["samples"].as_f64().unwrap_or(1.0).max(1.0),
         "sample_threads": a["threads"].as_array().map_or(0, Vec::len),
         "jfr_execution_samples": jfr_samples,
         "overlap_with_jfr": overlap(&sa, &jfr_self),
@@ -374,7 +393,196 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "hand_picked_in_top5": [hit_a, hit_b],
         "sample_top": truth::top(&sa, 5),
         "jfr_top": truth::top(&jfr_self, 5),
+        "prediction": predicted,
     }))
+}
+
+/// The first suggested root of `report`: (root, share, predicted sampled
+/// overhead in % of the time under it, activations a second).
+fn first_suggestion(report: &Value) -> Option<(String, f64, f64, f64)> {
+    let r = report["suggested_roots"].as_array()?.first()?;
+    Some((
+        r["root"].as_str()?.to_owned(),
+        r["share"].as_f64()?,
+        r["predicted_overhead"]["sampled_pct"].as_f64()?,
+        r["activations_per_s"].as_f64()?,
+    ))
+}
+
+/// The first suggestion of `report` profiled with `sprig profile PID
+/// --root R`, in windows alternating with bare ones (`MIN_REPEATS` pairs,
+/// the order swapped every pair; each profiled window after half a window
+/// of settling): measured overhead per pair against the prediction.
+fn prediction(
+    ctx: &Ctx,
+    jvm: &mut Jvm,
+    report: &Value,
+    bare_ms: f64,
+    bound: Duration,
+) -> Result<Value> {
+    let Some((root, share, sampled_pct, per_s)) = first_suggestion(report) else {
+        return Ok(json!({"root": null}));
+    };
+    let k = iterations(WINDOW, bare_ms);
+    let pid = jvm.pid();
+    let repeats = ctx.repeats.max(MIN_REPEATS);
+    let (mut bare, mut profiled, mut pct) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..repeats {
+        eprintln!(
+            "sprig-bench: sample: prediction: sprig profile --root {root}: pair {}/{repeats}",
+            rep + 1
+        );
+        let mut times = [0.0f64; 2];
+        for w in (0..2).map(|i| (i + rep) % 2) {
+            times[w] = if w == 0 {
+                window(jvm, k, bound)?
+            } else {
+                let out = ctx
+                    .env
+                    .scratch
+                    .path
+                    .join(format!("sample-profile-{pid}-{}.json", rep + 1));
+                let args = SprigArgs {
+                    roots: vec![root.clone()],
+                    include: Vec::new(),
+                    exclude: Vec::new(),
+                    scheme: "lazy".into(),
+                    timing: None,
+                };
+                let mut s = Sprig::start(&ctx.env.sprig, pid, &args, &out)?;
+                s.wait_profiling(Duration::from_secs(120))?;
+                window(jvm, (k / 2).max(3), bound)?;
+                let t = window(jvm, k, bound)?;
+                s.stop(Duration::from_secs(120))?;
+                t
+            };
+        }
+        bare.push(times[0]);
+        profiled.push(times[1]);
+        pct.push((times[1] / times[0] - 1.0) * 100.0);
+    }
+    let predicted = sampled_pct * share;
+    let measured = median(&pct);
+    Ok(json!({
+        "root": root,
+        "share": share,
+        "activations_per_s": per_s,
+        "predicted_pct_under_root": sampled_pct,
+        "predicted_pct": predicted,
+        "bare_ms": json_of(&bare),
+        "profiled_ms": json_of(&profiled),
+        "measured_pct": json_of(&pct),
+        "measured_over_predicted": measured / predicted,
+    }))
+}
+
+/// `Safepoint "OP", ... Reaching safepoint: N ns, ... Total: N ns` lines
+/// of `-Xlog:safepoint`: (reach ns, total ns) of each.
+fn safepoints(log: &str) -> Vec<(f64, f64)> {
+    let ns = |line: &str, key: &str| -> Option<f64> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    log.lines()
+        .filter(|l| l.contains("Safepoint \""))
+        .filter_map(|l| Some((ns(l, "Reaching safepoint:")?, ns(l, "Total:")?)))
+        .collect()
+}
+
+/// The units `bench.Threads200` has done.
+fn ops(jvm: &mut Jvm) -> Result<f64> {
+    jvm.send("ops")?;
+    let line = jvm.expect("ops ", Duration::from_secs(30))?;
+    line[4..].trim().parse().context("ops N")
+}
+
+/// 200 threads bare, under `sprig sample` and under `sprig sample
+/// --source jvmti`: units a second and the safepoints in each window.
+fn threads200(ctx: &Ctx) -> Result<Value> {
+    let log = ctx.env.logs().join("threads200-safepoint.log");
+    let args = vec![
+        format!("-Xlog:safepoint=info:file={}", log.display()),
+        "-cp".into(),
+        ctx.env.classpath.clone(),
+        "bench.Threads200".into(),
+        "200".into(),
+    ];
+    let mut jvm = Jvm::start(
+        &ctx.env.java(),
+        &args,
+        "threads200",
+        &ctx.env.logs(),
+        Duration::from_secs(120),
+    )?;
+    // Warm-up: the JIT compiles the unit.
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = jvm.pid();
+    let scratch = ctx.env.scratch.path.clone();
+    let modes = ["bare", "timer", "jvmti"];
+    let repeats = ctx.repeats.max(MIN_REPEATS);
+    let mut rate: [Vec<f64>; 3] = Default::default();
+    let mut ratio: [Vec<f64>; 3] = Default::default();
+    let mut per_s: [Vec<f64>; 3] = Default::default();
+    let mut at_sp: [Vec<f64>; 3] = Default::default();
+    let mut reach: [Vec<f64>; 3] = Default::default();
+    for rep in 0..repeats {
+        eprintln!(
+            "sprig-bench: sample: 200 threads: repeat {}/{repeats}",
+            rep + 1
+        );
+        let mut this = [0.0f64; 3];
+        for w in (0..3).map(|i| (i + rep) % 3) {
+            let run = match w {
+                0 => None,
+                _ => {
+                    let out = scratch.join(format!("threads200-{}-{}.json", modes[w], rep + 1));
+                    let extra: &[&str] = if w == 2 { &["--source", "jvmti"] } else { &[] };
+                    Some(SampleRun::start_with(&ctx.env.sprig, pid, &out, extra)?)
+                }
+            };
+            let from = std::fs::metadata(&log).map_or(0, |m| m.len()) as usize;
+            let o0 = ops(&mut jvm)?;
+            let t0 = Instant::now();
+            std::thread::sleep(WINDOW);
+            let o1 = ops(&mut jvm)?;
+            let secs = t0.elapsed().as_secs_f64();
+            let text = std::fs::read(&log).unwrap_or_default();
+            if let Some(r) = run {
+                r.stop()?;
+            }
+            let sps = safepoints(&String::from_utf8_lossy(
+                text.get(from..).unwrap_or_default(),
+            ));
+            this[w] = (o1 - o0) / secs;
+            rate[w].push(this[w]);
+            per_s[w].push(sps.len() as f64 / secs);
+            at_sp[w].push(sps.iter().map(|s| s.1).sum::<f64>() / secs / 1e6);
+            reach[w].extend(sps.iter().map(|s| s.0 / 1e3));
+        }
+        for w in 0..3 {
+            ratio[w].push(this[w] / this[0]);
+        }
+    }
+    jvm.quit()?;
+    let row = |w: usize| {
+        let mut r = reach[w].clone();
+        r.sort_by(f64::total_cmp);
+        let p99 = r.get((r.len() * 99) / 100).copied().unwrap_or(0.0);
+        json!({
+            "mode": modes[w],
+            "units_per_s": json_of(&rate[w]),
+            "throughput_over_bare": json_of(&ratio[w]),
+            "safepoints_per_s": json_of(&per_s[w]),
+            "ms_at_safepoint_per_s": json_of(&at_sp[w]),
+            "safepoints": r.len(),
+            "reach_us_median": if r.is_empty() { 0.0 } else { median(&r) },
+            "reach_us_p99": p99,
+            "reach_us_max": r.last().copied().unwrap_or(0.0),
+        })
+    };
+    Ok(
+        json!({"threads": 200, "repeats": repeats, "window_s": WINDOW.as_secs_f64(), "rows": (0..3).map(row).collect::<Vec<_>>()}),
+    )
 }
 
 /// The `sample` benchmark on H2 and Jetty.
@@ -383,8 +591,10 @@ pub fn sample(ctx: &Ctx) -> Result<Value> {
     for (wl, label) in ROWS {
         rows.push(one(ctx, wl, label)?);
     }
+    let many = threads200(ctx)?;
     Ok(json!({
         "rows": rows,
+        "threads200": many,
         "interval_ms": 20,
         "jfr_overhead_settings": "default.jfc",
         "jfr_truth_settings": "jdk.ExecutionSample every 1 ms (leaf frames)",
@@ -416,11 +626,13 @@ pub fn print(v: &Value) {
             r["window_iterations"],
         );
         println!(
-            "         overlap with JFR {:.1}% ({} sprig samples, {} JFR samples, {} threads, {:.0} µs a round); two runs: correlation {:.3}, overlap {:.1}%",
+            "         overlap with JFR {:.1}% ({} sprig samples from the {} source, {} JFR samples, {} threads, {:.1} µs a sample, {:.0} µs a round); two runs: correlation {:.3}, overlap {:.1}%",
             r["overlap_with_jfr"].as_f64().unwrap_or(f64::NAN) * 100.0,
             r["sample_samples"],
+            r["sample_source"].as_str().unwrap_or("?"),
             r["jfr_execution_samples"],
             r["sample_threads"],
+            r["sample_cost_ns_per_sample"].as_f64().unwrap_or(0.0) / 1000.0,
             r["sample_cost_ns_per_round"].as_f64().unwrap_or(0.0) / 1000.0,
             r["correlation_two_runs"].as_f64().unwrap_or(f64::NAN),
             r["overlap_two_runs"].as_f64().unwrap_or(f64::NAN) * 100.0,
@@ -432,6 +644,39 @@ pub fn print(v: &Value) {
         println!(
             "         top self: sprig {}; JFR {}",
             r["sample_top"], r["jfr_top"]
+        );
+        let p = &r["prediction"];
+        if p["root"].is_string() {
+            println!(
+                "         first suggestion {}: predicted {:.3}% ({:.3}% of the time under it x share {:.2}, {:.0} activations/s); sprig profile measured {} % ({} pairs); measured/predicted {:.2}",
+                p["root"].as_str().unwrap_or("?"),
+                p["predicted_pct"].as_f64().unwrap_or(f64::NAN),
+                p["predicted_pct_under_root"].as_f64().unwrap_or(f64::NAN),
+                p["share"].as_f64().unwrap_or(f64::NAN),
+                p["activations_per_s"].as_f64().unwrap_or(f64::NAN),
+                fmt(summary(&p["measured_pct"]), 2),
+                p["measured_pct"]["n"],
+                p["measured_over_predicted"].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+    }
+    let t = &v["threads200"];
+    println!(
+        "  200 threads (bench.Threads200, {} repeats of {} s windows): units/s over bare, safepoints/s, ms at safepoint/s, time to safepoint (median, p99, max)",
+        t["repeats"], t["window_s"]
+    );
+    for m in t["rows"].as_array().into_iter().flatten() {
+        println!(
+            "    {:<6} {} units/s, x{} of bare; {} safepoints/s, {} ms/s at safepoint; reach {:.0} / {:.0} / {:.0} µs ({} safepoints)",
+            m["mode"].as_str().unwrap_or("?"),
+            fmt(summary(&m["units_per_s"]), 0),
+            fmt(summary(&m["throughput_over_bare"]), 3),
+            fmt(summary(&m["safepoints_per_s"]), 1),
+            fmt(summary(&m["ms_at_safepoint_per_s"]), 2),
+            m["reach_us_median"].as_f64().unwrap_or(0.0),
+            m["reach_us_p99"].as_f64().unwrap_or(0.0),
+            m["reach_us_max"].as_f64().unwrap_or(0.0),
+            m["safepoints"],
         );
     }
 }

@@ -634,3 +634,95 @@ fn sample_bad_input_and_a_jvm_that_exits_mid_sample() {
         assert!(jvm.wait_exit(Duration::from_secs(10)).is_some());
     }
 }
+
+// Short-lived threads: `fixtures.ShortThreads`.
+
+const SHORT: &str = "fixtures.ShortThreads";
+
+/// A method of `fixtures.ShortThreads`: its total samples, 0 when absent.
+fn short_total(report: &Value, method: &str) -> u64 {
+    report["methods"]
+        .as_array()
+        .expect("methods")
+        .iter()
+        .find(|m| m["class"] == SHORT && m["method"] == method)
+        .map_or(0, |m| m["total"].as_u64().unwrap())
+}
+
+/// Threads that live a few ms: `fixtures.ShortThreads` starts one thread
+/// after another, each spinning about 5 ms of its CPU time in `shortWork`
+/// and ending, beside a thread that spins in `longWork` for ever. The
+/// timer source arms a thread's timer when the thread starts (JVMTI
+/// ThreadStart, on the new thread), with its first expiry at a random
+/// point of the interval, so a thread that lives less than the drain's
+/// 10 ms is sampled by the CPU it uses: `shortWork`'s share of the two
+/// methods' samples is within 8 points of its share of their CPU time by
+/// the fixture's clock, at `--interval 1` (every scheduler tick; a thread
+/// loses the part of a tick it runs at its end, docs/stack-sampling.md).
+/// The samples come with the CPU the JVM gets: on a loaded host a longer
+/// run gathers the 300 wanted.
+#[test]
+fn sample_threads_that_live_less_than_the_drain_period() {
+    for jdk in test_jdks("sample_threads_that_live_less_than_the_drain_period") {
+        let classes = fixture_classes(&jdk);
+        let mut cmd = Command::new(jdk.java());
+        cmd.args(PRECISE).arg("-cp").arg(classes.path()).arg(SHORT);
+        let mut jvm = Proc::spawn(&format!("short-jdk{}", jdk.major), cmd);
+        jvm.wait_for("ready", Duration::from_secs(30), |l| l == "ready");
+        let interval = "1";
+        for secs in ["4", "8", "16"] {
+            jvm.send("reset");
+            jvm.wait_for("reset", Duration::from_secs(10), |l| l == "reset");
+            let report = sample(&jvm, &["--interval", interval, "--duration", secs]);
+            jvm.send("shares");
+            let line = jvm.wait_for("shares", Duration::from_secs(10), |l| {
+                l.starts_with("shares ")
+            });
+            let v: Vec<f64> = line
+                .split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().expect("a number"))
+                .collect();
+            let truth = v[0] / (v[0] + v[1]);
+            let short = short_total(&report, "shortWork");
+            let long = short_total(&report, "longWork");
+            if short + long < 300 && secs != "16" {
+                continue;
+            }
+            let share = short as f64 / (short + long).max(1) as f64;
+            eprintln!(
+                "JDK {}: --interval {interval}: shortWork {:.1}% of the two methods' CPU time \
+                 ({} threads), {:.1}% of their samples ({short} of {}): {:+.1} points",
+                jdk.major,
+                truth * 100.0,
+                v[2],
+                share * 100.0,
+                short + long,
+                (share - truth) * 100.0
+            );
+            assert!(
+                short + long >= 100,
+                "JDK {}: --interval {interval}: {} samples in the two methods",
+                jdk.major,
+                short + long
+            );
+            assert!(
+                (0.2..=0.8).contains(&truth),
+                "JDK {}: the short threads took {truth:.3} of the CPU time, not about half",
+                jdk.major
+            );
+            assert!(
+                (share - truth).abs() <= 0.08,
+                "JDK {}: --interval {interval}: shortWork holds {:.1}% of the samples, \
+                 {:.1}% of the CPU time ({short} of {} samples)",
+                jdk.major,
+                share * 100.0,
+                truth * 100.0,
+                short + long
+            );
+            break;
+        }
+        jvm.send("ping");
+        jvm.wait_for("pong", Duration::from_secs(10), |l| l.starts_with("pong "));
+    }
+}

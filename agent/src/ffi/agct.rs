@@ -522,10 +522,10 @@ pub struct ThreadTimer(libc::timer_t);
 unsafe impl Send for ThreadTimer {}
 
 impl ThreadTimer {
-    /// A timer on thread `tid`'s CPU clock that fires every `interval`
-    /// of its CPU time; `Err(errno)` when the thread has gone or the
-    /// kernel refuses.
-    pub fn start(tid: i32, interval: Duration) -> Result<ThreadTimer, i32> {
+    /// A timer on thread `tid`'s CPU clock that fires first after
+    /// `first` of its CPU time, then every `interval`; `Err(errno)` when
+    /// the thread has gone or the kernel refuses.
+    pub fn start(tid: i32, first: Duration, interval: Duration) -> Result<ThreadTimer, i32> {
         // The kernel's CPU clock of one thread: CPUCLOCK_SCHED (2) with
         // CPUCLOCK_PERTHREAD_MASK (4) under the bit-inverted tid.
         let clock: libc::clockid_t = ((!tid) << 3) | 6;
@@ -539,13 +539,14 @@ impl ThreadTimer {
         if unsafe { libc::timer_create(clock, &mut sev, &mut timer) } != 0 {
             return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
         }
-        let ts = libc::timespec {
-            tv_sec: interval.as_secs() as libc::time_t,
-            tv_nsec: interval.subsec_nanos() as libc::c_long,
+        let ts = |d: Duration| libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
         };
         let spec = libc::itimerspec {
-            it_interval: ts,
-            it_value: ts,
+            it_interval: ts(interval),
+            // A zero value would disarm the timer.
+            it_value: ts(first.max(Duration::from_nanos(1))),
         };
         // SAFETY: `timer` was just created; `spec` is valid; a null old
         // value is allowed.

@@ -56,6 +56,9 @@ pub trait VmEvents: 'static {
     /// A garbage collection pause starts (`true`) or ends (`false`). Runs
     /// inside the pause: no JNI and almost no JVMTI may be called.
     fn gc(start: bool);
+    /// A platform thread starts (`true`) or ends (`false`); runs on that
+    /// thread.
+    fn thread(start: bool);
 }
 
 /// Which monitor event the VM posted.
@@ -554,6 +557,24 @@ extern "system" fn gc_finish<E: VmEvents>(_jvmti_env: *mut jvmtiEnv) {
     guard(|| E::gc(false));
 }
 
+/// ThreadStart, on the new thread.
+extern "system" fn thread_start<E: VmEvents>(
+    _jvmti_env: *mut jvmtiEnv,
+    _jni_env: *mut JNIEnv,
+    _thread: jthread,
+) {
+    guard(|| E::thread(true));
+}
+
+/// ThreadEnd, on the ending thread.
+extern "system" fn thread_end<E: VmEvents>(
+    _jvmti_env: *mut jvmtiEnv,
+    _jni_env: *mut JNIEnv,
+    _thread: jthread,
+) {
+    guard(|| E::thread(false));
+}
+
 /// Installs the event callbacks of the agent's single environment, bound
 /// to `E`.
 pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
@@ -570,5 +591,7 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.GarbageCollectionFinish = Some(gc_finish::<E>);
     cb.ClassLoad = Some(class_load);
     cb.CompiledMethodLoad = Some(compiled_method_load);
+    cb.ThreadStart = Some(thread_start::<E>);
+    cb.ThreadEnd = Some(thread_end::<E>);
     jvmti.set_event_callbacks(&cb)
 }

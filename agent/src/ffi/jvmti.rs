@@ -128,6 +128,10 @@ pub enum Event {
     /// inlined method each instruction belongs to (as
     /// `-XX:+DebugNonSafepoints` does) in the code it compiles.
     CompiledMethodLoad,
+    /// A thread starts (posted on the new thread before its run method).
+    ThreadStart,
+    /// A thread ends (posted on the ending thread after its run method).
+    ThreadEnd,
 }
 
 impl Event {
@@ -145,6 +149,8 @@ impl Event {
             Event::GarbageCollectionFinish => sys::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
             Event::ClassLoad => sys::JVMTI_EVENT_CLASS_LOAD,
             Event::CompiledMethodLoad => sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
+            Event::ThreadStart => sys::JVMTI_EVENT_THREAD_START,
+            Event::ThreadEnd => sys::JVMTI_EVENT_THREAD_END,
         }
     }
 }

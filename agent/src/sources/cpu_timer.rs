@@ -11,11 +11,18 @@
 //! messages the JVMTI source sends. Every sample is of a thread on the CPU
 //! (`Running`) and weighs `interval_us` of CPU time.
 //!
-//! Threads: the drain lists `/proc/self/task` every period and gives a
-//! timer to each thread it has not seen (sprig's own `sprig-*` threads
-//! excepted), and deletes the timers of threads that ended. A thread the
-//! kernel runs that is not a Java thread (GC, JIT compiler) gets signals
-//! too; the handler leaves them (no JNIEnv, or no Java frame).
+//! Threads: a thread that starts while the source runs gets its timer at
+//! JVMTI ThreadStart, on the new thread itself, and loses it at ThreadEnd,
+//! so a thread that lives a few ms is sampled too. The drain also lists
+//! `/proc/self/task` every period and gives a timer to each thread that
+//! has none (the threads that ran before the source started, and those
+//! the VM starts without ThreadStart: GC, JIT compiler), sprig's own
+//! `sprig-*` threads excepted, and deletes the timers of threads that
+//! ended. A thread's first signal comes after a random part of the
+//! interval of its CPU time, so a thread that uses less than an interval
+//! is sampled with a chance of its CPU time over the interval. A thread
+//! that is not a Java thread gets signals too; the handler leaves them
+//! (no JNIEnv, or no Java frame).
 //!
 //! AsyncGetCallTrace needs a jmethodID for every method it names and
 //! answers only while some JVMTI environment has ClassLoad on: the source
@@ -55,6 +62,7 @@ use sprig_wire::Message;
 use sprig_wire::clock;
 use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -88,6 +96,8 @@ impl CpuTimer {
             Event::ClassLoad,
             Event::ClassPrepare,
             Event::CompiledMethodLoad,
+            Event::ThreadStart,
+            Event::ThreadEnd,
         ],
         ring: false,
     };
@@ -184,8 +194,10 @@ impl Source for CpuTimer {
 
     fn stop(&mut self, _agent: &'static Agent, _jni: Jni<'_>, _ending: &mut Ending) {
         ON.store(false, Ordering::SeqCst);
-        // The drain deletes every timer as it ends.
+        // The drain deletes every timer as it ends; a drain that did not
+        // end within the bound leaves them here.
         stop_thread(self.thread.take());
+        *timers() = None;
         if self.armed {
             self.armed = false;
             if let Some(line) = losses() {
@@ -245,6 +257,100 @@ pub fn on_class_prepare(jvmti: &Jvmti, class: Local<'_>) {
     }
 }
 
+/// The threads' timers while a source runs (`None` otherwise), shared by
+/// the drain's scan and the ThreadStart/ThreadEnd callbacks. Whoever holds
+/// the lock does map operations and timer syscalls only (no file read, no
+/// JNI), so a starting or ending thread waits microseconds at most.
+static TIMERS: Mutex<Option<Timers>> = Mutex::new(None);
+
+fn timers() -> std::sync::MutexGuard<'static, Option<Timers>> {
+    TIMERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A thread's timer and the scan it was armed in.
+struct Armed {
+    _timer: ThreadTimer,
+    /// The scan count when it was armed: a scan removes only the timers
+    /// armed before its listing of the threads.
+    scan: u64,
+}
+
+struct Timers {
+    interval: Duration,
+    armed: HashMap<i32, Armed>,
+    /// Threads ThreadEnd saw end while `/proc` may still list them.
+    ended: HashSet<i32>,
+    /// Threads that are sprig's or refused a timer.
+    skipped: HashSet<i32>,
+    /// Scans begun.
+    scans: u64,
+    /// The state of the first-expiry draws.
+    seed: u64,
+}
+
+impl Timers {
+    /// Arms thread `tid`'s timer, its first expiry a random part of the
+    /// interval, and keeps it (a timer the tid had is deleted: the tid
+    /// is a new thread's).
+    fn arm(&mut self, tid: i32) {
+        self.seed = self
+            .seed
+            .wrapping_add(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(clock::monotonic_ns());
+        let mut z = self.seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let ns = self.interval.as_nanos().max(1) as u64;
+        let first = Duration::from_nanos(1 + z % ns);
+        self.armed.remove(&tid);
+        match ThreadTimer::start(tid, first, self.interval) {
+            Ok(t) => {
+                self.armed.insert(
+                    tid,
+                    Armed {
+                        _timer: t,
+                        scan: self.scans,
+                    },
+                );
+            }
+            Err(_) => {
+                self.skipped.insert(tid);
+            }
+        }
+    }
+}
+
+/// ThreadStart (`start`) or ThreadEnd on the calling thread: its timer is
+/// armed or deleted while a source runs. sprig's own threads get none.
+pub fn on_thread(start: bool) {
+    if !ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let tid = crate::ffi::gettid() as i32;
+    if tid == 0 {
+        return;
+    }
+    let own = start
+        && std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("sprig-"));
+    let mut guard = timers();
+    let Some(t) = guard.as_mut() else {
+        return;
+    };
+    if own {
+        t.skipped.insert(tid);
+    } else if start {
+        t.ended.remove(&tid);
+        t.skipped.remove(&tid);
+        t.arm(tid);
+    } else {
+        t.armed.remove(&tid);
+        t.ended.insert(tid);
+    }
+}
+
 /// What the drain knows of a JNIEnv.
 #[derive(Clone, Copy)]
 enum EnvOf {
@@ -268,10 +374,6 @@ struct Drain {
     frames: HashMap<MethodId, u32>,
     envs: HashMap<usize, EnvOf>,
     announced: HashSet<u64>,
-    timers: HashMap<i32, ThreadTimer>,
-    /// Threads that are sprig's or refused a timer.
-    skipped: HashSet<i32>,
-    own_tid: i32,
     /// Samples whose JNIEnv matched no live thread.
     unknown: u64,
     /// When the last `StackSamples` went (`None`: none yet). With no
@@ -321,6 +423,15 @@ impl Drain {
                 }
             }
         });
+        let own_tid = crate::ffi::gettid() as i32;
+        *timers() = Some(Timers {
+            interval: Duration::from_micros(u64::from(opts.interval_us)),
+            armed: HashMap::new(),
+            ended: HashSet::new(),
+            skipped: HashSet::from([own_tid]),
+            scans: 0,
+            seed: clock::monotonic_ns() ^ (own_tid as u64).rotate_left(32),
+        });
         Ok(Drain {
             jvmti,
             opts,
@@ -333,9 +444,6 @@ impl Drain {
             frames: HashMap::new(),
             envs: HashMap::new(),
             announced: HashSet::new(),
-            timers: HashMap::new(),
-            skipped: HashSet::new(),
-            own_tid: crate::ffi::gettid() as i32,
             unknown: 0,
             mapped_at: Instant::now(),
             sent_at: None,
@@ -357,43 +465,66 @@ impl Drain {
             self.drain(jni);
             next = (next + DRAIN).max(Instant::now());
         }
-        // Timers first: no new signal once they are gone.
-        self.timers.clear();
+        // Timers first (dropping `Drain` deletes them too): no new signal
+        // once they are gone.
+        *timers() = None;
     }
 
     /// Gives a timer to every thread that has none, and drops the timers
-    /// of threads that ended.
+    /// of threads that ended. The listing and the reads of thread names
+    /// are done outside the lock.
     fn refresh_timers(&mut self) {
+        let scan = match timers().as_mut() {
+            Some(t) => {
+                t.scans += 1;
+                t.scans - 1
+            }
+            None => return,
+        };
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
             return;
         };
-        let interval = Duration::from_micros(u64::from(self.opts.interval_us));
-        let mut alive = HashSet::with_capacity(self.timers.len() + 8);
-        for e in dir.flatten() {
-            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            alive.insert(tid);
-            if self.timers.contains_key(&tid) || self.skipped.contains(&tid) {
+        let alive: HashSet<i32> = dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+            .collect();
+        let new: Vec<i32> = match timers().as_ref() {
+            Some(t) => alive
+                .iter()
+                .copied()
+                .filter(|tid| {
+                    !t.armed.contains_key(tid) && !t.skipped.contains(tid) && !t.ended.contains(tid)
+                })
+                .collect(),
+            None => return,
+        };
+        let own: HashSet<i32> = new
+            .iter()
+            .copied()
+            .filter(|tid| {
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                    .is_ok_and(|c| c.starts_with("sprig-"))
+            })
+            .collect();
+        let mut guard = timers();
+        let Some(t) = guard.as_mut() else {
+            return;
+        };
+        for tid in new {
+            // ThreadStart may have armed it since the listing.
+            if t.armed.contains_key(&tid) || t.ended.contains(&tid) || t.skipped.contains(&tid) {
                 continue;
             }
-            let comm =
-                std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-            if tid == self.own_tid || comm.starts_with("sprig-") {
-                self.skipped.insert(tid);
-                continue;
-            }
-            match ThreadTimer::start(tid, interval) {
-                Ok(t) => {
-                    self.timers.insert(tid, t);
-                }
-                Err(_) => {
-                    self.skipped.insert(tid);
-                }
+            if own.contains(&tid) {
+                t.skipped.insert(tid);
+            } else {
+                t.arm(tid);
             }
         }
-        self.timers.retain(|tid, _| alive.contains(tid));
-        self.skipped.retain(|tid| alive.contains(tid));
+        t.armed
+            .retain(|tid, a| alive.contains(tid) || a.scan > scan);
+        t.skipped.retain(|tid| alive.contains(tid));
+        t.ended.retain(|tid| alive.contains(tid));
     }
 
     /// Sends the samples in the pool as one `StackSamples`.
@@ -491,5 +622,12 @@ impl Drain {
                 jni.delete_local(t);
             }
         });
+    }
+}
+
+impl Drop for Drain {
+    /// A drain that ends, by a panic too, deletes every timer.
+    fn drop(&mut self) {
+        *timers() = None;
     }
 }
