@@ -3,7 +3,8 @@
 //! - `jni/sprig/rt/Probe.class` from java/sprig/rt/Probe.java for
 //!   Java 17 (JNI natives only; used on JDK 17–21), required,
 //!   and beside it `jni/sprig/rt/Calibration.class` (probe calibration, every JDK)
-//!   and `jni/sprig/rt/Session.class` (the JVM's one session, every JDK);
+//!   `jni/sprig/rt/Session.class` (the JVM's one session, every JDK)
+//!   and `jni/sprig/rt/Waits.class` (the wait probes of `--locks`, every JDK);
 //! - `ffm/sprig/rt/Probe.class` from java22/sprig/rt/Probe.java with
 //!   Java 22 (FFM critical downcalls first; used on JDK 22+),
 //!   when a javac 22 or later is found (`SPRIG_JAVAC22`, `JAVA_HOME`, `javac`
@@ -18,10 +19,12 @@ fn main() {
     let src = PathBuf::from("java/sprig/rt/Probe.java");
     let calib = PathBuf::from("java/sprig/rt/Calibration.java");
     let claim = PathBuf::from("java/sprig/rt/Session.java");
+    let waits = PathBuf::from("java/sprig/rt/Waits.java");
     let src22 = PathBuf::from("java22/sprig/rt/Probe.java");
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed={}", calib.display());
     println!("cargo:rerun-if-changed={}", claim.display());
+    println!("cargo:rerun-if-changed={}", waits.display());
     println!("cargo:rerun-if-changed={}", src22.display());
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     println!("cargo:rerun-if-env-changed=SPRIG_JAVAC22");
@@ -33,7 +36,7 @@ fn main() {
         _ => PathBuf::from("javac"),
     };
     let jni_out = out.join("jni");
-    if let Err(why) = compile(&javac, "11", &jni_out, &[&src, &calib, &claim]) {
+    if let Err(why) = compile(&javac, "11", &jni_out, &[&src, &calib, &claim, &waits]) {
         panic!(
             "sprig-agent needs a JDK's javac to compile {}: {why}. \
              Install a JDK (17 or later) or set JAVA_HOME.",

@@ -56,6 +56,10 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
     if excluded(name) {
         return None;
     }
+    // `--locks`: the JDK's park and sleep methods, while its source runs.
+    if let Some(bytes) = crate::sources::locks::class_file(name, input.bytes) {
+        return bytes;
+    }
     // A class with NaN constants is redefined from its first bytes, never
     // from what the JVM gives back (see `originals`): instrumented from
     // them, and put back to them.
@@ -351,7 +355,9 @@ fn install(
             crate::outbox::send(Message::RootInstrumented { pattern, methods });
         }
     }
-    Some(out.bytes)
+    // `--locks` where `Thread.sleep(long)` is native: its calls go to
+    // the wait probes' stand-in.
+    Some(crate::sources::locks::redirect_sleep(out.bytes))
 }
 
 /// What [`instrument_loaded`] did, per pattern.

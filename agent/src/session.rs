@@ -681,6 +681,9 @@ fn start_profiling(
         session.detach(agent, jni, End::Requested);
         return None;
     }
+    // `--locks` where `Thread.sleep(long)` is native: the probes' classes
+    // call `Waits.sleep` instead, from their first rewrite on.
+    sources::locks::prepare(agent, jni, so.locks && !sample_only);
     // The probes: the roots' classes rewritten, put back at the end.
     if !sample_only
         && !threads_only

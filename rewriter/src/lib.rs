@@ -2,6 +2,8 @@
 //!
 //! - [`instrument`] injects `entry(id)` at method start, `exit(id)` before every
 //!   return, and a catch-all handler that calls `exit(id)` and rethrows.
+//! - [`redirect_static`] points a class's calls of one static method at a
+//!   method of the same name and descriptor in another class.
 //! - [`class_info`] and [`callees`] tell revelation what a class declares and
 //!   what a method calls.
 //! - [`pattern`] parses and matches the method patterns users write
@@ -25,13 +27,17 @@ pub use analyze::{
     TRIVIAL_BYTES_DEFAULT, TRIVIAL_BYTES_MAX, callees, callees_all, class_info, trivial_methods,
 };
 pub use error::Error;
-pub use instrument::{has_nan_constants, instrument, instrument_full, instrument_guarded};
+pub use instrument::{
+    has_nan_constants, instrument, instrument_full, instrument_guarded, redirect_static,
+};
 
 /// Where the injected calls go. Each probe is `static void name(int id)`
 /// (descriptor `(I)V`) in `class`, except an entry probe with
 /// `entry_receiver`, which is `static void name(Object receiver)`
-/// (`(Ljava/lang/Object;)V`) and gets `this` (instance methods only, not
-/// constructors): sprig watches `Method.invoke` this way.
+/// (`(Ljava/lang/Object;)V`) and gets `this` (instance methods, not
+/// constructors) or a static method's first argument, which must be a
+/// reference: sprig watches `Method.invoke` this way, and hands
+/// `LockSupport.park(Object)`'s blocker to `--locks`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeSet {
     /// Internal name of the probe class, e.g. `sprig/rt/Probe`.

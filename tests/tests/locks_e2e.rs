@@ -1,7 +1,10 @@
 //! `--locks` on real JVMs (JDK 17 and 25): the waits of a root's threads
 //! as their own rows under the node that waited, with the monitor's class,
 //! the kind of wait and its time, against what the fixture measures
-//! itself (`fixtures/src/fixtures/Locks.java`).
+//! itself (`fixtures/src/fixtures/Locks.java`): contended monitors,
+//! `Object.wait`, `ReentrantLock` parks, `Thread.sleep`, `System.gc()`, and
+//! a method that spins, sleeps and parks, whose own time plus waits is its
+//! wall time.
 
 use std::process::Command;
 use std::time::Duration;
@@ -71,6 +74,8 @@ fn contention<'a>(node: &'a Value, monitor: &str, kind: &str, report: &Value) ->
     let row = match kind {
         "blocked" => format!("(blocked on {monitor})"),
         "waiting" => format!("(waiting on {monitor})"),
+        "parked" => format!("(parked: {monitor})"),
+        "sleeping" => "(sleeping)".to_owned(),
         _ => unreachable!(),
     };
     assert!(
@@ -115,6 +120,12 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         "fixtures.Locks::waitRoot",
         "--root",
         "fixtures.Locks::gcRoot",
+        "--root",
+        "fixtures.Locks::parkRoot",
+        "--root",
+        "fixtures.Locks::sleepRoot",
+        "--root",
+        "fixtures.Locks::mixedRoot",
         "--format",
         "json",
         "-o",
@@ -167,13 +178,78 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         "self {own} ns of {waited} ns waiting\n{consume}"
     );
 
+    // A ReentrantLock another thread holds: the lock() parks, on the
+    // lock's synchronizer (AQS), under the node that called lock() (or
+    // the JDK's lock methods below it, when revelation instruments them).
+    let parked = measured(&p, "parked ");
+    let lock_it = node_at(&report, &["Locks.parkRoot", "Locks.lockIt"])
+        .unwrap_or_else(|| panic!("no parkRoot > lockIt:\n{report}"));
+    let got_parked = waits_below(lock_it, "parked", SYNC, &report);
+    assert!(
+        within(got_parked, parked, 0.10),
+        "JDK {}: parked {got_parked} ns against {parked} ns measured by the fixture\n{lock_it}",
+        jdk.major
+    );
+    // Thread.sleep: a (sleeping) row under the node that slept.
+    let slept = measured(&p, "slept ");
+    let nap = node_at(&report, &["Locks.sleepRoot", "Locks.nap"])
+        .unwrap_or_else(|| panic!("no sleepRoot > nap:\n{report}"));
+    let got_slept = waits_below(nap, "sleeping", "", &report);
+    assert!(
+        within(got_slept, slept, 0.10),
+        "JDK {}: slept {got_slept} ns against {slept} ns measured by the fixture\n{nap}",
+        jdk.major
+    );
+    let own = nap["self_ns"].as_u64().unwrap();
+    assert!(
+        own < slept / 10,
+        "self {own} ns of {slept} ns asleep\n{nap}"
+    );
+
     if timing != "exact" {
         eprintln!(
-            "JDK {} sampled: blocked {got_blocked} of {blocked} ns, waited {got} of {waited} ns",
+            "JDK {} sampled: blocked {got_blocked} of {blocked} ns, waited {got} of {waited} ns, \
+             parked {got_parked} of {parked} ns, slept {got_slept} of {slept} ns",
             jdk.major
         );
         return;
     }
+    // One method that spins HOLD ms, sleeps and parks: its own time plus
+    // its waits (and any GC pause) is its wall time within 2%, its own
+    // time the spin, and its wall time the fixture's.
+    let mixed = measured(&p, "mixed ");
+    let root =
+        node_at(&report, &["Locks.mixedRoot"]).unwrap_or_else(|| panic!("no mixedRoot:\n{report}"));
+    let total = root["total_ns"].as_u64().unwrap();
+    let own = root["self_ns"].as_u64().unwrap();
+    let waits: u64 = root["contention"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["blocked_ns"].as_u64().unwrap())
+        .sum();
+    let below = waits_below(root, "parked", SYNC, &report);
+    let slept_mixed = waits_below(root, "sleeping", "", &report);
+    assert!(
+        below > 0 && slept_mixed > 0,
+        "mixedRoot parked {below} ns, slept {slept_mixed} ns\n{root}"
+    );
+    assert!(
+        within(own + waits, total, 0.02),
+        "JDK {}: self {own} + waits {waits} ns against mixedRoot's {total} ns\n{root}",
+        jdk.major
+    );
+    assert!(
+        within(total, mixed, 0.02),
+        "JDK {}: mixedRoot {total} ns against {mixed} ns measured by the fixture\n{root}",
+        jdk.major
+    );
+    let spin = Duration::from_millis(HOLD_MS).as_nanos() as u64;
+    assert!(
+        within(own, spin, 0.10),
+        "JDK {}: mixedRoot's self {own} ns against its {spin} ns spin\n{root}",
+        jdk.major
+    );
     // System.gc() in a root: the pause is a `(GC pause)` row under it.
     let gc = measured(&p, "gc ");
     let (pause, all_pauses) = logged_pauses(&p);
@@ -196,9 +272,41 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
     assert_eq!(root["contention"][0]["kind"], "gc", "{root}");
     eprintln!(
         "JDK {}: blocked {got_blocked} of {blocked} ns, waited {got} of {waited} ns, \
-         GC pause {in_row} of {pause} ns (System.gc() {gc} ns)",
+         GC pause {in_row} of {pause} ns (System.gc() {gc} ns), parked {got_parked} of \
+         {parked} ns, slept {got_slept} of {slept} ns, mixedRoot {total} ns (self {own} + \
+         waits {waits}) of {mixed} ns",
         jdk.major
     );
+}
+
+/// The blocker class of a `ReentrantLock`'s park: its default (unfair)
+/// synchronizer.
+const SYNC: &str = "java.util.concurrent.locks.ReentrantLock$NonfairSync";
+
+/// The time of the waits of `kind` on `monitor` (any for "") at `node` and
+/// the nodes below it, each with its row ([`contention`]); panics when
+/// there are none.
+fn waits_below(node: &Value, kind: &str, monitor: &str, report: &Value) -> u64 {
+    fn walk(n: &Value, kind: &str, monitor: &str, report: &Value, sum: &mut (u64, u32)) {
+        for c in n["contention"].as_array().into_iter().flatten() {
+            if c["kind"] == kind && (monitor.is_empty() || c["monitor"] == monitor) {
+                let m = c["monitor"].as_str().unwrap_or("");
+                let entry = contention(n, m, kind, report);
+                sum.0 += entry["blocked_ns"].as_u64().unwrap();
+                sum.1 += 1;
+            }
+        }
+        for child in n["children"].as_array().into_iter().flatten() {
+            walk(child, kind, monitor, report, sum);
+        }
+    }
+    let mut sum = (0, 0);
+    walk(node, kind, monitor, report, &mut sum);
+    assert!(
+        sum.1 > 0,
+        "no {kind} wait on {monitor:?} at or below {node}\n{report}"
+    );
+    sum.0
 }
 
 /// The System.gc() pause the JVM logged (`-Xlog:gc`: `... Pause Full

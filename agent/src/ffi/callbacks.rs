@@ -595,3 +595,59 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.ThreadEnd = Some(thread_end::<E>);
     jvmti.set_event_callbacks(&cb)
 }
+
+/// What the natives of `sprig.rt.Waits` (the wait probes `--locks` puts
+/// into `LockSupport`'s park methods and `Thread`'s sleep) do; the lock
+/// source implements it and [`wait_natives`] binds its functions.
+pub trait WaitNatives: 'static {
+    /// A wait of `kind` (sprig_wire's `WaitKind` value) begins on the
+    /// calling thread, on `blocker` when the park method has one.
+    fn begin(jni: Jni<'_>, kind: u32, blocker: Option<Local<'_>>);
+    /// The wait of `kind` ended (returned or threw).
+    fn end(jni: Jni<'_>, kind: u32);
+}
+
+extern "system" fn n_wait_begin<W: WaitNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    kind: jint,
+    blocker: jobject,
+) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `blocker` is null or a local reference valid for this call.
+        let (jni, blocker) = unsafe {
+            (
+                Jni::from_raw(env),
+                (!blocker.is_null()).then(|| Local::from_raw(blocker)),
+            )
+        };
+        W::begin(jni, kind as u32, blocker)
+    });
+}
+
+extern "system" fn n_wait_end<W: WaitNatives>(env: *mut JNIEnv, _cls: jclass, kind: jint) {
+    guard(|| {
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        W::end(jni, kind as u32)
+    });
+}
+
+/// `Waits.nBegin` and `Waits.nEnd`.
+pub fn wait_natives<W: WaitNatives>() -> [NativeMethod; 2] {
+    type BeginNative = extern "system" fn(*mut JNIEnv, jclass, jint, jobject);
+    type EndNative = extern "system" fn(*mut JNIEnv, jclass, jint);
+    [
+        NativeMethod {
+            name: c"nBegin",
+            signature: c"(ILjava/lang/Object;)V",
+            fn_ptr: (n_wait_begin::<W> as BeginNative) as *mut std::ffi::c_void,
+        },
+        NativeMethod {
+            name: c"nEnd",
+            signature: c"(I)V",
+            fn_ptr: (n_wait_end::<W> as EndNative) as *mut std::ffi::c_void,
+        },
+    ]
+}

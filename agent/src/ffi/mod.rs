@@ -13,8 +13,8 @@ mod tls;
 pub mod vthreads;
 
 pub use callbacks::{
-    ClassFile, MonitorEvent, ProbeNatives, VmEvents, alloc_native, install, probe_natives,
-    reflected_native, site_native, table_native, virtual_native,
+    ClassFile, MonitorEvent, ProbeNatives, VmEvents, WaitNatives, alloc_native, install,
+    probe_natives, reflected_native, site_native, table_native, virtual_native, wait_natives,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

@@ -48,6 +48,9 @@ pub(super) struct ThreadState {
     /// (blocked, waiting, parked, sleeping) began inside a root context;
     /// 0 for none (`wait`).
     pub(super) wait_since: [Cell<u64>; 4],
+    /// `--locks`: the class id of the object the thread's current park
+    /// waits on, named when the park began (`wait::wait_begin_on`).
+    pub(super) wait_class: Cell<u32>,
     /// The garbage collection pauses this thread has seen (`wait`).
     pub(super) gc_seen: Cell<u64>,
     /// The state of a virtual thread (`ffi::vthreads`): its own, whatever
@@ -96,6 +99,7 @@ impl ThreadState {
             in_burst: Cell::new(false),
             root_since: Cell::new(0),
             wait_since: [const { Cell::new(0) }; 4],
+            wait_class: Cell::new(0),
             gc_seen: Cell::new(0),
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),

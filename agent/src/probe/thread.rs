@@ -44,6 +44,7 @@ impl ThreadState {
         for w in &self.wait_since {
             w.set(0);
         }
+        self.wait_class.set(0);
         self.silent.set(0);
         self.silent_word.store(0, Ordering::Release);
     }

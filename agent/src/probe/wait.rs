@@ -40,28 +40,56 @@ pub fn wait_begin(kind: WaitKind) {
     });
 }
 
+/// The calling thread begins a park or a sleep (`Waits`, the probes
+/// `--locks` puts into the JDK's park and sleep methods): as
+/// [`wait_begin`], and the class of the object it parks on is named now,
+/// when the wait began inside a root context (the blocker is an argument
+/// of the park method, gone at its end), before its start is read.
+pub fn wait_begin_on(kind: WaitKind, class: impl FnOnce() -> u32) {
+    let _ = with_state(|s| {
+        let at = if recording(s) {
+            s.wait_class.set(class());
+            s.now()
+        } else {
+            0
+        };
+        s.wait_since[slot(kind)].set(at);
+    });
+}
+
+/// The park or sleep that [`wait_begin_on`] began ended: its record,
+/// with the class named then, as [`wait_end`] writes it.
+pub fn wait_end_on(kind: WaitKind) {
+    let _ = with_state(|s| {
+        let class = s.wait_class.replace(0);
+        end_in(s, kind, || class);
+    });
+}
+
 /// The calling thread's wait of `kind` ended: writes its record when the
 /// wait began inside a root context and the thread is still in one,
 /// naming the object's class by what `class` answers (an id the CLI is
 /// told of; called only then, after the end was read: no JVM code runs
 /// in it).
 pub fn wait_end(kind: WaitKind, class: impl FnOnce() -> u32) {
-    let _ = with_state(|s| {
-        let start = s.wait_since[slot(kind)].replace(0);
-        if start == 0 || !recording(s) {
-            return;
-        }
-        let end = s.now();
-        let wait = Wait {
-            kind,
-            class: class(),
-            start,
-            ticks: end.saturating_sub(start),
-        };
-        if let Some(rec) = wait.record(end) {
-            s.push_record(&rec);
-        }
-    });
+    let _ = with_state(|s| end_in(s, kind, class));
+}
+
+fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
+    let start = s.wait_since[slot(kind)].replace(0);
+    if start == 0 || !recording(s) {
+        return;
+    }
+    let end = s.now();
+    let wait = Wait {
+        kind,
+        class: class(),
+        start,
+        ticks: end.saturating_sub(start),
+    };
+    if let Some(rec) = wait.record(end) {
+        s.push_record(&rec);
+    }
 }
 
 /// Garbage collection pauses kept for the threads to pick up.

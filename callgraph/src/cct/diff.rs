@@ -4,8 +4,8 @@
 //! names (class, name, descriptor): method ids are per-run and say nothing
 //! across runs. Every path present in either run gets one [`DiffNode`] with
 //! the times of each side (absent side = `None`), exact or sampled as
-//! [`ProfileDiff::timing`] says, and the bytes and objects each subtree
-//! allocated (`--alloc`).
+//! [`ProfileDiff::timing`] says, the bytes and objects each subtree
+//! allocated (`--alloc`) and the time it waited (`--locks`).
 
 use crate::profile::{MethodInfo, Metric, NodeId, Profile, Timing};
 use std::collections::HashMap;
@@ -23,6 +23,8 @@ pub struct Side {
     /// Bytes and objects the subtree allocated (`--alloc`; 0 without).
     pub alloc_bytes: u64,
     pub alloc_objects: u64,
+    /// Time the subtree waited (`--locks`: its wait rows; 0 without).
+    pub waits_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +84,7 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
         let times = p.times(tree);
         let bytes = p.weights_from(tree, Metric::Bytes, &times);
         let objects = p.weights_from(tree, Metric::Objects, &times);
+        let waits = p.weights_from(tree, Metric::Waits, &times);
         let window = merged.samples.window();
         let sampled = p.timing == Timing::Sampled;
         out.root_calls[which] = tree
@@ -136,6 +139,7 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
             e.self_ns = e.self_ns.saturating_add(t.self_ns);
             e.alloc_bytes = e.alloc_bytes.saturating_add(bytes[s as usize].total);
             e.alloc_objects = e.alloc_objects.saturating_add(objects[s as usize].total);
+            e.waits_ns = e.waits_ns.saturating_add(waits[s as usize].total);
             if sampled {
                 let bound = crate::profile::sample_bound_ns(t.total_samples, t.total_ns, window);
                 e.total_bound_ns = e.total_bound_ns.saturating_add(bound);
@@ -181,6 +185,37 @@ mod tests {
             samples: Default::default(),
         });
         p
+    }
+
+    /// `--locks`: each side carries the time its subtree waited, and a
+    /// wait's row is matched by its name like a method.
+    #[test]
+    fn waits_per_node_on_each_side() {
+        use sprig_wire::{WaitKind, wait_row_id};
+        let row = wait_row_id(WaitKind::Blocked, 1);
+        let with_wait = |waited: u64| {
+            let mut p = profile(
+                &[(1, "root"), (2, "x")],
+                &[
+                    (None, 1, 1, 100),
+                    (Some(0), 2, 1, 80),
+                    (Some(1), row, 1, waited),
+                ],
+            );
+            p.methods
+                .insert(row, MethodInfo::wait_row(WaitKind::Blocked, "a.Lock"));
+            p
+        };
+        let d = diff(&with_wait(20), &with_wait(70));
+        let node = |name: &str| d.nodes.iter().find(|n| n.method.name == name).unwrap();
+        let waits = |n: &DiffNode| (n.a.unwrap().waits_ns, n.b.unwrap().waits_ns);
+        assert_eq!(waits(node("root")), (20, 70));
+        assert_eq!(waits(node("x")), (20, 70));
+        assert_eq!(waits(node("(blocked on a.Lock)")), (20, 70));
+        // Without waits, none.
+        let plain = profile(&[(1, "root")], &[(None, 1, 1, 100)]);
+        let d = diff(&plain, &plain);
+        assert_eq!(d.nodes[0].a.unwrap().waits_ns, 0);
     }
 
     #[test]

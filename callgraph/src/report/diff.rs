@@ -2,7 +2,8 @@
 //!
 //! - [`DiffText`]: the merged tree of both runs with calls and totals of
 //!   each side and the change, children by size of the change (then by
-//!   name); its first line says how each side was timed. `min_percent`
+//!   name), with `--locks` on either side each side's wait time and its
+//!   change; its first line says how each side was timed. `min_percent`
 //!   hides nodes whose larger side is below that share of the larger run's
 //!   total, `max_depth` limits the levels shown.
 //! - [`DiffCollapsed`]: `frame;frame value_a value_b` lines (self
@@ -259,9 +260,24 @@ impl DiffText {
         } else {
             String::new()
         };
+        // Waits (`--locks` on either side): the subtree's wait time.
+        let waits = d
+            .nodes
+            .iter()
+            .any(|n| n.a.is_some_and(|s| s.waits_ns > 0) || n.b.is_some_and(|s| s.waits_ns > 0));
+        let waits_head = if waits {
+            format!(
+                " {:>12} {:>12} {:>12}",
+                format!("a waits {u}"),
+                format!("b waits {u}"),
+                format!("waits chg {u}")
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{alloc_head}  method",
+            "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{waits_head}{alloc_head}  method",
             "a calls",
             "b calls",
             format!("a total {u}"),
@@ -317,8 +333,27 @@ impl DiffText {
             } else {
                 String::new()
             };
+            let waits_cols = if waits {
+                let w =
+                    |s: Option<crate::cct::diff::Side>, k: f64| s.map(|s| s.waits_ns as f64 * k);
+                let (wa, wb) = (w(node.a, scale[0]), w(node.b, scale[1]));
+                let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| unit.format(v));
+                let dw = wb.unwrap_or(0.0) - wa.unwrap_or(0.0);
+                format!(
+                    " {:>12} {:>12} {:>12}",
+                    show(wa),
+                    show(wb),
+                    format!(
+                        "{}{}",
+                        if dw < 0.0 { "-" } else { "+" },
+                        unit.format(dw.abs())
+                    )
+                )
+            } else {
+                String::new()
+            };
             let figures = format!(
-                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{alloc_cols}  ",
+                "{:>10} {:>10} {:>12} {:>12} {:>12} {:>8}{waits_cols}{alloc_cols}  ",
                 calls(a),
                 calls(b),
                 total(a),
@@ -503,6 +538,46 @@ mod tests {
         );
         assert!(line(&totals, "handle").contains("+300.0%"), "{totals}");
         assert!(line(&totals, "load").contains("+100.0%"), "{totals}");
+    }
+
+    /// `--locks` on either side: the subtree's wait time of each side and
+    /// its change, in the time unit of the report.
+    #[test]
+    fn waits_columns_when_either_side_waited() {
+        use sprig_wire::{WaitKind, wait_row_id};
+        let with_wait = |waited: u64| {
+            let mut p = run(&[
+                (None, "handle", 1, 1_000_000, 0),
+                (Some(0), "load", 1, 800_000, 0),
+            ]);
+            let row = wait_row_id(WaitKind::Parked, 1);
+            p.methods
+                .insert(row, MethodInfo::wait_row(WaitKind::Parked, "app.Pool"));
+            let t = &mut p.threads[0].tree;
+            t.push(
+                Some(1),
+                Node {
+                    method: row,
+                    calls: 1,
+                    total_ticks: waited,
+                    ..Node::default()
+                },
+            );
+            t.recount();
+            p
+        };
+        let out = text(&with_wait(200_000), &with_wait(500_000), true);
+        let head = out.lines().nth(1).unwrap();
+        assert!(
+            head.contains("a waits ms") && head.contains("b waits ms"),
+            "{out}"
+        );
+        let load: Vec<&str> = line(&out, "load").split_whitespace().collect();
+        // calls a, b; totals a, b; change, %; waits a, b, change.
+        assert_eq!(&load[6..9], &["0.200", "0.500", "+0.300"], "{out}");
+        let plain = run(&[(None, "handle", 1, 1_000_000, 0)]);
+        let out = text(&plain, &plain, true);
+        assert!(!out.contains("waits"), "{out}");
     }
 
     #[test]

@@ -190,23 +190,43 @@ pub fn profile_message(p: &Profile, opts: &RenderOptions) -> schema::Profile {
 }
 
 /// The metrics each sample carries, in order: time (the default sample
-/// type, what `go tool pprof -top` shows), exact calls.
-const SAMPLE_METRICS: [Metric; 2] = [Metric::Time, Metric::Calls];
+/// type, what `go tool pprof -top` shows), exact calls, and with waits in
+/// the profile (`--locks`) the time waited (`-sample_index=waits`), which
+/// only the wait rows carry.
+const SAMPLE_METRICS: [Metric; 3] = [Metric::Time, Metric::Calls, Metric::Waits];
 
-/// A sample's values in the order of [`SAMPLE_METRICS`].
-fn values(calls: u64, time_ns: u64) -> Vec<i64> {
-    SAMPLE_METRICS
+/// The metrics of a profile's samples: [`SAMPLE_METRICS`], without the
+/// waits when the profile has none.
+fn sample_metrics(p: &Profile) -> &'static [Metric] {
+    let waits = p
+        .threads
+        .iter()
+        .any(|t| t.tree.nodes.iter().any(|n| n.is_wait()));
+    if waits {
+        &SAMPLE_METRICS
+    } else {
+        &SAMPLE_METRICS[..2]
+    }
+}
+
+/// A sample's values in the order of `metrics`: a wait's row counts no
+/// calls, and its time is its waits.
+fn values(metrics: &[Metric], wait: bool, calls: u64, time_ns: u64) -> Vec<i64> {
+    metrics
         .iter()
         .map(|m| match m {
+            Metric::Calls if wait => 0,
             Metric::Calls => clamp(calls),
+            Metric::Waits if wait => clamp(time_ns),
+            Metric::Waits => 0,
             _ => clamp(time_ns),
         })
         .collect()
 }
 
-/// The sample types of [`SAMPLE_METRICS`].
-fn sample_types(strings: &mut Strings) -> Vec<schema::ValueType> {
-    SAMPLE_METRICS
+/// The sample types of `metrics`.
+fn sample_types(metrics: &[Metric], strings: &mut Strings) -> Vec<schema::ValueType> {
+    metrics
         .iter()
         .map(|m| schema::ValueType {
             r#type: strings.get(m.name()),
@@ -229,7 +249,8 @@ fn walk(
     sample: &mut dyn FnMut(schema::Sample) -> io::Result<()>,
 ) -> io::Result<schema::Profile> {
     let mut strings = Strings::new();
-    let sample_type = sample_types(&mut strings);
+    let metrics = sample_metrics(p);
+    let sample_type = sample_types(metrics, &mut strings);
     let thread_key = strings.get("thread");
     let mut functions: Vec<schema::Function> = Vec::new();
     let mut locations: Vec<schema::Location> = Vec::new();
@@ -280,9 +301,15 @@ fn walk(
                 Some(&l) => l,
                 None => {
                     let m = p.method(node.method);
+                    // A wait's row has no class: its name says it all.
+                    let name = if m.class.is_empty() {
+                        m.name.clone()
+                    } else {
+                        format!("{}.{}", m.class, m.name)
+                    };
                     let l = function(
                         &mut strings,
-                        &format!("{}.{}", m.class, m.name),
+                        &name,
                         &m.display(),
                         &m.class.replace('.', "/"),
                     );
@@ -297,7 +324,7 @@ fn walk(
                 .saturating_add(line.hidden);
             sample(schema::Sample {
                 location_id: path.iter().rev().copied().collect(),
-                value: values(node.calls, self_ns),
+                value: values(metrics, node.is_wait(), node.calls, self_ns),
                 label: label.clone(),
             })?;
             if let Some(cut) = view.cut(line) {
@@ -314,7 +341,7 @@ fn walk(
                     location_id: std::iter::once(marker)
                         .chain(path.iter().rev().copied())
                         .collect(),
-                    value: values(cut.calls, cut.total_ns),
+                    value: values(metrics, false, cut.calls, cut.total_ns),
                     label: label.clone(),
                 })?;
             }
@@ -324,11 +351,8 @@ fn walk(
     if !p.target.jvm.is_empty() {
         comments.push(strings.get(&format!("JVM {} {}", p.target.pid, p.target.jvm)));
     }
-    let time_type = sample_type[SAMPLE_METRICS
-        .iter()
-        .position(|&m| m == Metric::Time)
-        .unwrap_or(0)]
-    .clone();
+    let time_type =
+        sample_type[metrics.iter().position(|&m| m == Metric::Time).unwrap_or(0)].clone();
     let default_sample_type = time_type.r#type;
     Ok(schema::Profile {
         sample_type,
@@ -364,7 +388,7 @@ impl Render for Pprof {
         use prost::Message as _;
         let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
         let head = schema::Profile {
-            sample_type: sample_types(&mut Strings::new()),
+            sample_type: sample_types(sample_metrics(p), &mut Strings::new()),
             ..schema::Profile::default()
         };
         gz.write_all(&head.encode_to_vec())?;
@@ -488,6 +512,82 @@ mod tests {
         assert_eq!(s(f.filename), "x/Y");
         assert_eq!(m.duration_nanos, 5_000_000);
         assert!(m.comment.iter().any(|&c| s(c) == "JVM 42 OpenJDK 17"));
+    }
+
+    /// `--locks`: every sample carries the waits (nanoseconds) too, a
+    /// wait's row being a frame of its own named like the tree's row, so
+    /// that `go tool pprof -sample_index=waits` weighs by wait time.
+    #[test]
+    fn wait_rows_carry_the_waits_sample_type() {
+        use sprig_wire::{WaitKind, wait_row_id};
+        let mut p = sample();
+        let row = wait_row_id(WaitKind::Parked, 1);
+        p.methods
+            .insert(row, MethodInfo::wait_row(WaitKind::Parked, "x.Lock"));
+        let t = &mut p.threads[0].tree;
+        // Under `a` (60 ticks), 40 of them parked.
+        t.push(
+            Some(1),
+            Node {
+                method: row,
+                calls: 2,
+                total_ticks: 40,
+                ..Node::default()
+            },
+        );
+        t.recount();
+        let m = round_trip(&p);
+        let s = |i: i64| m.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = m
+            .sample_type
+            .iter()
+            .map(|v| (s(v.r#type), s(v.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("time", "nanoseconds"),
+                ("calls", "count"),
+                ("waits", "nanoseconds")
+            ]
+        );
+        assert_eq!(s(m.default_sample_type), "time");
+        let name_of = |smp: &schema::Sample| {
+            let l = m
+                .location
+                .iter()
+                .find(|l| l.id == smp.location_id[0])
+                .unwrap();
+            let f = m
+                .function
+                .iter()
+                .find(|f| f.id == l.line[0].function_id)
+                .unwrap();
+            s(f.name)
+        };
+        let mut waits = 0;
+        let mut time = 0;
+        for smp in &m.sample {
+            assert_eq!(smp.value.len(), 3);
+            time += smp.value[0];
+            if name_of(smp) == "(parked: x.Lock)" {
+                assert_eq!(
+                    smp.value,
+                    [40, 0, 40],
+                    "the row: its time, no calls, its waits"
+                );
+                assert_eq!(smp.location_id.len(), 3, "under root > a");
+            } else {
+                assert_eq!(smp.value[2], 0, "{}", name_of(smp));
+            }
+            waits += smp.value[2];
+        }
+        assert_eq!(waits, 40);
+        // The wait is taken out of `a`'s self time: the totals stay.
+        assert_eq!(time, 200);
+        // Without waits in the profile, the samples carry none.
+        let plain = round_trip(&sample());
+        assert_eq!(plain.sample_type.len(), 2);
     }
 
     #[test]

@@ -54,6 +54,7 @@ mod debug;
 mod frames;
 mod insns;
 mod pool;
+mod redirect;
 
 use std::collections::HashMap;
 
@@ -62,6 +63,7 @@ use self::classfile::{ClassFile, Span};
 use self::code::{AllocJob, MethodJob, Plan, id_push};
 use self::insns::Scratch;
 use self::pool::Pool;
+pub use self::redirect::redirect_static;
 use crate::vocab::access::{ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use crate::{
     Allocs, Error, GuardSite, Guards, Instrumented, MethodOutcome, ProbeSet, SkipReason, Target,
@@ -350,9 +352,16 @@ fn instrument_method(
             (e, x)
         }
     };
-    if probes.entry_receiver && access & ACC_STATIC != 0 {
+    // `aload_0` pushes `this`, or a static method's first argument when it
+    // is a reference.
+    if probes.entry_receiver
+        && access & ACC_STATIC != 0
+        && !(descriptor.starts_with(b"(L") || descriptor.starts_with(b"(["))
+    {
         return Err(SkipReason::Unsupported(
-            "a receiver entry probe needs an instance method".into(),
+            "a receiver entry probe needs an instance method or a static method whose first \
+             parameter is a reference"
+                .into(),
         ));
     }
     let mut push = [0u8; 3];

@@ -1150,7 +1150,10 @@ fn several_trampolines_at_one_place() {
 }
 
 /// A receiver entry probe (`aload_0`, `(Ljava/lang/Object;)V`) on an
-/// instance method verifies and runs; a static method is refused.
+/// instance method verifies and runs, and on a static method whose first
+/// parameter is a reference gets that argument (`LockSupport.park(Object)`
+/// hands its blocker this way); a static method whose first parameter is
+/// a primitive, or that has none, is refused.
 #[test]
 fn receiver_entry_probe_verifies_and_runs() {
     use std::process::Command;
@@ -1162,7 +1165,8 @@ fn receiver_entry_probe_verifies_and_runs() {
         "public class Recv { int v;\n\
          int work(int x) { if (x > 3) { return x * 2; } v += x; return v; }\n\
          public static void main(String[] a) { Recv r = new Recv(); int s = 0;\n\
-         for (int i = 0; i < 10; i++) { s += r.work(i); } System.out.println(\"sum \" + s); } }\n",
+         for (int i = 0; i < 10; i++) { s += r.work(i); } System.out.println(\"sum \" + s); }\n\
+         static int sq(int x) { return x * x; } }\n",
     )
     .unwrap();
     let src = concat!(
@@ -1189,21 +1193,76 @@ fn receiver_entry_probe_verifies_and_runs() {
         &[
             target("work", "(I)I", 5),
             target("main", "([Ljava/lang/String;)V", 6),
+            target("sq", "(I)I", 7),
         ],
         &ps,
     )
     .unwrap();
     assert_eq!(r.methods[0].result, Ok(()));
+    assert_eq!(r.methods[1].result, Ok(()));
     assert!(
-        matches!(r.methods[1].result, Err(SkipReason::Unsupported(_))),
+        matches!(r.methods[2].result, Err(SkipReason::Unsupported(_))),
         "{:?}",
-        r.methods[1]
+        r.methods[2]
     );
     std::fs::write(dir.join("Recv.class"), &r.bytes).unwrap();
+    // main's entry probe got its (non-null) argument array.
     assert_runs_verified(
         &dir,
         "Recv",
-        "sum 88\nPROBE 5 0 10\nPROBE 4294967294 10 0\n",
+        "sum 88\nPROBE 5 0 10\nPROBE 6 0 1\nPROBE 4294967294 11 0\n",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `redirect_static`: the calls of `Thread.sleep(long)`, direct and
+/// through a method reference, go to another class's `sleep(long)`; the
+/// class verifies and runs; a class without such a call is left alone.
+#[test]
+fn static_calls_are_redirected() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("sprig-redirect-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sprig/test")).unwrap();
+    std::fs::write(
+        dir.join("Nap.java"),
+        "public class Nap { interface S { void s(long m) throws InterruptedException; }\n\
+         public static void main(String[] a) throws Exception { Thread.sleep(1);\n\
+         S s = Thread::sleep; s.s(2); Thread.sleep(3, 0); System.out.println(\"done\"); } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sprig/test/Sleeper.java"),
+        "package sprig.test; public final class Sleeper {\n\
+         public static void sleep(long ms) throws InterruptedException {\n\
+         System.out.println(\"SLEPT \" + ms); Thread.sleep(ms); } }\n",
+    )
+    .unwrap();
+    let o = Command::new("timeout")
+        .args(["120", "javac", "--release", "8", "-d"])
+        .arg(&dir)
+        .arg(dir.join("Nap.java"))
+        .arg(dir.join("sprig/test/Sleeper.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let class = std::fs::read(dir.join("Nap.class")).unwrap();
+    let out = crate::redirect_static(
+        &class,
+        "java/lang/Thread",
+        "sleep",
+        "(J)V",
+        "sprig/test/Sleeper",
+    )
+    .unwrap()
+    .expect("Nap calls Thread.sleep(long)");
+    std::fs::write(dir.join("Nap.class"), &out).unwrap();
+    // sleep(long, int) is another method: not redirected.
+    assert_runs_verified(&dir, "Nap", "SLEPT 1\nSLEPT 2\ndone\n");
+    let sleeper = std::fs::read(dir.join("sprig/test/Sleeper.class")).unwrap();
+    assert_eq!(
+        crate::redirect_static(&sleeper, "java/lang/Thread", "wait", "(J)V", "x/Y").unwrap(),
+        None
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
