@@ -53,6 +53,11 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// test sees every allocation the Java path leaves to JNI go missing.
 static JNI_LEARNS_ONLY: AtomicBool = AtomicBool::new(false);
 
+/// For measurements (`SPRIG_AGENT_FAULT=alloc-jni-only`): the agent tells
+/// the Java probes nothing of the sites, so every allocation goes through
+/// JNI, as before the Java path (the cost of the two side by side).
+static JNI_ONLY: AtomicBool = AtomicBool::new(false);
+
 /// Per site id: 0 while unknown; else `kind | dims << 8 | size << 16`
 /// (`kind` 1 for an object, 2 for an array; `size` the instance size of
 /// an object site once learned, 0 before; for an array site the element
@@ -88,6 +93,10 @@ pub fn begin_session(on: bool) {
     });
     JNI_LEARNS_ONLY.store(
         on && crate::error::fault_named("alloc-jni-learns-only"),
+        Ordering::Relaxed,
+    );
+    JNI_ONLY.store(
+        on && crate::error::fault_named("alloc-jni-only"),
         Ordering::Relaxed,
     );
     ON.store(on, Ordering::Release);
@@ -131,7 +140,7 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
         KIND_ARRAY | u64::from(site.dims) << 8 | u64::from(element_code(&site.descriptor)) << 16
     };
     sites()[id as usize].store(word, Ordering::Release);
-    if site.dims == 1 {
+    if site.dims == 1 && !JNI_ONLY.load(Ordering::Relaxed) {
         slots::set_alloc_site(id, slots::ARRAY_SITE);
     }
     drop(guard);
@@ -270,7 +279,9 @@ pub fn weigh(
                     return true;
                 }
                 cell.store(KIND_OBJECT | size << 16, Ordering::Release);
-                if let Ok(s) = i32::try_from(size) {
+                if let Ok(s) = i32::try_from(size)
+                    && !JNI_ONLY.load(Ordering::Relaxed)
+                {
                     slots::set_alloc_site(site, s);
                 }
             }
