@@ -19,8 +19,18 @@
 //! - after an array allocation the probe gets the array: its size is read
 //!   each time (lengths differ), and a `multianewarray`'s inner arrays are
 //!   walked level by level ([`AllocLevel`]).
+//!
+//! Under sampled timing the probe class records most allocations itself,
+//! with no JNI call (`ffi/slots.rs`): once a `new` site's instance size is
+//! learned the agent writes it where the Java probe reads it, and a
+//! one-dimension array weighs `(base + length * scale)` rounded up to the
+//! object alignment, with the base, scale and alignment of its element
+//! type fitted once per process to `GetObjectSize` of arrays of every
+//! length from 0 to [`LAYOUT_LENGTHS`] ([`fit_layout`]). Only a site's
+//! first allocation, an element type's first and a `multianewarray` go
+//! through JNI; so does every allocation under exact timing.
 
-use crate::ffi::{Jni, Jvmti, Local};
+use crate::ffi::{Jni, Jvmti, Local, slots};
 use crate::outbox;
 use crate::sync::lock;
 use sprig_wire::Message;
@@ -30,16 +40,28 @@ use std::sync::{Mutex, OnceLock};
 
 /// Site ids run below this; a site past it gets no id (`NO_SITE`), and its
 /// probe records nothing.
-pub const SITE_CAP: u32 = 1 << 18;
+pub const SITE_CAP: u32 = slots::ALLOC_SITES as u32;
 /// The id of a site the table has no room for.
 pub const NO_SITE: u32 = u32::MAX;
 
 /// Whether this session records allocations.
 static ON: AtomicBool = AtomicBool::new(false);
 
+/// Test-only (`SPRIG_AGENT_FAULT=alloc-jni-learns-only`): the native
+/// path records only the allocations the Java path could not have
+/// recorded (a site's or an array type's first, a `multianewarray`), so a
+/// test sees every allocation the Java path leaves to JNI go missing.
+static JNI_LEARNS_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// For measurements (`SPRIG_AGENT_FAULT=alloc-jni-only`): the agent tells
+/// the Java probes nothing of the sites, so every allocation goes through
+/// JNI, as before the Java path (the cost of the two side by side).
+static JNI_ONLY: AtomicBool = AtomicBool::new(false);
+
 /// Per site id: 0 while unknown; else `kind | dims << 8 | size << 16`
 /// (`kind` 1 for an object, 2 for an array; `size` the instance size of
-/// an object site once learned, 0 before).
+/// an object site once learned, 0 before; for an array site the element
+/// type's code instead, [`element_code`]).
 static SITES: OnceLock<Box<[AtomicU64]>> = OnceLock::new();
 
 struct Table {
@@ -63,12 +85,27 @@ pub fn begin_session(on: bool) {
         for s in sites() {
             s.store(0, Ordering::Relaxed);
         }
+        slots::clear_alloc_sites(SITE_CAP);
     }
     *t = Some(Table {
         ids: HashMap::new(),
         next: 1,
     });
+    JNI_LEARNS_ONLY.store(
+        on && crate::error::fault_named("alloc-jni-learns-only"),
+        Ordering::Relaxed,
+    );
+    JNI_ONLY.store(
+        on && crate::error::fault_named("alloc-jni-only"),
+        Ordering::Relaxed,
+    );
     ON.store(on, Ordering::Release);
+}
+
+/// Whether the native path records only what the Java path could not
+/// (see [`JNI_LEARNS_ONLY`]).
+pub fn jni_learns_only() -> bool {
+    JNI_LEARNS_ONLY.load(Ordering::Relaxed)
 }
 
 /// Ends the session: no more sites are handed out.
@@ -100,9 +137,12 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
     let word = if site.dims == 0 {
         KIND_OBJECT
     } else {
-        KIND_ARRAY | u64::from(site.dims) << 8
+        KIND_ARRAY | u64::from(site.dims) << 8 | u64::from(element_code(&site.descriptor)) << 16
     };
     sites()[id as usize].store(word, Ordering::Release);
+    if site.dims == 1 && !JNI_ONLY.load(Ordering::Relaxed) {
+        slots::set_alloc_site(id, slots::ARRAY_SITE);
+    }
     drop(guard);
     outbox::send(Message::AllocSite {
         id,
@@ -112,6 +152,89 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
         dims: site.dims,
     });
     id
+}
+
+/// The code of an array's element type in the slot table's layouts, from
+/// the array's descriptor (`[I`): 0 for references (`[L...;`, `[[...`),
+/// 1 to 8 for boolean, byte, char, short, int, float, long, double (the
+/// order `Probe.arrayBytes` tests them in does not matter).
+pub fn element_code(descriptor: &str) -> u8 {
+    match descriptor.as_bytes().get(1) {
+        Some(b'Z') => 1,
+        Some(b'B') => 2,
+        Some(b'C') => 3,
+        Some(b'S') => 4,
+        Some(b'I') => 5,
+        Some(b'F') => 6,
+        Some(b'J') => 7,
+        Some(b'D') => 8,
+        _ => 0,
+    }
+}
+
+/// The element sizes an element type's arrays may have (references: 4
+/// with compressed oops, 8 without).
+fn scales(code: u8) -> &'static [u64] {
+    match code {
+        1 | 2 => &[1],
+        3 | 4 => &[2],
+        5 | 6 => &[4],
+        7 | 8 => &[8],
+        _ => &[4, 8],
+    }
+}
+
+/// Arrays of lengths `0..LAYOUT_LENGTHS` are weighed to learn a layout:
+/// both the JVM's sizes and a fitted layout's repeat with a period of at
+/// most the alignment (256 bytes at most, `-XX:ObjectAlignmentInBytes`),
+/// so agreeing on 256 consecutive lengths from 0 means agreeing on all.
+pub const LAYOUT_LENGTHS: usize = 257;
+
+/// The bytes of an array of `len` elements with `layout` (the formula the
+/// probe class's `arrayBytes` computes).
+pub fn layout_bytes(layout: u64, len: u64) -> u64 {
+    let mask = layout >> 32;
+    ((layout & 0xffff) + len * ((layout >> 16) & 0xffff) + mask) & !mask
+}
+
+/// The layout (`base | scale << 16 | (alignment - 1) << 32`) that gives
+/// `sizes[n]` for an array of `n` elements for every `n`, the smallest
+/// alignment and base first; `None` when none of the element sizes
+/// `scales` does.
+pub fn fit_layout(sizes: &[u64], scales: &[u64]) -> Option<u64> {
+    for align in [8u64, 16, 32, 64, 128, 256] {
+        for &scale in scales {
+            for base in 0..=64u64 {
+                let l = base | scale << 16 | (align - 1) << 32;
+                if sizes
+                    .iter()
+                    .enumerate()
+                    .all(|(n, &s)| layout_bytes(l, n as u64) == s)
+                {
+                    return Some(l);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Learns the layout of arrays of element type `code` from
+/// `GetObjectSize` of real arrays of every length below
+/// [`LAYOUT_LENGTHS`]; `None` when one cannot be made or weighed, or no
+/// layout fits.
+fn learn_layout(jni: Jni<'_>, jvmti: &Jvmti, code: u8) -> Option<u64> {
+    let sizes = jni.with_local_frame(16, |jni| {
+        let mut sizes = Vec::with_capacity(LAYOUT_LENGTHS);
+        for n in 0..LAYOUT_LENGTHS as i32 {
+            let a = jni.new_array(code, n)?;
+            let s = jvmti.object_size(a).ok();
+            jni.delete_local(a);
+            sizes.push(s?);
+        }
+        Some(sizes)
+    })?;
+    fit_layout(&sizes, scales(code))
 }
 
 /// Objects of one level of an allocation: `count` objects of `bytes` in
@@ -126,22 +249,26 @@ pub struct AllocLevel {
 }
 
 /// What an allocation at `site` made: each of its levels to `out`.
-/// `object` is the class (after a `new`) or the array.
+/// `object` is the class (after a `new`) or the array. Returns whether
+/// only JNI could record it: it taught the site or its array type what
+/// it weighs, or it is a `multianewarray` (else the Java path records
+/// allocations like it).
 pub fn weigh(
     jni: Jni<'_>,
     jvmti: &Jvmti,
     site: u32,
     object: Local<'_>,
     out: &mut dyn FnMut(AllocLevel),
-) {
+) -> bool {
     let Some(cell) = sites().get(site as usize) else {
-        return;
+        return false;
     };
     let word = cell.load(Ordering::Acquire);
     match word & 0xff {
         KIND_OBJECT => {
             let mut size = word >> 16;
-            if size == 0 {
+            let learned = size == 0;
+            if learned {
                 size = jni
                     .with_local_frame(4, |jni| {
                         let o = jni.alloc_object(object)?;
@@ -149,20 +276,26 @@ pub fn weigh(
                     })
                     .unwrap_or(0);
                 if size == 0 {
-                    return;
+                    return true;
                 }
                 cell.store(KIND_OBJECT | size << 16, Ordering::Release);
+                if let Ok(s) = i32::try_from(size)
+                    && !JNI_ONLY.load(Ordering::Relaxed)
+                {
+                    slots::set_alloc_site(site, s);
+                }
             }
             out(AllocLevel {
                 level: 0,
                 count: 1,
                 bytes: size,
             });
+            learned
         }
         KIND_ARRAY => {
             let dims = ((word >> 8) & 0xff).max(1) as u8;
             let Ok(size) = jvmti.object_size(object) else {
-                return;
+                return true;
             };
             out(AllocLevel {
                 level: 0,
@@ -171,9 +304,18 @@ pub fn weigh(
             });
             if dims > 1 {
                 jni.with_local_frame(16, |jni| inner_levels(jni, jvmti, object, dims, out));
+                return true;
             }
+            let k = ((word >> 16) & 0xff) as u8;
+            if slots::array_layout(usize::from(k)) != 0 {
+                return false;
+            }
+            if let Some(l) = learn_layout(jni, jvmti, k) {
+                slots::set_array_layout(usize::from(k), l);
+            }
+            true
         }
-        _ => {}
+        _ => false,
     }
 }
 
@@ -229,5 +371,74 @@ fn walk(jni: Jni<'_>, jvmti: &Jvmti, array: Local<'_>, depth: u8, f: &mut dyn Fn
             walk(jni, jvmti, e, depth - 1, f);
         }
         jni.delete_local(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes by HotSpot's rule: header and length, the elements from
+    /// `base`, the whole rounded up to `align`.
+    fn jvm(base: u64, scale: u64, align: u64) -> Vec<u64> {
+        (0..LAYOUT_LENGTHS as u64)
+            .map(|n| (base + n * scale).next_multiple_of(align))
+            .collect()
+    }
+
+    #[test]
+    fn layouts_fitted_to_the_sizes_give_every_length_its_size() {
+        // (base, scale, alignment): compressed class pointers, compact
+        // headers (JDK 25), no compressed pointers, 16-byte alignment.
+        let cases = [
+            (16, 4, 8, 5),
+            (16, 1, 8, 2),
+            (16, 8, 8, 7),
+            (12, 4, 8, 5),
+            (12, 2, 8, 3),
+            (16, 4, 8, 0),
+            (20, 8, 8, 0),
+            (24, 8, 8, 7),
+            (16, 1, 16, 2),
+            (12, 4, 64, 0),
+        ];
+        for (base, scale, align, code) in cases {
+            let sizes = jvm(base, scale, align);
+            let l = fit_layout(&sizes, scales(code))
+                .unwrap_or_else(|| panic!("no fit for {base} {scale} {align}"));
+            for n in [0, 1, 2, 3, 7, 100, 255, 256, 1000, 65_537, 1 << 31] {
+                assert_eq!(
+                    layout_bytes(l, n),
+                    (base + n * scale).next_multiple_of(align),
+                    "{base} {scale} {align} length {n}"
+                );
+            }
+        }
+        // Sizes no layout of these element sizes gives.
+        let mut odd = jvm(16, 4, 8);
+        odd[100] += 8;
+        assert_eq!(fit_layout(&odd, &[4]), None);
+        assert_eq!(fit_layout(&jvm(16, 2, 8), &[4]), None);
+    }
+
+    #[test]
+    fn element_codes_follow_the_descriptor() {
+        let codes: Vec<u8> = [
+            "[Z",
+            "[B",
+            "[C",
+            "[S",
+            "[I",
+            "[F",
+            "[J",
+            "[D",
+            "[Ljava/lang/String;",
+            "[[I",
+            "[",
+        ]
+        .iter()
+        .map(|d| element_code(d))
+        .collect();
+        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0]);
     }
 }

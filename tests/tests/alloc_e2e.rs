@@ -86,7 +86,7 @@ impl Layout {
 
 /// The JSON report (rendered from the run's snapshot: snapshots carry the
 /// allocations) and the text report of the same snapshot.
-fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> (Value, String) {
+fn profile(jdk: &Jdk, flags: &[&str], timing: &str, fault: Option<&str>) -> (Value, String) {
     let classes = fixture_classes(jdk);
     let tmp = TempDir::new("alloc");
     let out = tmp.path().join("alloc.sprig");
@@ -108,6 +108,9 @@ fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> (Value, String) {
     .arg(classes.path())
     .arg("fixtures.Allocs")
     .arg(CALLS.to_string());
+    if let Some(f) = fault {
+        cmd.env("SPRIG_AGENT_FAULT", f);
+    }
     let mut p = Proc::spawn("sprig-run-alloc", cmd);
     p.wait_for("done", LONG, |l| l.starts_with("done"));
     let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
@@ -120,8 +123,8 @@ fn profile(jdk: &Jdk, flags: &[&str], timing: &str) -> (Value, String) {
     (serde_json::from_str(&json).unwrap(), text)
 }
 
-fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
-    let (report, text) = profile(jdk, flags, timing);
+fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout, fault: Option<&str>) {
+    let (report, text) = profile(jdk, flags, timing, fault);
     // The fixture also allocates outside the root: the probes record nothing
     // there (the builder would warn of records outside a root context).
     let warnings = report["warnings"].to_string();
@@ -129,7 +132,7 @@ fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
     let (got, calls) = collect(&report);
     let n = CALLS;
     let r = "Allocs.root";
-    let what = format!("JDK {} {flags:?} --timing {timing}", jdk.major);
+    let what = format!("JDK {} {flags:?} --timing {timing} {fault:?}", jdk.major);
     // Every allocating context runs once per root call, but the super
     // constructor: revelation finds it at the first entry of the
     // constructor that calls it, which comes after `super(...)` ran, so its
@@ -229,13 +232,37 @@ fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout) {
 #[test]
 fn allocations_per_context_are_exact_and_weigh_what_the_jvm_says() {
     for jdk in sprig_tests::test_jdks("allocations_per_context_are_exact") {
-        check(&jdk, &[], "sampled", Layout { compact: false });
+        check(&jdk, &[], "sampled", Layout { compact: false }, None);
         if jdk.major >= 25 {
             check(
                 &jdk,
                 &["-XX:+UseCompactObjectHeaders"],
                 "exact",
                 Layout { compact: true },
+                None,
+            );
+        }
+    }
+}
+
+/// Under sampled timing the probes write allocation records from Java:
+/// only a site's first allocation (its instance size learned), an array
+/// type's first (its layout learned) and a `multianewarray` go through
+/// JNI. The agent's test hook drops every other allocation the native
+/// path sees, so the counts and bytes are exact only if the Java path
+/// recorded them, on JDK 25 with compact object headers too.
+#[test]
+fn under_sampled_timing_allocations_are_recorded_from_java_after_the_first() {
+    const HOOK: Option<&str> = Some("alloc-jni-learns-only");
+    for jdk in sprig_tests::test_jdks("allocations_are_recorded_from_java") {
+        check(&jdk, &[], "sampled", Layout { compact: false }, HOOK);
+        if jdk.major >= 25 {
+            check(
+                &jdk,
+                &["-XX:+UseCompactObjectHeaders"],
+                "sampled",
+                Layout { compact: true },
+                HOOK,
             );
         }
     }

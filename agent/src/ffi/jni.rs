@@ -492,6 +492,38 @@ impl<'a> Jni<'a> {
         Some(unsafe { Local::from_raw(a) })
     }
 
+    /// A new array of `len` elements of the type `allocs` codes as `kind`
+    /// (0 `Object`, 1 boolean, 2 byte, 3 char, 4 short, 5 int, 6 float,
+    /// 7 long, 8 double); `None` (the exception cleared) when it cannot be
+    /// allocated or the code names no type.
+    pub fn new_array(&self, kind: u8, len: i32) -> Option<Local<'a>> {
+        if kind == 0 {
+            return self.new_object_array(len);
+        }
+        // SAFETY: each is the JNI function that makes a primitive array of
+        // `len` elements; a negative length or no memory raises an
+        // exception (cleared below) and returns null.
+        let a = unsafe {
+            match kind {
+                1 => jni_call!(self.env, NewBooleanArray, len),
+                2 => jni_call!(self.env, NewByteArray, len),
+                3 => jni_call!(self.env, NewCharArray, len),
+                4 => jni_call!(self.env, NewShortArray, len),
+                5 => jni_call!(self.env, NewIntArray, len),
+                6 => jni_call!(self.env, NewFloatArray, len),
+                7 => jni_call!(self.env, NewLongArray, len),
+                8 => jni_call!(self.env, NewDoubleArray, len),
+                _ => return None,
+            }
+        };
+        if a.is_null() {
+            self.exception_clear();
+            return None;
+        }
+        // SAFETY: the call returned a new local reference.
+        Some(unsafe { Local::from_raw(a) })
+    }
+
     /// Writes a static object field of `class`.
     pub fn set_static_object(&self, class: &impl FieldOwner, field: FieldId, value: Local<'_>) {
         // SAFETY: the caller got `field` as a static field of `class` whose

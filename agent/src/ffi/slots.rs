@@ -30,6 +30,21 @@
 //! A bit of the bitmap says that a method id's probes record and its first
 //! call is handled: the Java path may record it (anything else takes JNI).
 //!
+//! After the bitmap, the allocation probes' part (`--alloc`):
+//!
+//! ```text
+//! [ ALLOC_SITES i32 ]  per allocation site id: 0 (the agent records it),
+//!                      an object site's instance size once learned, or
+//!                      ARRAY_SITE for a one-dimension array site
+//! [ ARRAY_TYPES i64 ]  per array element type: base | scale << 16 |
+//!                      (alignment - 1) << 32, learned once, 0 before
+//! ```
+//!
+//! The probe class writes an allocation record itself when the word of
+//! its site (and, for an array, its element type's layout) says what the
+//! allocation weighs; the agent writes the words, the Java probes only
+//! read them.
+//!
 //! # Who writes what
 //!
 //! A slot belongs to one thread from the moment it claims it (a CAS from
@@ -70,7 +85,15 @@ const SLOT_BYTES: usize = 64;
 /// Method ids the bitmap covers (`methods::MAX_TRACKED`).
 pub const MAX_IDS: u32 = 1 << 20;
 const MAP_WORDS: usize = (MAX_IDS / 64) as usize;
-const TABLE_BYTES: usize = SLOTS * SLOT_BYTES + MAP_WORDS * 8;
+/// Allocation site ids the table has a word for (`allocs::SITE_CAP`).
+pub const ALLOC_SITES: usize = 1 << 18;
+/// Array element types the table has a layout for (`allocs`' codes).
+pub const ARRAY_TYPES: usize = 16;
+/// The word of a one-dimension array site.
+pub const ARRAY_SITE: i32 = -1;
+const SITES_AT: usize = SLOTS * SLOT_BYTES + MAP_WORDS * 8;
+const LAYOUTS_AT: usize = SITES_AT + ALLOC_SITES * 4;
+const TABLE_BYTES: usize = LAYOUTS_AT + ARRAY_TYPES * 8;
 
 const FREE: i64 = 0;
 const HELD: i64 = -1;
@@ -154,6 +177,56 @@ fn map_word(word: usize) -> Option<&'static AtomicU64> {
     // SAFETY: as in `raw`: the bitmap follows the slots inside the
     // never-unmapped table, word < MAP_WORDS, 8-byte aligned.
     Some(unsafe { &*((base + SLOTS * SLOT_BYTES + word * 8) as *const AtomicU64) })
+}
+
+fn site_word(id: usize) -> Option<&'static AtomicI32> {
+    let base = table()?;
+    if id >= ALLOC_SITES {
+        return None;
+    }
+    // SAFETY: as in `raw`: the site words follow the bitmap inside the
+    // never-unmapped table, id < ALLOC_SITES, 4-byte aligned.
+    Some(unsafe { &*((base + SITES_AT + id * 4) as *const AtomicI32) })
+}
+
+fn layout_word(k: usize) -> Option<&'static AtomicU64> {
+    let base = table()?;
+    if k >= ARRAY_TYPES {
+        return None;
+    }
+    // SAFETY: as in `raw`: the layouts follow the site words inside the
+    // never-unmapped table, k < ARRAY_TYPES, 8-byte aligned.
+    Some(unsafe { &*((base + LAYOUTS_AT + k * 8) as *const AtomicU64) })
+}
+
+/// Sets what the Java allocation probes know of site `id` (see the module
+/// documentation; 0: nothing, the agent records it).
+pub fn set_alloc_site(id: u32, word: i32) {
+    if let Some(w) = site_word(id as usize) {
+        w.store(word, Ordering::Release);
+    }
+}
+
+/// Forgets every allocation site (a new session hands out its own ids).
+pub fn clear_alloc_sites(below: u32) {
+    for id in 0..(below as usize).min(ALLOC_SITES) {
+        if let Some(w) = site_word(id) {
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The layout learned for arrays of element type `k` (0: none yet).
+pub fn array_layout(k: usize) -> u64 {
+    layout_word(k).map_or(0, |w| w.load(Ordering::Acquire))
+}
+
+/// Sets the layout of arrays of element type `k`, for the life of the
+/// process (a JVM's layout does not change).
+pub fn set_array_layout(k: usize, word: u64) {
+    if let Some(w) = layout_word(k) {
+        w.store(word, Ordering::Release);
+    }
 }
 
 /// The slot of Java thread `java_id`, claimed for the calling thread

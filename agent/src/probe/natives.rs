@@ -98,7 +98,12 @@ pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
         if s.depth() == 0 || s.busy.get() || !s.current() {
             return;
         }
-        allocs::weigh(jni, &agent.jvmti, site, object, &mut |l| {
+        let mut levels = Vec::new();
+        let jni_only = allocs::weigh(jni, &agent.jvmti, site, object, &mut |l| levels.push(l));
+        if !jni_only && allocs::jni_learns_only() {
+            return;
+        }
+        for l in levels {
             let rec = AllocRecord {
                 site,
                 level: l.level,
@@ -110,7 +115,7 @@ pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
             {
                 s.push_record(&r);
             }
-        });
+        }
     });
 }
 

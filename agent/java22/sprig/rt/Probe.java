@@ -152,6 +152,29 @@ public final class Probe {
 
     private static final long EXIT_KIND = 2L << 32;
 
+    /**
+     * The allocation probes' part of the slot table (after the bitmap):
+     * per allocation site id below {@code 1 << 18} an int, 0 while the
+     * Java path cannot record the site (the agent records it), the
+     * instance size in bytes of a {@code new} site once the agent learned
+     * it, -1 for a one-dimension array site; then per array element type
+     * ({@link #arrayBytes}) the layout the agent learned from
+     * {@code GetObjectSize} on arrays of that type: base offset, element
+     * size and alignment mask, 0 while unknown.
+     */
+    private static final long SITES;
+
+    private static final long LAYOUTS;
+
+    /**
+     * The head of an allocation record (wire {@code RECORD_ALLOC}: record
+     * kind 1, event kind 12, one continuation slot), and one object in
+     * its first payload word ({@code site | level << 32 | count << 40}).
+     */
+    private static final long ALLOC_HEAD = 1L | 12L << 32 | 1L << 48;
+
+    private static final long ONE_OBJECT = 1L << 40;
+
     static {
         long t = 0;
         jdk.internal.misc.Unsafe u = null;
@@ -167,6 +190,8 @@ public final class Probe {
         U = u;
         TABLE = u == null ? 0 : t;
         IDS = TABLE + ((long) (SLOT_MASK + 1) << 6);
+        SITES = IDS + (1L << 17);
+        LAYOUTS = SITES + (1L << 20);
     }
 
     /**
@@ -525,27 +550,134 @@ public final class Probe {
      * Allocation probe right after a {@code new} of a profiled method
      * ({@code sprig profile --alloc}): {@code c} is the class the
      * {@code new} names (the new object is not initialised yet and cannot
-     * be passed). On a thread inside a root context the agent records one
-     * allocation at {@code site} into the thread's stream, where it
-     * belongs to the method open there. Outside root contexts: one load
-     * of {@code active}, as the plain probes.
+     * be passed). On a thread inside a root context one allocation at
+     * {@code site} goes into the thread's stream, where it belongs to the
+     * method open there: written in Java on an open slot once the agent
+     * learned the site's instance size ({@link #javaAlloc}), by the agent
+     * otherwise. Outside root contexts: one load of {@code active}, as the
+     * plain probes.
      */
     public static void alloc(Class<?> c, int site) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0) {
-            nAlloc(c, site);
+        if (active != 0) {
+            long t = Thread.currentThread().threadId();
+            if (TABLE != 0 && mine(t)) {
+                if (!javaAlloc(t, site, instanceBytes(site))) {
+                    nAlloc(c, site);
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
+                nAlloc(c, site);
+            }
         }
     }
 
     /**
      * Allocation probe right after a {@code newarray}, {@code anewarray}
      * or {@code multianewarray} of a profiled method: {@code a} is the new
-     * array (the agent reads its size, and the sizes of the arrays a
-     * {@code multianewarray} made inside it).
+     * array. The Java path weighs a one-dimension array from its length
+     * ({@link #arrayBytes}); the agent reads the size of any other, and
+     * the sizes of the arrays a {@code multianewarray} made inside it.
      */
     public static void allocArray(Object a, int site) {
-        if (active != 0 && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0) {
-            nAlloc(a, site);
+        if (active != 0) {
+            long t = Thread.currentThread().threadId();
+            if (TABLE != 0 && mine(t)) {
+                if (!javaAlloc(t, site, arrayBytes(a, site))) {
+                    nAlloc(a, site);
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
+                nAlloc(a, site);
+            }
         }
+    }
+
+    /** The instance size the agent learned for a {@code new} site, 0 before. */
+    private static long instanceBytes(int site) {
+        return (site >>> 18) != 0 ? 0 : U.getInt(SITES + ((long) site << 2));
+    }
+
+    /**
+     * The bytes of one-dimension array {@code a} allocated at {@code site}:
+     * {@code (base + length * scale + mask) & ~mask} with the layout the
+     * agent learned for its element type; 0 when the agent must weigh it
+     * (a {@code multianewarray} site, a type not learned yet). Inlined
+     * where the array was allocated, the JIT knows its exact type and
+     * folds the type tests.
+     */
+    private static long arrayBytes(Object a, int site) {
+        if ((site >>> 18) != 0 || U.getInt(SITES + ((long) site << 2)) != -1) {
+            return 0;
+        }
+        int k;
+        long n;
+        if (a instanceof Object[]) {
+            k = 0;
+            n = ((Object[]) a).length;
+        } else if (a instanceof byte[]) {
+            k = 2;
+            n = ((byte[]) a).length;
+        } else if (a instanceof int[]) {
+            k = 5;
+            n = ((int[]) a).length;
+        } else if (a instanceof char[]) {
+            k = 3;
+            n = ((char[]) a).length;
+        } else if (a instanceof long[]) {
+            k = 7;
+            n = ((long[]) a).length;
+        } else if (a instanceof boolean[]) {
+            k = 1;
+            n = ((boolean[]) a).length;
+        } else if (a instanceof short[]) {
+            k = 4;
+            n = ((short[]) a).length;
+        } else if (a instanceof float[]) {
+            k = 6;
+            n = ((float[]) a).length;
+        } else if (a instanceof double[]) {
+            k = 8;
+            n = ((double[]) a).length;
+        } else {
+            return 0;
+        }
+        long l = U.getLong(LAYOUTS + ((long) k << 3));
+        if (l == 0) {
+            return 0;
+        }
+        long m = l >>> 32;
+        return ((l & 0xffff) + n * ((l >>> 16) & 0xffff) + m) & ~m;
+    }
+
+    /**
+     * The Java path of the allocation probes on an open slot of its own
+     * thread: one {@code RECORD_ALLOC} record of one object of
+     * {@code bytes} at {@code site} (two event slots, published at once,
+     * as the agent's {@code push_record} does); false (the agent records
+     * it) when the bytes are unknown or the segment has no room for both
+     * slots. Nothing outside a root context.
+     */
+    private static boolean javaAlloc(long t, int site, long bytes) {
+        jdk.internal.misc.Unsafe u = U;
+        long e = TABLE + ((t & SLOT_MASK) << 6);
+        long w = u.getLong(e + 8);
+        if ((w >>> 32) == 0) {
+            return true;
+        }
+        if (bytes <= 0) {
+            return false;
+        }
+        int p = (int) w;
+        if (p + 2 > u.getInt(e + 16)) {
+            return false;
+        }
+        long b = u.getLong(e + 24);
+        long a = b + ((long) p << 4);
+        u.putLong(a, 0L);
+        u.putLong(a + 8, ALLOC_HEAD);
+        u.putLong(a + 16, (site & 0xffffffffL) | ONE_OBJECT);
+        u.putLong(a + 24, bytes);
+        u.putLong(e + 8, w + 2);
+        u.putIntRelease(null, b - 48, p + 2);
+        return true;
     }
 
     /**
