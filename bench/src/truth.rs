@@ -170,6 +170,9 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             .unwrap_or(f64::INFINITY);
         let quiet_round = max_ns <= known * 1.03;
         undisturbed += usize::from(quiet_round);
+        // Under windows timing a thread with no counted root call has
+        // children with time and no calls: no time per call of theirs.
+        let per_call = quiet_round && !(windows && f(root, "calls") == 0.0);
         for c in root
             .get("children")
             .and_then(Value::as_array)
@@ -177,7 +180,7 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             .flatten()
         {
             let name = c.get("method").and_then(Value::as_str).unwrap_or("?");
-            let sums = if quiet_round {
+            let sums = if per_call {
                 vec![&mut judged_sums, &mut quiet_sums]
             } else {
                 vec![&mut judged_sums]
@@ -1002,5 +1005,29 @@ mod tests {
         );
         // Every round's own profiled/bare: 2.0, 1.0, 1.5.
         assert!((fg.profiled_over_bare - 1.5).abs() < 1e-9);
+        // (a) under windows timing: a child's time per call only from
+        // threads with counted calls (the other's spin200 has 4 ms of
+        // self time and no call).
+        let spin = |calls: u64, c200: (u64, f64)| {
+            json!({"calls": calls, "total_ns": 17.0e6,
+                "latency": {"count": 10, "max_ns": 1.7e6}, "children": [
+                {"method": "spin200", "calls": c200.0, "self_ns": c200.1, "samples": 2},
+                {"method": "spin500", "calls": calls, "self_ns": 5.0e6, "samples": 5},
+                {"method": "spin1000", "calls": calls, "self_ns": 10.0e6, "samples": 10}]})
+        };
+        let report = json!({"windows": {"counted_root_calls": 10, "silent_root_calls": 10},
+            "threads": [
+            {"name": "measure-spin-0", "roots": [spin(10, (10, 2.0e6))]},
+            {"name": "measure-spin-1", "roots": [spin(0, (0, 4.0e6))]}]});
+        let lines = vec![
+            "round spin 0 1700000 1700000 1700000".to_owned(),
+            "round spin 1 1700000 1700000 1700000".to_owned(),
+        ];
+        let fg = scenario_figures(&report, &lines, "spin", 1.7e6);
+        assert!(
+            fg.children[0].self_error.abs() < 1e-9,
+            "{}",
+            fg.children[0].self_error
+        );
     }
 }
