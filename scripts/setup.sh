@@ -8,7 +8,8 @@
 #   $SPRIG_JDKS (default ~/.cache/sprig/jdks); the tests run on them too.
 #   Go (golang-go) and Chromium, which the output tests read pprof and HTML with.
 # With --bench it also installs what the benchmark harness (bench/) runs:
-#   H2 (libh2-java) and Jetty 9 with its servlet API (libjetty9-java).
+#   H2 (libh2-java), Jetty 9 with its servlet API (libjetty9-java) and
+#   Lucene 4.10 (liblucene4.10-java).
 set -euo pipefail
 
 bench=0
@@ -24,6 +25,7 @@ if [ "$bench" -eq 1 ]; then
     # Each package once, and only when its jar is missing.
     [ -f /usr/share/java/h2.jar ] || need_apt+=(libh2-java)
     [ -f /usr/share/java/jetty9-server.jar ] || need_apt+=(libjetty9-java)
+    [ -f /usr/share/java/lucene-analyzers-common-4.10.4.jar ] || need_apt+=(liblucene4.10-java)
 fi
 if [ ! -x /usr/lib/jvm/java-17-openjdk-amd64/bin/javac ]; then
     need_apt+=(openjdk-17-jdk-headless)

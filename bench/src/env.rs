@@ -1,5 +1,5 @@
 //! Everything the runs need on this machine: the sprig binary (built if
-//! missing), a JDK 17, Debian's H2 and Jetty jars, the JDK 17 sources, the
+//! missing), a JDK 17, Debian's H2, Jetty and Lucene jars, the JDK 17 sources, the
 //! bench fixtures compiled, a scratch directory, and the machine line.
 
 use anyhow::{Context, Result, bail};
@@ -17,6 +17,14 @@ const JETTY_JARS: [&str; 7] = [
     "servlet-api.jar",
 ];
 const H2_JAR: &str = "h2.jar";
+/// Jars of Debian's liblucene4.10-java that the Lucene workload runs on
+/// (optional: the workload is skipped, saying why, without them).
+pub const LUCENE_JARS: [&str; 2] = [
+    "lucene-core-4.10.4.jar",
+    "lucene-analyzers-common-4.10.4.jar",
+];
+/// The Lucene workload's driver class, compiled only with [`LUCENE_JARS`].
+const LUCENE_SOURCE: &str = "LuceneWork.java";
 const SHARE_JAVA: &str = "/usr/share/java";
 
 pub struct Env {
@@ -26,6 +34,8 @@ pub struct Env {
     pub jdk_version: String,
     /// Run-time class path of the bench fixtures.
     pub classpath: String,
+    /// Why the Lucene workload cannot run (a jar missing); None when it can.
+    pub lucene_missing: Option<String>,
     pub scratch: Scratch,
     pub machine: serde_json::Value,
 }
@@ -266,6 +276,19 @@ impl Env {
                 missing.display()
             );
         }
+        let lucene: Vec<PathBuf> = LUCENE_JARS
+            .iter()
+            .map(|j| Path::new(SHARE_JAVA).join(j))
+            .collect();
+        let lucene_missing = lucene.iter().find(|j| !j.is_file()).map(|j| {
+            format!(
+                "{} is missing: run bash scripts/setup.sh --bench (installs liblucene4.10-java)",
+                j.display()
+            )
+        });
+        if lucene_missing.is_none() {
+            jars.extend(lucene);
+        }
         let scratch = Scratch {
             path: std::env::temp_dir().join(format!("sprig-bench-{}", std::process::id())),
             keep: false,
@@ -289,6 +312,9 @@ impl Env {
         )?;
         let mut src = Vec::new();
         java_files(&fixtures.join("src"), &mut src)?;
+        if lucene_missing.is_some() {
+            src.retain(|p| !p.ends_with(LUCENE_SOURCE));
+        }
         run(
             Command::new(&javac)
                 .args(["-nowarn", "-d"])
@@ -316,6 +342,7 @@ impl Env {
             jdk,
             jdk_version,
             classpath,
+            lucene_missing,
             scratch,
             machine,
         })

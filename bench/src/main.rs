@@ -47,21 +47,26 @@ struct Args {
     /// attach, throughput, ring, accuracy (the accuracy fixtures under each
     /// timing mode), jfr (self-time overlap with JFR's execution samples),
     /// sample (`sprig sample`'s overhead and accuracy on H2 and Jetty),
-    /// javac, h2, jetty, calls, coarse.
+    /// javac, h2, jetty, lucene (skipped, saying why, without Debian's
+    /// liblucene4.10-java), calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     only: Vec<String>,
     /// Of the workloads, run only the rows of these roots (repeat or
     /// comma-separate): whole, compile, partial, statement, server, servlet,
-    /// and `idle` (never by default): a root no iteration calls, to time
+    /// document, and `idle` (never by default): a root no iteration calls, to time
     /// what a session costs with its probes dormant (under sampled timing:
     /// position sampling alone).
     #[arg(long, value_name = "LABEL", value_delimiter = ',')]
     rows: Vec<String>,
     /// Run each workload row under each of these timing modes (comma-
-    /// separate: exact, sampled), side by side in the same JVM and repeat;
-    /// with both, each sampled session's tree is checked path by path
-    /// against the exact session's. Default: sprig's default mode only.
-    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = ["exact", "sampled"])]
+    /// separate: exact, sampled, windows), side by side in the same JVM
+    /// and repeat; with exact among them, each sampled session's tree is
+    /// checked path by path against the exact session's, and each windows
+    /// session's per root call (its trees count the root calls of its
+    /// counting windows). Default: sprig's default mode only. `--only
+    /// accuracy` and `--only jfr` run each of these modes (default: exact
+    /// and sampled).
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = ["exact", "sampled", "windows"])]
     timing_modes: Vec<String>,
     /// Of the workloads' schemes, run only these (comma-separate: lazy,
     /// eager, and those the --compare options add). Default: all.
@@ -284,12 +289,20 @@ fn real_main() -> Result<bool> {
                 micro_out.insert(name.to_string(), v);
             })
         } else {
-            workloads::define(&ctx, name)
-                .and_then(|def| {
-                    println!("{}: {}", def.name, def.what);
-                    workloads::run(&ctx, &def)
-                })
-                .map(|v| workload_out.push(v))
+            match workloads::define(&ctx, name) {
+                Err(e) if e.to_string().starts_with(workloads::SKIPPED) => {
+                    println!("{name}: {e}");
+                    workload_out
+                        .push(json!({"workload": name, "rows": [], "skipped": [e.to_string()]}));
+                    Ok(())
+                }
+                d => d
+                    .and_then(|def| {
+                        println!("{}: {}", def.name, def.what);
+                        workloads::run(&ctx, &def)
+                    })
+                    .map(|v| workload_out.push(v)),
+            }
         };
         match result {
             Ok(()) => eprintln!(

@@ -39,6 +39,46 @@ pub struct ProfileSummary {
     pub all_calls: u64,
     /// Distinct (class, method, descriptor) seen in the trees.
     pub distinct_methods: usize,
+    /// Under `--timing windows`: the report's `windows` facts.
+    pub windows: Option<Windows>,
+}
+
+/// What a windows-timing report says of its windows (JSON `windows`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Windows {
+    /// Root calls the probes counted (the trees' calls are theirs).
+    pub counted_root_calls: u64,
+    /// Root calls in silent windows (timed, not counted).
+    pub silent_root_calls: u64,
+    /// Every root call over the counted ones: totals scaled to the session.
+    pub scale: f64,
+    /// Stack samples credited to the trees, and those outside any root.
+    pub samples: u64,
+    pub samples_outside: u64,
+}
+
+impl Windows {
+    pub fn from_json(v: &Value) -> Option<Windows> {
+        let w = v.get("windows")?.as_object()?;
+        let n = |k: &str| w.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Some(Windows {
+            counted_root_calls: n("counted_root_calls"),
+            silent_root_calls: n("silent_root_calls"),
+            scale: w.get("scale").and_then(Value::as_f64).unwrap_or(f64::NAN),
+            samples: n("samples"),
+            samples_outside: n("samples_outside"),
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "counted_root_calls": self.counted_root_calls,
+            "silent_root_calls": self.silent_root_calls,
+            "scale": self.scale,
+            "samples": self.samples,
+            "samples_outside": self.samples_outside,
+        })
+    }
 }
 
 fn u(v: &Value, k: &str) -> u64 {
@@ -142,7 +182,24 @@ impl ProfileSummary {
             }
         }
         s.distinct_methods = methods.len();
+        s.windows = Windows::from_json(v);
         Ok(s)
+    }
+
+    /// Every root call the session saw: under windows timing the counted
+    /// and the silent ones (the trees hold the counted ones only).
+    pub fn all_root_calls(&self) -> u64 {
+        self.windows.as_ref().map_or(self.root_calls, |w| {
+            w.counted_root_calls + w.silent_root_calls
+        })
+    }
+
+    /// What the trees' calls and times are multiplied by to cover every
+    /// root call of the session: 1, or windows timing's scale.
+    pub fn scale(&self) -> f64 {
+        self.windows
+            .as_ref()
+            .map_or(1.0, |w| if w.scale.is_finite() { w.scale } else { 1.0 })
     }
 
     /// Calls of every node of `class::method` anywhere in the trees.
@@ -248,6 +305,79 @@ pub fn compare_paths(a: &BTreeMap<u64, (u64, String)>, b: &BTreeMap<u64, (u64, S
     })
 }
 
+/// Two sessions' trees path by path per root call: the calls of each path
+/// over the root calls its tree counted (`ra`, `rb`), compared exactly
+/// (`a × rb == b × ra`). Windows timing counts only the root calls of its
+/// counting windows, so its tree is set against an exact session's this
+/// way. Paths with no call (under windows timing, a stack sample's node
+/// the probes never counted) take no part. Also how far apart the two
+/// are: half the sum over paths of the difference of their shares of all
+/// calls (0: the same distribution), and how many of `b`'s paths `a` never
+/// saw.
+pub fn compare_paths_per_root(
+    a: &BTreeMap<u64, (u64, String)>,
+    ra: u64,
+    b: &BTreeMap<u64, (u64, String)>,
+    rb: u64,
+) -> Value {
+    let counted = |m: &BTreeMap<u64, (u64, String)>| -> BTreeMap<u64, (u64, String)> {
+        m.iter()
+            .filter(|(_, v)| v.0 > 0)
+            .map(|(k, v)| (*k, v.clone()))
+            .collect()
+    };
+    let (a, b) = (counted(a), counted(b));
+    let (ra1, rb1) = (u128::from(ra.max(1)), u128::from(rb.max(1)));
+    let mut differ = Vec::new();
+    let mut n_differ = 0usize;
+    let mut note = |name: &str, x: u64, y: u64| {
+        n_differ += 1;
+        if differ.len() < 5 {
+            differ.push(format!(
+                "{name}: {:.3} vs {:.3} per root call",
+                x as f64 / ra1 as f64,
+                y as f64 / rb1 as f64
+            ));
+        }
+    };
+    for (id, (calls, name)) in &a {
+        let other = b.get(id).map_or(0, |x| x.0);
+        if u128::from(*calls) * rb1 != u128::from(other) * ra1 {
+            note(name, *calls, other);
+        }
+    }
+    let mut only_b = 0usize;
+    for (id, (calls, name)) in &b {
+        if !a.contains_key(id) {
+            only_b += 1;
+            note(name, 0, *calls);
+        }
+    }
+    let total = |m: &BTreeMap<u64, (u64, String)>| m.values().map(|x| x.0).sum::<u64>();
+    let (ta, tb) = (total(&a).max(1) as f64, total(&b).max(1) as f64);
+    let mut distance = 0.0;
+    for (id, (calls, _)) in &a {
+        let other = b.get(id).map_or(0, |x| x.0);
+        distance += (*calls as f64 / ta - other as f64 / tb).abs();
+    }
+    for (id, (calls, _)) in &b {
+        if !a.contains_key(id) {
+            distance += *calls as f64 / tb;
+        }
+    }
+    json!({
+        "identical": n_differ == 0,
+        "per_root_call": true,
+        "root_calls": [ra, rb],
+        "paths": [a.len(), b.len()],
+        "calls": [total(&a), total(&b)],
+        "paths_differing": n_differ,
+        "paths_only_in_second": only_b,
+        "distance": distance / 2.0,
+        "first_differences": differ,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +428,72 @@ mod tests {
         // The same methods under another caller are other paths.
         let moved = compare_paths(&a, &ProfileSummary::paths_and_calls(&tree(5, "n")));
         assert_eq!(moved["paths_differing"], 4);
+    }
+
+    #[test]
+    fn per_root_call_comparison_scales_by_each_sides_root_calls() {
+        // A root that makes 3 calls of c per root call: exact over 10
+        // root calls, windows over the 4 it counted (and a sampled node
+        // with no call, which takes no part).
+        let tree = |root_calls: u64, extra: Option<&str>| {
+            let mut children = vec![json!({"class":"a.B","method":"c","descriptor":"()V",
+                "calls": root_calls * 3, "children":[]})];
+            if let Some(m) = extra {
+                children.push(json!({"class":"a.B","method":m,"descriptor":"()V","calls":0,"samples":4,"children":[]}));
+            }
+            json!({"threads":[{"roots":[{"class":"a.B","method":"r","descriptor":"()V",
+                "calls": root_calls, "children": children}]}]})
+        };
+        let exact = ProfileSummary::paths_and_calls(&tree(10, None));
+        let windows = ProfileSummary::paths_and_calls(&tree(4, Some("getter")));
+        let same = compare_paths_per_root(&exact, 10, &windows, 4);
+        assert_eq!(same["identical"], true, "{same}");
+        assert_eq!(same["paths"], json!([2, 2]));
+        assert_eq!(same["calls"], json!([40, 16]));
+        assert_eq!(same["distance"], json!(0.0));
+        // Plain totals differ, of course.
+        assert_eq!(compare_paths(&exact, &windows)["identical"], false);
+        // One call of c too many in the windows tree: 13 / 4 is not 30 / 10.
+        let mut off = ProfileSummary::paths_and_calls(&tree(4, None));
+        for v in off.values_mut() {
+            if v.0 == 12 {
+                v.0 = 13;
+            }
+        }
+        let d = compare_paths_per_root(&exact, 10, &off, 4);
+        assert_eq!(d["identical"], false);
+        assert_eq!(d["paths_differing"], 1);
+        assert_eq!(d["paths_only_in_second"], 0);
+        assert!(d["distance"].as_f64().unwrap() > 0.0);
+        // A path the exact session never saw.
+        let other = json!({"threads":[{"roots":[{"class":"a.B","method":"r","descriptor":"()V",
+            "calls": 4, "children": [{"class":"a.B","method":"z","descriptor":"()V","calls":12,"children":[]}]}]}]});
+        let n = compare_paths_per_root(&exact, 10, &ProfileSummary::paths_and_calls(&other), 4);
+        assert_eq!(
+            (
+                n["paths_differing"].as_u64(),
+                n["paths_only_in_second"].as_u64()
+            ),
+            (Some(2), Some(1))
+        );
+    }
+
+    #[test]
+    fn windows_facts_give_every_root_call_and_the_scale() {
+        let r = json!({"version":1,"stats":{"events":1,"instrumented_methods":1,"called_methods":1,
+            "lost_events":0,"duration_ms":5},"timing":"sampled",
+            "windows":{"counting_ms":50,"silent_ms":950,"interval_us":5000,"counted_root_calls":3,
+                "silent_root_calls":27,"scale":10.0,"samples":120,"samples_outside":7},
+            "threads":[{"roots":[{"class":"a.B","method":"r","descriptor":"()V","calls":3,"children":[]}]}]});
+        let s = ProfileSummary::from_json(&r).unwrap();
+        assert_eq!((s.root_calls, s.all_root_calls()), (3, 30));
+        assert_eq!(s.scale(), 10.0);
+        let w = s.windows.as_ref().unwrap();
+        assert_eq!((w.samples, w.samples_outside), (120, 7));
+        // Without windows: the trees' root calls, unscaled.
+        let mut plain = r.clone();
+        plain.as_object_mut().unwrap().remove("windows");
+        let p = ProfileSummary::from_json(&plain).unwrap();
+        assert_eq!((p.all_root_calls(), p.scale()), (3, 1.0));
     }
 }

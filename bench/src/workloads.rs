@@ -13,7 +13,7 @@
 use crate::Ctx;
 use crate::env::{extract, src_zip};
 use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME};
-use crate::profile::{ProfileSummary, compare_paths};
+use crate::profile::{ProfileSummary, compare_paths, compare_paths_per_root};
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -65,7 +65,7 @@ fn idle() -> RootDef {
     }
 }
 
-pub const NAMES: [&str; 5] = ["javac", "h2", "jetty", "calls", "coarse"];
+pub const NAMES: [&str; 6] = ["javac", "h2", "jetty", "lucene", "calls", "coarse"];
 
 /// The workload's definition; javac extracts its sources into the scratch dir.
 pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
@@ -147,6 +147,24 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
             ],
             iteration_bound: Duration::from_secs(300),
         },
+        "lucene" => {
+            if let Some(why) = &ctx.env.lucene_missing {
+                bail!("{SKIPPED}: {why}");
+            }
+            WorkloadDef {
+                name: "lucene",
+                what: "Lucene 4.10 (Debian liblucene4.10-java) StandardAnalyzer over a fixed-seed corpus generated in the driver: per iteration 8 documents of 10,000 words, each analyzed once (tokenizer, standard, lower-case and stop filters; about 300,000 calls a document)".into(),
+                args: vec!["lucene".into(), "8".into(), "10000".into()],
+                warmup: warmup * 3,
+                iterations: iterations * 2,
+                roots: vec![
+                    root("whole", &["bench.LuceneWork::iteration"], &[], true),
+                    root("document", &["bench.LuceneWork::analyze"], &[], false),
+                    idle(),
+                ],
+                iteration_bound: Duration::from_secs(300),
+            }
+        }
         "calls" => WorkloadDef {
             name: "calls",
             what: "call-intensive: 10 x (9 recursive walks + 1 checksum walk) over a 32767-node tree, 2 calls per node".into(),
@@ -176,6 +194,10 @@ pub fn define(ctx: &Ctx, name: &str) -> Result<WorkloadDef> {
         other => bail!("unknown workload {other} (known: {})", NAMES.join(", ")),
     })
 }
+
+/// How [`define`]'s error starts when a workload cannot run on this
+/// machine (a jar missing): the run goes on without it, saying why.
+pub const SKIPPED: &str = "skipped";
 
 /// Windows of five window medians compared by [`to_plateau`].
 const PLATEAU_BLOCK: usize = 5;
@@ -323,6 +345,8 @@ struct Sample {
     whole: bool,
     /// Calls per calling-context path (with several timing modes).
     paths: Option<BTreeMap<u64, (u64, String)>>,
+    /// The root calls the trees counted (`paths` are theirs).
+    counted_root_calls: u64,
     repeat: usize,
 }
 
@@ -340,14 +364,29 @@ impl Sample {
                 (mean(bare), mean(prof))
             })
     }
+    /// Under windows timing the trees hold the counted root calls only:
+    /// calls and times scaled to every root call (the report's scale).
     fn calls_per_iter(&self) -> f64 {
-        self.p.all_calls as f64 / self.profiled()
+        self.p.all_calls as f64 * self.p.scale() / self.profiled()
     }
+    /// The root's time before the probes' cost is taken off; under
+    /// windows timing, whose counted root calls carry no time of theirs,
+    /// the root's time from its silent calls.
     fn root_ms(&self) -> f64 {
-        self.p.root_raw_ns / 1e6 / self.profiled()
+        let ns = if self.p.windows.is_some() {
+            self.p.root_total_ns
+        } else {
+            self.p.root_raw_ns
+        };
+        ns * self.p.scale() / 1e6 / self.profiled()
     }
     fn charged_ms(&self) -> f64 {
-        self.p.root_total_ns / 1e6 / self.profiled()
+        self.p.root_total_ns * self.p.scale() / 1e6 / self.profiled()
+    }
+    /// Throughput while profiling over bare, over the whole session's
+    /// window (attach and revelation included): bare mean / profiled mean.
+    fn throughput(&self) -> f64 {
+        self.bare_mean / self.total_mean
     }
     fn overhead(&self) -> f64 {
         (self.total_mean / self.bare_mean - 1.0) * 100.0
@@ -606,17 +645,26 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     );
                 }
                 // Whole roots: one root call per iteration of the window
-                // the report covers.
-                if r.whole && p.root_calls != k as u64 {
+                // the report covers (under windows timing counted and
+                // silent ones together).
+                if r.whole && p.all_root_calls() != k as u64 {
                     bail!(
                         "{} root {}: {} root calls recorded, {k} made",
                         def.name,
                         r.label,
-                        p.root_calls
+                        p.all_root_calls()
+                    );
+                }
+                if timing.as_deref() == Some("windows") && p.windows.is_none() {
+                    bail!(
+                        "{} root {}: asked for --timing windows, the report has no windows facts",
+                        def.name,
+                        r.label
                     );
                 }
                 roots_only_seen |= p.roots_only();
                 let after = iterate(&mut jvm, k, def.iteration_bound)?;
+                let counted_root_calls = p.root_calls;
                 samples[ri][si].push(Sample {
                     bare_mean: mean(&bare),
                     bare_median: median(&bare),
@@ -634,6 +682,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     paths: (ctx.timing_modes.len() > 1)
                         .then(|| ProfileSummary::paths_and_calls(&stopped.report)),
                     repeat: rep,
+                    counted_root_calls,
                 });
             }
         }
@@ -648,16 +697,27 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             }
             // Under sampled timing: the tree against the exact session of
             // the same root, scheme and repeat (same JVM, same number of
-            // iterations), path by path.
+            // iterations), path by path. Under windows timing, per root
+            // call: its trees hold the root calls of its counting windows.
             let exact_twin = variants
                 .iter()
                 .position(|(sc, t)| sc == scheme && t.as_deref() == Some("exact"));
             let vs_exact: Vec<Value> = match (timing.as_deref(), exact_twin) {
-                (Some("sampled"), Some(ei)) => s
+                (Some(mode @ ("sampled" | "windows")), Some(ei)) => s
                     .iter()
                     .filter_map(|x| {
                         let e = samples[ri][ei].iter().find(|e| e.repeat == x.repeat)?;
-                        Some(compare_paths(e.paths.as_ref()?, x.paths.as_ref()?))
+                        let (ep, xp) = (e.paths.as_ref()?, x.paths.as_ref()?);
+                        Some(if mode == "windows" {
+                            compare_paths_per_root(
+                                ep,
+                                e.counted_root_calls,
+                                xp,
+                                x.counted_root_calls,
+                            )
+                        } else {
+                            compare_paths(ep, xp)
+                        })
                     })
                     .collect(),
                 _ => Vec::new(),
@@ -674,6 +734,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "bare_ms": json_of(&col(&|x| x.bare_mean)),
                 "total_ms": json_of(&col(&|x| x.total_mean)),
                 "overhead_pct": json_of(&col(&|x| x.overhead())),
+                "throughput_over_bare": json_of(&col(&|x| x.throughput())),
+                "windows": s.iter().map(|x| x.p.windows.as_ref().map_or(Value::Null, |w| w.to_json())).collect::<Vec<_>>(),
                 "steady_overhead_pct": json_of(&col(&|x| x.steady())),
                 "settled_overhead_pct": json_of(&settled),
                 "settle_iterations": ctx.settle,
@@ -727,7 +789,7 @@ fn sum(v: &Value, k: &str) -> Option<Summary> {
 /// The table in JFluid's columns (medians over repeats, [min-max]).
 pub fn print_table(results: &[Value]) {
     println!(
-        "{:<7} {:<9} {:<5} {:<7} {:>12} {:>24} {:>24} {:>22} {:>9} {:>9} {:>7} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
+        "{:<7} {:<9} {:<5} {:<7} {:>12} {:>24} {:>24} {:>22} {:>6} {:>9} {:>9} {:>7} {:>10} {:>10} {:>11} {:>6} {:>9} {:>24}",
         "program",
         "root",
         "sch",
@@ -736,6 +798,7 @@ pub fn print_table(results: &[Value]) {
         "bare ms",
         "total ms",
         "overhead %",
+        "tput",
         "steady %",
         "settled %",
         "floor %",
@@ -756,7 +819,7 @@ pub fn print_table(results: &[Value]) {
             let m = |k: &str| sum(r, k).map_or(f64::NAN, |s| s.median);
             let st = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
             println!(
-                "{:<7} {:<9} {:<5} {:<7} {:>12.0} {:>24} {:>24} {:>22} {:>9.1} {:>9} {:>7} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
+                "{:<7} {:<9} {:<5} {:<7} {:>12.0} {:>24} {:>24} {:>22} {:>6.3} {:>9.1} {:>9} {:>7} {:>10.2} {:>10.2} {:>11} {:>6.3} {:>9} {:>24}",
                 st("workload"),
                 st("root"),
                 match st("scheme").as_str() {
@@ -774,6 +837,7 @@ pub fn print_table(results: &[Value]) {
                 fmt(sum(r, "bare_ms"), 2),
                 fmt(sum(r, "total_ms"), 2),
                 fmt(sum(r, "overhead_pct"), 1),
+                m("throughput_over_bare"),
                 m("steady_overhead_pct"),
                 sum(r, "settled_overhead_pct")
                     .map_or("-".to_owned(), |s| format!("{:.1}", s.median)),
@@ -794,6 +858,25 @@ pub fn print_table(results: &[Value]) {
             {
                 println!("        stats: {}", Value::Object(x.clone()));
             }
+            for (i, w) in r
+                .get("windows")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter(|(_, w)| !w.is_null())
+            {
+                let n = |k: &str| w.get(k).and_then(Value::as_u64).unwrap_or(0);
+                println!(
+                    "        windows, repeat {}: {} root calls counted, {} silent (totals scaled x{:.2}); {} stack samples credited, {} outside a root",
+                    i + 1,
+                    n("counted_root_calls"),
+                    n("silent_root_calls"),
+                    w.get("scale").and_then(Value::as_f64).unwrap_or(f64::NAN),
+                    n("samples"),
+                    n("samples_outside"),
+                );
+            }
             for (i, c) in r
                 .get("tree_vs_exact")
                 .and_then(Value::as_array)
@@ -812,9 +895,11 @@ pub fn print_table(results: &[Value]) {
                         })
                         .unwrap_or_default()
                 };
+                let per_root = c.get("per_root_call") == Some(&Value::Bool(true));
                 println!(
-                    "        check, repeat {}: paths and calls against exact timing {}: paths {}, calls {}{}",
+                    "        check, repeat {}: paths and calls{} against exact timing {}: paths {}, calls {}{}{}",
                     i + 1,
+                    if per_root { " per root call" } else { "" },
                     if c.get("identical") == Some(&Value::Bool(true)) {
                         "IDENTICAL"
                     } else {
@@ -822,6 +907,20 @@ pub fn print_table(results: &[Value]) {
                     },
                     pair("paths"),
                     pair("calls"),
+                    if per_root {
+                        format!(
+                            " over {} root calls; distance {:.4}, {} paths exact never saw",
+                            pair("root_calls"),
+                            c.get("distance")
+                                .and_then(Value::as_f64)
+                                .unwrap_or(f64::NAN),
+                            c.get("paths_only_in_second")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(0)
+                        )
+                    } else {
+                        String::new()
+                    },
                     match c.get("paths_differing").and_then(Value::as_u64) {
                         Some(n) if n > 0 => format!(
                             "; {n} paths differ, e.g. {}",
