@@ -205,7 +205,12 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
             // the call; nothing inside records (no root context opens).
             s.silent.set(1);
             windows::mark_open(s.java_id.get());
-            s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
+            // the cost tail's warm-up times nothing
+            let timed = windows::silent_timed();
+            s.silent_timed.set(timed);
+            if timed {
+                s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
+            }
             return false;
         }
         open_root_context(jni);
@@ -233,7 +238,10 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
             s.silent.set(n - 1);
             if n == 1 {
                 windows::mark_close(s.java_id.get());
-                s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
+                if s.silent_timed.replace(false) {
+                    s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
+                    windows::silent_closed();
+                }
             }
             return ROOT_NESTED;
         }

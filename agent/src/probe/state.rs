@@ -59,6 +59,9 @@ pub(super) struct ThreadState {
     /// Windows timing: root frames open in this thread's silent root
     /// context (0: none open; `windows`).
     pub(super) silent: Cell<u32>,
+    /// The open silent root context recorded its entry (it did unless it
+    /// opened in the cost tail's warm-up): its exit records too.
+    pub(super) silent_timed: Cell<bool>,
 }
 
 impl ThreadState {
@@ -84,6 +87,7 @@ impl ThreadState {
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),
             silent: Cell::new(0),
+            silent_timed: Cell::new(false),
         }
     }
 

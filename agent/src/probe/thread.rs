@@ -45,6 +45,7 @@ impl ThreadState {
             w.set(0);
         }
         self.silent.set(0);
+        self.silent_timed.set(false);
     }
 }
 
