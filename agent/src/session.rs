@@ -91,6 +91,11 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Control loop tick.
 const TICK: Duration = Duration::from_millis(200);
 const STATUS_EVERY: Duration = Duration::from_secs(1);
+/// The cost tail's warm-up (at most half the tail): silent root calls
+/// are not timed while the JIT recompiles what the switch deoptimised.
+const TAIL_WARMUP: Duration = Duration::from_millis(100);
+/// How often the cost tail looks whether it has its root calls.
+const TAIL_STEP: Duration = Duration::from_millis(2);
 /// Time the probe calibration may take at the start of a session.
 const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
 /// A session is running in this JVM (at most one at a time).
@@ -374,6 +379,9 @@ pub struct Session {
     /// the first, which the CLI takes when it is the faster (see
     /// `calibrate_again`).
     recalibrate: Option<(sprig_wire::ClockKind, u64)>,
+    /// The cost tail at a requested detach, in ms (0: none; see
+    /// `cost_tail`).
+    cost_tail_ms: u32,
 }
 
 /// Why the control loop ended.
@@ -676,6 +684,11 @@ fn start_profiling(
         ch,
         ring,
         recalibrate: (so.calibrate && !calibrate_only).then_some((clock, ticks_per_sec)),
+        cost_tail_ms: if calibrate_only || so.roots.is_empty() {
+            0
+        } else {
+            so.cost_tail_ms
+        },
     };
     if calibrate_only {
         session.detach(agent, jni, End::Requested);
@@ -822,11 +835,45 @@ impl Session {
         }
     }
 
+    /// The cost tail at a requested detach, after the second calibration
+    /// (whose batches open root contexts of their own): the probes inside
+    /// roots go silent, and after a warm-up ([`TAIL_WARMUP`]) the roots'
+    /// own probes time root calls until
+    /// `COST_TAIL_CALLS` of them closed or `cost_tail_ms` passed, whichever
+    /// first (also ended by VM death or a dead ring). The control thread
+    /// sleeps in steps of [`TAIL_STEP`] meanwhile; no JVM thread waits on it.
+    fn cost_tail(&self) {
+        if self.cost_tail_ms == 0 || !self.ring {
+            return;
+        }
+        let begin = Instant::now();
+        let deadline = begin + Duration::from_millis(u64::from(self.cost_tail_ms));
+        let warmed =
+            begin + TAIL_WARMUP.min(Duration::from_millis(u64::from(self.cost_tail_ms) / 2));
+        probe::begin_tail();
+        let mut warming = true;
+        while Instant::now() < deadline
+            && probe::tail_closed() < sprig_wire::control::COST_TAIL_CALLS
+            && !VM_DEAD.load(Ordering::Acquire)
+            && !probe::ring_is_dead()
+        {
+            if warming && Instant::now() >= warmed {
+                probe::tail_warmed();
+                warming = false;
+            }
+            outbox::flush();
+            std::thread::sleep(TAIL_STEP);
+        }
+        // Root entries stay silent until the probes go silent for good
+        // (`probe::end_session`): no root call after the tail is counted.
+    }
+
     /// Ends the session ([`teardown`]), sends `Detached` and closes the
     /// channel.
     fn detach(self, agent: &'static Agent, jni: Jni<'_>, end: End) {
         if matches!(end, End::Requested) {
             step("the second calibration", (), || self.calibrate_again(jni));
+            step("the cost tail", (), || self.cost_tail());
         }
         let stats = teardown(agent, jni, &end);
         step("the last messages", (), || {

@@ -17,7 +17,7 @@ pub use cct::diff::{ProfileDiff, diff};
 pub use cct::snapshot::SnapshotError;
 pub use cct::{CctBuilder, PositionSample, StreamIssues};
 pub use profile::{
-    Calibration, Latency, LatencySummary, MethodInfo, Node, Profile, SampleCounts, Stats, Target,
-    ThreadProfile, Times, Timing, Tree, WindowFacts, sample_bound_ns,
+    Calibration, CostFacts, Latency, LatencySummary, MethodInfo, Node, Profile, SampleCounts,
+    Stats, Target, ThreadProfile, Times, Timing, Tree, WindowFacts, sample_bound_ns,
 };
 pub use report::{Format, Render, RenderOptions};

@@ -13,6 +13,20 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
+/// The version 8 file of a profile: a version 9 file without the cost
+/// block at the end (a flag byte, and the figures when `cost`).
+fn downgrade_to_v8(v9: &[u8], cost: bool) -> Vec<u8> {
+    let mut v = v9.to_vec();
+    assert_eq!(v[8..12], 9u32.to_le_bytes());
+    v[8..12].copy_from_slice(&8u32.to_le_bytes());
+    let end = v.len() - 8;
+    assert_eq!(&v[end..], b"SPRIGEND");
+    let block = if cost { 1 + 4 + 4 * 8 } else { 1 };
+    assert_eq!(v[end - block], u8::from(cost), "the cost flag");
+    v.drain(end - block..end);
+    v
+}
+
 /// The version 7 file of a profile of platform threads without
 /// allocations: a version 8 file without the command in the target, the
 /// virtual-thread count of each thread, the allocation count of each node and the allocation sites'
@@ -270,6 +284,13 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         activated_in_place: 3,
         trivial_skipped: 17,
     });
+    p.stats.cost = Some(sprig_callgraph::CostFacts {
+        method: 3,
+        recorded_calls: 9_000,
+        recorded_p50_ns: 91,
+        silent_calls: 200,
+        silent_p50_ns: 40,
+    });
     let data = bytes(&p);
     let back = Profile::read_snapshot(&mut data.as_slice()).expect("read back");
     assert_eq!(back.stats, p.stats);
@@ -326,9 +347,13 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
 
     // A version 6 file: no timing mode, samples or latency.
     let plain = bytes(&s.profile);
-    let v6 = downgrade_to_v6(&downgrade_to_v7(&plain));
-    let old = Profile::read_snapshot(&mut v6.as_slice()).expect("version 6 reads");
+    let v8 = downgrade_to_v8(&plain, s.profile.stats.cost.is_some());
+    let old = Profile::read_snapshot(&mut v8.as_slice()).expect("version 8 reads");
     let mut expected = s.profile.clone();
+    expected.stats.cost = None;
+    assert_eq!(old, expected);
+    let v6 = downgrade_to_v6(&downgrade_to_v7(&v8));
+    let old = Profile::read_snapshot(&mut v6.as_slice()).expect("version 6 reads");
     for t in &mut expected.threads {
         t.samples = Default::default();
         for n in &mut t.tree.nodes {
@@ -389,11 +414,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v9 = plain;
-    v9[8..12].copy_from_slice(&9u32.to_le_bytes());
+    let mut v10 = plain;
+    v10[8..12].copy_from_slice(&10u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v9.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(9))
+        Profile::read_snapshot(&mut v10.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(10))
     ));
 }
 

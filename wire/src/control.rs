@@ -148,7 +148,17 @@ pub struct SessionOptions {
     /// silent in the others, where the stack sampler (`stacks`, which must
     /// be set) takes the time; `None` keeps the probes on throughout.
     pub windows: Option<WindowOptions>,
+    /// Milliseconds of the silent tail at a requested detach (0: none):
+    /// before the classes go back, the probes inside roots go silent and
+    /// the roots' own probes time root calls (`SilentRootEntry`,
+    /// `SilentRootExit`) until [`COST_TAIL_CALLS`] of them closed or this
+    /// long, whichever first: the root's latency with the probes silent,
+    /// set against its latency while they recorded.
+    pub cost_tail_ms: u32,
 }
+
+/// Silent root calls that end the cost tail ([`SessionOptions::cost_tail_ms`]).
+pub const COST_TAIL_CALLS: u64 = 200;
 
 impl SessionOptions {
     /// A session that profiles no root and runs no sensor: the base the
@@ -176,6 +186,7 @@ impl SessionOptions {
             locks: false,
             alloc: false,
             windows: None,
+            cost_tail_ms: 0,
         }
     }
 }

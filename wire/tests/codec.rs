@@ -115,6 +115,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         silent_ms: wait_bound_ms.rotate_left(5),
                         counting_calls: wait_bound_ms % 11,
                     }),
+                    cost_tail_ms: wait_bound_ms.rotate_left(7),
                 }
             },
         )

@@ -211,7 +211,12 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
             s.silent.set(1);
             s.silent_word_open();
             windows::mark_open(s.java_id.get());
-            s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
+            // the cost tail's warm-up times nothing
+            let timed = windows::silent_timed();
+            s.silent_timed.set(timed);
+            if timed {
+                s.push(Event::new(EventKind::SilentRootEntry, id, s.now()));
+            }
             return false;
         }
         open_root_context(jni);
@@ -240,7 +245,10 @@ pub fn root_exit(id: u32, jni: Jni<'_>) -> i32 {
             if n == 1 {
                 s.silent_word_close();
                 windows::mark_close(s.java_id.get());
-                s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
+                if s.silent_timed.replace(false) {
+                    s.push(Event::new(EventKind::SilentRootExit, id, s.now()));
+                    windows::silent_closed();
+                }
             }
             return ROOT_NESTED;
         }

@@ -78,6 +78,9 @@ pub(super) struct ThreadState {
     /// half, odd while a silent root context is open, bumped at each open
     /// and close (so a walk that straddles either sees it change).
     pub(super) silent_word: AtomicU64,
+    /// The open silent root context recorded its entry (it did unless it
+    /// opened in the cost tail's warm-up): its exit records too.
+    pub(super) silent_timed: Cell<bool>,
 }
 
 impl ThreadState {
@@ -107,6 +110,7 @@ impl ThreadState {
             cpu_at_unmount: Cell::new(0),
             silent: Cell::new(0),
             silent_word: AtomicU64::new(0),
+            silent_timed: Cell::new(false),
         }
     }
 

@@ -47,6 +47,7 @@ impl ThreadState {
         self.wait_class.set(0);
         self.silent.set(0);
         self.silent_word.store(0, Ordering::Release);
+        self.silent_timed.set(false);
     }
 }
 

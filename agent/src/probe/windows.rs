@@ -27,6 +27,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 static WINDOWS: AtomicBool = AtomicBool::new(false);
 /// A silent window is on: root entries open silent root contexts.
 static SILENT: AtomicBool = AtomicBool::new(false);
+/// The cost tail runs: root entries open silent root contexts.
+static TAIL: AtomicBool = AtomicBool::new(false);
+/// The cost tail's warm-up: silent root contexts open without recording
+/// (the JIT recompiles the code that deoptimised when the probes' paths
+/// switched; calls timed meanwhile measured up to four times their
+/// recorded latency on `fixtures.Calls::root`).
+static TAIL_WARMING: AtomicBool = AtomicBool::new(false);
+/// Silent root calls closed since the cost tail's warm-up ended.
+static TAIL_CLOSED: AtomicU64 = AtomicU64::new(0);
 
 const SLOTS: usize = 1 << 12;
 const MASK: u64 = SLOTS as u64 - 1;
@@ -41,6 +50,7 @@ static SEQ: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 /// mark cleared.
 pub(super) fn begin_session(on: bool) {
     SILENT.store(false, Ordering::SeqCst);
+    end_tail();
     for (o, s) in OWNER.iter().zip(&SEQ) {
         o.store(0, Ordering::Relaxed);
         s.store(0, Ordering::Relaxed);
@@ -52,12 +62,57 @@ pub(super) fn begin_session(on: bool) {
 pub(super) fn end_session() {
     WINDOWS.store(false, Ordering::SeqCst);
     SILENT.store(false, Ordering::SeqCst);
+    end_tail();
 }
 
 /// Whether a root entry now opens a silent root context.
 #[inline]
 pub(super) fn silent_now() -> bool {
-    SILENT.load(Ordering::Relaxed) && WINDOWS.load(Ordering::Relaxed)
+    (SILENT.load(Ordering::Relaxed) && WINDOWS.load(Ordering::Relaxed))
+        || TAIL.load(Ordering::Relaxed)
+}
+
+/// The cost tail begins: from now on to the session's end every root
+/// entry opens a silent root context, and the silent root calls that
+/// close are counted.
+pub fn begin_tail() {
+    TAIL_CLOSED.store(0, Ordering::SeqCst);
+    TAIL_WARMING.store(true, Ordering::SeqCst);
+    TAIL.store(true, Ordering::SeqCst);
+}
+
+/// The cost tail's warm-up ends: silent root calls entered from now on
+/// are timed and counted.
+pub fn tail_warmed() {
+    TAIL_CLOSED.store(0, Ordering::SeqCst);
+    TAIL_WARMING.store(false, Ordering::SeqCst);
+}
+
+/// Whether a silent root context opened now records its entry and exit
+/// (not in the cost tail's warm-up).
+#[inline]
+pub(super) fn silent_timed() -> bool {
+    !TAIL_WARMING.load(Ordering::Relaxed)
+}
+
+/// The cost tail ends with the session; silent root calls still open
+/// close as they would.
+fn end_tail() {
+    TAIL.store(false, Ordering::SeqCst);
+    TAIL_WARMING.store(false, Ordering::SeqCst);
+}
+
+/// Silent root calls closed since the cost tail began.
+pub fn tail_closed() -> u64 {
+    TAIL_CLOSED.load(Ordering::Relaxed)
+}
+
+/// A silent root call closed: counted while the cost tail runs.
+#[inline]
+pub(super) fn silent_closed() {
+    if TAIL.load(Ordering::Relaxed) {
+        TAIL_CLOSED.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The sampler switches to a silent window (`true`) or a counting one.

@@ -6,7 +6,8 @@ use super::credit::PositionSample;
 use super::issues::StreamIssues;
 use super::thread::{K_ADJUST, PendingReset, ThreadState};
 use crate::profile::{
-    Calibration, MethodInfo, Profile, RECAL_UNIT, SampleCounts, ThreadProfile, Timing,
+    Calibration, CostFacts, Latency, MethodInfo, Profile, RECAL_UNIT, SampleCounts, ThreadProfile,
+    Timing, ticks_to_ns,
 };
 use sprig_wire::control::{ClockKind, Message};
 use sprig_wire::event::Event;
@@ -528,6 +529,7 @@ impl CctBuilder {
         p.methods = self.methods.clone();
         let mut threads: Vec<_> = self.threads.iter().map(|t| self.reset_view(t)).collect();
         threads.sort_by_key(|t| t.index);
+        p.stats.cost = cost_facts(&threads, self.ticks_per_sec);
         let mut warnings = Vec::new();
         for t in &threads {
             t.issues.describe(t.index, &mut warnings);
@@ -625,6 +627,37 @@ impl CctBuilder {
         }
         self.snapshot()
     }
+}
+
+/// The measured cost ([`CostFacts`]) of the root with the most complete
+/// recorded calls over every thread; `None` without one.
+fn cost_facts<T: std::ops::Deref<Target = ThreadState>>(
+    threads: &[T],
+    ticks_per_sec: u64,
+) -> Option<CostFacts> {
+    let mut recorded: BTreeMap<u32, Latency> = BTreeMap::new();
+    let mut silent: BTreeMap<u32, Latency> = BTreeMap::new();
+    for t in threads {
+        for (m, l) in &t.recorded {
+            recorded.entry(*m).or_default().merge(l);
+        }
+        for (m, l) in &t.silent {
+            silent.entry(*m).or_default().merge(l);
+        }
+    }
+    let (&method, rec) = recorded
+        .iter()
+        .filter(|(_, l)| l.count > 0)
+        .max_by_key(|(m, l)| (l.count, std::cmp::Reverse(**m)))?;
+    let ns = |l: &Latency| ticks_to_ns(l.quantile(0.5), ticks_per_sec);
+    let sil = silent.get(&method);
+    Some(CostFacts {
+        method,
+        recorded_calls: rec.count,
+        recorded_p50_ns: ns(rec),
+        silent_calls: sil.map_or(0, |l| l.count),
+        silent_p50_ns: sil.map_or(0, ns),
+    })
 }
 
 /// Index of the first event or record head at or after `from` (the

@@ -524,3 +524,51 @@ fn windows_timing_shares_the_silent_calls_time_by_their_samples() {
     assert_eq!((times[a].total_ns, times[bn].total_ns), (450, 150));
     assert_eq!(times[r].self_ns, 0);
 }
+
+/// The cost tail (sampled timing, not windows): silent root calls after
+/// the counted ones leave the tree and the root's latencies as they were
+/// and give the measured cost: the recorded median (entry to exit) against
+/// the silent median.
+#[test]
+fn the_cost_tail_measures_without_touching_the_tree() {
+    let silent = |entry: u64, exit: u64| {
+        [
+            ev(EventKind::SilentRootEntry, R, entry),
+            ev(EventKind::SilentRootExit, R, exit),
+        ]
+    };
+    // latencies below 128 ticks: the histogram holds them exactly
+    let counted = [
+        root(100),
+        enter(A),
+        exit(A),
+        root_exit(200),
+        root(300),
+        enter(A),
+        exit(A),
+        root_exit(400),
+    ];
+    let mut b = sampled();
+    b.process(1, &counted);
+    let without = b.snapshot();
+    let mut events = Vec::new();
+    for k in 0..6 {
+        events.extend(silent(1000 + k * 100, 1040 + k * 100));
+    }
+    b.process(1, &events);
+    let p = b.finish();
+    assert_eq!(p.threads, without.threads, "the tail changed the tree");
+    let c = p.stats.cost.expect("cost");
+    assert_eq!(
+        (c.method, c.recorded_calls, c.silent_calls),
+        (R, 2, 6),
+        "{c:?}"
+    );
+    assert_eq!((c.recorded_p50_ns, c.silent_p50_ns), (100, 40));
+    assert!(c.measured() && c.large(), "{c:?}");
+    assert_eq!(c.probe_share_percent(), Some(60.0));
+    // Without a silent call, nothing is measured.
+    let c = without.stats.cost.expect("cost");
+    assert_eq!(c.silent_calls, 0);
+    assert!(!c.measured() && c.ratio().is_none(), "{c:?}");
+}

@@ -32,6 +32,8 @@
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! alloc sites (v8): u32 n, n × (u32 id, u32 method, u32 bci, str descriptor, u8 dims)
+//! cost (v9):  u8 present [u32 method, u64 recorded_calls, recorded_p50_ns,
+//!              silent_calls, silent_p50_ns]
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
 //! ```
@@ -51,7 +53,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 8;
+pub const SNAPSHOT_VERSION: u32 = 9;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -271,6 +273,21 @@ impl Profile {
             w.str(&s.descriptor)?;
             w.u8(s.dims)?;
         }
+        match &self.stats.cost {
+            None => w.u8(0)?,
+            Some(c) => {
+                w.u8(1)?;
+                w.u32(c.method)?;
+                for v in [
+                    c.recorded_calls,
+                    c.recorded_p50_ns,
+                    c.silent_calls,
+                    c.silent_p50_ns,
+                ] {
+                    w.u64(v)?;
+                }
+            }
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -416,6 +433,19 @@ impl Profile {
                 };
                 p.alloc_sites.insert(id, site);
             }
+        }
+        if version >= 9 {
+            p.stats.cost = match r.u8()? {
+                0 => None,
+                1 => Some(crate::profile::CostFacts {
+                    method: r.u32()?,
+                    recorded_calls: r.u64()?,
+                    recorded_p50_ns: r.u64()?,
+                    silent_calls: r.u64()?,
+                    silent_p50_ns: r.u64()?,
+                }),
+                x => return Err(corrupt(format!("cost flag {x}"))),
+            };
         }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {

@@ -6,7 +6,7 @@ use super::arena::{Arena, NONE};
 use super::burst::{BURST_EMPTY, BurstState};
 use super::credit::{Credit, Pending, Place, Placed};
 use super::issues::StreamIssues;
-use crate::profile::{Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc};
+use crate::profile::{Latency, Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc};
 use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
 use sprig_wire::record::{AllocRecord, RECORD_ALLOC, RECORD_WAIT, Record, Wait, wait_row_id};
 
@@ -95,6 +95,25 @@ pub(super) struct ThreadState {
     silent_open: Option<(u32, u64)>,
     /// Silent root calls closed (resets do not clear it).
     pub(super) silent_root_calls: u64,
+    /// Per root method: the latencies of its complete root calls while the
+    /// probes recorded, entry to exit with nothing subtracted (the probes'
+    /// cost, the waits for the profiler and all), in ticks.
+    pub(super) recorded: Vec<(u32, Latency)>,
+    /// Per root method: the latencies of its silent root calls (windows
+    /// timing's silent windows, the cost tail at the session's end).
+    pub(super) silent: Vec<(u32, Latency)>,
+}
+
+/// The latencies of `method` in `per_root`, added when missing.
+fn latencies_of(per_root: &mut Vec<(u32, Latency)>, method: u32) -> &mut Latency {
+    let i = match per_root.iter().position(|(m, _)| *m == method) {
+        Some(i) => i,
+        None => {
+            per_root.push((method, Latency::default()));
+            per_root.len() - 1
+        }
+    };
+    &mut per_root[i].1
 }
 
 impl ThreadState {
@@ -121,6 +140,8 @@ impl ThreadState {
             windows: false,
             silent_open: None,
             silent_root_calls: 0,
+            recorded: Vec::new(),
+            silent: Vec::new(),
         }
     }
 
@@ -138,17 +159,23 @@ impl ThreadState {
     }
 
     /// A silent root call closed at `ts`: its latency goes to the root's
-    /// node (which counts no call for it).
+    /// silent latencies and, under windows timing, to the root's node
+    /// (which counts no call for it). The cost tail's calls (any other
+    /// timing) leave the tree as it is.
     fn close_silent(&mut self, method: u32, ts: u64) {
         match self.silent_open.take() {
             Some((m, PARTIAL)) if m == method => self.silent_root_calls += 1,
             Some((m, start)) if m == method => {
                 self.silent_root_calls += 1;
-                let node = self.arena.child(0, method);
-                self.arena.nodes[node as usize]
-                    .latency
-                    .get_or_insert_with(Default::default)
-                    .record(ts.saturating_sub(start));
+                let v = ts.saturating_sub(start);
+                latencies_of(&mut self.silent, method).record(v);
+                if self.windows {
+                    let node = self.arena.child(0, method);
+                    self.arena.nodes[node as usize]
+                        .latency
+                        .get_or_insert_with(Default::default)
+                        .record(v);
+                }
             }
             _ => self.issues.unmatched_exits += 1,
         }
@@ -172,6 +199,8 @@ impl ThreadState {
         }
         self.arena = arena;
         self.issues = StreamIssues::default();
+        self.recorded.clear();
+        self.silent.clear();
         // Samples read before the reset belong to the forgotten part.
         self.samples = SampleCounts::default();
         self.pending.forget_before(at);
@@ -259,7 +288,11 @@ impl ThreadState {
     /// calibration replaced the first (the faster of two stays).
     fn close_root(&mut self, f: Frame, ts: u64) {
         self.close(f, ts);
-        if f.partial || self.windows {
+        if f.partial {
+            return;
+        }
+        latencies_of(&mut self.recorded, f.method).record(ts.saturating_sub(f.start));
+        if self.windows {
             return;
         }
         let waits = self.adjust_sum.wrapping_sub(f.adjust);

@@ -62,7 +62,7 @@ pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
 pub use probe_cost::{EXACT_PAIR_NS, ProbeCost, SAMPLED_PAIR_NS};
 pub use run::{
-    Calibration, LatencySummary, RevealStats, SampleCounts, Stats, Target, WindowFacts,
+    Calibration, CostFacts, LatencySummary, RevealStats, SampleCounts, Stats, Target, WindowFacts,
     sample_bound_ns,
 };
 pub use times::{Times, ticks_to_ns};

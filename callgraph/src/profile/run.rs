@@ -144,6 +144,63 @@ pub struct Stats {
     pub reveal: Option<RevealStats>,
     /// Windows timing's schedule and what it counted (`None` otherwise).
     pub windows: Option<WindowFacts>,
+    /// What the probes cost the root, measured (`None` without a complete
+    /// root call).
+    pub cost: Option<CostFacts>,
+}
+
+/// What the session cost the program, measured on one root (the one with
+/// the most complete root calls): the median latency of its root calls
+/// while the probes recorded against the median with the probes inside
+/// the root silent (the cost tail the agent runs at the session's end, or
+/// windows timing's silent windows). Silent root calls still pass the
+/// dormant probes' loads and branches and the root's own probes, so the
+/// difference is a lower bound of what the probes cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CostFacts {
+    /// The root's method id.
+    pub method: u32,
+    /// Complete root calls while the probes recorded, and their median
+    /// latency from entry to exit (nothing subtracted).
+    pub recorded_calls: u64,
+    pub recorded_p50_ns: u64,
+    /// Root calls timed with the probes inside silent, and their median.
+    pub silent_calls: u64,
+    pub silent_p50_ns: u64,
+}
+
+impl CostFacts {
+    /// Fewer silent root calls than this measure nothing (a root called
+    /// rarely after the session): the report keeps the estimate.
+    pub const MIN_SILENT_CALLS: u64 = 5;
+    /// Recorded over silent latency from which the report suggests fewer
+    /// probes.
+    pub const LARGE_RATIO: f64 = 1.5;
+
+    /// Whether both medians stand on enough calls.
+    pub fn measured(&self) -> bool {
+        self.recorded_calls > 0 && self.silent_calls >= Self::MIN_SILENT_CALLS
+    }
+
+    /// Recorded p50 over silent p50 (`None` unless measured).
+    pub fn ratio(&self) -> Option<f64> {
+        (self.measured() && self.silent_p50_ns > 0)
+            .then(|| self.recorded_p50_ns as f64 / self.silent_p50_ns as f64)
+    }
+
+    /// The probes' share of the recorded p50, in percent: (recorded -
+    /// silent) / recorded, 0 when the silent calls were the slower.
+    pub fn probe_share_percent(&self) -> Option<f64> {
+        (self.measured() && self.recorded_p50_ns > 0).then(|| {
+            self.recorded_p50_ns.saturating_sub(self.silent_p50_ns) as f64 * 100.0
+                / self.recorded_p50_ns as f64
+        })
+    }
+
+    /// The probes slow the root by [`Self::LARGE_RATIO`] or more.
+    pub fn large(&self) -> bool {
+        self.ratio().is_some_and(|r| r >= Self::LARGE_RATIO)
+    }
 }
 
 /// Windows timing: the probes counted root calls in counting windows and

@@ -12,6 +12,8 @@
 //!                         "trivial_skipped"} | null},
 //!  "calibration":{"inner_ns","outer_ns"} | null,
 //!  "probe_cost":{"pair_ns","source","calls_per_root_call","per_root_call_ns","in_latencies"} | null,
+//!  "cost":{"measured","class","method","recorded_calls","recorded_p50_ns","silent_calls",
+//!          "silent_p50_ns","ratio","probe_share_percent","large"} | null,
 //!  "threads":[{"id","name","roots":[NODE]}]}
 //! NODE = {"class","method","descriptor","calls","total_ns","self_ns","children":[NODE]}
 //! ```
@@ -325,6 +327,35 @@ impl Render for Json {
             None => out.write_all(b"\"probe_cost\":null,")?,
         }
         indent(out, 1)?;
+        match &p.stats.cost {
+            Some(c) => {
+                let m = p.method(c.method);
+                let measured = c.measured();
+                let opt = |v: Option<f64>| v.map_or_else(|| "null".to_owned(), num_f64);
+                write!(out, "\"cost\":{{\"measured\":{measured},\"class\":")?;
+                write_str(out, &m.class)?;
+                out.write_all(b",\"method\":")?;
+                write_str(out, &m.name)?;
+                write!(
+                    out,
+                    ",\"recorded_calls\":{},\"recorded_p50_ns\":{},\"silent_calls\":{},\
+                     \"silent_p50_ns\":{},\"ratio\":{},\"probe_share_percent\":{},\"large\":{}}},",
+                    c.recorded_calls,
+                    c.recorded_p50_ns,
+                    c.silent_calls,
+                    if c.silent_calls > 0 {
+                        c.silent_p50_ns.to_string()
+                    } else {
+                        "null".to_owned()
+                    },
+                    opt(c.ratio()),
+                    opt(c.probe_share_percent()),
+                    c.large()
+                )?;
+            }
+            None => out.write_all(b"\"cost\":null,")?,
+        }
+        indent(out, 1)?;
         write!(out, "\"ticks_per_sec\":{},\"clock\":", p.ticks_per_sec)?;
         write_str(out, &p.clock)?;
         write!(out, ",\"timing\":\"{}\",", p.timing.name())?;
@@ -491,6 +522,26 @@ mod tests {
             text.contains(
                 "\"probe_cost\":{\"pair_ns\":30,\"source\":\"calibration\",\
                  \"calls_per_root_call\":1,\"per_root_call_ns\":30,\"in_latencies\":false}"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\"cost\":null,"), "{text}");
+        p.stats.cost = Some(crate::profile::CostFacts {
+            method: 1,
+            recorded_calls: 4,
+            recorded_p50_ns: 1000,
+            silent_calls: 200,
+            silent_p50_ns: 400,
+        });
+        let mut out = Vec::new();
+        Json.render(&p, &RenderOptions::default(), &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "\"cost\":{\"measured\":true,\"class\":\"a.B\",\"method\":\"root\",\
+                 \"recorded_calls\":4,\"recorded_p50_ns\":1000,\"silent_calls\":200,\
+                 \"silent_p50_ns\":400,\"ratio\":2.5,\"probe_share_percent\":60,\"large\":true},"
             ),
             "{text}"
         );

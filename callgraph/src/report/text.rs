@@ -42,7 +42,9 @@ use super::escape::escape;
 use super::names::{self, Names};
 use super::view::{back_node_name, back_traces, hot_spots, lock_view, tree_view};
 use super::{Render, RenderOptions, Unit, ms, percent};
-use crate::profile::{Metric, Profile, ThreadProfile, Times, Timing, own_allocs, sample_bound_ns};
+use crate::profile::{
+    CostFacts, Metric, Profile, ThreadProfile, Times, Timing, own_allocs, sample_bound_ns,
+};
 use std::io::{self, Write};
 
 /// Columns a name keeps however deep its line (a deep line is then wider
@@ -239,9 +241,88 @@ fn summary(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-/// The header's second line: what the probes cost a root call, and
-/// whether the root latencies hold that cost.
+/// The header's second line: what the probes cost the root, measured
+/// ([`cost_line`]) when the session timed enough root calls with the
+/// probes silent, else estimated ([`estimate_line`]) after a line saying
+/// why there is no measurement.
 fn probe_cost(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(line) = cost_line(p) {
+        return writeln!(out, "{line}");
+    }
+    if let Some(c) = &p.stats.cost {
+        let why = if c.silent_calls == 0 {
+            "no root call".to_owned()
+        } else {
+            format!(
+                "{} root call{}, fewer than {}",
+                c.silent_calls,
+                if c.silent_calls == 1 { "" } else { "s" },
+                CostFacts::MIN_SILENT_CALLS
+            )
+        };
+        let when = if p.stats.windows.is_some() {
+            "in silent windows"
+        } else {
+            "with the probes silent after the session"
+        };
+        writeln!(out, "cost: not measured ({why} {when}); estimated:")?;
+    }
+    estimate_line(p, out)
+}
+
+/// The measured cost, with the hint when it is large; `None` without a
+/// measurement.
+fn cost_line(p: &Profile) -> Option<String> {
+    let c = p.stats.cost.filter(CostFacts::measured)?;
+    let fig = |ns: u64| {
+        let u = Unit::fit(ns as f64);
+        format!("{} {}", u.format(ns as f64), u.name())
+    };
+    let roots: std::collections::BTreeSet<u32> = p
+        .threads
+        .iter()
+        .flat_map(|t| {
+            t.tree
+                .roots
+                .iter()
+                .filter_map(|&r| t.tree.nodes.get(r as usize))
+        })
+        .map(|n| n.method)
+        .collect();
+    let root = if roots.len() > 1 {
+        format!("root {}", escape(&Names::new(p, false).get(c.method)))
+    } else {
+        "root".to_owned()
+    };
+    let when = if p.stats.windows.is_some() {
+        "in silent windows"
+    } else {
+        "after the session"
+    };
+    let mut line = format!(
+        "cost: {root} p50 {} while recording, {} with probes silent ({} calls {when}): ",
+        fig(c.recorded_p50_ns),
+        fig(c.silent_p50_ns),
+        c.silent_calls,
+    );
+    match c.probe_share_percent() {
+        Some(share) if share > 0.0 => line.push_str(&format!(
+            "the probes took {share:.0}% of the root's recorded latency (x{:.2})",
+            c.ratio().unwrap_or(1.0)
+        )),
+        _ => line.push_str("no cost the medians can tell"),
+    }
+    if c.large() {
+        line.push_str(
+            "\n  fewer probes: --exclude, --skip-trivial, or --roots-only for latencies alone",
+        );
+    }
+    Some(line)
+}
+
+/// The estimate of what the probes cost a root call, and whether the root
+/// latencies hold that cost.
+fn estimate_line(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let Some(c) = p.probe_cost() else {
         return Ok(());
     };
@@ -808,7 +889,7 @@ fn thread_tree(
                 } else {
                     String::new()
                 }
-            );
+            ) + &inflated(p, node.method);
             // One line when the name fits beside the figures, else the
             // figures on a line of their own under it.
             const HEAD: &str = "  latency      ";
@@ -828,6 +909,23 @@ fn thread_tree(
         }
     }
     Ok(())
+}
+
+/// What a root latency line adds when the probes' measured cost is in
+/// its figures (sampled timing, outside windows timing): their share of
+/// the recorded median, as the `cost` line measured it.
+fn inflated(p: &Profile, method: u32) -> String {
+    match p.stats.cost {
+        Some(c)
+            if c.method == method && p.timing == Timing::Sampled && p.stats.windows.is_none() =>
+        {
+            match c.probe_share_percent() {
+                Some(share) => format!(", probes {share:.0}% of p50"),
+                None => String::new(),
+            }
+        }
+        _ => String::new(),
+    }
 }
 
 /// The figures of a sampled tree line: calls, total ± bound, self ±

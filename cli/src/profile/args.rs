@@ -333,6 +333,13 @@ pub enum TimingArg {
     Windows,
 }
 
+/// The silent tail at the end of a session, in ms (`SessionOptions::
+/// cost_tail_ms`; the agent's warm-up of 100 ms included): the root calls
+/// it times (at most `sprig_wire::control::COST_TAIL_CALLS`) give the
+/// root's latency with the probes silent, the measured side of the
+/// report's `cost` line.
+pub const COST_TAIL_MS: u32 = 300;
+
 /// Frames the stack sampler keeps under windows timing (its most): a
 /// sample whose root frame lies deeper is not credited.
 pub const WINDOWS_STACK_DEPTH: u32 = 2048;
@@ -537,6 +544,11 @@ impl SessionArgs {
             threads: None,
             locks: self.locks,
             alloc: self.alloc,
+            // windows timing's silent windows already time root calls
+            cost_tail_ms: match self.timing {
+                TimingArg::Windows => 0,
+                TimingArg::Exact | TimingArg::Sampled => COST_TAIL_MS,
+            },
         }
     }
 }
