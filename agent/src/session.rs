@@ -67,6 +67,7 @@ use crate::probe;
 use crate::probe_class;
 use crate::reveal;
 use crate::sources::cpu_timer::CpuTimer;
+use crate::sources::edges::Edges;
 use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
 use crate::sources::stacks::Stacks;
@@ -371,6 +372,9 @@ pub struct Session {
     /// the first, which the CLI takes when it is the faster (see
     /// `calibrate_again`).
     recalibrate: Option<(sprig_wire::ClockKind, u64)>,
+    /// The session samples stacks only and may take `EdgeProbes` once
+    /// (`sprig sample --edges`); false once it did.
+    edges_allowed: bool,
 }
 
 /// Why the control loop ended.
@@ -673,6 +677,7 @@ fn start_profiling(
         ch,
         ring,
         recalibrate: (so.calibrate && !calibrate_only).then_some((clock, ticks_per_sec)),
+        edges_allowed: sample_only,
     };
     if calibrate_only {
         session.detach(agent, jni, End::Requested);
@@ -788,6 +793,17 @@ impl Session {
                 Ok(Some(Message::BytecodeDigest { class })) => {
                     outbox::send(digest(agent, jni, class));
                 }
+                Ok(Some(Message::EdgeProbes {
+                    classes,
+                    interval_us,
+                    budget,
+                })) => {
+                    if let Err(e) = self.start_edges(agent, jni, classes, interval_us, budget) {
+                        outbox::send(Message::Warning(format!(
+                            "call-edge bursts not started: {e}"
+                        )));
+                    }
+                }
                 Ok(Some(_)) | Ok(None) => {}
                 Err(e) if e.is_closed() => break End::CliGone,
                 Err(e) => break End::Channel(e.to_string()),
@@ -798,6 +814,24 @@ impl Session {
             }
         };
         self.detach(agent, jni, end);
+    }
+
+    /// `EdgeProbes`: the call-edge bursts' source, once, in a session that
+    /// samples stacks only (no root context opens in it: the bursts open
+    /// every thread's slot of `Probe.INSIDE`).
+    fn start_edges(
+        &mut self,
+        agent: &'static Agent,
+        jni: Jni<'_>,
+        classes: Vec<String>,
+        interval_us: u32,
+        budget: u32,
+    ) -> Result<(), String> {
+        if !std::mem::replace(&mut self.edges_allowed, false) {
+            return Err("only once, in a session that samples stacks and has no root".into());
+        }
+        let source = Edges::new(classes, interval_us, budget)?;
+        start_source(agent, jni, Box::new(source))
     }
 
     /// A second calibration at a requested detach, while the probes still
