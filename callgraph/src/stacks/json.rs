@@ -147,7 +147,7 @@ pub fn write_json_with_edges(
             r.time_ns,
             r.sampled_pct,
             r.exact_pct,
-            r.edge_calls_per_sec.is_none(),
+            true,
             if r.edge_calls_per_sec.is_some() {
                 "edges"
             } else {

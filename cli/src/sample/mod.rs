@@ -261,8 +261,9 @@ impl Stacks<'_> {
         classes
     }
 
-    /// `--edges`: once `--edges-after` seconds were sampled, the classes
-    /// seen go to the agent; its answer goes on the status line.
+    /// `--edges`: once `--edges-after` seconds were sampled and some
+    /// class outside the JDK was seen, the classes seen go to the agent;
+    /// its answer goes on the status line.
     fn edges_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
         let Some(since) = turn.profiling_since else {
             return Ok(());
@@ -283,17 +284,16 @@ impl Stacks<'_> {
             _ => return Ok(()),
         };
         let n = classes.len();
-        if n > 0 {
-            turn.writer.send(&Message::EdgeProbes {
-                classes,
-                interval_us: self.args.edge_interval_us(),
-                budget: self.args.edge_budget,
-            })?;
-        } else {
-            turn.status.line(
-                "sprig: --edges: no class outside the JDK was sampled yet; no call-edge bursts",
-            );
+        if n == 0 {
+            // Asked again at the next turn: the first samples of a
+            // loaded host can come late.
+            return Ok(());
         }
+        turn.writer.send(&Message::EdgeProbes {
+            classes,
+            interval_us: self.args.edge_interval_us(),
+            budget: self.args.edge_budget,
+        })?;
         if let Some(e) = &mut self.edges {
             e.asked = Some(n);
         }

@@ -232,7 +232,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
             match r.edge_calls_per_sec {
                 Some(c) => writeln!(
                     out,
-                    "     predicted overhead about {} (sampled timing), {} (--timing exact), from {c:.0} calls/s estimated below it by the call-edge bursts",
+                    "     predicted overhead at least {} (sampled timing), {} (--timing exact), from {c:.0} calls/s estimated below it by the call-edge bursts",
                     small_pct(r.sampled_pct),
                     small_pct(r.exact_pct)
                 )?,
@@ -247,7 +247,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         if roots.iter().any(|r| r.edge_calls_per_sec.is_some()) {
             writeln!(
                 out,
-                "  The prediction (\"about\"): the calls per second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the time sampled under it. Roots the edges do not name keep the activations' lower bound (\"at least\")."
+                "  The prediction: the calls per second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the time sampled under it, and never below the activations' lower bound. The bursts' rate is measured low where the sampled threads wait for a core; roots the edges do not name keep the activations' bound."
             )?;
         } else if !roots.is_empty() {
             writeln!(
@@ -273,7 +273,7 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
     if e.bursts == 0 {
         writeln!(
             out,
-            "\nCall edges: none sampled (the session ended before the bursts began, after --edges-after {} s)",
+            "\nCall edges: none sampled (the session ended before the bursts began: they begin after --edges-after {} s, once a class outside the JDK was sampled)",
             s.args.edges_after
         )?;
         return Ok(());
