@@ -177,7 +177,7 @@ fn is_probe_frame(m: MethodId) -> bool {
 pub fn sample(jni: Jni<'_>) {
     if BUDGET
         .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |b| {
-            (b > 0).then(|| b - 1)
+            (b > 0).then_some(b.saturating_sub(1))
         })
         .is_err()
     {

@@ -8,7 +8,7 @@
 //! sampled since, named (`EdgeSamples`). At the end the thread is stopped,
 //! the probes silenced and every class put back.
 
-use super::stacks::{BOUND, Running, start_thread, stop_thread, wait_until};
+use super::stacks::{Running, start_thread, stop_thread, wait_until};
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
 use crate::error::step;
@@ -131,7 +131,6 @@ impl Source for Edges {
     /// Stops the bursts (the thread sends what it holds), silences the
     /// probes and puts every class back.
     fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, ending: &mut Ending) {
-        let _ = BOUND;
         stop_thread(self.thread.take());
         step("the call-edge bursts' end", (), || edges::end(jni));
         let vm_death = ending.vm_death;

@@ -83,7 +83,7 @@ impl EdgeProfile {
     /// Calls per second one sampled entry stands for; `None` before any
     /// burst's time was measured.
     pub fn calls_per_sample_per_s(&self) -> Option<f64> {
-        (self.effective_ns > 0).then(|| 1e9 / self.effective_ns as f64)
+        (self.effective_ns > 0).then_some(1e9 / self.effective_ns.max(1) as f64)
     }
 
     /// The edges, most sampled first (then by name).
