@@ -241,17 +241,18 @@ fn message() -> impl Strategy<Value = Message> {
 
 fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
     use sprig_wire::control::{EdgeCount, EdgeMethod, EdgeSamples};
-    let method = (text(), text(), text()).prop_map(|(class, name, descriptor)| EdgeMethod {
-        class,
-        name,
-        descriptor,
+    let method = || {
+        (text(), text(), text()).prop_map(|(class, name, descriptor)| EdgeMethod {
+            class,
+            name,
+            descriptor,
+        })
+    };
+    let edge = (method(), method(), any::<u32>()).prop_map(|(caller, callee, samples)| EdgeCount {
+        caller,
+        callee,
+        samples,
     });
-    let edge =
-        (method.clone(), method, any::<u32>()).prop_map(|(caller, callee, samples)| EdgeCount {
-            caller,
-            callee,
-            samples,
-        });
     (
         any::<u32>(),
         any::<u64>(),

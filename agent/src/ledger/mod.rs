@@ -283,6 +283,7 @@ mod tests {
             roots_reported: false,
             left_out_warned: HashSet::new(),
             counters: Counters::default(),
+            edge_classes: HashSet::new(),
         }
     }
 

@@ -136,7 +136,7 @@ impl EdgeProfile {
         let n: u64 = self
             .edges
             .iter()
-            .filter(|((a, b), _)| b == root || (reach.contains(a.as_str()) && b != root))
+            .filter(|((a, b), _)| b == root || reach.contains(a.as_str()))
             .map(|(_, &n)| n)
             .sum();
         Some(n as f64 * k)

@@ -141,13 +141,12 @@ pub fn write_json_with_edges(
         }
         write!(
             out,
-            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":{},\"basis\":\"{}\",\"calls_per_s_est\":{}}},\"command\":",
+            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":true,\"basis\":\"{}\",\"calls_per_s_est\":{}}},\"command\":",
             r.activations,
             r.activations_per_sec,
             r.time_ns,
             r.sampled_pct,
             r.exact_pct,
-            true,
             if r.edge_calls_per_sec.is_some() {
                 "edges"
             } else {
