@@ -18,7 +18,7 @@ use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
 use crate::frames;
 use crate::ledger::{self, ClassRecord, Counters, originals};
 use crate::methods::announce_method;
-use crate::probe_class::{self, ROOT_PROBES, probe_sets};
+use crate::probe_class::{self, PLAIN_PROBES, ROOT_PROBES, probe_sets};
 use crate::reveal;
 use crate::suggest;
 use sprig_reveal::{left_out_line, probe_entries_of, probes_call};
@@ -105,6 +105,9 @@ fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Optio
         if !p.instrumenting || p.denied.contains(name) {
             return None;
         }
+        if p.edge_classes.contains(name) {
+            return Some((Vec::new(), usize::MAX));
+        }
         let matching: Vec<(usize, MethodPattern)> = p
             .patterns
             .iter()
@@ -116,6 +119,10 @@ fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Optio
     })??;
     if !input.redefining {
         warn_left_out_at_load(name, input.bytes, &patterns);
+    }
+    if n_patterns == usize::MAX {
+        let (targets, owner) = edge_targets(name, input, &class)?;
+        return install(name, input, &targets, &owner, None, 0);
     }
     let (targets, owner, guards) = if reveal::enabled() {
         revealed_targets(name, input, &class, &patterns)
@@ -281,6 +288,83 @@ fn root_targets(
         owner.push(*pi);
     }
     Some((targets, owner))
+}
+
+/// A class of the call-edge bursts (`sprig sample --edges`): every method
+/// with code gets the plain probes, dormant (its id is never made active,
+/// so outside a burst a probe stops at its Java check), except those the
+/// probes call.
+fn edge_targets(
+    name: &str,
+    input: &ClassFile<'_>,
+    class: &str,
+) -> Option<(Vec<Target>, Vec<usize>)> {
+    let info = match sprig_rewriter::class_info(input.bytes) {
+        Ok(info) => info,
+        Err(e) => {
+            let mut guard = ledger::lock();
+            ledger::report_failure(guard.as_mut(), name, String::new(), e.to_string());
+            return None;
+        }
+    };
+    let mut targets = Vec::new();
+    for m in &info.methods {
+        if m.access & NO_CODE != 0 || probes_call(name, &m.name, &m.descriptor) {
+            continue;
+        }
+        let (id, _) = crate::methods::id_for(class, &m.name, &m.descriptor);
+        targets.push(Target {
+            name: m.name.clone(),
+            descriptor: m.descriptor.clone(),
+            id,
+            probes: PLAIN_PROBES,
+        });
+    }
+    let owner = vec![usize::MAX; targets.len()];
+    (!targets.is_empty()).then_some((targets, owner))
+}
+
+/// Gives the loaded classes named (binary names) dormant probes in every
+/// method for the call-edge bursts, in one RetransformClasses batch (one
+/// class at a time if it fails); classes that load later get them from
+/// the hook. Returns the classes and methods that hold them now.
+pub fn instrument_edges(jvmti: &Jvmti, jni: Jni<'_>, classes: &[String]) -> (u32, u32) {
+    let wanted: HashSet<String> = classes
+        .iter()
+        .map(|c| internal_name(c))
+        .filter(|c| !excluded(c))
+        .collect();
+    if ledger::with(|p| p.edge_classes.extend(wanted.iter().cloned())).is_none() {
+        return (0, 0);
+    }
+    jni.with_local_frame(64, |jni| {
+        let loaded = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut batch: Vec<(Local<'_>, String)> = Vec::new();
+        for &c in &loaded {
+            let Ok(sig) = jvmti.class_signature(c) else {
+                continue;
+            };
+            let Some(internal) = descriptor_class(&sig) else {
+                continue;
+            };
+            if wanted.contains(internal) && jvmti.is_modifiable(c).unwrap_or(false) {
+                batch.push((c, internal.to_string()));
+            }
+        }
+        ledger::retransform_batch(&batch, true, |cs| retransform_locals(jvmti, cs));
+    });
+    ledger::with(|p| {
+        let mut classes = 0u32;
+        let mut methods = 0u32;
+        for (name, rec) in &p.committed {
+            if p.edge_classes.contains(name) {
+                classes += 1;
+                methods = methods.saturating_add(rec.methods);
+            }
+        }
+        (classes, methods)
+    })
+    .unwrap_or((0, 0))
 }
 
 /// Rewrites the class with `targets` and records what was instrumented.

@@ -644,3 +644,30 @@ pub fn publish_active(jni: Jni<'_>, current: impl FnOnce() -> i32, written: impl
         written(v);
     }
 }
+
+/// The method ids of `sprig.rt.Probe`'s methods (the frames a probe's
+/// native call has above the instrumented method), for the call-edge
+/// bursts; empty when the class is not defined.
+pub fn probe_methods(jvmti: &crate::ffi::Jvmti) -> Vec<crate::ffi::MethodId> {
+    PROBE
+        .get()
+        .and_then(|p| jvmti.class_methods(p.class.as_local()).ok())
+        .unwrap_or_default()
+}
+
+/// Opens (`open`) or closes every thread's slot of `Probe.INSIDE` for the
+/// call-edge bursts of a session with no root: open, a plain probe whose
+/// `Probe.active` check passes calls into the agent on every thread.
+/// Only in a session that opens no root context (the slots count them).
+pub fn set_inside_all(jni: Jni<'_>, open: bool) {
+    if let Some(inside) = PROBE.get().and_then(|p| p.inside.as_ref()) {
+        let v = i32::from(open);
+        jni.set_int_array_region(inside.as_local(), 0, &[v; INSIDE_SLOTS]);
+    }
+}
+
+/// Writes `Probe.active` for the call-edge bursts of a session with no
+/// root context (1: the plain probes look at `Probe.INSIDE`).
+pub fn set_active_for_bursts(jni: Jni<'_>, on: bool) {
+    publish_active(jni, || i32::from(on), |_| {});
+}

@@ -67,6 +67,7 @@ use crate::probe;
 use crate::probe_class;
 use crate::reveal;
 use crate::sources::cpu_timer::CpuTimer;
+use crate::sources::edges::Edges;
 use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
 use crate::sources::stacks::Stacks;
@@ -382,6 +383,9 @@ pub struct Session {
     /// The cost tail at a requested detach, in ms (0: none; see
     /// `cost_tail`).
     cost_tail_ms: u32,
+    /// The session samples stacks only and may take `EdgeProbes` once
+    /// (`sprig sample --edges`); false once it did.
+    edges_allowed: bool,
 }
 
 /// Why the control loop ended.
@@ -689,6 +693,7 @@ fn start_profiling(
         } else {
             so.cost_tail_ms
         },
+        edges_allowed: sample_only,
     };
     if calibrate_only {
         session.detach(agent, jni, End::Requested);
@@ -807,6 +812,17 @@ impl Session {
                 Ok(Some(Message::BytecodeDigest { class })) => {
                     outbox::send(digest(agent, jni, class));
                 }
+                Ok(Some(Message::EdgeProbes {
+                    classes,
+                    interval_us,
+                    budget,
+                })) => {
+                    if let Err(e) = self.start_edges(agent, jni, classes, interval_us, budget) {
+                        outbox::send(Message::Warning(format!(
+                            "call-edge bursts not started: {e}"
+                        )));
+                    }
+                }
                 Ok(Some(_)) | Ok(None) => {}
                 Err(e) if e.is_closed() => break End::CliGone,
                 Err(e) => break End::Channel(e.to_string()),
@@ -817,6 +833,24 @@ impl Session {
             }
         };
         self.detach(agent, jni, end);
+    }
+
+    /// `EdgeProbes`: the call-edge bursts' source, once, in a session that
+    /// samples stacks only (no root context opens in it: the bursts open
+    /// every thread's slot of `Probe.INSIDE`).
+    fn start_edges(
+        &mut self,
+        agent: &'static Agent,
+        jni: Jni<'_>,
+        classes: Vec<String>,
+        interval_us: u32,
+        budget: u32,
+    ) -> Result<(), String> {
+        if !std::mem::replace(&mut self.edges_allowed, false) {
+            return Err("only once, in a session that samples stacks and has no root".into());
+        }
+        let source = Edges::new(classes, interval_us, budget)?;
+        start_source(agent, jni, Box::new(source))
     }
 
     /// A second calibration at a requested detach, while the probes still

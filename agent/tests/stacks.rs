@@ -467,3 +467,146 @@ fn bad_options_are_refused_and_the_sampler_runs_beside_the_probes() {
         let _ = jvm.wait_exit(Duration::from_secs(20));
     }
 }
+
+/// Call-edge bursts (`EdgeProbes`, `sprig sample --edges`) in a
+/// sample-only session on `fixtures.Edges` (whose `a` calls `b` three
+/// times and `c` once): the class gets dormant probes (its bytes change),
+/// the bursts sample `a -> b` and `a -> c` 3:1 (within 5 points, see
+/// `tests/tests/sample_edges_e2e.rs` for the bound), each burst at most
+/// its budget; after Detach the class holds its original bytes again, no
+/// `sprig-edges` thread is left, and the JVM runs on. A second
+/// `EdgeProbes` in the session is refused with a warning.
+#[test]
+fn edge_bursts_sample_known_call_shares_and_put_the_class_back() {
+    for jdk in sprig_tests::test_jdks("edge_bursts_sample_known_call_shares_and_put_the_class_back")
+    {
+        let classes = sprig_tests::fixture_classes(&jdk);
+        let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixtures.Edges");
+        wait_ready(&mut jvm);
+
+        let mut cli = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &cli.options());
+        cli.accept(jvm.pid());
+        let original = cli.digest("fixtures.Edges");
+        assert!(
+            original.0 > 0,
+            "JDK {}: fixtures.Edges not loaded",
+            jdk.major
+        );
+        cli.start_sampling(StackOptions {
+            interval_us: 20_000,
+            max_depth: 64,
+            source: sprig_wire::control::StackSource::Jvmti,
+        });
+        let budget = 32u32;
+        cli.send(&Message::EdgeProbes {
+            classes: vec!["fixtures.Edges".into()],
+            interval_us: 10_000,
+            budget,
+        });
+        let probed = cli.wait_msg("EdgeProbed", Duration::from_secs(20), |m| {
+            matches!(m, Message::EdgeProbed { .. })
+        });
+        let Message::EdgeProbed {
+            classes: n,
+            methods,
+        } = probed
+        else {
+            unreachable!()
+        };
+        assert!(
+            n == 1 && methods >= 5,
+            "JDK {}: {n} classes, {methods} methods probed",
+            jdk.major
+        );
+        assert_ne!(
+            cli.digest("fixtures.Edges"),
+            original,
+            "JDK {}: fixtures.Edges holds no probes",
+            jdk.major
+        );
+        cli.send(&Message::EdgeProbes {
+            classes: vec!["fixtures.Edges".into()],
+            interval_us: 10_000,
+            budget,
+        });
+        cli.wait_msg(
+            "the refusal",
+            Duration::from_secs(10),
+            |m| matches!(m, Message::Warning(w) if w.contains("call-edge bursts not started")),
+        );
+        let mut edges: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let (mut bursts, mut samples) = (0u64, 0u64);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while edges.get(&("a".into(), "b".into())).copied().unwrap_or(0)
+            + edges.get(&("a".into(), "c".into())).copied().unwrap_or(0)
+            < 400
+        {
+            assert!(
+                Instant::now() < deadline,
+                "JDK {}: too few edges in 30 s: {edges:?}",
+                jdk.major
+            );
+            let m = cli.wait_msg("EdgeSamples", Duration::from_secs(10), |m| {
+                matches!(m, Message::EdgeSamples(_))
+            });
+            let Message::EdgeSamples(s) = m else {
+                unreachable!()
+            };
+            assert!(
+                s.samples <= u64::from(s.bursts + 1) * u64::from(budget),
+                "JDK {}: {} samples in {} bursts of {budget}",
+                jdk.major,
+                s.samples,
+                s.bursts
+            );
+            bursts += u64::from(s.bursts);
+            samples += s.samples;
+            for e in &s.edges {
+                if e.caller.class == "fixtures.Edges" && e.callee.class == "fixtures.Edges" {
+                    *edges
+                        .entry((e.caller.name.clone(), e.callee.name.clone()))
+                        .or_default() += u64::from(e.samples);
+                }
+            }
+        }
+        let ab = edges[&("a".to_string(), "b".to_string())];
+        let ac = edges[&("a".to_string(), "c".to_string())];
+        let share = ab as f64 / (ab + ac) as f64;
+        println!(
+            "JDK {}: {bursts} bursts, {samples} samples, a->b {ab}, a->c {ac} ({share:.3}); {edges:?}",
+            jdk.major
+        );
+        assert!(
+            (share - 0.75).abs() <= 0.05,
+            "JDK {}: a -> b {ab}, a -> c {ac}: {share:.3}, not 0.75 within 5 points",
+            jdk.major
+        );
+        assert!(
+            live_threads(&mut jvm).contains("sprig-edges"),
+            "JDK {}: no sprig-edges thread while bursting",
+            jdk.major
+        );
+
+        cli.detach();
+        let after = live_threads(&mut jvm);
+        assert!(
+            !after.contains("sprig-edges"),
+            "JDK {}: the bursts' thread outlived the session: {after}",
+            jdk.major
+        );
+        let mut next = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &next.options());
+        next.accept(jvm.pid());
+        assert_eq!(
+            next.digest("fixtures.Edges"),
+            original,
+            "JDK {}: fixtures.Edges not put back",
+            jdk.major
+        );
+        drop(next);
+        jvm.send("ping");
+        jvm.wait_for("pong", Duration::from_secs(10), |l| l.starts_with("pong "));
+        assert_no_verify_error(&jvm);
+    }
+}

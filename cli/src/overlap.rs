@@ -3,6 +3,10 @@
 //! from any sprig output: a `.sprig` snapshot, the JSON report of `sprig
 //! profile` or of `sprig sample`, or a JFR recording (`.jfr`, its
 //! `jdk.ExecutionSample` events read with the JDK's own `jfr` tool).
+//! Where both hold call edges, the overlap of their edges follows (the
+//! sum over (caller, callee) pairs of the smaller share): `sprig sample
+//! --edges`' bursts, a `sprig sample` tree's activations (the timer-only
+//! baseline), `sprig profile`'s exact parent-child calls.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,13 +15,160 @@ use std::process::Command;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use sprig_callgraph::report::escape::escape;
-use sprig_callgraph::stacks::{MethodShare, overlap};
+use sprig_callgraph::stacks::{MethodShare, edge_overlap, exact_edges, overlap};
+use std::collections::BTreeMap;
 
 /// Methods that differ most, listed under the figure.
 const SHOWN: usize = 10;
 
-/// Prints the overlap of `a` and `b` and the methods that differ most.
+/// Call edges (caller, callee) -> weight.
+pub type Edges = BTreeMap<(String, String), u64>;
+
+/// The call edges an output holds, and what they are.
+pub struct EdgeSet {
+    pub edges: Edges,
+    /// `bursts` (`sprig sample --edges`), `activations` (Whaley's, a
+    /// `sprig sample` tree: the timer-only baseline) or `calls` (exact:
+    /// `sprig profile`).
+    pub kind: &'static str,
+}
+
+/// The call edges of the output at `path`: a `sprig sample` report's
+/// bursts (with `--edges`) and its tree's activations, or a `sprig
+/// profile` report's or snapshot's exact calls. Empty for a JFR recording.
+pub fn read_edges(path: &Path) -> Result<Vec<EdgeSet>> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "sprig" => Ok(vec![EdgeSet {
+            edges: exact_edges(&crate::output::read_snapshot(path)?),
+            kind: "calls",
+        }]),
+        "jfr" => Ok(Vec::new()),
+        _ => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            json_edges(&text).with_context(|| format!("{}", path.display()))
+        }
+    }
+}
+
+/// The edge sets of a sprig JSON report (see [`read_edges`]).
+pub fn json_edges(text: &str) -> Result<Vec<EdgeSet>> {
+    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    let name = |n: &Value| -> Option<String> {
+        Some(format!(
+            "{}::{}",
+            n.get("class")?.as_str()?,
+            n.get("method")?.as_str()?
+        ))
+    };
+    // Parent-child weights of a tree of nodes.
+    let tree = |roots: Vec<&Value>, weight: &str| -> Edges {
+        let mut edges = Edges::new();
+        let mut stack = roots;
+        while let Some(n) = stack.pop() {
+            let children: Vec<&Value> = n
+                .get("children")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            if let Some(parent) = name(n) {
+                for c in &children {
+                    if let (Some(child), Some(w)) = (name(c), c.get(weight).and_then(Value::as_u64))
+                        && w > 0
+                    {
+                        *edges.entry((parent.clone(), child)).or_default() += w;
+                    }
+                }
+            }
+            stack.extend(children);
+        }
+        edges
+    };
+    let mut out = Vec::new();
+    if v.get("suggested_roots").is_some() {
+        if let Some(rows) = v.pointer("/edges/edges").and_then(Value::as_array) {
+            let mut edges = Edges::new();
+            for r in rows {
+                if let (Some(a), Some(b), Some(n)) = (
+                    r.get("caller").and_then(Value::as_str),
+                    r.get("callee").and_then(Value::as_str),
+                    r.get("samples").and_then(Value::as_u64),
+                ) {
+                    *edges.entry((a.to_owned(), b.to_owned())).or_default() += n;
+                }
+            }
+            out.push(EdgeSet {
+                edges,
+                kind: "bursts",
+            });
+        }
+        let roots: Vec<&Value> = v
+            .get("tree")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .collect();
+        out.push(EdgeSet {
+            edges: tree(roots, "activations"),
+            kind: "activations",
+        });
+        return Ok(out);
+    }
+    let roots: Vec<&Value> = v
+        .get("threads")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("not a JSON report of sprig profile or sprig sample"))?
+        .iter()
+        .filter_map(|t| t.get("roots").and_then(Value::as_array))
+        .flatten()
+        .collect();
+    out.push(EdgeSet {
+        edges: tree(roots, "calls"),
+        kind: "calls",
+    });
+    Ok(out)
+}
+
+/// What an edge set is, for the report line.
+fn kind_words(kind: &str) -> &'static str {
+    match kind {
+        "bursts" => "call-edge bursts",
+        "activations" => "timer-only: Whaley's activations",
+        _ => "exact calls",
+    }
+}
+
+/// Prints the edge overlaps of `a` and `b`: every edge set of one against
+/// every edge set of the other, where both hold edges.
+fn run_edges(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
+    let (ea, eb) = (read_edges(a)?, read_edges(b)?);
+    for x in ea.iter().filter(|e| !e.edges.is_empty()) {
+        for y in eb.iter().filter(|e| !e.edges.is_empty()) {
+            writeln!(
+                out,
+                "edge overlap: {:.1}% (A's {}, {} edges; B's {}, {} edges)",
+                100.0 * edge_overlap(&x.edges, &y.edges),
+                kind_words(x.kind),
+                x.edges.len(),
+                kind_words(y.kind),
+                y.edges.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Prints the overlap of `a` and `b` and the methods that differ most,
+/// then the overlap of their call edges where both hold some.
 pub fn run(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
+    run_methods(a, b, out)?;
+    run_edges(a, b, out)
+}
+
+/// Prints the overlap of `a` and `b` and the methods that differ most.
+fn run_methods(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
     let (sa, sb) = (read(a)?, read(b)?);
     let o = overlap(&sa, &sb);
     writeln!(
@@ -187,6 +338,31 @@ mod tests {
         assert_eq!(j, [("a.A::x".into(), 1.0), ("a.A::y".into(), 1.0)]);
         assert!((overlap(&s, &p).percent - 100.0).abs() < 1e-9);
         assert!((overlap(&s, &j).percent - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn edges_of_bursts_activations_and_exact_calls_overlap() {
+        let sample = r#"{"version":1,"methods":[],"suggested_roots":[],
+            "tree":[{"class":"a.A","method":"r","activations":1,"children":[
+              {"class":"a.A","method":"b","activations":5,"children":[]},
+              {"class":"a.A","method":"c","activations":5,"children":[]}]}],
+            "edges":{"edges":[
+              {"caller":"a.A::r","callee":"a.A::b","samples":30,"calls_per_s_est":3.0},
+              {"caller":"a.A::r","callee":"a.A::c","samples":10,"calls_per_s_est":1.0}]}}"#;
+        let profile = r#"{"version":1,"threads":[{"id":1,"name":"t","roots":[
+            {"class":"a.A","method":"r","calls":1,"children":[
+              {"class":"a.A","method":"b","calls":300,"children":[]},
+              {"class":"a.A","method":"c","calls":100,"children":[]}]}]}]}"#;
+        let s = json_edges(sample).unwrap();
+        let p = json_edges(profile).unwrap();
+        assert_eq!(
+            s.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            ["bursts", "activations"]
+        );
+        assert_eq!(p[0].kind, "calls");
+        // Bursts 3:1 as the exact calls; activations 1:1.
+        assert!((edge_overlap(&s[0].edges, &p[0].edges) - 1.0).abs() < 1e-9);
+        assert!((edge_overlap(&s[1].edges, &p[0].edges) - 0.75).abs() < 1e-9);
     }
 
     #[test]

@@ -496,6 +496,59 @@ pub enum Message {
     /// every root, or not a Java thread), dropped by the signal handler
     /// without a walk. Sent with a drain that counted more.
     TimerOutside { signals: u64 },
+    // ---- call-edge bursts (`sprig sample --edges`) ----
+    /// CLI -> agent, in a session that samples stacks and redefines
+    /// nothing: give these classes (binary names with dots) dormant probes
+    /// and sample call edges in bursts: every `interval_us` the agent
+    /// allows the next `budget` probed method entries (any thread) to each
+    /// record the edge from its caller. Sent once; the classes are put
+    /// back when the session ends.
+    EdgeProbes {
+        classes: Vec<String>,
+        interval_us: u32,
+        budget: u32,
+    },
+    /// agent -> CLI: what `EdgeProbes` did: classes and methods that hold
+    /// dormant probes now.
+    EdgeProbed { classes: u32, methods: u32 },
+    /// agent -> CLI: the edges the bursts ended since the last message
+    /// sampled, and the bursts themselves.
+    EdgeSamples(EdgeSamples),
+}
+
+/// The call-edge bursts drained at once (`Message::EdgeSamples`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct EdgeSamples {
+    /// Bursts ended.
+    pub bursts: u32,
+    /// Method entries sampled in them (each one edge below, or dropped).
+    pub samples: u64,
+    /// The time the bursts' samples stand for, in ns: from each burst's
+    /// start to its last sample (or to its end when its budget was not
+    /// used up), less the time the sampling itself took the threads that
+    /// sampled (its cost over the number of threads in the burst).
+    pub effective_ns: u64,
+    /// The time the sampling took the sampled threads, in ns.
+    pub cost_ns: u64,
+    /// Sampled entries whose caller could not be named.
+    pub dropped: u64,
+    pub edges: Vec<EdgeCount>,
+}
+
+/// One call edge and how many sampled entries went along it.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct EdgeCount {
+    pub caller: EdgeMethod,
+    pub callee: EdgeMethod,
+    pub samples: u32,
+}
+
+/// A method named by an edge: class binary name with dots.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Encode, Decode)]
+pub struct EdgeMethod {
+    pub class: String,
+    pub name: String,
+    pub descriptor: String,
 }
 
 /// Every live Java thread at one moment (`sprig threads`): states and

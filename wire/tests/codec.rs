@@ -224,7 +224,54 @@ fn message() -> impl Strategy<Value = Message> {
                 descriptor,
                 dims
             }),
+        (
+            prop::collection::vec(text(), 0..4),
+            any::<u32>(),
+            any::<u32>()
+        )
+            .prop_map(|(classes, interval_us, budget)| Message::EdgeProbes {
+                classes,
+                interval_us,
+                budget
+            }),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(classes, methods)| Message::EdgeProbed { classes, methods }),
+        edge_samples().prop_map(Message::EdgeSamples),
     ]
+}
+
+fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
+    use sprig_wire::control::{EdgeCount, EdgeMethod, EdgeSamples};
+    let method = || {
+        (text(), text(), text()).prop_map(|(class, name, descriptor)| EdgeMethod {
+            class,
+            name,
+            descriptor,
+        })
+    };
+    let edge = (method(), method(), any::<u32>()).prop_map(|(caller, callee, samples)| EdgeCount {
+        caller,
+        callee,
+        samples,
+    });
+    (
+        any::<u32>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        prop::collection::vec(edge, 0..4),
+    )
+        .prop_map(
+            |(bursts, samples, effective_ns, cost_ns, dropped, edges)| EdgeSamples {
+                bursts,
+                samples,
+                effective_ns,
+                cost_ns,
+                dropped,
+                edges,
+            },
+        )
 }
 
 fn thread_dump() -> impl Strategy<Value = ThreadDump> {

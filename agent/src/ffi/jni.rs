@@ -748,6 +748,14 @@ impl MethodId {
     pub fn addr(&self) -> usize {
         self.0 as usize
     }
+
+    /// The id whose [`MethodId::addr`] is `addr` (kept as a number where a
+    /// raw pointer cannot go, such as a static shared by threads). The
+    /// VM's method ids are never freed: one of an unloaded class makes
+    /// JVMTI answer an error, not read freed memory.
+    pub fn from_addr(addr: usize) -> MethodId {
+        MethodId(addr as jmethodID)
+    }
 }
 
 /// The Java VM (invocation interface).

@@ -790,6 +790,41 @@ impl Jvmti {
         Ok(out)
     }
 
+    /// The calling thread's innermost frames, at most `N` (JVMTI
+    /// GetStackTrace on the current thread: a walk of its own stack, no
+    /// safepoint), innermost first, and how many there were.
+    pub fn own_frames<const N: usize>(
+        &self,
+        _jni: &Jni<'_>,
+    ) -> Result<([Option<MethodId>; N], usize), JvmtiError> {
+        let mut buf = [sys::jvmtiFrameInfo {
+            method: std::ptr::null_mut(),
+            location: 0,
+        }; N];
+        let mut count: jint = 0;
+        let max = jint::try_from(N).unwrap_or(jint::MAX);
+        // SAFETY: a null thread is the current thread, which is attached
+        // (it holds `_jni`); `buf` holds `max` frames and `count` is a
+        // valid out pointer.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetStackTrace,
+                std::ptr::null_mut(),
+                0,
+                max,
+                buf.as_mut_ptr(),
+                &mut count
+            )?
+        };
+        let n = (count.max(0) as usize).min(N);
+        let mut out = [None; N];
+        for (o, f) in out.iter_mut().zip(&buf[..n]) {
+            *o = (!f.method.is_null()).then_some(MethodId(f.method));
+        }
+        Ok((out, n))
+    }
+
     /// One JVMTI GetAllStackTraces of up to `max_frames` frames a thread:
     /// `each` sees every live thread (a local reference of the calling
     /// thread, which must be attached), its state bits and its frames,

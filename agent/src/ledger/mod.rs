@@ -51,6 +51,9 @@ pub struct Ledger {
     /// to the user already (`instrument`): one line per pattern.
     pub left_out_warned: HashSet<usize>,
     pub counters: Counters,
+    /// Classes (internal names) whose every method gets a dormant probe
+    /// for the call-edge bursts (`sprig sample --edges`).
+    pub edge_classes: HashSet<String>,
 }
 
 impl Ledger {
@@ -102,6 +105,7 @@ pub fn begin_session(patterns: Vec<MethodPattern>) {
         roots_reported: false,
         left_out_warned: HashSet::new(),
         counters: Counters::default(),
+        edge_classes: HashSet::new(),
     });
 }
 
@@ -279,6 +283,7 @@ mod tests {
             roots_reported: false,
             left_out_warned: HashSet::new(),
             counters: Counters::default(),
+            edge_classes: HashSet::new(),
         }
     }
 

@@ -34,6 +34,10 @@ fn fast_nothing() -> i32 {
 /// segment (claiming one may wait) go to the JNI path.
 #[inline]
 pub fn fast_enter(id: u32) -> i32 {
+    if super::edges::burst_open() {
+        // a call-edge burst reads the stack: JNI
+        return FAST_SLOW;
+    }
     with_state(|s| {
         let d = s.depth();
         if d == 0 {

@@ -45,11 +45,13 @@
 //! `Probe.active`), `burst` (calibration bursts), `revelation` (first
 //! calls, waits, `reflect`, `site`, charged-out work), `wait` (the waits
 //! and garbage collection pauses of `--locks`, written as records), `fast`
-//! (the FFM functions), `natives` (the JNI natives and `Natives`),
+//! (the FFM functions), `edges` (the call-edge bursts of `sprig sample
+//! --edges`), `natives` (the JNI natives and `Natives`),
 //! `session` (begin and end).
 
 mod active;
 mod burst;
+pub mod edges;
 mod fast;
 mod natives;
 mod record;

@@ -4,6 +4,7 @@
 
 use super::active::{close_root_context, open_root_context, publish};
 use super::burst::{BURST_EVERY, burst_due_inside, mid_root_burst};
+use super::edges;
 use super::fast::{FAST_SLOW, fast_enter, fast_exit, fast_root_enter, fast_root_exit};
 use super::revelation::{SITE_AGAIN, check_first_call, enter_dormant, reflect, site};
 use super::ring::{GENERATION, PROFILING};
@@ -122,6 +123,10 @@ pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
 /// `Probe.nEnter`: entry of an instrumented method.
 #[inline]
 pub fn enter(id: u32, jni: Jni<'_>) {
+    if edges::burst_open() {
+        edges::sample(jni);
+        return;
+    }
     let _ = with_state(|s| {
         if s.depth() == 0 {
             return;

@@ -23,6 +23,7 @@
 //! it when `Start` asks for it.
 
 pub mod cpu_timer;
+pub mod edges;
 pub mod locks;
 pub mod probes;
 pub mod stacks;

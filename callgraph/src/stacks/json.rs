@@ -9,8 +9,11 @@
 //!  "tree":[NODE],
 //!  "suggested_roots":[{"class","method","root","share","window_shares":[F],
 //!                      "activations","activations_per_s","time_ns",
-//!                      "predicted_overhead":{"sampled_pct","exact_pct","lower_bound":true},
-//!                      "command"}]}
+//!                      "predicted_overhead":{"sampled_pct","exact_pct","lower_bound",
+//!                                            "basis":"activations"|"edges","calls_per_s_est"},
+//!                      "command"}],
+//!  "edges":{"bursts","samples","named","dropped","effective_ms","cost_ns","classes","methods",
+//!           "edges":[{"caller","callee","samples","calls_per_s_est"}]} (with --edges)}
 //! NODE = {"class","method","self","total","activations","children":[NODE]}
 //! ```
 //!
@@ -24,6 +27,7 @@ use std::io::{self, Write};
 
 use super::build::StackProfile;
 use super::convert::{ConvertOptions, merged_with};
+use super::edges::EdgeProfile;
 use super::suggest::SuggestedRoot;
 use crate::profile::{Metric, Profile, Tree};
 use crate::report::json::write_str;
@@ -35,6 +39,19 @@ pub fn write_json(
     opts: ConvertOptions,
     threads: bool,
     suggestions: &[SuggestedRoot],
+    pid: u32,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    write_json_with_edges(p, opts, threads, suggestions, None, pid, out)
+}
+
+/// [`write_json`] with the call edges of `--edges`.
+pub fn write_json_with_edges(
+    p: &StackProfile,
+    opts: ConvertOptions,
+    threads: bool,
+    suggestions: &[SuggestedRoot],
+    edges: Option<&EdgeProfile>,
     pid: u32,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -124,13 +141,54 @@ pub fn write_json(
         }
         write!(
             out,
-            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":true}},\"command\":",
-            r.activations, r.activations_per_sec, r.time_ns, r.sampled_pct, r.exact_pct
+            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":true,\"basis\":\"{}\",\"calls_per_s_est\":{}}},\"command\":",
+            r.activations,
+            r.activations_per_sec,
+            r.time_ns,
+            r.sampled_pct,
+            r.exact_pct,
+            if r.edge_calls_per_sec.is_some() {
+                "edges"
+            } else {
+                "activations"
+            },
+            r.edge_calls_per_sec
+                .map_or("null".to_owned(), |c| format!("{c:.1}"))
         )?;
         write_str(out, &profile_command(pid, &r.pattern))?;
         out.write_all(b"}")?;
     }
-    out.write_all(b"]}\n")
+    out.write_all(b"]")?;
+    if let Some(e) = edges {
+        write!(
+            out,
+            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"edges\":[",
+            e.bursts,
+            e.samples,
+            e.named(),
+            e.dropped,
+            e.effective_ns as f64 / 1e6,
+            e.cost_ns,
+            e.classes,
+            e.methods
+        )?;
+        for (i, row) in e.rows().iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(b"\n {\"caller\":")?;
+            write_str(out, &row.caller)?;
+            out.write_all(b",\"callee\":")?;
+            write_str(out, &row.callee)?;
+            write!(
+                out,
+                ",\"samples\":{},\"calls_per_s_est\":{:.1}}}",
+                row.samples, row.calls_per_s_est
+            )?;
+        }
+        out.write_all(b"]}")?;
+    }
+    out.write_all(b"}\n")
 }
 
 /// The `sprig profile` command for a suggested root, ready to paste into

@@ -13,6 +13,9 @@
 //! - `suggest`: candidate roots for `sprig profile` and the overhead
 //!   predicted for each;
 //! - `overlap`: the overlap of two method-share vectors;
+//! - `edges`: the call edges of `--edges`' bursts, their calls per
+//!   second, the exact edges of a `sprig profile` tree and the edge
+//!   overlap;
 //! - `json`: the JSON report of `sprig sample`.
 //!
 //! # The views
@@ -40,6 +43,7 @@
 
 mod build;
 mod convert;
+mod edges;
 mod json;
 mod overlap;
 mod pcct;
@@ -47,11 +51,13 @@ mod suggest;
 
 pub use build::{MethodCounts, StackProfile, ThreadStacks};
 pub use convert::ConvertOptions;
-pub use json::{profile_command, write_json};
+pub use edges::{EdgeProfile, EdgeRow, edge_name, edge_overlap, exact_edges};
+pub use json::{profile_command, write_json, write_json_with_edges};
 pub use overlap::{MethodShare, Overlap, overlap};
 pub use pcct::{PNode, Pcct};
 pub use suggest::{
     EXACT_PAIR_NS, SAMPLED_PAIR_NS, SuggestOptions, SuggestedRoot, is_jdk_class, suggest_roots,
+    with_edges,
 };
 
 /// Which samples count, and what a sample weighs (module docs).

@@ -93,6 +93,10 @@ pub struct SuggestedRoot {
     /// bounds (module docs).
     pub sampled_pct: f64,
     pub exact_pct: f64,
+    /// With `--edges`: the calls per second at and below it estimated from
+    /// the call-edge bursts; the predicted overhead then rests on them
+    /// ([`with_edges`]) instead of the activations.
+    pub edge_calls_per_sec: Option<f64>,
 }
 
 /// The suggested roots of `p`, best first (largest share, then name).
@@ -195,9 +199,44 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
                 time_ns,
                 sampled_pct: pct(SAMPLED_PAIR_NS),
                 exact_pct: pct(EXACT_PAIR_NS),
+                edge_calls_per_sec: None,
             }
         })
         .collect()
+}
+
+/// With call-edge bursts (`--edges`): the predicted overhead of each root
+/// the edges name rests on their estimated calls per second at and below
+/// it instead of the activations' lower bound,
+///
+/// ```text
+/// overhead = calls_per_s * span_s * pair_ns / (time sampled under the root)
+/// ```
+///
+/// over the run's span `span_ns`, and never below the activations' lower
+/// bound. Still a lower bound as measured: on a loaded host the bursts'
+/// rate came out far below the calls the program counted
+/// (docs/stack-sampling.md, "Call-edge bursts"). A root no edge names
+/// keeps the activations' bound.
+pub fn with_edges(roots: &mut [SuggestedRoot], edges: &super::EdgeProfile, span_ns: u64) {
+    for r in roots {
+        let Some(rate) = edges.calls_per_s_under(&r.pattern) else {
+            continue;
+        };
+        r.edge_calls_per_sec = Some(rate);
+        let calls = rate * span_ns as f64 / 1e9;
+        let pct = |pair: f64| {
+            if r.time_ns == 0 {
+                0.0
+            } else {
+                100.0 * calls * pair / r.time_ns as f64
+            }
+        };
+        // Never below the activations' bound: the bursts' rate is measured
+        // low where the sampled threads wait for a core (docs).
+        r.sampled_pct = r.sampled_pct.max(pct(SAMPLED_PAIR_NS));
+        r.exact_pct = r.exact_pct.max(pct(EXACT_PAIR_NS));
+    }
 }
 
 /// For every method `m` calls directly: the view's samples in which it

@@ -104,6 +104,31 @@ pub struct SampleArgs {
     /// Give up attaching after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 15.0)]
     pub attach_timeout: f64,
+
+    /// Call-edge frequencies (Arnold and Grove's bursts): after
+    /// `--edges-after` seconds of sampling, the non-JDK classes seen in
+    /// the samples get dormant probes, and every `--edge-interval` the
+    /// next `--edge-budget` method entries in them each record the edge
+    /// from their caller. The report gains the edges with their estimated
+    /// calls per second, and the suggested roots' predicted overhead rests
+    /// on them. The classes are put back at the end.
+    #[arg(long)]
+    pub edges: bool,
+
+    /// With `--edges`: seconds of sampling before the classes get their
+    /// probes (between 0.1 and 3600).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub edges_after: f64,
+
+    /// With `--edges`: milliseconds between two bursts (between 1 and
+    /// 10000).
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub edge_interval: f64,
+
+    /// With `--edges`: method entries sampled per burst (between 1 and
+    /// 10000).
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub edge_budget: u32,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -155,7 +180,30 @@ impl SampleArgs {
         if let Some(path) = &self.output {
             crate::profile::args::check_writable(path)?;
         }
+        if !(self.edges_after.is_finite() && (0.1..=3600.0).contains(&self.edges_after)) {
+            bail!(
+                "--edges-after must be between 0.1 and 3600 seconds, not {}",
+                self.edges_after
+            );
+        }
+        if !(self.edge_interval.is_finite() && (1.0..=10_000.0).contains(&self.edge_interval)) {
+            bail!(
+                "--edge-interval must be between 1 and 10000 milliseconds, not {}",
+                self.edge_interval
+            );
+        }
+        if !(1..=10_000).contains(&self.edge_budget) {
+            bail!(
+                "--edge-budget must be between 1 and 10000, not {}",
+                self.edge_budget
+            );
+        }
         Ok(())
+    }
+
+    /// `--edge-interval` in µs.
+    pub fn edge_interval_us(&self) -> u32 {
+        (self.edge_interval * 1000.0).round() as u32
     }
 
     pub fn view(&self) -> View {

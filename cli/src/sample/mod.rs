@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use sprig_callgraph::profile::{MethodInfo, Metric};
 use sprig_callgraph::stacks::{
-    ConvertOptions, StackProfile, SuggestOptions, SuggestedRoot, suggest_roots, write_json,
+    ConvertOptions, EdgeProfile, StackProfile, SuggestOptions, SuggestedRoot, is_jdk_class,
+    suggest_roots, with_edges, write_json_with_edges,
 };
 use sprig_wire::Message;
 use sprig_wire::control::{ClockKind, SessionOptions, StackOptions};
@@ -61,6 +62,7 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
         since_poll: 0,
         live: live.then(Instant::now),
         announced: false,
+        edges: args.edges.then(Edges::default),
     };
     session.run(work)
 }
@@ -91,6 +93,18 @@ struct Stacks<'a> {
     live: Option<Instant>,
     /// Whether the start of sampling was announced.
     announced: bool,
+    /// `--edges`: the call-edge bursts asked for and what they sampled.
+    edges: Option<Edges>,
+}
+
+/// `--edges` in a sampling session.
+#[derive(Default)]
+struct Edges {
+    /// `EdgeProbes` went to the agent, with this many classes.
+    asked: Option<usize>,
+    /// The agent's `EdgeProbed` was said on the status line.
+    said: bool,
+    profile: EdgeProfile,
 }
 
 impl Work for Stacks<'_> {
@@ -112,6 +126,18 @@ impl Work for Stacks<'_> {
                 .add_method(*id, MethodInfo::new(class, name, descriptor)),
             Message::SampledThread { java_id, name } => self.profile.add_thread(*java_id, name),
             Message::StackSource(s) => self.profile.source = Some(*s),
+            Message::EdgeProbed { classes, methods } => {
+                if let Some(e) = &mut self.edges {
+                    e.profile.classes = *classes;
+                    e.profile.methods = *methods;
+                    e.profile.probed = true;
+                }
+            }
+            Message::EdgeSamples(m) => {
+                if let Some(e) = &mut self.edges {
+                    e.profile.add(m);
+                }
+            }
             Message::StackSamples {
                 time_ns,
                 cost_ns,
@@ -145,6 +171,7 @@ impl Work for Stacks<'_> {
                 }
             ));
         }
+        self.edges_turn(turn)?;
         Ok(())
     }
 
@@ -196,14 +223,81 @@ impl Work for Stacks<'_> {
 
 impl Stacks<'_> {
     fn suggestions(&self) -> Vec<SuggestedRoot> {
-        suggest_roots(
+        let mut roots = suggest_roots(
             &self.profile,
             &SuggestOptions {
                 view: self.args.view(),
                 max: self.args.suggest_roots,
                 ..SuggestOptions::default()
             },
-        )
+        );
+        if let Some(e) = self.edge_profile() {
+            with_edges(&mut roots, e, self.profile.span_ns());
+        }
+        roots
+    }
+
+    /// The edges `--edges` sampled, once bursts ran.
+    fn edge_profile(&self) -> Option<&EdgeProfile> {
+        self.edges
+            .as_ref()
+            .map(|e| &e.profile)
+            .filter(|p| p.bursts > 0)
+    }
+
+    /// The classes that get dormant probes for `--edges`: those of the
+    /// methods sampled so far outside the JDK (and sprig's own).
+    fn edge_classes(&self) -> Vec<String> {
+        let mut classes: Vec<String> = self
+            .profile
+            .counts
+            .keys()
+            .filter_map(|m| self.profile.methods.get(m))
+            .map(|info| info.class.clone())
+            .filter(|c| !is_jdk_class(c) && !c.starts_with("sprig."))
+            .collect();
+        classes.sort();
+        classes.dedup();
+        classes
+    }
+
+    /// `--edges`: once `--edges-after` seconds were sampled and some
+    /// class outside the JDK was seen, the classes seen go to the agent;
+    /// its answer goes on the status line.
+    fn edges_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
+        let Some(since) = turn.profiling_since else {
+            return Ok(());
+        };
+        let due = since.elapsed().as_secs_f64() >= self.args.edges_after;
+        let classes = match &self.edges {
+            Some(e) if e.asked.is_none() && due => self.edge_classes(),
+            Some(e) if e.profile.probed && !e.said => {
+                turn.status.line(&format!(
+                    "sprig: call-edge bursts: {} methods of {} classes hold dormant probes; {} entries every {} ms",
+                    e.profile.methods, e.profile.classes, self.args.edge_budget, self.args.edge_interval
+                ));
+                if let Some(e) = &mut self.edges {
+                    e.said = true;
+                }
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        let n = classes.len();
+        if n == 0 {
+            // Asked again at the next turn: the first samples of a
+            // loaded host can come late.
+            return Ok(());
+        }
+        turn.writer.send(&Message::EdgeProbes {
+            classes,
+            interval_us: self.args.edge_interval_us(),
+            budget: self.args.edge_budget,
+        })?;
+        if let Some(e) = &mut self.edges {
+            e.asked = Some(n);
+        }
+        Ok(())
     }
 
     fn convert(&self) -> ConvertOptions {
@@ -224,11 +318,12 @@ impl Stacks<'_> {
             Format::Text | Format::Json if !snapshot => {
                 let mut buf = Vec::new();
                 if args.format == Format::Json {
-                    write_json(
+                    write_json_with_edges(
                         &self.profile,
                         self.convert(),
                         args.threads,
                         &self.suggestions(),
+                        self.edges.as_ref().map(|e| &e.profile),
                         args.pid,
                         &mut buf,
                     )?;

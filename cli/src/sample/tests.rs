@@ -132,6 +132,7 @@ fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
         since_poll: 0,
         live: None,
         announced: false,
+        edges: None,
     };
     let code = s.run(work).expect("the session");
     assert_eq!(code, ExitCode::SUCCESS);
@@ -239,6 +240,7 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         since_poll: 0,
         live: None,
         announced: false,
+        edges: None,
     };
     let mut out = Vec::new();
     text::write(&s, &mut out).unwrap();
@@ -315,6 +317,7 @@ fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
         since_poll: 0,
         live: None,
         announced: false,
+        edges: None,
     };
     let code = s
         .run(work)

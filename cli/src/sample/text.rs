@@ -195,6 +195,8 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         }
     }
 
+    write_edges(s, args.hot, out)?;
+
     if args.suggest_roots > 0 {
         let roots = s.suggestions();
         writeln!(
@@ -227,14 +229,27 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
                 "     {}",
                 escape(&profile_command(args.pid, &r.pattern))
             )?;
+            match r.edge_calls_per_sec {
+                Some(c) => writeln!(
+                    out,
+                    "     predicted overhead at least {} (sampled timing), {} (--timing exact), from {c:.0} calls/s estimated below it by the call-edge bursts",
+                    small_pct(r.sampled_pct),
+                    small_pct(r.exact_pct)
+                )?,
+                None => writeln!(
+                    out,
+                    "     predicted overhead at least {} (sampled timing), {} (--timing exact)",
+                    small_pct(r.sampled_pct),
+                    small_pct(r.exact_pct)
+                )?,
+            }
+        }
+        if roots.iter().any(|r| r.edge_calls_per_sec.is_some()) {
             writeln!(
                 out,
-                "     predicted overhead at least {} (sampled timing), {} (--timing exact)",
-                small_pct(r.sampled_pct),
-                small_pct(r.exact_pct)
+                "  The prediction: the calls per second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the time sampled under it, and never below the activations' lower bound. The bursts' rate is measured low where the sampled threads wait for a core; roots the edges do not name keep the activations' bound."
             )?;
-        }
-        if !roots.is_empty() {
+        } else if !roots.is_empty() {
             writeln!(
                 out,
                 "  The prediction: {:.1} activations/s were seen below the first root (Whaley's edge counts, a lower bound on its calls/s: a call that starts and ends between two samples is not seen), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the {} time sampled under it. Code making many short calls costs more; `sprig profile ... --duration 10` measures it.",
@@ -245,6 +260,52 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
                 }
             )?;
         }
+    }
+    Ok(())
+}
+
+/// `--edges`: the call edges the bursts sampled, most sampled first, with
+/// their estimated calls per second.
+fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> {
+    let Some(e) = s.edges.as_ref().map(|e| &e.profile) else {
+        return Ok(());
+    };
+    if e.bursts == 0 {
+        writeln!(
+            out,
+            "\nCall edges: none sampled (the session ended before the bursts began: they begin after --edges-after {} s, once a class outside the JDK was sampled)",
+            s.args.edges_after
+        )?;
+        return Ok(());
+    }
+    let named = e.named();
+    writeln!(
+        out,
+        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated over the {:.1} ms the bursts stood for)",
+        e.bursts,
+        s.args.edge_budget,
+        s.args.edge_interval,
+        e.methods,
+        e.classes,
+        e.samples,
+        named,
+        e.effective_ns as f64 / 1e6
+    )?;
+    writeln!(
+        out,
+        "  {:>7} {:>8} {:>12}  caller -> callee",
+        "share", "samples", "calls/s"
+    )?;
+    for row in e.rows().iter().take(n) {
+        writeln!(
+            out,
+            "  {:>7} {:>8} {:>12.0}  {} -> {}",
+            pct(row.samples, named),
+            row.samples,
+            row.calls_per_s_est,
+            escape(&row.caller),
+            escape(&row.callee)
+        )?;
     }
     Ok(())
 }

@@ -125,6 +125,7 @@ impl<'a> Session<'a> {
             phase: self.control.phase,
             profiling_since: self.control.profiling_since,
             status: &mut self.status,
+            writer: &self.writer,
         }
     }
 

@@ -95,6 +95,9 @@ pub(crate) struct Turn<'s> {
     pub(crate) profiling_since: Option<Instant>,
     /// For lines above the status line.
     pub(crate) status: &'s mut Status,
+    /// The control connection, for a message the work sends the agent
+    /// mid-session (`sprig sample --edges`' `EdgeProbes`).
+    pub(crate) writer: &'s sprig_wire::session::Channel,
 }
 
 /// How a session ended, handed to [`Work::finish`].

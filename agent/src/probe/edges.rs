@@ -1,0 +1,226 @@
+//! Call-edge bursts (`sprig sample --edges`; Arnold and Grove's
+//! timer-triggered bursts of sampling at method entry): the classes the
+//! sampled stacks name hold dormant probes, and every interval the
+//! `sprig-edges` thread (`sources::edges`) opens a burst of `budget`
+//! method entries. While a burst is open, `Probe.active` and every slot of
+//! `Probe.INSIDE` let a plain probe call into the agent ([`burst_open`]
+//! is the first check of `enter` and `fast_enter`); each entry takes one
+//! of the budget and records its call edge: the instrumented method (the
+//! callee) and the frame below it (the caller, whatever it is: JDK code
+//! included), read from the thread's own stack (JVMTI GetStackTrace of the
+//! current thread, a few frames). The entry that takes the last of the
+//! budget lowers `Probe.active` again, so between bursts a dormant probe
+//! costs its Java check only.
+//!
+//! Each burst also measures the time its samples stand for: from its
+//! start to its last sample, less the time the sampling itself took (over
+//! the number of threads that sampled in it), so that the rate of entries
+//! is not slowed by the cost of recording them.
+
+use crate::ffi::{Jni, MethodId};
+use crate::probe_class;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Entries left in the open burst; 0 when none is open.
+static BUDGET: AtomicI64 = AtomicI64::new(0);
+/// Bursts may run (a session with `EdgeProbes`).
+static ON: AtomicBool = AtomicBool::new(false);
+/// The open burst's number, start and the end of its last sample
+/// (CLOCK_MONOTONIC ns).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+static STARTED: AtomicU64 = AtomicU64::new(0);
+static LAST: AtomicU64 = AtomicU64::new(0);
+/// The open burst's samples, the time they took and the threads that took
+/// them.
+static SAMPLES: AtomicU64 = AtomicU64::new(0);
+static COST: AtomicU64 = AtomicU64::new(0);
+static THREADS: AtomicU32 = AtomicU32::new(0);
+/// Sampled entries with no caller to name (a thread's outermost frame) or
+/// lost to a busy table.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// The method ids of `sprig.rt.Probe` (the frames above the callee).
+const PROBE_FRAMES_MAX: usize = 64;
+static PROBE_FRAMES: [AtomicUsize; PROBE_FRAMES_MAX] =
+    [const { AtomicUsize::new(0) }; PROBE_FRAMES_MAX];
+static PROBE_FRAMES_N: AtomicUsize = AtomicUsize::new(0);
+/// Frames read from a thread's stack per sample: the probe's own frames
+/// (the native, `enter`), the callee and its caller, and room for more.
+const FRAMES: usize = 8;
+
+/// The edges sampled since the last drain: (caller, callee) method ids'
+/// addresses and how many entries went along each.
+static EDGES: Mutex<Option<HashMap<(usize, usize), u32>>> = Mutex::new(None);
+
+thread_local! {
+    /// The burst this thread last sampled in.
+    static SEEN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One burst, closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Burst {
+    pub samples: u64,
+    /// The time its samples stand for (module docs), ns.
+    pub effective_ns: u64,
+    pub cost_ns: u64,
+}
+
+/// Whether a burst is open: the first check of the entry probes' native
+/// paths (one relaxed load).
+#[inline(always)]
+pub fn burst_open() -> bool {
+    BUDGET.load(Ordering::Relaxed) > 0
+}
+
+/// Bursts may begin (the classes hold their dormant probes now); `probe`
+/// names the probe class's methods, the frames a probe has above the
+/// method it is in.
+pub fn begin(probe: &[MethodId]) {
+    let n = probe.len().min(PROBE_FRAMES_MAX);
+    for (slot, m) in PROBE_FRAMES.iter().zip(probe) {
+        slot.store(m.addr(), Ordering::Relaxed);
+    }
+    PROBE_FRAMES_N.store(n, Ordering::Release);
+    *crate::sync::lock(&EDGES) = Some(HashMap::new());
+    DROPPED.store(0, Ordering::Relaxed);
+    ON.store(true, Ordering::Release);
+}
+
+/// No more bursts: the open one is closed (its figures dropped) and
+/// `Probe.active` and `Probe.INSIDE` lowered.
+pub fn end(jni: Jni<'_>) {
+    ON.store(false, Ordering::Release);
+    BUDGET.store(0, Ordering::Release);
+    probe_class::set_active_for_bursts(jni, false);
+    probe_class::set_inside_all(jni, false);
+    *crate::sync::lock(&EDGES) = None;
+}
+
+/// Opens a burst of `budget` entries at `now_ns` (the `sprig-edges`
+/// thread, every interval, after [`close_burst`]).
+pub fn open_burst(jni: Jni<'_>, budget: u32, now_ns: u64) {
+    if !ON.load(Ordering::Acquire) || budget == 0 {
+        return;
+    }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    STARTED.store(now_ns, Ordering::Release);
+    LAST.store(now_ns, Ordering::Release);
+    SAMPLES.store(0, Ordering::Relaxed);
+    COST.store(0, Ordering::Relaxed);
+    THREADS.store(0, Ordering::Relaxed);
+    BUDGET.store(i64::from(budget), Ordering::Release);
+    // Under the probe class's write lock, from the budget: a sampler that
+    // lowers it for the burst before cannot leave this one closed.
+    lower_or_raise(jni);
+}
+
+/// Closes the open burst at `now_ns`: its figures, `None` when none was
+/// open since the last close.
+pub fn close_burst(jni: Jni<'_>, now_ns: u64) -> Option<Burst> {
+    if STARTED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    let left = BUDGET.swap(0, Ordering::AcqRel);
+    if left > 0 {
+        lower_or_raise(jni);
+    }
+    let started = STARTED.swap(0, Ordering::AcqRel);
+    // A budget used up ends at its last sample; one left ends now.
+    let end = if left > 0 {
+        now_ns
+    } else {
+        LAST.load(Ordering::Acquire)
+    };
+    let span = end.saturating_sub(started);
+    let cost = COST.swap(0, Ordering::AcqRel);
+    let threads = u64::from(THREADS.swap(0, Ordering::AcqRel).max(1));
+    Some(Burst {
+        samples: SAMPLES.swap(0, Ordering::AcqRel),
+        effective_ns: span.saturating_sub(cost / threads),
+        cost_ns: cost,
+    })
+}
+
+/// `Probe.active` as the budget says: raised while a burst is open.
+fn lower_or_raise(jni: Jni<'_>) {
+    probe_class::set_active_for_bursts(jni, BUDGET.load(Ordering::Acquire) > 0);
+}
+
+/// The edges sampled since the last drain, and the entries dropped.
+pub fn drain() -> (Vec<(MethodId, MethodId, u32)>, u64) {
+    let taken = crate::sync::lock(&EDGES)
+        .as_mut()
+        .map(std::mem::take)
+        .unwrap_or_default();
+    let edges = taken
+        .into_iter()
+        .map(|((a, b), n)| (MethodId::from_addr(a), MethodId::from_addr(b), n))
+        .collect();
+    (edges, DROPPED.swap(0, Ordering::AcqRel))
+}
+
+fn is_probe_frame(m: MethodId) -> bool {
+    let n = PROBE_FRAMES_N.load(Ordering::Acquire);
+    PROBE_FRAMES[..n]
+        .iter()
+        .any(|f| f.load(Ordering::Relaxed) == m.addr())
+}
+
+/// An entry while a burst is open: takes one of the budget and records the
+/// edge into the method entered (`Probe.nEnter`'s first step). Never
+/// waits: a busy table drops the sample.
+#[cold]
+#[inline(never)]
+pub fn sample(jni: Jni<'_>) {
+    if BUDGET
+        .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |b| {
+            (b > 0).then_some(b.saturating_sub(1))
+        })
+        .is_err()
+    {
+        return;
+    }
+    let t0 = sprig_wire::clock::monotonic_ns();
+    let generation = GENERATION.load(Ordering::Acquire);
+    let _ = SEEN.try_with(|s| {
+        if s.get() != generation {
+            s.set(generation);
+            THREADS.fetch_add(1, Ordering::AcqRel);
+        }
+    });
+    let recorded = crate::env::get()
+        .and_then(|agent| agent.jvmti.own_frames::<FRAMES>(&jni).ok())
+        .and_then(|(frames, n)| {
+            let mut it = frames[..n].iter().flatten().copied();
+            let callee = it.by_ref().find(|&m| !is_probe_frame(m))?;
+            let caller = it.next()?;
+            Some((caller, callee))
+        })
+        .is_some_and(|(caller, callee)| {
+            let Some(mut guard) = crate::sync::try_lock(&EDGES) else {
+                return false;
+            };
+            match guard.as_mut() {
+                Some(map) => {
+                    let n = map.entry((caller.addr(), callee.addr())).or_insert(0);
+                    *n = n.saturating_add(1);
+                    true
+                }
+                None => false,
+            }
+        });
+    if !recorded {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    let t1 = sprig_wire::clock::monotonic_ns();
+    SAMPLES.fetch_add(1, Ordering::AcqRel);
+    COST.fetch_add(t1.saturating_sub(t0), Ordering::AcqRel);
+    LAST.fetch_max(t1, Ordering::AcqRel);
+    if !burst_open() {
+        // The last of the budget: the probes go quiet until the next burst.
+        lower_or_raise(jni);
+    }
+}
