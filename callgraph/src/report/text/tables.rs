@@ -1,0 +1,255 @@
+//! The text report's tables beside the trees: hot spots, the waits
+//! (`--locks`), allocation sites (`--alloc`) and back traces.
+
+use super::{MIN_NAME, guide_levels, guides, time_marked, unit_of};
+use crate::profile::{Profile, ThreadProfile};
+use crate::report::escape::escape;
+use crate::report::names::{self, Names};
+use crate::report::view::{back_node_name, back_traces, hot_spots, lock_view};
+use crate::report::{RenderOptions, Unit, percent};
+use std::io::{self, Write};
+
+/// The hot spots; whether a time was marked `~`.
+pub(super) fn hot_spot_table(
+    p: &Profile,
+    merged: &ThreadProfile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<bool> {
+    let limit = opts.hot_spots;
+    let spots = hot_spots(p, &merged.tree);
+    if spots.is_empty() {
+        return Ok(false);
+    }
+    let all_self = spots
+        .iter()
+        .map(|h| h.self_ns)
+        .fold(0u64, u64::saturating_add);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "hot spots: {} self time, all threads ({} of {} methods)",
+        p.timing.name(),
+        spots.len().min(limit),
+        spots.len()
+    )?;
+    let shown = &spots[..spots.len().min(limit)];
+    let self_u = unit_of(shown.iter().map(|h| h.self_ns));
+    let total_u = unit_of(shown.iter().map(|h| h.total_ns));
+    let avg_u = unit_of(shown.iter().map(|h| h.avg_ns));
+    let head = format!(
+        "{:>10} {:>7} {:>12} {:>10} {:>10}",
+        format!("self {}", self_u.name()),
+        "self %",
+        "calls",
+        format!("total {}", total_u.name()),
+        format!("avg {}", avg_u.name())
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  method")?;
+    let mut marked = false;
+    for h in shown {
+        marked |= h.self_probe_bound();
+        let room = opts.width.saturating_sub(width).max(MIN_NAME);
+        let name = names::fit(&names.get(h.method), room);
+        writeln!(
+            out,
+            "{:>10} {:>7} {:>12} {:>10} {:>10}  {}",
+            time_marked(self_u, h.self_ns, h.self_probe_bound()),
+            percent(h.self_ns, all_self),
+            h.calls,
+            total_u.format(h.total_ns as f64),
+            avg_u.format(h.avg_ns as f64),
+            escape(&name)
+        )?;
+    }
+    Ok(marked)
+}
+
+/// The lock view (`--locks`), when the profile holds waits: per kind and
+/// monitor class, all threads, the waits' count and time, and the
+/// contexts that waited (the three that waited longest).
+pub(super) fn lock_table(
+    p: &Profile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let has_waits = p
+        .threads
+        .iter()
+        .any(|t| t.tree.nodes.iter().any(|n| n.is_wait()));
+    if !has_waits {
+        return Ok(());
+    }
+    let merged = p.merged();
+    let lines = lock_view(p, &merged.tree);
+    writeln!(out)?;
+    writeln!(out, "waits: all threads, the longest first")?;
+    let unit = unit_of(lines.iter().map(|l| l.ns));
+    writeln!(
+        out,
+        "{:>10} {:>8}  wait, and where it waited",
+        format!("total {}", unit.name()),
+        "count"
+    )?;
+    const SHOWN: usize = 3;
+    for l in &lines {
+        writeln!(
+            out,
+            "{:>10} {:>8}  {}",
+            unit.format(l.ns as f64),
+            l.count,
+            escape(&names.get(l.row))
+        )?;
+        for (path, count, ns) in l.waiters.iter().take(SHOWN) {
+            let room = opts.width.saturating_sub(24).max(MIN_NAME);
+            let mut context = path
+                .iter()
+                .map(|&m| names.get(m))
+                .collect::<Vec<_>>()
+                .join(" < ");
+            // The method that waited first: cut at the root's end.
+            if context.chars().count() > room {
+                context = context.chars().take(room.saturating_sub(1)).collect();
+                context.push('…');
+            }
+            writeln!(
+                out,
+                "{:>10} {:>8}    in {}",
+                unit.format(*ns as f64),
+                count,
+                escape(&context)
+            )?;
+        }
+        if l.waiters.len() > SHOWN {
+            writeln!(out, "{:>19}    and {} more", "", l.waiters.len() - SHOWN)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rows of the allocation hot-spot table.
+const ALLOC_ROWS: usize = 20;
+
+/// The allocation hot spots (`--alloc`): sites by class, most bytes first,
+/// over every thread; exact counts.
+pub(super) fn alloc_table(
+    p: &Profile,
+    merged: &ThreadProfile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut by: std::collections::BTreeMap<(u32, u8), (u64, u64)> = Default::default();
+    for n in &merged.tree.nodes {
+        for a in &n.allocs {
+            let e = by.entry((a.site, a.level)).or_default();
+            e.0 = e.0.saturating_add(a.count);
+            e.1 = e.1.saturating_add(a.bytes);
+        }
+    }
+    let all: u64 = by.values().map(|v| v.1).fold(0, u64::saturating_add);
+    let mut rows: Vec<_> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(&b.0)));
+    let limit = if opts.hot_spots > 0 {
+        opts.hot_spots
+    } else {
+        ALLOC_ROWS
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "allocation hot spots: exact, all threads, inside root contexts ({} of {} sites by class)",
+        rows.len().min(limit),
+        rows.len()
+    )?;
+    let head = format!("{:>14} {:>7} {:>12}", "bytes", "bytes %", "objects");
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  class  at site")?;
+    for ((site, level), (count, bytes)) in rows.into_iter().take(limit) {
+        let class = p.alloc_class(site, level);
+        let at = match p.alloc_sites.get(&site) {
+            Some(s) => format!("{} @{}", names.get(s.method), s.bci),
+            None => format!("site {site}"),
+        };
+        let room = opts
+            .width
+            .saturating_sub(width + class.chars().count() + 2)
+            .max(MIN_NAME);
+        writeln!(
+            out,
+            "{:>14} {:>7} {:>12}  {}  {}",
+            bytes,
+            percent(bytes, all),
+            count,
+            escape(&class),
+            escape(&names::fit(&at, room))
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn back_trace(
+    p: &Profile,
+    merged: &ThreadProfile,
+    method: u32,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let bt = back_traces(p, &merged.tree, method, opts.max_depth);
+    let u = Unit::fit(bt.total_ns() as f64);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "back traces of {}: {} calls, {} {}",
+        escape(&names.get(method)),
+        bt.calls(),
+        u.format(bt.total_ns() as f64),
+        u.name()
+    )?;
+    let head = format!(
+        "{:>12} {:>10} {:>7}",
+        "calls",
+        format!("total {}", u.name()),
+        "share"
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  called from")?;
+    let mut open: Vec<bool> = Vec::new();
+    for (i, depth, last) in bt.lines(p).into_iter().skip(1) {
+        let n = &bt.nodes[i];
+        // depth 1 = direct callers: draw them as roots of the listing.
+        let d = depth - 1;
+        open.truncate(d);
+        open.resize(d, false);
+        open.push(!last);
+        let guide = guides(&open, d, last, guide_levels(opts.width, width));
+        let mut extra = String::new();
+        if depth == 1 && n.method == Some(method) {
+            // its time is inside the outermost call's already
+            extra.push_str(" (recursive calls)");
+        }
+        let full = match n.method {
+            Some(m) => names.get(m),
+            None => back_node_name(p, n),
+        };
+        let room = opts
+            .width
+            .saturating_sub(width + guide.chars().count() + extra.chars().count())
+            .max(MIN_NAME);
+        writeln!(
+            out,
+            "{:>12} {:>10} {:>7}  {}{}{}",
+            n.calls,
+            u.format(n.total_ns as f64),
+            percent(n.total_ns, bt.total_ns()),
+            guide,
+            escape(&names::fit(&full, room)),
+            extra
+        )?;
+    }
+    Ok(())
+}
