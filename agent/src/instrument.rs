@@ -57,7 +57,7 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
         return None;
     }
     // `--locks`: the JDK's park and sleep methods, while its source runs.
-    if let Some(bytes) = crate::sources::locks::class_file(name, input.bytes) {
+    if let Some(bytes) = crate::wait_classes::class_file(name, input.bytes) {
         return bytes;
     }
     // A class with NaN constants is redefined from its first bytes, never
@@ -441,7 +441,7 @@ fn install(
     }
     // `--locks` where `Thread.sleep(long)` is native: its calls go to
     // the wait probes' stand-in.
-    Some(crate::sources::locks::redirect_sleep(out.bytes))
+    Some(crate::wait_classes::redirect_sleep(out.bytes))
 }
 
 /// What [`instrument_loaded`] did, per pattern.

@@ -52,6 +52,7 @@ mod sources;
 mod suggest;
 mod sync;
 mod threads;
+mod wait_classes;
 
 use std::ffi::{c_char, c_void};
 

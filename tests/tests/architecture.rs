@@ -282,7 +282,7 @@ const AGENT_FLOORS: &[&[&str]] = &[
     &["error", "outbox"],
     &["ledger", "frames", "env"],
     &["probe_class", "threads"],
-    &["methods", "allocs"],
+    &["methods", "allocs", "wait_classes"],
     &["reveal"],
     &["instrument", "probe"],
     &["calibrate"],
