@@ -165,7 +165,8 @@ impl SessionOptions {
     /// sessions that only sample, snapshot or calibrate start from
     /// (`SessionOptions { stacks: Some(..), ..SessionOptions::without_roots() }`),
     /// so a field a new sensor adds is set in one place. Lazy scheme,
-    /// monotonic clock, sampled timing, a 2 s wait bound, nothing else on.
+    /// monotonic clock, the default (exact) timing, a 2 s wait bound,
+    /// nothing else on.
     pub fn without_roots() -> Self {
         SessionOptions {
             roots: Vec::new(),
@@ -180,7 +181,7 @@ impl SessionOptions {
             skip_trivial: 0,
             receivers: false,
             recalibrate_ms: 0,
-            timing: Timing::Sampled,
+            timing: Timing::Exact,
             stacks: None,
             threads: None,
             locks: false,

@@ -26,7 +26,7 @@ use sprig_callgraph::stacks::{
     suggest_roots, with_edges, write_json_with_edges,
 };
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, SessionOptions, StackOptions};
+use sprig_wire::control::{ClockKind, SessionOptions, StackOptions, Timing};
 
 pub use args::SampleArgs;
 
@@ -72,6 +72,7 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
 fn session_options(args: &SampleArgs) -> SessionOptions {
     SessionOptions {
         no_dormant: true,
+        timing: Timing::Sampled,
         stacks: Some(StackOptions {
             interval_us: args.interval_us(),
             max_depth: args.max_depth,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use sprig_wire::Message;
-use sprig_wire::control::{ClockKind, SessionOptions, ThreadDump, ThreadsOptions};
+use sprig_wire::control::{ClockKind, SessionOptions, ThreadDump, ThreadsOptions, Timing};
 use sprig_wire::session::SessionError;
 
 pub use args::{ThreadsArgs, ThreadsFormat};
@@ -65,6 +65,7 @@ pub fn threads(args: ThreadsArgs) -> Result<ExitCode> {
 fn session_options(args: &ThreadsArgs) -> SessionOptions {
     SessionOptions {
         no_dormant: true,
+        timing: Timing::Sampled,
         threads: Some(ThreadsOptions {
             snapshots: SNAPSHOTS,
             gap_ms: GAP_MS,
