@@ -116,13 +116,25 @@ fn sample_finds_known_shares_the_blocked_thread_and_the_root() {
                 jdk.major
             );
         }
-        assert_eq!(
-            counts(&cpu, "waitForLock"),
-            (0, 0),
-            "JDK {}: the blocked thread in the CPU view",
+        // A blocked thread runs only for the few µs of a spurious wake-up;
+        // its timer's first expiry is drawn at random within the interval
+        // (so a thread's expected samples are its CPU time over the
+        // interval), and may fall inside them: at most one sample, against
+        // the hundreds `work` holds (the wall view below holds it whole).
+        let (_, blocked) = counts(&cpu, "waitForLock");
+        assert!(
+            blocked <= 1,
+            "JDK {}: the blocked thread in the CPU view: {blocked} samples",
             jdk.major
         );
-        assert_eq!(thread(&cpu, "shares-blocked")["cpu_samples"], 0);
+        let blocked_cpu = thread(&cpu, "shares-blocked")["cpu_samples"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(
+            blocked_cpu <= 1,
+            "JDK {}: the blocked thread's CPU samples: {blocked_cpu}",
+            jdk.major
+        );
         let roots: Vec<&str> = cpu["suggested_roots"]
             .as_array()
             .expect("suggested_roots")
