@@ -605,7 +605,8 @@ fn sample_bad_input_and_a_jvm_that_exits_mid_sample() {
             jdk.major
         );
 
-        // The JVM exits 1.5 s into a 20 s sample.
+        // The JVM exits 1 s after sampling began, 20 s before its end
+        // (the attach alone may take seconds on a loaded host).
         let mut cmd = Command::new(sprig_tests::sprig_bin());
         cmd.args([
             "sample",
@@ -619,7 +620,10 @@ fn sample_bad_input_and_a_jvm_that_exits_mid_sample() {
             "--quiet",
         ]);
         let mut sprig = Proc::spawn("sprig-sample", cmd);
-        std::thread::sleep(Duration::from_millis(1500));
+        sprig.wait_for("sampling began", Duration::from_secs(60), |l| {
+            l.starts_with(&format!("sprig: sampling JVM {pid} "))
+        });
+        std::thread::sleep(Duration::from_millis(1000));
         jvm.send("exit");
         let status = sprig.wait_exit(Duration::from_secs(15)).unwrap_or_else(|| {
             panic!(
