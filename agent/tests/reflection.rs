@@ -2,7 +2,7 @@
 //! `java.lang.reflect.Method` and `Constructor`: they must hold probes while
 //! the session runs and their original bytecodes after the detach (JDK 17
 //! and 25). The counts under the root are checked end to end in
-//! tests/tests/reveal_e2e.rs.
+//! tests/tests/e2e/reveal_e2e.rs.
 
 mod common;
 

@@ -472,7 +472,7 @@ fn bad_options_are_refused_and_the_sampler_runs_beside_the_probes() {
 /// sample-only session on `fixtures.Edges` (whose `a` calls `b` three
 /// times and `c` once): the class gets dormant probes (its bytes change),
 /// the bursts sample `a -> b` and `a -> c` 3:1 (within 5 points, see
-/// `tests/tests/sample_edges_e2e.rs` for the bound), each burst at most
+/// `tests/tests/e2e/sample_edges_e2e.rs` for the bound), each burst at most
 /// its budget; after Detach the class holds its original bytes again, no
 /// `sprig-edges` thread is left, and the JVM runs on. A second
 /// `EdgeProbes` in the session is refused with a warning.

@@ -251,7 +251,9 @@ fn measured_counted_shares(jvm: &mut Proc) -> (f64, f64) {
 /// printed beside (docs/stack-sampling.md).
 #[test]
 fn sample_bias_of_a_counted_loop_without_safepoint_polls() {
-    for jdk in sprig_tests::every_jdk("sample_bias_of_a_counted_loop_without_safepoint_polls") {
+    // JDK 17 and 25: the bias is the sources' (AsyncGetCallTrace's on
+    // JDK 11 and 21 is shown by the shares test, on every JDK).
+    for jdk in test_jdks("sample_bias_of_a_counted_loop_without_safepoint_polls") {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_bias(&jdk, classes.path());
         let mut shares = Vec::new();
@@ -452,7 +454,7 @@ fn sample_twenty_attach_detach_cycles() {
                     "sample",
                     &pid,
                     "--duration",
-                    "1",
+                    "0.6",
                     "--interval",
                     "5",
                     "--format",
