@@ -653,11 +653,13 @@ fn windows_timing_credits_stack_samples_to_virtual_threads() {
         );
         // Every credited sample is on a virtual thread's node.
         assert_eq!(on_nodes, credited, "{what}: {w}");
-        // The spins take spin_ns of CPU per root call (about 5 ms): at a
-        // sample a ms, a silent call gives about 5 to its spin node; at
-        // least one on average, and the spins hold most of the samples.
+        // The spins take spin_ns of CPU per root call (about 5 ms). A
+        // thread's CPU-time timer fires at most once per kernel tick (4 ms
+        // here, docs/stack-sampling.md), so a silent call gives its spin
+        // node about 1.25 samples: at least half a sample a silent call on
+        // average, and the spins hold most of the samples.
         assert!(
-            on_spin >= silent && on_spin * 10 >= on_nodes * 8,
+            on_spin * 2 >= silent && on_spin * 10 >= on_nodes * 8,
             "{what}: {on_spin} samples on root > spin of {on_nodes} credited, {silent} silent \
              root calls of {spin_ns} ns of spins each: {w}"
         );
