@@ -19,7 +19,12 @@
 //! silent root context is open and bumped at each open and close) before
 //! and after the walk, and keeps the sample only when both reads are the
 //! same open context of this session. Any other signal counts in
-//! [`OUTSIDE`] and costs no walk.
+//! [`OUTSIDE`] and costs no walk. A kept sample carries the probe state's
+//! sample key beside the JNIEnv: a virtual thread's Java id while the
+//! thread is a carrier running that virtual thread (its tls word points at
+//! the virtual thread's state), 0 on a platform thread's own state, so
+//! that the drain credits the sample to the virtual thread and not to its
+//! carrier.
 //!
 //! Once installed, the handler stays installed for the life of the process
 //! (the library is pinned, see `pin_library`): a signal still pending when
@@ -68,6 +73,7 @@ const READY: u8 = 2;
 struct Slot {
     state: AtomicU8,
     env: UnsafeCell<usize>,
+    key: UnsafeCell<u64>,
     num_frames: UnsafeCell<jint>,
     cost_ns: UnsafeCell<u64>,
     frames: UnsafeCell<Box<[CallFrame]>>,
@@ -98,8 +104,10 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// Windows timing's filter (`NO_FILTER`: none, every sample is kept):
-/// the offset of the silent word in the probe state, and the session's tag.
+/// the offset of the silent word in the probe state, that of the sample
+/// key, and the session's tag.
 static FILTER_OFFSET: AtomicUsize = AtomicUsize::new(NO_FILTER);
+static FILTER_KEY_OFFSET: AtomicUsize = AtomicUsize::new(NO_FILTER);
 static FILTER_TAG: AtomicU64 = AtomicU64::new(0);
 const NO_FILTER: usize = usize::MAX;
 
@@ -121,30 +129,44 @@ pub static FAILED: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
 /// (the values the `ffi::tls` word points at) holds an `AtomicU64` at
 /// `offset`, the thread's silent word: `tag` in its high half while the
 /// thread's silent root contexts belong to this session, and a counter in
-/// its low half, odd while one is open, bumped at every open and close.
+/// its low half, odd while one is open, bumped at every open and close;
+/// and an `AtomicU64` at `key_offset`, the sample key each kept sample
+/// carries (a virtual thread's Java id, 0 for a platform thread).
 #[derive(Clone, Copy, Debug)]
 pub struct SilentFilter {
     offset: usize,
+    key_offset: usize,
     tag: u32,
 }
 
 impl SilentFilter {
-    /// The filter for values of `T` with their silent word at `offset`;
-    /// `None` when the tls word serves another type, or the offset does
-    /// not hold an aligned `AtomicU64` inside `T`, or the tls word is not
-    /// a thread-pointer word here (not x86-64 Linux: it always reads 0).
-    pub fn for_state<T: 'static>(offset: usize, tag: u32) -> Option<SilentFilter> {
+    /// The filter for values of `T` with their silent word at `offset`
+    /// and their sample key at `key_offset`; `None` when the tls word
+    /// serves another type, or an offset does not hold an aligned
+    /// `AtomicU64` inside `T`, or the tls word is not a thread-pointer word
+    /// here (not x86-64 Linux: it always reads 0).
+    pub fn for_state<T: 'static>(
+        offset: usize,
+        key_offset: usize,
+        tag: u32,
+    ) -> Option<SilentFilter> {
         if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
             return None;
         }
-        let fits = offset
-            .checked_add(std::mem::size_of::<AtomicU64>())
-            .is_some_and(|end| end <= std::mem::size_of::<T>());
+        let holds = |at: usize| {
+            at.checked_add(std::mem::size_of::<AtomicU64>())
+                .is_some_and(|end| end <= std::mem::size_of::<T>())
+                && at.is_multiple_of(std::mem::align_of::<AtomicU64>())
+        };
         (super::tls::owned_by::<T>()
-            && fits
-            && offset.is_multiple_of(std::mem::align_of::<AtomicU64>())
+            && holds(offset)
+            && holds(key_offset)
             && std::mem::align_of::<T>() >= std::mem::align_of::<AtomicU64>())
-        .then_some(SilentFilter { offset, tag })
+        .then_some(SilentFilter {
+            offset,
+            key_offset,
+            tag,
+        })
     }
 
     /// Whether `word` says: inside a silent root context of this session.
@@ -153,8 +175,8 @@ impl SilentFilter {
     }
 }
 
-/// The interrupted thread's silent word (`None`: its tls word points at
-/// no probe state).
+/// The interrupted thread's silent word, or the sample key, at `offset`
+/// of its probe state (`None`: its tls word points at no probe state).
 fn silent_word(offset: usize) -> Option<u64> {
     let p = super::tls::pointed();
     if p == 0 {
@@ -164,7 +186,8 @@ fn silent_word(offset: usize) -> Option<u64> {
     // `SilentFilter::for_state` checked owns the word (it is emptied before
     // that value is dropped, and a virtual thread's state is unpointed
     // before it is freed, both on this thread, which this handler
-    // interrupted); `offset` holds an aligned AtomicU64 inside that type.
+    // interrupted); `offset` (the silent word's or the sample key's, both
+    // checked by `for_state`) holds an aligned AtomicU64 inside that type.
     // An atomic load is async-signal-safe.
     let w = unsafe { &*((p as *const u8).wrapping_add(offset) as *const AtomicU64) };
     Some(w.load(Ordering::Relaxed))
@@ -277,6 +300,7 @@ pub fn arm(
             .map(|_| Slot {
                 state: AtomicU8::new(FREE),
                 env: UnsafeCell::new(0),
+                key: UnsafeCell::new(0),
                 num_frames: UnsafeCell::new(0),
                 cost_ns: UnsafeCell::new(0),
                 frames: UnsafeCell::new(
@@ -301,6 +325,7 @@ pub fn arm(
     VM.store(vm.raw, Ordering::SeqCst);
     AGCT.store(agct, Ordering::SeqCst);
     FILTER_TAG.store(filter.map_or(0, |f| u64::from(f.tag)), Ordering::SeqCst);
+    FILTER_KEY_OFFSET.store(filter.map_or(NO_FILTER, |f| f.key_offset), Ordering::SeqCst);
     FILTER_OFFSET.store(filter.map_or(NO_FILTER, |f| f.offset), Ordering::SeqCst);
     for c in [&SIGNALS, &NOT_JAVA, &DROPPED, &OUTSIDE] {
         c.store(0, Ordering::Relaxed);
@@ -340,11 +365,14 @@ pub fn disarm(bound: Duration) -> bool {
     true
 }
 
-/// One sample the handler took: the interrupted thread's JNIEnv, its
+/// One sample the handler took: the interrupted thread's JNIEnv, the
+/// sample key of its probe state under windows timing (a virtual thread's
+/// Java id while the thread ran that virtual thread; 0 otherwise), its
 /// frames (leaf first; a method with no jmethodID is a null id, which
 /// JVMTI refuses to name), and the handler's time.
 pub struct Taken {
     pub env: usize,
+    pub key: u64,
     pub frames: Vec<MethodId>,
     pub cost_ns: u64,
 }
@@ -363,9 +391,10 @@ pub fn drain(out: &mut Vec<Taken>) {
             continue;
         }
         // SAFETY: READY gives the slot to the drain until it stores FREE.
-        let (env, n, cost, frames) = unsafe {
+        let (env, key, n, cost, frames) = unsafe {
             (
                 *s.env.get(),
+                *s.key.get(),
                 *s.num_frames.get(),
                 *s.cost_ns.get(),
                 &*s.frames.get(),
@@ -374,6 +403,7 @@ pub fn drain(out: &mut Vec<Taken>) {
         let n = usize::try_from(n).unwrap_or(0).min(frames.len());
         out.push(Taken {
             env,
+            key,
             frames: frames[..n]
                 .iter()
                 .map(|f| MethodId(f.method_id.cast()))
@@ -505,9 +535,18 @@ fn record(uc: *mut c_void) {
         slot.state.store(FREE, Ordering::Release);
         return;
     }
+    // The state whose silent root context this is: a virtual thread's
+    // (its Java id) or the platform thread's own (0).
+    let key_offset = FILTER_KEY_OFFSET.load(Ordering::Relaxed);
+    let key = if before.is_some() && key_offset != NO_FILTER {
+        silent_word(key_offset).unwrap_or(0)
+    } else {
+        0
+    };
     // SAFETY: the slot is still WRITING: this handler owns its cells.
     unsafe {
         *slot.env.get() = env as usize;
+        *slot.key.get() = key;
         *slot.num_frames.get() = trace.num_frames;
         *slot.cost_ns.get() = now_ns().wrapping_sub(t0);
     }

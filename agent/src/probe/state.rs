@@ -81,6 +81,12 @@ pub(super) struct ThreadState {
     /// The open silent root context recorded its entry (it did unless it
     /// opened in the cost tail's warm-up): its exit records too.
     pub(super) silent_timed: Cell<bool>,
+    /// Windows timing: the Java thread id of a virtual thread's state, set
+    /// at its registration (0 on a platform thread). The CPU-timer's signal
+    /// handler reads it beside the silent word, so that a sample of a
+    /// carrier running this virtual thread is credited to the virtual
+    /// thread (`ffi::agct::SilentFilter`).
+    pub(super) sample_key: AtomicU64,
 }
 
 impl ThreadState {
@@ -111,6 +117,7 @@ impl ThreadState {
             silent: Cell::new(0),
             silent_word: AtomicU64::new(0),
             silent_timed: Cell::new(false),
+            sample_key: AtomicU64::new(0),
         }
     }
 

@@ -202,8 +202,12 @@ pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
     if !is_private {
-        s.java_id
-            .set(threads::announce(jni, index, s.virtual_thread.get()));
+        let is_virtual = s.virtual_thread.get();
+        let java_id = threads::announce(jni, index, is_virtual);
+        s.java_id.set(java_id);
+        if is_virtual {
+            s.sample_key.store(java_id, Ordering::Release);
+        }
     }
     if java {
         use_slot(s);
@@ -229,12 +233,14 @@ pub(super) fn use_slot(s: &ThreadState) {
 }
 
 /// Windows timing's filter for the CPU-timer's signal handler: the silent
-/// word of every thread's probe state under this session's tag (`None`
-/// when the handler cannot reach the state through the `ffi::tls` word).
+/// word of every thread's probe state under this session's tag, and the
+/// state's sample key (a virtual thread's Java id; `None` when the handler
+/// cannot reach the state through the `ffi::tls` word).
 pub fn silent_filter() -> Option<crate::ffi::agct::SilentFilter> {
     let tag = (GENERATION.load(Ordering::SeqCst) & 0xffff_ffff) as u32;
     crate::ffi::agct::SilentFilter::for_state::<ThreadState>(
         std::mem::offset_of!(ThreadState, silent_word),
+        std::mem::offset_of!(ThreadState, sample_key),
         tag,
     )
 }

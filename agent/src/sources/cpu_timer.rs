@@ -41,7 +41,11 @@
 //! (`ffi::agct::SilentFilter`, reading the thread's probe state through
 //! `probe::silent_filter`); the others cost no walk and are counted, sent
 //! as `TimerOutside`. A thread in a counted root call, between root calls
-//! or outside every root gives no sample.
+//! or outside every root gives no sample. A carrier running a virtual
+//! thread reads the virtual thread's probe state (its tls word points at
+//! it), so a sample inside the virtual thread's silent root call carries
+//! the virtual thread's Java id and is sent as the virtual thread's, not
+//! the carrier's.
 //!
 //! Coexistence: [`CpuTimer::usable`] reads SIGPROF's disposition and the
 //! process's profiling timer before anything is installed; when another
@@ -551,7 +555,10 @@ impl Drain {
             self.envs.clear();
             self.mapped_at = Instant::now();
         }
-        if taken.iter().any(|t| !self.envs.contains_key(&t.env)) {
+        if taken
+            .iter()
+            .any(|t| t.key == 0 && !self.envs.contains_key(&t.env))
+        {
             self.map_threads(jni);
         }
         let depth = self.opts.max_depth as usize;
@@ -560,7 +567,12 @@ impl Drain {
         let mut samples = Vec::with_capacity(taken.len());
         for t in &taken {
             cost_ns = cost_ns.saturating_add(t.cost_ns);
+            // A sample of a virtual thread (its carrier ran it inside a
+            // silent root call) is the virtual thread's, by the Java id its
+            // probe state carries; the CLI knows it from the thread's
+            // `Thread` message.
             let thread = match self.envs.get(&t.env) {
+                _ if t.key != 0 => t.key,
                 Some(EnvOf::Java(id)) => *id,
                 Some(EnvOf::Own) => continue,
                 None => {
