@@ -3,8 +3,8 @@
 //! the kind of wait and its time, against what the fixture measures
 //! itself (`fixtures/src/fixtures/Locks.java`): contended monitors,
 //! `Object.wait`, `ReentrantLock` parks, `Thread.sleep`, `System.gc()`, and
-//! a method that spins, sleeps and parks, whose own time plus waits is
-//! its wall time; a contended monitor's owner (the
+//! a method that spins, collects, sleeps and parks, whose own time plus
+//! waits and GC pause is its wall time; a contended monitor's owner (the
 //! thread and where it held it) and the lock view.
 
 use std::process::Command;
@@ -217,9 +217,9 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         );
         return;
     }
-    // One method that spins HOLD ms, sleeps and parks: its own time plus
-    // its waits (and any GC pause) is its wall time within 2%, its own
-    // time the spin, and its wall time the fixture's.
+    // One method that spins HOLD ms, calls System.gc(), sleeps and parks:
+    // its own time plus its waits and its GC pause is its wall time within
+    // 2%, its own time the spin, and its wall time the fixture's.
     let mixed = measured(&p, "mixed ");
     let root =
         node_at(&report, &["Locks.mixedRoot"]).unwrap_or_else(|| panic!("no mixedRoot:\n{report}"));
@@ -233,9 +233,17 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         .sum();
     let below = waits_below(root, "parked", SYNC, &report);
     let slept_mixed = waits_below(root, "sleeping", "", &report);
+    // Its System.gc(): a (GC pause) row, among the waits of the 2% check.
+    let gc_mixed: u64 = root["contention"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["kind"] == "gc")
+        .map(|c| c["blocked_ns"].as_u64().unwrap())
+        .sum();
     assert!(
-        below > 0 && slept_mixed > 0,
-        "mixedRoot parked {below} ns, slept {slept_mixed} ns\n{root}"
+        below > 0 && slept_mixed > 0 && gc_mixed > 0,
+        "mixedRoot parked {below} ns, slept {slept_mixed} ns, GC pause {gc_mixed} ns\n{root}"
     );
     assert!(
         within(own + waits, total, 0.02),
