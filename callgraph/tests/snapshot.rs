@@ -13,6 +13,71 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
+/// The version 9 file of a profile without contended monitors' owners: a
+/// version 10 file without the owner count of each node and the owners'
+/// count at the end.
+fn downgrade_to_v9(v10: &[u8]) -> Vec<u8> {
+    let mut v = v10.to_vec();
+    assert_eq!(v[8..12], 10u32.to_le_bytes());
+    v[8..12].copy_from_slice(&9u32.to_le_bytes());
+    let end = v.len() - 8;
+    assert_eq!(&v[end..], b"SPRIGEND");
+    assert_eq!(v[end - 4..end], 0u32.to_le_bytes(), "owners");
+    v.drain(end - 4..end);
+    let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
+    let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
+    let mut at = 8 + 4 + 8;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 4;
+    at += 4 + u32_at(&v, at) as usize;
+    at += 4 + u32_at(&v, at) as usize; // the command (v8)
+    at += 5 * 8 + 1 + 16;
+    at += 6 * 8;
+    if v[at] == 1 {
+        at += 1;
+        let kinds = u32_at(&v, at);
+        at += 4;
+        for _ in 0..kinds {
+            at += 4 + u32_at(&v, at) as usize + 8;
+        }
+        at += 9 * 8;
+    } else {
+        at += 1;
+    }
+    at += 8 + 1; // reset, timing
+    let methods = u32_at(&v, at);
+    at += 4;
+    for _ in 0..methods {
+        at += 4;
+        for _ in 0..3 {
+            at += 4 + u32_at(&v, at) as usize;
+        }
+    }
+    let threads = u32_at(&v, at);
+    at += 4;
+    for _ in 0..threads {
+        at += 4 + 8;
+        at += 4 + u32_at(&v, at) as usize;
+        at += 5 * 8 + 5 * 8 + 8;
+        at += 4;
+        let nodes = u64_at(&v, at);
+        at += 8;
+        for _ in 0..nodes {
+            at += 4 + 4 * 8 + 3 * 8 + 2 * 8;
+            at += if v[at] == 1 {
+                1 + 4 * 8 + 4 + 12 * u32_at(&v, at + 1 + 32) as usize
+            } else {
+                1
+            };
+            at += 4 + 21 * u32_at(&v, at) as usize;
+            assert_eq!(u32_at(&v, at), 0, "a node with owners");
+            v.drain(at..at + 4);
+            at += 4;
+        }
+    }
+    v
+}
+
 /// The version 8 file of a profile: a version 9 file without the cost
 /// block at the end (a flag byte, and the figures when `cost`).
 fn downgrade_to_v8(v9: &[u8], cost: bool) -> Vec<u8> {
@@ -347,7 +412,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
 
     // A version 6 file: no timing mode, samples or latency.
     let plain = bytes(&s.profile);
-    let v8 = downgrade_to_v8(&plain, s.profile.stats.cost.is_some());
+    let v9 = downgrade_to_v9(&plain);
+    let old = Profile::read_snapshot(&mut v9.as_slice()).expect("version 9 reads");
+    assert_eq!(old, s.profile);
+    let v8 = downgrade_to_v8(&v9, s.profile.stats.cost.is_some());
     let old = Profile::read_snapshot(&mut v8.as_slice()).expect("version 8 reads");
     let mut expected = s.profile.clone();
     expected.stats.cost = None;
@@ -414,11 +482,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v10 = plain;
-    v10[8..12].copy_from_slice(&10u32.to_le_bytes());
+    let mut v11 = plain;
+    v11[8..12].copy_from_slice(&11u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v10.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(10))
+        Profile::read_snapshot(&mut v11.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(11))
     ));
 }
 

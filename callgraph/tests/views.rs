@@ -586,6 +586,7 @@ fn the_waits_table_and_the_waits_weight() {
         class: 4,
         start: end - ticks,
         ticks,
+        owner: 0,
     };
     s.extend_from_slice(w(500, 400).record(500).unwrap().as_slice());
     s.push(ev(EventKind::MethodExit, 2, 600));
@@ -633,4 +634,171 @@ fn the_waits_table_and_the_waits_weight() {
         "{collapsed}"
     );
     assert_eq!(collapsed.lines().count(), 2, "{collapsed}");
+}
+
+/// `--locks`, the owners: each contended enter's record names who held
+/// the monitor; the lock view (text `held by` lines, JSON `locks`) sums
+/// the per-node rows: its `blocked_ns` and `waits` are the sums of the
+/// nodes' `contention` entries over every thread, its owners' the sums of
+/// the entries' owners, and all of it survives a snapshot.
+#[test]
+fn the_lock_view_sums_the_rows_and_names_the_owners() {
+    use sprig_wire::{Wait, WaitKind};
+    const NS: u64 = 1_000_000_000;
+    let ev = |k, id, ts| Event::new(k, id, ts);
+    let w = |end: u64, ticks: u64, owner: u32| Wait {
+        kind: WaitKind::Blocked,
+        class: 4,
+        start: end - ticks,
+        ticks,
+        owner,
+    };
+    // Thread 0: get waits 400 (held by 1) and 100 (owner not read);
+    // handle waits 250 (held by 2). Thread 1: get waits 300 (held by 1).
+    let mut s0 = vec![
+        ev(EventKind::RootEntry, 1, 0),
+        ev(EventKind::MethodEntry, 2, 10),
+    ];
+    s0.extend_from_slice(w(500, 400, 1).record(500).unwrap().as_slice());
+    s0.extend_from_slice(w(650, 100, 0).record(650).unwrap().as_slice());
+    s0.push(ev(EventKind::MethodExit, 2, 700));
+    s0.extend_from_slice(w(980, 250, 2).record(980).unwrap().as_slice());
+    s0.push(ev(EventKind::RootExit, 1, 1000));
+    let mut s1 = vec![
+        ev(EventKind::RootEntry, 1, 0),
+        ev(EventKind::MethodEntry, 2, 10),
+    ];
+    s1.extend_from_slice(w(400, 300, 1).record(400).unwrap().as_slice());
+    s1.push(ev(EventKind::MethodExit, 2, 500));
+    s1.push(ev(EventKind::RootExit, 1, 600));
+    let mut b = CctBuilder::new(NS);
+    b.set_method(1, "app.Server", "handle", "()V");
+    b.set_method(2, "app.Cache", "get", "()V");
+    b.apply_message(&sprig_wire::Message::WaitClass {
+        id: 4,
+        class: "app.Cache$Lock".into(),
+    });
+    for (id, thread, context) in [
+        (1, "loader", "app.Cache.fill < app.Cache.refresh"),
+        (2, "pool-1", "app.Server.flush"),
+    ] {
+        b.apply_message(&sprig_wire::Message::WaitOwner {
+            id,
+            thread: thread.into(),
+            context: context.into(),
+        });
+    }
+    b.process(0, &s0);
+    b.process(1, &s1);
+    let p = b.finish();
+    let mut snap = Vec::new();
+    p.write_snapshot(&mut snap).unwrap();
+    let back = Profile::read_snapshot(&mut snap.as_slice()).unwrap();
+    assert_eq!(back, p);
+
+    for p in [&p, &back] {
+        let json = render(p, &RenderOptions::default(), Format::Json);
+        let v = parse_json(&json).unwrap();
+        // The per-node rows, over every thread.
+        let (mut waits, mut ns) = (0u64, 0u64);
+        let mut owners: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        fn walk(n: &Json, f: &mut dyn FnMut(&Json)) {
+            f(n);
+            for c in n.get("children").map(Json::arr).into_iter().flatten() {
+                walk(c, f);
+            }
+        }
+        for t in v.get("threads").map(Json::arr).unwrap() {
+            for r in t.get("roots").map(Json::arr).unwrap() {
+                walk(r, &mut |n| {
+                    for c in n.get("contention").map(Json::arr).into_iter().flatten() {
+                        waits += c.get("count").and_then(Json::u64).unwrap();
+                        ns += c.get("blocked_ns").and_then(Json::u64).unwrap();
+                        for o in c.get("owners").map(Json::arr).into_iter().flatten() {
+                            let e = owners
+                                .entry(o.get("thread").and_then(Json::str).unwrap().to_owned())
+                                .or_default();
+                            e.0 += o.get("waits").and_then(Json::u64).unwrap();
+                            e.1 += o.get("blocked_ns").and_then(Json::u64).unwrap();
+                        }
+                    }
+                });
+            }
+        }
+        assert_eq!((waits, ns), (4, 1050), "{json}");
+        let locks = v
+            .get("locks")
+            .map(Json::arr)
+            .unwrap_or_else(|| panic!("{json}"));
+        assert_eq!(locks.len(), 1, "{json}");
+        let l = &locks[0];
+        assert_eq!(l.get("monitor").and_then(Json::str), Some("app.Cache$Lock"));
+        assert_eq!(l.get("kind").and_then(Json::str), Some("blocked"));
+        assert_eq!(l.get("waits").and_then(Json::u64), Some(waits), "{json}");
+        assert_eq!(l.get("blocked_ns").and_then(Json::u64), Some(ns), "{json}");
+        let waiters = l.get("waiters").map(Json::arr).unwrap();
+        let sum: u64 = waiters
+            .iter()
+            .map(|w| w.get("blocked_ns").and_then(Json::u64).unwrap())
+            .sum();
+        assert_eq!(sum, ns, "{json}");
+        let first: Vec<&str> = waiters[0]
+            .get("context")
+            .map(Json::arr)
+            .unwrap()
+            .iter()
+            .filter_map(Json::str)
+            .collect();
+        assert_eq!(first, ["app.Cache.get", "app.Server.handle"], "{json}");
+        let lo: Vec<(String, String, u64, u64)> = l
+            .get("owners")
+            .map(Json::arr)
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o.get("thread").and_then(Json::str).unwrap().to_owned(),
+                    o.get("context").and_then(Json::str).unwrap().to_owned(),
+                    o.get("waits").and_then(Json::u64).unwrap(),
+                    o.get("blocked_ns").and_then(Json::u64).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lo,
+            [
+                (
+                    "loader".into(),
+                    "app.Cache.fill < app.Cache.refresh".into(),
+                    2,
+                    700
+                ),
+                ("pool-1".into(), "app.Server.flush".into(), 1, 250),
+            ],
+            "{json}"
+        );
+        for (t, _, c, n) in &lo {
+            assert_eq!(owners.get(t), Some(&(*c, *n)), "{json}");
+        }
+        let text = render(p, &RenderOptions::default(), Format::Text);
+        let table = text
+            .split("waits: all threads")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no waits table:\n{text}"));
+        let held: Vec<&str> = table
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.contains("held by"))
+            .collect();
+        assert_eq!(held.len(), 2, "{table}");
+        assert!(held[0].starts_with("0.700"), "{table}");
+        assert!(
+            held[0].ends_with("2    held by loader in app.Cache.fill < app.Cache.refresh"),
+            "{table}"
+        );
+        assert!(
+            held[1].ends_with("held by pool-1 in app.Server.flush"),
+            "{table}"
+        );
+    }
 }

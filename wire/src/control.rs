@@ -515,6 +515,18 @@ pub enum Message {
     /// agent -> CLI: the edges the bursts ended since the last message
     /// sampled, and the bursts themselves.
     EdgeSamples(EdgeSamples),
+    // ---- agent -> CLI: `--locks`, the owners ----
+    /// The owner of a contended monitor some wait record names got an id
+    /// (its own id space): the thread that held the monitor when the wait
+    /// began (`thread`, its name) and where it was (`context`: its
+    /// innermost frames outside the JDK, `pkg.Class.method`, innermost
+    /// first, joined with ` < `; empty when none was read). Sent before
+    /// the first record that carries it.
+    WaitOwner {
+        id: u32,
+        thread: String,
+        context: String,
+    },
 }
 
 /// The call-edge bursts drained at once (`Message::EdgeSamples`).

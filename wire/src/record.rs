@@ -107,7 +107,9 @@ impl WaitKind {
 }
 
 /// A wait of one thread, written at its end with its start: payload words
-/// `kind | class << 32`, `start` (clock ticks), `ticks` (its length).
+/// `kind | class << 32`, `start` (clock ticks), `ticks` (its length),
+/// `owner` (a record of three words, written before owners were read,
+/// reads as owner 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wait {
     pub kind: WaitKind,
@@ -117,6 +119,9 @@ pub struct Wait {
     pub class: u32,
     pub start: u64,
     pub ticks: u64,
+    /// Who held the monitor when a contended enter began: an id the agent
+    /// names with a `WaitOwner` message (0: not read, or no owner then).
+    pub owner: u32,
 }
 
 /// Largest class id of a wait (24 bits: the row ids of
@@ -153,6 +158,7 @@ impl Wait {
                 self.kind as u64 | (self.class as u64) << 32,
                 self.start,
                 self.ticks,
+                u64::from(self.owner),
             ],
         )
     }
@@ -172,6 +178,7 @@ impl Wait {
             class,
             start: r.word(1)?,
             ticks: r.word(2)?,
+            owner: r.word(3).map_or(0, |w| w as u32),
         })
     }
 }
@@ -386,6 +393,7 @@ mod tests {
                 class: WAIT_CLASS_MAX,
                 start: u64::MAX - 3,
                 ticks: 12_345,
+                owner: u32::MAX - 1,
             };
             let r = w.record(7).unwrap();
             let items: Vec<Item> = Records::new(r.as_slice()).collect();
@@ -403,8 +411,21 @@ mod tests {
             class: WAIT_CLASS_MAX + 1,
             start: 0,
             ticks: 0,
+            owner: 0,
         };
         assert_eq!(too_big.record(0), None);
+        // A wait of three words (no owner) reads as owner 0.
+        let r = RecordSlots::new(
+            RECORD_WAIT,
+            3,
+            &[WaitKind::Blocked as u64 | 5 << 32, 10, 20],
+        )
+        .unwrap();
+        let items: Vec<Item> = Records::new(r.as_slice()).collect();
+        let [Item::Record(rec)] = items[..] else {
+            panic!("one record expected: {items:?}");
+        };
+        assert_eq!(Wait::read(&rec).map(|w| (w.class, w.owner)), Some((5, 0)));
     }
 
     #[test]

@@ -237,6 +237,11 @@ fn message() -> impl Strategy<Value = Message> {
         (any::<u32>(), any::<u32>())
             .prop_map(|(classes, methods)| Message::EdgeProbed { classes, methods }),
         edge_samples().prop_map(Message::EdgeSamples),
+        (any::<u32>(), text(), text()).prop_map(|(id, thread, context)| Message::WaitOwner {
+            id,
+            thread,
+            context
+        }),
     ]
 }
 

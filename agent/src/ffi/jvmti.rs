@@ -172,6 +172,8 @@ pub struct Capabilities {
     pub monitor_events: bool,
     /// GarbageCollectionStart and GarbageCollectionFinish.
     pub gc_events: bool,
+    /// GetObjectMonitorUsage (a contended monitor's owner).
+    pub monitor_info: bool,
     /// CompiledMethodLoad events.
     pub compiled_method_load: bool,
 }
@@ -187,6 +189,7 @@ impl Capabilities {
         line_numbers: false,
         monitor_events: false,
         gc_events: false,
+        monitor_info: false,
         compiled_method_load: false,
     };
 
@@ -203,6 +206,7 @@ impl Capabilities {
         line_numbers: false,
         monitor_events: false,
         gc_events: false,
+        monitor_info: false,
         compiled_method_load: false,
     };
 
@@ -221,6 +225,7 @@ impl Capabilities {
             && (!self.line_numbers || other.line_numbers)
             && (!self.monitor_events || other.monitor_events)
             && (!self.gc_events || other.gc_events)
+            && (!self.monitor_info || other.monitor_info)
             && (!self.compiled_method_load || other.compiled_method_load)
     }
 
@@ -264,6 +269,10 @@ impl Capabilities {
                 "can_generate_garbage_collection_events",
             ),
             (
+                self.monitor_info && !have.monitor_info,
+                "can_get_monitor_info",
+            ),
+            (
                 self.compiled_method_load && !have.compiled_method_load,
                 "can_generate_compiled_method_load_events",
             ),
@@ -284,6 +293,7 @@ impl Capabilities {
         caps.set_can_get_line_numbers(self.line_numbers);
         caps.set_can_generate_monitor_events(self.monitor_events);
         caps.set_can_generate_garbage_collection_events(self.gc_events);
+        caps.set_can_get_monitor_info(self.monitor_info);
         caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
         caps
     }
@@ -299,6 +309,7 @@ impl Capabilities {
             line_numbers: raw.can_get_line_numbers(),
             monitor_events: raw.can_generate_monitor_events(),
             gc_events: raw.can_generate_garbage_collection_events(),
+            monitor_info: raw.can_get_monitor_info(),
             compiled_method_load: raw.can_generate_compiled_method_load_events(),
         }
     }
@@ -823,6 +834,71 @@ impl Jvmti {
             *o = (!f.method.is_null()).then_some(MethodId(f.method));
         }
         Ok((out, n))
+    }
+
+    /// The thread that owns `object`'s monitor now, if any (JVMTI
+    /// GetObjectMonitorUsage; needs `Capabilities::monitor_info`). HotSpot
+    /// answers it in a VM operation: the caller waits for a safepoint,
+    /// bounded as every safepoint is. The owner and the waiters come back
+    /// as local references of the calling thread, in its current frame:
+    /// callers run it inside [`Jni::with_local_frame`].
+    pub fn monitor_owner<'a>(
+        &self,
+        _jni: &Jni<'a>,
+        object: Local<'_>,
+    ) -> Result<Option<Local<'a>>, JvmtiError> {
+        let mut usage = sys::jvmtiMonitorUsage {
+            owner: std::ptr::null_mut(),
+            entry_count: 0,
+            waiter_count: 0,
+            waiters: std::ptr::null_mut(),
+            notify_waiter_count: 0,
+            notify_waiters: std::ptr::null_mut(),
+        };
+        // SAFETY: `object` is a live reference; `usage` a valid out struct;
+        // the thread is attached (holds `_jni`), so the references JVMTI
+        // returns are its locals.
+        unsafe { jvmti_call!(self.env, GetObjectMonitorUsage, object.raw(), &mut usage)? };
+        self.deallocate(usage.waiters.cast());
+        self.deallocate(usage.notify_waiters.cast());
+        // SAFETY: a local reference JVMTI created for this thread (or null).
+        Ok((!usage.owner.is_null()).then(|| unsafe { Local::from_raw(usage.owner) }))
+    }
+
+    /// Another thread's innermost frames, at most `N`, innermost first
+    /// (JVMTI GetStackTrace: HotSpot walks it in a handshake with that
+    /// thread, which a thread in native or blocked code answers at once
+    /// and a thread running Java at its next safepoint poll).
+    pub fn thread_frames<const N: usize>(
+        &self,
+        _jni: &Jni<'_>,
+        thread: Local<'_>,
+    ) -> Result<Vec<MethodId>, JvmtiError> {
+        let mut buf = [sys::jvmtiFrameInfo {
+            method: std::ptr::null_mut(),
+            location: 0,
+        }; N];
+        let mut count: jint = 0;
+        let max = jint::try_from(N).unwrap_or(jint::MAX);
+        // SAFETY: `thread` is a live thread reference of the attached
+        // calling thread; `buf` holds `max` frames; valid out pointer.
+        unsafe {
+            jvmti_call!(
+                self.env,
+                GetStackTrace,
+                thread.raw(),
+                0,
+                max,
+                buf.as_mut_ptr(),
+                &mut count
+            )?
+        };
+        let n = (count.max(0) as usize).min(N);
+        Ok(buf[..n]
+            .iter()
+            .filter(|f| !f.method.is_null())
+            .map(|f| MethodId(f.method))
+            .collect())
     }
 
     /// One JVMTI GetAllStackTraces of up to `max_frames` frames a thread:

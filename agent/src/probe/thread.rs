@@ -45,6 +45,7 @@ impl ThreadState {
             w.set(0);
         }
         self.wait_class.set(0);
+        self.wait_owner.set(0);
         self.silent.set(0);
         self.silent_word.store(0, Ordering::Release);
         self.silent_timed.set(false);

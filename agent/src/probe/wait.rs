@@ -40,6 +40,19 @@ pub fn wait_begin(kind: WaitKind) {
     });
 }
 
+/// The calling thread begins a contended monitor enter: as
+/// [`wait_begin`], and when it is inside a root context the monitor's
+/// owner is read now, after the start (it held the monitor when the wait
+/// began; the reading is part of the wait), by what `owner` answers (an
+/// id the CLI is told of, 0 for none), kept for the wait's record.
+pub fn wait_begin_owned(kind: WaitKind, owner: impl FnOnce() -> u32) {
+    let _ = with_state(|s| {
+        let at = if recording(s) { s.now() } else { 0 };
+        s.wait_since[slot(kind)].set(at);
+        s.wait_owner.set(if at == 0 { 0 } else { owner() });
+    });
+}
+
 /// The calling thread begins a park or a sleep (`Waits`, the probes
 /// `--locks` puts into the JDK's park and sleep methods): as
 /// [`wait_begin`], and the class of the object it parks on is named now,
@@ -77,6 +90,11 @@ pub fn wait_end(kind: WaitKind, class: impl FnOnce() -> u32) {
 
 fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
     let start = s.wait_since[slot(kind)].replace(0);
+    let owner = if kind == WaitKind::Blocked {
+        s.wait_owner.replace(0)
+    } else {
+        0
+    };
     if start == 0 || !recording(s) {
         return;
     }
@@ -86,6 +104,7 @@ fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
         class: class(),
         start,
         ticks: end.saturating_sub(start),
+        owner,
     };
     if let Some(rec) = wait.record(end) {
         s.push_record(&rec);
@@ -179,6 +198,7 @@ pub(super) fn gc_catch_up(s: &ThreadState) {
             class: 0,
             start,
             ticks,
+            owner: 0,
         };
         if let Some(rec) = wait.record(start.saturating_add(ticks)) {
             s.push_record(&rec);

@@ -14,6 +14,21 @@
 //! lock held for the lookup only) runs only at the end of a wait that
 //! began inside a root context, after its end was read.
 //!
+//! The owner: at a contended enter inside a root context the thread
+//! reads who holds the monitor (JVMTI GetObjectMonitorUsage, capability
+//! `can_get_monitor_info`) and where that thread is: its innermost frames
+//! outside the JDK (JVMTI GetStackTrace of the owner, [`OWNER_FRAMES`]
+//! deep, the first [`OWNER_CONTEXT`] kept). The owner's frames and not
+//! its node in sprig's tree: the owner is often outside every root (a
+//! pool thread, a holder started elsewhere), and another thread's probe
+//! state is its own. Both calls stop the owner (GetObjectMonitorUsage is a
+//! VM operation, a safepoint; GetStackTrace a handshake), bounded as
+//! those are, so the owners are read at most once every
+//! [`OWNER_GAP_NS`] in the process: a wait that began sooner after the
+//! last reading has owner 0 (not read). The owner is told to the CLI as
+//! `WaitOwner` (thread name and context, an id per pair) and rides in the
+//! wait's record.
+//!
 //! Garbage collection pauses (`GarbageCollectionStart`/`Finish`, with
 //! `can_generate_garbage_collection_events`): kept by `probe::gc_finish`,
 //! and written as `(GC pause)` waits by each thread that was inside a
@@ -51,14 +66,29 @@ use sprig_rewriter::vocab::access::ACC_NATIVE;
 use sprig_wire::record::WAIT_CLASS_MAX;
 use sprig_wire::{Message, WaitKind};
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 /// Whether a session's lock source runs (the events may still come in
 /// for a moment after it stopped).
 static ON: AtomicBool = AtomicBool::new(false);
 /// The monitor classes named so far in this session: binary name -> id.
 static CLASSES: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+/// The owners named so far in this session: (thread name, context) -> id.
+static OWNERS: Mutex<Option<HashMap<(String, String), u32>>> = Mutex::new(None);
+/// When the next owner may be read, in ns since [`EPOCH`].
+static NEXT_OWNER_NS: AtomicU64 = AtomicU64::new(0);
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+/// Least time between two owner readings in the process (each stops the
+/// owner for a safepoint and a handshake): at most 100 a second.
+pub const OWNER_GAP_NS: u64 = 10_000_000;
+/// Frames of the owner's stack read.
+pub const OWNER_FRAMES: usize = 16;
+/// Frames outside the JDK kept as the owner's context.
+pub const OWNER_CONTEXT: usize = 2;
+/// Most owner ids in a session.
+const OWNERS_MAX: u32 = 1 << 16;
 
 static WAITS_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Waits.class"));
 
@@ -70,6 +100,7 @@ impl Locks {
         capabilities: Capabilities {
             monitor_events: true,
             gc_events: true,
+            monitor_info: true,
             ..Capabilities::NONE
         },
         events: &[
@@ -95,6 +126,8 @@ impl Source for Locks {
 
     fn start(&mut self, agent: &'static Agent, jni: Jni<'_>) -> Result<(), String> {
         *crate::sync::lock(&CLASSES) = Some(HashMap::new());
+        *crate::sync::lock(&OWNERS) = Some(HashMap::new());
+        NEXT_OWNER_NS.store(0, Ordering::Relaxed);
         ON.store(true, Ordering::Release);
         for &event in Locks::NEEDS.events {
             agent
@@ -137,6 +170,7 @@ impl Source for Locks {
             }
         }
         *crate::sync::lock(&CLASSES) = None;
+        *crate::sync::lock(&OWNERS) = None;
     }
 }
 
@@ -243,7 +277,9 @@ pub fn on_monitor(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, event: Monitor
         return;
     }
     match event {
-        MonitorEvent::ContendedEnter => probe::wait_begin(WaitKind::Blocked),
+        MonitorEvent::ContendedEnter => {
+            probe::wait_begin_owned(WaitKind::Blocked, || owner_id(jvmti, jni, object))
+        }
         MonitorEvent::Wait => probe::wait_begin(WaitKind::Waiting),
         MonitorEvent::ContendedEntered => {
             probe::wait_end(WaitKind::Blocked, || class_id(jvmti, jni, object))
@@ -293,6 +329,88 @@ fn class_id(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>) -> u32 {
     id
 }
 
+/// The id of the thread that owns `object`'s monitor now and of where it
+/// is, named to the CLI the first time; 0 when it cannot be read, the
+/// monitor has no owner any more, the last reading was less than
+/// [`OWNER_GAP_NS`] ago or the ids ran out.
+fn owner_id(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>) -> u32 {
+    let now = EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    let next = NEXT_OWNER_NS.load(Ordering::Relaxed);
+    if now < next
+        || NEXT_OWNER_NS
+            .compare_exchange(
+                next,
+                now + OWNER_GAP_NS,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return 0;
+    }
+    let Some((thread, context)) = jni.with_local_frame(16, |jni| {
+        let owner = jvmti.monitor_owner(&jni, object).ok()??;
+        let (name, _) = jvmti.thread_info(&jni, owner).ok()?;
+        let frames = jvmti
+            .thread_frames::<OWNER_FRAMES>(&jni, owner)
+            .unwrap_or_default();
+        let names: Vec<String> = frames
+            .into_iter()
+            .filter_map(|m| frame_name(jvmti, &jni, m))
+            .collect();
+        Some((name, owner_context(&names)))
+    }) else {
+        return 0;
+    };
+    let mut owners = crate::sync::lock(&OWNERS);
+    let Some(owners) = owners.as_mut() else {
+        return 0;
+    };
+    let key = (thread, context);
+    if let Some(&id) = owners.get(&key) {
+        return id;
+    }
+    let id = owners.len() as u32 + 1;
+    if id > OWNERS_MAX {
+        return 0;
+    }
+    let (thread, context) = key.clone();
+    owners.insert(key, id);
+    outbox::post(Message::WaitOwner {
+        id,
+        thread,
+        context,
+    });
+    id
+}
+
+/// `pkg.Class.method` of a frame's method.
+fn frame_name(jvmti: &Jvmti, jni: &Jni<'_>, m: crate::ffi::MethodId) -> Option<String> {
+    let (name, _) = jvmti.method_name(m).ok()?;
+    let class = jvmti.method_declaring_class(jni, m).ok()?;
+    let sig = jvmti.class_signature(class);
+    jni.delete_local(class);
+    Some(format!("{}.{name}", binary_name(&sig.ok()?)))
+}
+
+/// The owner's context from its frames (`pkg.Class.method`, innermost
+/// first): the first [`OWNER_CONTEXT`] outside the JDK and sprig, joined
+/// with ` < `; the innermost frame when all are the JDK's.
+fn owner_context(frames: &[String]) -> String {
+    const JDK: [&str; 5] = ["java.", "javax.", "jdk.", "sun.", "sprig."];
+    let own: Vec<&str> = frames
+        .iter()
+        .map(String::as_str)
+        .filter(|f| !JDK.iter().any(|p| f.starts_with(p)))
+        .take(OWNER_CONTEXT)
+        .collect();
+    if own.is_empty() {
+        frames.first().cloned().unwrap_or_default()
+    } else {
+        own.join(" < ")
+    }
+}
+
 /// `Lpkg/Name;` -> `pkg.Name`; other signatures (arrays) as they are.
 fn binary_name(sig: &str) -> String {
     sig.strip_prefix('L')
@@ -309,5 +427,25 @@ mod tests {
     fn monitor_classes_are_named_with_dots() {
         assert_eq!(binary_name("Lfixtures/Locks$Mon;"), "fixtures.Locks$Mon");
         assert_eq!(binary_name("[Ljava/lang/Object;"), "[Ljava.lang.Object;");
+    }
+
+    #[test]
+    fn an_owners_context_is_its_innermost_frames_outside_the_jdk() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            owner_context(&f(&[
+                "java.lang.Thread.sleep0",
+                "java.lang.Thread.sleep",
+                "app.Cache.fill",
+                "app.Cache.get",
+                "app.Main.run",
+            ])),
+            "app.Cache.fill < app.Cache.get"
+        );
+        assert_eq!(
+            owner_context(&f(&["java.lang.Object.wait", "java.lang.Thread.run"])),
+            "java.lang.Object.wait"
+        );
+        assert_eq!(owner_context(&[]), "");
     }
 }

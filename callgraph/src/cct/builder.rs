@@ -432,6 +432,19 @@ impl CctBuilder {
                 ..
             } => self.set_thread_name(*index, *java_id, name),
             Message::WaitClass { id, class } => self.set_wait_class(*id, class),
+            Message::WaitOwner {
+                id,
+                thread,
+                context,
+            } => {
+                self.profile_template.owners.insert(
+                    *id,
+                    crate::profile::OwnerInfo {
+                        thread: thread.clone(),
+                        context: context.clone(),
+                    },
+                );
+            }
             Message::AllocSite {
                 id,
                 method,

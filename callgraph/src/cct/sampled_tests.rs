@@ -459,6 +459,7 @@ fn a_sampled_wait_takes_its_time_from_the_frame_that_waited() {
         class: 0,
         start: 200,
         ticks: 80,
+        owner: 0,
     }
     .record(280)
     .unwrap();

@@ -29,11 +29,14 @@
 //!                                                u32 n, n × (u32 bucket, u64 calls)],
 //!                                                (v8) u32 n, n × (u32 site, u8 level,
 //!                                                u64 count, u64 bytes),
+//!                                                (v10) u32 n, n × (u32 owner, u64 count,
+//!                                                u64 ticks),
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! alloc sites (v8): u32 n, n × (u32 id, u32 method, u32 bci, str descriptor, u8 dims)
 //! cost (v9):  u8 present [u32 method, u64 recorded_calls, recorded_p50_ns,
 //!              silent_calls, silent_p50_ns]
+//! owners (v10): u32 n, n × (u32 id, str thread, str context)
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
 //! ```
@@ -53,7 +56,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 9;
+pub const SNAPSHOT_VERSION: u32 = 10;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -288,6 +291,12 @@ impl Profile {
                 }
             }
         }
+        w.len(self.owners.len())?;
+        for (&id, o) in &self.owners {
+            w.u32(id)?;
+            w.str(&o.thread)?;
+            w.str(&o.context)?;
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -447,6 +456,17 @@ impl Profile {
                 x => return Err(corrupt(format!("cost flag {x}"))),
             };
         }
+        if version >= 10 {
+            let n = r.u32()?;
+            for _ in 0..n {
+                let id = r.u32()?;
+                let info = crate::profile::OwnerInfo {
+                    thread: r.str()?,
+                    context: r.str()?,
+                };
+                p.owners.insert(id, info);
+            }
+        }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {
             return Err(corrupt("missing end marker"));
@@ -515,6 +535,12 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
             w.u8(a.level)?;
             w.u64(a.count)?;
             w.u64(a.bytes)?;
+        }
+        w.len(n.owners.len())?;
+        for o in &n.owners {
+            w.u32(o.owner)?;
+            w.u64(o.count)?;
+            w.u64(o.ticks)?;
         }
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
@@ -596,6 +622,14 @@ fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
                 let (site, level) = (r.u32()?, r.u8()?);
                 let (count, bytes) = (r.u64()?, r.u64()?);
                 crate::profile::add_alloc(&mut node.allocs, site, level, count, bytes);
+            }
+        }
+        if version >= 10 {
+            let n = r.u32()?;
+            for _ in 0..n {
+                let owner = r.u32()?;
+                let (count, ticks) = (r.u64()?, r.u64()?);
+                crate::profile::add_owned(&mut node.owners, owner, count, ticks);
             }
         }
         let children = r.u32()?;

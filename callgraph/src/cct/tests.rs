@@ -1152,6 +1152,7 @@ fn wait(kind: sprig_wire::WaitKind, class: u32, end: u64, ticks: u64) -> Vec<Eve
         class,
         start: end - ticks,
         ticks,
+        owner: 0,
     }
     .record(end)
     .unwrap()

@@ -554,6 +554,9 @@ impl ThreadState {
         n.total = n.total.saturating_add(w.ticks);
         n.sampled = n.sampled.saturating_add(moved);
         n.samples = n.samples.saturating_add(moved_samples);
+        if w.owner != 0 {
+            crate::profile::add_owned(&mut n.owners, w.owner, 1, w.ticks);
+        }
     }
 
     /// An allocation record: its objects go to the frame open now (the
@@ -714,6 +717,7 @@ impl ThreadState {
                     sampled_ticks: n.sampled,
                     latency: n.latency.clone(),
                     allocs: n.allocs.clone(),
+                    owners: n.owners.clone(),
                 },
             );
             map[b as usize] = id;

@@ -67,7 +67,8 @@ pub use run::{
 };
 pub use times::{Times, ticks_to_ns};
 pub use tree::{
-    Alloc, Bursts, MERGED_THREAD, Node, NodeId, RECAL_UNIT, Recal, ThreadProfile, Tree,
+    Alloc, Bursts, MERGED_THREAD, Node, NodeId, Owned, RECAL_UNIT, Recal, ThreadProfile, Tree,
+    add_owned,
 };
 
 use std::collections::{BTreeMap, HashMap};
@@ -96,6 +97,28 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// Allocation site id -> the site (`--alloc`).
     pub alloc_sites: BTreeMap<u32, AllocSite>,
+    /// Owner id -> the thread that held a contended monitor and where it
+    /// was (`--locks`, [`WaitOwner`](sprig_wire::Message::WaitOwner)).
+    pub owners: BTreeMap<u32, OwnerInfo>,
+}
+
+/// A contended monitor's owner: its thread's name, and its innermost
+/// frames outside the JDK (`pkg.Class.method < ...`; empty: not read).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OwnerInfo {
+    pub thread: String,
+    pub context: String,
+}
+
+impl OwnerInfo {
+    /// `thread in context`, or the thread alone.
+    pub fn display(&self) -> String {
+        if self.context.is_empty() {
+            self.thread.clone()
+        } else {
+            format!("{} in {}", self.thread, self.context)
+        }
+    }
 }
 
 impl Profile {
@@ -112,6 +135,7 @@ impl Profile {
             threads: Vec::new(),
             warnings: Vec::new(),
             alloc_sites: BTreeMap::new(),
+            owners: BTreeMap::new(),
         }
     }
 
@@ -291,6 +315,9 @@ fn merge_trees<'a>(threads: impl Iterator<Item = &'a ThreadProfile>) -> (Tree, S
             }
             for a in &n.allocs {
                 add_alloc(&mut m.allocs, a.site, a.level, a.count, a.bytes);
+            }
+            for o in &n.owners {
+                add_owned(&mut m.owners, o.owner, o.count, o.ticks);
             }
             // only children that keep the tree invariant: no cycles
             for &c in n.children.iter().rev().filter(|&&c| c > s) {

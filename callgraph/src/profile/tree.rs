@@ -38,6 +38,37 @@ pub struct Node {
     /// What the node's own code allocated (`--alloc`), by (site, level),
     /// sorted.
     pub allocs: Vec<Alloc>,
+    /// A wait row of contended enters (`--locks`): who held the monitor
+    /// when they began, by owner id, sorted; the waits whose owner was not
+    /// read are not in it.
+    pub owners: Vec<Owned>,
+}
+
+/// The contended enters of one wait row whose monitor one owner (thread
+/// and context, `Profile::owners`) held: how many, and their ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Owned {
+    pub owner: u32,
+    pub count: u64,
+    pub ticks: u64,
+}
+
+/// Adds `count` waits of `ticks` held by `owner` to a sorted list.
+pub fn add_owned(v: &mut Vec<Owned>, owner: u32, count: u64, ticks: u64) {
+    match v.binary_search_by_key(&owner, |o| o.owner) {
+        Ok(i) => {
+            v[i].count = v[i].count.saturating_add(count);
+            v[i].ticks = v[i].ticks.saturating_add(ticks);
+        }
+        Err(i) => v.insert(
+            i,
+            Owned {
+                owner,
+                count,
+                ticks,
+            },
+        ),
+    }
 }
 
 /// Objects one node allocated at one site and level: `level` dimensions

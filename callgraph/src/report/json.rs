@@ -52,7 +52,14 @@
 //! (`"class":""`, `"method":"(blocked on pkg.Lock)"`, `"(waiting on ..)"`,
 //! `"(parked: ..)"`, `"(sleeping)"`, `"(GC pause)"`; `calls` counts the
 //! waits), and a node with such rows adds `contention`
-//! (`[{"monitor","kind","count","blocked_ns"}]`, `blocked_ns` measured).
+//! (`[{"monitor","kind","count","blocked_ns"}]`, `blocked_ns` measured;
+//! a contended enter's entry adds `owners`,
+//! `[{"thread","context","waits","blocked_ns"}]`: who held the monitor
+//! when the waits began and where, its innermost frames outside the JDK).
+//! The top level adds `locks`, the lock view over every thread:
+//! `[{"monitor","kind","blocked_ns","waits","waiters":[{"context":
+//! ["pkg.C.m", .. out to the root],"waits","blocked_ns"}],"owners":[..]}]`,
+//! per kind and monitor class, the longest first.
 //! Allocations (`--alloc`): a node whose own code allocated adds
 //! `allocations` (`[{"class","count","bytes"}]`: per class, Java source
 //! names such as `int[]` and `pkg.Outer$Inner`, most bytes first; exact
@@ -147,16 +154,104 @@ fn contention(p: &Profile, tree: &Tree, n: &Node, out: &mut dyn Write) -> io::Re
         write_str(out, m.monitor().unwrap_or(""))?;
         write!(
             out,
-            ",\"kind\":\"{}\",\"count\":{},\"blocked_ns\":{}}}",
+            ",\"kind\":\"{}\",\"count\":{},\"blocked_ns\":{}",
             kind.name(),
             k.calls,
             ticks_to_ns(k.total_ticks, p.ticks_per_sec)
         )?;
+        if !k.owners.is_empty() {
+            out.write_all(b",\"owners\":[")?;
+            for (i, o) in k.owners.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                owner(
+                    p,
+                    o.owner,
+                    o.count,
+                    ticks_to_ns(o.ticks, p.ticks_per_sec),
+                    out,
+                )?;
+            }
+            out.write_all(b"]")?;
+        }
+        out.write_all(b"}")?;
     }
     if !first {
         out.write_all(b"],")?;
     }
     Ok(())
+}
+
+/// `{"thread","context","waits","blocked_ns"}` of one owner of a
+/// contended monitor.
+fn owner(p: &Profile, id: u32, waits: u64, ns: u64, out: &mut dyn Write) -> io::Result<()> {
+    let info = p.owners.get(&id).cloned().unwrap_or_default();
+    out.write_all(b"{\"thread\":")?;
+    write_str(out, &info.thread)?;
+    out.write_all(b",\"context\":")?;
+    write_str(out, &info.context)?;
+    write!(out, ",\"waits\":{waits},\"blocked_ns\":{ns}}}")
+}
+
+/// `,"locks":[...]`, the lock view (`--locks`) over every thread, when
+/// the profile holds waits: per kind and monitor class, the longest
+/// first, the waits' count and time, the contexts that waited (methods
+/// from the one that waited out to its root, `class.method`) and the
+/// owners of contended monitors.
+fn locks(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let has_waits = p
+        .threads
+        .iter()
+        .any(|t| t.tree.nodes.iter().any(|n| n.is_wait()));
+    if !has_waits {
+        return Ok(());
+    }
+    let merged = p.merged();
+    out.write_all(b",")?;
+    indent(out, 1)?;
+    out.write_all(b"\"locks\":[")?;
+    for (i, l) in crate::report::view::lock_view(p, &merged.tree)
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        indent(out, 2)?;
+        let m = p.method(l.row);
+        let kind = sprig_wire::wait_row(l.row).map_or("", |(k, _)| k.name());
+        out.write_all(b"{\"monitor\":")?;
+        write_str(out, m.monitor().unwrap_or(""))?;
+        write!(
+            out,
+            ",\"kind\":\"{kind}\",\"blocked_ns\":{},\"waits\":{},\"waiters\":[",
+            l.ns, l.count
+        )?;
+        for (j, (path, count, ns)) in l.waiters.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(b"{\"context\":[")?;
+            for (k, &mid) in path.iter().enumerate() {
+                if k > 0 {
+                    out.write_all(b",")?;
+                }
+                let mi = p.method(mid);
+                write_str(out, &format!("{}.{}", mi.class, mi.name))?;
+            }
+            write!(out, "],\"waits\":{count},\"blocked_ns\":{ns}}}")?;
+        }
+        out.write_all(b"],\"owners\":[")?;
+        for (j, &(id, count, ns)) in l.owners.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            owner(p, id, count, ns, out)?;
+        }
+        out.write_all(b"]}")?;
+    }
+    out.write_all(b"]")
 }
 
 /// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
@@ -465,6 +560,7 @@ impl Render for Json {
             }
             out.write_all(b"]")?;
         }
+        locks(p, out)?;
         out.write_all(b"}\n")
     }
 }

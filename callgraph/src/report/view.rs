@@ -512,6 +512,10 @@ pub struct LockLine {
     /// The contexts that waited, the most waited first: the methods from
     /// the one that waited out to its root, the waits there, their ns.
     pub waiters: Vec<(Vec<u32>, u64, u64)>,
+    /// Who held the monitor when the contended enters began, the longest
+    /// first: owner id (`Profile::owners`), waits, their ns. The waits
+    /// whose owner was not read are not in it.
+    pub owners: Vec<(u32, u64, u64)>,
 }
 
 /// The lock view of `tree`: one line per wait row id (kind and monitor
@@ -532,14 +536,27 @@ pub fn lock_view(profile: &Profile, tree: &Tree) -> Vec<LockLine> {
             count: 0,
             ns: 0,
             waiters: Vec::new(),
+            owners: Vec::new(),
         });
         line.count = line.count.saturating_add(n.calls);
         line.ns = line.ns.saturating_add(ns);
         line.waiters.push((path, n.calls, ns));
+        for o in &n.owners {
+            let ons = crate::profile::ticks_to_ns(o.ticks, profile.ticks_per_sec);
+            match line.owners.iter_mut().find(|x| x.0 == o.owner) {
+                Some(x) => {
+                    x.1 = x.1.saturating_add(o.count);
+                    x.2 = x.2.saturating_add(ons);
+                }
+                None => line.owners.push((o.owner, o.count, ons)),
+            }
+        }
     }
     let mut v: Vec<LockLine> = lines.into_values().collect();
     for l in &mut v {
         l.waiters
+            .sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        l.owners
             .sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     }
     v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.row.cmp(&b.row)));

@@ -3,14 +3,15 @@
 //! the kind of wait and its time, against what the fixture measures
 //! itself (`fixtures/src/fixtures/Locks.java`): contended monitors,
 //! `Object.wait`, `ReentrantLock` parks, `Thread.sleep`, `System.gc()`, and
-//! a method that spins, sleeps and parks, whose own time plus waits is its
-//! wall time.
+//! a method that spins, collects, sleeps and parks, whose own time plus
+//! waits and GC pause is its wall time; a contended monitor's owner (the
+//! thread and where it held it) and the lock view.
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin};
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, run_sprig, sprig_bin};
 
 const LONG: Duration = Duration::from_secs(60);
 /// How long the fixture's other thread holds the monitor, and how long
@@ -107,7 +108,7 @@ fn waits_land_under_the_node_that_waited_sampled() {
 fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
     let classes = fixture_classes(jdk);
     let tmp = TempDir::new("locks");
-    let out = tmp.path().join("locks.json");
+    let out = tmp.path().join("locks.sprig");
     let mut cmd = Command::new(sprig_bin());
     cmd.args([
         "run",
@@ -126,8 +127,6 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         "fixtures.Locks::sleepRoot",
         "--root",
         "fixtures.Locks::mixedRoot",
-        "--format",
-        "json",
         "-o",
     ])
     .arg(&out)
@@ -143,7 +142,10 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
     assert!(status.success(), "{status}\n{}", p.transcript());
     let blocked = measured(&p, "blocked ");
     let waited = measured(&p, "waited ");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let snapshot = out.to_str().unwrap();
+    let (code, json, err) = run_sprig(&["report", snapshot, "--format", "json"], LONG);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&json).unwrap();
 
     let enter = node_at(&report, &["Locks.blockedRoot", "Locks.enter"])
         .unwrap_or_else(|| panic!("no blockedRoot > enter:\n{report}"));
@@ -161,6 +163,7 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         own < blocked / 10,
         "self {own} ns of {blocked} ns blocked\n{enter}"
     );
+    owner_named(jdk, &report, c, snapshot);
 
     let consume = node_at(&report, &["Locks.waitRoot", "Locks.consume"])
         .unwrap_or_else(|| panic!("no waitRoot > consume:\n{report}"));
@@ -214,9 +217,9 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         );
         return;
     }
-    // One method that spins HOLD ms, sleeps and parks: its own time plus
-    // its waits (and any GC pause) is its wall time within 2%, its own
-    // time the spin, and its wall time the fixture's.
+    // One method that spins HOLD ms, calls System.gc(), sleeps and parks:
+    // its own time plus its waits and its GC pause is its wall time within
+    // 2%, its own time the spin, and its wall time the fixture's.
     let mixed = measured(&p, "mixed ");
     let root =
         node_at(&report, &["Locks.mixedRoot"]).unwrap_or_else(|| panic!("no mixedRoot:\n{report}"));
@@ -230,9 +233,17 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         .sum();
     let below = waits_below(root, "parked", SYNC, &report);
     let slept_mixed = waits_below(root, "sleeping", "", &report);
+    // Its System.gc(): a (GC pause) row, among the waits of the 2% check.
+    let gc_mixed: u64 = root["contention"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["kind"] == "gc")
+        .map(|c| c["blocked_ns"].as_u64().unwrap())
+        .sum();
     assert!(
-        below > 0 && slept_mixed > 0,
-        "mixedRoot parked {below} ns, slept {slept_mixed} ns\n{root}"
+        below > 0 && slept_mixed > 0 && gc_mixed > 0,
+        "mixedRoot parked {below} ns, slept {slept_mixed} ns, GC pause {gc_mixed} ns\n{root}"
     );
     assert!(
         within(own + waits, total, 0.02),
@@ -328,4 +339,85 @@ fn logged_pauses(p: &Proc) -> (u64, u64) {
         .find_map(|l| ms(l))
         .unwrap_or_else(|| panic!("no System.gc() pause logged:\n{}", p.transcript()));
     (pause, lines.iter().filter_map(|l| ms(l)).sum())
+}
+
+/// Where the fixture's "holder" thread holds `Mon` while `enter` blocks:
+/// `holdMon` > `sleepMs` (the JDK's sleep frames are left out).
+const HOLDER_CONTEXT: &str = "fixtures.Locks.sleepMs < fixtures.Locks.holdMon";
+
+/// The contended enter of `enter` (its contention entry `c`) names the
+/// thread that held `Mon` and where: in the entry's `owners`, in the
+/// top-level lock view (`locks`, whose totals are the sum of the per-node
+/// rows of that monitor and kind) and in the text report's `held by`
+/// line.
+fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
+    let owners = c["owners"]
+        .as_array()
+        .unwrap_or_else(|| panic!("JDK {}: no owners in {c}", jdk.major));
+    assert_eq!(owners.len(), 1, "{c}");
+    let o = &owners[0];
+    assert_eq!(o["thread"], "holder", "{c}");
+    assert_eq!(o["context"], HOLDER_CONTEXT, "{c}");
+    assert_eq!(o["waits"], 1, "{c}");
+    assert_eq!(o["blocked_ns"], c["blocked_ns"], "{c}");
+
+    // The lock view: the sum of the rows on Mon over every node.
+    fn rows(n: &Value, sum: &mut (u64, u64)) {
+        for e in n["contention"].as_array().into_iter().flatten() {
+            if e["monitor"] == "fixtures.Locks$Mon" && e["kind"] == "blocked" {
+                sum.0 += e["count"].as_u64().unwrap();
+                sum.1 += e["blocked_ns"].as_u64().unwrap();
+            }
+        }
+        for k in n["children"].as_array().into_iter().flatten() {
+            rows(k, sum);
+        }
+    }
+    let mut sum = (0, 0);
+    for t in report["threads"].as_array().unwrap() {
+        for r in t["roots"].as_array().unwrap() {
+            rows(r, &mut sum);
+        }
+    }
+    let lock = report["locks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| l["monitor"] == "fixtures.Locks$Mon" && l["kind"] == "blocked")
+        .unwrap_or_else(|| panic!("JDK {}: no Mon in locks: {}", jdk.major, report["locks"]));
+    assert_eq!(
+        (lock["waits"].as_u64(), lock["blocked_ns"].as_u64()),
+        (Some(sum.0), Some(sum.1)),
+        "{lock}"
+    );
+    let ctx: Vec<&str> = lock["waiters"][0]["context"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{lock}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        ctx,
+        ["fixtures.Locks.enter", "fixtures.Locks.blockedRoot"],
+        "{lock}"
+    );
+    assert_eq!(lock["owners"][0]["thread"], "holder", "{lock}");
+    assert_eq!(lock["owners"][0]["context"], HOLDER_CONTEXT, "{lock}");
+
+    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
+    assert_eq!(code, 0, "{err}");
+    let table = text
+        .split("waits: all threads")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no waits table:\n{text}"));
+    let want = format!("held by holder in {HOLDER_CONTEXT}");
+    let at = table
+        .find("(blocked on fixtures.Locks$Mon)")
+        .unwrap_or_else(|| panic!("{table}"));
+    let held = table[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') && !l.contains("  ("))
+        .any(|l| l.trim_end().ends_with(&want));
+    assert!(held, "JDK {}: no `{want}` under Mon:\n{table}", jdk.major);
 }

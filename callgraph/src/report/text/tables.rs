@@ -68,8 +68,10 @@ pub(super) fn hot_spot_table(
 }
 
 /// The lock view (`--locks`), when the profile holds waits: per kind and
-/// monitor class, all threads, the waits' count and time, and the
-/// contexts that waited (the three that waited longest).
+/// monitor class, all threads, the waits' count and time, the contexts
+/// that waited (the three that waited longest) and, for contended
+/// monitors, the threads that held them and where (the three held
+/// longest).
 pub(super) fn lock_table(
     p: &Profile,
     opts: &RenderOptions,
@@ -125,6 +127,27 @@ pub(super) fn lock_table(
         }
         if l.waiters.len() > SHOWN {
             writeln!(out, "{:>19}    and {} more", "", l.waiters.len() - SHOWN)?;
+        }
+        for &(owner, count, ns) in l.owners.iter().take(SHOWN) {
+            let who = p
+                .owners
+                .get(&owner)
+                .map_or_else(|| format!("owner {owner}"), |o| o.display());
+            writeln!(
+                out,
+                "{:>10} {:>8}    held by {}",
+                unit.format(ns as f64),
+                count,
+                escape(&who)
+            )?;
+        }
+        if l.owners.len() > SHOWN {
+            writeln!(
+                out,
+                "{:>19}    and {} more owners",
+                "",
+                l.owners.len() - SHOWN
+            )?;
         }
     }
     Ok(())
