@@ -25,7 +25,9 @@ the timer's drain thread keeps the windows' schedule only; `timer-no-events`,
 no ClassLoad/ClassPrepare/CompiledMethodLoad events; `timer-no-thread-events`,
 no ThreadStart/ThreadEnd; `timer-no-cml-capability`, no
 can_generate_compiled_method_load_events; `timer-no-methods`, no jmethodIDs
-made for the loaded classes at the start.
+made for the loaded classes at the start; `timer-drain-1ms`, the drain wakes
+every 1 ms; `timer-tick-1ms`, it wakes every 1 ms to tick the windows and
+scans and drains every 10th wake.
 """
 
 import json

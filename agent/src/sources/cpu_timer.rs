@@ -496,8 +496,21 @@ impl Drain {
         // Measurement knob (`timer-idle-drain`): the drain keeps the
         // schedule only (no thread scan, no pool drain).
         let idle = crate::error::fault_named("timer-idle-drain");
+        // Measurement knobs: `timer-drain-1ms`, the drain wakes (scans,
+        // drains, ticks the schedule) every 1 ms; `timer-tick-1ms`, it
+        // wakes every 1 ms to tick the schedule and scans and drains every
+        // 10th wake.
+        let fast = crate::error::fault_named("timer-drain-1ms");
+        let tick_fast = crate::error::fault_named("timer-tick-1ms");
+        let (period, every) = match (fast, tick_fast) {
+            (true, _) => (Duration::from_millis(1), 1),
+            (false, true) => (Duration::from_millis(1), 10),
+            _ => (DRAIN, 1),
+        };
+        let mut wakes: u32 = 0;
         loop {
-            if !idle {
+            let work = !idle && wakes.is_multiple_of(every);
+            if work {
                 self.refresh_timers();
             }
             if wait_until(&stop, next) {
@@ -506,10 +519,11 @@ impl Drain {
             if let Some(s) = &mut self.schedule {
                 s.tick();
             }
-            if !idle {
+            if work {
                 self.drain(jni);
             }
-            next = (next + DRAIN).max(Instant::now());
+            wakes = wakes.wrapping_add(1);
+            next = (next + period).max(Instant::now());
         }
         // Timers first (dropping `Drain` deletes them too): no new signal
         // once they are gone.
