@@ -15,6 +15,19 @@ per root call of each measuring thread over its twin, median over the
 threads: under windows timing the root's time per silent call, over the
 threads whose silent calls got a sample) and the root's children's self
 shares of the root's time; then the medians over the sessions of each mode.
+
+MODES and SCENARIOS in the environment (comma-separated names) run a part:
+e.g. `MODES=windows+timer,windows+jvmti SCENARIOS=spin`. The JVM inherits
+the environment, so the agent's measurement knobs apply (a comma-separated list in
+`SPRIG_AGENT_FAULT`): `timer-no-walk`, the timer's handler counts the signal
+and returns; `timer-no-signal`, no thread gets a timer; `timer-idle-drain`,
+the timer's drain thread keeps the windows' schedule only; `timer-no-events`,
+no ClassLoad/ClassPrepare/CompiledMethodLoad events; `timer-no-thread-events`,
+no ThreadStart/ThreadEnd; `timer-no-cml-capability`, no
+can_generate_compiled_method_load_events; `timer-no-methods`, no jmethodIDs
+made for the loaded classes at the start; `timer-drain-1ms`, the drain wakes
+every 1 ms; `timer-tick-1ms`, it wakes every 1 ms to tick the windows and
+scans and drains every 10th wake.
 """
 
 import json
@@ -34,6 +47,11 @@ MODES = {
     "windows+jvmti": ["--timing", "windows", "--interval", "1", "--source", "jvmti"],
     "sampled": ["--timing", "sampled", "--interval", "1"],
 }
+
+if os.environ.get("MODES"):
+    MODES = {m: MODES[m] for m in os.environ["MODES"].split(",")}
+if os.environ.get("SCENARIOS"):
+    SCENARIOS = [x for x in SCENARIOS if x[0] in os.environ["SCENARIOS"].split(",")]
 
 
 def start_jvm(java, classes):

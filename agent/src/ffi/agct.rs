@@ -103,6 +103,10 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Handlers running now.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
+/// Measurement knob (the agent's test hook `timer-no-walk`): the handler
+/// counts the signal and returns, with no filter read and no walk.
+static NO_WALK: AtomicBool = AtomicBool::new(false);
+
 /// Windows timing's filter (`NO_FILTER`: none, every sample is kept):
 /// the offset of the silent word in the probe state, that of the sample
 /// key, and the session's tag.
@@ -333,6 +337,7 @@ pub fn arm(
     for c in &FAILED {
         c.store(0, Ordering::Relaxed);
     }
+    NO_WALK.store(crate::error::fault_named("timer-no-walk"), Ordering::SeqCst);
     POOL.store(Box::into_raw(pool), Ordering::SeqCst);
     if signal_holder() != Holder::Sprig && !install(on_signal as *const () as usize) {
         disarm(Duration::ZERO);
@@ -452,6 +457,9 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, uc: *mut c_voi
 fn record(uc: *mut c_void) {
     let t0 = now_ns();
     SIGNALS.fetch_add(1, Ordering::Relaxed);
+    if NO_WALK.load(Ordering::Relaxed) {
+        return;
+    }
     let p = POOL.load(Ordering::SeqCst);
     let agct = AGCT.load(Ordering::SeqCst);
     let get_env = GET_ENV.load(Ordering::SeqCst);

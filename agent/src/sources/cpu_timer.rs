@@ -167,11 +167,37 @@ impl Source for CpuTimer {
     }
 
     fn needs(&self) -> Needs {
+        // Measurement knob (`timer-no-cml-capability`): the source runs
+        // without can_generate_compiled_method_load_events.
+        if crate::error::fault_named("timer-no-cml-capability") {
+            return Needs {
+                capabilities: Capabilities::NONE,
+                events: &[
+                    Event::ClassLoad,
+                    Event::ClassPrepare,
+                    Event::ThreadStart,
+                    Event::ThreadEnd,
+                ],
+                ring: false,
+            };
+        }
         CpuTimer::NEEDS
     }
 
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
-        for e in CpuTimer::NEEDS.events {
+        // Measurement knobs (the agent's test hooks): `timer-no-events`
+        // leaves the class and compiled-method events off, and
+        // `timer-no-thread-events` ThreadStart/ThreadEnd.
+        let skip = |e: &Event| match e {
+            Event::ClassLoad | Event::ClassPrepare | Event::CompiledMethodLoad => {
+                crate::error::fault_named("timer-no-events")
+            }
+            Event::ThreadStart | Event::ThreadEnd => {
+                crate::error::fault_named("timer-no-thread-events")
+            }
+            _ => false,
+        };
+        for e in self.needs().events.iter().filter(|e| !skip(e)) {
             agent
                 .jvmti
                 .set_event(*e, true)
@@ -290,6 +316,9 @@ struct Timers {
     scans: u64,
     /// The state of the first-expiry draws.
     seed: u64,
+    /// Measurement knob (the agent's test hook `timer-no-signal`): no
+    /// thread gets a timer; everything else of the source runs.
+    no_signal: bool,
 }
 
 impl Timers {
@@ -308,6 +337,10 @@ impl Timers {
         let ns = self.interval.as_nanos().max(1) as u64;
         let first = Duration::from_nanos(1 + z % ns);
         self.armed.remove(&tid);
+        if self.no_signal {
+            self.skipped.insert(tid);
+            return;
+        }
         match ThreadTimer::start(tid, first, self.interval) {
             Ok(t) => {
                 self.armed.insert(
@@ -418,8 +451,13 @@ impl Drain {
             Some(e) if e != 0 => agct::env_addr(&jni).wrapping_sub(e),
             _ => return Err("stack sampling: cannot read this thread's eetop".into()),
         };
-        // Every method of every loaded class gets its jmethodID.
+        // Every method of every loaded class gets its jmethodID (not with
+        // the measurement knob `timer-no-methods`).
+        let methods = !crate::error::fault_named("timer-no-methods");
         jni.with_local_frame(16, |jni| {
+            if !methods {
+                return;
+            }
             if let Ok(classes) = jvmti.loaded_classes(&jni) {
                 for c in classes {
                     let _ = jvmti.class_methods(c);
@@ -435,6 +473,7 @@ impl Drain {
             skipped: HashSet::from([own_tid]),
             scans: 0,
             seed: clock::monotonic_ns() ^ (own_tid as u64).rotate_left(32),
+            no_signal: crate::error::fault_named("timer-no-signal"),
         });
         Ok(Drain {
             jvmti,
@@ -458,16 +497,37 @@ impl Drain {
     fn run(&mut self, jni: Jni<'_>) {
         let stop = self.stop.clone();
         let mut next = Instant::now();
+        // Measurement knob (`timer-idle-drain`): the drain keeps the
+        // schedule only (no thread scan, no pool drain).
+        let idle = crate::error::fault_named("timer-idle-drain");
+        // Measurement knobs: `timer-drain-1ms`, the drain wakes (scans,
+        // drains, ticks the schedule) every 1 ms; `timer-tick-1ms`, it
+        // wakes every 1 ms to tick the schedule and scans and drains every
+        // 10th wake.
+        let fast = crate::error::fault_named("timer-drain-1ms");
+        let tick_fast = crate::error::fault_named("timer-tick-1ms");
+        let (period, every) = match (fast, tick_fast) {
+            (true, _) => (Duration::from_millis(1), 1),
+            (false, true) => (Duration::from_millis(1), 10),
+            _ => (DRAIN, 1),
+        };
+        let mut wakes: u32 = 0;
         loop {
-            self.refresh_timers();
+            let work = !idle && wakes.is_multiple_of(every);
+            if work {
+                self.refresh_timers();
+            }
             if wait_until(&stop, next) {
                 break;
             }
             if let Some(s) = &mut self.schedule {
                 s.tick();
             }
-            self.drain(jni);
-            next = (next + DRAIN).max(Instant::now());
+            if work {
+                self.drain(jni);
+            }
+            wakes = wakes.wrapping_add(1);
+            next = (next + period).max(Instant::now());
         }
         // Timers first (dropping `Drain` deletes them too): no new signal
         // once they are gone.

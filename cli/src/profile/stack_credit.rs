@@ -6,11 +6,19 @@
 //! step, a JDK frame folded into its caller unless `--include` names its
 //! class, as the probes leave the JDK out. A frame of a method the probes
 //! announced takes its method id, so samples fall on the nodes the
-//! counted calls made; any other (no probe, such as a trivial getter, or
-//! a method not revealed yet) gets an id of its own, and the builder
-//! makes nodes with samples and no call where no counted call went. A
-//! sample with no root frame in its stack (cut at the sampler's depth, or
-//! taken between two root calls) is not credited. The agent queues a
+//! counted calls made; any other (no probe, such as a trivial getter)
+//! gets an id of its own, and the builder makes nodes with samples and no
+//! call where no counted call went. A method the probes announce only
+//! later (revealed in a counting window after a silent one sampled it) must
+//! not get a node of its own beside the one its counted calls make: a
+//! sample with a frame of a method not announced yet is held until every
+//! such method is announced, and what is still held at the session's end
+//! is credited then, with ids of their own. A sample with no root frame in
+//! its stack (cut at the sampler's depth, or taken between two root calls)
+//! is not credited; nor is one whose leaf frames are sprig's own probes
+//! (the roots' entry and exit natives, an inner probe's dormant check):
+//! that time is sprig's, not the program's, and such samples are counted
+//! apart (`in_probes`) with the samples not credited. The agent queues a
 //! thread's `Thread` message while the sampler sends at once, so the
 //! samples of a thread not named yet wait (their paths resolved) until it
 //! is; those of a thread never named count as outside.
@@ -32,6 +40,9 @@ type Key = (String, String, String);
 
 /// Samples kept at most while their threads are not named yet.
 const MAX_WAITING: usize = 100_000;
+/// Samples held at most while some of their methods are not announced
+/// (beyond, a sample is credited at once with ids of their own).
+const MAX_HELD: usize = 100_000;
 
 /// A sampled frame's method, as `FrameMethod` named it.
 struct Frame {
@@ -40,6 +51,9 @@ struct Frame {
     root: bool,
     /// Folded into its caller (a JDK class `--include` does not name).
     folded: bool,
+    /// A method of sprig's own (`sprig.*`): a sample whose leaf frame it is
+    /// is not credited.
+    sprig: bool,
     /// Its id when it has no probe id (handed out at its first use).
     own_id: Option<u32>,
 }
@@ -56,12 +70,18 @@ pub(super) struct StackCredit {
     /// Paths of samples of threads not named yet, by Java thread id.
     waiting: HashMap<u64, Vec<Vec<u32>>>,
     waiting_count: usize,
+    /// Samples (thread, frames from the root to the leaf) with a frame of
+    /// a method not announced yet, and the methods they wait for.
+    held: Vec<(u64, Vec<u32>)>,
+    held_for: std::collections::HashSet<Key>,
     next_id: u32,
     /// Session clock ticks a sample is worth (the sampling interval).
     weight: u64,
     interval_us: u64,
     pub(super) credited: u64,
     pub(super) outside: u64,
+    /// Samples whose leaf frames are sprig's probes (not credited).
+    pub(super) in_probes: u64,
     /// The stack source the agent said it runs.
     pub(super) source: Option<sprig_wire::control::StackSource>,
     /// The timer's signals the agent's handler dropped outside silent
@@ -85,11 +105,14 @@ impl StackCredit {
             threads: HashMap::new(),
             waiting: HashMap::new(),
             waiting_count: 0,
+            held: Vec::new(),
+            held_for: Default::default(),
             next_id: FIRST_FRAME_ID,
             weight: 0,
             interval_us,
             credited: 0,
             outside: 0,
+            in_probes: 0,
             source: None,
             dropped: 0,
             path: Vec::new(),
@@ -116,8 +139,12 @@ impl StackCredit {
                 name,
                 descriptor,
             } => {
-                self.probes
-                    .insert((class.clone(), name.clone(), descriptor.clone()), *id);
+                let key = (class.clone(), name.clone(), descriptor.clone());
+                let waited = self.held_for.remove(&key);
+                self.probes.insert(key, *id);
+                if waited {
+                    self.release(builder, false);
+                }
             }
             Message::Thread { index, java_id, .. } => {
                 self.threads.insert(*java_id, *index);
@@ -137,8 +164,9 @@ impl StackCredit {
                     .roots
                     .iter()
                     .any(|p| p.matches(class, name, descriptor));
+                let sprig = class.starts_with("sprig.");
                 let folded = !root
-                    && (is_jdk_class(class) || class.starts_with("sprig."))
+                    && (is_jdk_class(class) || sprig)
                     && excluded_by(class, &self.include).is_none();
                 self.frames.insert(
                     *id,
@@ -146,6 +174,7 @@ impl StackCredit {
                         key: (class.clone(), name.clone(), descriptor.clone()),
                         root,
                         folded,
+                        sprig,
                         own_id: None,
                     },
                 );
@@ -159,6 +188,35 @@ impl StackCredit {
             Message::TimerOutside { signals } => self.dropped = self.dropped.max(*signals),
             _ => {}
         }
+    }
+
+    /// The session ends: credits what is still held, its methods never
+    /// announced given ids of their own.
+    pub(super) fn finish(&mut self, builder: &mut CctBuilder) {
+        self.release(builder, true);
+        self.held_for.clear();
+    }
+
+    /// Credits the held samples whose methods are all announced now
+    /// (`all`: every held sample).
+    fn release(&mut self, builder: &mut CctBuilder, all: bool) {
+        let held = std::mem::take(&mut self.held);
+        for (thread, frames) in held {
+            if all || self.unannounced(&frames).next().is_none() {
+                self.credit_frames(thread, &frames, builder);
+            } else {
+                self.held.push((thread, frames));
+            }
+        }
+    }
+
+    /// The keys of the methods of `frames` that take an id of their own
+    /// now: named, not folded, not announced by the probes.
+    fn unannounced<'a>(&'a self, frames: &'a [u32]) -> impl Iterator<Item = &'a Key> + 'a {
+        frames.iter().filter_map(|f| {
+            let m = self.frames.get(f)?;
+            (!m.folded && !self.probes.contains_key(&m.key)).then_some(&m.key)
+        })
     }
 
     /// Samples still waiting for their thread's name (counted as
@@ -177,14 +235,36 @@ impl StackCredit {
             self.outside += 1;
             return;
         };
+        let in_probes = s
+            .frames
+            .first()
+            .and_then(|f| self.frames.get(f))
+            .is_some_and(|m| m.sprig && !m.root);
+        if in_probes {
+            self.in_probes += 1;
+            return;
+        }
+        let frames = &s.frames[..=at];
+        if self.held.len() < MAX_HELD && self.unannounced(frames).next().is_some() {
+            let keys: Vec<Key> = self.unannounced(frames).cloned().collect();
+            self.held_for.extend(keys);
+            self.held.push((s.thread, frames.to_vec()));
+            return;
+        }
+        self.credit_frames(s.thread, frames, builder);
+    }
+
+    /// Credits the sample of Java thread `thread` whose frames are
+    /// `frames` (leaf first, the outermost root's last).
+    fn credit_frames(&mut self, thread: u64, frames: &[u32], builder: &mut CctBuilder) {
         let mut path = std::mem::take(&mut self.path);
         path.clear();
-        for &f in s.frames[..=at].iter().rev() {
+        for &f in frames.iter().rev() {
             if let Some(id) = self.method_id(f, builder) {
                 path.push(id);
             }
         }
-        match self.threads.get(&s.thread) {
+        match self.threads.get(&thread) {
             Some(&thread) => {
                 builder.credit_stack(thread, &path, self.weight);
                 self.credited += 1;
@@ -192,7 +272,7 @@ impl StackCredit {
             }
             None if self.waiting_count < MAX_WAITING => {
                 self.waiting_count += 1;
-                self.waiting.entry(s.thread).or_default().push(path);
+                self.waiting.entry(thread).or_default().push(path);
             }
             None => self.outside += 1,
         }
@@ -246,6 +326,132 @@ mod tests {
                 truncated: false,
             }],
         }
+    }
+
+    /// A builder and a credit with thread 7 named (index 1), the root
+    /// `app.Main::root` announced as method 1, and `messages` applied.
+    fn session(messages: &[Message]) -> (CctBuilder, StackCredit) {
+        let mut b = CctBuilder::new(1_000_000_000);
+        b.set_timing(sprig_callgraph::Timing::Sampled);
+        b.set_windows(true);
+        let mut c = StackCredit::new(&["app.Main::root".into()], &[], 1000);
+        let base = [
+            Message::Started {
+                ticks_per_sec: 1_000_000_000,
+                clock: sprig_wire::ClockKind::Monotonic,
+            },
+            Message::Thread {
+                index: 1,
+                java_id: 7,
+                name: "main".into(),
+                tid: 0,
+            },
+            method(1, "root"),
+        ];
+        for m in base.iter().chain(messages) {
+            b.apply_message(m);
+            c.on_message(m, &mut b);
+        }
+        (b, c)
+    }
+
+    fn method(id: u32, name: &str) -> Message {
+        Message::Method {
+            id,
+            class: "app.Main".into(),
+            name: name.into(),
+            descriptor: "()V".into(),
+        }
+    }
+
+    /// Thread 1's nodes as (method name, calls, samples), sorted.
+    fn nodes(b: CctBuilder) -> Vec<(String, u64, u64)> {
+        let p = b.finish();
+        let Some(t) = p.threads.iter().find(|t| t.index == 1) else {
+            return Vec::new();
+        };
+        let mut seen: Vec<(String, u64, u64)> = t
+            .tree
+            .nodes
+            .iter()
+            .map(|n| (p.methods[&n.method].name.clone(), n.calls, n.samples))
+            .collect();
+        seen.sort();
+        seen
+    }
+
+    fn apply(b: &mut CctBuilder, c: &mut StackCredit, m: &Message) {
+        b.apply_message(m);
+        c.on_message(m, b);
+    }
+
+    #[test]
+    fn a_sample_taken_before_its_method_is_announced_lands_on_the_announced_node() {
+        let (mut b, mut c) = session(&[
+            frame(10, "app.Main", "main"),
+            frame(11, "app.Main", "root"),
+            frame(12, "app.Main", "work"),
+        ]);
+        // `work` is revealed (announced) only after a silent window sampled it
+        c.on_message(&sample(7, &[12, 11, 10]), &mut b);
+        apply(&mut b, &mut c, &method(2, "work"));
+        c.on_message(&sample(7, &[12, 11, 10]), &mut b);
+        c.finish(&mut b);
+        assert_eq!((c.credited, c.outside), (2, 0));
+        assert_eq!(
+            nodes(b),
+            vec![("root".into(), 0, 0), ("work".into(), 0, 2)],
+            "one node for `work`, holding both samples"
+        );
+    }
+
+    #[test]
+    fn a_sample_of_a_method_never_announced_is_credited_at_the_end() {
+        let (mut b, mut c) = session(&[
+            method(2, "work"),
+            frame(10, "app.Main", "main"),
+            frame(11, "app.Main", "root"),
+            frame(12, "app.Main", "work"),
+            frame(14, "app.Main", "getter"),
+        ]);
+        c.on_message(&sample(7, &[14, 12, 11, 10]), &mut b);
+        c.on_message(&sample(7, &[12, 11, 10]), &mut b);
+        c.finish(&mut b);
+        assert_eq!((c.credited, c.outside), (2, 0));
+        assert_eq!(
+            nodes(b),
+            vec![
+                ("getter".into(), 0, 1),
+                ("root".into(), 0, 0),
+                ("work".into(), 0, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn samples_in_sprigs_probes_are_dropped_and_counted() {
+        let (mut b, mut c) = session(&[
+            method(2, "work"),
+            frame(10, "app.Main", "main"),
+            frame(11, "app.Main", "root"),
+            frame(12, "app.Main", "work"),
+            frame(20, "sprig.rt.Probe", "nRootEnter"),
+            frame(21, "sprig.rt.Probe", "rootEnter"),
+            frame(22, "sprig.rt.Probe", "enter"),
+        ]);
+        // in the root's own entry probe (native under its Java side)
+        c.on_message(&sample(7, &[20, 21, 11, 10]), &mut b);
+        // in an inner method's dormant probe
+        c.on_message(&sample(7, &[22, 12, 11, 10]), &mut b);
+        // the program's own time
+        c.on_message(&sample(7, &[12, 11, 10]), &mut b);
+        c.finish(&mut b);
+        assert_eq!((c.credited, c.in_probes, c.outside), (1, 2, 0));
+        assert_eq!(
+            nodes(b),
+            vec![("root".into(), 0, 0), ("work".into(), 0, 1)],
+            "no sample of sprig's probes lands on the root or on `work`"
+        );
     }
 
     #[test]
@@ -303,6 +509,9 @@ mod tests {
         c.on_message(&sample(7, &[12, 11, 10]), &mut b);
         // no root frame: not credited
         c.on_message(&sample(7, &[12, 10]), &mut b);
+        // `getter` is never announced: its sample is credited at the end
+        assert_eq!((c.credited, c.outside), (2, 1));
+        c.finish(&mut b);
         assert_eq!((c.credited, c.outside), (3, 1));
         let p = b.finish();
         let t = p.threads.iter().find(|t| t.index == 1).expect("thread 1");

@@ -245,6 +245,9 @@ impl Work for CallTree<'_> {
             st.duration_ms = duration_ms;
             st.reset_after_ms = reset_after_ms;
         }
+        if let Some(s) = &mut self.stacks {
+            s.finish(&mut self.builder);
+        }
         if let (Some(s), Ok(w)) = (&self.stacks, self.args.window_options()) {
             let silent = self.builder.silent_root_calls();
             let counted = self.builder.root_calls();
@@ -256,7 +259,7 @@ impl Work for CallTree<'_> {
                 counted_root_calls: counted,
                 silent_root_calls: silent,
                 samples: s.credited,
-                samples_outside: s.outside + s.unnamed(),
+                samples_outside: s.outside + s.unnamed() + s.in_probes,
                 source: s.source,
                 samples_dropped: s.dropped,
             });
