@@ -115,6 +115,11 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
         let before = calls(&mut jvm);
         let (code, out, err) = run_sprig(&args, Duration::from_secs(60));
         let after = calls(&mut jvm);
+        println!(
+            "JDK {}: sampled at {:.1} s",
+            jdk.major,
+            t0.elapsed().as_secs_f64()
+        );
         let counted = rate(before, after);
         assert_eq!(code, 0, "JDK {}: sprig {args:?}: {err}", jdk.major);
         let report: Value =
@@ -211,6 +216,11 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
             ],
             &dir.path().join("p.json"),
         );
+        println!(
+            "JDK {}: profiling at {:.1} s",
+            jdk.major,
+            t0.elapsed().as_secs_f64()
+        );
         // Past the first calls' revelation and the JIT's recompiles.
         std::thread::sleep(Duration::from_millis(500));
         let p0 = calls(&mut jvm);
@@ -223,7 +233,7 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
         );
         let profiled = rate(p0, p1);
         println!(
-            "JDK {}: {:.1} s so far",
+            "JDK {}: profiled at {:.1} s",
             jdk.major,
             t0.elapsed().as_secs_f64()
         );
