@@ -398,13 +398,17 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
 }
 
 /// The first suggested root of `report`: (root, share, predicted sampled
-/// overhead in % of the time under it, activations a second).
+/// overhead in % of the time under it, NaN when the report has none,
+/// activations a second).
 fn first_suggestion(report: &Value) -> Option<(String, f64, f64, f64)> {
     let r = report["suggested_roots"].as_array()?.first()?;
     Some((
         r["root"].as_str()?.to_owned(),
         r["share"].as_f64()?,
-        r["predicted_overhead"]["sampled_pct"].as_f64()?,
+        // null without --edges ("unknown"): the profile is still measured.
+        r["predicted_overhead"]["sampled_pct"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
         r["activations_per_s"].as_f64()?,
     ))
 }

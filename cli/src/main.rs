@@ -82,8 +82,9 @@ enum Command {
     ///
     /// From a suggestion to a profile: each suggested root comes with a
     /// ready-to-paste `sprig profile PID --root 'pkg.Class::method'` and
-    /// the overhead predicted for it (a lower bound: it rests on the call
-    /// activations sampling saw below the root). Run it with `--duration`
+    /// the overhead predicted for it with `--edges` (an estimate: the
+    /// calls per CPU second the call-edge bursts measured below the root,
+    /// each a probe pair; "unknown" without them). Run it with `--duration`
     /// to get exact call counts and times for that root's call subgraph.
     #[command(after_help = "Examples:
   sprig sample 4242 --duration 10

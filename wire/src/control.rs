@@ -546,6 +546,12 @@ pub struct EdgeSamples {
     /// Sampled entries whose caller could not be named.
     pub dropped: u64,
     pub edges: Vec<EdgeCount>,
+    /// The bursts' intervals: a sampled entry of a thread after its first
+    /// in the same burst, each closing the CPU time the thread used since
+    /// its previous sample (the sampling's own time left out).
+    pub intervals: u64,
+    /// The CPU time of those intervals, in ns.
+    pub interval_cpu_ns: u64,
 }
 
 /// One call edge and how many sampled entries went along it.
@@ -554,6 +560,10 @@ pub struct EdgeCount {
     pub caller: EdgeMethod,
     pub callee: EdgeMethod,
     pub samples: u32,
+    /// Of its samples, those that closed an interval of their thread
+    /// (`EdgeSamples::intervals`), and those intervals' CPU time in ns.
+    pub intervals: u32,
+    pub interval_cpu_ns: u64,
 }
 
 /// A method named by an edge: class binary name with dots.

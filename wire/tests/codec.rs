@@ -254,11 +254,15 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
             descriptor,
         })
     };
-    let edge = (method(), method(), any::<u32>()).prop_map(|(caller, callee, samples)| EdgeCount {
-        caller,
-        callee,
-        samples,
-    });
+    let edge = (method(), method(), any::<u32>(), any::<u32>(), any::<u64>()).prop_map(
+        |(caller, callee, samples, intervals, interval_cpu_ns)| EdgeCount {
+            caller,
+            callee,
+            samples,
+            intervals,
+            interval_cpu_ns,
+        },
+    );
     (
         any::<u32>(),
         any::<u64>(),
@@ -266,15 +270,30 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
         any::<u64>(),
         any::<u64>(),
         prop::collection::vec(edge, 0..4),
+        any::<u64>(),
+        any::<u64>(),
     )
         .prop_map(
-            |(bursts, samples, effective_ns, cost_ns, dropped, edges)| EdgeSamples {
+            |(
                 bursts,
                 samples,
                 effective_ns,
                 cost_ns,
                 dropped,
                 edges,
+                intervals,
+                interval_cpu_ns,
+            )| {
+                EdgeSamples {
+                    bursts,
+                    samples,
+                    effective_ns,
+                    cost_ns,
+                    dropped,
+                    edges,
+                    intervals,
+                    interval_cpu_ns,
+                }
             },
         )
 }

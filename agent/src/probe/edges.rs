@@ -15,7 +15,15 @@
 //! Each burst also measures the time its samples stand for: from its
 //! start to its last sample, less the time the sampling itself took (over
 //! the number of threads that sampled in it), so that the rate of entries
-//! is not slowed by the cost of recording them.
+//! is not slowed by the cost of recording them. That wall time holds the
+//! waits of the sampled threads for a core (a burst opens while its
+//! threads are off the CPU as often as not), so the rates rest on the
+//! threads' CPU time instead: each sample after a thread's first in a
+//! burst closes one interval of that thread, the CPU time it used from
+//! the end of its previous sample to the start of this one (less the
+//! reading of its CPU clock, [`clock_read_ns`]), counted with the edge the
+//! sample names. Entries per CPU second are intervals over their CPU time,
+//! whatever the threads waited.
 
 use crate::ffi::{Jni, MethodId};
 use crate::probe_class;
@@ -38,6 +46,13 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 static SAMPLES: AtomicU64 = AtomicU64::new(0);
 static COST: AtomicU64 = AtomicU64::new(0);
 static THREADS: AtomicU32 = AtomicU32::new(0);
+/// The open burst's intervals (a thread's sample after its first in the
+/// burst) and the CPU time they held, ns.
+static INTERVALS: AtomicU64 = AtomicU64::new(0);
+static INTERVAL_CPU: AtomicU64 = AtomicU64::new(0);
+/// What one reading of the thread CPU clock adds to an interval, ns
+/// (measured at [`begin`]).
+static CLOCK_READ: AtomicU64 = AtomicU64::new(0);
 /// Sampled entries with no caller to name (a thread's outermost frame) or
 /// lost to a busy table.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -51,12 +66,24 @@ static PROBE_FRAMES_N: AtomicUsize = AtomicUsize::new(0);
 const FRAMES: usize = 8;
 
 /// The edges sampled since the last drain: (caller, callee) method ids'
-/// addresses and how many entries went along each.
-static EDGES: Mutex<Option<HashMap<(usize, usize), u32>>> = Mutex::new(None);
+/// addresses and how many entries went along each, with the intervals
+/// they closed and those intervals' CPU time.
+static EDGES: Mutex<Option<HashMap<(usize, usize), EdgeTally>>> = Mutex::new(None);
+
+/// One edge's sampled entries, the intervals they closed, the intervals'
+/// CPU time in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EdgeTally {
+    pub samples: u32,
+    pub intervals: u32,
+    pub cpu_ns: u64,
+}
 
 thread_local! {
     /// The burst this thread last sampled in.
     static SEEN: Cell<u64> = const { Cell::new(0) };
+    /// The thread's CPU clock at the end of its last sample, ns.
+    static LAST_CPU: Cell<u64> = const { Cell::new(0) };
 }
 
 /// One burst, closed.
@@ -66,8 +93,24 @@ pub struct Burst {
     /// The time its samples stand for (module docs), ns.
     pub effective_ns: u64,
     pub cost_ns: u64,
+    /// Its intervals and their CPU time (module docs), ns.
+    pub intervals: u64,
+    pub interval_cpu_ns: u64,
 }
 
+/// The median cost of one reading of the thread CPU clock, as an
+/// interval between two samples holds it, ns.
+pub fn clock_read_ns() -> u64 {
+    let mut d: Vec<u64> = (0..65)
+        .map(|_| {
+            let a = sprig_wire::clock::thread_cpu_ns();
+            let b = sprig_wire::clock::thread_cpu_ns();
+            b.saturating_sub(a)
+        })
+        .collect();
+    d.sort_unstable();
+    d[d.len() / 2]
+}
 /// Whether a burst is open: the first check of the entry probes' native
 /// paths (one relaxed load).
 #[inline(always)]
@@ -86,6 +129,7 @@ pub fn begin(probe: &[MethodId]) {
     PROBE_FRAMES_N.store(n, Ordering::Release);
     *crate::sync::lock(&EDGES) = Some(HashMap::new());
     DROPPED.store(0, Ordering::Relaxed);
+    CLOCK_READ.store(clock_read_ns(), Ordering::Relaxed);
     ON.store(true, Ordering::Release);
 }
 
@@ -111,6 +155,8 @@ pub fn open_burst(jni: Jni<'_>, budget: u32, now_ns: u64) {
     SAMPLES.store(0, Ordering::Relaxed);
     COST.store(0, Ordering::Relaxed);
     THREADS.store(0, Ordering::Relaxed);
+    INTERVALS.store(0, Ordering::Relaxed);
+    INTERVAL_CPU.store(0, Ordering::Relaxed);
     BUDGET.store(i64::from(budget), Ordering::Release);
     // Under the probe class's write lock, from the budget: a sampler that
     // lowers it for the burst before cannot leave this one closed.
@@ -141,6 +187,8 @@ pub fn close_burst(jni: Jni<'_>, now_ns: u64) -> Option<Burst> {
         samples: SAMPLES.swap(0, Ordering::AcqRel),
         effective_ns: span.saturating_sub(cost / threads),
         cost_ns: cost,
+        intervals: INTERVALS.swap(0, Ordering::AcqRel),
+        interval_cpu_ns: INTERVAL_CPU.swap(0, Ordering::AcqRel),
     })
 }
 
@@ -150,7 +198,7 @@ fn lower_or_raise(jni: Jni<'_>) {
 }
 
 /// The edges sampled since the last drain, and the entries dropped.
-pub fn drain() -> (Vec<(MethodId, MethodId, u32)>, u64) {
+pub fn drain() -> (Vec<(MethodId, MethodId, EdgeTally)>, u64) {
     let taken = crate::sync::lock(&EDGES)
         .as_mut()
         .map(std::mem::take)
@@ -184,13 +232,25 @@ pub fn sample(jni: Jni<'_>) {
         return;
     }
     let t0 = sprig_wire::clock::monotonic_ns();
+    let c0 = sprig_wire::clock::thread_cpu_ns();
     let generation = GENERATION.load(Ordering::Acquire);
-    let _ = SEEN.try_with(|s| {
-        if s.get() != generation {
-            s.set(generation);
-            THREADS.fetch_add(1, Ordering::AcqRel);
-        }
-    });
+    // The CPU time since this thread's last sample in this burst, if any.
+    let interval = SEEN
+        .try_with(|s| {
+            if s.get() != generation {
+                s.set(generation);
+                THREADS.fetch_add(1, Ordering::AcqRel);
+                None
+            } else {
+                let last = LAST_CPU.try_with(Cell::get).unwrap_or(c0);
+                Some(
+                    c0.saturating_sub(last)
+                        .saturating_sub(CLOCK_READ.load(Ordering::Relaxed)),
+                )
+            }
+        })
+        .ok()
+        .flatten();
     let recorded = crate::env::get()
         .and_then(|agent| agent.jvmti.own_frames::<FRAMES>(&jni).ok())
         .and_then(|(frames, n)| {
@@ -205,8 +265,12 @@ pub fn sample(jni: Jni<'_>) {
             };
             match guard.as_mut() {
                 Some(map) => {
-                    let n = map.entry((caller.addr(), callee.addr())).or_insert(0);
-                    *n = n.saturating_add(1);
+                    let t = map.entry((caller.addr(), callee.addr())).or_default();
+                    t.samples = t.samples.saturating_add(1);
+                    if let Some(cpu) = interval {
+                        t.intervals = t.intervals.saturating_add(1);
+                        t.cpu_ns = t.cpu_ns.saturating_add(cpu);
+                    }
                     true
                 }
                 None => false,
@@ -215,6 +279,11 @@ pub fn sample(jni: Jni<'_>) {
     if !recorded {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
+    if let Some(cpu) = interval {
+        INTERVALS.fetch_add(1, Ordering::AcqRel);
+        INTERVAL_CPU.fetch_add(cpu, Ordering::AcqRel);
+    }
+    let _ = LAST_CPU.try_with(|c| c.set(sprig_wire::clock::thread_cpu_ns()));
     let t1 = sprig_wire::clock::monotonic_ns();
     SAMPLES.fetch_add(1, Ordering::AcqRel);
     COST.fetch_add(t1.saturating_sub(t0), Ordering::AcqRel);

@@ -99,10 +99,7 @@ impl Source for Edges {
                 loop {
                     let now = clock::monotonic_ns();
                     if let Some(b) = edges::close_burst(jni, now) {
-                        pending.bursts += 1;
-                        pending.samples += b.samples;
-                        pending.effective_ns += b.effective_ns;
-                        pending.cost_ns += b.cost_ns;
+                        add_burst(&mut pending, &b);
                     }
                     edges::open_burst(jni, budget, now);
                     if sent.elapsed() >= SEND_EVERY {
@@ -118,10 +115,7 @@ impl Source for Edges {
                     }
                 }
                 if let Some(b) = edges::close_burst(jni, clock::monotonic_ns()) {
-                    pending.bursts += 1;
-                    pending.samples += b.samples;
-                    pending.effective_ns += b.effective_ns;
-                    pending.cost_ns += b.cost_ns;
+                    add_burst(&mut pending, &b);
                 }
                 send(&jvmti, jni, &mut names, &mut pending);
             })
@@ -145,6 +139,16 @@ impl Source for Edges {
     }
 }
 
+/// A closed burst's figures into the next message.
+fn add_burst(pending: &mut EdgeSamples, b: &edges::Burst) {
+    pending.bursts += 1;
+    pending.samples += b.samples;
+    pending.effective_ns += b.effective_ns;
+    pending.cost_ns += b.cost_ns;
+    pending.intervals += b.intervals;
+    pending.interval_cpu_ns += b.interval_cpu_ns;
+}
+
 /// Sends the edges sampled since the last send with the bursts `pending`
 /// holds, named; nothing when there is nothing.
 fn send(
@@ -155,18 +159,20 @@ fn send(
 ) {
     let (sampled, dropped) = edges::drain();
     pending.dropped += dropped;
-    for (caller, callee, samples) in sampled {
+    for (caller, callee, t) in sampled {
         let (Some(caller), Some(callee)) = (
             name_of(jvmti, jni, names, caller),
             name_of(jvmti, jni, names, callee),
         ) else {
-            pending.dropped += u64::from(samples);
+            pending.dropped += u64::from(t.samples);
             continue;
         };
         pending.edges.push(EdgeCount {
             caller,
             callee,
-            samples,
+            samples: t.samples,
+            intervals: t.intervals,
+            interval_cpu_ns: t.cpu_ns,
         });
     }
     if pending.bursts > 0 || !pending.edges.is_empty() {

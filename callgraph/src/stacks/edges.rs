@@ -2,19 +2,31 @@
 //! Arnold and Grove's timer-triggered bursts of sampling at method entry).
 //!
 //! Every burst samples the next method entries into the probed classes
-//! after its timer fired, each one edge (caller, callee), and measures
-//! the time those entries took to happen (less what recording them cost).
-//! Over the run, each sampled entry stands for `1 / effective_s` calls a
-//! second, so an edge's calls per second are estimated as
+//! after its timer fired, each one edge (caller, callee). A thread's
+//! sample after its first in the same burst closes an interval: the CPU
+//! time the thread used since its previous sample, the sampling's own
+//! time left out. Entries per CPU second are the intervals over their CPU
+//! time; wall time would hold the threads' waits for a core, and a burst
+//! opens while its threads are off the CPU as often as not (on a loaded
+//! host the wall-time rate came out hundreds of times too low). The
+//! calls per wall second of an edge are its share of the sampled entries,
+//! times the entries per CPU second, times the CPU seconds a second that
+//! the application's code used (`app_cpu_per_s`, from the stack samples:
+//! the CPU time of the samples with a frame outside the JDK):
 //!
 //! ```text
-//! calls_per_s_est(edge) = samples(edge) / effective_s
+//! calls_per_s_est(edge) = samples(edge) / samples * intervals / interval_cpu_s * app_cpu_per_s
 //! ```
 //!
-//! (the entries that were sampled but could not be named are left out
-//! of the edges and of nothing else). The estimate is of the calls into
-//! the probed classes while the bursts ran; a method called only in
-//! moments the bursts never fall into is missed, as with any sampling.
+//! Below a root the entries per CPU second are those of the intervals the
+//! edges at and below it closed ([`EdgeProfile::per_cpu_s_under`]): the
+//! CPU time before an entry below the root is, but for the first entry of
+//! each call of the root, time spent below it. The estimate is of the
+//! calls into the probed classes while the bursts ran; a method called
+//! only in moments the bursts never fall into is missed, as with any
+//! sampling; the probe's own path between two entries (the return into
+//! Java, the exit probe's call into the agent) is in the intervals, so
+//! code whose calls are a few hundred nanoseconds apart is estimated low.
 //!
 //! Methods are named `pkg.Class::method` (overloads together), as
 //! `--root` takes them, so edges compare with `sprig profile`'s exact
@@ -37,6 +49,12 @@ pub fn edge_name(m: &EdgeMethod) -> String {
 pub struct EdgeProfile {
     /// (caller, callee) -> sampled entries.
     pub edges: BTreeMap<(String, String), u64>,
+    /// (caller, callee) -> the intervals its entries closed, and their CPU
+    /// time in ns (module docs).
+    pub spans: BTreeMap<(String, String), (u64, u64)>,
+    /// Every interval of the bursts, and their CPU time in ns.
+    pub intervals: u64,
+    pub interval_cpu_ns: u64,
     pub bursts: u64,
     /// Entries sampled (named or not).
     pub samples: u64,
@@ -56,6 +74,8 @@ pub struct EdgeRow {
     pub caller: String,
     pub callee: String,
     pub samples: u64,
+    /// Calls per wall second (module docs); 0 when the bursts closed no
+    /// interval.
     pub calls_per_s_est: f64,
 }
 
@@ -67,11 +87,14 @@ impl EdgeProfile {
         self.effective_ns += m.effective_ns;
         self.cost_ns += m.cost_ns;
         self.dropped += m.dropped;
+        self.intervals += m.intervals;
+        self.interval_cpu_ns += m.interval_cpu_ns;
         for e in &m.edges {
-            *self
-                .edges
-                .entry((edge_name(&e.caller), edge_name(&e.callee)))
-                .or_default() += u64::from(e.samples);
+            let key = (edge_name(&e.caller), edge_name(&e.callee));
+            let span = self.spans.entry(key.clone()).or_default();
+            span.0 += u64::from(e.intervals);
+            span.1 += e.interval_cpu_ns;
+            *self.edges.entry(key).or_default() += u64::from(e.samples);
         }
     }
 
@@ -80,15 +103,20 @@ impl EdgeProfile {
         self.edges.values().sum()
     }
 
-    /// Calls per second one sampled entry stands for; `None` before any
-    /// burst's time was measured.
-    pub fn calls_per_sample_per_s(&self) -> Option<f64> {
-        (self.effective_ns > 0).then_some(1e9 / self.effective_ns.max(1) as f64)
+    /// Method entries into the probed classes per CPU second of the
+    /// threads that made them; `None` before any interval closed.
+    pub fn per_cpu_s(&self) -> Option<f64> {
+        rate(self.intervals, self.interval_cpu_ns)
     }
 
-    /// The edges, most sampled first (then by name).
-    pub fn rows(&self) -> Vec<EdgeRow> {
-        let k = self.calls_per_sample_per_s().unwrap_or(0.0);
+    /// The edges, most sampled first (then by name), with their calls per
+    /// wall second when the application's code used `app_cpu_per_s` CPU
+    /// seconds a second (module docs).
+    pub fn rows(&self, app_cpu_per_s: f64) -> Vec<EdgeRow> {
+        let k = match self.per_cpu_s() {
+            Some(r) if self.samples > 0 => r * app_cpu_per_s / self.samples as f64,
+            _ => 0.0,
+        };
         let mut rows: Vec<EdgeRow> = self
             .edges
             .iter()
@@ -113,13 +141,13 @@ impl EdgeProfile {
         shares_of(&self.edges)
     }
 
-    /// Estimated calls per second at and below `root` (`pkg.Class::method`):
-    /// the calls into `root` and along every edge out of a method the
-    /// edges reach from it (a method reached also from elsewhere counts
-    /// whole: an upper side of the calls below the root, where the
-    /// activations were a lower bound). `None` when no edge names `root`.
-    pub fn calls_per_s_under(&self, root: &str) -> Option<f64> {
-        let k = self.calls_per_sample_per_s()?;
+    /// Calls at and below `root` (`pkg.Class::method`) per CPU second
+    /// spent below it: the calls into `root` and along every edge out of a
+    /// method the edges reach from it (a method reached also from
+    /// elsewhere counts whole), over the CPU time of the intervals those
+    /// entries closed (module docs). `None` when no edge names `root` or
+    /// its edges closed no interval.
+    pub fn per_cpu_s_under(&self, root: &str) -> Option<f64> {
         if !self.edges.keys().any(|(a, b)| a == root || b == root) {
             return None;
         }
@@ -133,14 +161,20 @@ impl EdgeProfile {
                 }
             }
         }
-        let n: u64 = self
-            .edges
+        let (n, cpu) = self
+            .spans
             .iter()
             .filter(|((a, b), _)| b == root || reach.contains(a.as_str()))
-            .map(|(_, &n)| n)
-            .sum();
-        Some(n as f64 * k)
+            .fold((0u64, 0u64), |(n, c), (_, &(i, ns))| {
+                (n + i, c.saturating_add(ns))
+            });
+        rate(n, cpu)
     }
+}
+
+/// `n` per second of `ns`; `None` for none of either.
+fn rate(n: u64, ns: u64) -> Option<f64> {
+    (n > 0 && ns > 0).then(|| n as f64 * 1e9 / ns as f64)
 }
 
 fn shares_of(edges: &BTreeMap<(String, String), u64>) -> HashMap<(String, String), f64> {
@@ -208,47 +242,67 @@ mod tests {
         }
     }
 
-    fn e(a: &str, b: &str, samples: u32) -> EdgeCount {
+    fn e(a: &str, b: &str, samples: u32, intervals: u32, interval_cpu_ns: u64) -> EdgeCount {
         EdgeCount {
             caller: m(a),
             callee: m(b),
             samples,
+            intervals,
+            interval_cpu_ns,
         }
     }
 
     #[test]
-    fn rates_follow_the_bursts_effective_time_and_the_reach_of_a_root() {
+    fn rates_rest_on_the_intervals_cpu_time_and_the_reach_of_a_root() {
         let mut p = EdgeProfile::default();
-        // Two messages: 40 sampled entries over 2 ms of effective time.
+        // Two messages: 40 sampled entries, 36 intervals over 36 µs of CPU
+        // time (1 µs each), whatever wall time the bursts took.
         p.add(&EdgeSamples {
             bursts: 1,
             samples: 20,
-            effective_ns: 1_000_000,
+            effective_ns: 9_000_000,
             cost_ns: 5,
             dropped: 0,
-            edges: vec![e("r", "a", 5), e("a", "b", 15)],
+            edges: vec![e("r", "a", 5, 4, 4_000), e("a", "b", 15, 14, 14_000)],
+            intervals: 18,
+            interval_cpu_ns: 18_000,
         });
         p.add(&EdgeSamples {
             bursts: 1,
             samples: 20,
-            effective_ns: 1_000_000,
+            effective_ns: 1_000,
             cost_ns: 5,
             dropped: 0,
-            edges: vec![e("r", "a", 5), e("a", "b", 10), e("x", "y", 5)],
+            edges: vec![
+                e("r", "a", 5, 5, 5_000),
+                e("a", "b", 10, 9, 4_500),
+                e("x", "y", 5, 4, 8_500),
+            ],
+            intervals: 18,
+            interval_cpu_ns: 18_000,
         });
         assert_eq!(p.named(), 40);
-        let rows = p.rows();
+        assert_eq!(p.per_cpu_s(), Some(1e6));
+        // Half a CPU second a second: 500,000 entries a wall second, of
+        // which a -> b holds 25 of 40.
+        let rows = p.rows(0.5);
         assert_eq!(
             (rows[0].caller.as_str(), rows[0].callee.as_str()),
             ("p.C::a", "p.C::b")
         );
-        // 25 samples over 2 ms: 12,500 calls a second.
-        assert!((rows[0].calls_per_s_est - 12_500.0).abs() < 1e-6);
-        // Below a: a's 10 entries and its 25 calls of b.
-        assert!((p.calls_per_s_under("p.C::a").unwrap() - 17_500.0).abs() < 1e-6);
-        // Below r: r's callers' edges into r (none) and everything r reaches.
-        assert!((p.calls_per_s_under("p.C::r").unwrap() - 17_500.0).abs() < 1e-6);
-        assert_eq!(p.calls_per_s_under("p.C::z"), None);
+        assert!((rows[0].calls_per_s_est - 312_500.0).abs() < 1e-6);
+        // Below a: a's 9 intervals (9 µs) and its 23 calls of b (18.5 µs):
+        // 32 over 27.5 µs.
+        let under_a = p.per_cpu_s_under("p.C::a").unwrap();
+        assert!((under_a - 32.0 / 27.5e-6).abs() < 1e-3, "{under_a}");
+        // Below r: r's callers' edges into r (none) and everything r
+        // reaches; x -> y, slower, is not below it.
+        assert!((p.per_cpu_s_under("p.C::r").unwrap() - under_a).abs() < 1e-3);
+        assert!((p.per_cpu_s_under("p.C::x").unwrap() - 4.0 / 8.5e-6).abs() < 1e-3);
+        assert_eq!(p.per_cpu_s_under("p.C::z"), None);
+        // No interval, no rate.
+        assert_eq!(EdgeProfile::default().per_cpu_s(), None);
+        assert_eq!(EdgeProfile::default().rows(1.0), vec![]);
         let mut exact = BTreeMap::new();
         exact.insert(("p.C::a".to_owned(), "p.C::b".to_owned()), 50);
         exact.insert(("p.C::r".to_owned(), "p.C::a".to_owned()), 20);

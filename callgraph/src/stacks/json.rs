@@ -9,10 +9,13 @@
 //!  "tree":[NODE],
 //!  "suggested_roots":[{"class","method","root","share","window_shares":[F],
 //!                      "activations","activations_per_s","time_ns",
-//!                      "predicted_overhead":{"sampled_pct","exact_pct","lower_bound",
-//!                                            "basis":"activations"|"edges","calls_per_s_est"},
+//!                      "predicted_overhead":{"estimate":true,"basis":"edges"|"none",
+//!                                            "sampled_pct","exact_pct","calls_per_s_est",
+//!                                            "calls_per_cpu_s_est" (each null with basis "none"),
+//!                                            "note"},
 //!                      "command"}],
 //!  "edges":{"bursts","samples","named","dropped","effective_ms","cost_ns","classes","methods",
+//!           "intervals","interval_cpu_ms","app_cpu_per_s",
 //!           "edges":[{"caller","callee","samples","calls_per_s_est"}]} (with --edges)}
 //! NODE = {"class","method","self","total","activations","children":[NODE]}
 //! ```
@@ -21,14 +24,17 @@
 //! merged over threads, each thread's own under `threads` with
 //! `--threads`. A node's `activations` are Whaley's edge counts: the
 //! times its frame was seen newly entered, a lower bound on its calls.
-//! Methods are listed by self then total samples.
+//! Methods are listed by self then total samples. A suggested root's
+//! predicted overhead is an estimate that rests on the call-edge bursts
+//! (`suggest.rs`); without `--edges` its figures are null and its note
+//! says "unknown (run with --edges)".
 
 use std::io::{self, Write};
 
 use super::build::StackProfile;
 use super::convert::{ConvertOptions, merged_with};
 use super::edges::EdgeProfile;
-use super::suggest::SuggestedRoot;
+use super::suggest::{SuggestedRoot, app_cpu_per_s};
 use crate::profile::{Metric, Profile, Tree};
 use crate::report::json::write_str;
 
@@ -141,28 +147,38 @@ pub fn write_json_with_edges(
         }
         write!(
             out,
-            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"sampled_pct\":{:.3},\"exact_pct\":{:.3},\"lower_bound\":true,\"basis\":\"{}\",\"calls_per_s_est\":{}}},\"command\":",
+            "],\"activations\":{},\"activations_per_s\":{:.1},\"time_ns\":{},\"predicted_overhead\":{{\"estimate\":true,\"basis\":\"{}\",\"sampled_pct\":{},\"exact_pct\":{},\"calls_per_s_est\":{},\"calls_per_cpu_s_est\":{},\"note\":",
             r.activations,
             r.activations_per_sec,
             r.time_ns,
-            r.sampled_pct,
-            r.exact_pct,
-            if r.edge_calls_per_sec.is_some() {
+            if r.exact_pct.is_some() {
                 "edges"
             } else {
-                "activations"
+                "none"
             },
-            r.edge_calls_per_sec
-                .map_or("null".to_owned(), |c| format!("{c:.1}"))
+            num(r.sampled_pct, 3),
+            num(r.exact_pct, 3),
+            num(r.edge_calls_per_sec, 1),
+            num(r.edge_calls_per_cpu_s, 1),
         )?;
+        write_str(
+            out,
+            if r.exact_pct.is_some() {
+                "estimated from the calls per CPU second the call-edge bursts measured below the root"
+            } else {
+                "unknown (run with --edges)"
+            },
+        )?;
+        out.write_all(b"},\"command\":")?;
         write_str(out, &profile_command(pid, &r.pattern))?;
         out.write_all(b"}")?;
     }
     out.write_all(b"]")?;
     if let Some(e) = edges {
+        let app_cpu = app_cpu_per_s(p);
         write!(
             out,
-            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"edges\":[",
+            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"intervals\":{},\"interval_cpu_ms\":{:.3},\"app_cpu_per_s\":{:.3},\"edges\":[",
             e.bursts,
             e.samples,
             e.named(),
@@ -170,9 +186,12 @@ pub fn write_json_with_edges(
             e.effective_ns as f64 / 1e6,
             e.cost_ns,
             e.classes,
-            e.methods
+            e.methods,
+            e.intervals,
+            e.interval_cpu_ns as f64 / 1e6,
+            app_cpu
         )?;
-        for (i, row) in e.rows().iter().enumerate() {
+        for (i, row) in e.rows(app_cpu).iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
@@ -189,6 +208,12 @@ pub fn write_json_with_edges(
         out.write_all(b"]}")?;
     }
     out.write_all(b"}\n")
+}
+
+/// `x` with `decimals`, or `null`.
+fn num(x: Option<f64>, decimals: usize) -> String {
+    x.filter(|v| v.is_finite())
+        .map_or_else(|| "null".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// The `sprig profile` command for a suggested root, ready to paste into

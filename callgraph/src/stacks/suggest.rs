@@ -15,22 +15,24 @@
 //!
 //! # The predicted overhead
 //!
-//! Without call counts the prediction rests on Whaley's edge activations:
-//! the activations seen on the non-JDK edges at and below the candidate
-//! (the calls `sprig profile` would put probes in; JDK code gets none by
-//! default) are a lower bound on its calls, and each call costs one probe
-//! pair. So
+//! An estimate, and only with call-edge bursts (`--edges`): each call
+//! `sprig profile` would probe costs one probe pair, so the share of the
+//! root's time the probes add is its calls per CPU second below it, as the
+//! bursts measured them ([`EdgeProfile::per_cpu_s_under`]), times the
+//! pair's cost:
 //!
 //! ```text
-//! overhead >= activations * pair_ns / (time sampled under the candidate)
+//! overhead = calls_per_cpu_s_under_root * pair_ns / 1e9
 //! ```
 //!
 //! with the pair of sampled timing ([`SAMPLED_PAIR_NS`]) and of exact
-//! timing ([`EXACT_PAIR_NS`]), as measured in BENCHMARKS.md. It is a lower
-//! bound: every call that began and ended between two samples of its
-//! thread is missing, so code making millions of short calls a second
-//! costs far more than predicted (by the ratio of calls to activations,
-//! which sampling cannot see).
+//! timing ([`EXACT_PAIR_NS`]), as measured in BENCHMARKS.md. Its calls per
+//! wall second are that rate times the CPU time sampled under the root a
+//! second. Without bursts there is no prediction: Whaley's edge
+//! activations are a lower bound on the calls that sampling cannot bound
+//! from above (a call that starts and ends between two samples of its
+//! thread is not seen), and on call-dense code they were 100,000 times
+//! below the calls; the activations are reported, the overhead is not.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -89,14 +91,16 @@ pub struct SuggestedRoot {
     pub activations_per_sec: f64,
     /// Time sampled under it in ns (the view's weight).
     pub time_ns: u64,
-    /// Predicted overhead in percent of the time under the root, lower
-    /// bounds (module docs).
-    pub sampled_pct: f64,
-    pub exact_pct: f64,
-    /// With `--edges`: the calls per second at and below it estimated from
-    /// the call-edge bursts; the predicted overhead then rests on them
-    /// ([`with_edges`]) instead of the activations.
+    /// Predicted overhead in percent of the time under the root, an
+    /// estimate (module docs); `None` without call-edge bursts.
+    pub sampled_pct: Option<f64>,
+    pub exact_pct: Option<f64>,
+    /// With `--edges`: the calls per wall second at and below it estimated
+    /// from the call-edge bursts ([`with_edges`]).
     pub edge_calls_per_sec: Option<f64>,
+    /// With `--edges`: the calls per CPU second below it the prediction
+    /// rests on.
+    pub edge_calls_per_cpu_s: Option<f64>,
 }
 
 /// The suggested roots of `p`, best first (largest share, then name).
@@ -177,13 +181,6 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
             let (share, ws) = candidates[&m].clone();
             let (_, _, time_ns) = p.counts[&m].of(opts.view);
             let activations = activations_under(p, m);
-            let pct = |pair: f64| {
-                if time_ns == 0 {
-                    0.0
-                } else {
-                    100.0 * activations as f64 * pair / time_ns as f64
-                }
-            };
             let info = p.method(m);
             SuggestedRoot {
                 method: m,
@@ -197,46 +194,59 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
                     0.0
                 },
                 time_ns,
-                sampled_pct: pct(SAMPLED_PAIR_NS),
-                exact_pct: pct(EXACT_PAIR_NS),
+                sampled_pct: None,
+                exact_pct: None,
                 edge_calls_per_sec: None,
+                edge_calls_per_cpu_s: None,
             }
         })
         .collect()
 }
 
-/// With call-edge bursts (`--edges`): the predicted overhead of each root
-/// the edges name rests on their estimated calls per second at and below
-/// it instead of the activations' lower bound,
-///
-/// ```text
-/// overhead = calls_per_s * span_s * pair_ns / (time sampled under the root)
-/// ```
-///
-/// over the run's span `span_ns`, and never below the activations' lower
-/// bound. Still a lower bound as measured: on a loaded host the bursts'
-/// rate came out far below the calls the program counted
-/// (docs/stack-sampling.md, "Call-edge bursts"). A root no edge names
-/// keeps the activations' bound.
-pub fn with_edges(roots: &mut [SuggestedRoot], edges: &super::EdgeProfile, span_ns: u64) {
+/// With call-edge bursts (`--edges`): each root the edges name gets its
+/// predicted overhead (module docs) and its calls per wall second, the
+/// calls per CPU second below it times the CPU time `p` sampled under it
+/// a second. A root no edge names keeps none.
+pub fn with_edges(roots: &mut [SuggestedRoot], edges: &super::EdgeProfile, p: &StackProfile) {
+    let span_ns = p.span_ns();
     for r in roots {
-        let Some(rate) = edges.calls_per_s_under(&r.pattern) else {
+        let Some(per_cpu_s) = edges.per_cpu_s_under(&r.pattern) else {
             continue;
         };
-        r.edge_calls_per_sec = Some(rate);
-        let calls = rate * span_ns as f64 / 1e9;
-        let pct = |pair: f64| {
-            if r.time_ns == 0 {
-                0.0
-            } else {
-                100.0 * calls * pair / r.time_ns as f64
-            }
-        };
-        // Never below the activations' bound: the bursts' rate is measured
-        // low where the sampled threads wait for a core (docs).
-        r.sampled_pct = r.sampled_pct.max(pct(SAMPLED_PAIR_NS));
-        r.exact_pct = r.exact_pct.max(pct(EXACT_PAIR_NS));
+        let cpu_ns = p.counts.get(&r.method).map_or(0, |c| c.of(View::Cpu).2);
+        r.edge_calls_per_cpu_s = Some(per_cpu_s);
+        r.edge_calls_per_sec = (span_ns > 0).then(|| per_cpu_s * cpu_ns as f64 / span_ns as f64);
+        r.sampled_pct = Some(100.0 * per_cpu_s * SAMPLED_PAIR_NS / 1e9);
+        r.exact_pct = Some(100.0 * per_cpu_s * EXACT_PAIR_NS / 1e9);
     }
+}
+
+/// CPU seconds a second the application's code used: the CPU time of the
+/// samples with a frame outside the JDK (at each thread's outermost such
+/// frame), over the run's span; 0 before any sample.
+pub fn app_cpu_per_s(p: &StackProfile) -> f64 {
+    let span = p.span_ns();
+    if span == 0 {
+        return 0.0;
+    }
+    let jdk = |id: u32| p.methods.get(&id).is_none_or(|i| is_jdk_class(&i.class));
+    let mut ns = 0u64;
+    for t in p.threads.values() {
+        let tree = &t.tree;
+        let totals = tree.totals(View::Cpu);
+        let mut app = vec![false; tree.nodes.len()];
+        for (i, n) in tree.nodes.iter().enumerate() {
+            let parent_app = n
+                .parent
+                .filter(|&q| (q as usize) < i)
+                .is_some_and(|q| app[q as usize]);
+            app[i] = parent_app || !jdk(n.method);
+            if app[i] && !parent_app {
+                ns = ns.saturating_add(totals[i].1);
+            }
+        }
+    }
+    ns as f64 / span as f64
 }
 
 /// For every method `m` calls directly: the view's samples in which it

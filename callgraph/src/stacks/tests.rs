@@ -1,6 +1,6 @@
 //! The stack-sample model on synthetic rounds.
 
-use sprig_wire::control::{SampledState, StackSample};
+use sprig_wire::control::{EdgeCount, EdgeMethod, EdgeSamples, SampledState, StackSample};
 
 use super::*;
 use crate::profile::{MethodInfo, Metric};
@@ -258,7 +258,46 @@ fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
     assert_eq!(r.window_shares.len(), 4, "{r:?}");
     // heavy entered once, HashMap.get is JDK: one activation in 4 s
     assert_eq!(r.activations, 1);
-    assert!(r.sampled_pct > 0.0 && r.sampled_pct < r.exact_pct, "{r:?}");
+    // Without call-edge bursts no overhead is predicted.
+    assert_eq!((r.sampled_pct, r.exact_pct), (None, None), "{r:?}");
+    assert_eq!(r.edge_calls_per_sec, None, "{r:?}");
+    // The threads' CPU time under the application's code: 4 s and 2 s
+    // over a run of 4 s.
+    let app = app_cpu_per_s(&p);
+    assert!((app - 1.5).abs() < 0.02, "{app}");
+    // Bursts whose entries below heavy came 1 µs of CPU time apart: a
+    // million calls a CPU second, at 58 ns a pair exact and 8 sampled; and
+    // heavy holds one CPU second a second, so a million a wall second.
+    let method = |name: &str| EdgeMethod {
+        class: "app.A".into(),
+        name: name.into(),
+        descriptor: "()V".into(),
+    };
+    let mut edges = EdgeProfile::default();
+    edges.add(&EdgeSamples {
+        bursts: 1,
+        samples: 10,
+        effective_ns: 50 * MS,
+        cost_ns: 0,
+        dropped: 0,
+        edges: vec![EdgeCount {
+            caller: method("work"),
+            callee: method("heavy"),
+            samples: 10,
+            intervals: 8,
+            interval_cpu_ns: 8_000,
+        }],
+        intervals: 8,
+        interval_cpu_ns: 8_000,
+    });
+    let mut estimated = roots.clone();
+    with_edges(&mut estimated, &edges, &p);
+    let r = &estimated[0];
+    assert_eq!(r.edge_calls_per_cpu_s, Some(1e6), "{r:?}");
+    let wall = r.edge_calls_per_sec.unwrap();
+    assert!((wall / 1e6 - 1.0).abs() < 0.01, "{r:?}");
+    assert!((r.exact_pct.unwrap() - 5.8).abs() < 1e-9, "{r:?}");
+    assert!((r.sampled_pct.unwrap() - 0.8).abs() < 1e-9, "{r:?}");
 
     // With every thread stable, work holding 70% in heavy stays the root.
     let q = worker_and_blocked();

@@ -109,9 +109,11 @@ pub struct SampleArgs {
     /// `--edges-after` seconds of sampling, the non-JDK classes seen in
     /// the samples get dormant probes, and every `--edge-interval` the
     /// next `--edge-budget` method entries in them each record the edge
-    /// from their caller. The report gains the edges with their estimated
-    /// calls per second, and the suggested roots' predicted overhead rests
-    /// on them. The classes are put back at the end.
+    /// from their caller and the CPU time its thread used since its previous
+    /// sampled entry. The report gains the edges with their estimated
+    /// calls per second, and the suggested roots their predicted overhead
+    /// (an estimate; unknown without `--edges`). The classes are put back
+    /// at the end.
     #[arg(long)]
     pub edges: bool,
 

@@ -233,7 +233,7 @@ impl Stacks<'_> {
             },
         );
         if let Some(e) = self.edge_profile() {
-            with_edges(&mut roots, e, self.profile.span_ns());
+            with_edges(&mut roots, e, &self.profile);
         }
         roots
     }

@@ -258,7 +258,7 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         "   50.0%   50.0%       20  app.A.heavy()V",
         "  100.0%        0  java.lang.Thread.run()V",
         "  100.0%       20    app.A.work()V",
-        "predicted overhead at least 0.000021% (sampled timing), 0.00015% (--timing exact)",
+        "     predicted overhead: unknown (run with --edges)",
         "Back traces of app.A.heavy()V",
         "  1. app.A::work  100.0% (windows: 100, 100, 100, 100%)",
         "     sprig profile 4242 --root 'app.A::work'",

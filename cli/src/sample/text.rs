@@ -8,7 +8,7 @@ use sprig_callgraph::RenderOptions;
 use sprig_callgraph::profile::{Metric, Profile, Tree};
 use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
-use sprig_callgraph::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, View, profile_command};
+use sprig_callgraph::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, app_cpu_per_s, profile_command};
 use sprig_wire::control::StackSource;
 
 use super::Stacks;
@@ -229,35 +229,29 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
                 "     {}",
                 escape(&profile_command(args.pid, &r.pattern))
             )?;
-            match r.edge_calls_per_sec {
-                Some(c) => writeln!(
+            match (r.sampled_pct, r.exact_pct) {
+                (Some(sampled), Some(exact)) => writeln!(
                     out,
-                    "     predicted overhead at least {} (sampled timing), {} (--timing exact), from {c:.0} calls/s estimated below it by the call-edge bursts",
-                    small_pct(r.sampled_pct),
-                    small_pct(r.exact_pct)
+                    "     predicted overhead (estimate): {} (sampled timing), {} (--timing exact), from {} calls/s ({:.0} per CPU second) estimated below it by the call-edge bursts",
+                    small_pct(sampled),
+                    small_pct(exact),
+                    r.edge_calls_per_sec
+                        .map_or("?".to_owned(), |c| format!("{c:.0}")),
+                    r.edge_calls_per_cpu_s.unwrap_or(0.0)
                 )?,
-                None => writeln!(
-                    out,
-                    "     predicted overhead at least {} (sampled timing), {} (--timing exact)",
-                    small_pct(r.sampled_pct),
-                    small_pct(r.exact_pct)
-                )?,
+                _ => writeln!(out, "     predicted overhead: unknown (run with --edges)")?,
             }
         }
-        if roots.iter().any(|r| r.edge_calls_per_sec.is_some()) {
+        if roots.iter().any(|r| r.exact_pct.is_some()) {
             writeln!(
                 out,
-                "  The prediction: the calls per second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the time sampled under it, and never below the activations' lower bound. The bursts' rate is measured low where the sampled threads wait for a core; roots the edges do not name keep the activations' bound."
+                "  The prediction, an estimate: the calls per CPU second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact (the benchmark's figures for this kind of host). Calls a few hundred nanoseconds apart are estimated low (the probe's own path is in the time between them); roots the edges do not name have none."
             )?;
         } else if !roots.is_empty() {
             writeln!(
                 out,
-                "  The prediction: {:.1} activations/s were seen below the first root (Whaley's edge counts, a lower bound on its calls/s: a call that starts and ends between two samples is not seen), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact, over the {} time sampled under it. Code making many short calls costs more; `sprig profile ... --duration 10` measures it.",
-                roots[0].activations_per_sec,
-                match view {
-                    View::Cpu => "CPU",
-                    View::Wall => "wall",
-                }
+                "  The prediction needs the calls per second below a root, which stack samples cannot bound: {:.1} activations/s were seen below the first root (Whaley's edge counts, a lower bound: a call that starts and ends between two samples is not seen), and call-dense code makes many thousand times more. `sprig sample --edges` estimates them; `sprig profile ... --duration 10` measures the cost.",
+                roots[0].activations_per_sec
             )?;
         }
     }
@@ -279,9 +273,10 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
         return Ok(());
     }
     let named = e.named();
+    let app_cpu = app_cpu_per_s(&s.profile);
     writeln!(
         out,
-        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated over the {:.1} ms the bursts stood for)",
+        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated from {} intervals between a thread's entries, {:.2} ms of CPU time, at the {:.2} CPU seconds a second the application's code used)",
         e.bursts,
         s.args.edge_budget,
         s.args.edge_interval,
@@ -289,14 +284,16 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
         e.classes,
         e.samples,
         named,
-        e.effective_ns as f64 / 1e6
+        e.intervals,
+        e.interval_cpu_ns as f64 / 1e6,
+        app_cpu
     )?;
     writeln!(
         out,
         "  {:>7} {:>8} {:>12}  caller -> callee",
         "share", "samples", "calls/s"
     )?;
-    for row in e.rows().iter().take(n) {
+    for row in e.rows(app_cpu).iter().take(n) {
         writeln!(
             out,
             "  {:>7} {:>8} {:>12.0}  {} -> {}",

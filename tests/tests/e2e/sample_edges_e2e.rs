@@ -16,24 +16,63 @@
 //! share's error is about 1 point (a binomial bound over the bursts as if
 //! each gave one edge, 200 of them, is 3 points at 1 sigma; 5 points
 //! leaves room for a burst cut by a deoptimisation or a loaded host).
+//!
+//! The same run checks the rates against the fixture's own count of its
+//! calls of `a` (asked before and after the session), with `spin` at
+//! 2,000 xorshift steps (calls about a microsecond of CPU time apart): the
+//! estimated calls of `loop -> a` a second within a factor of 2, and the
+//! calls at and below the suggested root `a` (9 per call of `a`: `a`, 3
+//! `b`, `c`, 4 `spin`) within a factor of 2. (Calls 70 ns apart are
+//! estimated about 6 times low: the probe's own path between two entries,
+//! about 0.4 µs, is in every interval the rate rests on;
+//! docs/stack-sampling.md.) Then `sprig profile` of that root with
+//! `--timing exact`: what it costs, from the fixture's calls of `a` a
+//! second while profiled against those while sampled, and the
+//! suggestion's predicted `exact_pct`, loosely: the prediction at least
+//! 1% (the wall-time estimate this replaces predicted about 0.06%) and at
+//! most 3 times the measured cost plus 10 points. Only loosely: the
+//! measured cost is a 1.5-second window against a 3-second one on a host
+//! that other tests load (a second's rate moved by 20-50% there), and on
+//! JDK 17 it holds the JIT compiling again after the first redefinition
+//! threw all compiled code away (25% measured against 2.5% predicted in
+//! one run).
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, fixture_classes, run_sprig, test_jdks};
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, run_sprig, start_sprig, test_jdks};
 
 const CLASS: &str = "fixtures.Edges";
 
 fn start_edges(jdk: &Jdk, classes: &std::path::Path) -> Proc {
     let mut cmd = Command::new(jdk.java());
     cmd.arg("-Xlog:redefine+class*=info")
+        .arg("-Dedges.spin=2000")
         .arg("-cp")
         .arg(classes)
         .arg(CLASS);
     let mut p = Proc::spawn(&format!("edges-jdk{}", jdk.major), cmd);
     p.wait_for("ready", Duration::from_secs(30), |l| l == "ready");
     p
+}
+
+/// The fixture's count of its calls of `a` so far, and when it said it.
+fn calls(jvm: &mut Proc) -> (u64, Instant) {
+    jvm.send("ping");
+    let l = jvm.wait_for("pong", Duration::from_secs(10), |l| l.starts_with("pong "));
+    let n = l["pong ".len()..].trim().parse().expect("pong N");
+    (n, Instant::now())
+}
+
+/// Calls of `a` a second between two counts.
+fn rate(a: (u64, Instant), b: (u64, Instant)) -> f64 {
+    b.0.saturating_sub(a.0) as f64 / b.1.duration_since(a.1).as_secs_f64()
+}
+
+/// Whether `x` is within a factor of `f` of `truth`.
+fn within(x: f64, truth: f64, f: f64) -> bool {
+    x >= truth / f && x <= truth * f
 }
 
 /// The sampled entries of the edge `caller -> callee` (methods of the
@@ -53,6 +92,7 @@ fn edge(report: &Value, caller: &str, callee: &str) -> u64 {
 #[test]
 fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
     for jdk in test_jdks("sample_edges_finds_known_call_shares_and_puts_the_classes_back") {
+        let t0 = Instant::now();
         let classes = fixture_classes(&jdk);
         let mut jvm = start_edges(&jdk, classes.path());
         let pid = jvm.pid().to_string();
@@ -66,11 +106,21 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
             "3",
             "--interval",
             "5",
+            "--suggest-roots",
+            "3",
             "--format",
             "json",
             "--quiet",
         ];
+        let before = calls(&mut jvm);
         let (code, out, err) = run_sprig(&args, Duration::from_secs(60));
+        let after = calls(&mut jvm);
+        println!(
+            "JDK {}: sampled at {:.1} s",
+            jdk.major,
+            t0.elapsed().as_secs_f64()
+        );
+        let counted = rate(before, after);
         assert_eq!(code, 0, "JDK {}: sprig {args:?}: {err}", jdk.major);
         let report: Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{err}"));
@@ -108,6 +158,95 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
         for e in edges["edges"].as_array().unwrap() {
             assert!(e["calls_per_s_est"].as_f64().unwrap() > 0.0, "{e}");
         }
+
+        // The rates against the fixture's own count.
+        let loop_a = edges["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["caller"] == format!("{CLASS}::loop") && e["callee"] == format!("{CLASS}::a")
+            })
+            .map_or(0.0, |e| e["calls_per_s_est"].as_f64().unwrap());
+        println!(
+            "JDK {}: calls of a a second: {counted:.0} counted, {loop_a:.0} estimated",
+            jdk.major
+        );
+        assert!(
+            within(loop_a, counted, 2.0),
+            "JDK {}: loop -> a estimated at {loop_a:.0} calls/s, counted {counted:.0}: not within 2x: {edges}",
+            jdk.major
+        );
+        let root = report["suggested_roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["root"] == format!("{CLASS}::a"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "JDK {}: a is not suggested: {}",
+                    jdk.major, report["suggested_roots"]
+                )
+            })
+            .clone();
+        let predicted = &root["predicted_overhead"];
+        assert_eq!(predicted["basis"], "edges", "JDK {}: {root}", jdk.major);
+        assert_eq!(predicted["estimate"], true, "JDK {}: {root}", jdk.major);
+        let under = predicted["calls_per_s_est"].as_f64().unwrap_or(0.0);
+        assert!(
+            within(under, 9.0 * counted, 2.0),
+            "JDK {}: calls at and below a estimated at {under:.0}/s, counted {:.0}: not within 2x: {root}",
+            jdk.major,
+            9.0 * counted
+        );
+        let exact_pct = predicted["exact_pct"].as_f64().unwrap_or(0.0);
+
+        // What profiling the root costs, by the fixture's own rate.
+        let dir = TempDir::new("edges-cost");
+        let mut sprig = start_sprig(
+            jvm.pid(),
+            &[
+                "--root",
+                &format!("{CLASS}::a"),
+                "--timing",
+                "exact",
+                "--duration",
+                "3",
+                "--quiet",
+            ],
+            &dir.path().join("p.json"),
+        );
+        println!(
+            "JDK {}: profiling at {:.1} s",
+            jdk.major,
+            t0.elapsed().as_secs_f64()
+        );
+        // Past the first calls' revelation and the JIT's recompiles.
+        std::thread::sleep(Duration::from_millis(500));
+        let p0 = calls(&mut jvm);
+        std::thread::sleep(Duration::from_millis(1500));
+        let p1 = calls(&mut jvm);
+        assert!(
+            sprig.wait_exit(Duration::from_secs(60)).is_some(),
+            "JDK {}: sprig profile did not end",
+            jdk.major
+        );
+        let profiled = rate(p0, p1);
+        println!(
+            "JDK {}: profiled at {:.1} s",
+            jdk.major,
+            t0.elapsed().as_secs_f64()
+        );
+        let measured_pct = 100.0 * (counted / profiled.max(1.0) - 1.0);
+        println!(
+            "JDK {}: profiling a: {profiled:.0} calls of a/s against {counted:.0}: {measured_pct:.0}% measured, {exact_pct:.0}% predicted",
+            jdk.major
+        );
+        assert!(
+            exact_pct >= 1.0 && exact_pct <= 3.0 * measured_pct.max(0.0) + 10.0,
+            "JDK {}: predicted {exact_pct:.1}% for --timing exact, measured {measured_pct:.1}%: not at least 1% and at most 3x + 10 points: {root}",
+            jdk.major
+        );
 
         // The JVM runs on; the fixture's class was redefined (the probes,
         // then the restore).
