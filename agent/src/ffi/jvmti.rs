@@ -132,6 +132,9 @@ pub enum Event {
     ThreadStart,
     /// A thread ends (posted on the ending thread after its run method).
     ThreadEnd,
+    /// An allocation sampled by the JVM's heap sampler
+    /// (SetHeapSamplingInterval), on the allocating thread.
+    SampledObjectAlloc,
 }
 
 impl Event {
@@ -151,6 +154,7 @@ impl Event {
             Event::CompiledMethodLoad => sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
             Event::ThreadStart => sys::JVMTI_EVENT_THREAD_START,
             Event::ThreadEnd => sys::JVMTI_EVENT_THREAD_END,
+            Event::SampledObjectAlloc => sys::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
         }
     }
 }
@@ -174,6 +178,8 @@ pub struct Capabilities {
     pub gc_events: bool,
     /// CompiledMethodLoad events.
     pub compiled_method_load: bool,
+    /// SampledObjectAlloc events (one environment at a time holds it).
+    pub sampled_object_alloc: bool,
 }
 
 impl Capabilities {
@@ -188,6 +194,7 @@ impl Capabilities {
         monitor_events: false,
         gc_events: false,
         compiled_method_load: false,
+        sampled_object_alloc: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -204,6 +211,7 @@ impl Capabilities {
         monitor_events: false,
         gc_events: false,
         compiled_method_load: false,
+        sampled_object_alloc: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -222,6 +230,7 @@ impl Capabilities {
             && (!self.monitor_events || other.monitor_events)
             && (!self.gc_events || other.gc_events)
             && (!self.compiled_method_load || other.compiled_method_load)
+            && (!self.sampled_object_alloc || other.sampled_object_alloc)
     }
 
     /// The JVMTI names of the capabilities of `self` that `have` lacks.
@@ -267,6 +276,10 @@ impl Capabilities {
                 self.compiled_method_load && !have.compiled_method_load,
                 "can_generate_compiled_method_load_events",
             ),
+            (
+                self.sampled_object_alloc && !have.sampled_object_alloc,
+                "can_generate_sampled_object_alloc_events",
+            ),
         ]
         .into_iter()
         .filter_map(|(lacking, name)| lacking.then_some(name))
@@ -285,6 +298,7 @@ impl Capabilities {
         caps.set_can_generate_monitor_events(self.monitor_events);
         caps.set_can_generate_garbage_collection_events(self.gc_events);
         caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
+        caps.set_can_generate_sampled_object_alloc_events(self.sampled_object_alloc);
         caps
     }
 
@@ -300,6 +314,7 @@ impl Capabilities {
             monitor_events: raw.can_generate_monitor_events(),
             gc_events: raw.can_generate_garbage_collection_events(),
             compiled_method_load: raw.can_generate_compiled_method_load_events(),
+            sampled_object_alloc: raw.can_generate_sampled_object_alloc_events(),
         }
     }
 }
@@ -437,6 +452,13 @@ impl Jvmti {
         // SAFETY: `raw` is a valid capabilities struct for the duration of
         // the call.
         unsafe { jvmti_call!(self.env, RelinquishCapabilities, &raw) }
+    }
+
+    /// The mean bytes between two sampled allocations (JVMTI
+    /// SetHeapSamplingInterval; 0 samples every allocation).
+    pub fn set_heap_sampling_interval(&self, bytes: i32) -> Result<(), JvmtiError> {
+        // SAFETY: a plain value argument.
+        unsafe { jvmti_call!(self.env, SetHeapSamplingInterval, bytes) }
     }
 
     /// The capabilities this environment could add now (JVMTI
