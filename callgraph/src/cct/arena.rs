@@ -62,6 +62,7 @@ pub(super) struct BNode {
     pub(super) sampled: u64,
     pub(super) latency: Option<Box<Latency>>,
     pub(super) allocs: Vec<crate::profile::Alloc>,
+    pub(super) sampled_allocs: Vec<crate::profile::SampledAllocs>,
 }
 
 /// Multiplicative hasher for the (parent, method) keys of wide nodes.

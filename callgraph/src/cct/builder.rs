@@ -432,6 +432,14 @@ impl CctBuilder {
                 ..
             } => self.set_thread_name(*index, *java_id, name),
             Message::WaitClass { id, class } => self.set_wait_class(*id, class),
+            Message::AllocClass { id, class } => {
+                self.profile_template
+                    .sampled_classes
+                    .insert(*id, class.clone());
+            }
+            Message::SampledOutside { samples, bytes_est } => {
+                self.profile_template.sampled_outside = Some((*samples, *bytes_est));
+            }
             Message::AllocSite {
                 id,
                 method,

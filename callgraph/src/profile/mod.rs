@@ -56,7 +56,10 @@ mod run;
 mod times;
 mod tree;
 
-pub use alloc::{AllocSite, ClassAllocs, add_alloc, java_type_name, own_allocs};
+pub use alloc::{
+    AllocSite, ClassAllocs, ClassSampled, add_alloc, add_sampled, java_type_name, own_allocs,
+    own_sampled,
+};
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
@@ -67,7 +70,8 @@ pub use run::{
 };
 pub use times::{Times, ticks_to_ns};
 pub use tree::{
-    Alloc, Bursts, MERGED_THREAD, Node, NodeId, RECAL_UNIT, Recal, ThreadProfile, Tree,
+    Alloc, Bursts, MERGED_THREAD, Node, NodeId, RECAL_UNIT, Recal, SampledAllocs, ThreadProfile,
+    Tree,
 };
 
 use std::collections::{BTreeMap, HashMap};
@@ -96,6 +100,12 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// Allocation site id -> the site (`--alloc`).
     pub alloc_sites: BTreeMap<u32, AllocSite>,
+    /// Sampled allocations' class id -> JVMTI class signature
+    /// (`--alloc-interval`).
+    pub sampled_classes: BTreeMap<u32, String>,
+    /// Allocation samples taken outside every root context, and the bytes
+    /// they stand for.
+    pub sampled_outside: Option<(u64, u64)>,
 }
 
 impl Profile {
@@ -112,6 +122,8 @@ impl Profile {
             threads: Vec::new(),
             warnings: Vec::new(),
             alloc_sites: BTreeMap::new(),
+            sampled_classes: BTreeMap::new(),
+            sampled_outside: None,
         }
     }
 
@@ -291,6 +303,9 @@ fn merge_trees<'a>(threads: impl Iterator<Item = &'a ThreadProfile>) -> (Tree, S
             }
             for a in &n.allocs {
                 add_alloc(&mut m.allocs, a.site, a.level, a.count, a.bytes);
+            }
+            for a in &n.sampled_allocs {
+                add_sampled(&mut m.sampled_allocs, a.class, a.samples, a.bytes_est);
             }
             // only children that keep the tree invariant: no cycles
             for &c in n.children.iter().rev().filter(|&&c| c > s) {

@@ -38,6 +38,20 @@ pub struct Node {
     /// What the node's own code allocated (`--alloc`), by (site, level),
     /// sorted.
     pub allocs: Vec<Alloc>,
+    /// The JVM's allocation samples taken while this node was the open
+    /// frame (`--alloc-interval`): estimates of what its own code and the
+    /// unprofiled code it called allocated, by class id, sorted.
+    pub sampled_allocs: Vec<SampledAllocs>,
+}
+
+/// The allocation samples of one class on one node: estimates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SampledAllocs {
+    /// A class id the profile names (`Profile::sampled_classes`).
+    pub class: u32,
+    pub samples: u64,
+    /// The bytes of allocation the samples stand for.
+    pub bytes_est: u64,
 }
 
 /// Objects one node allocated at one site and level: `level` dimensions
