@@ -4,7 +4,7 @@
 //! JDK makes below the profiled subgraph are sampled onto the node that
 //! was open, within a loose bound of the bytes the JVM itself counted for
 //! the thread (`ThreadMXBean.getThreadAllocatedBytes`); the exact figures
-//! stay exact; a second session on the same JVM samples again (the first
+//! stay exact; the next session on the same JVM samples again (the one before
 //! gave the event and its capability back); and with the capability held
 //! by another JVMTI environment (the agent's test hook) the session says
 //! so in one line and counts exact allocations only.
@@ -153,7 +153,7 @@ fn jdk_allocations_below_the_subgraph_are_sampled_onto_the_open_node() {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_jvm(&jdk, classes.path(), None);
         let flags = ["--alloc", "--alloc-interval", INTERVAL];
-        for round in ["first session", "second session"] {
+        for round in ["session A", "session B, after A detached"] {
             let (report, _, truth) = session(&mut jvm, &flags);
             check_sampled(&format!("JDK {} {round}", jdk.major), &report, truth);
         }

@@ -20,7 +20,7 @@
 //! profiler's agent may hold it): the session checks it first and, when
 //! it is not to be had, says so in one line and records exact allocations
 //! only. The test hook `SPRIG_AGENT_FAULT=sampled-alloc-held` makes a
-//! second environment take it before the first session, as another agent
+//! second environment take it just before the check, as another agent
 //! would. Classes get ids of their own, named with `AllocClass` before the
 //! first record that carries one (queued through `outbox::post`: a JVM
 //! thread never waits on the socket).
