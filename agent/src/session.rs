@@ -70,6 +70,7 @@ use crate::sources::cpu_timer::CpuTimer;
 use crate::sources::edges::Edges;
 use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
+use crate::sources::sampled_alloc::SampledAllocs;
 use crate::sources::stacks::Stacks;
 use crate::sources::threads::Threads;
 use crate::sources::{self, Running};
@@ -141,6 +142,9 @@ impl crate::ffi::VmEvents for Events {
     }
     fn thread(start: bool) {
         crate::sources::cpu_timer::on_thread(start)
+    }
+    fn sampled_alloc(jvmti: &Jvmti, _jni: Jni<'_>, class: Local<'_>, size: u64) {
+        sources::sampled_alloc::on_sample(jvmti, class, size)
     }
 }
 
@@ -720,6 +724,11 @@ fn start_profiling(
         session.detach(agent, jni, End::Failed);
         return None;
     }
+    // Sampled allocations, once the probes run: without the capability,
+    // one line and exact allocations only.
+    if so.alloc_interval > 0 && !sample_only {
+        start_sampled_allocs(agent, jni, so.alloc_interval);
+    }
     // The stack sampler, with the probes or alone: the CPU-time timer
     // when asked for and usable, the JVMTI sampler otherwise.
     if let Some(stacks) = stacks
@@ -742,6 +751,25 @@ fn start_profiling(
         return None;
     }
     Some(session)
+}
+
+/// Starts the sampled allocations of `--alloc-interval`; when they cannot
+/// run (the capability held by another environment), says so in one
+/// line and goes on without them.
+fn start_sampled_allocs(agent: &'static Agent, jni: Jni<'_>, interval: u32) {
+    let source = Box::new(SampledAllocs::new(interval));
+    let Err(e) = start_source(agent, jni, source) else {
+        return;
+    };
+    // A source whose check failed was never kept; one whose start failed
+    // is stopped at once.
+    let mut running = crate::sync::lock(&SOURCES);
+    if running.last_name() == Some(SampledAllocs::NAME) {
+        let mut ending = sources::Ending::default();
+        running.stop_last(agent, jni, &mut ending).release(agent);
+    }
+    drop(running);
+    outbox::send(Message::Warning(SampledAllocs::unavailable(&e)));
 }
 
 /// Starts the stack source `opts` asks for: the CPU-time timer

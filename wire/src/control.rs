@@ -155,6 +155,14 @@ pub struct SessionOptions {
     /// long, whichever first: the root's latency with the probes silent,
     /// set against its latency while they recorded.
     pub cost_tail_ms: u32,
+    /// Sampled allocations (JVMTI SampledObjectAlloc): the mean bytes
+    /// between two samples (SetHeapSamplingInterval); 0 samples nothing.
+    /// A sample taken inside a root context goes into the allocating
+    /// thread's stream as a
+    /// [`RECORD_SAMPLED_ALLOC`](crate::record::RECORD_SAMPLED_ALLOC)
+    /// record (`AllocClass` names its class first); the others are counted
+    /// (`SampledOutside`).
+    pub alloc_interval: u32,
 }
 
 /// Silent root calls that end the cost tail ([`SessionOptions::cost_tail_ms`]).
@@ -188,6 +196,7 @@ impl SessionOptions {
             alloc: false,
             windows: None,
             cost_tail_ms: 0,
+            alloc_interval: 0,
         }
     }
 }
@@ -527,6 +536,15 @@ pub enum Message {
         thread: String,
         context: String,
     },
+    // ---- agent -> CLI: sampled allocations ----
+    /// The class of some sampled allocation record got an id (its own id
+    /// space). Sent before the first record that carries it. `class` is
+    /// the JVMTI class signature (`Ljava/lang/String;`, `[I`).
+    AllocClass { id: u32, class: String },
+    /// Sent before `Detached`: the allocation samples taken outside every
+    /// root context (or on a thread that records nothing), and the bytes
+    /// they stand for.
+    SampledOutside { samples: u64, bytes_est: u64 },
 }
 
 /// The call-edge bursts drained at once (`Message::EdgeSamples`).

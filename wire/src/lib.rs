@@ -31,5 +31,5 @@ pub use control::{
 };
 pub use event::{Event, EventKind};
 pub use record::{
-    AllocRecord, Record, RecordSlots, Records, Wait, WaitKind, wait_row, wait_row_id,
+    AllocRecord, Record, RecordSlots, Records, SampledAlloc, Wait, WaitKind, wait_row, wait_row_id,
 };

@@ -53,6 +53,52 @@ pub const RECORD_ALLOC: u32 = 1;
 /// and duration ([`Wait`]), written by `--locks`.
 pub const RECORD_WAIT: u32 = 2;
 
+/// Record kind of an allocation sample (JVMTI SampledObjectAlloc) taken
+/// inside a root context: [`SampledAlloc`], written by the allocating
+/// thread into its own stream, so it belongs to the frame open then
+/// (the code below the subgraph that allocated runs under it).
+pub const RECORD_SAMPLED_ALLOC: u32 = 3;
+
+/// One allocation sample, two payload words: `class | size << 32`
+/// (`class` an id the agent names with an `AllocClass` message, `size`
+/// the sampled object's bytes) and `bytes_est`, the bytes of allocation
+/// the sample stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampledAlloc {
+    pub class: u32,
+    /// The sampled object's bytes (at most `u32::MAX`; larger is cut).
+    pub size: u32,
+    /// The bytes of allocation the sample stands for (its weight).
+    pub bytes_est: u64,
+}
+
+impl SampledAlloc {
+    /// The record, its head at `ts`.
+    pub fn record(&self, ts: u64) -> Option<RecordSlots> {
+        RecordSlots::new(
+            RECORD_SAMPLED_ALLOC,
+            ts,
+            &[
+                u64::from(self.class) | u64::from(self.size) << 32,
+                self.bytes_est,
+            ],
+        )
+    }
+
+    /// Reads a sample record; `None` for another kind or a short one.
+    pub fn read(r: &Record<'_>) -> Option<SampledAlloc> {
+        if r.kind != RECORD_SAMPLED_ALLOC {
+            return None;
+        }
+        let w = r.word(0)?;
+        Some(SampledAlloc {
+            class: w as u32,
+            size: (w >> 32) as u32,
+            bytes_est: r.word(1)?,
+        })
+    }
+}
+
 /// What a thread waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WaitKind {
@@ -383,6 +429,23 @@ mod tests {
             }
             assert_eq!(got, words);
         }
+    }
+
+    #[test]
+    fn allocation_samples_round_trip() {
+        let a = SampledAlloc {
+            class: u32::MAX,
+            size: 0x8000_0001,
+            bytes_est: u64::MAX - 5,
+        };
+        let r = a.record(11).unwrap();
+        let items: Vec<Item> = Records::new(r.as_slice()).collect();
+        let [Item::Record(rec)] = items[..] else {
+            panic!("one record expected: {items:?}");
+        };
+        assert_eq!(SampledAlloc::read(&rec), Some(a));
+        assert_eq!(Wait::read(&rec), None);
+        assert_eq!(AllocRecord::read(&rec), None);
     }
 
     #[test]

@@ -116,6 +116,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         counting_calls: wait_bound_ms % 11,
                     }),
                     cost_tail_ms: wait_bound_ms.rotate_left(7),
+                    alloc_interval: wait_bound_ms.rotate_left(3),
                 }
             },
         )
@@ -242,6 +243,9 @@ fn message() -> impl Strategy<Value = Message> {
             thread,
             context
         }),
+        (any::<u32>(), text()).prop_map(|(id, class)| Message::AllocClass { id, class }),
+        (any::<u64>(), any::<u64>())
+            .prop_map(|(samples, bytes_est)| Message::SampledOutside { samples, bytes_est }),
     ]
 }
 

@@ -59,6 +59,9 @@ pub trait VmEvents: 'static {
     /// A platform thread starts (`true`) or ends (`false`); runs on that
     /// thread.
     fn thread(start: bool);
+    /// The JVM's heap sampler sampled an allocation of `size` bytes of
+    /// class `class`, on the allocating thread.
+    fn sampled_alloc(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, size: u64);
 }
 
 /// Which monitor event the VM posted.
@@ -575,6 +578,33 @@ extern "system" fn thread_end<E: VmEvents>(
     guard(|| E::thread(false));
 }
 
+/// SampledObjectAlloc, on the allocating thread.
+extern "system" fn sampled_object_alloc<E: VmEvents>(
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    _thread: jthread,
+    _object: jobject,
+    klass: jclass,
+    size: jlong,
+) {
+    guard(|| {
+        if klass.is_null() || jni_env.is_null() {
+            return;
+        }
+        // SAFETY: the VM passes the environment the event is enabled in,
+        // this thread's JNIEnv, and a local reference to the object's class
+        // valid for the callback.
+        let (jvmti, jni, class) = unsafe {
+            (
+                Jvmti::from_raw(jvmti_env),
+                Jni::from_raw(jni_env),
+                Local::from_raw(klass),
+            )
+        };
+        E::sampled_alloc(&jvmti, jni, class, size.max(0) as u64);
+    });
+}
+
 /// Installs the event callbacks of the agent's single environment, bound
 /// to `E`.
 pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
@@ -593,6 +623,7 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.CompiledMethodLoad = Some(compiled_method_load);
     cb.ThreadStart = Some(thread_start::<E>);
     cb.ThreadEnd = Some(thread_end::<E>);
+    cb.SampledObjectAlloc = Some(sampled_object_alloc::<E>);
     jvmti.set_event_callbacks(&cb)
 }
 

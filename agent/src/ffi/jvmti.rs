@@ -132,6 +132,9 @@ pub enum Event {
     ThreadStart,
     /// A thread ends (posted on the ending thread after its run method).
     ThreadEnd,
+    /// An allocation sampled by the JVM's heap sampler
+    /// (SetHeapSamplingInterval), on the allocating thread.
+    SampledObjectAlloc,
 }
 
 impl Event {
@@ -151,6 +154,7 @@ impl Event {
             Event::CompiledMethodLoad => sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
             Event::ThreadStart => sys::JVMTI_EVENT_THREAD_START,
             Event::ThreadEnd => sys::JVMTI_EVENT_THREAD_END,
+            Event::SampledObjectAlloc => sys::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
         }
     }
 }
@@ -176,6 +180,8 @@ pub struct Capabilities {
     pub monitor_info: bool,
     /// CompiledMethodLoad events.
     pub compiled_method_load: bool,
+    /// SampledObjectAlloc events (one environment at a time holds it).
+    pub sampled_object_alloc: bool,
 }
 
 impl Capabilities {
@@ -191,6 +197,7 @@ impl Capabilities {
         gc_events: false,
         monitor_info: false,
         compiled_method_load: false,
+        sampled_object_alloc: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -208,6 +215,7 @@ impl Capabilities {
         gc_events: false,
         monitor_info: false,
         compiled_method_load: false,
+        sampled_object_alloc: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -227,6 +235,7 @@ impl Capabilities {
             && (!self.gc_events || other.gc_events)
             && (!self.monitor_info || other.monitor_info)
             && (!self.compiled_method_load || other.compiled_method_load)
+            && (!self.sampled_object_alloc || other.sampled_object_alloc)
     }
 
     /// The JVMTI names of the capabilities of `self` that `have` lacks.
@@ -276,6 +285,10 @@ impl Capabilities {
                 self.compiled_method_load && !have.compiled_method_load,
                 "can_generate_compiled_method_load_events",
             ),
+            (
+                self.sampled_object_alloc && !have.sampled_object_alloc,
+                "can_generate_sampled_object_alloc_events",
+            ),
         ]
         .into_iter()
         .filter_map(|(lacking, name)| lacking.then_some(name))
@@ -295,6 +308,7 @@ impl Capabilities {
         caps.set_can_generate_garbage_collection_events(self.gc_events);
         caps.set_can_get_monitor_info(self.monitor_info);
         caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
+        caps.set_can_generate_sampled_object_alloc_events(self.sampled_object_alloc);
         caps
     }
 
@@ -311,6 +325,7 @@ impl Capabilities {
             gc_events: raw.can_generate_garbage_collection_events(),
             monitor_info: raw.can_get_monitor_info(),
             compiled_method_load: raw.can_generate_compiled_method_load_events(),
+            sampled_object_alloc: raw.can_generate_sampled_object_alloc_events(),
         }
     }
 }
@@ -448,6 +463,13 @@ impl Jvmti {
         // SAFETY: `raw` is a valid capabilities struct for the duration of
         // the call.
         unsafe { jvmti_call!(self.env, RelinquishCapabilities, &raw) }
+    }
+
+    /// The mean bytes between two sampled allocations (JVMTI
+    /// SetHeapSamplingInterval; 0 samples every allocation).
+    pub fn set_heap_sampling_interval(&self, bytes: i32) -> Result<(), JvmtiError> {
+        // SAFETY: a plain value argument.
+        unsafe { jvmti_call!(self.env, SetHeapSamplingInterval, bytes) }
     }
 
     /// The capabilities this environment could add now (JVMTI

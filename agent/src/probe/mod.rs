@@ -74,7 +74,8 @@ pub use ring::{lost_events, map_ring, retire_ring, ring_is_dead};
 pub use session::{begin_session, end_session};
 pub use thread::{silent_filter, with_private_ring};
 pub use wait::{
-    gc_finish, gc_start, wait_begin, wait_begin_on, wait_begin_owned, wait_end, wait_end_on,
+    gc_finish, gc_start, sampled_alloc, wait_begin, wait_begin_on, wait_begin_owned, wait_end,
+    wait_end_on,
 };
 pub use windows::{
     begin_tail, inside_before_and_after, marks, set_silent, tail_closed, tail_warmed,

@@ -14,7 +14,7 @@
 use super::ring::REGION;
 use super::state::ThreadState;
 use super::thread::with_state;
-use sprig_wire::{ClockKind, Wait, WaitKind, clock};
+use sprig_wire::{ClockKind, SampledAlloc, Wait, WaitKind, clock};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The slot of `kind` in [`ThreadState::wait_since`].
@@ -109,6 +109,34 @@ fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
     if let Some(rec) = wait.record(end) {
         s.push_record(&rec);
     }
+}
+
+/// An allocation sample on the calling thread (`sources::sampled_alloc`):
+/// when the thread is inside a root context of this session its record
+/// goes into the thread's own stream, where it lands on the frame open
+/// now; `class` names the object's class (called only then). False when
+/// nothing was written: outside every root context, on a thread that
+/// records nothing, or one caught in the middle of its own write (the
+/// sample then counts as outside). Never waits for a lock of the probes.
+pub fn sampled_alloc(size: u64, bytes_est: u64, class: impl FnOnce() -> u32) -> bool {
+    with_state(|s| {
+        if !recording(s) || s.producer.try_borrow_mut().is_err() {
+            return false;
+        }
+        let sample = SampledAlloc {
+            class: class(),
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+            bytes_est,
+        };
+        match sample.record(s.now()) {
+            Some(rec) => {
+                s.push_record(&rec);
+                true
+            }
+            None => false,
+        }
+    })
+    .unwrap_or(false)
 }
 
 /// Garbage collection pauses kept for the threads to pick up.

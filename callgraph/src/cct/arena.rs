@@ -63,6 +63,7 @@ pub(super) struct BNode {
     pub(super) latency: Option<Box<Latency>>,
     pub(super) allocs: Vec<crate::profile::Alloc>,
     pub(super) owners: Vec<crate::profile::Owned>,
+    pub(super) sampled_allocs: Vec<crate::profile::SampledAllocs>,
 }
 
 /// Multiplicative hasher for the (parent, method) keys of wide nodes.

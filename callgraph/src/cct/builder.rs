@@ -445,6 +445,14 @@ impl CctBuilder {
                     },
                 );
             }
+            Message::AllocClass { id, class } => {
+                self.profile_template
+                    .sampled_classes
+                    .insert(*id, class.clone());
+            }
+            Message::SampledOutside { samples, bytes_est } => {
+                self.profile_template.sampled_outside = Some((*samples, *bytes_est));
+            }
             Message::AllocSite {
                 id,
                 method,

@@ -31,12 +31,16 @@
 //!                                                u64 count, u64 bytes),
 //!                                                (v10) u32 n, n × (u32 owner, u64 count,
 //!                                                u64 ticks),
+//!                                                (v10) u32 n, n × (u32 class, u64 samples,
+//!                                                u64 bytes_est),
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! alloc sites (v8): u32 n, n × (u32 id, u32 method, u32 bci, str descriptor, u8 dims)
 //! cost (v9):  u8 present [u32 method, u64 recorded_calls, recorded_p50_ns,
 //!              silent_calls, silent_p50_ns]
 //! owners (v10): u32 n, n × (u32 id, str thread, str context)
+//! sampled (v10): u32 n, n × (u32 id, str class signature),
+//!              u8 present [u64 samples outside roots, u64 bytes_est]
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
 //! ```
@@ -297,6 +301,19 @@ impl Profile {
             w.str(&o.thread)?;
             w.str(&o.context)?;
         }
+        w.len(self.sampled_classes.len())?;
+        for (&id, class) in &self.sampled_classes {
+            w.u32(id)?;
+            w.str(class)?;
+        }
+        match self.sampled_outside {
+            None => w.u8(0)?,
+            Some((samples, bytes_est)) => {
+                w.u8(1)?;
+                w.u64(samples)?;
+                w.u64(bytes_est)?;
+            }
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -466,6 +483,16 @@ impl Profile {
                 };
                 p.owners.insert(id, info);
             }
+            let n = r.u32()?;
+            for _ in 0..n {
+                let id = r.u32()?;
+                p.sampled_classes.insert(id, r.str()?);
+            }
+            p.sampled_outside = match r.u8()? {
+                0 => None,
+                1 => Some((r.u64()?, r.u64()?)),
+                x => return Err(corrupt(format!("sampled flag {x}"))),
+            };
         }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {
@@ -541,6 +568,12 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
             w.u32(o.owner)?;
             w.u64(o.count)?;
             w.u64(o.ticks)?;
+        }
+        w.len(n.sampled_allocs.len())?;
+        for a in &n.sampled_allocs {
+            w.u32(a.class)?;
+            w.u64(a.samples)?;
+            w.u64(a.bytes_est)?;
         }
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
@@ -630,6 +663,12 @@ fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
                 let owner = r.u32()?;
                 let (count, ticks) = (r.u64()?, r.u64()?);
                 crate::profile::add_owned(&mut node.owners, owner, count, ticks);
+            }
+            let n = r.u32()?;
+            for _ in 0..n {
+                let class = r.u32()?;
+                let (samples, bytes_est) = (r.u64()?, r.u64()?);
+                crate::profile::add_sampled(&mut node.sampled_allocs, class, samples, bytes_est);
             }
         }
         let children = r.u32()?;

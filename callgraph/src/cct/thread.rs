@@ -6,9 +6,14 @@ use super::arena::{Arena, NONE};
 use super::burst::{BURST_EMPTY, BurstState};
 use super::credit::{Credit, Pending, Place, Placed};
 use super::issues::StreamIssues;
-use crate::profile::{Latency, Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc};
+use crate::profile::{
+    Latency, Node, RECAL_UNIT, Recal, SampleCounts, Tree, add_alloc, add_sampled,
+};
 use sprig_wire::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
-use sprig_wire::record::{AllocRecord, RECORD_ALLOC, RECORD_WAIT, Record, Wait, wait_row_id};
+use sprig_wire::record::{
+    AllocRecord, RECORD_ALLOC, RECORD_SAMPLED_ALLOC, RECORD_WAIT, Record, SampledAlloc, Wait,
+    wait_row_id,
+};
 
 const K_ENTRY: u16 = EventKind::MethodEntry as u16;
 const K_EXIT: u16 = EventKind::MethodExit as u16;
@@ -509,6 +514,8 @@ impl ThreadState {
                         }
                     } else if e.id == RECORD_ALLOC {
                         self.alloc_record(e, &rest[..n]);
+                    } else if e.id == RECORD_SAMPLED_ALLOC {
+                        self.sampled_record(e, &rest[..n]);
                     }
                     it = rest[n.min(rest.len())..].iter();
                     // Not an event of the tree: a pending adjust waits for
@@ -574,6 +581,24 @@ impl ThreadState {
         };
         let n = &mut self.arena.nodes[top.node as usize];
         add_alloc(&mut n.allocs, a.site, a.level, u64::from(a.count), a.bytes);
+    }
+
+    /// An allocation sample (`--alloc-interval`): it goes to the frame
+    /// open now, under which the allocating code ran (the agent writes one
+    /// only inside a root context).
+    #[cold]
+    fn sampled_record(&mut self, head: &Event, slots: &[Event]) {
+        let r = Record {
+            ts: head.ts,
+            kind: head.id,
+            slots,
+        };
+        let (Some(a), Some(top)) = (SampledAlloc::read(&r), self.stack.last()) else {
+            self.issues.allocs_outside_root += 1;
+            return;
+        };
+        let n = &mut self.arena.nodes[top.node as usize];
+        add_sampled(&mut n.sampled_allocs, a.class, 1, a.bytes_est);
     }
 
     /// Credits one sample to the frame open now, or counts it outside.
@@ -718,6 +743,7 @@ impl ThreadState {
                     latency: n.latency.clone(),
                     allocs: n.allocs.clone(),
                     owners: n.owners.clone(),
+                    sampled_allocs: n.sampled_allocs.clone(),
                 },
             );
             map[b as usize] = id;

@@ -6,7 +6,7 @@
 //! table by site and class.
 
 use super::Profile;
-use super::tree::{Alloc, Node};
+use super::tree::{Alloc, Node, SampledAllocs};
 
 /// An allocation instruction of a profiled method.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,6 +50,35 @@ pub fn add_alloc(list: &mut Vec<Alloc>, site: u32, level: u8, count: u64, bytes:
             },
         ),
     }
+}
+
+/// Adds `samples` of `bytes_est` of class `class` to a node's sampled
+/// list, kept sorted by class.
+pub fn add_sampled(list: &mut Vec<SampledAllocs>, class: u32, samples: u64, bytes_est: u64) {
+    match list.binary_search_by_key(&class, |a| a.class) {
+        Ok(i) => {
+            let a = &mut list[i];
+            a.samples = a.samples.saturating_add(samples);
+            a.bytes_est = a.bytes_est.saturating_add(bytes_est);
+        }
+        Err(i) => list.insert(
+            i,
+            SampledAllocs {
+                class,
+                samples,
+                bytes_est,
+            },
+        ),
+    }
+}
+
+/// One class's allocation samples on a node: estimates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassSampled {
+    /// The Java source name.
+    pub class: String,
+    pub samples: u64,
+    pub bytes_est: u64,
 }
 
 /// The Java source name of a field descriptor with `level` leading `[`
@@ -113,12 +142,60 @@ impl Profile {
         v
     }
 
+    /// The Java source name of a sampled class id; `?classN` for one the
+    /// profile does not know.
+    pub fn sampled_class(&self, id: u32) -> String {
+        match self.sampled_classes.get(&id) {
+            Some(sig) => java_type_name(sig, 0),
+            None => format!("?class{id}"),
+        }
+    }
+
+    /// A node's allocation samples by class, most bytes first (ties by
+    /// name).
+    pub fn node_sampled(&self, node: &Node) -> Vec<ClassSampled> {
+        let mut by: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        for a in &node.sampled_allocs {
+            let e = by.entry(self.sampled_class(a.class)).or_default();
+            e.0 = e.0.saturating_add(a.samples);
+            e.1 = e.1.saturating_add(a.bytes_est);
+        }
+        let mut v: Vec<ClassSampled> = by
+            .into_iter()
+            .map(|(class, (samples, bytes_est))| ClassSampled {
+                class,
+                samples,
+                bytes_est,
+            })
+            .collect();
+        v.sort_by(|a, b| {
+            b.bytes_est
+                .cmp(&a.bytes_est)
+                .then_with(|| a.class.cmp(&b.class))
+        });
+        v
+    }
+
+    /// Whether any node of any thread holds allocation samples.
+    pub fn has_sampled(&self) -> bool {
+        self.threads
+            .iter()
+            .any(|t| t.tree.nodes.iter().any(|n| !n.sampled_allocs.is_empty()))
+    }
+
     /// Whether any node of any thread allocated something.
     pub fn has_allocs(&self) -> bool {
         self.threads
             .iter()
             .any(|t| t.tree.nodes.iter().any(|n| !n.allocs.is_empty()))
     }
+}
+
+/// The bytes a node's allocation samples stand for.
+pub fn own_sampled(node: &Node) -> u64 {
+    node.sampled_allocs
+        .iter()
+        .fold(0u64, |b, a| b.saturating_add(a.bytes_est))
 }
 
 /// Objects and bytes a node allocated itself.

@@ -27,6 +27,10 @@ pub enum Metric {
     Objects,
     /// Bytes of those objects, as the JVM's `GetObjectSize` counts them.
     Bytes,
+    /// Bytes the JVM's allocation samples stand for (`--alloc-interval`):
+    /// an estimate of what the node's own code and the unprofiled code
+    /// below it allocated.
+    SampledBytes,
 }
 
 /// The unit of a metric's values.
@@ -50,13 +54,14 @@ impl Unit {
 
 impl Metric {
     /// Every metric, in the order reports list them.
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Time,
         Metric::Calls,
         Metric::Samples,
         Metric::Waits,
         Metric::Objects,
         Metric::Bytes,
+        Metric::SampledBytes,
     ];
 
     /// The metric's name on the command line and in outputs.
@@ -68,6 +73,7 @@ impl Metric {
             Metric::Waits => "waits",
             Metric::Objects => "objects",
             Metric::Bytes => "bytes",
+            Metric::SampledBytes => "sampled-bytes",
         }
     }
 
@@ -75,7 +81,7 @@ impl Metric {
         match self {
             Metric::Time | Metric::Waits => Unit::Nanoseconds,
             Metric::Calls | Metric::Samples | Metric::Objects => Unit::Count,
-            Metric::Bytes => Unit::Bytes,
+            Metric::Bytes | Metric::SampledBytes => Unit::Bytes,
         }
     }
 
@@ -91,12 +97,13 @@ impl Metric {
             Metric::Waits => 0,
             Metric::Objects => super::alloc::own_allocs(node).0,
             Metric::Bytes => super::alloc::own_allocs(node).1,
+            Metric::SampledBytes => super::alloc::own_sampled(node),
         }
     }
 }
 
 /// The names [`Metric`] parses from, for error messages.
-pub const METRIC_NAMES: &str = "time, calls, samples, waits, objects, bytes";
+pub const METRIC_NAMES: &str = "time, calls, samples, waits, objects, bytes, sampled-bytes";
 
 /// A name that is not a metric's.
 #[derive(Debug, thiserror::Error)]

@@ -56,7 +56,10 @@ mod run;
 mod times;
 mod tree;
 
-pub use alloc::{AllocSite, ClassAllocs, add_alloc, java_type_name, own_allocs};
+pub use alloc::{
+    AllocSite, ClassAllocs, ClassSampled, add_alloc, add_sampled, java_type_name, own_allocs,
+    own_sampled,
+};
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
@@ -67,8 +70,8 @@ pub use run::{
 };
 pub use times::{Times, ticks_to_ns};
 pub use tree::{
-    Alloc, Bursts, MERGED_THREAD, Node, NodeId, Owned, RECAL_UNIT, Recal, ThreadProfile, Tree,
-    add_owned,
+    Alloc, Bursts, MERGED_THREAD, Node, NodeId, Owned, RECAL_UNIT, Recal, SampledAllocs,
+    ThreadProfile, Tree, add_owned,
 };
 
 use std::collections::{BTreeMap, HashMap};
@@ -100,6 +103,12 @@ pub struct Profile {
     /// Owner id -> the thread that held a contended monitor and where it
     /// was (`--locks`, [`WaitOwner`](sprig_wire::Message::WaitOwner)).
     pub owners: BTreeMap<u32, OwnerInfo>,
+    /// Sampled allocations' class id -> JVMTI class signature
+    /// (`--alloc-interval`).
+    pub sampled_classes: BTreeMap<u32, String>,
+    /// Allocation samples taken outside every root context, and the bytes
+    /// they stand for.
+    pub sampled_outside: Option<(u64, u64)>,
 }
 
 /// A contended monitor's owner: its thread's name, and its innermost
@@ -136,6 +145,8 @@ impl Profile {
             warnings: Vec::new(),
             alloc_sites: BTreeMap::new(),
             owners: BTreeMap::new(),
+            sampled_classes: BTreeMap::new(),
+            sampled_outside: None,
         }
     }
 
@@ -318,6 +329,9 @@ fn merge_trees<'a>(threads: impl Iterator<Item = &'a ThreadProfile>) -> (Tree, S
             }
             for o in &n.owners {
                 add_owned(&mut m.owners, o.owner, o.count, o.ticks);
+            }
+            for a in &n.sampled_allocs {
+                add_sampled(&mut m.sampled_allocs, a.class, a.samples, a.bytes_est);
             }
             // only children that keep the tree invariant: no cycles
             for &c in n.children.iter().rev().filter(|&&c| c > s) {

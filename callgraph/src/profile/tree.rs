@@ -42,6 +42,10 @@ pub struct Node {
     /// when they began, by owner id, sorted; the waits whose owner was not
     /// read are not in it.
     pub owners: Vec<Owned>,
+    /// The JVM's allocation samples taken while this node was the open
+    /// frame (`--alloc-interval`): estimates of what its own code and the
+    /// unprofiled code it called allocated, by class id, sorted.
+    pub sampled_allocs: Vec<SampledAllocs>,
 }
 
 /// The contended enters of one wait row whose monitor one owner (thread
@@ -69,6 +73,16 @@ pub fn add_owned(v: &mut Vec<Owned>, owner: u32, count: u64, ticks: u64) {
             },
         ),
     }
+}
+
+/// The allocation samples of one class on one node: estimates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SampledAllocs {
+    /// A class id the profile names (`Profile::sampled_classes`).
+    pub class: u32,
+    pub samples: u64,
+    /// The bytes of allocation the samples stand for.
+    pub bytes_est: u64,
 }
 
 /// Objects one node allocated at one site and level: `level` dimensions

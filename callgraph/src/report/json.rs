@@ -63,7 +63,13 @@
 //! Allocations (`--alloc`): a node whose own code allocated adds
 //! `allocations` (`[{"class","count","bytes"}]`: per class, Java source
 //! names such as `int[]` and `pkg.Outer$Inner`, most bytes first; exact
-//! counts, bytes as GetObjectSize gives them).
+//! counts, bytes as GetObjectSize gives them). Sampled allocations
+//! (`--alloc-interval`): a node open when the JVM sampled allocations
+//! adds `sampled_allocations` (`[{"class","samples","bytes_est"}]`:
+//! estimates of what its own code and the unprofiled code below it
+//! allocated, most bytes first), and the top level
+//! `sampled_outside_roots` (`{"samples","bytes_est"}`), the samples taken
+//! outside every root context.
 //!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
@@ -330,6 +336,22 @@ fn roots(
             }
             out.write_all(b"],")?;
         }
+        if !n.sampled_allocs.is_empty() {
+            out.write_all(b"\"sampled_allocations\":[")?;
+            for (i, a) in p.node_sampled(n).iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(b"{\"class\":")?;
+                write_str(out, &a.class)?;
+                write!(
+                    out,
+                    ",\"samples\":{},\"bytes_est\":{}}}",
+                    a.samples, a.bytes_est
+                )?;
+            }
+            out.write_all(b"],")?;
+        }
         out.write_all(b"\"children\":[")?;
         wrote.push(false);
     }
@@ -485,6 +507,13 @@ impl Render for Json {
             write_str(out, w)?;
         }
         out.write_all(b"],")?;
+        if let Some((samples, bytes_est)) = p.sampled_outside {
+            indent(out, 1)?;
+            write!(
+                out,
+                "\"sampled_outside_roots\":{{\"samples\":{samples},\"bytes_est\":{bytes_est}}},"
+            )?;
+        }
         indent(out, 1)?;
         out.write_all(b"\"threads\":[")?;
         for (i, t) in p.threads.iter().enumerate() {

@@ -315,6 +315,15 @@ fn thread_tree(
     } else {
         figures
     };
+    // Sampled allocations (`--alloc-interval`): the subtree's estimate.
+    let sampled_bytes = p
+        .has_sampled()
+        .then(|| p.weights(&t.tree, Metric::SampledBytes));
+    let figures = if sampled_bytes.is_some() {
+        format!("{figures} {:>15}", "~sampled bytes")
+    } else {
+        figures
+    };
     let width = figures.chars().count() + 2;
     writeln!(out, "{figures}  method")?;
     // open[d]: the last line drawn at depth d has later siblings.
@@ -385,7 +394,19 @@ fn thread_tree(
             }
             None => row,
         };
+        let row = match &sampled_bytes {
+            Some(w) => format!("{row} {:>15}", w[line.node as usize].total),
+            None => row,
+        };
         writeln!(out, "{row}  {guide}{name}{extra}")?;
+    }
+    if sampled_bytes.is_some() {
+        writeln!(
+            out,
+            "{:>12} (~sampled bytes: estimated from the JVM's allocation samples, what the \
+             subtree and the unprofiled code below it allocated; alloc bytes are exact)",
+            ""
+        )?;
     }
     if view.lines.len() < t.tree.nodes.len() {
         writeln!(

@@ -1,0 +1,202 @@
+//! Sampled allocations (`--alloc-interval`): the JVM's heap sampler
+//! (JVMTI `SetHeapSamplingInterval`, `SampledObjectAlloc`) sees every
+//! allocation, in the JDK's code below the profiled subgraph too, which
+//! the exact allocation probes of `--alloc` never see. The event is posted
+//! on the allocating thread: a sample taken inside a root context becomes
+//! one `RECORD_SAMPLED_ALLOC` record in that thread's own stream
+//! (`probe::sampled_alloc`), so it lands on the frame open then, the
+//! profiled method under which the unprofiled code allocated; the others
+//! are counted and sent at the end (`SampledOutside`).
+//!
+//! What a sample stands for: HotSpot draws the bytes between two samples
+//! of a thread from an exponential distribution of mean `interval`, so an
+//! object of `size` bytes is sampled with probability
+//! `1 - exp(-size / interval)`; the record carries `size` divided by that
+//! probability (the Horvitz-Thompson estimate of the bytes its class
+//! allocated there): about `interval` for a small object, about `size`
+//! for an object much larger than the interval.
+//!
+//! The capability can be held by one JVMTI environment at a time (another
+//! profiler's agent may hold it): the session checks it first and, when
+//! it is not to be had, says so in one line and records exact allocations
+//! only. The test hook `SPRIG_AGENT_FAULT=sampled-alloc-held` makes a
+//! second environment take it just before the check, as another agent
+//! would. Classes get ids of their own, named with `AllocClass` before the
+//! first record that carries one (queued through `outbox::post`: a JVM
+//! thread never waits on the socket).
+
+use super::{Ending, Needs, Source};
+use crate::env::Agent;
+use crate::ffi::{Capabilities, Event, Jni, Jvmti, Local};
+use crate::outbox;
+use crate::probe;
+use sprig_wire::Message;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Whether a session's sampler runs (events may still come in for a
+/// moment after it stopped).
+static ON: AtomicBool = AtomicBool::new(false);
+/// The interval of the running session, in bytes.
+static INTERVAL: AtomicU32 = AtomicU32::new(0);
+/// Samples outside every root context in this session, and their bytes.
+static OUTSIDE: AtomicU64 = AtomicU64::new(0);
+static OUTSIDE_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The classes named so far in this session: JVMTI signature -> id.
+static CLASSES: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+/// Test hook: the environment that holds the capability in place of
+/// another agent, kept for the JVM's life.
+static SQUATTER: OnceLock<Option<Jvmti>> = OnceLock::new();
+
+/// The sampled allocation source of one session.
+pub struct SampledAllocs {
+    interval: u32,
+}
+
+impl SampledAllocs {
+    pub const NEEDS: Needs = Needs {
+        capabilities: Capabilities {
+            sampled_object_alloc: true,
+            ..Capabilities::NONE
+        },
+        events: &[Event::SampledObjectAlloc],
+        ring: true,
+    };
+
+    pub const NAME: &'static str = "sampled allocations";
+
+    /// A source sampling every `interval` bytes on average (not 0).
+    pub fn new(interval: u32) -> SampledAllocs {
+        SampledAllocs { interval }
+    }
+
+    /// The one line a session shows when the source cannot run.
+    pub fn unavailable(why: &str) -> String {
+        format!("--alloc-interval: no sampled allocations, exact allocations only ({why})")
+    }
+}
+
+impl Source for SampledAllocs {
+    fn name(&self) -> &'static str {
+        SampledAllocs::NAME
+    }
+
+    fn needs(&self) -> Needs {
+        SampledAllocs::NEEDS
+    }
+
+    fn check(&self, agent: &Agent) -> Result<(), String> {
+        if crate::error::fault_named("sampled-alloc-held") {
+            SQUATTER.get_or_init(|| {
+                let env = agent.vm.new_jvmti().ok()?;
+                env.add_capabilities(SampledAllocs::NEEDS.capabilities)
+                    .ok()?;
+                Some(env)
+            });
+        }
+        let want = SampledAllocs::NEEDS.capabilities;
+        match agent.jvmti.potential_capabilities() {
+            Ok(have) if want.within(have) => Ok(()),
+            Ok(_) => Err(
+                "can_generate_sampled_object_alloc_events is held by another JVMTI environment \
+                 or not offered by this JVM"
+                    .into(),
+            ),
+            Err(e) => Err(format!("GetPotentialCapabilities: {e}")),
+        }
+    }
+
+    fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
+        *crate::sync::lock(&CLASSES) = Some(HashMap::new());
+        OUTSIDE.store(0, Ordering::Relaxed);
+        OUTSIDE_BYTES.store(0, Ordering::Relaxed);
+        let interval = i32::try_from(self.interval).unwrap_or(i32::MAX).max(1);
+        agent
+            .jvmti
+            .set_heap_sampling_interval(interval)
+            .map_err(|e| format!("SetHeapSamplingInterval({interval}): {e}"))?;
+        INTERVAL.store(interval as u32, Ordering::Relaxed);
+        ON.store(true, Ordering::Release);
+        agent
+            .jvmti
+            .set_event(Event::SampledObjectAlloc, true)
+            .map_err(|e| format!("cannot enable the SampledObjectAlloc event: {e}"))
+    }
+
+    fn stop(&mut self, agent: &'static Agent, _jni: Jni<'_>, _ending: &mut Ending) {
+        ON.store(false, Ordering::Release);
+        let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, false);
+        outbox::send(Message::SampledOutside {
+            samples: OUTSIDE.swap(0, Ordering::Relaxed),
+            bytes_est: OUTSIDE_BYTES.swap(0, Ordering::Relaxed),
+        });
+        *crate::sync::lock(&CLASSES) = None;
+    }
+}
+
+/// The bytes of allocation a sample of an object of `size` bytes stands
+/// for, with samples every `interval` bytes on average: `size` over the
+/// chance that the sampler picks such an object.
+pub fn weight(size: u64, interval: u32) -> u64 {
+    let interval = f64::from(interval.max(1));
+    if size == 0 {
+        return interval as u64;
+    }
+    let s = size as f64;
+    let p = -(-s / interval).exp_m1();
+    if p <= 0.0 {
+        return interval as u64;
+    }
+    (s / p).round() as u64
+}
+
+/// An allocation was sampled on the calling thread (`session`'s
+/// `VmEvents`).
+pub fn on_sample(jvmti: &Jvmti, class: Local<'_>, size: u64) {
+    if !ON.load(Ordering::Acquire) {
+        return;
+    }
+    let est = weight(size, INTERVAL.load(Ordering::Relaxed));
+    if !probe::sampled_alloc(size, est, || class_id(jvmti, class)) {
+        OUTSIDE.fetch_add(1, Ordering::Relaxed);
+        OUTSIDE_BYTES.fetch_add(est, Ordering::Relaxed);
+    }
+}
+
+/// The id of `class`, named to the CLI the first time; 0 when it cannot
+/// be read.
+fn class_id(jvmti: &Jvmti, class: Local<'_>) -> u32 {
+    let Ok(sig) = jvmti.class_signature(class) else {
+        return 0;
+    };
+    let mut classes = crate::sync::lock(&CLASSES);
+    let Some(classes) = classes.as_mut() else {
+        return 0;
+    };
+    if let Some(&id) = classes.get(&sig) {
+        return id;
+    }
+    let id = classes.len() as u32 + 1;
+    classes.insert(sig.clone(), id);
+    outbox::post(Message::AllocClass { id, class: sig });
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_stands_for_the_interval_or_the_object() {
+        // Small objects: about one interval each.
+        assert_eq!(weight(0, 16_384), 16_384);
+        let w = weight(16, 16_384);
+        assert!((16_384..16_400).contains(&w), "{w}");
+        // An object of one interval: sampled with chance 1 - 1/e.
+        let w = weight(16_384, 16_384);
+        assert_eq!(w, (16_384.0 / (1.0 - (-1.0f64).exp())).round() as u64);
+        // Much larger than the interval: itself.
+        assert_eq!(weight(10 << 20, 16_384), 10 << 20);
+    }
+}
