@@ -22,8 +22,9 @@ fn downgrade_to_v9(v10: &[u8]) -> Vec<u8> {
     v[8..12].copy_from_slice(&9u32.to_le_bytes());
     let end = v.len() - 8;
     assert_eq!(&v[end..], b"SPRIGEND");
-    assert_eq!(v[end - 4..end], 0u32.to_le_bytes(), "owners");
-    v.drain(end - 4..end);
+    // owners (u32 0), sampled classes (u32 0), no samples outside (u8 0)
+    assert_eq!(v[end - 9..end], [0u8; 9], "owners or sampled allocations");
+    v.drain(end - 9..end);
     let u32_at = |v: &[u8], at: usize| u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
     let u64_at = |v: &[u8], at: usize| u64::from_le_bytes(v[at..at + 8].try_into().unwrap());
     let mut at = 8 + 4 + 8;
@@ -71,7 +72,8 @@ fn downgrade_to_v9(v10: &[u8]) -> Vec<u8> {
             };
             at += 4 + 21 * u32_at(&v, at) as usize;
             assert_eq!(u32_at(&v, at), 0, "a node with owners");
-            v.drain(at..at + 4);
+            assert_eq!(u32_at(&v, at + 4), 0, "a node with sampled allocations");
+            v.drain(at..at + 8);
             at += 4;
         }
     }
