@@ -282,6 +282,12 @@ fn install(handler: usize) -> bool {
     }
 }
 
+/// A measurement knob (`SPRIG_AGENT_FAULT=timer-no-walk`, set by the
+/// source before it arms): the handler returns before its walk.
+pub fn set_no_walk(on: bool) {
+    NO_WALK.store(on, Ordering::SeqCst);
+}
+
 /// Arms the handler: `agct` as AsyncGetCallTrace, `vm`'s GetEnv, a pool
 /// of `slots` slots of `depth` frames, and sprig's handler on SIGPROF
 /// (installed once; a later session finds it in place); with `filter`,
@@ -337,7 +343,6 @@ pub fn arm(
     for c in &FAILED {
         c.store(0, Ordering::Relaxed);
     }
-    NO_WALK.store(crate::error::fault_named("timer-no-walk"), Ordering::SeqCst);
     POOL.store(Box::into_raw(pool), Ordering::SeqCst);
     if signal_holder() != Holder::Sprig && !install(on_signal as *const () as usize) {
         disarm(Duration::ZERO);

@@ -206,6 +206,7 @@ impl Source for CpuTimer {
         ON.store(true, Ordering::SeqCst);
         let depth = self.opts.max_depth as usize + 1;
         let filter = self.windows.map(|(_, f)| f);
+        agct::set_no_walk(crate::error::fault_named("timer-no-walk"));
         if !agct::arm(self.agct, agent.vm, SLOTS, depth, filter) {
             return Err("stack sampling: cannot install the SIGPROF handler".into());
         }

@@ -226,6 +226,9 @@ pub struct WindowFacts {
     /// The timer source: signals its handler dropped because their thread
     /// was outside a silent root call (never walked, never sent).
     pub samples_dropped: u64,
+    /// Samples taken inside a silent root call whose leaf is one of
+    /// sprig's own probe natives: not the program's time, not credited.
+    pub samples_in_probes: u64,
 }
 
 impl WindowFacts {

@@ -44,8 +44,9 @@
 //! `samples` (`{"credited","outside","outside_ns","late","unmatched"}`).
 //! Windows timing (`timing` is `"sampled"`) adds top level `windows`
 //! (`{"counting_ms","silent_ms","interval_us","counted_root_calls",
-//! "silent_root_calls","scale","samples","samples_outside","source","samples_dropped"}`): calls are
-//! per counted root call, `scale` takes them to every root call, and the
+//! "silent_root_calls","scale","samples","samples_outside","source","samples_dropped",
+//! "samples_in_probes"}`; the last: samples in sprig's own probes, not
+//! credited): calls are per counted root call, `scale` takes them to every root call, and the
 //! root latencies come from the silent root calls.
 //!
 //! `--locks`: each wait is a row of its own among a node's children
@@ -480,7 +481,7 @@ impl Render for Json {
             indent(out, 1)?;
             write!(
                 out,
-                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{},\"source\":{},\"samples_dropped\":{}}},",
+                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{},\"source\":{},\"samples_dropped\":{},\"samples_in_probes\":{}}},",
                 w.counting_ms,
                 w.silent_ms,
                 w.interval_us,
@@ -494,7 +495,8 @@ impl Render for Json {
                     Some(sprig_wire::control::StackSource::Jvmti) => "\"jvmti\"",
                     None => "null",
                 },
-                w.samples_dropped
+                w.samples_dropped,
+                w.samples_in_probes,
             )?;
         }
         indent(out, 1)?;

@@ -259,9 +259,10 @@ impl Work for CallTree<'_> {
                 counted_root_calls: counted,
                 silent_root_calls: silent,
                 samples: s.credited,
-                samples_outside: s.outside + s.unnamed() + s.in_probes,
+                samples_outside: s.outside + s.unnamed(),
                 source: s.source,
                 samples_dropped: s.dropped,
+                samples_in_probes: s.in_probes,
             });
         }
         let mut profile: Profile = self.builder.finish();

@@ -172,11 +172,14 @@ pub(super) fn windows_line(s: &crate::profile::Stats) -> String {
     let Some(w) = &s.windows else {
         return String::new();
     };
-    let dropped = if w.source == Some(sprig_wire::control::StackSource::Timer) {
+    let mut dropped = if w.source == Some(sprig_wire::control::StackSource::Timer) {
         format!(", {} dropped outside silent root calls", w.samples_dropped)
     } else {
         String::new()
     };
+    if w.samples_in_probes > 0 {
+        dropped.push_str(&format!(", {} in sprig's probes", w.samples_in_probes));
+    }
     format!(
         "windows timing ({} ms counting, {} ms silent): calls per counted root call ({} counted, \
          {} silent; totals scaled x{:.2} to every root call), times from {} stack samples{} of \

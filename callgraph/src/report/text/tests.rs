@@ -419,6 +419,7 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
         samples_outside: 2,
         source: None,
         samples_dropped: 0,
+        samples_in_probes: 0,
     });
     let text = text_of(&p, &RenderOptions::default());
     let mut lines = text.lines();
