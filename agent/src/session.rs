@@ -140,8 +140,8 @@ impl crate::ffi::VmEvents for Events {
     fn gc(start: bool) {
         sources::locks::on_gc(start)
     }
-    fn thread(start: bool) {
-        crate::sources::cpu_timer::on_thread(start)
+    fn thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>) {
+        crate::sources::cpu_timer::on_thread(start, java)
     }
     fn sampled_alloc(jvmti: &Jvmti, _jni: Jni<'_>, class: Local<'_>, size: u64) {
         sources::sampled_alloc::on_sample(jvmti, class, size)

@@ -57,8 +57,9 @@ pub trait VmEvents: 'static {
     /// inside the pause: no JNI and almost no JVMTI may be called.
     fn gc(start: bool);
     /// A platform thread starts (`true`) or ends (`false`); runs on that
-    /// thread.
-    fn thread(start: bool);
+    /// thread. At a start, `java` is the environment, the thread's JNI
+    /// and the new thread (`None` when the VM passed none).
+    fn thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>);
     /// The JVM's heap sampler sampled an allocation of `size` bytes of
     /// class `class`, on the allocating thread.
     fn sampled_alloc(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, size: u64);
@@ -562,11 +563,27 @@ extern "system" fn gc_finish<E: VmEvents>(_jvmti_env: *mut jvmtiEnv) {
 
 /// ThreadStart, on the new thread.
 extern "system" fn thread_start<E: VmEvents>(
-    _jvmti_env: *mut jvmtiEnv,
-    _jni_env: *mut JNIEnv,
-    _thread: jthread,
+    jvmti_env: *mut jvmtiEnv,
+    jni_env: *mut JNIEnv,
+    thread: jthread,
 ) {
-    guard(|| E::thread(true));
+    guard(|| {
+        if jvmti_env.is_null() || jni_env.is_null() || thread.is_null() {
+            E::thread(true, None);
+            return;
+        }
+        // SAFETY: the VM passes the environment the event is enabled in,
+        // the new thread's own JNIEnv, and a local reference to its
+        // Thread valid for the callback.
+        let (jvmti, jni, thread) = unsafe {
+            (
+                Jvmti::from_raw(jvmti_env),
+                Jni::from_raw(jni_env),
+                Local::from_raw(thread),
+            )
+        };
+        E::thread(true, Some((&jvmti, jni, thread)));
+    });
 }
 
 /// ThreadEnd, on the ending thread.
@@ -575,7 +592,7 @@ extern "system" fn thread_end<E: VmEvents>(
     _jni_env: *mut JNIEnv,
     _thread: jthread,
 ) {
-    guard(|| E::thread(false));
+    guard(|| E::thread(false, None));
 }
 
 /// SampledObjectAlloc, on the allocating thread.

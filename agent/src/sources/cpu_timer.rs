@@ -320,7 +320,17 @@ struct Timers {
     /// Measurement knob (the agent's test hook `timer-no-signal`): no
     /// thread gets a timer; everything else of the source runs.
     no_signal: bool,
+    /// Threads started since the drain's last pass: JNIEnv, Java id, name
+    /// (at most [`STARTED_MAX`]; beyond, the drain's scan names them).
+    started: Vec<(usize, u64, String)>,
 }
+
+/// Threads named at ThreadStart that wait for the drain, at most.
+const STARTED_MAX: usize = 4096;
+
+/// `java.lang.Thread`'s tid field (the same for the JVM's life), to name
+/// threads at ThreadStart.
+static TID_FIELD: std::sync::OnceLock<FieldId> = std::sync::OnceLock::new();
 
 impl Timers {
     /// Arms thread `tid`'s timer, its first expiry a random part of the
@@ -361,7 +371,7 @@ impl Timers {
 
 /// ThreadStart (`start`) or ThreadEnd on the calling thread: its timer is
 /// armed or deleted while a source runs. sprig's own threads get none.
-pub fn on_thread(start: bool) {
+pub fn on_thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
@@ -373,6 +383,17 @@ pub fn on_thread(start: bool) {
         && std::thread::current()
             .name()
             .is_some_and(|n| n.starts_with("sprig-"));
+    // The new thread's JNIEnv named now (read before the lock), for the
+    // drain: a thread that ends before the drain's next pass keeps its
+    // samples.
+    let named = match (java, TID_FIELD.get()) {
+        (Some((jvmti, jni, thread)), Some(&field)) if !own => {
+            let java_id = jni.thread_id_by(thread, field);
+            let name = jvmti.thread_name(&jni, thread).unwrap_or_default();
+            Some((agct::env_addr(&jni), java_id, name))
+        }
+        _ => None,
+    };
     let mut guard = timers();
     let Some(t) = guard.as_mut() else {
         return;
@@ -383,6 +404,11 @@ pub fn on_thread(start: bool) {
         t.ended.remove(&tid);
         t.skipped.remove(&tid);
         t.arm(tid);
+        if let Some(named) = named
+            && t.started.len() < STARTED_MAX
+        {
+            t.started.push(named);
+        }
     } else {
         t.armed.remove(&tid);
         t.ended.insert(tid);
@@ -436,6 +462,7 @@ impl Drain {
         let tid_field = jni
             .thread_id_field()
             .ok_or("stack sampling: cannot find java.lang.Thread's tid field")?;
+        let _ = TID_FIELD.set(tid_field);
         let eetop = jni
             .with_local_frame(4, |jni| {
                 let class = jni.find_class("java/lang/Thread").ok()??;
@@ -475,6 +502,7 @@ impl Drain {
             scans: 0,
             seed: clock::monotonic_ns() ^ (own_tid as u64).rotate_left(32),
             no_signal: crate::error::fault_named("timer-no-signal"),
+            started: Vec::new(),
         });
         Ok(Drain {
             jvmti,
@@ -616,6 +644,13 @@ impl Drain {
             self.envs.clear();
             self.mapped_at = Instant::now();
         }
+        let started = timers()
+            .as_mut()
+            .map(|t| std::mem::take(&mut t.started))
+            .unwrap_or_default();
+        for (env, java_id, name) in started {
+            self.name_thread(env, java_id, name);
+        }
         if taken
             .iter()
             .any(|t| t.key == 0 && !self.envs.contains_key(&t.env))
@@ -667,6 +702,19 @@ impl Drain {
         );
     }
 
+    /// Maps `env` to its thread (sprig's own, or Java thread `java_id`,
+    /// named to the CLI the first time).
+    fn name_thread(&mut self, env: usize, java_id: u64, name: String) {
+        if name.starts_with("sprig-") {
+            self.envs.insert(env, EnvOf::Own);
+        } else {
+            self.envs.insert(env, EnvOf::Java(java_id));
+            if self.announced.insert(java_id) {
+                send(&self.stop, Message::SampledThread { java_id, name });
+            }
+        }
+    }
+
     /// Maps the JNIEnv of every live thread to its Java id, naming new
     /// threads to the CLI.
     fn map_threads(&mut self, jni: Jni<'_>) {
@@ -682,14 +730,7 @@ impl Drain {
                     if !self.envs.contains_key(&env) {
                         let name = jvmti.thread_name(&jni, t).unwrap_or_default();
                         let java_id = jni.thread_id_by(t, self.tid_field);
-                        if name.starts_with("sprig-") {
-                            self.envs.insert(env, EnvOf::Own);
-                        } else {
-                            self.envs.insert(env, EnvOf::Java(java_id));
-                            if self.announced.insert(java_id) {
-                                send(&self.stop, Message::SampledThread { java_id, name });
-                            }
-                        }
+                        self.name_thread(env, java_id, name);
                     }
                 }
                 jni.delete_local(t);
