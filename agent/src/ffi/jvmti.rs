@@ -830,32 +830,44 @@ impl Jvmti {
         &self,
         _jni: &Jni<'_>,
     ) -> Result<([Option<MethodId>; N], usize), JvmtiError> {
+        // A null thread is the current thread, which is attached (it
+        // holds `_jni`).
+        let (buf, n) = self.stack_trace::<N>(std::ptr::null_mut())?;
+        let mut out = [None; N];
+        for (o, f) in out.iter_mut().zip(&buf[..n]) {
+            *o = (!f.method.is_null()).then_some(MethodId(f.method));
+        }
+        Ok((out, n))
+    }
+
+    /// JVMTI GetStackTrace of `thread` (null: the calling thread), at most
+    /// `N` frames, innermost first, and how many there are. `thread` must
+    /// be null or a live thread reference of the attached calling thread.
+    fn stack_trace<const N: usize>(
+        &self,
+        thread: jobject,
+    ) -> Result<([sys::jvmtiFrameInfo; N], usize), JvmtiError> {
         let mut buf = [sys::jvmtiFrameInfo {
             method: std::ptr::null_mut(),
             location: 0,
         }; N];
         let mut count: jint = 0;
         let max = jint::try_from(N).unwrap_or(jint::MAX);
-        // SAFETY: a null thread is the current thread, which is attached
-        // (it holds `_jni`); `buf` holds `max` frames and `count` is a
-        // valid out pointer.
+        // SAFETY: the callers pass null (the attached current thread) or a
+        // live thread reference of the calling thread; `buf` holds `max`
+        // frames and `count` is a valid out pointer.
         unsafe {
             jvmti_call!(
                 self.env,
                 GetStackTrace,
-                std::ptr::null_mut(),
+                thread,
                 0,
                 max,
                 buf.as_mut_ptr(),
                 &mut count
             )?
         };
-        let n = (count.max(0) as usize).min(N);
-        let mut out = [None; N];
-        for (o, f) in out.iter_mut().zip(&buf[..n]) {
-            *o = (!f.method.is_null()).then_some(MethodId(f.method));
-        }
-        Ok((out, n))
+        Ok((buf, (count.max(0) as usize).min(N)))
     }
 
     /// The thread that owns `object`'s monitor now, if any (JVMTI
@@ -896,26 +908,9 @@ impl Jvmti {
         _jni: &Jni<'_>,
         thread: Local<'_>,
     ) -> Result<Vec<MethodId>, JvmtiError> {
-        let mut buf = [sys::jvmtiFrameInfo {
-            method: std::ptr::null_mut(),
-            location: 0,
-        }; N];
-        let mut count: jint = 0;
-        let max = jint::try_from(N).unwrap_or(jint::MAX);
-        // SAFETY: `thread` is a live thread reference of the attached
-        // calling thread; `buf` holds `max` frames; valid out pointer.
-        unsafe {
-            jvmti_call!(
-                self.env,
-                GetStackTrace,
-                thread.raw(),
-                0,
-                max,
-                buf.as_mut_ptr(),
-                &mut count
-            )?
-        };
-        let n = (count.max(0) as usize).min(N);
+        // `thread` is a live thread reference of the attached calling
+        // thread.
+        let (buf, n) = self.stack_trace::<N>(thread.raw())?;
         Ok(buf[..n]
             .iter()
             .filter(|f| !f.method.is_null())
