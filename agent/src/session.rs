@@ -90,6 +90,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest a send may block on a CLI that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long VMDeath waits for a flush the control thread has under way.
+const VM_DEATH_FLUSH_BOUND: Duration = Duration::from_millis(500);
 /// Control loop tick.
 const TICK: Duration = Duration::from_millis(200);
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -263,7 +265,9 @@ pub fn on_vm_init(jni: Jni<'_>) {
 pub fn on_vm_death() {
     VM_DEAD.store(true, Ordering::Release);
     if BUSY.load(Ordering::Acquire) {
-        outbox::flush();
+        // Bounded: the JVM thread that delivers VMDeath waits at most this
+        // long for the control thread's flush in progress.
+        outbox::flush_within(VM_DEATH_FLUSH_BOUND);
         outbox::send(Message::Warning("the target JVM is exiting".into()));
     }
 }

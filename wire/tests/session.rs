@@ -466,3 +466,45 @@ fn the_ring_descriptor_travels_with_start() {
     ch.send(&Message::Detach).unwrap();
     agent.join().unwrap();
 }
+
+#[test]
+fn send_all_delivers_a_burst_in_order_then_the_close() {
+    let dir = SessionDir::create().unwrap();
+    let listener = Listener::bind(&dir).unwrap();
+    let opts = dir.agent_options(std::process::id());
+    let burst: Vec<Message> = (0..5_000u32)
+        .flat_map(|index| {
+            [
+                Message::Thread {
+                    index,
+                    java_id: u64::from(index) + 100,
+                    name: format!("worker-{index}"),
+                    tid: 0,
+                },
+                Message::VirtualThread { index },
+            ]
+        })
+        .collect();
+    let sent = burst.clone();
+    // The agent side sends the burst and goes away at once, as a JVM
+    // that exits right after VMDeath does.
+    let agent = thread::spawn(move || {
+        let ch = connect(&opts, jvm(), T).unwrap();
+        ch.send_all(&sent).unwrap();
+        ch.send_all(&[]).unwrap();
+    });
+    let (mut ch, _) = listener.accept(&expect_me(&dir), T).unwrap();
+    agent.join().unwrap();
+    let mut got = Vec::new();
+    loop {
+        match ch.recv() {
+            Ok(m) => got.push(m),
+            Err(e) => {
+                assert!(e.is_closed(), "{e}");
+                break;
+            }
+        }
+    }
+    assert_eq!(got.len(), burst.len());
+    assert!(got == burst, "the burst arrived out of order or changed");
+}

@@ -64,6 +64,21 @@ impl Channel {
         self.send_frame(msg, None)
     }
 
+    /// Sends `msgs` in order, as one write under the write lock (a burst of
+    /// queued messages costs one system call, not one each).
+    pub fn send_all(&self, msgs: &[Message]) -> Result<(), SessionError> {
+        let mut frames = Vec::new();
+        for m in msgs {
+            frames.extend_from_slice(&codec::encode(m)?);
+        }
+        let _guard = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        use std::io::Write;
+        (&self.stream).write_all(&frames).map_err(closed_or_io)
+    }
+
     /// Encodes `msg` and writes the frame under the write lock, its first
     /// bytes with `fd` attached when there is one.
     fn send_frame(&self, msg: &Message, fd: Option<BorrowedFd<'_>>) -> Result<(), SessionError> {
