@@ -352,12 +352,12 @@ impl CctBuilder {
         self.names.insert(index, (java_id, name.to_owned()));
     }
 
-    /// Registers a method id (control message `Method`).
     /// Names an allocation site (the agent's `AllocSite`).
     pub fn set_alloc_site(&mut self, id: u32, site: crate::profile::AllocSite) {
         self.profile_template.alloc_sites.insert(id, site);
     }
 
+    /// Registers a method id (control message `Method`).
     pub fn set_method(&mut self, id: u32, class: &str, name: &str, descriptor: &str) {
         self.methods
             .insert(id, MethodInfo::new(class, name, descriptor));

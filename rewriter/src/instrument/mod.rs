@@ -53,6 +53,7 @@ mod ctor;
 mod debug;
 mod frames;
 mod insns;
+mod layout;
 mod pool;
 mod redirect;
 
@@ -60,8 +61,9 @@ use std::collections::HashMap;
 
 use self::bytes::{modified_utf8, put_u16};
 use self::classfile::{ClassFile, Span};
-use self::code::{AllocJob, MethodJob, Plan, id_push};
+use self::code::{AllocJob, MethodJob, id_push};
 use self::insns::Scratch;
+use self::layout::Plan;
 use self::pool::Pool;
 pub use self::redirect::redirect_static;
 use crate::vocab::access::{ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
