@@ -164,7 +164,9 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         own < blocked / 10,
         "self {own} ns of {blocked} ns blocked\n{enter}"
     );
-    owner_named(jdk, &report, c, snapshot);
+    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
+    assert_eq!(code, 0, "{err}");
+    owner_named(jdk, &report, c, &text);
 
     let consume = node_at(&report, &["Locks.waitRoot", "Locks.consume"])
         .unwrap_or_else(|| panic!("no waitRoot > consume:\n{report}"));
@@ -194,7 +196,7 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         "JDK {}: parked {got_parked} ns against {parked} ns measured by the fixture\n{lock_it}",
         jdk.major
     );
-    park_owner_named(jdk, &report, lock_it, snapshot);
+    park_owner_named(jdk, &report, lock_it, &text);
     // Thread.sleep: a (sleeping) row under the node that slept.
     let slept = measured(&p, "slept ");
     let nap = node_at(&report, &["Locks.sleepRoot", "Locks.nap"])
@@ -351,8 +353,8 @@ const HOLDER_CONTEXT: &str = "fixtures.Locks.sleepMs < fixtures.Locks.holdMon";
 /// thread that held `Mon` and where: in the entry's `owners`, in the
 /// top-level lock view (`locks`, whose totals are the sum of the per-node
 /// rows of that monitor and kind) and in the text report's `held by`
-/// line.
-fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
+/// line (`text`).
+fn owner_named(jdk: &Jdk, report: &Value, c: &Value, text: &str) {
     let owners = c["owners"]
         .as_array()
         .unwrap_or_else(|| panic!("JDK {}: no owners in {c}", jdk.major));
@@ -406,7 +408,7 @@ fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
     assert_eq!(lock["owners"][0]["thread"], "holder", "{lock}");
     assert_eq!(lock["owners"][0]["context"], HOLDER_CONTEXT, "{lock}");
 
-    let held = held_by(snapshot, "(blocked on fixtures.Locks$Mon)");
+    let held = held_by(text, "(blocked on fixtures.Locks$Mon)");
     let want = format!("holder in {HOLDER_CONTEXT}");
     assert!(
         held.iter().any(|l| l.ends_with(&want)),
@@ -416,10 +418,8 @@ fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
 }
 
 /// The `held by ...` lines (what follows `held by `) under the line of
-/// wait row `row` in the text report's waits table.
-fn held_by(snapshot: &str, row: &str) -> Vec<String> {
-    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
-    assert_eq!(code, 0, "{err}");
+/// wait row `row` in the waits table of the text report `text`.
+fn held_by(text: &str, row: &str) -> Vec<String> {
     let table = text
         .split("waits: all threads")
         .nth(1)
@@ -444,8 +444,8 @@ const LOCK_HOLDER_FRAME: &str = "fixtures.Locks.keepLock";
 /// thread that held the lock when they began and where
 /// (`getExclusiveOwnerThread` and its frames): in the contention entries'
 /// `owners`, in the lock view (`locks`) and in the text report's
-/// `held by` line under the park's row.
-fn park_owner_named(jdk: &Jdk, report: &Value, lock_it: &Value, snapshot: &str) {
+/// `held by` line under the park's row (`text`).
+fn park_owner_named(jdk: &Jdk, report: &Value, lock_it: &Value, text: &str) {
     fn owners(n: &Value, out: &mut Vec<Value>, parks: &mut u64) {
         for e in n["contention"].as_array().into_iter().flatten() {
             if e["monitor"] == SYNC && e["kind"] == "parked" {
@@ -489,11 +489,12 @@ fn park_owner_named(jdk: &Jdk, report: &Value, lock_it: &Value, snapshot: &str) 
         "JDK {}: {lock}",
         jdk.major
     );
-    let held = held_by(snapshot, &format!("(parked: {SYNC})"));
+    let held = held_by(text, &format!("(parked: {SYNC})"));
     assert!(
         held.iter()
             .any(|l| l.starts_with("lock-holder in ") && l.contains(LOCK_HOLDER_FRAME)),
         "JDK {}: no `held by lock-holder in ..{LOCK_HOLDER_FRAME}..` under the park: {held:?}",
         jdk.major
     );
+    eprintln!("JDK {}: parks on {SYNC} held by {held:?}", jdk.major);
 }
