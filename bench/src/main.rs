@@ -84,6 +84,15 @@ struct Args {
     /// class hierarchy analysis.
     #[arg(long)]
     compare_receivers: bool,
+    /// Also run Scheme B with `--locks` (row `Bl`), beside B in the same
+    /// JVM and repeat, the two alternating which runs first from one
+    /// repeat to the next; the table adds `--locks` over B per repeat (the
+    /// medians of their windows' iteration times; with `--settle`, of the
+    /// settled windows) and the median of those. E.g. `--only jetty --rows
+    /// server --schemes lazy,lazy-locks --compare-locks --settle 60
+    /// --repeats 6`.
+    #[arg(long)]
+    compare_locks: bool,
     /// Also run Scheme B with every method instrumented, trivial ones
     /// included (`--keep-trivial`, row `Ba`): row `B` is sprig's default,
     /// which gives getters, setters and other short straight-line leaves
@@ -164,6 +173,8 @@ pub struct Ctx {
     pub repeats: usize,
     pub compare_dormant: bool,
     pub compare_receivers: bool,
+    /// Also run Scheme B with `--locks` (row `Bl`).
+    pub compare_locks: bool,
     /// Byte bounds of `--skip-trivial` rows to add (none: no such row).
     pub compare_trivial: Vec<u32>,
     /// Extra profiled iterations before the settled window (0: none).
@@ -242,6 +253,7 @@ fn real_main() -> Result<bool> {
     let ctx = Ctx {
         compare_dormant: args.compare_dormant,
         compare_receivers: args.compare_receivers,
+        compare_locks: args.compare_locks,
         compare_trivial: args.trivial_bounds(),
         settle: args.settle,
         plateau: args.plateau,

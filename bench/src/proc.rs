@@ -17,6 +17,8 @@ pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
 /// (`--keep-trivial`): the micro benchmarks time probes around methods
 /// that sprig leaves out by default.
 pub const KEEP_TRIVIAL_SCHEME: &str = "lazy-trivial=0";
+/// Scheme B with `--locks` (`--compare-locks`, row `Bl`).
+pub const LOCKS_SCHEME: &str = "lazy-locks";
 
 /// How many of a JVM's last stdout lines an error message quotes.
 const TAIL: usize = 12;
@@ -223,8 +225,9 @@ pub struct SprigArgs {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`),
-    /// `lazy-receiver` (lazy with `--virtual-calls receiver`) or
-    /// `lazy-trivial=N` (lazy with `--skip-trivial=N`; 0: `--keep-trivial`).
+    /// `lazy-receiver` (lazy with `--virtual-calls receiver`),
+    /// `lazy-trivial=N` (lazy with `--skip-trivial=N`; 0: `--keep-trivial`)
+    /// or `lazy-locks` (lazy with `--locks`).
     pub scheme: String,
     /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
     pub timing: Option<String>,
@@ -271,6 +274,7 @@ impl Sprig {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
             KEEP_TRIVIAL_SCHEME => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
+            LOCKS_SCHEME => cmd.args(["--scheme", "lazy", "--locks"]),
             scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])

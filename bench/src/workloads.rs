@@ -12,7 +12,7 @@
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
-use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME};
+use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, LOCKS_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME};
 use crate::profile::{ProfileSummary, compare_paths, compare_paths_per_root};
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
@@ -356,6 +356,13 @@ impl Sample {
     fn profiled(&self) -> f64 {
         self.k as f64
     }
+    /// The profiled window's median iteration time, ms: with `--settle`
+    /// the settled window's.
+    fn steady_median(&self) -> f64 {
+        self.settled
+            .as_ref()
+            .map_or(self.total_median, |(_, prof)| median(prof))
+    }
     /// Bare and profiled means of the window the report covers.
     fn covered_means(&self) -> (f64, f64) {
         self.settled
@@ -453,6 +460,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         );
     }
     let mut schemes: Vec<String> = vec!["lazy".into()];
+    if ctx.compare_locks {
+        schemes.push(LOCKS_SCHEME.into());
+    }
     schemes.extend(
         ctx.compare_trivial
             .iter()
@@ -548,8 +558,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             // can differ from it at all.
             for si in (0..variants.len()).map(|i| (i + rep) % variants.len()) {
                 let (scheme, timing) = &variants[si];
-                // Scheme A differs from B only once callees are revealed.
-                if *scheme != "lazy" && roots_only_seen {
+                // Scheme A differs from B only once callees are revealed
+                // (`--locks` differs whatever is instrumented).
+                if *scheme != "lazy" && *scheme != LOCKS_SCHEME && roots_only_seen {
                     let note = format!(
                         "{} {}: {scheme} skipped (only roots are instrumented yet)",
                         def.name, r.label
@@ -722,6 +733,22 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     .collect(),
                 _ => Vec::new(),
             };
+            // `--locks` (row Bl) over Scheme B without it, same root,
+            // timing and repeat: their windows' median iteration times
+            // (with `--settle`, of the settled windows).
+            let over_lazy: Vec<f64> = match variants
+                .iter()
+                .position(|(sc, t)| sc == "lazy" && t == timing)
+            {
+                Some(li) if scheme == LOCKS_SCHEME => s
+                    .iter()
+                    .filter_map(|x| {
+                        let b = samples[ri][li].iter().find(|b| b.repeat == x.repeat)?;
+                        Some((x.steady_median() / b.steady_median() - 1.0) * 100.0)
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
             let col = |f: &dyn Fn(&Sample) -> f64| -> Vec<f64> { s.iter().map(f).collect() };
             let cb: Vec<f64> = s.iter().filter_map(Sample::charged_bare).collect();
             let settled: Vec<f64> = s.iter().filter_map(Sample::settled).collect();
@@ -730,6 +757,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "workload": def.name, "root": r.label, "patterns": r.roots, "include": r.include,
                 "scheme": scheme, "timing": timing, "repeats": s.len(), "iterations_per_window": k,
                 "tree_vs_exact": vs_exact,
+                "over_lazy_pct": json_of(&over_lazy),
+                "over_lazy_pct_by_repeat": over_lazy,
                 "calls_per_iter": json_of(&col(&|x| x.calls_per_iter())),
                 "bare_ms": json_of(&col(&|x| x.bare_mean)),
                 "total_ms": json_of(&col(&|x| x.total_mean)),
@@ -827,6 +856,7 @@ pub fn print_table(results: &[Value]) {
                     "lazy-redefine" => "Br".to_owned(),
                     "lazy-receiver" => "Bv".to_owned(),
                     KEEP_TRIVIAL_SCHEME => "Ba".to_owned(),
+                    LOCKS_SCHEME => "Bl".to_owned(),
                     s => match s.strip_prefix(TRIVIAL_SCHEME) {
                         Some(bound) => format!("Bt{bound}"),
                         None => "A".to_owned(),
@@ -928,6 +958,26 @@ pub fn print_table(results: &[Value]) {
                         ),
                         _ => String::new(),
                     }
+                );
+            }
+            if let Some(o) = sum(r, "over_lazy_pct").filter(|o| o.n > 0) {
+                let each: Vec<String> = r
+                    .get("over_lazy_pct_by_repeat")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_f64)
+                    .map(|v| format!("{v:+.1}"))
+                    .collect();
+                println!(
+                    "        --locks over B, same repeat (median iteration times{}): {} % (per repeat: {})",
+                    if sum(r, "settled_overhead_pct").is_some() {
+                        ", settled windows"
+                    } else {
+                        ""
+                    },
+                    fmt(Some(o), 1),
+                    each.join(", ")
                 );
             }
             if let Some(c) = sum(r, "cli_cpu_pct_of_window") {

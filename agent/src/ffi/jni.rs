@@ -376,6 +376,16 @@ impl<'a> Jni<'a> {
         unsafe { jni_call!(self.env, GetBooleanField, obj.raw(), field.0) != 0 }
     }
 
+    /// Reads an instance object field of `obj` (`None` for null). No Java
+    /// code runs and nothing blocks.
+    pub fn object_field(&self, obj: Local<'_>, field: FieldId) -> Option<Local<'a>> {
+        // SAFETY: the caller got `field` as an object field of `obj`'s
+        // class (or a superclass of it) and `obj` is a live reference.
+        let o = unsafe { jni_call!(self.env, GetObjectField, obj.raw(), field.0) };
+        // SAFETY: GetObjectField returns a local reference or null.
+        (!o.is_null()).then(|| unsafe { Local::from_raw(o) })
+    }
+
     /// Writes an instance `boolean` field of `obj`.
     pub fn set_boolean_field(&self, obj: Local<'_>, field: FieldId, value: bool) {
         // SAFETY: the caller got `field` as a boolean field of `obj`'s class.

@@ -51,9 +51,11 @@ pub(super) struct ThreadState {
     /// `--locks`: the class id of the object the thread's current park
     /// waits on, named when the park began (`wait::wait_begin_on`).
     pub(super) wait_class: Cell<u32>,
-    /// `--locks`: the owner id of the monitor the thread's current
-    /// contended enter waits for, read when it began (`wait::wait_begin`).
-    pub(super) wait_owner: Cell<u32>,
+    /// `--locks`: the owner id of the lock the thread's current wait of
+    /// each kind waits for (a contended enter's monitor, a park's
+    /// `java.util.concurrent` lock), read when it began
+    /// (`wait::wait_begin_owned`, `wait::wait_begin_on`); 0 for none.
+    pub(super) wait_owner: [Cell<u32>; 4],
     /// The garbage collection pauses this thread has seen (`wait`).
     pub(super) gc_seen: Cell<u64>,
     /// The state of a virtual thread (`ffi::vthreads`): its own, whatever
@@ -112,7 +114,7 @@ impl ThreadState {
             root_since: Cell::new(0),
             wait_since: [const { Cell::new(0) }; 4],
             wait_class: Cell::new(0),
-            wait_owner: Cell::new(0),
+            wait_owner: [const { Cell::new(0) }; 4],
             gc_seen: Cell::new(0),
             virtual_thread: Cell::new(false),
             parked: Cell::new(0),

@@ -45,7 +45,9 @@ impl ThreadState {
             w.set(0);
         }
         self.wait_class.set(0);
-        self.wait_owner.set(0);
+        for o in &self.wait_owner {
+            o.set(0);
+        }
         self.silent.set(0);
         self.silent_word.store(0, Ordering::Release);
         self.silent_timed.set(false);

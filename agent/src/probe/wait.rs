@@ -49,24 +49,28 @@ pub fn wait_begin_owned(kind: WaitKind, owner: impl FnOnce() -> u32) {
     let _ = with_state(|s| {
         let at = if recording(s) { s.now() } else { 0 };
         s.wait_since[slot(kind)].set(at);
-        s.wait_owner.set(if at == 0 { 0 } else { owner() });
+        s.wait_owner[slot(kind)].set(if at == 0 { 0 } else { owner() });
     });
 }
 
 /// The calling thread begins a park or a sleep (`Waits`, the probes
 /// `--locks` puts into the JDK's park and sleep methods): as
-/// [`wait_begin`], and the class of the object it parks on is named now,
-/// when the wait began inside a root context (the blocker is an argument
-/// of the park method, gone at its end), before its start is read.
-pub fn wait_begin_on(kind: WaitKind, class: impl FnOnce() -> u32) {
+/// [`wait_begin`], and when the wait begins inside a root context the
+/// class of the object it parks on is named now, before its start is
+/// read (the blocker is an argument of the park method, gone at its
+/// end), and the lock's owner after it, as [`wait_begin_owned`] reads a
+/// monitor's (`owner`: an id the CLI is told of, 0 for none).
+pub fn wait_begin_on(kind: WaitKind, class: impl FnOnce() -> u32, owner: impl FnOnce() -> u32) {
     let _ = with_state(|s| {
-        let at = if recording(s) {
+        let (at, owner) = if recording(s) {
             s.wait_class.set(class());
-            s.now()
+            let at = s.now();
+            (at, owner())
         } else {
-            0
+            (0, 0)
         };
         s.wait_since[slot(kind)].set(at);
+        s.wait_owner[slot(kind)].set(owner);
     });
 }
 
@@ -90,11 +94,7 @@ pub fn wait_end(kind: WaitKind, class: impl FnOnce() -> u32) {
 
 fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
     let start = s.wait_since[slot(kind)].replace(0);
-    let owner = if kind == WaitKind::Blocked {
-        s.wait_owner.replace(0)
-    } else {
-        0
-    };
+    let owner = s.wait_owner[slot(kind)].replace(0);
     if start == 0 || !recording(s) {
         return;
     }

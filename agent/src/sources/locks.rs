@@ -29,6 +29,16 @@
 //! `WaitOwner` (thread name and context, an id per pair) and rides in the
 //! wait's record.
 //!
+//! A park's owner: when the blocker of a park inside a root context is an
+//! `AbstractOwnableSynchronizer` (the synchronizer of a `ReentrantLock`,
+//! of a `ReentrantReadWriteLock`'s write lock), the thread that holds it
+//! exclusively when the park began, read from its `exclusiveOwnerThread`
+//! field (JNI GetObjectField: what `getExclusiveOwnerThread` returns,
+//! without running Java code in the JDK's park), and its frames as a
+//! monitor owner's, within the same budget of one reading every
+//! [`OWNER_GAP_NS`] (a park whose lock nobody holds exclusively, or whose
+//! blocker is no such synchronizer, takes no turn).
+//!
 //! Garbage collection pauses (`GarbageCollectionStart`/`Finish`, with
 //! `can_generate_garbage_collection_events`): kept by `probe::gc_finish`,
 //! and written as `(GC pause)` waits by each thread that was inside a
@@ -56,7 +66,9 @@
 
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
-use crate::ffi::{Capabilities, Event, Jni, Jvmti, Local, MonitorEvent, WaitNatives};
+use crate::ffi::{
+    Capabilities, Event, FieldId, Global, Jni, Jvmti, Local, MonitorEvent, WaitNatives,
+};
 use crate::outbox;
 use crate::probe;
 use crate::wait_classes::{
@@ -89,6 +101,12 @@ pub const OWNER_FRAMES: usize = 16;
 pub const OWNER_CONTEXT: usize = 2;
 /// Most owner ids in a session.
 const OWNERS_MAX: u32 = 1 << 16;
+/// `java.util.concurrent.locks.AbstractOwnableSynchronizer` and its
+/// `exclusiveOwnerThread` field, for the owners of parks: found at the
+/// first `--locks` session's start and kept for the process (a class of
+/// the bootstrap loader, never unloaded).
+static SYNCHRONIZER: OnceLock<(Global, FieldId)> = OnceLock::new();
+const SYNCHRONIZER_CLASS: &str = "java/util/concurrent/locks/AbstractOwnableSynchronizer";
 
 static WAITS_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Waits.class"));
 
@@ -128,6 +146,22 @@ impl Source for Locks {
         *crate::sync::lock(&CLASSES) = Some(HashMap::new());
         *crate::sync::lock(&OWNERS) = Some(HashMap::new());
         NEXT_OWNER_NS.store(0, Ordering::Relaxed);
+        if SYNCHRONIZER.get().is_none() {
+            match find_synchronizer(jni) {
+                Some(s) => {
+                    if let Err((class, _)) = SYNCHRONIZER.set(s) {
+                        jni.delete_global(class);
+                    }
+                }
+                None => {
+                    outbox::send(Message::Warning(
+                        "--locks: the owners of java.util.concurrent locks are not read \
+                         (AbstractOwnableSynchronizer.exclusiveOwnerThread is not found)"
+                            .into(),
+                    ));
+                }
+            }
+        }
         ON.store(true, Ordering::Release);
         for &event in Locks::NEEDS.events {
             agent
@@ -201,6 +235,16 @@ fn sleep_is_native(jvmti: &Jvmti, jni: Jni<'_>) -> bool {
     })
 }
 
+/// [`SYNCHRONIZER`]: the class (a global reference) and the field.
+fn find_synchronizer(jni: Jni<'_>) -> Option<(Global, FieldId)> {
+    jni.with_local_frame(4, |jni| {
+        let class = jni.find_class(SYNCHRONIZER_CLASS).ok()??;
+        let field = jni.find_field(class, "exclusiveOwnerThread", c"Ljava/lang/Thread;")?;
+        let class = jni.new_global(class).ok()?;
+        Some((class, field))
+    })
+}
+
 /// Defines `sprig.rt.Waits` in the bootstrap loader if this JVM does not
 /// have it yet and binds its natives to this library.
 fn bind_waits(jni: Jni<'_>) -> Result<(), String> {
@@ -250,10 +294,11 @@ impl WaitNatives for WaitProbes {
         let Some(agent) = crate::env::get() else {
             return;
         };
-        probe::wait_begin_on(kind, || match blocker {
-            Some(b) => class_id(&agent.jvmti, jni, b),
-            None => 0,
-        });
+        probe::wait_begin_on(
+            kind,
+            || blocker.map_or(0, |b| class_id(&agent.jvmti, jni, b)),
+            || blocker.map_or(0, |b| lock_owner_id(&agent.jvmti, jni, b)),
+        );
     }
 
     fn end(_jni: Jni<'_>, kind: u32) {
@@ -334,34 +379,80 @@ fn class_id(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>) -> u32 {
 /// monitor has no owner any more, the last reading was less than
 /// [`OWNER_GAP_NS`] ago or the ids ran out.
 fn owner_id(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>) -> u32 {
-    let now = EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+    if !owner_turn() {
+        return 0;
+    }
+    jni.with_local_frame(16, |jni| match jvmti.monitor_owner(&jni, object) {
+        Ok(Some(owner)) => name_owner(jvmti, &jni, owner),
+        _ => 0,
+    })
+}
+
+/// The id of the thread that holds the `java.util.concurrent` lock a
+/// park waits for (`blocker`, when it is an
+/// `AbstractOwnableSynchronizer`) exclusively now and of where it is, as
+/// [`owner_id`] names a monitor's owner; 0 when the blocker is no such
+/// synchronizer, nobody holds it exclusively (no turn is taken then), the
+/// last reading was less than [`OWNER_GAP_NS`] ago or the ids ran out.
+fn lock_owner_id(jvmti: &Jvmti, jni: Jni<'_>, blocker: Local<'_>) -> u32 {
+    let Some((class, field)) = SYNCHRONIZER.get() else {
+        return 0;
+    };
+    if !owner_due() {
+        return 0;
+    }
+    jni.with_local_frame(16, |jni| {
+        if !jni.is_instance_of(blocker, class.as_local()) {
+            return 0;
+        }
+        match jni.object_field(blocker, *field) {
+            Some(owner) if owner_turn() => name_owner(jvmti, &jni, owner),
+            _ => 0,
+        }
+    })
+}
+
+fn now_ns() -> u64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Whether an owner may be read now (no turn taken).
+fn owner_due() -> bool {
+    now_ns() >= NEXT_OWNER_NS.load(Ordering::Relaxed)
+}
+
+/// Takes the turn to read an owner: false when the last reading in the
+/// process was less than [`OWNER_GAP_NS`] ago (or another thread took
+/// this turn).
+fn owner_turn() -> bool {
+    let now = now_ns();
     let next = NEXT_OWNER_NS.load(Ordering::Relaxed);
-    if now < next
-        || NEXT_OWNER_NS
+    now >= next
+        && NEXT_OWNER_NS
             .compare_exchange(
                 next,
                 now + OWNER_GAP_NS,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             )
-            .is_err()
-    {
-        return 0;
-    }
-    let Some((thread, context)) = jni.with_local_frame(16, |jni| {
-        let owner = jvmti.monitor_owner(&jni, object).ok()??;
-        let (name, _) = jvmti.thread_info(&jni, owner).ok()?;
-        let frames = jvmti
-            .thread_frames::<OWNER_FRAMES>(&jni, owner)
-            .unwrap_or_default();
-        let names: Vec<String> = frames
-            .into_iter()
-            .filter_map(|m| frame_name(jvmti, &jni, m))
-            .collect();
-        Some((name, owner_context(&names)))
-    }) else {
+            .is_ok()
+}
+
+/// The id of thread `owner` and of where it is now (its name, and its
+/// innermost frames outside the JDK), named to the CLI the first time; 0
+/// when it cannot be read or the ids ran out.
+fn name_owner(jvmti: &Jvmti, jni: &Jni<'_>, owner: Local<'_>) -> u32 {
+    let Ok((thread, _)) = jvmti.thread_info(jni, owner) else {
         return 0;
     };
+    let frames = jvmti
+        .thread_frames::<OWNER_FRAMES>(jni, owner)
+        .unwrap_or_default();
+    let names: Vec<String> = frames
+        .into_iter()
+        .filter_map(|m| frame_name(jvmti, jni, m))
+        .collect();
+    let context = owner_context(&names);
     let mut owners = crate::sync::lock(&OWNERS);
     let Some(owners) = owners.as_mut() else {
         return 0;

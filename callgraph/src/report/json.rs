@@ -54,9 +54,10 @@
 //! `"(parked: ..)"`, `"(sleeping)"`, `"(GC pause)"`; `calls` counts the
 //! waits), and a node with such rows adds `contention`
 //! (`[{"monitor","kind","count","blocked_ns"}]`, `blocked_ns` measured;
-//! a contended enter's entry adds `owners`,
-//! `[{"thread","context","waits","blocked_ns"}]`: who held the monitor
-//! when the waits began and where, its innermost frames outside the JDK).
+//! a contended enter's or a park's entry adds `owners`,
+//! `[{"thread","context","waits","blocked_ns"}]`: who held the monitor or
+//! the `java.util.concurrent` lock when the waits began and where, its
+//! innermost frames outside the JDK).
 //! The top level adds `locks`, the lock view over every thread:
 //! `[{"monitor","kind","blocked_ns","waits","waiters":[{"context":
 //! ["pkg.C.m", .. out to the root],"waits","blocked_ns"}],"owners":[..]}]`,

@@ -4,8 +4,9 @@
 //! itself (`fixtures/src/fixtures/Locks.java`): contended monitors,
 //! `Object.wait`, `ReentrantLock` parks, `Thread.sleep`, `System.gc()`, and
 //! a method that spins, collects, sleeps and parks, whose own time plus
-//! waits and GC pause is its wall time; a contended monitor's owner (the
-//! thread and where it held it) and the lock view.
+//! waits and GC pause is its wall time; the owner of a contended monitor
+//! and of a `ReentrantLock` a park waited for (the thread and where it
+//! held it) and the lock view.
 
 use std::process::Command;
 use std::time::Duration;
@@ -163,7 +164,9 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         own < blocked / 10,
         "self {own} ns of {blocked} ns blocked\n{enter}"
     );
-    owner_named(jdk, &report, c, snapshot);
+    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
+    assert_eq!(code, 0, "{err}");
+    owner_named(jdk, &report, c, &text);
 
     let consume = node_at(&report, &["Locks.waitRoot", "Locks.consume"])
         .unwrap_or_else(|| panic!("no waitRoot > consume:\n{report}"));
@@ -193,6 +196,7 @@ fn waits_land_under_the_node_that_waited_on(jdk: &Jdk, timing: &str) {
         "JDK {}: parked {got_parked} ns against {parked} ns measured by the fixture\n{lock_it}",
         jdk.major
     );
+    park_owner_named(jdk, &report, lock_it, &text);
     // Thread.sleep: a (sleeping) row under the node that slept.
     let slept = measured(&p, "slept ");
     let nap = node_at(&report, &["Locks.sleepRoot", "Locks.nap"])
@@ -349,8 +353,8 @@ const HOLDER_CONTEXT: &str = "fixtures.Locks.sleepMs < fixtures.Locks.holdMon";
 /// thread that held `Mon` and where: in the entry's `owners`, in the
 /// top-level lock view (`locks`, whose totals are the sum of the per-node
 /// rows of that monitor and kind) and in the text report's `held by`
-/// line.
-fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
+/// line (`text`).
+fn owner_named(jdk: &Jdk, report: &Value, c: &Value, text: &str) {
     let owners = c["owners"]
         .as_array()
         .unwrap_or_else(|| panic!("JDK {}: no owners in {c}", jdk.major));
@@ -404,20 +408,93 @@ fn owner_named(jdk: &Jdk, report: &Value, c: &Value, snapshot: &str) {
     assert_eq!(lock["owners"][0]["thread"], "holder", "{lock}");
     assert_eq!(lock["owners"][0]["context"], HOLDER_CONTEXT, "{lock}");
 
-    let (code, text, err) = run_sprig(&["report", snapshot], LONG);
-    assert_eq!(code, 0, "{err}");
+    let held = held_by(text, "(blocked on fixtures.Locks$Mon)");
+    let want = format!("holder in {HOLDER_CONTEXT}");
+    assert!(
+        held.iter().any(|l| l.ends_with(&want)),
+        "JDK {}: no `held by {want}` under Mon: {held:?}",
+        jdk.major
+    );
+}
+
+/// The `held by ...` lines (what follows `held by `) under the line of
+/// wait row `row` in the waits table of the text report `text`.
+fn held_by(text: &str, row: &str) -> Vec<String> {
     let table = text
         .split("waits: all threads")
         .nth(1)
         .unwrap_or_else(|| panic!("no waits table:\n{text}"));
-    let want = format!("held by holder in {HOLDER_CONTEXT}");
     let at = table
-        .find("(blocked on fixtures.Locks$Mon)")
-        .unwrap_or_else(|| panic!("{table}"));
-    let held = table[at..]
+        .find(row)
+        .unwrap_or_else(|| panic!("no {row} in:\n{table}"));
+    table[at..]
         .lines()
         .skip(1)
         .take_while(|l| l.starts_with(' ') && !l.contains("  ("))
-        .any(|l| l.trim_end().ends_with(&want));
-    assert!(held, "JDK {}: no `{want}` under Mon:\n{table}", jdk.major);
+        .filter_map(|l| Some(l.split_once("held by ")?.1.trim_end().to_owned()))
+        .collect()
+}
+
+/// Where the fixture's "lock-holder" thread holds the `ReentrantLock`
+/// while `lockIt` parks: in `keepLock` (sleeping in `sleepMs` below it,
+/// or between two sleeps in `keepLock` itself).
+const LOCK_HOLDER_FRAME: &str = "fixtures.Locks.keepLock";
+
+/// The parks of `lock_it` on the `ReentrantLock`'s synchronizer name the
+/// thread that held the lock when they began and where
+/// (`getExclusiveOwnerThread` and its frames): in the contention entries'
+/// `owners`, in the lock view (`locks`) and in the text report's
+/// `held by` line under the park's row (`text`).
+fn park_owner_named(jdk: &Jdk, report: &Value, lock_it: &Value, text: &str) {
+    fn owners(n: &Value, out: &mut Vec<Value>, parks: &mut u64) {
+        for e in n["contention"].as_array().into_iter().flatten() {
+            if e["monitor"] == SYNC && e["kind"] == "parked" {
+                *parks += e["count"].as_u64().unwrap();
+                out.extend(e["owners"].as_array().into_iter().flatten().cloned());
+            }
+        }
+        for k in n["children"].as_array().into_iter().flatten() {
+            owners(k, out, parks);
+        }
+    }
+    let (mut found, mut parks) = (Vec::new(), 0);
+    owners(lock_it, &mut found, &mut parks);
+    assert!(
+        !found.is_empty(),
+        "JDK {}: no owner of {parks} parks on {SYNC} at or below lockIt\n{lock_it}",
+        jdk.major
+    );
+    for o in &found {
+        assert_eq!(o["thread"], "lock-holder", "JDK {}: {o}", jdk.major);
+        let ctx = o["context"].as_str().unwrap_or("");
+        assert!(
+            ctx.split(" < ").any(|f| f == LOCK_HOLDER_FRAME),
+            "JDK {}: owner's context {ctx:?} without {LOCK_HOLDER_FRAME}\n{o}",
+            jdk.major
+        );
+        assert!(o["waits"].as_u64().unwrap() >= 1, "{o}");
+    }
+    let lock = report["locks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|l| l["monitor"] == SYNC && l["kind"] == "parked")
+        .unwrap_or_else(|| panic!("JDK {}: no {SYNC} in locks: {}", jdk.major, report["locks"]));
+    let first = &lock["owners"][0];
+    assert_eq!(first["thread"], "lock-holder", "JDK {}: {lock}", jdk.major);
+    assert!(
+        first["context"]
+            .as_str()
+            .is_some_and(|c| c.contains(LOCK_HOLDER_FRAME)),
+        "JDK {}: {lock}",
+        jdk.major
+    );
+    let held = held_by(text, &format!("(parked: {SYNC})"));
+    assert!(
+        held.iter()
+            .any(|l| l.starts_with("lock-holder in ") && l.contains(LOCK_HOLDER_FRAME)),
+        "JDK {}: no `held by lock-holder in ..{LOCK_HOLDER_FRAME}..` under the park: {held:?}",
+        jdk.major
+    );
+    eprintln!("JDK {}: parks on {SYNC} held by {held:?}", jdk.major);
 }
