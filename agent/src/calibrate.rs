@@ -110,8 +110,9 @@ pub fn class_ref(jni: Jni<'_>) -> Option<crate::ffi::Global> {
 }
 
 /// The calibration class, defined (instrumented) by the first profiling
-/// session in this JVM.
-fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> {
+/// session in this JVM (or the first `--edges` session, which measures
+/// its bursts' own path on it).
+pub fn calibration_class<'a>(jni: Jni<'a>) -> Result<crate::ffi::Local<'a>, String> {
     if let Some(c) = jni.find_class(CLASS).map_err(|e| e.to_string())? {
         return Ok(c);
     }

@@ -666,6 +666,19 @@ pub fn set_inside_all(jni: Jni<'_>, open: bool) {
     }
 }
 
+/// Opens only the slot of `Probe.INSIDE` of the thread whose Java id is
+/// `java_id` (and of any thread that shares it), closing the others: the
+/// call-edge bursts' path calibration, during which only its own thread's
+/// plain probes should call into the agent. Same conditions as
+/// [`set_inside_all`].
+pub fn set_inside_only(jni: Jni<'_>, java_id: u64) {
+    if let Some(inside) = PROBE.get().and_then(|p| p.inside.as_ref()) {
+        let mut v = [0i32; INSIDE_SLOTS];
+        v[(java_id as usize) & (INSIDE_SLOTS - 1)] = 1;
+        jni.set_int_array_region(inside.as_local(), 0, &v);
+    }
+}
+
 /// Writes `Probe.active` for the call-edge bursts of a session with no
 /// root context (1: the plain probes look at `Probe.INSIDE`).
 pub fn set_active_for_bursts(jni: Jni<'_>, on: bool) {

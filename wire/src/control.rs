@@ -570,6 +570,12 @@ pub struct EdgeSamples {
     pub intervals: u64,
     /// The CPU time of those intervals, in ns.
     pub interval_cpu_ns: u64,
+    /// The bursts' own path between two sampled entries of a thread (the
+    /// return into Java, an exit probe's and an entry probe's calls into
+    /// the agent), in ns of CPU time: part of every interval, measured
+    /// when the bursts began on an empty instrumented method; 0 when it
+    /// could not be measured.
+    pub path_ns: u64,
 }
 
 /// One call edge and how many sampled entries went along it.

@@ -276,6 +276,7 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
         prop::collection::vec(edge, 0..4),
         any::<u64>(),
         any::<u64>(),
+        any::<u64>(),
     )
         .prop_map(
             |(
@@ -287,6 +288,7 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
                 edges,
                 intervals,
                 interval_cpu_ns,
+                path_ns,
             )| {
                 EdgeSamples {
                     bursts,
@@ -297,6 +299,7 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
                     edges,
                     intervals,
                     interval_cpu_ns,
+                    path_ns,
                 }
             },
         )

@@ -27,10 +27,11 @@
 
 use crate::ffi::{Jni, MethodId};
 use crate::probe_class;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Entries left in the open burst; 0 when none is open.
 static BUDGET: AtomicI64 = AtomicI64::new(0);
@@ -53,6 +54,11 @@ static INTERVAL_CPU: AtomicU64 = AtomicU64::new(0);
 /// What one reading of the thread CPU clock adds to an interval, ns
 /// (measured at [`begin`]).
 static CLOCK_READ: AtomicU64 = AtomicU64::new(0);
+/// The burst's own path between two sampled entries of a thread, ns
+/// ([`calibrate_path`]; 0 unmeasured).
+static PATH: AtomicU64 = AtomicU64::new(0);
+/// [`calibrate_path`] runs: only its own thread's entries are sampled.
+static CALIBRATING: AtomicBool = AtomicBool::new(false);
 /// Sampled entries with no caller to name (a thread's outermost frame) or
 /// lost to a busy table.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -84,6 +90,8 @@ thread_local! {
     static SEEN: Cell<u64> = const { Cell::new(0) };
     /// The thread's CPU clock at the end of its last sample, ns.
     static LAST_CPU: Cell<u64> = const { Cell::new(0) };
+    /// On the thread that runs [`calibrate_path`]: its intervals.
+    static PATH_INTERVALS: RefCell<Option<Vec<u64>>> = const { RefCell::new(None) };
 }
 
 /// One burst, closed.
@@ -129,6 +137,7 @@ pub fn begin(probe: &[MethodId]) {
     PROBE_FRAMES_N.store(n, Ordering::Release);
     *crate::sync::lock(&EDGES) = Some(HashMap::new());
     DROPPED.store(0, Ordering::Relaxed);
+    PATH.store(0, Ordering::Relaxed);
     CLOCK_READ.store(clock_read_ns(), Ordering::Relaxed);
     ON.store(true, Ordering::Release);
 }
@@ -223,6 +232,15 @@ fn is_probe_frame(m: MethodId) -> bool {
 #[cold]
 #[inline(never)]
 pub fn sample(jni: Jni<'_>) {
+    let calibrating = CALIBRATING.load(Ordering::Acquire);
+    if calibrating
+        && !PATH_INTERVALS
+            .try_with(|p| p.borrow().is_some())
+            .unwrap_or(false)
+    {
+        // Another thread's entry while the path is measured: not sampled.
+        return;
+    }
     if BUDGET
         .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |b| {
             (b > 0).then_some(b.saturating_sub(1))
@@ -251,7 +269,51 @@ pub fn sample(jni: Jni<'_>) {
         })
         .ok()
         .flatten();
-    let recorded = crate::env::get()
+    let recorded = if calibrating {
+        // The path's calibration: the interval is all there is to keep.
+        // The frames are read and the table taken as a sample does (the
+        // stack walk leaves the caches and the thread's state as the next
+        // interval of a real sample finds them), nothing recorded.
+        let frames =
+            crate::env::get().and_then(|agent| agent.jvmti.own_frames::<FRAMES>(&jni).ok());
+        std::hint::black_box(frames);
+        drop(crate::sync::try_lock(&EDGES));
+        if let Some(cpu) = interval {
+            let _ = PATH_INTERVALS.try_with(|p| {
+                if let Some(v) = p.borrow_mut().as_mut() {
+                    v.push(cpu);
+                }
+            });
+        }
+        true
+    } else {
+        record_edge(jni, interval)
+    };
+    if !recorded {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(cpu) = interval
+        && !calibrating
+    {
+        INTERVALS.fetch_add(1, Ordering::AcqRel);
+        INTERVAL_CPU.fetch_add(cpu, Ordering::AcqRel);
+    }
+    let _ = LAST_CPU.try_with(|c| c.set(sprig_wire::clock::thread_cpu_ns()));
+    let t1 = sprig_wire::clock::monotonic_ns();
+    SAMPLES.fetch_add(1, Ordering::AcqRel);
+    COST.fetch_add(t1.saturating_sub(t0), Ordering::AcqRel);
+    LAST.fetch_max(t1, Ordering::AcqRel);
+    if !burst_open() {
+        // The last of the budget: the probes go quiet until the next burst.
+        lower_or_raise(jni);
+    }
+}
+
+/// Records the edge into the method entered, read from the thread's own
+/// top frames, with the interval its entry closed; `false` when the
+/// caller could not be named or the table was busy.
+fn record_edge(jni: Jni<'_>, interval: Option<u64>) -> bool {
+    crate::env::get()
         .and_then(|agent| agent.jvmti.own_frames::<FRAMES>(&jni).ok())
         .and_then(|(frames, n)| {
             let mut it = frames[..n].iter().flatten().copied();
@@ -275,21 +337,97 @@ pub fn sample(jni: Jni<'_>) {
                 }
                 None => false,
             }
-        });
-    if !recorded {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        })
+}
+
+/// Calls of the empty method per batch of [`calibrate_path`].
+const PATH_BATCH: i32 = 256;
+/// [`calibrate_path`] runs at least this many batches, then stops once
+/// the fastest batch is not among the last [`PATH_SETTLED`] (the JIT is
+/// done with the loop), after [`PATH_BATCHES`] or after [`PATH_BUDGET`].
+const PATH_MIN_BATCHES: usize = 40;
+const PATH_SETTLED: usize = 20;
+const PATH_BATCHES: usize = 400;
+const PATH_BUDGET: Duration = Duration::from_millis(1500);
+
+/// Measures the burst's own path between two sampled entries of a thread
+/// (module docs) on the calling thread, before any burst: batches of
+/// `Calibration.burst(n)` (`class`: n calls of an instrumented empty
+/// method) run with every entry of this thread sampled and nobody else's
+/// (only this thread's slot of `Probe.INSIDE` open: the other threads'
+/// probes stay in Java); each batch's median interval, and the fastest of
+/// those (until the JIT has compiled the loop and the probe the batches are
+/// slower, and a disturbance only slows a batch). `None` when no batch
+/// could be measured. Kept for the bursts' messages ([`path_ns`]).
+pub fn calibrate_path(jni: Jni<'_>, class: crate::ffi::Local<'_>) -> Option<u64> {
+    if !ON.load(Ordering::Acquire) || BUDGET.load(Ordering::Acquire) > 0 {
+        return None;
     }
-    if let Some(cpu) = interval {
-        INTERVALS.fetch_add(1, Ordering::AcqRel);
-        INTERVAL_CPU.fetch_add(cpu, Ordering::AcqRel);
+    let agent = crate::env::get()?;
+    let java_id = agent
+        .jvmti
+        .current_thread(&jni)
+        .ok()
+        .and_then(|(_, t)| jni.thread_id(t))?;
+    PATH_INTERVALS
+        .try_with(|p| *p.borrow_mut() = Some(Vec::with_capacity(PATH_BATCH as usize)))
+        .ok()?;
+    probe_class::set_inside_only(jni, java_id);
+    CALIBRATING.store(true, Ordering::Release);
+    BUDGET.store(i64::MAX / 2, Ordering::Release);
+    lower_or_raise(jni);
+    let start = Instant::now();
+    let mut medians: Vec<u64> = Vec::new();
+    loop {
+        let n = medians.len();
+        let fastest_at = medians
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, m)| **m)
+            .map_or(0, |(i, _)| i);
+        let settled = n >= PATH_MIN_BATCHES && fastest_at + PATH_SETTLED < n;
+        if settled || n >= PATH_BATCHES || start.elapsed() >= PATH_BUDGET {
+            break;
+        }
+        // The batch's first entry closes no interval: the call from the
+        // agent into Java is not the path.
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+        if jni
+            .call_static_void_int(class, "burst", PATH_BATCH)
+            .is_err()
+        {
+            break;
+        }
+        let mut v = PATH_INTERVALS
+            .try_with(|p| p.borrow_mut().as_mut().map(std::mem::take))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        if v.len() >= PATH_BATCH as usize / 2 {
+            v.sort_unstable();
+            medians.push(v[v.len() / 2]);
+        }
     }
-    let _ = LAST_CPU.try_with(|c| c.set(sprig_wire::clock::thread_cpu_ns()));
-    let t1 = sprig_wire::clock::monotonic_ns();
-    SAMPLES.fetch_add(1, Ordering::AcqRel);
-    COST.fetch_add(t1.saturating_sub(t0), Ordering::AcqRel);
-    LAST.fetch_max(t1, Ordering::AcqRel);
-    if !burst_open() {
-        // The last of the budget: the probes go quiet until the next burst.
-        lower_or_raise(jni);
+    BUDGET.store(0, Ordering::Release);
+    lower_or_raise(jni);
+    CALIBRATING.store(false, Ordering::Release);
+    probe_class::set_inside_all(jni, true);
+    let _ = PATH_INTERVALS.try_with(|p| p.borrow_mut().take());
+    let _ = SEEN.try_with(|s| s.set(0));
+    if probe_class::debug_on() {
+        eprintln!(
+            "sprig agent: call-edge bursts' path: {} batches in {:?}, medians {:?}",
+            medians.len(),
+            start.elapsed(),
+            medians
+        );
     }
+    let path = medians.iter().copied().min()?;
+    PATH.store(path, Ordering::Relaxed);
+    Some(path)
+}
+
+/// The burst's own path measured by [`calibrate_path`], ns; 0 unmeasured.
+pub fn path_ns() -> u64 {
+    PATH.load(Ordering::Relaxed)
 }

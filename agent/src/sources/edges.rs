@@ -5,11 +5,15 @@
 //! names that load later get them from the hook), and runs the
 //! `sprig-edges` thread: every interval it closes the open burst and opens
 //! the next (`probe::edges`), and about every 200 ms sends the edges
-//! sampled since, named (`EdgeSamples`). At the end the thread is stopped,
+//! sampled since, named (`EdgeSamples`). Before the first burst the
+//! thread measures the bursts' own path between two sampled entries on
+//! the calibration class (`edges::calibrate_path`); every message carries
+//! it. At the end the thread is stopped,
 //! the probes silenced and every class put back.
 
 use super::stacks::{Running, start_thread, stop_thread, wait_until};
 use super::{Ending, Needs, Source};
+use crate::calibrate;
 use crate::env::Agent;
 use crate::error::step;
 use crate::ffi::{Capabilities, Event, Jni, Jvmti, MethodId};
@@ -92,6 +96,9 @@ impl Source for Edges {
         let jvmti = agent.jvmti;
         start_thread(agent, THREAD_NAME, &mut self.thread, move |_jni, stop| {
             Ok(move |jni: Jni<'_>| {
+                step("the call-edge bursts' path calibration", (), || {
+                    measure_path(jni)
+                });
                 let mut names: HashMap<usize, Option<EdgeMethod>> = HashMap::new();
                 let mut pending = EdgeSamples::default();
                 let mut next = Instant::now();
@@ -139,6 +146,27 @@ impl Source for Edges {
     }
 }
 
+/// The bursts' own path, measured on the calibration class (defined if
+/// this JVM has none yet); a `Warning` when it cannot be, and the rates
+/// then hold it.
+fn measure_path(jni: Jni<'_>) {
+    let measured = jni.with_local_frame(8, |jni| {
+        let class = calibrate::calibration_class(jni)?;
+        if !jni.has_static_method(class, "burst", c"(I)V") {
+            return Err(
+                "the calibration class an older sprig defined in this JVM has no burst".into(),
+            );
+        }
+        edges::calibrate_path(jni, class).ok_or_else(|| "no batch was measured".to_owned())
+    });
+    if let Err(e) = measured {
+        outbox::send(Message::Warning(format!(
+            "call-edge bursts: their own path between two entries could not be measured ({e}); \
+             call rates of call-dense code are estimated low"
+        )));
+    }
+}
+
 /// A closed burst's figures into the next message.
 fn add_burst(pending: &mut EdgeSamples, b: &edges::Burst) {
     pending.bursts += 1;
@@ -176,6 +204,7 @@ fn send(
         });
     }
     if pending.bursts > 0 || !pending.edges.is_empty() {
+        pending.path_ns = edges::path_ns();
         outbox::send(Message::EdgeSamples(std::mem::take(pending)));
     }
 }

@@ -12,10 +12,13 @@
 //!                      "predicted_overhead":{"estimate":true,"basis":"edges"|"none",
 //!                                            "sampled_pct","exact_pct","calls_per_s_est",
 //!                                            "calls_per_cpu_s_est" (each null with basis "none"),
-//!                                            "note"},
+//!                                            "note","sampled_pair_ns","exact_pair_ns",
+//!                                            "pair_source":"benchmark","burst_path_ns"
+//!                                            (null with basis "none"; the path null
+//!                                            when unmeasured)},
 //!                      "command"}],
 //!  "edges":{"bursts","samples","named","dropped","effective_ms","cost_ns","classes","methods",
-//!           "intervals","interval_cpu_ms","app_cpu_per_s",
+//!           "intervals","interval_cpu_ms","app_cpu_per_s","path_ns","interval_app_cpu_ms",
 //!           "edges":[{"caller","callee","samples","calls_per_s_est"}]} (with --edges)}
 //! NODE = {"class","method","self","total","activations","children":[NODE]}
 //! ```
@@ -34,7 +37,7 @@ use std::io::{self, Write};
 use super::build::StackProfile;
 use super::convert::{ConvertOptions, merged_with};
 use super::edges::EdgeProfile;
-use super::suggest::{SuggestedRoot, app_cpu_per_s};
+use super::suggest::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, SuggestedRoot, app_cpu_per_s};
 use crate::profile::{Metric, Profile, Tree};
 use crate::report::json::write_str;
 
@@ -169,6 +172,17 @@ pub fn write_json_with_edges(
                 "unknown (run with --edges)"
             },
         )?;
+        if r.exact_pct.is_some() {
+            write!(
+                out,
+                ",\"sampled_pair_ns\":{SAMPLED_PAIR_NS:.1},\"exact_pair_ns\":{EXACT_PAIR_NS:.1},\"pair_source\":\"benchmark\",\"burst_path_ns\":{}",
+                num(edges.map(|e| e.path_ns as f64).filter(|&n| n > 0.0), 0)
+            )?;
+        } else {
+            out.write_all(
+                b",\"sampled_pair_ns\":null,\"exact_pair_ns\":null,\"pair_source\":null,\"burst_path_ns\":null",
+            )?;
+        }
         out.write_all(b"},\"command\":")?;
         write_str(out, &profile_command(pid, &r.pattern))?;
         out.write_all(b"}")?;
@@ -178,7 +192,7 @@ pub fn write_json_with_edges(
         let app_cpu = app_cpu_per_s(p);
         write!(
             out,
-            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"intervals\":{},\"interval_cpu_ms\":{:.3},\"app_cpu_per_s\":{:.3},\"edges\":[",
+            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"intervals\":{},\"interval_cpu_ms\":{:.3},\"app_cpu_per_s\":{:.3},\"path_ns\":{},\"interval_app_cpu_ms\":{:.3},\"edges\":[",
             e.bursts,
             e.samples,
             e.named(),
@@ -189,7 +203,9 @@ pub fn write_json_with_edges(
             e.methods,
             e.intervals,
             e.interval_cpu_ns as f64 / 1e6,
-            app_cpu
+            app_cpu,
+            e.path_ns,
+            e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6
         )?;
         for (i, row) in e.rows(app_cpu).iter().enumerate() {
             if i > 0 {

@@ -26,9 +26,14 @@
 //! ```
 //!
 //! with the pair of sampled timing ([`SAMPLED_PAIR_NS`]) and of exact
-//! timing ([`EXACT_PAIR_NS`]), as measured in BENCHMARKS.md. Its calls per
+//! timing ([`EXACT_PAIR_NS`]), as measured in BENCHMARKS.md (the JSON says
+//! so: `pair_source`), and the calls per CPU second with the bursts' own
+//! path taken out of the time between entries (`burst_path_ns`). Its calls per
 //! wall second are that rate times the CPU time sampled under the root a
-//! second. Without bursts there is no prediction: Whaley's edge
+//! second. Left out: what the root's own probes add (a root context opened
+//! and closed per call), and the CPU the profiling CLI takes to read every
+//! event, which costs the target throughput only on a host with no idle
+//! core (docs/stack-sampling.md). Without bursts there is no prediction: Whaley's edge
 //! activations are a lower bound on the calls that sampling cannot bound
 //! from above (a call that starts and ends between two samples of its
 //! thread is not seen), and on call-dense code they were 100,000 times

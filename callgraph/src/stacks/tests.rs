@@ -289,6 +289,7 @@ fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
         }],
         intervals: 8,
         interval_cpu_ns: 8_000,
+        path_ns: 0,
     });
     let mut estimated = roots.clone();
     with_edges(&mut estimated, &edges, &p);

@@ -245,7 +245,15 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         if roots.iter().any(|r| r.exact_pct.is_some()) {
             writeln!(
                 out,
-                "  The prediction, an estimate: the calls per CPU second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact (the benchmark's figures for this kind of host). Calls a few hundred nanoseconds apart are estimated low (the probe's own path is in the time between them); roots the edges do not name have none."
+                "  The prediction, an estimate: the calls per CPU second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact (the benchmark's figures for this kind of host, not measured in this JVM), the bursts' own path between two entries ({}) taken out of the CPU time between them. It leaves out what the root's own probes add (opening and closing a root context) and, where the host has no idle core, the CPU `sprig profile` itself takes to read every event; roots the edges do not name have none.",
+                s.edges
+                    .as_ref()
+                    .map(|e| e.profile.path_ns)
+                    .filter(|&n| n > 0)
+                    .map_or(
+                        "not measured: call-dense code is estimated low".to_owned(),
+                        |n| format!("{n} ns, measured on an empty method as the bursts began")
+                    )
             )?;
         } else if !roots.is_empty() {
             writeln!(
@@ -276,7 +284,7 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
     let app_cpu = app_cpu_per_s(&s.profile);
     writeln!(
         out,
-        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated from {} intervals between a thread's entries, {:.2} ms of CPU time, at the {:.2} CPU seconds a second the application's code used)",
+        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated from {} intervals between a thread's entries, {:.2} ms of CPU time, {:.2} ms without the bursts' own path of {} ns in each, at the {:.2} CPU seconds a second the application's code used)",
         e.bursts,
         s.args.edge_budget,
         s.args.edge_interval,
@@ -286,6 +294,8 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
         named,
         e.intervals,
         e.interval_cpu_ns as f64 / 1e6,
+        e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6,
+        e.path_ns,
         app_cpu
     )?;
     writeln!(
