@@ -79,7 +79,7 @@ impl LiveProfile {
     /// garbage collections (from the point that many back, or the first,
     /// to now); `None` with fewer than two points.
     pub fn growth(&self, context: u32, class: u32) -> Option<i64> {
-        let first = self.series.len().checked_sub(GROWTH_SPAN + 1).unwrap_or(0);
+        let first = self.series.len().saturating_sub(GROWTH_SPAN + 1);
         let then = self.series.get(first)?;
         let bytes_at = |g: &LiveGc| {
             g.rows

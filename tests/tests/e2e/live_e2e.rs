@@ -147,11 +147,11 @@ fn a_growing_context_ranks_first_by_live_bytes_amid_churn() {
         let t0 = Instant::now();
         let classes = fixture_classes(&jdk);
         let mut jvm = start_jvm(&jdk, classes.path());
-        let report = session(&mut jvm, 6);
-        check(&format!("JDK {} session A", jdk.major), &report, 6);
+        let report = session(&mut jvm, 4);
+        check(&format!("JDK {} session A", jdk.major), &report, 4);
         // The JVM runs on, and a second session follows live objects again.
-        let report = session(&mut jvm, 5);
-        check(&format!("JDK {} session B", jdk.major), &report, 5);
+        let report = session(&mut jvm, 3);
+        check(&format!("JDK {} session B", jdk.major), &report, 3);
         jvm.send("exit");
         let _ = jvm.wait_exit(LONG);
         println!("JDK {}: {:.1} s", jdk.major, t0.elapsed().as_secs_f64());
