@@ -5,8 +5,8 @@
 //! the growing context ranks first by live bytes within 3 collections and
 //! stays first, the churn holds under 5% of the live bytes at every
 //! collection from then on, the growing node's JSON `live` figures are
-//! there, and after the first session detached a second one on the same
-//! JVM follows live objects again.
+//! there, and once that session detached, the next one on the same JVM
+//! follows live objects again.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -149,7 +149,7 @@ fn a_growing_context_ranks_first_by_live_bytes_amid_churn() {
         let mut jvm = start_jvm(&jdk, classes.path());
         let report = session(&mut jvm, 4);
         check(&format!("JDK {} session A", jdk.major), &report, 4);
-        // The JVM runs on, and a second session follows live objects again.
+        // The JVM runs on, and the next session follows live objects again.
         let report = session(&mut jvm, 3);
         check(&format!("JDK {} session B", jdk.major), &report, 3);
         jvm.send("exit");
