@@ -128,7 +128,8 @@ fn check(what: &str, report: &Value, rounds: u64) {
             "{what} gc {gc}: churn {churn} of {total} live bytes: {ctx:?}"
         );
     }
-    let first_grow = series[from].1.get("grow").copied().unwrap_or(0);
+    // Its live bytes grow from the first collection to the last.
+    let first_grow = series[0].1.get("grow").copied().unwrap_or(0);
     let last_grow = series.last().unwrap().1.get("grow").copied().unwrap_or(0);
     assert!(
         last_grow > first_grow,
