@@ -158,3 +158,31 @@ fn a_growing_context_ranks_first_by_live_bytes_amid_churn() {
         println!("JDK {}: {:.1} s", jdk.major, t0.elapsed().as_secs_f64());
     }
 }
+
+#[test]
+fn live_objects_without_samples_is_one_clear_line() {
+    let (code, _, err) = sprig_tests::run_sprig(
+        &[
+            "run",
+            "--alloc=live",
+            "--alloc-interval",
+            "0",
+            "--root",
+            "a.B::c",
+            "--",
+            "java",
+        ],
+        LONG,
+    );
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("--alloc=live") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let (code, _, err) = sprig_tests::run_sprig(
+        &["run", "--alloc=dead", "--root", "a.B::c", "--", "java"],
+        LONG,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--alloc"), "{err}");
+}
