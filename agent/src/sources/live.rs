@@ -180,6 +180,28 @@ impl Source for LiveObjects {
         LiveObjects::NEEDS
     }
 
+    /// Its capabilities potentially available; the test hook
+    /// `SPRIG_AGENT_FAULT=live-unavailable` plays a JVM that does not
+    /// offer `can_tag_objects`.
+    fn check(&self, agent: &Agent) -> Result<(), String> {
+        let mut have = agent
+            .jvmti
+            .potential_capabilities()
+            .map_err(|e| format!("GetPotentialCapabilities: {e}"))?;
+        if crate::error::fault_named("live-unavailable") {
+            have.tag_objects = false;
+        }
+        let want = LiveObjects::NEEDS.capabilities;
+        if want.within(have) {
+            Ok(())
+        } else {
+            Err(format!(
+                "this JVM cannot grant {}",
+                want.missing_from(have).join(", ")
+            ))
+        }
+    }
+
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
         // What an earlier session left in the queue is not this one's.
         let mut old = Vec::new();

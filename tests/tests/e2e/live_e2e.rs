@@ -20,8 +20,11 @@ const LONG: Duration = Duration::from_secs(120);
 /// round, 64 of `churn`'s.
 const INTERVAL: &str = "32768";
 
-fn start_jvm(jdk: &Jdk, classes: &std::path::Path) -> Proc {
+fn start_jvm(jdk: &Jdk, classes: &std::path::Path, fault: Option<&str>) -> Proc {
     let mut cmd = Command::new(jdk.java());
+    if let Some(f) = fault {
+        cmd.env("SPRIG_AGENT_FAULT", f);
+    }
     // A young generation that the rounds of one session do not fill: the
     // collections are the rounds' `System.gc()`.
     cmd.args(["-Xms256m", "-Xmx256m", "-Xmn160m", "-cp"])
@@ -32,8 +35,8 @@ fn start_jvm(jdk: &Jdk, classes: &std::path::Path) -> Proc {
     p
 }
 
-/// One session of `rounds` rounds; the JSON report.
-fn session(jvm: &mut Proc, rounds: u32) -> Value {
+/// One session of `rounds` rounds; the JSON report and sprig's output.
+fn session_with_output(jvm: &mut Proc, rounds: u32) -> (Value, String) {
     let tmp = TempDir::new("live");
     let out = tmp.path().join("report.json");
     let mut cmd = Command::new(sprig_bin());
@@ -54,7 +57,14 @@ fn session(jvm: &mut Proc, rounds: u32) -> Value {
         .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
     assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
     let text = std::fs::read_to_string(&out).expect("report written");
-    serde_json::from_str(&text).expect("JSON report")
+    (
+        serde_json::from_str(&text).expect("JSON report"),
+        sprig.transcript(),
+    )
+}
+
+fn session(jvm: &mut Proc, rounds: u32) -> Value {
+    session_with_output(jvm, rounds).0
 }
 
 /// A point's live bytes per context, by its innermost method.
@@ -147,7 +157,7 @@ fn a_growing_context_ranks_first_by_live_bytes_amid_churn() {
     for jdk in sprig_tests::test_jdks("live_objects") {
         let t0 = Instant::now();
         let classes = fixture_classes(&jdk);
-        let mut jvm = start_jvm(&jdk, classes.path());
+        let mut jvm = start_jvm(&jdk, classes.path(), None);
         let report = session(&mut jvm, 4);
         check(&format!("JDK {} session A", jdk.major), &report, 4);
         // The JVM runs on, and the next session follows live objects again.
@@ -185,4 +195,28 @@ fn live_objects_without_samples_is_one_clear_line() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--alloc"), "{err}");
+}
+
+#[test]
+fn without_the_capabilities_one_line_and_samples_only() {
+    for jdk in sprig_tests::test_jdks("live_objects_unavailable") {
+        let t0 = Instant::now();
+        let classes = fixture_classes(&jdk);
+        let mut jvm = start_jvm(&jdk, classes.path(), Some("live-unavailable"));
+        let (report, transcript) = session_with_output(&mut jvm, 2);
+        let what = format!("JDK {}", jdk.major);
+        let lines: Vec<&str> = transcript
+            .lines()
+            .filter(|l| l.contains("no live objects"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{what}: one line expected\n{transcript}");
+        assert!(lines[0].contains("can_tag_objects"), "{what}: {}", lines[0]);
+        assert!(report.get("live").is_none(), "{what}: {}", report["live"]);
+        // The allocation samples go on.
+        let text = report.to_string();
+        assert!(text.contains("\"sampled_allocations\""), "{what}");
+        jvm.send("exit");
+        let _ = jvm.wait_exit(LONG);
+        println!("JDK {}: {:.1} s", jdk.major, t0.elapsed().as_secs_f64());
+    }
 }
