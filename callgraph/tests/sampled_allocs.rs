@@ -175,6 +175,12 @@ fn tagged_samples_are_live_until_freed() {
     let grow = tree.nodes[root as usize].children[0];
     assert_eq!(live.nodes.get(&(0, grow)).map(|l| l.bytes), Some(98_304));
     assert_eq!(live.nodes.len(), 1, "{:?}", live.nodes);
+    // Snapshots (version 11) carry them.
+    let mut data = Vec::new();
+    p.write_snapshot(&mut data).unwrap();
+    let back = Profile::read_snapshot(&mut data.as_slice()).unwrap();
+    assert_eq!(back.live, p.live);
+    assert_eq!(back, p);
 
     let mut json = Vec::new();
     Format::Json
