@@ -68,6 +68,7 @@ use crate::probe_class;
 use crate::reveal;
 use crate::sources::cpu_timer::CpuTimer;
 use crate::sources::edges::Edges;
+use crate::sources::live::LiveObjects;
 use crate::sources::locks::Locks;
 use crate::sources::probes::Probes;
 use crate::sources::sampled_alloc::SampledAllocs;
@@ -140,13 +141,19 @@ impl crate::ffi::VmEvents for Events {
         sources::locks::on_monitor(jvmti, jni, object, event)
     }
     fn gc(start: bool) {
-        sources::locks::on_gc(start)
+        sources::locks::on_gc(start);
+        if !start {
+            sources::live::on_gc_finish();
+        }
     }
     fn thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>) {
         crate::sources::cpu_timer::on_thread(start, java)
     }
-    fn sampled_alloc(jvmti: &Jvmti, _jni: Jni<'_>, class: Local<'_>, size: u64) {
-        sources::sampled_alloc::on_sample(jvmti, class, size)
+    fn sampled_alloc(jvmti: &Jvmti, _jni: Jni<'_>, object: Local<'_>, class: Local<'_>, size: u64) {
+        sources::sampled_alloc::on_sample(jvmti, object, class, size)
+    }
+    fn object_free(tag: u64) {
+        sources::live::on_free(tag)
     }
 }
 
@@ -731,7 +738,7 @@ fn start_profiling(
     // Sampled allocations, once the probes run: without the capability,
     // one line and exact allocations only.
     if so.alloc_interval > 0 && !sample_only {
-        start_sampled_allocs(agent, jni, so.alloc_interval);
+        start_sampled_allocs(agent, jni, so.alloc_interval, so.alloc_live);
     }
     // The stack sampler, with the probes or alone: the CPU-time timer
     // when asked for and usable, the JVMTI sampler otherwise.
@@ -760,7 +767,12 @@ fn start_profiling(
 /// Starts the sampled allocations of `--alloc-interval`; when they cannot
 /// run (the capability held by another environment), says so in one
 /// line and goes on without them.
-fn start_sampled_allocs(agent: &'static Agent, jni: Jni<'_>, interval: u32) {
+fn start_sampled_allocs(agent: &'static Agent, jni: Jni<'_>, interval: u32, live: bool) {
+    // Live objects first, so that the first sample is tagged; without its
+    // capabilities, one line and samples only.
+    if live {
+        start_live_objects(agent, jni);
+    }
     let source = Box::new(SampledAllocs::new(interval));
     let Err(e) = start_source(agent, jni, source) else {
         return;
@@ -774,6 +786,22 @@ fn start_sampled_allocs(agent: &'static Agent, jni: Jni<'_>, interval: u32) {
     }
     drop(running);
     outbox::send(Message::Warning(SampledAllocs::unavailable(&e)));
+}
+
+/// Starts the live objects of `--alloc=live`; when they cannot run (a
+/// capability this JVM does not grant), says so in one line and goes on
+/// without them.
+fn start_live_objects(agent: &'static Agent, jni: Jni<'_>) {
+    let Err(e) = start_source(agent, jni, Box::new(LiveObjects)) else {
+        return;
+    };
+    let mut running = crate::sync::lock(&SOURCES);
+    if running.last_name() == Some(LiveObjects::NAME) {
+        let mut ending = sources::Ending::default();
+        running.stop_last(agent, jni, &mut ending).release(agent);
+    }
+    drop(running);
+    outbox::send(Message::Warning(LiveObjects::unavailable(&e)));
 }
 
 /// Starts the stack source `opts` asks for: the CPU-time timer
@@ -826,6 +854,7 @@ impl Session {
         let mut last_status = Instant::now();
         let end = loop {
             inject_fault("control");
+            sources::live::service(&agent.jvmti);
             outbox::flush();
             let wait = probe::settle_active(jni).map_or(TICK, |w| w.min(TICK));
             reveal::service(&agent.jvmti, jni);

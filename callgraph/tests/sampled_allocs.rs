@@ -11,10 +11,15 @@ use sprig_wire::event::{Event, EventKind};
 use sprig_wire::{Message, SampledAlloc};
 
 fn sample(class: u32, size: u32, bytes_est: u64) -> Vec<Event> {
+    tagged(class, size, bytes_est, 0)
+}
+
+fn tagged(class: u32, size: u32, bytes_est: u64, tag: u64) -> Vec<Event> {
     SampledAlloc {
         class,
         size,
         bytes_est,
+        tag,
     }
     .record(0)
     .unwrap()
@@ -109,4 +114,101 @@ fn samples_land_on_the_open_frame_and_survive_a_snapshot() {
     assert!(text.contains("~sampled bytes"), "{text}");
     // No exact allocation columns without exact allocations.
     assert!(!text.contains("self bytes"), "{text}");
+}
+
+/// Live objects (`--alloc=live`) through the builder: tagged samples on
+/// their frames, frees and collections from the control messages, into
+/// the profile's series, the nodes' figures and both reports.
+#[test]
+fn tagged_samples_are_live_until_freed() {
+    let mut b = CctBuilder::new(1_000_000_000);
+    b.set_method(1, "p.Main", "root", "()V");
+    b.set_method(2, "p.Main", "grow", "()V");
+    b.set_method(3, "p.Main", "churn", "()V");
+    b.apply_message(&Message::AllocClass {
+        id: 1,
+        class: "[B".into(),
+    });
+    let mut tag = 0;
+    for round in 0..3u64 {
+        let t = round * 100;
+        let mut evs = vec![Event::new(EventKind::RootEntry, 1, t + 1)];
+        evs.push(Event::new(EventKind::MethodEntry, 2, t + 2));
+        tag += 1;
+        evs.extend(tagged(1, 16_384, 32_768, tag));
+        evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
+        evs.push(Event::new(EventKind::MethodEntry, 3, t + 4));
+        let mut churn = Vec::new();
+        for _ in 0..4 {
+            tag += 1;
+            churn.push(tag);
+            evs.extend(tagged(1, 2048, 32_768, tag));
+        }
+        evs.push(Event::new(EventKind::MethodExit, 3, t + 5));
+        evs.push(Event::new(EventKind::RootExit, 1, t + 6));
+        b.process(0, &evs);
+        // The churn dies at the collection; a tag never seen changes nothing.
+        churn.push(10_000 + round);
+        b.apply_message(&Message::LiveFreed {
+            tags: churn,
+            lost: 0,
+        });
+        b.apply_message(&Message::LiveGc { gc: round + 1 });
+    }
+    let p = b.finish();
+    let live = p.live.as_ref().expect("live objects");
+    assert_eq!(live.series.len(), 3);
+    for (i, g) in live.series.iter().enumerate() {
+        assert_eq!(g.gc, i as u64 + 1);
+        assert_eq!(g.total.bytes, 32_768 * (i as u64 + 1), "{g:?}");
+        assert_eq!(g.rows.len(), 1);
+        assert_eq!(live.contexts[g.rows[0].context as usize], vec![1, 2]);
+    }
+    let r = live.now.rows[0];
+    assert_eq!(
+        (r.live.bytes, r.live.objects, r.live.samples),
+        (98_304, 6, 3)
+    );
+    assert_eq!(live.growth(r.context, r.class), Some(98_304 - 32_768));
+    let tree = &p.threads[0].tree;
+    let root = tree.roots[0];
+    let grow = tree.nodes[root as usize].children[0];
+    assert_eq!(live.nodes.get(&(0, grow)).map(|l| l.bytes), Some(98_304));
+    assert_eq!(live.nodes.len(), 1, "{:?}", live.nodes);
+    // Snapshots (version 11) carry them.
+    let mut data = Vec::new();
+    p.write_snapshot(&mut data).unwrap();
+    let back = Profile::read_snapshot(&mut data.as_slice()).unwrap();
+    assert_eq!(back.live, p.live);
+    assert_eq!(back, p);
+
+    let mut json = Vec::new();
+    Format::Json
+        .renderer()
+        .render(&p, &RenderOptions::default(), &mut json)
+        .unwrap();
+    let json = String::from_utf8(json).unwrap();
+    assert!(
+        json.contains(
+            r#""live":{"estimate":true,"lost_frees":0,"now":{"gc":3,"bytes":98304,"objects":6,"samples":3,"rows":[{"context":["p.Main.root","p.Main.grow"],"class":"byte[]","bytes":98304,"objects":6,"samples":3,"growth_bytes":65536}]},"gcs":[{"gc":1,"bytes":32768,"#
+        ),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#""live":{"bytes":98304,"objects":6,"samples":3},"#),
+        "{json}"
+    );
+
+    let mut text = Vec::new();
+    Format::Text
+        .renderer()
+        .render(&p, &RenderOptions::default(), &mut text)
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("byte[]") && l.contains("grow"))
+        .unwrap_or_else(|| panic!("no live row:\n{text}"));
+    assert!(line.contains("98304") && line.contains("+65536"), "{line}");
+    assert!(text.contains("live objects: estimates"), "{text}");
 }

@@ -13,6 +13,19 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
+/// The version 10 file of a profile without live objects: a version 11
+/// file without the live flag (u8 0) before the end marker.
+fn downgrade_to_v10(v11: &[u8]) -> Vec<u8> {
+    let mut v = v11.to_vec();
+    assert_eq!(v[8..12], 11u32.to_le_bytes());
+    v[8..12].copy_from_slice(&10u32.to_le_bytes());
+    let end = v.len() - 8;
+    assert_eq!(&v[end..], b"SPRIGEND");
+    assert_eq!(v[end - 1], 0, "live objects");
+    v.remove(end - 1);
+    v
+}
+
 /// The version 9 file of a profile without contended monitors' owners: a
 /// version 10 file without the owner count of each node and the owners'
 /// count at the end.
@@ -414,7 +427,10 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
 
     // A version 6 file: no timing mode, samples or latency.
     let plain = bytes(&s.profile);
-    let v9 = downgrade_to_v9(&plain);
+    let v10 = downgrade_to_v10(&plain);
+    let old = Profile::read_snapshot(&mut v10.as_slice()).expect("version 10 reads");
+    assert_eq!(old, s.profile);
+    let v9 = downgrade_to_v9(&v10);
     let old = Profile::read_snapshot(&mut v9.as_slice()).expect("version 9 reads");
     assert_eq!(old, s.profile);
     let v8 = downgrade_to_v8(&v9, s.profile.stats.cost.is_some());
@@ -484,11 +500,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v11 = plain;
-    v11[8..12].copy_from_slice(&11u32.to_le_bytes());
+    let mut v12 = plain;
+    v12[8..12].copy_from_slice(&12u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v11.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(11))
+        Profile::read_snapshot(&mut v12.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(12))
     ));
 }
 

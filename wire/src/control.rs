@@ -163,6 +163,11 @@ pub struct SessionOptions {
     /// record (`AllocClass` names its class first); the others are counted
     /// (`SampledOutside`).
     pub alloc_interval: u32,
+    /// Live objects (`--alloc=live`): each allocation sample taken inside a
+    /// root context is tagged (JVMTI `SetTag`) and its tag carried by its
+    /// record; the agent sends the tags the JVM frees (`LiveFreed`) and
+    /// marks each garbage collection (`LiveGc`). Needs `alloc_interval`.
+    pub alloc_live: bool,
 }
 
 /// Silent root calls that end the cost tail ([`SessionOptions::cost_tail_ms`]).
@@ -197,6 +202,7 @@ impl SessionOptions {
             windows: None,
             cost_tail_ms: 0,
             alloc_interval: 0,
+            alloc_live: false,
         }
     }
 }
@@ -545,6 +551,14 @@ pub enum Message {
     /// root context (or on a thread that records nothing), and the bytes
     /// they stand for.
     SampledOutside { samples: u64, bytes_est: u64 },
+    /// `--alloc=live`: tags of sampled objects the JVM freed (JVMTI
+    /// ObjectFree), in batches; `lost` frees the agent's queue could not
+    /// keep since the last batch (their objects stay counted live).
+    LiveFreed { tags: Vec<u64>, lost: u64 },
+    /// `--alloc=live`: garbage collections finished so far in the session
+    /// (JVMTI GarbageCollectionFinish), sent after the frees the agent had
+    /// received by then.
+    LiveGc { gc: u64 },
 }
 
 /// The call-edge bursts drained at once (`Message::EdgeSamples`).

@@ -59,10 +59,11 @@ pub const RECORD_WAIT: u32 = 2;
 /// (the code below the subgraph that allocated runs under it).
 pub const RECORD_SAMPLED_ALLOC: u32 = 3;
 
-/// One allocation sample, two payload words: `class | size << 32`
+/// One allocation sample, two or three payload words: `class | size << 32`
 /// (`class` an id the agent names with an `AllocClass` message, `size`
-/// the sampled object's bytes) and `bytes_est`, the bytes of allocation
-/// the sample stands for.
+/// the sampled object's bytes), `bytes_est`, the bytes of allocation
+/// the sample stands for, and with `--alloc=live` the object's JVMTI tag
+/// (`LiveFreed` names it when the object is freed; 0 or absent: untagged).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampledAlloc {
     pub class: u32,
@@ -70,19 +71,19 @@ pub struct SampledAlloc {
     pub size: u32,
     /// The bytes of allocation the sample stands for (its weight).
     pub bytes_est: u64,
+    /// The object's tag (`--alloc=live`), 0 when untagged.
+    pub tag: u64,
 }
 
 impl SampledAlloc {
     /// The record, its head at `ts`.
     pub fn record(&self, ts: u64) -> Option<RecordSlots> {
-        RecordSlots::new(
-            RECORD_SAMPLED_ALLOC,
-            ts,
-            &[
-                u64::from(self.class) | u64::from(self.size) << 32,
-                self.bytes_est,
-            ],
-        )
+        let head = u64::from(self.class) | u64::from(self.size) << 32;
+        if self.tag == 0 {
+            RecordSlots::new(RECORD_SAMPLED_ALLOC, ts, &[head, self.bytes_est])
+        } else {
+            RecordSlots::new(RECORD_SAMPLED_ALLOC, ts, &[head, self.bytes_est, self.tag])
+        }
     }
 
     /// Reads a sample record; `None` for another kind or a short one.
@@ -95,6 +96,7 @@ impl SampledAlloc {
             class: w as u32,
             size: (w >> 32) as u32,
             bytes_est: r.word(1)?,
+            tag: r.word(2).unwrap_or(0),
         })
     }
 }
@@ -433,19 +435,24 @@ mod tests {
 
     #[test]
     fn allocation_samples_round_trip() {
-        let a = SampledAlloc {
-            class: u32::MAX,
-            size: 0x8000_0001,
-            bytes_est: u64::MAX - 5,
-        };
-        let r = a.record(11).unwrap();
-        let items: Vec<Item> = Records::new(r.as_slice()).collect();
-        let [Item::Record(rec)] = items[..] else {
-            panic!("one record expected: {items:?}");
-        };
-        assert_eq!(SampledAlloc::read(&rec), Some(a));
-        assert_eq!(Wait::read(&rec), None);
-        assert_eq!(AllocRecord::read(&rec), None);
+        for tag in [0, 1, u64::MAX] {
+            let a = SampledAlloc {
+                class: u32::MAX,
+                size: 0x8000_0001,
+                bytes_est: u64::MAX - 5,
+                tag,
+            };
+            let r = a.record(11).unwrap();
+            // Untagged samples keep their two words (one slot).
+            assert_eq!(r.as_slice().len(), if tag == 0 { 2 } else { 3 });
+            let items: Vec<Item> = Records::new(r.as_slice()).collect();
+            let [Item::Record(rec)] = items[..] else {
+                panic!("one record expected: {items:?}");
+            };
+            assert_eq!(SampledAlloc::read(&rec), Some(a));
+            assert_eq!(Wait::read(&rec), None);
+            assert_eq!(AllocRecord::read(&rec), None);
+        }
     }
 
     #[test]

@@ -117,6 +117,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                     }),
                     cost_tail_ms: wait_bound_ms.rotate_left(7),
                     alloc_interval: wait_bound_ms.rotate_left(3),
+                    alloc_live: wait_bound_ms % 5 == 0,
                 }
             },
         )
@@ -246,6 +247,9 @@ fn message() -> impl Strategy<Value = Message> {
         (any::<u32>(), text()).prop_map(|(id, class)| Message::AllocClass { id, class }),
         (any::<u64>(), any::<u64>())
             .prop_map(|(samples, bytes_est)| Message::SampledOutside { samples, bytes_est }),
+        (proptest::collection::vec(any::<u64>(), 0..40), any::<u64>())
+            .prop_map(|(tags, lost)| Message::LiveFreed { tags, lost }),
+        any::<u64>().prop_map(|gc| Message::LiveGc { gc }),
     ]
 }
 

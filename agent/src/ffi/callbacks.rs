@@ -60,9 +60,12 @@ pub trait VmEvents: 'static {
     /// thread. At a start, `java` is the environment, the thread's JNI
     /// and the new thread (`None` when the VM passed none).
     fn thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>);
-    /// The JVM's heap sampler sampled an allocation of `size` bytes of
-    /// class `class`, on the allocating thread.
-    fn sampled_alloc(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, size: u64);
+    /// The JVM's heap sampler sampled an allocation of `object`, `size`
+    /// bytes of class `class`, on the allocating thread.
+    fn sampled_alloc(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_>, size: u64);
+    /// An object tagged `tag` was freed. Runs where the VM posts it
+    /// (during or after a collection): no JNI, no JVMTI, no lock.
+    fn object_free(tag: u64);
 }
 
 /// Which monitor event the VM posted.
@@ -600,26 +603,32 @@ extern "system" fn sampled_object_alloc<E: VmEvents>(
     jvmti_env: *mut jvmtiEnv,
     jni_env: *mut JNIEnv,
     _thread: jthread,
-    _object: jobject,
+    object: jobject,
     klass: jclass,
     size: jlong,
 ) {
     guard(|| {
-        if klass.is_null() || jni_env.is_null() {
+        if klass.is_null() || jni_env.is_null() || object.is_null() {
             return;
         }
         // SAFETY: the VM passes the environment the event is enabled in,
-        // this thread's JNIEnv, and a local reference to the object's class
-        // valid for the callback.
-        let (jvmti, jni, class) = unsafe {
+        // this thread's JNIEnv, and local references to the object and its
+        // class valid for the callback.
+        let (jvmti, jni, object, class) = unsafe {
             (
                 Jvmti::from_raw(jvmti_env),
                 Jni::from_raw(jni_env),
+                Local::from_raw(object),
                 Local::from_raw(klass),
             )
         };
-        E::sampled_alloc(&jvmti, jni, class, size.max(0) as u64);
+        E::sampled_alloc(&jvmti, jni, object, class, size.max(0) as u64);
     });
+}
+
+/// ObjectFree: a tagged object was freed.
+extern "system" fn object_free<E: VmEvents>(_jvmti_env: *mut jvmtiEnv, tag: jlong) {
+    guard(|| E::object_free(tag as u64));
 }
 
 /// Installs the event callbacks of the agent's single environment, bound
@@ -641,6 +650,7 @@ pub fn install<E: VmEvents>(jvmti: &Jvmti) -> Result<(), JvmtiError> {
     cb.ThreadStart = Some(thread_start::<E>);
     cb.ThreadEnd = Some(thread_end::<E>);
     cb.SampledObjectAlloc = Some(sampled_object_alloc::<E>);
+    cb.ObjectFree = Some(object_free::<E>);
     jvmti.set_event_callbacks(&cb)
 }
 

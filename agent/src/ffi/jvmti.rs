@@ -135,6 +135,9 @@ pub enum Event {
     /// An allocation sampled by the JVM's heap sampler
     /// (SetHeapSamplingInterval), on the allocating thread.
     SampledObjectAlloc,
+    /// A tagged object was freed (posted during or after a collection,
+    /// on whatever thread the VM chooses: no JNI, no lock).
+    ObjectFree,
 }
 
 impl Event {
@@ -155,6 +158,7 @@ impl Event {
             Event::ThreadStart => sys::JVMTI_EVENT_THREAD_START,
             Event::ThreadEnd => sys::JVMTI_EVENT_THREAD_END,
             Event::SampledObjectAlloc => sys::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC,
+            Event::ObjectFree => sys::JVMTI_EVENT_OBJECT_FREE,
         }
     }
 }
@@ -182,6 +186,10 @@ pub struct Capabilities {
     pub compiled_method_load: bool,
     /// SampledObjectAlloc events (one environment at a time holds it).
     pub sampled_object_alloc: bool,
+    /// SetTag and GetTag (`--alloc=live`).
+    pub tag_objects: bool,
+    /// ObjectFree events of tagged objects.
+    pub object_free_events: bool,
 }
 
 impl Capabilities {
@@ -198,6 +206,8 @@ impl Capabilities {
         monitor_info: false,
         compiled_method_load: false,
         sampled_object_alloc: false,
+        tag_objects: false,
+        object_free_events: false,
     };
 
     /// What rewriting classes needs: retransform, redefine, bytecodes,
@@ -216,6 +226,8 @@ impl Capabilities {
         monitor_info: false,
         compiled_method_load: false,
         sampled_object_alloc: false,
+        tag_objects: false,
+        object_free_events: false,
     };
 
     pub fn is_empty(self) -> bool {
@@ -236,6 +248,8 @@ impl Capabilities {
             && (!self.monitor_info || other.monitor_info)
             && (!self.compiled_method_load || other.compiled_method_load)
             && (!self.sampled_object_alloc || other.sampled_object_alloc)
+            && (!self.tag_objects || other.tag_objects)
+            && (!self.object_free_events || other.object_free_events)
     }
 
     /// The JVMTI names of the capabilities of `self` that `have` lacks.
@@ -289,6 +303,11 @@ impl Capabilities {
                 self.sampled_object_alloc && !have.sampled_object_alloc,
                 "can_generate_sampled_object_alloc_events",
             ),
+            (self.tag_objects && !have.tag_objects, "can_tag_objects"),
+            (
+                self.object_free_events && !have.object_free_events,
+                "can_generate_object_free_events",
+            ),
         ]
         .into_iter()
         .filter_map(|(lacking, name)| lacking.then_some(name))
@@ -309,6 +328,8 @@ impl Capabilities {
         caps.set_can_get_monitor_info(self.monitor_info);
         caps.set_can_generate_compiled_method_load_events(self.compiled_method_load);
         caps.set_can_generate_sampled_object_alloc_events(self.sampled_object_alloc);
+        caps.set_can_tag_objects(self.tag_objects);
+        caps.set_can_generate_object_free_events(self.object_free_events);
         caps
     }
 
@@ -326,6 +347,8 @@ impl Capabilities {
             monitor_info: raw.can_get_monitor_info(),
             compiled_method_load: raw.can_generate_compiled_method_load_events(),
             sampled_object_alloc: raw.can_generate_sampled_object_alloc_events(),
+            tag_objects: raw.can_tag_objects(),
+            object_free_events: raw.can_generate_object_free_events(),
         }
     }
 }
@@ -470,6 +493,13 @@ impl Jvmti {
     pub fn set_heap_sampling_interval(&self, bytes: i32) -> Result<(), JvmtiError> {
         // SAFETY: a plain value argument.
         unsafe { jvmti_call!(self.env, SetHeapSamplingInterval, bytes) }
+    }
+
+    /// Tags `object` with `tag` (JVMTI SetTag; 0 removes a tag).
+    pub fn set_tag(&self, object: Local<'_>, tag: i64) -> Result<(), JvmtiError> {
+        // SAFETY: `object` is a live local reference of the calling thread
+        // (its `Local` borrows the callback's frame); `tag` is a value.
+        unsafe { jvmti_call!(self.env, SetTag, object.raw(), tag) }
     }
 
     /// The capabilities this environment could add now (JVMTI

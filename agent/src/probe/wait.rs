@@ -114,11 +114,17 @@ fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
 /// An allocation sample on the calling thread (`sources::sampled_alloc`):
 /// when the thread is inside a root context of this session its record
 /// goes into the thread's own stream, where it lands on the frame open
-/// now; `class` names the object's class (called only then). False when
+/// now; `class` names the object's class and `tag` tags the object
+/// (`--alloc=live`; 0: untagged), both called only then. False when
 /// nothing was written: outside every root context, on a thread that
 /// records nothing, or one caught in the middle of its own write (the
 /// sample then counts as outside). Never waits for a lock of the probes.
-pub fn sampled_alloc(size: u64, bytes_est: u64, class: impl FnOnce() -> u32) -> bool {
+pub fn sampled_alloc(
+    size: u64,
+    bytes_est: u64,
+    class: impl FnOnce() -> u32,
+    tag: impl FnOnce() -> u64,
+) -> bool {
     with_state(|s| {
         if !recording(s) || s.producer.try_borrow_mut().is_err() {
             return false;
@@ -127,6 +133,7 @@ pub fn sampled_alloc(size: u64, bytes_est: u64, class: impl FnOnce() -> u32) -> 
             class: class(),
             size: u32::try_from(size).unwrap_or(u32::MAX),
             bytes_est,
+            tag: tag(),
         };
         match sample.record(s.now()) {
             Some(rec) => {

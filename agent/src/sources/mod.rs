@@ -17,8 +17,9 @@
 //! reveal), `stacks` (the JVMTI stack sampler), `cpu_timer` (stacks
 //! from a per-thread CPU-time timer's signal, with AsyncGetCallTrace),
 //! `locks` (the waits of `--locks`, from JVMTI's monitor events),
-//! `sampled_alloc` (the JVM's allocation samples of `--alloc-interval`)
-//! and
+//! `sampled_alloc` (the JVM's allocation samples of `--alloc-interval`),
+//! `live` (the tagged samples' frees and the collections of
+//! `--alloc=live`) and
 //! `threads` (the thread snapshots of `sprig threads`, taken as it
 //! starts). Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
@@ -26,6 +27,7 @@
 
 pub mod cpu_timer;
 pub mod edges;
+pub mod live;
 pub mod locks;
 pub mod probes;
 pub mod sampled_alloc;

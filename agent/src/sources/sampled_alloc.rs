@@ -152,13 +152,15 @@ pub fn weight(size: u64, interval: u32) -> u64 {
 }
 
 /// An allocation was sampled on the calling thread (`session`'s
-/// `VmEvents`).
-pub fn on_sample(jvmti: &Jvmti, class: Local<'_>, size: u64) {
+/// `VmEvents`); inside a root context with `--alloc=live` the object is
+/// tagged (`live::tag`).
+pub fn on_sample(jvmti: &Jvmti, object: Local<'_>, class: Local<'_>, size: u64) {
     if !ON.load(Ordering::Acquire) {
         return;
     }
     let est = weight(size, INTERVAL.load(Ordering::Relaxed));
-    if !probe::sampled_alloc(size, est, || class_id(jvmti, class)) {
+    let tag = || super::live::tag(jvmti, object);
+    if !probe::sampled_alloc(size, est, || class_id(jvmti, class), tag) {
         OUTSIDE.fetch_add(1, Ordering::Relaxed);
         OUTSIDE_BYTES.fetch_add(est, Ordering::Relaxed);
     }

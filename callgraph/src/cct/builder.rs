@@ -52,6 +52,8 @@ pub struct CctBuilder {
     /// Windows timing: counted root calls record no latency (silent ones
     /// do), and stack samples are credited by path (`credit_stack`).
     windows: bool,
+    /// Live objects (`--alloc=live`).
+    live: super::live::LiveTable,
 }
 
 impl CctBuilder {
@@ -74,6 +76,7 @@ impl CctBuilder {
             resets: 0,
             timing: Timing::Exact,
             windows: false,
+            live: Default::default(),
         }
     }
 
@@ -267,6 +270,12 @@ impl CctBuilder {
             }
             _ => t.process(events),
         }
+        if !t.tagged.is_empty() {
+            let index = t.index;
+            for tagged in std::mem::take(&mut t.tagged) {
+                self.live.record(index, tagged);
+            }
+        }
     }
 
     /// Forgets what was recorded before `at`, a timestamp of the session's
@@ -453,6 +462,8 @@ impl CctBuilder {
             Message::SampledOutside { samples, bytes_est } => {
                 self.profile_template.sampled_outside = Some((*samples, *bytes_est));
             }
+            Message::LiveFreed { tags, lost } => self.live.free(tags, *lost),
+            Message::LiveGc { gc } => self.live.mark_gc(*gc),
             Message::AllocSite {
                 id,
                 method,
@@ -550,6 +561,7 @@ impl CctBuilder {
         p.methods = self.methods.clone();
         let mut threads: Vec<_> = self.threads.iter().map(|t| self.reset_view(t)).collect();
         threads.sort_by_key(|t| t.index);
+        let mut node_maps = HashMap::new();
         p.stats.cost = cost_facts(&threads, self.ticks_per_sec);
         let mut warnings = Vec::new();
         for t in &threads {
@@ -561,6 +573,9 @@ impl CctBuilder {
                 continue;
             }
             let (mut tree, map) = t.to_tree();
+            if self.live.is_on() {
+                node_maps.insert(t.index, map.clone());
+            }
             for f in &t.stack {
                 if let Some(n) = map
                     .get(f.node as usize)
@@ -595,6 +610,10 @@ impl CctBuilder {
             });
         }
         p.warnings.extend(warnings);
+        p.live = self.live.profile(|thread, node| {
+            let id = *node_maps.get(&thread)?.get(node as usize)?;
+            (id != u32::MAX).then_some(id)
+        });
         if let Some(w) = self.calibration_spread_warning() {
             p.warnings.push(w);
         }

@@ -106,11 +106,13 @@ mod builder;
 mod burst;
 mod credit;
 mod issues;
+mod live;
 mod thread;
 
 pub use builder::{CALIBRATION_SPREAD, CctBuilder, clock_name};
 pub use credit::PositionSample;
 pub use issues::StreamIssues;
+pub use live::LiveTable;
 
 #[cfg(test)]
 mod sampled_tests;

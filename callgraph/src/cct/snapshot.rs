@@ -52,6 +52,7 @@
 //! validate and without recursion. Reading never trusts a count for an
 //! allocation and never panics on a damaged file.
 
+use crate::profile::live::{LiveFigures, LiveGc, LiveProfile, LiveRow};
 use crate::profile::{
     Bursts, Calibration, Latency, MethodInfo, Node, Profile, Recal, SampleCounts, ThreadProfile,
     Timing, Tree,
@@ -60,7 +61,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 10;
+pub const SNAPSHOT_VERSION: u32 = 11;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -314,6 +315,14 @@ impl Profile {
                 w.u64(bytes_est)?;
             }
         }
+        // v11: live objects (`--alloc=live`)
+        match &self.live {
+            None => w.u8(0)?,
+            Some(l) => {
+                w.u8(1)?;
+                write_live(&mut w, l)?;
+            }
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -494,12 +503,107 @@ impl Profile {
                 x => return Err(corrupt(format!("sampled flag {x}"))),
             };
         }
+        if version >= 11 {
+            p.live = match r.u8()? {
+                0 => None,
+                1 => Some(read_live(&mut r)?),
+                x => return Err(corrupt(format!("live flag {x}"))),
+            };
+        }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {
             return Err(corrupt("missing end marker"));
         }
         Ok(p)
     }
+}
+
+fn write_figures(w: &mut W<'_>, f: &LiveFigures) -> io::Result<()> {
+    w.u64(f.bytes)?;
+    w.u64(f.objects)?;
+    w.u64(f.samples)
+}
+
+fn read_figures(r: &mut R<'_>) -> Result<LiveFigures, SnapshotError> {
+    Ok(LiveFigures {
+        bytes: r.u64()?,
+        objects: r.u64()?,
+        samples: r.u64()?,
+    })
+}
+
+fn write_point(w: &mut W<'_>, g: &LiveGc) -> io::Result<()> {
+    w.u64(g.gc)?;
+    write_figures(w, &g.total)?;
+    w.len(g.rows.len())?;
+    for row in &g.rows {
+        w.u32(row.context)?;
+        w.u32(row.class)?;
+        write_figures(w, &row.live)?;
+    }
+    Ok(())
+}
+
+fn read_point(r: &mut R<'_>) -> Result<LiveGc, SnapshotError> {
+    let gc = r.u64()?;
+    let total = read_figures(r)?;
+    let n = r.u32()?;
+    let mut rows = Vec::new();
+    for _ in 0..n {
+        rows.push(LiveRow {
+            context: r.u32()?,
+            class: r.u32()?,
+            live: read_figures(r)?,
+        });
+    }
+    Ok(LiveGc { gc, total, rows })
+}
+
+fn write_live(w: &mut W<'_>, l: &LiveProfile) -> io::Result<()> {
+    w.len(l.contexts.len())?;
+    for c in &l.contexts {
+        w.len(c.len())?;
+        for &m in c {
+            w.u32(m)?;
+        }
+    }
+    w.len(l.series.len())?;
+    for g in &l.series {
+        write_point(w, g)?;
+    }
+    write_point(w, &l.now)?;
+    w.len(l.nodes.len())?;
+    for (&(thread, node), f) in &l.nodes {
+        w.u32(thread)?;
+        w.u32(node)?;
+        write_figures(w, f)?;
+    }
+    w.u64(l.lost_frees)
+}
+
+fn read_live(r: &mut R<'_>) -> Result<LiveProfile, SnapshotError> {
+    let mut l = LiveProfile::default();
+    let n = r.u32()?;
+    for _ in 0..n {
+        let len = r.u32()?;
+        let mut c = Vec::new();
+        for _ in 0..len {
+            c.push(r.u32()?);
+        }
+        l.contexts.push(c);
+    }
+    let n = r.u32()?;
+    for _ in 0..n {
+        l.series.push(read_point(r)?);
+    }
+    l.now = read_point(r)?;
+    let n = r.u32()?;
+    for _ in 0..n {
+        let key = (r.u32()?, r.u32()?);
+        l.nodes.insert(key, read_figures(r)?);
+    }
+    l.lost_frees = r.u64()?;
+    Ok(l)
 }
 
 /// Children of `i` that respect the tree invariant (index greater than the

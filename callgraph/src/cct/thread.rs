@@ -63,6 +63,9 @@ pub(super) struct ThreadState {
     pub(super) root_entries: u64,
     pub(super) arena: Arena,
     pub(super) stack: Vec<Frame>,
+    /// Tagged allocation samples (`--alloc=live`) not yet handed to the
+    /// builder's live table.
+    pub(super) tagged: Vec<super::live::Tagged>,
     pub(super) adjust_sum: u64,
     /// Adjust ticks read but not yet charged (until the next event).
     pending_adjust: u64,
@@ -128,6 +131,7 @@ impl ThreadState {
             root_entries: 0,
             arena: Arena::with_capacity(1),
             stack: Vec::with_capacity(64),
+            tagged: Vec::new(),
             adjust_sum: 0,
             pending_adjust: 0,
             skip: 0,
@@ -597,8 +601,19 @@ impl ThreadState {
             self.issues.allocs_outside_root += 1;
             return;
         };
-        let n = &mut self.arena.nodes[top.node as usize];
+        let node = top.node;
+        let n = &mut self.arena.nodes[node as usize];
         add_sampled(&mut n.sampled_allocs, a.class, 1, a.bytes_est);
+        if a.tag != 0 {
+            self.tagged.push(super::live::Tagged {
+                tag: a.tag,
+                node,
+                path: self.stack.iter().map(|f| f.method).collect(),
+                class: a.class,
+                size: a.size,
+                bytes_est: a.bytes_est,
+            });
+        }
     }
 
     /// Credits one sample to the frame open now, or counts it outside.

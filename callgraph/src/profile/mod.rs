@@ -49,6 +49,7 @@
 
 mod alloc;
 mod latency;
+pub mod live;
 mod method;
 mod metric;
 mod probe_cost;
@@ -109,6 +110,9 @@ pub struct Profile {
     /// Allocation samples taken outside every root context, and the bytes
     /// they stand for.
     pub sampled_outside: Option<(u64, u64)>,
+    /// Live objects (`--alloc=live`): estimates per allocation context and
+    /// class after each garbage collection and at the end.
+    pub live: Option<live::LiveProfile>,
 }
 
 /// A contended monitor's owner: its thread's name, and its innermost
@@ -147,6 +151,7 @@ impl Profile {
             owners: BTreeMap::new(),
             sampled_classes: BTreeMap::new(),
             sampled_outside: None,
+            live: None,
         }
     }
 

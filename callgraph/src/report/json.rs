@@ -72,6 +72,14 @@
 //! allocated, most bytes first), and the top level
 //! `sampled_outside_roots` (`{"samples","bytes_est"}`), the samples taken
 //! outside every root context.
+//! Live objects (`--alloc=live`, estimates): a node with tagged samples
+//! not freed adds `live` (`{"bytes","objects","samples"}`), and the top
+//! level `live` (`{"estimate":true,"lost_frees","now":{..},"gcs":[..]}`):
+//! `now` and each garbage collection's point (`gc`, the collections
+//! finished in the session then) hold `bytes`, `objects` and `rows`
+//! (`[{"context":["pkg.C.m", .. root first],"class","bytes","objects",
+//! "samples"}]`, most bytes first, at most 20; `now`'s rows add
+//! `growth_bytes`, the change over the last 3 collections).
 //!
 //! Written by hand, one node per line, indentation capped so a 10k-deep
 //! recursion stays a file of reasonable size. No recursion in the writer.
@@ -264,9 +272,68 @@ fn locks(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
 
 /// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
 /// `window`: the samples of the tree's thread(s), for the bounds.
+/// Rows of a live point in the JSON report.
+const LIVE_ROWS: usize = 20;
+
+/// The top-level `live` member, with its comma.
+fn live(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let Some(l) = &p.live else {
+        return Ok(());
+    };
+    let point =
+        |g: &crate::profile::live::LiveGc, growth: bool, out: &mut dyn Write| -> io::Result<()> {
+            write!(
+                out,
+                "{{\"gc\":{},\"bytes\":{},\"objects\":{},\"samples\":{},\"rows\":[",
+                g.gc, g.total.bytes, g.total.objects, g.total.samples
+            )?;
+            for (i, r) in g.rows.iter().take(LIVE_ROWS).enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(b"{\"context\":[")?;
+                let path = l.contexts.get(r.context as usize).map_or(&[][..], |c| c);
+                for (j, &m) in path.iter().enumerate() {
+                    if j > 0 {
+                        out.write_all(b",")?;
+                    }
+                    let m = p.method(m);
+                    write_str(out, &format!("{}.{}", m.class, m.name))?;
+                }
+                out.write_all(b"],\"class\":")?;
+                write_str(out, &p.sampled_class(r.class))?;
+                write!(
+                    out,
+                    ",\"bytes\":{},\"objects\":{},\"samples\":{}",
+                    r.live.bytes, r.live.objects, r.live.samples
+                )?;
+                if growth && let Some(g) = l.growth(r.context, r.class) {
+                    write!(out, ",\"growth_bytes\":{g}")?;
+                }
+                out.write_all(b"}")?;
+            }
+            out.write_all(b"]}")
+        };
+    write!(
+        out,
+        "\"live\":{{\"estimate\":true,\"lost_frees\":{},\"now\":",
+        l.lost_frees
+    )?;
+    point(&l.now, true, out)?;
+    out.write_all(b",\"gcs\":[")?;
+    for (i, g) in l.series.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        point(g, false, out)?;
+    }
+    out.write_all(b"]},")
+}
+
 fn roots(
     p: &Profile,
     tree: &Tree,
+    thread: Option<u32>,
     window: u64,
     opts: &RenderOptions,
     depth: usize,
@@ -353,6 +420,13 @@ fn roots(
                 )?;
             }
             out.write_all(b"],")?;
+        }
+        if let Some(l) = thread.and_then(|t| p.live.as_ref()?.nodes.get(&(t, line.node))) {
+            write!(
+                out,
+                "\"live\":{{\"bytes\":{},\"objects\":{},\"samples\":{}}},",
+                l.bytes, l.objects, l.samples
+            )?;
         }
         out.write_all(b"\"children\":[")?;
         wrote.push(false);
@@ -517,6 +591,10 @@ impl Render for Json {
                 "\"sampled_outside_roots\":{{\"samples\":{samples},\"bytes_est\":{bytes_est}}},"
             )?;
         }
+        if p.live.is_some() {
+            indent(out, 1)?;
+            live(p, out)?;
+        }
         indent(out, 1)?;
         out.write_all(b"\"threads\":[")?;
         for (i, t) in p.threads.iter().enumerate() {
@@ -545,7 +623,7 @@ impl Render for Json {
             if p.timing == Timing::Sampled {
                 sample_counts(p, &t.samples, out)?;
             }
-            roots(p, &t.tree, t.samples.window(), opts, 3, out)?;
+            roots(p, &t.tree, Some(t.index), t.samples.window(), opts, 3, out)?;
             out.write_all(b"}")?;
         }
         out.write_all(b"]")?;
@@ -559,7 +637,7 @@ impl Render for Json {
             if p.timing == Timing::Sampled {
                 sample_counts(p, &m.samples, out)?;
             }
-            roots(p, &m.tree, m.samples.window(), opts, 2, out)?;
+            roots(p, &m.tree, None, m.samples.window(), opts, 2, out)?;
             out.write_all(b"}")?;
         }
         if let Some(m) = &merged

@@ -184,8 +184,19 @@ pub struct SessionArgs {
     /// allocation columns and a hot-spot table by site and class, the JSON
     /// report a per-node `allocations` list; `--weight bytes` or `objects`
     /// weighs the collapsed and flame graph outputs by them.
-    #[arg(long)]
-    pub alloc: bool,
+    /// `--alloc=live` also follows the sampled objects (JVMTI tags): after
+    /// each garbage collection and at the end it reports the live bytes
+    /// per allocation context and class, estimated from the samples the
+    /// JVM has not freed (a `live objects` table, JSON `live`), so a leak
+    /// shows as the context whose live bytes grow.
+    #[arg(
+        long,
+        value_name = "live",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "exact"
+    )]
+    pub alloc: Option<AllocArg>,
 
     /// Sample allocations with the JVM's heap sampler (JVMTI
     /// SampledObjectAlloc): about one sample every BYTES bytes a thread
@@ -321,6 +332,14 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// What `--alloc` follows: exact allocations (with allocation samples),
+/// and with `live` the sampled objects until they are freed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AllocArg {
+    Exact,
+    Live,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
     Lazy,
@@ -450,6 +469,9 @@ impl SessionArgs {
         if self.ring_mib == 0 || self.ring_mib > 4096 {
             bail!("--ring-mib must be between 1 and 4096");
         }
+        if self.alloc == Some(AllocArg::Live) && self.alloc_interval == Some(0) {
+            bail!("--alloc=live follows allocation samples: --alloc-interval 0 turns them off");
+        }
         if let Some(path) = &self.output {
             check_writable(path)?;
         }
@@ -557,12 +579,13 @@ impl SessionArgs {
             },
             threads: None,
             locks: self.locks,
-            alloc: self.alloc,
+            alloc: self.alloc.is_some(),
             alloc_interval: match self.alloc_interval {
                 Some(n) => n,
-                None if self.alloc => DEFAULT_ALLOC_INTERVAL,
+                None if self.alloc.is_some() => DEFAULT_ALLOC_INTERVAL,
                 None => 0,
             },
+            alloc_live: self.alloc == Some(AllocArg::Live),
             // windows timing's silent windows already time root calls
             cost_tail_ms: match self.timing {
                 TimingArg::Windows => 0,

@@ -7,6 +7,7 @@ mod alloc_e2e;
 mod cli_kill_e2e;
 mod cost_e2e;
 mod lifecycle_e2e;
+mod live_e2e;
 mod loaders_e2e;
 mod locks_e2e;
 mod outputs_e2e;

@@ -214,6 +214,77 @@ pub(super) fn alloc_table(
     Ok(())
 }
 
+/// The live objects (`--alloc=live`): per allocation context (its node
+/// and the caller above it) and class, the live bytes now and their growth
+/// over the last collections, most live bytes first.
+pub(super) fn live_table(
+    p: &Profile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(l) = &p.live else {
+        return Ok(());
+    };
+    let limit = if opts.hot_spots > 0 {
+        opts.hot_spots
+    } else {
+        ALLOC_ROWS
+    };
+    let rows = &l.now.rows;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "live objects: estimates from the JVM's allocation samples not freed, inside root \
+         contexts, after {} garbage collections ({} of {} contexts by class)",
+        l.now.gc,
+        rows.len().min(limit),
+        rows.len()
+    )?;
+    let head = format!(
+        "{:>14} {:>7} {:>12} {:>15}",
+        "~live bytes", "live %", "~objects", "growth (3 GCs)"
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  class  context")?;
+    for r in rows.iter().take(limit) {
+        let class = p.sampled_class(r.class);
+        let path = l.contexts.get(r.context as usize).map_or(&[][..], |c| c);
+        let context = path
+            .iter()
+            .rev()
+            .take(2)
+            .map(|&m| names.get(m))
+            .collect::<Vec<_>>()
+            .join(" < ");
+        let growth = l
+            .growth(r.context, r.class)
+            .map_or_else(|| "-".to_owned(), |g| format!("{g:+}"));
+        let room = opts
+            .width
+            .saturating_sub(width + class.chars().count() + 2)
+            .max(MIN_NAME);
+        writeln!(
+            out,
+            "{:>14} {:>7} {:>12} {:>15}  {}  {}",
+            r.live.bytes,
+            percent(r.live.bytes, l.now.total.bytes),
+            r.live.objects,
+            growth,
+            escape(&class),
+            escape(&names::fit(&context, room))
+        )?;
+    }
+    if l.lost_frees > 0 {
+        writeln!(
+            out,
+            "({} frees were lost: their objects are counted live)",
+            l.lost_frees
+        )?;
+    }
+    Ok(())
+}
+
 pub(super) fn back_trace(
     p: &Profile,
     merged: &ThreadProfile,
