@@ -441,14 +441,16 @@ fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
                 );
                 if timing == "sampled" {
                     // The position samples weigh each virtual thread by its
-                    // own CPU time: the spins, inner nodes, hold at least
-                    // half the root's sampled time and a third of the
-                    // spins' CPU. Not all of it: `schedstat` brings a
-                    // running carrier's CPU time up to date at the kernel's
-                    // ticks (4 ms here), so a spin's last stretch may be
-                    // weighed at a reading after the spin returned (JDK 21
-                    // and 25: 63-66% on the spins, the root's total 0.9-1.0
-                    // of the spins' CPU, load 9-11).
+                    // own CPU time: the spins, inner nodes, hold at least a
+                    // fifth of the root's sampled time and of the spins'
+                    // CPU (they held none before the agent published a
+                    // virtual thread's clock). Not all of it: `schedstat`
+                    // brings a running carrier's CPU time up to date at the
+                    // kernel's ticks (4 ms here, a spin 2.5 ms), so a
+                    // spin's last stretch is often weighed at a reading
+                    // after the spin returned (JDK 21 and 25: 30-66% of the
+                    // root's sampled time on the spins, the root's total
+X
                     let spin = node(&ts[0], "root > spin");
                     let spin_total = spin["total_ns"].as_u64().expect("total_ns");
                     let credited = ts[0]["samples"]["credited"].as_u64().expect("credited");
@@ -459,7 +461,7 @@ fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
                         N * spin_ns
                     );
                     assert!(
-                        spin_total >= N * spin_ns / 3 && spin_total * 2 >= total,
+                        spin_total * 5 >= N * spin_ns && spin_total * 5 >= total,
                         "{what}: root > spin sampled {spin_total} ns of root {total} ns, the \
                          spins took {} ns of CPU: {}",
                         N * spin_ns,
