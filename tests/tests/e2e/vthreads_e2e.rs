@@ -450,7 +450,7 @@ fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
                     // spin's last stretch is often weighed at a reading
                     // after the spin returned (JDK 21 and 25: 30-66% of the
                     // root's sampled time on the spins, the root's total
-X
+                    // 0.85-1.1 of the spins' CPU, load 6-11).
                     let spin = node(&ts[0], "root > spin");
                     let spin_total = spin["total_ns"].as_u64().expect("total_ns");
                     let credited = ts[0]["samples"]["credited"].as_u64().expect("credited");
