@@ -10,7 +10,7 @@ use crate::ffi::Jni;
 use crate::ffi::slots;
 use crate::probe_class;
 use crate::threads;
-use sprig_wire::ring::{Producer, Region};
+use sprig_wire::ring::{Producer, Region, VirtualCpu};
 use sprig_wire::{ClockKind, Event, EventKind};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -112,6 +112,7 @@ impl crate::ffi::vthreads::VirtualState for ThreadState {
             let carrier = sprig_wire::clock::read(ClockKind::ThreadCpu);
             self.shift
                 .set(self.cpu_at_unmount.get().wrapping_sub(carrier));
+            self.publish_cpu(crate::ffi::gettid(), self.shift.get());
         }
         let g = self.parked.replace(0);
         if g != 0 && g == GENERATION.load(Ordering::Acquire) {
@@ -129,6 +130,7 @@ impl crate::ffi::vthreads::VirtualState for ThreadState {
     fn unmounted(&self) {
         if self.clock.get() == ClockKind::ThreadCpu {
             self.cpu_at_unmount.set(self.now());
+            self.publish_cpu(0, self.cpu_at_unmount.get());
         }
         if self.busy.get() || !self.current() {
             return;
@@ -152,6 +154,26 @@ impl crate::ffi::vthreads::VirtualState for ThreadState {
             && let Some(p) = p.as_mut()
         {
             p.release();
+        }
+    }
+}
+
+impl ThreadState {
+    /// Under `--clock cpu`, a virtual thread's clock in its segment's
+    /// header, where the CLI's position samples read it (a virtual thread
+    /// has no kernel thread whose CPU time they could read): its carrier's
+    /// kernel thread id and its shift while mounted (`carrier` the
+    /// current thread's), its clock at the unmount while unmounted
+    /// (`carrier` 0). Only a state of this session's that no probe on this
+    /// thread is using.
+    fn publish_cpu(&self, carrier: u32, base: u64) {
+        if !self.virtual_thread.get() || !self.current() {
+            return;
+        }
+        if let Ok(mut p) = self.producer.try_borrow_mut()
+            && let Some(p) = p.as_mut()
+        {
+            p.publish_cpu(VirtualCpu { carrier, base });
         }
     }
 }
@@ -204,6 +226,10 @@ pub(super) fn register(s: &ThreadState, jni: Jni<'_>) -> bool {
     let bound = Duration::from_millis(u64::from(WAIT_BOUND_MS.load(Ordering::Relaxed)));
     let java = !is_private && s.untimed.get() && region.is_pinned() && probe_class::java_path();
     *s.producer.borrow_mut() = Some(Producer::new(region, index, bound));
+    if s.virtual_thread.get() && clock_kind == ClockKind::ThreadCpu {
+        // Mounted on this carrier, its clock the carrier's (shift 0).
+        s.publish_cpu(crate::ffi::gettid(), 0);
+    }
     if !is_private {
         let is_virtual = s.virtual_thread.get();
         let java_id = threads::announce(jni, index, is_virtual);

@@ -81,7 +81,7 @@
 //! // A position sample read thread 0 when it had published 2 events of the
 //! // segment with claim number 7: the ring's StreamPosition, stamped with
 //! // the reading's time and its weight (ticks since the previous reading).
-//! let pos = StreamPosition { thread: 0, claim: 7, committed: 2 };
+//! let pos = StreamPosition { thread: 0, claim: 7, committed: 2, cpu: None };
 //! b.add_samples(&[PositionSample::at(pos, 150, 100)]);
 //! // What Consumer::poll_runs hands over: the root is timed, A is not.
 //! let run = Run { thread: 0, claim: 7, start: 0 };

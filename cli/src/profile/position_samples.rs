@@ -9,7 +9,11 @@
 //! A sample's weight is the wall-clock ticks since the previous reading
 //! (`--clock wall`), or the thread's CPU time since its previous sample,
 //! from `/proc/<pid>/task/<tid>/schedstat` (`--clock cpu`: time the thread
-//! spent waiting counts nowhere).
+//! spent waiting counts nowhere). A virtual thread has no kernel thread of
+//! its own: the agent publishes its clock in its segment's header
+//! ([`VirtualCpu`](sprig_wire::ring::VirtualCpu), read with its position),
+//! its carrier's CPU time plus a base while it is mounted, the base alone
+//! while it is not.
 //!
 //! Ordering contract with the builder (see `CctBuilder::add_samples`): a
 //! sample must reach the builder before the events past its position. The
@@ -164,13 +168,35 @@ fn run(
             let w = match weight {
                 Weight::Wall => wall_weight,
                 Weight::Cpu { pid } => {
-                    let Some(&tid) = s.tids.get(&pos.thread) else {
-                        continue;
+                    let cpu = match pos.cpu {
+                        // A virtual thread: its own clock, which its
+                        // carriers' CPU clocks make up (VirtualCpu).
+                        Some(v) if v.carrier == 0 => v.base,
+                        Some(v) => match thread_cpu_ns(pid, v.carrier) {
+                            Some(c) => v.at(c),
+                            None => continue,
+                        },
+                        None => {
+                            let Some(&tid) = s.tids.get(&pos.thread) else {
+                                continue;
+                            };
+                            let Some(cpu) = thread_cpu_ns(pid, tid) else {
+                                continue;
+                            };
+                            cpu
+                        }
                     };
-                    let Some(cpu) = thread_cpu_ns(pid, tid) else {
-                        continue;
+                    // A virtual thread's clock may read a little behind
+                    // its last reading (`schedstat` brings a running
+                    // carrier's figure up to date at the kernel's ticks,
+                    // while the agent read the exact clock at the
+                    // unmount): its base stays the highest reading, so
+                    // that no time is counted twice.
+                    let keep = match (pos.cpu, cpu_last.get(&pos.thread)) {
+                        (Some(_), Some(&b)) => cpu.max(b),
+                        _ => cpu,
                     };
-                    let before = cpu_last.insert(pos.thread, cpu);
+                    let before = cpu_last.insert(pos.thread, keep);
                     match before {
                         Some(b) => cpu.saturating_sub(b),
                         // The first reading of a thread only sets its base.
@@ -230,6 +256,79 @@ mod tests {
         let b = thread_cpu_ns(pid, tid).unwrap();
         assert!(b > a, "{a} -> {b}");
         assert_eq!(thread_cpu_ns(pid, u32::MAX), None);
+    }
+
+    /// A virtual thread's samples weigh what its published clock says,
+    /// not any kernel thread's: unmounted, the base moves only when the
+    /// agent publishes a new one; mounted, its carrier's CPU time counts.
+    #[test]
+    fn a_virtual_thread_is_weighed_by_its_published_clock() {
+        use sprig_wire::event::{Event, EventKind};
+        use sprig_wire::ring::{Producer, RingConfig, VirtualCpu};
+        let (region, _fd) = Region::create_memfd(&RingConfig {
+            segment_bytes: 4096,
+            segments: 4,
+            clock: ClockKind::ThreadCpu,
+            ticks_per_sec: 1_000_000_000,
+        })
+        .unwrap();
+        let mut p = Producer::new(region.clone(), 3, Duration::from_secs(1));
+        p.publish_cpu(VirtualCpu {
+            carrier: 0,
+            base: 1_000_000,
+        });
+        p.push(Event::new(EventKind::Marker, 1, 0)).unwrap();
+        let pid = std::process::id();
+        let s = PositionSamples::start(
+            region.clone(),
+            Duration::from_millis(2),
+            Weight::Cpu { pid },
+        );
+        let wait_readings = |n: u64| {
+            let t0 = std::time::Instant::now();
+            let from = s.readings();
+            while s.readings() < from + n && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        };
+        wait_readings(3);
+        // Unmounted for a while: no weight, whatever time passes.
+        let idle: u64 = s.take().iter().map(|x| x.weight).sum();
+        assert_eq!(idle, 0);
+        // It ran 3 ms elsewhere and unmounted again: 3 ms, exactly.
+        p.publish_cpu(VirtualCpu {
+            carrier: 0,
+            base: 4_000_000,
+        });
+        wait_readings(3);
+        let ran: u64 = s.take().iter().map(|x| x.weight).sum();
+        assert_eq!(ran, 3_000_000);
+        // Mounted on this thread, which spins 30 ms: about that much.
+        let tid: u32 = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+            .expect("tid");
+        let now = thread_cpu_ns(pid, tid).unwrap();
+        p.publish_cpu(VirtualCpu {
+            carrier: tid,
+            base: 4_000_000u64.wrapping_sub(now),
+        });
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < Duration::from_millis(30) {
+            for i in 0..10_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+        let spun = thread_cpu_ns(pid, tid).unwrap() - now;
+        wait_readings(3);
+        let mounted: u64 = s.take().iter().map(|x| x.weight).sum();
+        assert!(
+            mounted <= spun + 10_000_000 && mounted + 10_000_000 >= spun,
+            "{mounted} ns weighed, {spun} ns spun"
+        );
+        drop(s);
+        drop(p);
     }
 
     #[test]

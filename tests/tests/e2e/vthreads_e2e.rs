@@ -439,6 +439,35 @@ fn cpu_clock_times_virtual_threads_by_their_own_cpu() {
                     "{what}: spins {spin_ns} ns, root calls {latency}, total {total} ns: the \
                      sleep or another carrier's time counted"
                 );
+                if timing == "sampled" {
+                    // The position samples weigh each virtual thread by its
+                    // own CPU time: the spins, inner nodes, hold at least a
+                    // fifth of the root's sampled time and of the spins'
+                    // CPU (they held none before the agent published a
+                    // virtual thread's clock). Not all of it: `schedstat`
+                    // brings a running carrier's CPU time up to date at the
+                    // kernel's ticks (4 ms here, a spin 2.5 ms), so a
+                    // spin's last stretch is often weighed at a reading
+                    // after the spin returned (JDK 21 and 25: 30-66% of the
+                    // root's sampled time on the spins, the root's total
+                    // 0.85-1.1 of the spins' CPU, load 6-11).
+                    let spin = node(&ts[0], "root > spin");
+                    let spin_total = spin["total_ns"].as_u64().expect("total_ns");
+                    let credited = ts[0]["samples"]["credited"].as_u64().expect("credited");
+                    eprintln!(
+                        "{what}: root > spin {spin_total} ns sampled ({} samples) of root \
+                         {total} ns, {credited} samples credited; spins {} ns",
+                        spin["samples"],
+                        N * spin_ns
+                    );
+                    assert!(
+                        spin_total * 5 >= N * spin_ns && spin_total * 5 >= total,
+                        "{what}: root > spin sampled {spin_total} ns of root {total} ns, the \
+                         spins took {} ns of CPU: {}",
+                        N * spin_ns,
+                        ts[0]
+                    );
+                }
             } else {
                 assert!(
                     at("min_ns") >= 20_000_000 + spin_ns / 2,
@@ -687,5 +716,87 @@ fn windows_timing_credits_stack_samples_to_virtual_threads() {
             per_thread.last().unwrap_or(&0),
             started.elapsed().as_secs_f64()
         );
+    }
+}
+
+/// `--alloc --locks --threads`: what each virtual thread allocated and
+/// waited for inside its root call is on its own tree's nodes, counted
+/// exactly: its one `int[16]` on `root > alloc`, its one 20 ms sleep as a
+/// `(sleeping)` row under `root`, whatever carriers ran it before and
+/// after the sleep.
+#[test]
+fn allocations_and_sleeps_land_on_each_virtual_threads_own_nodes() {
+    for jdk in vthread_jdks("allocations_and_sleeps_land_on_each_virtual_threads_own_nodes") {
+        for timing in ["sampled", "exact"] {
+            const N: u64 = 20;
+            let what = format!("JDK {} --timing {timing}", jdk.major);
+            let started = std::time::Instant::now();
+            let (report, stdout) = run(
+                &jdk,
+                &["--alloc", "--locks", "--threads", "--timing", timing],
+                &["sleepalloc", &N.to_string(), "0"],
+            );
+            assert!(moved(&stdout) > 0, "{what}: no root call changed carriers");
+            let ts = threads(&report);
+            assert_eq!(ts.len() as u64, N, "{what}: a tree per virtual thread");
+            for t in ts {
+                assert_eq!(t["virtual"], 1, "{what}: {t}");
+                assert_eq!(
+                    tree_without_waits(t),
+                    expected_with(1, &[("root > alloc", 1)]),
+                    "{what}: {t}"
+                );
+                // Allocations: exactly the one int[16], where it was made.
+                let mut allocs = Vec::new();
+                // Waits: (path, row, calls) of every wait row.
+                let mut waits = Vec::new();
+                let mut stack: Vec<(&Value, String)> = vec![(&t["roots"][0], String::new())];
+                while let Some((n, prefix)) = stack.pop() {
+                    let name = n["method"].as_str().expect("method");
+                    let path = format!("{prefix}{name}");
+                    if name.starts_with('(') {
+                        waits.push((
+                            prefix.trim_end_matches(" > ").to_owned(),
+                            name.to_owned(),
+                            n["calls"].clone(),
+                        ));
+                    }
+                    for a in n["allocations"].as_array().into_iter().flatten() {
+                        allocs.push((path.clone(), a["class"].clone(), a["count"].clone()));
+                    }
+                    for c in n["children"].as_array().into_iter().flatten() {
+                        stack.push((c, format!("{path} > ")));
+                    }
+                }
+                let int_arrays: Vec<_> = allocs.iter().filter(|a| a.1 == "int[]").collect();
+                assert_eq!(
+                    int_arrays,
+                    [&(
+                        "root > alloc".to_owned(),
+                        Value::from("int[]"),
+                        Value::from(1)
+                    )],
+                    "{what}: {t}"
+                );
+                let sleeps: Vec<_> = waits.iter().filter(|w| w.1 == "(sleeping)").collect();
+                assert_eq!(
+                    sleeps,
+                    [&("root".to_owned(), "(sleeping)".to_owned(), Value::from(1))],
+                    "{what}: waits {waits:?}: {t}"
+                );
+                let slept = t["roots"][0]["contention"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["kind"] == "sleeping")
+                    .unwrap_or_else(|| panic!("{what}: no sleeping contention: {t}"));
+                assert_eq!(slept["count"], 1, "{what}: {slept}");
+                assert!(
+                    slept["blocked_ns"].as_u64().expect("blocked_ns") >= 15_000_000,
+                    "{what}: a 20 ms sleep measured {slept}"
+                );
+            }
+            eprintln!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+        }
     }
 }

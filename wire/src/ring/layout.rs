@@ -5,7 +5,7 @@
 use crate::clock;
 use crate::control::ClockKind;
 use crate::event::Event;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use thiserror::Error;
 
 /// `b"SPRIGRNG"` as a little-endian u64.
@@ -91,10 +91,91 @@ pub(super) struct SegHeader {
     pub(super) seq: AtomicU64,
     /// Events written and published in this segment.
     pub(super) committed: AtomicU32,
-    _pad: [u8; 44],
+    /// A virtual thread's CPU clock under `--clock cpu` ([`VirtualCpu`]):
+    /// 0 when the owner published none (a platform thread), else even
+    /// while `cpu_base` and `cpu_carrier` hold a whole publication and odd
+    /// while the owner writes them (a sequence lock: one writer, the
+    /// owner).
+    pub(super) cpu_seq: AtomicU32,
+    pub(super) cpu_base: AtomicU64,
+    pub(super) cpu_carrier: AtomicU32,
+    _pad: [u8; 28],
 }
 
 const _: () = assert!(std::mem::size_of::<SegHeader>() == SEGMENT_HEADER_BYTES);
+const _: () = assert!(std::mem::offset_of!(SegHeader, committed) == 16);
+
+/// A virtual thread's own CPU clock as its producer last published it in
+/// its segment's header, for position samples weighed by CPU time
+/// (`--clock cpu`): a virtual thread has no kernel thread of its own, so
+/// its clock is its carrier's CPU clock plus `base` while it is mounted
+/// (`carrier`, the carrier's kernel thread id) and `base` itself while it
+/// is unmounted (`carrier` 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VirtualCpu {
+    pub carrier: u32,
+    pub base: u64,
+}
+
+impl VirtualCpu {
+    /// The virtual thread's clock, given its carrier's CPU clock now
+    /// (ignored while it is unmounted).
+    pub fn at(&self, carrier_cpu: u64) -> u64 {
+        if self.carrier == 0 {
+            self.base
+        } else {
+            carrier_cpu.wrapping_add(self.base)
+        }
+    }
+}
+
+impl SegHeader {
+    /// Sets the publication of a segment no reader can see yet (before it
+    /// is `OWNED`; the `Release` store of that state publishes it).
+    pub(super) fn init_cpu(&self, cpu: Option<VirtualCpu>) {
+        let (seq, carrier, base) = match cpu {
+            Some(c) => (2, c.carrier, c.base),
+            None => (0, 0, 0),
+        };
+        self.cpu_base.store(base, Ordering::Relaxed);
+        self.cpu_carrier.store(carrier, Ordering::Relaxed);
+        self.cpu_seq.store(seq, Ordering::Relaxed);
+    }
+
+    /// Publishes `cpu` in an owned segment (its owner only).
+    pub(super) fn publish_cpu(&self, cpu: VirtualCpu) {
+        let seq = self.cpu_seq.load(Ordering::Relaxed) & !1;
+        self.cpu_seq.store(seq | 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.cpu_base.store(cpu.base, Ordering::Relaxed);
+        self.cpu_carrier.store(cpu.carrier, Ordering::Relaxed);
+        // Never back to 0 (none) once published.
+        let next = match seq.wrapping_add(2) {
+            0 => 2,
+            n => n,
+        };
+        self.cpu_seq.store(next, Ordering::Release);
+    }
+
+    /// The owner's publication, `None` when there is none or the owner
+    /// was writing it at each of a few tries.
+    pub(super) fn read_cpu(&self) -> Option<VirtualCpu> {
+        for _ in 0..4 {
+            let s1 = self.cpu_seq.load(Ordering::Acquire);
+            if s1 == 0 {
+                return None;
+            }
+            let base = self.cpu_base.load(Ordering::Relaxed);
+            let carrier = self.cpu_carrier.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if s1 & 1 == 0 && self.cpu_seq.load(Ordering::Relaxed) == s1 {
+                return Some(VirtualCpu { carrier, base });
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+}
 
 pub(super) fn clock_code(c: ClockKind) -> u32 {
     match c {

@@ -129,7 +129,7 @@ mod region;
 pub use consumer::{Consumer, Run};
 pub use layout::{
     CLAIM_LOG, Dead, HEADER_BYTES, Header, MAGIC, MAX_REGION_BYTES, MAX_SEGMENT_BYTES,
-    MAX_SEGMENTS, MIN_SEGMENT_BYTES, RingConfig, RingError, SEGMENT_HEADER_BYTES,
+    MAX_SEGMENTS, MIN_SEGMENT_BYTES, RingConfig, RingError, SEGMENT_HEADER_BYTES, VirtualCpu,
 };
 pub use positions::{PositionReader, StreamPosition};
 pub use producer::{Producer, Window};

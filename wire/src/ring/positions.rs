@@ -3,7 +3,7 @@
 //! ([`Region::positions`]) or by a [`PositionReader`] that follows the
 //! header's claim log.
 
-use super::layout::{CLAIM_LOG, OWNED};
+use super::layout::{CLAIM_LOG, OWNED, VirtualCpu};
 use super::region::Region;
 use std::sync::atomic::Ordering;
 
@@ -16,6 +16,9 @@ pub struct StreamPosition {
     pub thread: u32,
     pub claim: u64,
     pub committed: u32,
+    /// A virtual thread's CPU clock as its producer published it
+    /// (`--clock cpu`); `None` for a platform thread.
+    pub cpu: Option<VirtualCpu>,
 }
 
 impl Region {
@@ -54,6 +57,7 @@ impl Region {
         let claim = h.seq.load(Ordering::Acquire);
         let thread = h.thread.load(Ordering::Acquire);
         let committed = h.committed.load(Ordering::Acquire).min(self.capacity);
+        let cpu = h.read_cpu();
         if h.state.load(Ordering::Acquire) != OWNED || h.seq.load(Ordering::Acquire) != claim {
             return None;
         }
@@ -61,6 +65,7 @@ impl Region {
             thread,
             claim,
             committed,
+            cpu,
         })
     }
 }

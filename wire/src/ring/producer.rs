@@ -5,7 +5,7 @@
 //! path, the slot store, is in `raw` with the other accesses to the
 //! mapping.
 
-use super::layout::{CLAIM_LOG, CLAIMING, Dead, FREE, FULL, OWNED, claim_log_entry};
+use super::layout::{CLAIM_LOG, CLAIMING, Dead, FREE, FULL, OWNED, VirtualCpu, claim_log_entry};
 use super::region::Region;
 use crate::clock;
 use crate::event::{ADJUST_OPEN_FRAMES, Event, EventKind};
@@ -30,6 +30,9 @@ pub struct Producer {
     pub(super) cap: u32,
     /// Where the next claim scan starts.
     hint: u32,
+    /// A virtual thread's CPU clock as last published
+    /// ([`Producer::publish_cpu`]), written into each segment it claims.
+    cpu: Option<VirtualCpu>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -74,6 +77,7 @@ impl Producer {
             pos: 0,
             cap: 0,
             hint,
+            cpu: None,
         }
     }
 
@@ -107,6 +111,16 @@ impl Producer {
     pub fn resume_at(&mut self, pos: u32) {
         if self.seg != NONE && pos >= self.pos && pos <= self.cap {
             self.pos = pos;
+        }
+    }
+
+    /// Publishes this (virtual) thread's CPU clock in the header of the
+    /// segment it owns and of each it claims from now on, where position
+    /// samples read it ([`StreamPosition::cpu`](super::StreamPosition)).
+    pub fn publish_cpu(&mut self, cpu: VirtualCpu) {
+        self.cpu = Some(cpu);
+        if self.seg != NONE && !self.region.is_retired() {
+            self.region.seg(self.seg).publish_cpu(cpu);
         }
     }
 
@@ -157,6 +171,7 @@ impl Producer {
                 let k = r.header().claims.fetch_add(1, Ordering::AcqRel);
                 h.seq.store(k, Ordering::Relaxed);
                 h.committed.store(0, Ordering::Relaxed);
+                h.init_cpu(self.cpu);
                 h.state.store(OWNED, Ordering::Release);
                 // After OWNED (Release): a reader that finds the entry
                 // (Acquire) finds the segment owned, or later states.

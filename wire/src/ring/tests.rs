@@ -119,12 +119,14 @@ fn runs_name_claim_and_start_and_positions_match_them() {
             StreamPosition {
                 thread: 2,
                 claim: 1,
-                committed: 1
+                committed: 1,
+                cpu: None,
             },
             StreamPosition {
                 thread: 5,
                 claim: 0,
-                committed: 2
+                committed: 2,
+                cpu: None,
             }
         ]
     );
@@ -168,7 +170,8 @@ fn runs_name_claim_and_start_and_positions_match_them() {
         vec![StreamPosition {
             thread: 5,
             claim: 2,
-            committed: 2
+            committed: 2,
+            cpu: None,
         }]
     );
     // A released segment is FULL, not owned: thread 2 has no position.
@@ -196,6 +199,7 @@ fn positions_are_clamped_and_skip_damaged_claims() {
         thread: 9,
         claim: 77,
         committed: 3,
+        cpu: None,
     }];
     r.positions(&mut pos);
     assert_eq!(pos.len(), 2, "{pos:?}");
@@ -281,7 +285,8 @@ fn the_position_reader_waits_for_a_claims_entry_and_scans_when_the_log_went_roun
         vec![StreamPosition {
             thread: 9,
             claim: k,
-            committed: 2
+            committed: 2,
+            cpu: None,
         }]
     );
     assert!(reader.pending.is_empty());
@@ -457,4 +462,69 @@ fn config_validation() {
         Region::create(&p, &small()),
         Err(RingError::Io(_))
     ));
+}
+
+#[test]
+fn a_virtual_threads_cpu_clock_is_read_with_its_position_and_follows_its_claims() {
+    let (_d, p) = tmp_path("ring");
+    let r = Region::create(&p, &small()).unwrap();
+    let mut platform = Producer::new(r.clone(), 1, Duration::from_secs(1));
+    let mut virt = Producer::new(r.clone(), 2, Duration::from_secs(1));
+    platform.push(Event::default()).unwrap();
+    // Published before the first claim: the claim carries it.
+    virt.publish_cpu(VirtualCpu {
+        carrier: 77,
+        base: 5,
+    });
+    virt.push(Event::default()).unwrap();
+    let cpu_of = |thread: u32| {
+        let mut pos = Vec::new();
+        r.positions(&mut pos);
+        let mut reader = PositionReader::default();
+        let mut read = Vec::new();
+        reader.read(&r, &mut read);
+        let a = pos.iter().find(|p| p.thread == thread).map(|p| p.cpu);
+        let b = read.iter().find(|p| p.thread == thread).map(|p| p.cpu);
+        assert_eq!(a, b, "the scan and the reader agree");
+        a.expect("a position")
+    };
+    assert_eq!(cpu_of(1), None, "a platform thread publishes none");
+    assert_eq!(
+        cpu_of(2),
+        Some(VirtualCpu {
+            carrier: 77,
+            base: 5
+        })
+    );
+    // Unmounted: the base alone; published in the owned segment at once.
+    let unmounted = VirtualCpu {
+        carrier: 0,
+        base: 1_000,
+    };
+    virt.publish_cpu(unmounted);
+    assert_eq!(cpu_of(2), Some(unmounted));
+    assert_eq!(unmounted.at(123_456), 1_000);
+    // Mounted on another carrier: its clock plus the base (wrapping: the
+    // base may be "negative").
+    let mounted = VirtualCpu {
+        carrier: 9,
+        base: 1_000u64.wrapping_sub(50_000),
+    };
+    assert_eq!(mounted.at(50_000), 1_000);
+    assert_eq!(mounted.at(50_700), 1_700);
+    virt.publish_cpu(mounted);
+    // A released segment and a new claim: the new segment carries the
+    // last publication.
+    virt.release();
+    virt.push(Event::default()).unwrap();
+    assert_eq!(cpu_of(2), Some(mounted));
+    // A segment the platform thread claims after a virtual thread held it
+    // carries nothing of it.
+    virt.release();
+    let mut cons = Consumer::new(r.clone());
+    for i in 0..40 {
+        platform.push(Event::new(EventKind::Marker, i, 0)).unwrap();
+        cons.poll(&mut |_, _| {});
+    }
+    assert_eq!(cpu_of(1), None);
 }
