@@ -643,15 +643,19 @@ impl<'a> Jni<'a> {
     /// `threadId()` returns (final, JDK 19+) and what the probe class reads.
     /// Not `getId()`, which a subclass may override to answer anything.
     pub fn thread_id(&self, thread: Local<'_>) -> Option<u64> {
-        let class = self.find_class("java/lang/Thread").ok()??;
-        let field = self.find_field(class, "tid", c"J");
-        // SAFETY: `class` is a local reference created above.
-        unsafe { jni_call!(self.env, DeleteLocalRef, class.raw()) };
-        let field = field?;
-        // SAFETY: `thread` is a live `java.lang.Thread` of this thread's
-        // frame and `field` its `long tid` field.
-        let id = unsafe { jni_call!(self.env, GetLongField, thread.raw(), field.0) };
-        Some(id as u64)
+        // `java.lang.Thread` is a boot class, never unloaded: its field id
+        // stays valid for the life of the JVM, so it is looked up once (a
+        // thread's first root call paid for the class and field lookups).
+        static TID: std::sync::OnceLock<FieldId> = std::sync::OnceLock::new();
+        let field = match TID.get() {
+            Some(f) => *f,
+            None => {
+                let f = self.thread_id_field()?;
+                let _ = TID.set(f);
+                f
+            }
+        };
+        Some(self.thread_id_by(thread, field))
     }
 
     /// The `long tid` field of `java.lang.Thread`, for [`Jni::thread_id_by`]
