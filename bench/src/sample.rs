@@ -605,15 +605,6 @@ pub fn sample(ctx: &Ctx) -> Result<Value> {
     }))
 }
 
-fn summary(v: &Value) -> Option<Summary> {
-    Some(Summary {
-        median: v.get("median")?.as_f64()?,
-        min: v.get("min")?.as_f64()?,
-        max: v.get("max")?.as_f64()?,
-        n: v.get("n")?.as_u64()? as usize,
-    })
-}
-
 /// The terminal lines of `sample`.
 pub fn print(v: &Value) {
     println!(
@@ -623,9 +614,9 @@ pub fn print(v: &Value) {
         println!(
             "  {:<6} bare {} ms/iter; sprig sample {} %, JFR default {} % ({} repeats of {} iterations)",
             r["workload"].as_str().unwrap_or("?"),
-            fmt(summary(&r["bare_ms"]), 2),
-            fmt(summary(&r["sample_overhead_pct"]), 2),
-            fmt(summary(&r["jfr_default_overhead_pct"]), 2),
+            fmt(Summary::from_json(&r["bare_ms"]), 2),
+            fmt(Summary::from_json(&r["sample_overhead_pct"]), 2),
+            fmt(Summary::from_json(&r["jfr_default_overhead_pct"]), 2),
             r["repeats"],
             r["window_iterations"],
         );
@@ -658,7 +649,7 @@ pub fn print(v: &Value) {
                 p["predicted_pct_under_root"].as_f64().unwrap_or(f64::NAN),
                 p["share"].as_f64().unwrap_or(f64::NAN),
                 p["activations_per_s"].as_f64().unwrap_or(f64::NAN),
-                fmt(summary(&p["measured_pct"]), 2),
+                fmt(Summary::from_json(&p["measured_pct"]), 2),
                 p["measured_pct"]["n"],
                 p["measured_over_predicted"].as_f64().unwrap_or(f64::NAN),
             );
@@ -673,10 +664,10 @@ pub fn print(v: &Value) {
         println!(
             "    {:<6} {} units/s, x{} of bare; {} safepoints/s, {} ms/s at safepoint; reach {:.0} / {:.0} / {:.0} µs ({} safepoints)",
             m["mode"].as_str().unwrap_or("?"),
-            fmt(summary(&m["units_per_s"]), 0),
-            fmt(summary(&m["throughput_over_bare"]), 3),
-            fmt(summary(&m["safepoints_per_s"]), 1),
-            fmt(summary(&m["ms_at_safepoint_per_s"]), 2),
+            fmt(Summary::from_json(&m["units_per_s"]), 0),
+            fmt(Summary::from_json(&m["throughput_over_bare"]), 3),
+            fmt(Summary::from_json(&m["safepoints_per_s"]), 1),
+            fmt(Summary::from_json(&m["ms_at_safepoint_per_s"]), 2),
             m["reach_us_median"].as_f64().unwrap_or(0.0),
             m["reach_us_p99"].as_f64().unwrap_or(0.0),
             m["reach_us_max"].as_f64().unwrap_or(0.0),

@@ -36,6 +36,17 @@ impl Summary {
     pub fn json(&self) -> Value {
         json!({"median": self.median, "min": self.min, "max": self.max, "n": self.n})
     }
+
+    /// A summary written by [`Summary::json`] read back (`None` for
+    /// `null` or anything else).
+    pub fn from_json(v: &Value) -> Option<Summary> {
+        Some(Summary {
+            median: v.get("median")?.as_f64()?,
+            min: v.get("min")?.as_f64()?,
+            max: v.get("max")?.as_f64()?,
+            n: v.get("n")?.as_u64()? as usize,
+        })
+    }
 }
 
 /// `Summary::of(..)` as JSON, `null` when empty.

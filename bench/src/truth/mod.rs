@@ -353,15 +353,6 @@ mod jfr;
 pub(crate) use jfr::{JFC, frame_key, tool, top};
 pub use jfr::{jfr, overlap};
 
-fn summary(v: &Value) -> Option<Summary> {
-    Some(Summary {
-        median: v.get("median")?.as_f64()?,
-        min: v.get("min")?.as_f64()?,
-        max: v.get("max")?.as_f64()?,
-        n: v.get("n")?.as_u64()? as usize,
-    })
-}
-
 /// The terminal lines of `accuracy` and `jfr`.
 pub fn print(name: &str, v: &Value) {
     match name {
@@ -386,7 +377,7 @@ pub fn print(name: &str, v: &Value) {
                 for p in path {
                     x = &x[*p];
                 }
-                fmt(summary(x), 3)
+                fmt(Summary::from_json(x), 3)
             };
             for (label, path) in [
                 (
