@@ -789,7 +789,7 @@ fn sample_threads_that_live_less_than_the_drain_period() {
             // (docs/stack-sampling.md): on an oversubscribed host a thread
             // that starts often, woken mid-tick, is charged whole ticks
             // for parts of them (+10.9 points on JDK 25 beside four
-            // spinning processes, +11.2 in a CI run; -1.7 to -3.8 on a
+            // spinning processes, +11.2 in a CI run of 6dbb9e1; -1.7 to -3.8 on a
             // quiet host). The upper bound holds where `short-long` had
             // a core of its own while sampled.
             let core = v[1] / v[3];
