@@ -93,6 +93,16 @@ struct Args {
     /// --repeats 6`.
     #[arg(long)]
     compare_locks: bool,
+    /// Also run Scheme B with `--alloc` counting exact allocations only
+    /// (`--alloc-interval 0`, row `Bx`) and with the JVM's heap sampler
+    /// alone at `--alloc`'s default interval (`--alloc-interval 524288`,
+    /// row `Bs`), beside B in the same JVM and repeat as `--compare-locks`
+    /// runs `Bl`; the table adds each over B per repeat and their median.
+    /// E.g. `--only jetty,h2 --rows server,statement --schemes
+    /// lazy,lazy-alloc-exact,lazy-alloc-sampled --compare-alloc --settle 60
+    /// --repeats 6`.
+    #[arg(long)]
+    compare_alloc: bool,
     /// Also run Scheme B with every method instrumented, trivial ones
     /// included (`--keep-trivial`, row `Ba`): row `B` is sprig's default,
     /// which gives getters, setters and other short straight-line leaves
@@ -175,6 +185,7 @@ pub struct Ctx {
     pub compare_receivers: bool,
     /// Also run Scheme B with `--locks` (row `Bl`).
     pub compare_locks: bool,
+    pub compare_alloc: bool,
     /// Byte bounds of `--skip-trivial` rows to add (none: no such row).
     pub compare_trivial: Vec<u32>,
     /// Extra profiled iterations before the settled window (0: none).
@@ -254,6 +265,7 @@ fn real_main() -> Result<bool> {
         compare_dormant: args.compare_dormant,
         compare_receivers: args.compare_receivers,
         compare_locks: args.compare_locks,
+        compare_alloc: args.compare_alloc,
         compare_trivial: args.trivial_bounds(),
         settle: args.settle,
         plateau: args.plateau,

@@ -19,6 +19,19 @@ pub const TRIVIAL_SCHEME: &str = "lazy-trivial=";
 pub const KEEP_TRIVIAL_SCHEME: &str = "lazy-trivial=0";
 /// Scheme B with `--locks` (`--compare-locks`, row `Bl`).
 pub const LOCKS_SCHEME: &str = "lazy-locks";
+/// Scheme B with exact allocations only (`--alloc --alloc-interval 0`;
+/// `--compare-alloc`, row `Bx`).
+pub const ALLOC_EXACT_SCHEME: &str = "lazy-alloc-exact";
+/// Scheme B with the JVM's heap sampler alone at `--alloc`'s default
+/// interval (`--alloc-interval 524288`; `--compare-alloc`, row `Bs`).
+pub const ALLOC_SAMPLED_SCHEME: &str = "lazy-alloc-sampled";
+
+/// The schemes that add a source to Scheme B and are compared with it
+/// repeat by repeat (`--locks`, `--alloc`): they differ from B whatever
+/// is instrumented, so they run while only roots are.
+pub fn beside_lazy(scheme: &str) -> bool {
+    [LOCKS_SCHEME, ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME].contains(&scheme)
+}
 
 /// How many of a JVM's last stdout lines an error message quotes.
 const TAIL: usize = 12;
@@ -227,7 +240,9 @@ pub struct SprigArgs {
     /// `lazy`, `eager`, `lazy-redefine` (lazy with `--no-dormant`),
     /// `lazy-receiver` (lazy with `--virtual-calls receiver`),
     /// `lazy-trivial=N` (lazy with `--skip-trivial=N`; 0: `--keep-trivial`)
-    /// or `lazy-locks` (lazy with `--locks`).
+    /// `lazy-locks` (lazy with `--locks`), `lazy-alloc-exact` (lazy with
+    /// exact allocations) or `lazy-alloc-sampled` (lazy with sampled
+    /// allocations alone).
     pub scheme: String,
     /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
     pub timing: Option<String>,
@@ -275,6 +290,10 @@ impl Sprig {
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
             KEEP_TRIVIAL_SCHEME => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
             LOCKS_SCHEME => cmd.args(["--scheme", "lazy", "--locks"]),
+            ALLOC_EXACT_SCHEME => {
+                cmd.args(["--scheme", "lazy", "--alloc", "--alloc-interval", "0"])
+            }
+            ALLOC_SAMPLED_SCHEME => cmd.args(["--scheme", "lazy", "--alloc-interval", "524288"]),
             scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])

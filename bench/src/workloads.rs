@@ -12,7 +12,10 @@
 
 use crate::Ctx;
 use crate::env::{extract, src_zip};
-use crate::proc::{Jvm, KEEP_TRIVIAL_SCHEME, LOCKS_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME};
+use crate::proc::{
+    ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, Jvm, KEEP_TRIVIAL_SCHEME, LOCKS_SCHEME, Sprig,
+    SprigArgs, TRIVIAL_SCHEME, beside_lazy,
+};
 use crate::profile::{ProfileSummary, compare_paths, compare_paths_per_root};
 use crate::stats::{Summary, fmt, json_of, median};
 use anyhow::{Context, Result, bail};
@@ -463,6 +466,10 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
     if ctx.compare_locks {
         schemes.push(LOCKS_SCHEME.into());
     }
+    if ctx.compare_alloc {
+        schemes.push(ALLOC_EXACT_SCHEME.into());
+        schemes.push(ALLOC_SAMPLED_SCHEME.into());
+    }
     schemes.extend(
         ctx.compare_trivial
             .iter()
@@ -559,8 +566,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             for si in (0..variants.len()).map(|i| (i + rep) % variants.len()) {
                 let (scheme, timing) = &variants[si];
                 // Scheme A differs from B only once callees are revealed
-                // (`--locks` differs whatever is instrumented).
-                if *scheme != "lazy" && *scheme != LOCKS_SCHEME && roots_only_seen {
+                // (`--locks` and `--alloc` differ whatever is instrumented).
+                if *scheme != "lazy" && !beside_lazy(scheme) && roots_only_seen {
                     let note = format!(
                         "{} {}: {scheme} skipped (only roots are instrumented yet)",
                         def.name, r.label
@@ -733,14 +740,15 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     .collect(),
                 _ => Vec::new(),
             };
-            // `--locks` (row Bl) over Scheme B without it, same root,
+            // `--locks` (row Bl) or `--alloc` (Bx, Bs) over Scheme B
+            // without it, same root,
             // timing and repeat: their windows' median iteration times
             // (with `--settle`, of the settled windows).
             let over_lazy: Vec<f64> = match variants
                 .iter()
                 .position(|(sc, t)| sc == "lazy" && t == timing)
             {
-                Some(li) if scheme == LOCKS_SCHEME => s
+                Some(li) if beside_lazy(scheme) => s
                     .iter()
                     .filter_map(|x| {
                         let b = samples[ri][li].iter().find(|b| b.repeat == x.repeat)?;
@@ -857,6 +865,8 @@ pub fn print_table(results: &[Value]) {
                     "lazy-receiver" => "Bv".to_owned(),
                     KEEP_TRIVIAL_SCHEME => "Ba".to_owned(),
                     LOCKS_SCHEME => "Bl".to_owned(),
+                    ALLOC_EXACT_SCHEME => "Bx".to_owned(),
+                    ALLOC_SAMPLED_SCHEME => "Bs".to_owned(),
                     s => match s.strip_prefix(TRIVIAL_SCHEME) {
                         Some(bound) => format!("Bt{bound}"),
                         None => "A".to_owned(),
@@ -970,7 +980,12 @@ pub fn print_table(results: &[Value]) {
                     .map(|v| format!("{v:+.1}"))
                     .collect();
                 println!(
-                    "        --locks over B, same repeat (median iteration times{}): {} % (per repeat: {})",
+                    "        {} over B, same repeat (median iteration times{}): {} % (per repeat: {})",
+                    match r.get("scheme").and_then(Value::as_str) {
+                        Some(ALLOC_EXACT_SCHEME) => "--alloc (exact only)",
+                        Some(ALLOC_SAMPLED_SCHEME) => "--alloc-interval 524288 (sampled alone)",
+                        _ => "--locks",
+                    },
                     if sum(r, "settled_overhead_pct").is_some() {
                         ", settled windows"
                     } else {
