@@ -407,7 +407,7 @@ pub(super) fn scalar_table(
     )?;
     writeln!(
         out,
-        "  exact objects the heap sampler saw ~0 of where it expected {} samples or more",
+        "  exact objects whose samples stand for under a tenth of their bytes where {} or more were expected",
         crate::profile::SCALAR_MIN_EXPECTED
     )?;
     let head = format!(
