@@ -23,13 +23,47 @@ pub struct AllocSite {
 }
 
 /// One class's allocations (a node's, or a site's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClassAllocs {
     /// The Java source name: `int[]`, `java.lang.String`, `pkg.Outer$Inner`.
     pub class: String,
     pub count: u64,
     pub bytes: u64,
+    /// The heap sampler's view of the same class on the same node, when
+    /// the profile has allocation samples to gauge it by
+    /// ([`Profile::node_allocs_physical`]).
+    pub physical: Option<Physical>,
 }
+
+/// What the JVM's heap sampler saw of a node's exact allocations of one
+/// class: the logical allocations (the probes' count) against the
+/// physical ones (the samples of that class taken while the node was the
+/// open frame). Where the exact bytes should have drawn many samples and
+/// the estimate is far below them, the JIT likely removed the allocation
+/// (escape analysis, scalar replacement): an inference from two
+/// measurements, not something the JVM reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Physical {
+    /// The samples of the class on the node, and the bytes they stand for.
+    pub samples: u64,
+    pub bytes_est: u64,
+    /// The fewest samples the exact objects would have drawn had they all
+    /// been allocated on the heap (from the interval's upper bound,
+    /// [`Profile::sampling_gauge`]).
+    pub expected_samples: f64,
+    /// `expected_samples` is at least [`SCALAR_MIN_EXPECTED`] and the
+    /// estimate is under [`SCALAR_MAX_SHARE`] of the exact bytes.
+    pub likely_scalar_replaced: bool,
+}
+
+/// The samples the exact allocations must have been expected to draw
+/// before their absence means anything: with 20 expected, a heap
+/// allocation's estimate falls under a tenth of its bytes (2 samples or
+/// fewer) with a chance under one in a million.
+pub const SCALAR_MIN_EXPECTED: f64 = 20.0;
+/// The share of the exact bytes under which the sampled estimate counts
+/// as ~0.
+pub const SCALAR_MAX_SHARE: f64 = 0.1;
 
 /// Adds `count` objects of `bytes` at (`site`, `level`) to a node's list,
 /// kept sorted by (site, level).
@@ -136,9 +170,55 @@ impl Profile {
                 class,
                 count,
                 bytes,
+                physical: None,
             })
             .collect();
         v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.class.cmp(&b.class)));
+        v
+    }
+
+    /// An upper bound of the heap sampler's interval, in bytes, read from
+    /// the samples themselves: each sample stands for at least the
+    /// interval (`size / (1 - exp(-size / interval))`), so no node's
+    /// bytes per sample of a class is below it, and one of small objects
+    /// is close to it. `None` when the profile has no allocation sample
+    /// (no sampling, or nothing to gauge by).
+    pub fn sampling_gauge(&self) -> Option<u64> {
+        let mut min: Option<u64> = None;
+        let mut see = |samples: u64, bytes_est: u64| {
+            if samples > 0 && bytes_est > 0 {
+                let per = bytes_est / samples;
+                min = Some(min.map_or(per, |m| m.min(per)));
+            }
+        };
+        for t in &self.threads {
+            for n in &t.tree.nodes {
+                for a in &n.sampled_allocs {
+                    see(a.samples, a.bytes_est);
+                }
+            }
+        }
+        if let Some((samples, bytes_est)) = self.sampled_outside {
+            see(samples, bytes_est);
+        }
+        min
+    }
+
+    /// [`Self::node_allocs`] with each class's [`Physical`] view when
+    /// `gauge` ([`Self::sampling_gauge`]) is known.
+    pub fn node_allocs_physical(&self, node: &Node, gauge: Option<u64>) -> Vec<ClassAllocs> {
+        let mut v = self.node_allocs(node);
+        let Some(gauge) = gauge.filter(|&g| g > 0) else {
+            return v;
+        };
+        let sampled = self.node_sampled(node);
+        for a in &mut v {
+            let (samples, bytes_est) = sampled
+                .iter()
+                .find(|s| s.class == a.class)
+                .map_or((0, 0), |s| (s.samples, s.bytes_est));
+            a.physical = Some(physical(a.count, a.bytes, samples, bytes_est, gauge));
+        }
         v
     }
 
@@ -191,6 +271,26 @@ impl Profile {
     }
 }
 
+/// The heap sampler's view of `count` objects of `bytes` exactly
+/// allocated, against `samples` standing for `bytes_est`, the interval at
+/// most `gauge`: an object of size `s` is sampled with chance
+/// `1 - exp(-s / interval)`, at least `1 - exp(-s / gauge)`.
+pub fn physical(count: u64, bytes: u64, samples: u64, bytes_est: u64, gauge: u64) -> Physical {
+    let expected_samples = if count == 0 || gauge == 0 {
+        0.0
+    } else {
+        let size = bytes as f64 / count as f64;
+        count as f64 * -(-size / gauge as f64).exp_m1()
+    };
+    Physical {
+        samples,
+        bytes_est,
+        expected_samples,
+        likely_scalar_replaced: expected_samples >= SCALAR_MIN_EXPECTED
+            && (bytes_est as f64) < bytes as f64 * SCALAR_MAX_SHARE,
+    }
+}
+
 /// The bytes a node's allocation samples stand for.
 pub fn own_sampled(node: &Node) -> u64 {
     node.sampled_allocs
@@ -221,6 +321,34 @@ mod tests {
         // More levels than dimensions, or no descriptor at all: as given.
         assert_eq!(java_type_name("[I", 2), "[I");
         assert_eq!(java_type_name("junk", 0), "junk");
+    }
+
+    #[test]
+    fn exact_objects_the_sampler_should_have_seen_and_did_not_are_marked() {
+        // 1,000,000 objects of 24 bytes, samples every 16 KiB: about
+        // 1,464 samples expected had they been on the heap.
+        let seen_none = physical(1_000_000, 24_000_000, 0, 0, 16_384);
+        assert!(
+            (seen_none.expected_samples - 1463.8).abs() < 0.5,
+            "{seen_none:?}"
+        );
+        assert!(seen_none.likely_scalar_replaced);
+        // A few samples (the interpreter's and C1's allocations before C2)
+        // under a tenth: still marked.
+        assert!(physical(1_000_000, 24_000_000, 100, 1_640_000, 16_384).likely_scalar_replaced);
+        // Sampled near the exact bytes: allocated for real.
+        let heap = physical(1_000_000, 24_000_000, 1_430, 23_440_000, 16_384);
+        assert!(!heap.likely_scalar_replaced, "{heap:?}");
+        // A tenth or more: not marked.
+        assert!(!physical(1_000_000, 24_000_000, 147, 2_400_000, 16_384).likely_scalar_replaced);
+        // Too few bytes to expect 20 samples: nothing said, even at 0.
+        let few = physical(10_000, 240_000, 0, 0, 16_384);
+        assert!(few.expected_samples < SCALAR_MIN_EXPECTED, "{few:?}");
+        assert!(!few.likely_scalar_replaced);
+        // Objects larger than the interval draw fewer samples than bytes
+        // over the interval: 19 objects of 4 intervals each expect ~18.7.
+        assert!(!physical(19, 19 * 65_536, 0, 0, 16_384).likely_scalar_replaced);
+        assert!(physical(21, 21 * 65_536, 0, 0, 16_384).likely_scalar_replaced);
     }
 
     #[test]

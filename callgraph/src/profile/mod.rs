@@ -58,8 +58,8 @@ mod times;
 mod tree;
 
 pub use alloc::{
-    AllocSite, ClassAllocs, ClassSampled, add_alloc, add_sampled, java_type_name, own_allocs,
-    own_sampled,
+    AllocSite, ClassAllocs, ClassSampled, Physical, SCALAR_MAX_SHARE, SCALAR_MIN_EXPECTED,
+    add_alloc, add_sampled, java_type_name, own_allocs, own_sampled,
 };
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;

@@ -71,7 +71,14 @@
 //! estimates of what its own code and the unprofiled code below it
 //! allocated, most bytes first), and the top level
 //! `sampled_outside_roots` (`{"samples","bytes_est"}`), the samples taken
-//! outside every root context.
+//! outside every root context. With both, each `allocations` entry adds
+//! the heap sampler's view of the same class on the same node:
+//! `physical_samples`, `physical_estimate_bytes`, `expected_samples` (the
+//! fewest samples the exact objects would have drawn on the heap, from an
+//! upper bound of the interval read from the samples) and
+//! `likely_scalar_replaced` (an inference from the two measurements: at
+//! least 20 samples expected and an estimate under a tenth of the exact
+//! bytes, the JIT likely removed the allocations by escape analysis).
 //! Live objects (`--alloc=live`, estimates): a node with tagged samples
 //! not freed adds `live` (`{"bytes","objects","samples"}`), and the top
 //! level `live` (`{"estimate":true,"lost_frees","now":{..},"gcs":[..]}`):
@@ -330,15 +337,24 @@ fn live(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"]},")
 }
 
+/// Which tree [`roots`] writes: the thread's index (`None`: the merged
+/// tree), its sample window, and the profile's
+/// [`Profile::sampling_gauge`] (taken once per report).
+struct Of {
+    thread: Option<u32>,
+    window: u64,
+    gauge: Option<u64>,
+}
+
 fn roots(
     p: &Profile,
     tree: &Tree,
-    thread: Option<u32>,
-    window: u64,
+    of: &Of,
     opts: &RenderOptions,
     depth: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    let (thread, window) = (of.thread, of.window);
     let view = tree_view(p, tree, opts);
     out.write_all(b"\"roots\":[")?;
     // wrote[d]: the children array at level d already holds an element.
@@ -395,13 +411,24 @@ fn roots(
         }
         if !n.allocs.is_empty() {
             out.write_all(b"\"allocations\":[")?;
-            for (i, a) in p.node_allocs(n).iter().enumerate() {
+            for (i, a) in p.node_allocs_physical(n, of.gauge).iter().enumerate() {
                 if i > 0 {
                     out.write_all(b",")?;
                 }
                 out.write_all(b"{\"class\":")?;
                 write_str(out, &a.class)?;
-                write!(out, ",\"count\":{},\"bytes\":{}}}", a.count, a.bytes)?;
+                write!(out, ",\"count\":{},\"bytes\":{}", a.count, a.bytes)?;
+                if let Some(ph) = &a.physical {
+                    write!(
+                        out,
+                        ",\"physical_samples\":{},\"physical_estimate_bytes\":{},\"expected_samples\":{},\"likely_scalar_replaced\":{}",
+                        ph.samples,
+                        ph.bytes_est,
+                        num_f64((ph.expected_samples * 10.0).round() / 10.0),
+                        ph.likely_scalar_replaced
+                    )?;
+                }
+                out.write_all(b"}")?;
             }
             out.write_all(b"],")?;
         }
@@ -440,6 +467,7 @@ fn roots(
 
 impl Render for Json {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+        let gauge = p.sampling_gauge();
         out.write_all(b"{\"version\":1,")?;
         indent(out, 1)?;
         write!(out, "\"target\":{{\"pid\":{},\"jvm\":", p.target.pid)?;
@@ -623,7 +651,12 @@ impl Render for Json {
             if p.timing == Timing::Sampled {
                 sample_counts(p, &t.samples, out)?;
             }
-            roots(p, &t.tree, Some(t.index), t.samples.window(), opts, 3, out)?;
+            let of = Of {
+                thread: Some(t.index),
+                window: t.samples.window(),
+                gauge,
+            };
+            roots(p, &t.tree, &of, opts, 3, out)?;
             out.write_all(b"}")?;
         }
         out.write_all(b"]")?;
@@ -637,7 +670,12 @@ impl Render for Json {
             if p.timing == Timing::Sampled {
                 sample_counts(p, &m.samples, out)?;
             }
-            roots(p, &m.tree, None, m.samples.window(), opts, 2, out)?;
+            let of = Of {
+                thread: None,
+                window: m.samples.window(),
+                gauge,
+            };
+            roots(p, &m.tree, &of, opts, 2, out)?;
             out.write_all(b"}")?;
         }
         if let Some(m) = &merged

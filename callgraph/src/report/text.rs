@@ -31,7 +31,10 @@
 //!
 //! With allocations (`--alloc`) each tree adds the bytes its subtree and
 //! its own code allocated and its objects per call, and an allocation
-//! hot-spot table follows (sites by class, most bytes first).
+//! hot-spot table follows (sites by class, most bytes first); with
+//! allocation samples too, a table of the contexts and classes whose exact
+//! allocations the heap sampler saw ~0 of where it should have seen many,
+//! the allocations the JIT likely removed (an inference, labelled so).
 //!
 //! Under each tree, a `latency` line per root gives its complete calls'
 //! count, minimum, median, 90th and 99th percentile and maximum. In sampled
@@ -48,7 +51,7 @@ use std::io::{self, Write};
 mod session;
 use session::{details, footer, probe_cost, summary, warnings};
 mod tables;
-use tables::{alloc_table, back_trace, hot_spot_table, live_table, lock_table};
+use tables::{alloc_table, back_trace, hot_spot_table, live_table, lock_table, scalar_table};
 
 /// Columns a name keeps however deep its line (a deep line is then wider
 /// than the report's width rather than a name cut to nothing).
@@ -121,6 +124,7 @@ impl Render for Text {
                 }
             };
             alloc_table(p, m, opts, &names, out)?;
+            scalar_table(p, m, opts, &names, out)?;
         }
         live_table(p, opts, &names, out)?;
         marks.legend(p, out)?;

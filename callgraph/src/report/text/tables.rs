@@ -347,3 +347,86 @@ pub(super) fn back_trace(
     }
     Ok(())
 }
+
+/// The logical allocations the JIT likely removed (escape analysis): per
+/// calling context of the merged tree and class, the exact objects the
+/// heap sampler should have seen many times and saw (almost) never
+/// ([`crate::profile::Physical`]); nothing without allocation samples to
+/// gauge the interval by. Most exact bytes first.
+pub(super) fn scalar_table(
+    p: &Profile,
+    merged: &ThreadProfile,
+    opts: &RenderOptions,
+    names: &Names,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(gauge) = p.sampling_gauge() else {
+        return Ok(());
+    };
+    let nodes = &merged.tree.nodes;
+    let mut parent = vec![None; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for &c in &n.children {
+            if let Some(slot) = parent.get_mut(c as usize) {
+                *slot = Some(i);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if n.allocs.is_empty() {
+            continue;
+        }
+        for a in p.node_allocs_physical(n, Some(gauge)) {
+            if let Some(ph) = a.physical.as_ref().filter(|ph| ph.likely_scalar_replaced) {
+                let at = match parent[i] {
+                    Some(up) => {
+                        format!("{} > {}", names.get(nodes[up].method), names.get(n.method))
+                    }
+                    None => names.get(n.method),
+                };
+                rows.push((
+                    a.bytes,
+                    a.count,
+                    ph.bytes_est,
+                    ph.expected_samples,
+                    a.class.clone(),
+                    at,
+                ));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.5.cmp(&b.5)));
+    writeln!(out)?;
+    writeln!(
+        out,
+        "logical allocations the JIT likely removed (escape analysis), an inference:"
+    )?;
+    writeln!(
+        out,
+        "  exact objects whose samples stand for under a tenth of their bytes where {} or more were expected",
+        crate::profile::SCALAR_MIN_EXPECTED
+    )?;
+    let head = format!(
+        "{:>14} {:>12} {:>14} {:>9}",
+        "exact bytes", "objects", "~sampled bytes", "expected"
+    );
+    let width = head.chars().count() + 2;
+    writeln!(out, "{head}  class  in")?;
+    for (bytes, count, est, expected, class, at) in rows {
+        let room = opts
+            .width
+            .saturating_sub(width + class.chars().count() + 2)
+            .max(MIN_NAME);
+        writeln!(
+            out,
+            "{bytes:>14} {count:>12} {est:>14} {expected:>9.0}  {}  {}",
+            escape(&class),
+            escape(&names::fit(&at, room))
+        )?;
+    }
+    Ok(())
+}
