@@ -24,7 +24,7 @@
 //! the CLI takes out of every interval): the estimated calls of
 //! `loop -> a` a second, and the calls at and below the suggested root
 //! `a` (9 per call of `a`: `a`, 3 `b`, `c`, 4 `spin`), within a factor of
-//! 1.5 (seen 0.82-1.14 of the count at load average 8-11, JDK 17 and 25;
+//! 1.5 (seen 0.82-1.29 of the count at load average 8-11, JDK 17 and 25;
 //! 0.31-0.80 before each edge's intervals were clipped at twice their
 //! median: docs/stack-sampling.md, "Where the intervals' CPU time went").
 //! Then `sprig profile` of that root, `--timing exact` and then `--timing sampled`:
