@@ -23,7 +23,10 @@
 //! the end of its previous sample to the start of this one (less the
 //! reading of its CPU clock, [`clock_read_ns`]), counted with the edge the
 //! sample names. Entries per CPU second are intervals over their CPU time,
-//! whatever the threads waited.
+//! whatever the threads waited. Each edge's intervals count at most
+//! twice their median ([`clip`], at every [`drain`]): the code right after
+//! a burst's samples runs with cold caches, and a few long intervals
+//! held most of the bursts' CPU time.
 
 use crate::ffi::{Jni, MethodId};
 use crate::probe_class;
@@ -74,7 +77,21 @@ const FRAMES: usize = 8;
 /// The edges sampled since the last drain: (caller, callee) method ids'
 /// addresses and how many entries went along each, with the intervals
 /// they closed and those intervals' CPU time.
-static EDGES: Mutex<Option<HashMap<(usize, usize), EdgeTally>>> = Mutex::new(None);
+static EDGES: Mutex<Option<HashMap<(usize, usize), EdgeAcc>>> = Mutex::new(None);
+/// Intervals kept per edge between two drains for [`clip`] (the rest
+/// count in the tally only).
+const KEPT: usize = 1024;
+/// An interval counts at most this many times its edge's median
+/// ([`clip`]).
+const CLIP: u64 = 2;
+
+/// One edge's tally since the last drain, and its intervals (the first
+/// [`KEPT`]).
+#[derive(Default)]
+struct EdgeAcc {
+    tally: EdgeTally,
+    kept: Vec<u64>,
+}
 
 /// One edge's sampled entries, the intervals they closed, the intervals'
 /// CPU time in ns.
@@ -206,17 +223,66 @@ fn lower_or_raise(jni: Jni<'_>) {
     probe_class::set_active_for_bursts(jni, BUDGET.load(Ordering::Acquire) > 0);
 }
 
+/// What [`drain`] hands over.
+pub struct Drained {
+    /// The edges, each interval's CPU time clipped ([`clip`]).
+    pub edges: Vec<(MethodId, MethodId, EdgeTally)>,
+    /// Entries dropped.
+    pub dropped: u64,
+    /// The CPU time the clipping took out of the edges' intervals, ns
+    /// (the bursts' own sums of intervals hold it).
+    pub clipped_ns: u64,
+}
+
 /// The edges sampled since the last drain, and the entries dropped.
-pub fn drain() -> (Vec<(MethodId, MethodId, EdgeTally)>, u64) {
+pub fn drain() -> Drained {
     let taken = crate::sync::lock(&EDGES)
         .as_mut()
         .map(std::mem::take)
         .unwrap_or_default();
+    let mut clipped_ns = 0u64;
     let edges = taken
         .into_iter()
-        .map(|((a, b), n)| (MethodId::from_addr(a), MethodId::from_addr(b), n))
+        .map(|((a, b), mut acc)| {
+            let cut = clip(&mut acc.kept, acc.tally.intervals);
+            acc.tally.cpu_ns = acc.tally.cpu_ns.saturating_sub(cut);
+            clipped_ns = clipped_ns.saturating_add(cut);
+            (MethodId::from_addr(a), MethodId::from_addr(b), acc.tally)
+        })
         .collect();
-    (edges, DROPPED.swap(0, Ordering::AcqRel))
+    Drained {
+        edges,
+        dropped: DROPPED.swap(0, Ordering::AcqRel),
+        clipped_ns,
+    }
+}
+
+/// The CPU time to take out of an edge's `intervals` intervals, of which
+/// `kept` are the first (in any order; sorted here): every interval above
+/// [`CLIP`] times their median counts at that bound, and the excess of the
+/// kept ones stands for all `intervals` in proportion. A burst perturbs
+/// the code that runs right after its samples (the first entries of a
+/// burst find the probes' slow path and the code after it cold; an
+/// interval in a burst's first entries held 5-12 µs against a median of
+/// 0.5 µs: docs/stack-sampling.md, "Where the intervals' CPU time went"),
+/// so a few long intervals held most of the bursts' CPU time, and the
+/// rates came out about 3 times low.
+pub fn clip(kept: &mut [u64], intervals: u32) -> u64 {
+    if kept.is_empty() {
+        return 0;
+    }
+    kept.sort_unstable();
+    let median = kept[kept.len() / 2];
+    let bound = median.saturating_mul(CLIP);
+    let excess: u64 = kept
+        .iter()
+        .rev()
+        .take_while(|&&x| x > bound)
+        .map(|&x| x - bound)
+        .sum();
+    let n = kept.len() as u64;
+    let all = u64::from(intervals).max(n);
+    u64::try_from(u128::from(excess) * u128::from(all) / u128::from(n)).unwrap_or(u64::MAX)
 }
 
 fn is_probe_frame(m: MethodId) -> bool {
@@ -327,11 +393,15 @@ fn record_edge(jni: Jni<'_>, interval: Option<u64>) -> bool {
             };
             match guard.as_mut() {
                 Some(map) => {
-                    let t = map.entry((caller.addr(), callee.addr())).or_default();
+                    let acc = map.entry((caller.addr(), callee.addr())).or_default();
+                    let t = &mut acc.tally;
                     t.samples = t.samples.saturating_add(1);
                     if let Some(cpu) = interval {
                         t.intervals = t.intervals.saturating_add(1);
                         t.cpu_ns = t.cpu_ns.saturating_add(cpu);
+                        if acc.kept.len() < KEPT {
+                            acc.kept.push(cpu);
+                        }
                     }
                     true
                 }
@@ -430,4 +500,31 @@ pub fn calibrate_path(jni: Jni<'_>, class: crate::ffi::Local<'_>) -> Option<u64>
 /// The burst's own path measured by [`calibrate_path`], ns; 0 unmeasured.
 pub fn path_ns() -> u64 {
     PATH.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_takes_out_what_lies_above_twice_the_median() {
+        // Nine intervals of 500 ns and one of 10 µs (a burst's cold first
+        // entries): the long one counts at 1 µs.
+        let mut v = vec![500; 9];
+        v.push(10_000);
+        assert_eq!(clip(&mut v, 10), 9_000);
+        // Intervals within twice their median keep their CPU time (two
+        // modes, as `a -> b` after `a`'s entry and after `spin`).
+        let mut v = vec![90, 90, 380, 380, 380, 700];
+        assert_eq!(clip(&mut v, 6), 0);
+    }
+
+    #[test]
+    fn clip_scales_the_excess_of_the_kept_intervals_to_all_of_them() {
+        let mut v = vec![100, 100, 100, 1_200];
+        // 1,000 ns above the bound among 4 kept, 12 intervals in all.
+        assert_eq!(clip(&mut v, 12), 3_000);
+        assert_eq!(clip(&mut [], 5), 0);
+        assert_eq!(clip(&mut [7], 1), 0);
+    }
 }

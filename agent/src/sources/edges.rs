@@ -108,11 +108,14 @@ impl Source for Edges {
                     if let Some(b) = edges::close_burst(jni, now) {
                         add_burst(&mut pending, &b);
                     }
-                    edges::open_burst(jni, budget, now);
+                    // Between two bursts: the edges drained are those of
+                    // the bursts `pending` holds (their clipping comes out
+                    // of its sum).
                     if sent.elapsed() >= SEND_EVERY {
                         sent = Instant::now();
                         send(&jvmti, jni, &mut names, &mut pending);
                     }
+                    edges::open_burst(jni, budget, clock::monotonic_ns());
                     next += interval;
                     if next < Instant::now() {
                         next = Instant::now() + interval;
@@ -178,16 +181,18 @@ fn add_burst(pending: &mut EdgeSamples, b: &edges::Burst) {
 }
 
 /// Sends the edges sampled since the last send with the bursts `pending`
-/// holds, named; nothing when there is nothing.
+/// holds, named, their intervals' CPU time clipped (`edges::clip`, taken
+/// out of the bursts' sum too); nothing when there is nothing.
 fn send(
     jvmti: &Jvmti,
     jni: Jni<'_>,
     names: &mut HashMap<usize, Option<EdgeMethod>>,
     pending: &mut EdgeSamples,
 ) {
-    let (sampled, dropped) = edges::drain();
-    pending.dropped += dropped;
-    for (caller, callee, t) in sampled {
+    let drained = edges::drain();
+    pending.dropped += drained.dropped;
+    pending.interval_cpu_ns = pending.interval_cpu_ns.saturating_sub(drained.clipped_ns);
+    for (caller, callee, t) in drained.edges {
         let (Some(caller), Some(callee)) = (
             name_of(jvmti, jni, names, caller),
             name_of(jvmti, jni, names, callee),

@@ -33,7 +33,10 @@
 //! bursts begin, on an empty instrumented method (`path_ns`), and it is
 //! taken out of the intervals' CPU time before any rate is formed
 //! ([`EdgeProfile::app_cpu_ns`]), down to at most a twentieth of it (so
-//! a path measured long cannot make a rate unbounded).
+//! a path measured long cannot make a rate unbounded). The agent sends
+//! each edge's intervals with every one above twice their median counted
+//! at that bound (`probe::edges::clip`): the first entries of a burst find
+//! the probes' slow path and the code after it cold.
 //!
 //! Methods are named `pkg.Class::method` (overloads together), as
 //! `--root` takes them, so edges compare with `sprig profile`'s exact
