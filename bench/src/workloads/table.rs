@@ -4,14 +4,9 @@ use crate::proc::{KEEP_TRIVIAL_SCHEME, LOCKS_SCHEME, TRIVIAL_SCHEME};
 use crate::stats::{Summary, fmt};
 use serde_json::Value;
 
+/// Member `k` of a row, a summary as `json_of` wrote it.
 fn sum(v: &Value, k: &str) -> Option<Summary> {
-    let x = v.get(k)?;
-    Some(Summary {
-        median: x.get("median")?.as_f64()?,
-        min: x.get("min")?.as_f64()?,
-        max: x.get("max")?.as_f64()?,
-        n: x.get("n")?.as_u64()? as usize,
-    })
+    Summary::from_json(v.get(k)?)
 }
 
 /// The table in JFluid's columns (medians over repeats, [min-max]).
