@@ -217,6 +217,20 @@ fn owner(p: &Profile, id: u32, waits: u64, ns: u64, out: &mut dyn Write) -> io::
     write!(out, ",\"waits\":{waits},\"blocked_ns\":{ns}}}")
 }
 
+/// `"context":[...]`, the methods of a context as `class.method`, in the
+/// order of `path`.
+fn context(p: &Profile, path: &[u32], out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"\"context\":[")?;
+    for (i, &mid) in path.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        let m = p.method(mid);
+        write_str(out, &format!("{}.{}", m.class, m.name))?;
+    }
+    out.write_all(b"]")
+}
+
 /// `,"locks":[...]`, the lock view (`--locks`) over every thread, when
 /// the profile holds waits: per kind and monitor class, the longest
 /// first, the waits' count and time, the contexts that waited (methods
@@ -255,15 +269,9 @@ fn locks(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
             if j > 0 {
                 out.write_all(b",")?;
             }
-            out.write_all(b"{\"context\":[")?;
-            for (k, &mid) in path.iter().enumerate() {
-                if k > 0 {
-                    out.write_all(b",")?;
-                }
-                let mi = p.method(mid);
-                write_str(out, &format!("{}.{}", mi.class, mi.name))?;
-            }
-            write!(out, "],\"waits\":{count},\"blocked_ns\":{ns}}}")?;
+            out.write_all(b"{")?;
+            context(p, path, out)?;
+            write!(out, ",\"waits\":{count},\"blocked_ns\":{ns}}}")?;
         }
         out.write_all(b"],\"owners\":[")?;
         for (j, &(id, count, ns)) in l.owners.iter().enumerate() {
@@ -277,8 +285,6 @@ fn locks(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(b"]")
 }
 
-/// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
-/// `window`: the samples of the tree's thread(s), for the bounds.
 /// Rows of a live point in the JSON report.
 const LIVE_ROWS: usize = 20;
 
@@ -298,16 +304,10 @@ fn live(p: &Profile, out: &mut dyn Write) -> io::Result<()> {
                 if i > 0 {
                     out.write_all(b",")?;
                 }
-                out.write_all(b"{\"context\":[")?;
+                out.write_all(b"{")?;
                 let path = l.contexts.get(r.context as usize).map_or(&[][..], |c| c);
-                for (j, &m) in path.iter().enumerate() {
-                    if j > 0 {
-                        out.write_all(b",")?;
-                    }
-                    let m = p.method(m);
-                    write_str(out, &format!("{}.{}", m.class, m.name))?;
-                }
-                out.write_all(b"],\"class\":")?;
+                context(p, path, out)?;
+                out.write_all(b",\"class\":")?;
                 write_str(out, &p.sampled_class(r.class))?;
                 write!(
                     out,
@@ -346,6 +346,8 @@ struct Of {
     gauge: Option<u64>,
 }
 
+/// The `"roots":[...]` array of one tree, `depth` = indentation of the key;
+/// `of`: which tree, its samples' window (for the bounds) and the gauge.
 fn roots(
     p: &Profile,
     tree: &Tree,

@@ -156,6 +156,27 @@ pub(super) fn lock_table(
 /// Rows of the allocation hot-spot table.
 const ALLOC_ROWS: usize = 20;
 
+/// Rows of an allocation table: `--hot-spots` when given, else
+/// [`ALLOC_ROWS`].
+fn alloc_rows(opts: &RenderOptions) -> usize {
+    if opts.hot_spots > 0 {
+        opts.hot_spots
+    } else {
+        ALLOC_ROWS
+    }
+}
+
+/// The last columns of an allocation table's row: the class, then where
+/// (a site, a context) cut to the room `opts.width` leaves after the
+/// figures' `width` and the class.
+fn class_and_where(opts: &RenderOptions, width: usize, class: &str, place: &str) -> String {
+    let room = opts
+        .width
+        .saturating_sub(width + class.chars().count() + 2)
+        .max(MIN_NAME);
+    format!("{}  {}", escape(class), escape(&names::fit(place, room)))
+}
+
 /// The allocation hot spots (`--alloc`): sites by class, most bytes first,
 /// over every thread; exact counts.
 pub(super) fn alloc_table(
@@ -176,11 +197,7 @@ pub(super) fn alloc_table(
     let all: u64 = by.values().map(|v| v.1).fold(0, u64::saturating_add);
     let mut rows: Vec<_> = by.into_iter().collect();
     rows.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(&b.0)));
-    let limit = if opts.hot_spots > 0 {
-        opts.hot_spots
-    } else {
-        ALLOC_ROWS
-    };
+    let limit = alloc_rows(opts);
     writeln!(out)?;
     writeln!(
         out,
@@ -197,18 +214,13 @@ pub(super) fn alloc_table(
             Some(s) => format!("{} @{}", names.get(s.method), s.bci),
             None => format!("site {site}"),
         };
-        let room = opts
-            .width
-            .saturating_sub(width + class.chars().count() + 2)
-            .max(MIN_NAME);
         writeln!(
             out,
-            "{:>14} {:>7} {:>12}  {}  {}",
+            "{:>14} {:>7} {:>12}  {}",
             bytes,
             percent(bytes, all),
             count,
-            escape(&class),
-            escape(&names::fit(&at, room))
+            class_and_where(opts, width, &class, &at)
         )?;
     }
     Ok(())
@@ -226,11 +238,7 @@ pub(super) fn live_table(
     let Some(l) = &p.live else {
         return Ok(());
     };
-    let limit = if opts.hot_spots > 0 {
-        opts.hot_spots
-    } else {
-        ALLOC_ROWS
-    };
+    let limit = alloc_rows(opts);
     let rows = &l.now.rows;
     writeln!(out)?;
     writeln!(
@@ -260,19 +268,14 @@ pub(super) fn live_table(
         let growth = l
             .growth(r.context, r.class)
             .map_or_else(|| "-".to_owned(), |g| format!("{g:+}"));
-        let room = opts
-            .width
-            .saturating_sub(width + class.chars().count() + 2)
-            .max(MIN_NAME);
         writeln!(
             out,
-            "{:>14} {:>7} {:>12} {:>15}  {}  {}",
+            "{:>14} {:>7} {:>12} {:>15}  {}",
             r.live.bytes,
             percent(r.live.bytes, l.now.total.bytes),
             r.live.objects,
             growth,
-            escape(&class),
-            escape(&names::fit(&context, room))
+            class_and_where(opts, width, &class, &context)
         )?;
     }
     if l.lost_frees > 0 {
