@@ -17,7 +17,8 @@
 //! and the table goes in batches as `SampledOutsideStacks`, all queued
 //! after the `AllocClass` messages the callbacks queued. The measurement
 //! knob `SPRIG_AGENT_FAULT=sampled-alloc-no-stacks` counts them only (the
-//! baseline of `scripts/measure/outside-alloc-cost.sh`).
+//! baseline of `scripts/measure/outside-alloc-cost.sh`);
+//! `sampled-alloc-cost` times each of them (CPU time) and says the mean.
 //!
 //! What a sample stands for: HotSpot draws the bytes between two samples
 //! of a thread from an exponential distribution of mean `interval`, so an
@@ -41,8 +42,8 @@ use crate::env::Agent;
 use crate::ffi::{Capabilities, Event, Jni, Jvmti, Local, MethodId};
 use crate::outbox;
 use crate::probe;
-use sprig_wire::Message;
 use sprig_wire::control::{OutsideStack, OutsideStacks};
+use sprig_wire::{Message, clock};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -64,6 +65,14 @@ static TABLE: Mutex<Option<Outside>> = Mutex::new(None);
 /// the measurement knob `sampled-alloc-no-stacks`: counted only, as the
 /// cost's baseline).
 static STACKS: AtomicBool = AtomicBool::new(true);
+/// Measurement knob `sampled-alloc-cost`: the samples outside roots kept
+/// by stack are timed (the calling thread's CPU time around the stack's
+/// read and the table's update), and the stop says how many and their
+/// mean in one warning.
+static TIMED: AtomicBool = AtomicBool::new(false);
+static TIMED_SAMPLES: AtomicU64 = AtomicU64::new(0);
+static TIMED_NS: AtomicU64 = AtomicU64::new(0);
+static TIMED_WALK_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Deepest stack kept for a sample outside every root context.
 pub const OUTSIDE_DEPTH: usize = 64;
@@ -194,6 +203,13 @@ impl Source for SampledAllocs {
             !crate::error::fault_named("sampled-alloc-no-stacks"),
             Ordering::Relaxed,
         );
+        TIMED.store(
+            crate::error::fault_named("sampled-alloc-cost"),
+            Ordering::Relaxed,
+        );
+        TIMED_SAMPLES.store(0, Ordering::Relaxed);
+        TIMED_NS.store(0, Ordering::Relaxed);
+        TIMED_WALK_NS.store(0, Ordering::Relaxed);
         OUTSIDE.store(0, Ordering::Relaxed);
         OUTSIDE_BYTES.store(0, Ordering::Relaxed);
         let interval = i32::try_from(self.interval).unwrap_or(i32::MAX).max(1);
@@ -216,6 +232,17 @@ impl Source for SampledAllocs {
             samples: OUTSIDE.swap(0, Ordering::Relaxed),
             bytes_est: OUTSIDE_BYTES.swap(0, Ordering::Relaxed),
         });
+        if TIMED.load(Ordering::Relaxed) {
+            let n = TIMED_SAMPLES.load(Ordering::Relaxed);
+            let ns = TIMED_NS.load(Ordering::Relaxed);
+            let walk = TIMED_WALK_NS.load(Ordering::Relaxed);
+            outbox::send(Message::Warning(format!(
+                "sampled-alloc-cost: {n} samples outside roots kept by stack, {ns} ns of CPU time \
+                 in all ({} ns each reading the stack), {} ns each",
+                walk / n.max(1),
+                ns / n.max(1)
+            )));
+        }
         let table = crate::sync::lock(&TABLE).take();
         if let Some(table) = table {
             send_stacks(agent.jvmti, jni, table);
@@ -253,7 +280,16 @@ pub fn on_sample(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_
     if !probe::sampled_alloc(size, est, || class_id(jvmti, class), tag) {
         OUTSIDE.fetch_add(1, Ordering::Relaxed);
         OUTSIDE_BYTES.fetch_add(est, Ordering::Relaxed);
-        if STACKS.load(Ordering::Relaxed) {
+        if !STACKS.load(Ordering::Relaxed) {
+            return;
+        }
+        if TIMED.load(Ordering::Relaxed) {
+            let t0 = clock::thread_cpu_ns();
+            outside_stack(jvmti, jni, class, est);
+            let ns = clock::thread_cpu_ns().saturating_sub(t0);
+            TIMED_SAMPLES.fetch_add(1, Ordering::Relaxed);
+            TIMED_NS.fetch_add(ns, Ordering::Relaxed);
+        } else {
             outside_stack(jvmti, jni, class, est);
         }
     }
@@ -262,7 +298,12 @@ pub fn on_sample(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_
 /// Adds a sample outside every root context to the table by the calling
 /// thread's stack (one frame more than kept tells a cut stack).
 fn outside_stack(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, est: u64) {
+    let timed = TIMED.load(Ordering::Relaxed);
+    let t0 = if timed { clock::thread_cpu_ns() } else { 0 };
     let walked = jvmti.own_frames::<{ OUTSIDE_DEPTH + 1 }>(&jni);
+    if timed {
+        TIMED_WALK_NS.fetch_add(clock::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+    }
     let class = class_id(jvmti, class);
     let mut table = crate::sync::lock(&TABLE);
     let Some(table) = table.as_mut() else {
