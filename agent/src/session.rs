@@ -149,8 +149,8 @@ impl crate::ffi::VmEvents for Events {
     fn thread(start: bool, java: Option<(&Jvmti, Jni<'_>, Local<'_>)>) {
         crate::sources::cpu_timer::on_thread(start, java)
     }
-    fn sampled_alloc(jvmti: &Jvmti, _jni: Jni<'_>, object: Local<'_>, class: Local<'_>, size: u64) {
-        sources::sampled_alloc::on_sample(jvmti, object, class, size)
+    fn sampled_alloc(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_>, size: u64) {
+        sources::sampled_alloc::on_sample(jvmti, jni, object, class, size)
     }
     fn object_free(tag: u64) {
         sources::live::on_free(tag)
@@ -608,10 +608,12 @@ fn start_profiling(
         ticks_per_sec,
     });
     // Per-session state begins in this order (and ends in `detach`):
-    // outbox, methods, probe_class, threads, reveal (with revelation on),
+    // outbox, the frame dictionary, methods, probe_class, threads, reveal
+    // (with revelation on),
     // probe, then frames, ledger and instrument (not in a calibration-only
     // session).
     outbox::begin_session(writer);
+    sources::stacks::begin_frames();
     methods::begin_session();
     allocs::begin_session(so.alloc && probe_class::allocs_available());
     if so.alloc && !probe_class::allocs_available() {

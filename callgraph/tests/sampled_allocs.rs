@@ -212,3 +212,111 @@ fn tagged_samples_are_live_until_freed() {
     assert!(line.contains("98304") && line.contains("+65536"), "{line}");
     assert!(text.contains("live objects: estimates"), "{text}");
 }
+
+/// The samples outside every root by stack (`SampledOutsideStacks`), their
+/// frames named by the `FrameMethod`s before them: the text table, the
+/// JSON list with every frame, collapsed lines under `[outside roots]` by
+/// sampled bytes only; snapshots leave them out.
+#[test]
+fn samples_outside_roots_are_reported_by_stack() {
+    use sprig_wire::control::{OutsideStack, OutsideStacks};
+    let mut b = CctBuilder::new(1_000_000_000);
+    b.apply_message(&Message::AllocClass {
+        id: 1,
+        class: "[B".into(),
+    });
+    b.apply_message(&Message::AllocClass {
+        id: 2,
+        class: "Lp/Outer$Inner;".into(),
+    });
+    for (id, name) in [(0, "outsideAlloc"), (1, "run"), (2, "make")] {
+        b.apply_message(&Message::FrameMethod {
+            id,
+            class: "p.Work".into(),
+            name: name.into(),
+            descriptor: "()V".into(),
+        });
+    }
+    let stack = |class, frames: &[u32], samples, bytes_est| OutsideStack {
+        class,
+        frames: frames.to_vec(),
+        truncated: false,
+        samples,
+        bytes_est,
+    };
+    b.apply_message(&Message::SampledOutsideStacks(OutsideStacks {
+        stacks: vec![stack(2, &[2, 1], 3, 3000)],
+        unkept: 0,
+        unkept_bytes_est: 0,
+    }));
+    b.apply_message(&Message::SampledOutsideStacks(OutsideStacks {
+        stacks: vec![stack(1, &[0, 1], 5, 9000)],
+        unkept: 2,
+        unkept_bytes_est: 100,
+    }));
+    b.apply_message(&Message::SampledOutside {
+        samples: 10,
+        bytes_est: 12_100,
+    });
+    let p = b.finish();
+    let render = |f: Format, opts: &RenderOptions| {
+        let mut out = Vec::new();
+        f.renderer().render(&p, opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let text = render(Format::Text, &RenderOptions::default());
+    let table = &text[text
+        .find("allocations outside roots (sampled)")
+        .unwrap_or_else(|| panic!("no table\n{text}"))..];
+    let rows: Vec<&str> = table.lines().skip(2).take(7).map(str::trim).collect();
+    assert_eq!(
+        rows,
+        vec![
+            "9000   74.4%         5  byte[]",
+            "at p.Work.outsideAlloc",
+            "at p.Work.run",
+            "3000   24.8%         3  p.Outer$Inner",
+            "at p.Work.make",
+            "at p.Work.run",
+            "(2 samples, ~100 bytes, kept no stack: the agent's table was full or the stack could \
+             not be read)",
+        ],
+        "{table}"
+    );
+    let json = render(Format::Json, &RenderOptions::default());
+    assert!(
+        json.contains(
+            r#""sampled_outside_roots":{"samples":10,"bytes_est":12100,"stacks_unkept":{"samples":2,"bytes_est":100}}"#
+        ),
+        "{json}"
+    );
+    let first = r#"{"class":"byte[]","samples":5,"bytes_est":9000,"truncated":false,"frames":[{"class":"p.Work","method":"outsideAlloc","descriptor":"()V"},{"class":"p.Work","method":"run","descriptor":"()V"}]}"#;
+    let second = r#"{"class":"p.Outer$Inner","samples":3,"bytes_est":3000,"truncated":false,"frames":[{"class":"p.Work","method":"make","descriptor":"()V"},{"class":"p.Work","method":"run","descriptor":"()V"}]}"#;
+    let at = |s: &str| json.find(s).unwrap_or_else(|| panic!("no {s} in\n{json}"));
+    assert!(
+        at("\"sampled_outside_stacks\":[") < at(first) && at(first) < at(second),
+        "{json}"
+    );
+    let by_bytes = RenderOptions {
+        weight: Metric::SampledBytes,
+        ..RenderOptions::default()
+    };
+    let collapsed = render(Format::Collapsed, &by_bytes);
+    assert_eq!(
+        collapsed.lines().collect::<Vec<_>>(),
+        vec![
+            "[outside roots];p.Work::run;p.Work::outsideAlloc;byte[] 9000",
+            "[outside roots];p.Work::run;p.Work::make;p.Outer$Inner 3000",
+        ],
+        "{collapsed}"
+    );
+    // Weighed by anything else, the stacks outside roots have no value.
+    let by_time = render(Format::Collapsed, &RenderOptions::default());
+    assert!(!by_time.contains("[outside roots]"), "{by_time}");
+    // Snapshots keep the totals, not the stacks.
+    let mut data = Vec::new();
+    p.write_snapshot(&mut data).unwrap();
+    let back = Profile::read_snapshot(&mut data.as_slice()).unwrap();
+    assert_eq!(back.sampled_outside, Some((10, 12_100)));
+    assert!(back.outside_allocs().is_none());
+}

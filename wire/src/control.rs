@@ -559,6 +559,38 @@ pub enum Message {
     /// (JVMTI GarbageCollectionFinish), sent after the frees the agent had
     /// received by then.
     LiveGc { gc: u64 },
+    // ---- agent -> CLI: sampled allocations outside every root ----
+    /// Allocation samples taken outside every root context, by the
+    /// allocating thread's stack and the object's class, in batches, before
+    /// `Detached` (after the `FrameMethod` and `AllocClass` messages that
+    /// name their frames and classes). Part of `SampledOutside`'s totals.
+    SampledOutsideStacks(OutsideStacks),
+}
+
+/// One batch of the allocation samples outside every root context, by
+/// stack (`Message::SampledOutsideStacks`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct OutsideStacks {
+    pub stacks: Vec<OutsideStack>,
+    /// Samples the agent kept no stack for (its table was full or the
+    /// stack could not be read), and the bytes they stand for; counted in
+    /// `SampledOutside` all the same. Cumulative: the last batch's holds.
+    pub unkept: u64,
+    pub unkept_bytes_est: u64,
+}
+
+/// The allocation samples of one class taken on one stack.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct OutsideStack {
+    /// The class id (`AllocClass`).
+    pub class: u32,
+    /// Frame method ids (`FrameMethod`), the leaf first.
+    pub frames: Vec<u32>,
+    /// The stack was deeper than the frames kept.
+    pub truncated: bool,
+    pub samples: u64,
+    /// The bytes the samples stand for (as `SampledAlloc::bytes_est`).
+    pub bytes_est: u64,
 }
 
 /// The call-edge bursts drained at once (`Message::EdgeSamples`).

@@ -250,7 +250,38 @@ fn message() -> impl Strategy<Value = Message> {
         (proptest::collection::vec(any::<u64>(), 0..40), any::<u64>())
             .prop_map(|(tags, lost)| Message::LiveFreed { tags, lost }),
         any::<u64>().prop_map(|gc| Message::LiveGc { gc }),
+        outside_stacks().prop_map(Message::SampledOutsideStacks),
     ]
+}
+
+fn outside_stacks() -> impl Strategy<Value = sprig_wire::control::OutsideStacks> {
+    use sprig_wire::control::{OutsideStack, OutsideStacks};
+    let stack = (
+        any::<u32>(),
+        prop::collection::vec(any::<u32>(), 0..8),
+        any::<bool>(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(class, frames, truncated, samples, bytes_est)| OutsideStack {
+                class,
+                frames,
+                truncated,
+                samples,
+                bytes_est,
+            },
+        );
+    (
+        prop::collection::vec(stack, 0..4),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(stacks, unkept, unkept_bytes_est)| OutsideStacks {
+            stacks,
+            unkept,
+            unkept_bytes_est,
+        })
 }
 
 fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {

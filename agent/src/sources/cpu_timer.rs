@@ -61,7 +61,7 @@ use super::stacks::{
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
 use crate::ffi::agct::{self, Holder, ThreadTimer};
-use crate::ffi::{Capabilities, Event, FieldId, Jni, Jvmti, Local, MethodId};
+use crate::ffi::{Capabilities, Event, FieldId, Jni, Jvmti, Local};
 use sprig_wire::Message;
 use sprig_wire::clock;
 use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
@@ -435,7 +435,6 @@ struct Drain {
     eetop: FieldId,
     /// JNIEnv address minus `eetop`, measured on this thread.
     env_offset: usize,
-    frames: HashMap<MethodId, u32>,
     envs: HashMap<usize, EnvOf>,
     announced: HashSet<u64>,
     /// Samples whose JNIEnv matched no live thread.
@@ -513,7 +512,6 @@ impl Drain {
             tid_field,
             eetop,
             env_offset,
-            frames: HashMap::new(),
             envs: HashMap::new(),
             announced: HashSet::new(),
             unknown: 0,
@@ -676,12 +674,9 @@ impl Drain {
                     continue;
                 }
             };
-            let frames = t
-                .frames
-                .iter()
-                .take(depth)
-                .map(|m| stacks::frame_id(self.jvmti, &mut self.frames, &self.stop, jni, *m))
-                .collect();
+            let kept = &t.frames[..t.frames.len().min(depth)];
+            let stop = &self.stop;
+            let frames = stacks::frame_ids(self.jvmti, jni, kept, &mut |m| send(stop, m));
             samples.push(StackSample {
                 thread,
                 state: SampledState::Running,

@@ -6,7 +6,19 @@
 //! one `RECORD_SAMPLED_ALLOC` record in that thread's own stream
 //! (`probe::sampled_alloc`), so it lands on the frame open then, the
 //! profiled method under which the unprofiled code allocated; the others
-//! are counted and sent at the end (`SampledOutside`).
+//! are counted and sent at the end (`SampledOutside`), and attributed to
+//! the allocating thread's stack: the callback reads the thread's own
+//! stack (JVMTI GetStackTrace on the current thread: no safepoint, at most
+//! [`OUTSIDE_DEPTH`] frames) and adds the sample to the session's table of
+//! (stack, class) -> samples and bytes, at most [`OUTSIDE_STACKS`] of
+//! them (a sample beyond them, or whose stack cannot be read, is counted
+//! as not kept). At the stop the table's methods get their frame ids from
+//! the session's frame dictionary (`stacks::frame_ids`, `FrameMethod`)
+//! and the table goes in batches as `SampledOutsideStacks`, all queued
+//! after the `AllocClass` messages the callbacks queued. The measurement
+//! knob `SPRIG_AGENT_FAULT=sampled-alloc-no-stacks` counts them only (the
+//! baseline of `scripts/measure/outside-alloc-cost.sh`);
+//! `sampled-alloc-cost` times each of them (CPU time) and says the mean.
 //!
 //! What a sample stands for: HotSpot draws the bytes between two samples
 //! of a thread from an exponential distribution of mean `interval`, so an
@@ -27,11 +39,13 @@
 
 use super::{Ending, Needs, Source};
 use crate::env::Agent;
-use crate::ffi::{Capabilities, Event, Jni, Jvmti, Local};
+use crate::ffi::{Capabilities, Event, Jni, Jvmti, Local, MethodId};
 use crate::outbox;
 use crate::probe;
-use sprig_wire::Message;
+use sprig_wire::control::{OutsideStack, OutsideStacks};
+use sprig_wire::{Message, clock};
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -45,6 +59,81 @@ static OUTSIDE: AtomicU64 = AtomicU64::new(0);
 static OUTSIDE_BYTES: AtomicU64 = AtomicU64::new(0);
 /// The classes named so far in this session: JVMTI signature -> id.
 static CLASSES: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+/// The stacks of the samples outside every root context in this session.
+static TABLE: Mutex<Option<Outside>> = Mutex::new(None);
+/// Whether samples outside every root context are kept by stack (not with
+/// the measurement knob `sampled-alloc-no-stacks`: counted only, as the
+/// cost's baseline).
+static STACKS: AtomicBool = AtomicBool::new(true);
+/// Measurement knob `sampled-alloc-cost`: the samples outside roots kept
+/// by stack are timed (the calling thread's CPU time around the stack's
+/// read and the table's update), and the stop says how many and their
+/// mean in one warning.
+static TIMED: AtomicBool = AtomicBool::new(false);
+static TIMED_SAMPLES: AtomicU64 = AtomicU64::new(0);
+static TIMED_NS: AtomicU64 = AtomicU64::new(0);
+static TIMED_WALK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Deepest stack kept for a sample outside every root context.
+pub const OUTSIDE_DEPTH: usize = 64;
+/// Most (stack, class) pairs kept in a session.
+pub const OUTSIDE_STACKS: usize = 4096;
+/// Stacks per `SampledOutsideStacks` message.
+const BATCH: usize = 256;
+
+/// The samples outside every root context by (stack, class): a key's hash
+/// -> its entry (two keys of one hash: the second is not kept).
+#[derive(Default)]
+struct Outside {
+    kept: HashMap<u64, Kept>,
+    unkept: u64,
+    unkept_bytes: u64,
+}
+
+/// One (stack, class) pair's samples.
+struct Kept {
+    class: u32,
+    /// `MethodId::addr` of each frame, the leaf first.
+    frames: Box<[usize]>,
+    truncated: bool,
+    samples: u64,
+    bytes_est: u64,
+}
+
+impl Outside {
+    /// Adds one sample of `bytes_est` to (`frames`, `class`).
+    fn add(&mut self, class: u32, frames: &[usize], truncated: bool, bytes_est: u64) {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (class, truncated, frames).hash(&mut h);
+        let key = h.finish();
+        let full = self.kept.len() >= OUTSIDE_STACKS;
+        match self.kept.get_mut(&key) {
+            Some(k) if k.class == class && k.truncated == truncated && *k.frames == *frames => {
+                k.samples = k.samples.saturating_add(1);
+                k.bytes_est = k.bytes_est.saturating_add(bytes_est);
+            }
+            None if !full => {
+                self.kept.insert(
+                    key,
+                    Kept {
+                        class,
+                        frames: frames.into(),
+                        truncated,
+                        samples: 1,
+                        bytes_est,
+                    },
+                );
+            }
+            _ => self.not_kept(bytes_est),
+        }
+    }
+
+    fn not_kept(&mut self, bytes_est: u64) {
+        self.unkept = self.unkept.saturating_add(1);
+        self.unkept_bytes = self.unkept_bytes.saturating_add(bytes_est);
+    }
+}
+
 /// Test hook: the environment that holds the capability in place of
 /// another agent, kept for the JVM's life.
 static SQUATTER: OnceLock<Option<Jvmti>> = OnceLock::new();
@@ -109,6 +198,18 @@ impl Source for SampledAllocs {
 
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
         *crate::sync::lock(&CLASSES) = Some(HashMap::new());
+        *crate::sync::lock(&TABLE) = Some(Outside::default());
+        STACKS.store(
+            !crate::error::fault_named("sampled-alloc-no-stacks"),
+            Ordering::Relaxed,
+        );
+        TIMED.store(
+            crate::error::fault_named("sampled-alloc-cost"),
+            Ordering::Relaxed,
+        );
+        TIMED_SAMPLES.store(0, Ordering::Relaxed);
+        TIMED_NS.store(0, Ordering::Relaxed);
+        TIMED_WALK_NS.store(0, Ordering::Relaxed);
         OUTSIDE.store(0, Ordering::Relaxed);
         OUTSIDE_BYTES.store(0, Ordering::Relaxed);
         let interval = i32::try_from(self.interval).unwrap_or(i32::MAX).max(1);
@@ -124,13 +225,28 @@ impl Source for SampledAllocs {
             .map_err(|e| format!("cannot enable the SampledObjectAlloc event: {e}"))
     }
 
-    fn stop(&mut self, agent: &'static Agent, _jni: Jni<'_>, _ending: &mut Ending) {
+    fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, _ending: &mut Ending) {
         ON.store(false, Ordering::Release);
         let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, false);
         outbox::send(Message::SampledOutside {
             samples: OUTSIDE.swap(0, Ordering::Relaxed),
             bytes_est: OUTSIDE_BYTES.swap(0, Ordering::Relaxed),
         });
+        if TIMED.load(Ordering::Relaxed) {
+            let n = TIMED_SAMPLES.load(Ordering::Relaxed);
+            let ns = TIMED_NS.load(Ordering::Relaxed);
+            let walk = TIMED_WALK_NS.load(Ordering::Relaxed);
+            outbox::send(Message::Warning(format!(
+                "sampled-alloc-cost: {n} samples outside roots kept by stack, {ns} ns of CPU time \
+                 in all ({} ns each reading the stack), {} ns each",
+                walk / n.max(1),
+                ns / n.max(1)
+            )));
+        }
+        let table = crate::sync::lock(&TABLE).take();
+        if let Some(table) = table {
+            send_stacks(agent.jvmti, jni, table);
+        }
         *crate::sync::lock(&CLASSES) = None;
     }
 }
@@ -153,8 +269,9 @@ pub fn weight(size: u64, interval: u32) -> u64 {
 
 /// An allocation was sampled on the calling thread (`session`'s
 /// `VmEvents`); inside a root context with `--alloc=live` the object is
-/// tagged (`live::tag`).
-pub fn on_sample(jvmti: &Jvmti, object: Local<'_>, class: Local<'_>, size: u64) {
+/// tagged (`live::tag`); outside every root context it goes into the
+/// table by the thread's stack.
+pub fn on_sample(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_>, size: u64) {
     if !ON.load(Ordering::Acquire) {
         return;
     }
@@ -163,6 +280,81 @@ pub fn on_sample(jvmti: &Jvmti, object: Local<'_>, class: Local<'_>, size: u64) 
     if !probe::sampled_alloc(size, est, || class_id(jvmti, class), tag) {
         OUTSIDE.fetch_add(1, Ordering::Relaxed);
         OUTSIDE_BYTES.fetch_add(est, Ordering::Relaxed);
+        if !STACKS.load(Ordering::Relaxed) {
+            return;
+        }
+        if TIMED.load(Ordering::Relaxed) {
+            let t0 = clock::thread_cpu_ns();
+            outside_stack(jvmti, jni, class, est);
+            let ns = clock::thread_cpu_ns().saturating_sub(t0);
+            TIMED_SAMPLES.fetch_add(1, Ordering::Relaxed);
+            TIMED_NS.fetch_add(ns, Ordering::Relaxed);
+        } else {
+            outside_stack(jvmti, jni, class, est);
+        }
+    }
+}
+
+/// Adds a sample outside every root context to the table by the calling
+/// thread's stack (one frame more than kept tells a cut stack).
+fn outside_stack(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, est: u64) {
+    let timed = TIMED.load(Ordering::Relaxed);
+    let t0 = if timed { clock::thread_cpu_ns() } else { 0 };
+    let walked = jvmti.own_frames::<{ OUTSIDE_DEPTH + 1 }>(&jni);
+    if timed {
+        TIMED_WALK_NS.fetch_add(clock::thread_cpu_ns().saturating_sub(t0), Ordering::Relaxed);
+    }
+    let class = class_id(jvmti, class);
+    let mut table = crate::sync::lock(&TABLE);
+    let Some(table) = table.as_mut() else {
+        return;
+    };
+    match walked {
+        Ok((frames, n)) if n > 0 && class != 0 => {
+            let mut addrs = [0usize; OUTSIDE_DEPTH];
+            let mut kept = 0;
+            for m in frames[..n.min(OUTSIDE_DEPTH)].iter().flatten() {
+                addrs[kept] = m.addr();
+                kept += 1;
+            }
+            table.add(class, &addrs[..kept], n > OUTSIDE_DEPTH, est);
+        }
+        _ => table.not_kept(est),
+    }
+}
+
+/// Sends the table: its frames named from the session's dictionary, then
+/// the stacks in batches, every message queued (after the `AllocClass`
+/// messages the callbacks queued), most bytes first.
+fn send_stacks(jvmti: Jvmti, jni: Jni<'_>, table: Outside) {
+    let mut kept: Vec<Kept> = table.kept.into_values().collect();
+    kept.sort_by_key(|k| std::cmp::Reverse(k.bytes_est));
+    let mut stacks = Vec::with_capacity(kept.len());
+    for k in kept {
+        let methods: Vec<MethodId> = k.frames.iter().map(|&a| MethodId::from_addr(a)).collect();
+        let frames = jni.with_local_frame(16, |jni| {
+            super::stacks::frame_ids(jvmti, jni, &methods, &mut outbox::post)
+        });
+        stacks.push(OutsideStack {
+            class: k.class,
+            frames,
+            truncated: k.truncated,
+            samples: k.samples,
+            bytes_est: k.bytes_est,
+        });
+    }
+    let mut batches: Vec<Vec<OutsideStack>> = Vec::new();
+    while stacks.len() > BATCH {
+        let rest = stacks.split_off(BATCH);
+        batches.push(std::mem::replace(&mut stacks, rest));
+    }
+    batches.push(stacks);
+    for stacks in batches {
+        outbox::post(Message::SampledOutsideStacks(OutsideStacks {
+            stacks,
+            unkept: table.unkept,
+            unkept_bytes_est: table.unkept_bytes,
+        }));
     }
 }
 
@@ -188,6 +380,31 @@ fn class_id(jvmti: &Jvmti, class: Local<'_>) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_outside_table_adds_up_and_stays_bounded() {
+        let mut t = Outside::default();
+        t.add(1, &[10, 20], false, 100);
+        t.add(1, &[10, 20], false, 50);
+        t.add(2, &[10, 20], false, 7);
+        t.add(1, &[10, 20], true, 9);
+        t.add(1, &[10], false, 3);
+        assert_eq!(t.kept.len(), 4);
+        let k = t
+            .kept
+            .values()
+            .find(|k| k.class == 1 && !k.truncated && *k.frames == [10, 20])
+            .expect("kept");
+        assert_eq!((k.samples, k.bytes_est), (2, 150));
+        for i in 0..OUTSIDE_STACKS {
+            t.add(3, &[i, i + 1], false, 1);
+        }
+        assert_eq!(t.kept.len(), OUTSIDE_STACKS);
+        assert_eq!((t.unkept, t.unkept_bytes), (4, 4));
+        // A pair kept before the table filled still adds up.
+        t.add(2, &[10, 20], false, 1);
+        assert_eq!(t.unkept, 4);
+    }
 
     #[test]
     fn a_sample_stands_for_the_interval_or_the_object() {

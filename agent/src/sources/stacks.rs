@@ -4,8 +4,10 @@
 //! walked at one safepoint), at most `max_depth` frames each, and sends
 //! them as one `StackSamples` message.
 //!
-//! The source owns two dictionaries: method -> frame id (a new id goes to
-//! the CLI as `FrameMethod` before the first sample that carries it) and
+//! The source uses two dictionaries: the session's method -> frame id
+//! ([`frame_ids`], shared with the other sources that name frames; a new
+//! id goes to the CLI as `FrameMethod` before the first sample that
+//! carries it) and its own
 //! Java thread id -> what the sampler knows of the thread (a new thread
 //! goes as `SampledThread` before its first sample; sprig's own threads,
 //! named `sprig-*`, are never sampled). A thread's `cpu_ns` is the CPU
@@ -285,7 +287,6 @@ struct Sampler {
     opts: StackOptions,
     /// `java.lang.Thread.tid`.
     tid: FieldId,
-    frames: HashMap<MethodId, u32>,
     threads: HashMap<u64, Seen>,
     /// A failed round was said once.
     warned: bool,
@@ -364,7 +365,6 @@ impl Sampler {
             jvmti,
             opts,
             tid,
-            frames: HashMap::new(),
             threads: HashMap::new(),
             warned: false,
             stop,
@@ -462,12 +462,8 @@ impl Sampler {
                 };
                 seen.cpu_ns = cpu_now;
                 let truncated = st.frames.len() > depth;
-                let frames = st
-                    .frames
-                    .iter()
-                    .take(depth)
-                    .map(|m| self.frame_id(jni, *m))
-                    .collect();
+                let kept = &st.frames[..st.frames.len().min(depth)];
+                let frames = frame_ids(jvmti, jni, kept, &mut |m| send(stop, m));
                 samples.push(StackSample {
                     thread: java_id,
                     state: state_of(st.state),
@@ -491,27 +487,48 @@ impl Sampler {
         );
         Ok(())
     }
-
-    /// The frame id of `m`, naming it to the CLI the first time.
-    fn frame_id(&mut self, jni: Jni<'_>, m: MethodId) -> u32 {
-        frame_id(self.jvmti, &mut self.frames, &self.stop, jni, m)
-    }
 }
 
-/// The frame id of `m` in `frames`, naming it to the CLI (`FrameMethod`)
-/// the first time.
-pub(super) fn frame_id(
+/// The session's frame dictionary, shared by every source that names
+/// frames (the stack sampler, the CPU timer's drain, the sampled
+/// allocations outside every root): a method's [`MethodId::addr`] -> its
+/// frame id, named to the CLI (`FrameMethod`) the first time. Emptied when
+/// a session begins ([`begin_frames`]), so ids are the session's.
+static FRAMES: Mutex<Option<HashMap<usize, u32>>> = Mutex::new(None);
+
+/// A session begins: its frame dictionary starts empty.
+pub fn begin_frames() {
+    *crate::sync::lock(&FRAMES) = Some(HashMap::new());
+}
+
+/// The frame ids of `methods`, in their order, each new one named to the
+/// CLI through `out` (a `FrameMethod`, before any message that carries the
+/// id, given `out` sends in order). Holds the dictionary while it names
+/// new methods: `out` must not wait without a bound.
+pub(super) fn frame_ids(
     jvmti: Jvmti,
-    frames: &mut HashMap<MethodId, u32>,
-    stop: &StopFlag,
     jni: Jni<'_>,
-    m: MethodId,
-) -> u32 {
-    if let Some(id) = frames.get(&m) {
-        return *id;
-    }
-    let id = u32::try_from(frames.len()).unwrap_or(u32::MAX);
-    frames.insert(m, id);
+    methods: &[MethodId],
+    out: &mut dyn FnMut(Message),
+) -> Vec<u32> {
+    let mut guard = crate::sync::lock(&FRAMES);
+    let frames = guard.get_or_insert_with(HashMap::new);
+    methods
+        .iter()
+        .map(|&m| {
+            if let Some(id) = frames.get(&m.addr()) {
+                return *id;
+            }
+            let id = u32::try_from(frames.len()).unwrap_or(u32::MAX);
+            frames.insert(m.addr(), id);
+            out(frame_method(jvmti, jni, m, id));
+            id
+        })
+        .collect()
+}
+
+/// The `FrameMethod` message that names `m` as frame `id`.
+fn frame_method(jvmti: Jvmti, jni: Jni<'_>, m: MethodId, id: u32) -> Message {
     let class = match jvmti.method_declaring_class(&jni, m) {
         Ok(c) => {
             let sig = jvmti.class_signature(c).unwrap_or_default();
@@ -523,16 +540,12 @@ pub(super) fn frame_id(
     let (name, descriptor) = jvmti
         .method_name(m)
         .unwrap_or_else(|_| ("<unknown>".into(), String::new()));
-    send(
-        stop,
-        Message::FrameMethod {
-            id,
-            class,
-            name,
-            descriptor,
-        },
-    );
-    id
+    Message::FrameMethod {
+        id,
+        class,
+        name,
+        descriptor,
+    }
 }
 
 fn ms(v: u32) -> Duration {

@@ -45,6 +45,9 @@ pub struct CctBuilder {
     slowest_calibration_ticks: Option<f64>,
     events: u64,
     profile_template: Profile,
+    /// Frame id -> method, from the agent's `FrameMethod` messages: names
+    /// the frames of the allocation samples outside every root.
+    frame_names: HashMap<u32, crate::profile::MethodInfo>,
     /// The latest reset, applied to each thread as its events reach it.
     reset: Option<PendingReset>,
     resets: u32,
@@ -72,6 +75,7 @@ impl CctBuilder {
             slowest_calibration_ticks: None,
             events: 0,
             profile_template: Profile::new(ticks_per_sec),
+            frame_names: HashMap::new(),
             reset: None,
             resets: 0,
             timing: Timing::Exact,
@@ -461,6 +465,24 @@ impl CctBuilder {
             }
             Message::SampledOutside { samples, bytes_est } => {
                 self.profile_template.sampled_outside = Some((*samples, *bytes_est));
+            }
+            Message::FrameMethod {
+                id,
+                class,
+                name,
+                descriptor,
+            } => {
+                self.frame_names.insert(
+                    *id,
+                    crate::profile::MethodInfo::new(class, name, descriptor),
+                );
+            }
+            Message::SampledOutsideStacks(batch) => {
+                let names = &self.frame_names;
+                self.profile_template
+                    .outside_allocs
+                    .get_or_insert_with(Default::default)
+                    .add_batch(batch, |f| names.get(&f).cloned());
             }
             Message::LiveFreed { tags, lost } => self.live.free(tags, *lost),
             Message::LiveGc { gc } => self.live.mark_gc(*gc),

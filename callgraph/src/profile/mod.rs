@@ -52,6 +52,7 @@ mod latency;
 pub mod live;
 mod method;
 mod metric;
+mod outside;
 mod probe_cost;
 mod run;
 mod times;
@@ -64,6 +65,7 @@ pub use alloc::{
 pub use latency::{BUCKETS, Latency};
 pub use method::MethodInfo;
 pub use metric::{METRIC_NAMES, Metric, Unit, UnknownMetric, Weight};
+pub use outside::{OutsideAllocStack, OutsideAllocs};
 pub use probe_cost::{EXACT_PAIR_NS, ProbeCost, SAMPLED_PAIR_NS};
 pub use run::{
     Calibration, CostFacts, LatencySummary, RevealStats, SampleCounts, Stats, Target, WindowFacts,
@@ -110,6 +112,9 @@ pub struct Profile {
     /// Allocation samples taken outside every root context, and the bytes
     /// they stand for.
     pub sampled_outside: Option<(u64, u64)>,
+    /// The allocation samples outside every root context by stack (not
+    /// kept in snapshots).
+    pub outside_allocs: Option<OutsideAllocs>,
     /// Live objects (`--alloc=live`): estimates per allocation context and
     /// class after each garbage collection and at the end.
     pub live: Option<live::LiveProfile>,
@@ -151,6 +156,7 @@ impl Profile {
             owners: BTreeMap::new(),
             sampled_classes: BTreeMap::new(),
             sampled_outside: None,
+            outside_allocs: None,
             live: None,
         }
     }

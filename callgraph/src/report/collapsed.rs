@@ -5,6 +5,10 @@
 //! the weight of its samples (as [`Profile::times`] gives them); its calls
 //! or its samples with `--weight calls|samples`.
 //!
+//! Weighed by sampled bytes (`--weight sampled-bytes`), the allocation
+//! samples taken outside every root context follow, by stack, under the
+//! base frame `[outside roots]`, each stack's class as its last frame.
+//!
 //! Paths are merged over threads unless `thread_frames` asks for one set per
 //! thread with the thread's name as the first frame. Nodes hidden by the
 //! thresholds give their time to the nearest shown ancestor, so the sum of
@@ -19,7 +23,7 @@
 
 use super::view::{stack_view, truncated_frame};
 use super::{Render, RenderOptions};
-use crate::profile::{Profile, ThreadProfile};
+use crate::profile::{Metric, Profile, ThreadProfile};
 use std::io::{self, Write};
 
 pub struct Collapsed;
@@ -75,15 +79,47 @@ fn stacks(
     Ok(())
 }
 
+/// The base frame of the allocation samples outside every root context.
+pub const OUTSIDE_ROOTS: &str = "[outside roots]";
+
+/// Weighed by sampled bytes: the allocation samples outside every root
+/// context, one line per stack and class under [`OUTSIDE_ROOTS`], the
+/// stack from its outermost frame in, the class as the last frame.
+fn outside(p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let Some(o) = p.outside_allocs() else {
+        return Ok(());
+    };
+    if opts.weight != Metric::SampledBytes {
+        return Ok(());
+    }
+    for s in &o.stacks {
+        if s.bytes_est == 0 {
+            continue;
+        }
+        let mut path = String::from(OUTSIDE_ROOTS);
+        if s.truncated {
+            path.push_str(";[truncated]");
+        }
+        for &f in s.frames.iter().rev() {
+            path.push(';');
+            path.push_str(&clean(&o.frame(f).frame()));
+        }
+        path.push(';');
+        path.push_str(&clean(&p.sampled_class(s.class)));
+        writeln!(out, "{path} {}", s.bytes_est)?;
+    }
+    Ok(())
+}
+
 impl Render for Collapsed {
     fn render(&self, p: &Profile, opts: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
         if opts.thread_frames {
             for t in &p.threads {
                 stacks(p, t, Some(t.display_name()), opts, out)?;
             }
-            Ok(())
         } else {
-            stacks(p, &p.merged(), None, opts, out)
+            stacks(p, &p.merged(), None, opts, out)?;
         }
+        outside(p, opts, out)
     }
 }

@@ -71,7 +71,12 @@
 //! estimates of what its own code and the unprofiled code below it
 //! allocated, most bytes first), and the top level
 //! `sampled_outside_roots` (`{"samples","bytes_est"}`), the samples taken
-//! outside every root context. With both, each `allocations` entry adds
+//! outside every root context (with `stacks_unkept`, those the agent kept
+//! no stack for, when stacks came), and `sampled_outside_stacks`
+//! (`[{"class","samples","bytes_est","truncated","frames":[{"class",
+//! "method","descriptor"}, .. innermost first]}]`, most bytes first):
+//! those samples by the allocating thread's stack and class.
+//! With both `--alloc` and `--alloc-interval`, each `allocations` entry adds
 //! the heap sampler's view of the same class on the same node:
 //! `physical_samples`, `physical_estimate_bytes`, `expected_samples` (the
 //! fewest samples the exact objects would have drawn on the heap, from an
@@ -618,8 +623,20 @@ impl Render for Json {
             indent(out, 1)?;
             write!(
                 out,
-                "\"sampled_outside_roots\":{{\"samples\":{samples},\"bytes_est\":{bytes_est}}},"
+                "\"sampled_outside_roots\":{{\"samples\":{samples},\"bytes_est\":{bytes_est}"
             )?;
+            if let Some(o) = &p.outside_allocs {
+                write!(
+                    out,
+                    ",\"stacks_unkept\":{{\"samples\":{},\"bytes_est\":{}}}",
+                    o.unkept, o.unkept_bytes_est
+                )?;
+            }
+            out.write_all(b"},")?;
+        }
+        if let Some(o) = p.outside_allocs() {
+            indent(out, 1)?;
+            outside_stacks(p, o, out)?;
         }
         if p.live.is_some() {
             indent(out, 1)?;
@@ -713,6 +730,44 @@ impl Render for Json {
         locks(p, out)?;
         out.write_all(b"}\n")
     }
+}
+
+/// `"sampled_outside_stacks":[..],`: the allocation samples outside every
+/// root context by stack and class, most bytes first, every frame.
+fn outside_stacks(
+    p: &Profile,
+    o: &crate::profile::OutsideAllocs,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    out.write_all(b"\"sampled_outside_stacks\":[")?;
+    for (i, s) in o.stacks.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        indent(out, 2)?;
+        out.write_all(b"{\"class\":")?;
+        write_str(out, &p.sampled_class(s.class))?;
+        write!(
+            out,
+            ",\"samples\":{},\"bytes_est\":{},\"truncated\":{},\"frames\":[",
+            s.samples, s.bytes_est, s.truncated
+        )?;
+        for (j, &f) in s.frames.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            let m = o.frame(f);
+            out.write_all(b"{\"class\":")?;
+            write_str(out, &m.class)?;
+            out.write_all(b",\"method\":")?;
+            write_str(out, &m.name)?;
+            out.write_all(b",\"descriptor\":")?;
+            write_str(out, &m.descriptor)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"]}")?;
+    }
+    out.write_all(b"],")
 }
 
 #[cfg(test)]

@@ -51,7 +51,9 @@ use std::io::{self, Write};
 mod session;
 use session::{details, footer, probe_cost, summary, warnings};
 mod tables;
-use tables::{alloc_table, back_trace, hot_spot_table, live_table, lock_table, scalar_table};
+use tables::{
+    alloc_table, back_trace, hot_spot_table, live_table, lock_table, outside_table, scalar_table,
+};
 
 /// Columns a name keeps however deep its line (a deep line is then wider
 /// than the report's width rather than a name cut to nothing).
@@ -127,6 +129,7 @@ impl Render for Text {
             scalar_table(p, m, opts, &names, out)?;
         }
         live_table(p, opts, &names, out)?;
+        outside_table(p, opts, out)?;
         marks.legend(p, out)?;
         if let Some(m) = &merged {
             for &method in &opts.back_traces {

@@ -5,7 +5,9 @@
 //! was open, within a loose bound of the bytes the JVM itself counted for
 //! the thread (`ThreadMXBean.getThreadAllocatedBytes`); the exact figures
 //! stay exact; the next session on the same JVM samples again (the one before
-//! gave the event and its capability back); and with the capability held
+//! gave the event and its capability back); the samples taken outside
+//! every root are reported by the allocating thread's stack (a thread of
+//! its own allocating `byte[]`s in `outsideAlloc`); and with the capability held
 //! by another JVMTI environment (the agent's test hook) the session says
 //! so in one line and counts exact allocations only.
 
@@ -33,10 +35,28 @@ fn start_jvm(jdk: &Jdk, classes: &std::path::Path, fault: Option<&str>) -> Proc 
     p
 }
 
-/// One session: attach with `flags`, make `CALLS` root calls and the same
-/// work outside the root, detach. The JSON report, sprig's stderr and the
-/// bytes the fixture counted in its root calls.
-fn session(jvm: &mut Proc, flags: &[&str]) -> (Value, String, u64) {
+/// What one session gave: the JSON report, sprig's stderr, the bytes the
+/// fixture's thread allocated in its root calls and the bytes its
+/// `outside-alloc` thread allocated (the JVM's counts).
+struct Run {
+    report: Value,
+    transcript: String,
+    truth: u64,
+    outside_truth: u64,
+}
+
+/// The number at the end of `line`.
+fn last_number(line: &str) -> u64 {
+    line.rsplit(' ')
+        .next()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("bad line {line:?}"))
+}
+
+/// One session: attach with `flags`, make `CALLS` root calls, the same
+/// work outside the root, and `outsideAlloc` on a thread of its own, then
+/// detach.
+fn session(jvm: &mut Proc, flags: &[&str]) -> Run {
     let tmp = TempDir::new("salloc");
     let out = tmp.path().join("report.json");
     let mut cmd = Command::new(sprig_bin());
@@ -51,24 +71,26 @@ fn session(jvm: &mut Proc, flags: &[&str]) -> (Value, String, u64) {
     });
     jvm.send(&format!("run {CALLS}"));
     let done = jvm.wait_for("done", LONG, |l| l.starts_with("done "));
-    let truth: u64 = done
-        .rsplit(' ')
-        .next()
-        .and_then(|b| b.parse().ok())
-        .unwrap_or_else(|| panic!("bad line {done:?}"));
+    let truth = last_number(&done);
     jvm.send("outside");
     jvm.wait_for("outside done", LONG, |l| l == "outside done");
+    jvm.send("outside-thread");
+    let done = jvm.wait_for("outside-thread done", LONG, |l| {
+        l.starts_with("outside-thread done ")
+    });
+    let outside_truth = last_number(&done);
     sprig.signal("INT");
     let status = sprig
         .wait_exit(LONG)
         .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
     assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
     let text = std::fs::read_to_string(&out).expect("report written");
-    (
-        serde_json::from_str(&text).expect("JSON report"),
-        sprig.transcript(),
+    Run {
+        report: serde_json::from_str(&text).expect("JSON report"),
+        transcript: sprig.transcript(),
         truth,
-    )
+        outside_truth,
+    }
 }
 
 /// Per class over every node: (samples, estimated bytes) of the sampled
@@ -146,6 +168,64 @@ fn check_sampled(what: &str, report: &Value, truth: u64) {
     );
 }
 
+/// Checks the samples outside every root by stack: the `outside-alloc`
+/// thread's `byte[]`s on a stack whose innermost frame is
+/// `fixtures.SampledAllocs.outsideAlloc`, their estimate within a loose
+/// bound of the bytes the JVM counted for that thread (about 900 samples of
+/// ~18 KiB each: a standard error near 3.5%), and the stacks adding up to
+/// the outside totals.
+fn check_outside(what: &str, report: &Value, outside_truth: u64) {
+    let stacks = report["sampled_outside_stacks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no sampled_outside_stacks in the report"));
+    let innermost = |s: &Value| {
+        let f = &s["frames"][0];
+        (
+            f["class"].as_str().unwrap_or("").to_string(),
+            f["method"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let ours: Vec<&Value> = stacks
+        .iter()
+        .filter(|s| {
+            s["class"] == "byte[]"
+                && innermost(s) == ("fixtures.SampledAllocs".into(), "outsideAlloc".into())
+        })
+        .collect();
+    let est: u64 = ours.iter().map(|s| s["bytes_est"].as_u64().unwrap()).sum();
+    let samples: u64 = ours.iter().map(|s| s["samples"].as_u64().unwrap()).sum();
+    println!(
+        "{what}: outsideAlloc: {samples} samples on {} stacks, ~{est} bytes against {outside_truth} \
+         counted by the JVM",
+        ours.len()
+    );
+    let ratio = est as f64 / outside_truth as f64;
+    assert!(
+        samples >= 100 && (0.6..=1.5).contains(&ratio),
+        "{what}: outsideAlloc's byte[]: ~{est} bytes in {samples} samples, the JVM counted \
+         {outside_truth} ({ratio:.3})\n{stacks:#?}"
+    );
+    // Each of those stacks goes on to its caller, named.
+    for s in &ours {
+        let frames = s["frames"].as_array().expect("frames");
+        assert!(
+            frames.len() >= 2 && frames.iter().all(|f| f["method"].as_str().is_some()),
+            "{what}: {s}"
+        );
+    }
+    // The stacks and the samples kept without one are the outside totals.
+    let outside = &report["sampled_outside_roots"];
+    let all: u64 = stacks.iter().map(|s| s["samples"].as_u64().unwrap()).sum();
+    let unkept = outside["stacks_unkept"]["samples"]
+        .as_u64()
+        .expect("unkept");
+    assert_eq!(
+        Some(all + unkept),
+        outside["samples"].as_u64(),
+        "{what}: {outside}"
+    );
+}
+
 #[test]
 fn jdk_allocations_below_the_subgraph_are_sampled_onto_the_open_node() {
     for jdk in sprig_tests::test_jdks("sampled_allocations") {
@@ -154,8 +234,10 @@ fn jdk_allocations_below_the_subgraph_are_sampled_onto_the_open_node() {
         let mut jvm = start_jvm(&jdk, classes.path(), None);
         let flags = ["--alloc", "--alloc-interval", INTERVAL];
         for round in ["session A", "session B, after A detached"] {
-            let (report, _, truth) = session(&mut jvm, &flags);
-            check_sampled(&format!("JDK {} {round}", jdk.major), &report, truth);
+            let run = session(&mut jvm, &flags);
+            let what = format!("JDK {} {round}", jdk.major);
+            check_sampled(&what, &run.report, run.truth);
+            check_outside(&what, &run.report, run.outside_truth);
         }
         jvm.send("exit");
         let _ = jvm.wait_exit(LONG);
@@ -170,7 +252,9 @@ fn held_by_another_environment_the_session_counts_exact_allocations_only() {
         let classes = fixture_classes(&jdk);
         let mut jvm = start_jvm(&jdk, classes.path(), Some("sampled-alloc-held"));
         let flags = ["--alloc", "--alloc-interval", INTERVAL];
-        let (report, transcript, _) = session(&mut jvm, &flags);
+        let Run {
+            report, transcript, ..
+        } = session(&mut jvm, &flags);
         let what = format!("JDK {}", jdk.major);
         let lines: Vec<&str> = transcript
             .lines()

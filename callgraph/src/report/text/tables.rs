@@ -433,3 +433,76 @@ pub(super) fn scalar_table(
     }
     Ok(())
 }
+
+/// Rows of the table of allocations outside every root.
+const OUTSIDE_ROWS: usize = 10;
+/// Frames shown under each of its rows.
+const OUTSIDE_FRAMES: usize = 4;
+
+/// The allocation samples outside every root context (`--alloc-interval`):
+/// per stack and class, the estimated bytes, most first, with the stack's
+/// innermost frames under each row.
+pub(super) fn outside_table(
+    p: &Profile,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(o) = p.outside_allocs() else {
+        return Ok(());
+    };
+    let limit = if opts.hot_spots > 0 {
+        opts.hot_spots
+    } else {
+        OUTSIDE_ROWS
+    };
+    let all = o.bytes_est().saturating_add(o.unkept_bytes_est);
+    let samples = o
+        .stacks
+        .iter()
+        .fold(o.unkept, |n, s| n.saturating_add(s.samples));
+    writeln!(out)?;
+    writeln!(
+        out,
+        "allocations outside roots (sampled): estimates from {samples} allocation samples taken \
+         outside every root context, all threads ({} of {} stacks by class)",
+        o.stacks.len().min(limit),
+        o.stacks.len()
+    )?;
+    let head = format!("{:>14} {:>7} {:>9}", "~bytes", "bytes %", "samples");
+    let indent = head.chars().count() + 2;
+    writeln!(out, "{head}  class, innermost frame first")?;
+    let room = opts.width.saturating_sub(indent + 3).max(MIN_NAME);
+    for s in o.stacks.iter().take(limit) {
+        writeln!(
+            out,
+            "{:>14} {:>7} {:>9}  {}",
+            s.bytes_est,
+            percent(s.bytes_est, all),
+            s.samples,
+            escape(&p.sampled_class(s.class))
+        )?;
+        for &f in s.frames.iter().take(OUTSIDE_FRAMES) {
+            let m = o.frame(f);
+            let name = if m.class.is_empty() {
+                m.name
+            } else {
+                format!("{}.{}", m.class, m.name)
+            };
+            writeln!(out, "{:indent$}at {}", "", escape(&names::fit(&name, room)))?;
+        }
+        let more = s.frames.len().saturating_sub(OUTSIDE_FRAMES);
+        if more > 0 || s.truncated {
+            let plus = if s.truncated { "+" } else { "" };
+            writeln!(out, "{:indent$}... {more}{plus} more frames", "")?;
+        }
+    }
+    if o.unkept > 0 {
+        writeln!(
+            out,
+            "({} samples, ~{} bytes, kept no stack: the agent's table was full or the stack \
+             could not be read)",
+            o.unkept, o.unkept_bytes_est
+        )?;
+    }
+    Ok(())
+}
