@@ -34,17 +34,7 @@ fn run_scenario(jvm: &mut Proc, scenario: &str, n: u32, threads: u32) {
 
 /// Ctrl-C to sprig; waits for a clean exit and returns the parsed report.
 fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop after SIGINT:\n{}", sprig.transcript()));
-    assert!(
-        status.success(),
-        "sprig exited with {status}:\n{}",
-        sprig.transcript()
-    );
-    let text = std::fs::read_to_string(out).expect("report written");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{text}"))
+    sprig.stop_and_json("profile", out)
 }
 
 /// Root nodes named `class::method` across threads whose name starts with
@@ -1226,12 +1216,7 @@ fn snapshots_re_render_and_diff() {
         let path = tmp.path().join(format!("run{i}.sprig"));
         let mut p = start_sprig(jvm.pid(), &["--root", "fixtures.Calls::root"], &path);
         run_scenario(&mut jvm, "calls", n, 1);
-        p.signal("INT");
-        assert!(
-            p.wait_exit(LONG).expect("stops").success(),
-            "{}",
-            p.transcript()
-        );
+        p.stop(&format!("snapshot {i}"));
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.starts_with(b"SPRIGSNP"), "not a snapshot");
         snaps.push(path);

@@ -116,13 +116,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig: {status}\n{}", sprig.transcript());
-    let text = std::fs::read_to_string(out).expect("report written");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+    sprig.stop_and_json("reveal session", out)
 }
 
 /// Calls per CCT path (`Class.method > Class.method > ...`), summed over

@@ -58,17 +58,8 @@ fn session(jvm: &mut Proc, flags: &[&str]) -> (Value, String, u64) {
         .unwrap_or_else(|| panic!("bad line {done:?}"));
     jvm.send("outside");
     jvm.wait_for("outside done", LONG, |l| l == "outside done");
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
-    let text = std::fs::read_to_string(&out).expect("report written");
-    (
-        serde_json::from_str(&text).expect("JSON report"),
-        sprig.transcript(),
-        truth,
-    )
+    let report = sprig.stop_and_json("sampled allocations session", &out);
+    (report, sprig.transcript(), truth)
 }
 
 /// Per class over every node: (samples, estimated bytes) of the sampled
