@@ -380,6 +380,10 @@ pub fn agent_lib() -> PathBuf {
     p
 }
 
+/// How long [`Proc::stop`] waits for sprig to exit after SIGINT: a bound
+/// for a loaded host (the detach restores every instrumented class).
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Output lines of a child, collected by reader threads.
 struct Lines {
     rx: Receiver<(Stream, String)>,
@@ -542,6 +546,46 @@ impl Proc {
         }
     }
 
+    /// Ends a `sprig profile` session the way a user does: SIGINT, then waits
+    /// (up to [`STOP_TIMEOUT`]) for sprig to detach and exit, and asserts it
+    /// exited with success. Either failure panics with `what` and sprig's
+    /// transcript.
+    pub fn stop(&mut self, what: &str) {
+        self.signal("INT");
+        let status = self.wait_exit(STOP_TIMEOUT).unwrap_or_else(|| {
+            panic!(
+                "{what}: {} did not stop within {STOP_TIMEOUT:?} of SIGINT:\n{}",
+                self.name,
+                self.transcript()
+            )
+        });
+        assert!(
+            status.success(),
+            "{what}: {} exited with {status}:\n{}",
+            self.name,
+            self.transcript()
+        );
+    }
+
+    /// [`Proc::stop`], then the report sprig wrote to `out`.
+    pub fn stop_and_read(&mut self, what: &str, out: &Path) -> String {
+        self.stop(what);
+        std::fs::read_to_string(out).unwrap_or_else(|e| {
+            panic!(
+                "{what}: no report at {} ({e}):\n{}",
+                out.display(),
+                self.transcript()
+            )
+        })
+    }
+
+    /// [`Proc::stop_and_read`] of a `--format json` report, parsed.
+    pub fn stop_and_json(&mut self, what: &str, out: &Path) -> serde_json::Value {
+        let text = self.stop_and_read(what, out);
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{what}: the report is not JSON ({e}):\n{text}"))
+    }
+
     /// Everything the process printed so far, tagged by stream.
     pub fn transcript(&self) -> String {
         let seen = self.lines.seen.lock().unwrap();
@@ -576,6 +620,27 @@ impl Drop for Proc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Starts `java JVM_FLAGS -cp CLASSES CLASS` with `env` added to its
+/// environment and waits for its line starting with `ready`.
+pub fn start_java(
+    jdk: &Jdk,
+    classes: &Path,
+    jvm_flags: &[&str],
+    class: &str,
+    env: &[(&str, &str)],
+) -> Proc {
+    let mut cmd = Command::new(jdk.java());
+    cmd.envs(env.iter().copied())
+        .args(jvm_flags)
+        .arg("-cp")
+        .arg(classes)
+        .arg(class);
+    let short = class.rsplit('.').next().unwrap_or(class).to_lowercase();
+    let mut p = Proc::spawn(&format!("{short}-jdk{}", jdk.major), cmd);
+    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
+    p
 }
 
 /// Starts the fixture workload JVM (`fixtures.Workload`) and waits for its
@@ -703,4 +768,52 @@ pub fn old_probe_class(jdk: &Jdk) -> TempDir {
     std::fs::create_dir_all(&boot).expect("mkdir");
     javac(jdk, &dir.path().join("src"), &boot, &[]);
     dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shell that prints `ready`, then exits with `code` on SIGINT.
+    fn until_int(code: u8) -> Proc {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            &format!("trap 'echo bye; exit {code}' INT; echo ready; while :; do sleep 0.05; done"),
+        ]);
+        let mut p = Proc::spawn("sh", cmd);
+        p.wait_for("ready", Duration::from_secs(10), |l| l == "ready");
+        p
+    }
+
+    #[test]
+    fn stop_returns_after_a_clean_exit_on_sigint() {
+        let mut p = until_int(0);
+        p.stop("clean");
+        assert!(p.transcript().contains("bye"), "{}", p.transcript());
+    }
+
+    #[test]
+    fn stop_fails_on_an_exit_code_with_the_transcript() {
+        let mut p = until_int(3);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.stop("failing")))
+            .expect_err("an exit code 3 must fail the stop");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("failing: sh exited with") && msg.contains("bye"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn stop_and_read_fails_without_a_report() {
+        let mut p = until_int(0);
+        let dir = TempDir::new("stop");
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.stop_and_read("no report", &dir.path().join("r.json"))
+        }))
+        .expect_err("a missing report must fail");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("no report: no report at"), "{msg}");
+    }
 }

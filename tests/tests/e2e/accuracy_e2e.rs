@@ -314,12 +314,7 @@ fn profile_all_scenarios(jvm: &mut Proc, jdk: &Jdk) -> Value {
         let done = format!("done {s}");
         jvm.wait_for(&done, LONG, |l| l.starts_with(&done));
     }
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
-    let text = std::fs::read_to_string(&out).expect("report written");
+    let text = sprig.stop_and_read(&format!("JDK {}", jdk.major), &out);
     assert!(
         !text.contains("accuracy.Bare"),
         "the twin must stay uninstrumented"
@@ -545,9 +540,7 @@ fn no_calibrate_leaves_raw_times() {
     });
     jvm.send("run spin 2 1");
     jvm.wait_for("done spin", LONG, |l| l.starts_with("done spin"));
-    sprig.signal("INT");
-    assert!(sprig.wait_exit(LONG).is_some_and(|s| s.success()));
-    let report = parse_deep(std::fs::read_to_string(&out).expect("report"));
+    let report = parse_deep(sprig.stop_and_read("--no-calibrate", &out));
     assert!(report["calibration"].is_null(), "{}", report["calibration"]);
     let m = rounds(&report, &jvm, "spin");
     assert_eq!(m.len(), 1);
@@ -765,14 +758,7 @@ fn reflective_calls_cost_the_watch_once_warm() {
                 break;
             }
         }
-        sprig.signal("INT");
-        let status = sprig
-            .wait_exit(LONG)
-            .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-        assert!(status.success(), "sprig: {status}\n{}", sprig.transcript());
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).expect("report written"))
-                .expect("report is JSON");
+        let report = sprig.stop_and_json(&format!("JDK {}", jdk.major), &out);
         let calls: f64 = report["threads"]
             .as_array()
             .expect("threads")

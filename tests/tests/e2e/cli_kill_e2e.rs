@@ -14,7 +14,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use sprig_tests::{
     Jdk, Proc, TempDir, calls_by_path, files_with_prefix, fixture_classes, jdk17, jdk25, sprig_bin,
     start_workload,
@@ -179,10 +178,7 @@ fn exact_session(jvm: &mut Proc, timing: &str, out: &Path, major: u32) {
     let mut p = next_session(jvm, timing, out, major);
     jvm.send(&format!("run calls 20 {THREADS}"));
     jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
-    p.signal("INT");
-    let status = p.wait_exit(LONG).expect("sprig stops");
-    assert!(status.success(), "JDK {major}: {}", p.transcript());
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let report = p.stop_and_json(&format!("JDK {major}"), out);
     let got = calls_by_path(&report, &["fixtures."]);
     let calls = u64::from(20 * THREADS);
     let want = [

@@ -42,9 +42,7 @@ fn session(
     args.extend_from_slice(&["--timing", timing]);
     let mut p = start_sprig(jvm.pid(), &args, snapshot);
     during(jvm);
-    p.signal("INT");
-    let status = p.wait_exit(LONG).expect("sprig stops");
-    assert!(status.success(), "{}", p.transcript());
+    p.stop(&format!("--timing {timing}"));
     let snap = snapshot.to_str().unwrap();
     let (code, json, err) = run_sprig(&["report", snap, "--format", "json"], LONG);
     assert_eq!(code, 0, "{err}");

@@ -164,8 +164,5 @@ fn sprig_tests_user() -> String {
 
 /// Ctrl-C to sprig; the parsed report.
 fn stop(mut sprig: Proc, out: &Path) -> Value {
-    sprig.signal("INT");
-    let status = sprig.wait_exit(LONG).expect("sprig stops");
-    assert!(status.success(), "{status}:\n{}", sprig.transcript());
-    serde_json::from_str(&std::fs::read_to_string(out).expect("report")).expect("JSON")
+    sprig.stop_and_json("lifecycle session", out)
 }

@@ -9,11 +9,10 @@
 //! follows live objects again.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin};
+use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, start_java, start_sprig};
 
 const LONG: Duration = Duration::from_secs(120);
 /// One sample every 32 KiB on average: about 8 of `grow`'s arrays a
@@ -21,46 +20,38 @@ const LONG: Duration = Duration::from_secs(120);
 const INTERVAL: &str = "32768";
 
 fn start_jvm(jdk: &Jdk, classes: &std::path::Path, fault: Option<&str>) -> Proc {
-    let mut cmd = Command::new(jdk.java());
-    if let Some(f) = fault {
-        cmd.env("SPRIG_AGENT_FAULT", f);
-    }
     // A young generation that the rounds of one session do not fill: the
     // collections are the rounds' `System.gc()`.
-    cmd.args(["-Xms256m", "-Xmx256m", "-Xmn160m", "-cp"])
-        .arg(classes)
-        .arg("fixtures.Leak");
-    let mut p = Proc::spawn(&format!("leak-jdk{}", jdk.major), cmd);
-    p.wait_for("ready", Duration::from_secs(30), |l| l.starts_with("ready"));
-    p
+    start_java(
+        jdk,
+        classes,
+        &["-Xms256m", "-Xmx256m", "-Xmn160m"],
+        "fixtures.Leak",
+        fault.map(|f| ("SPRIG_AGENT_FAULT", f)).as_slice(),
+    )
 }
 
 /// One session of `rounds` rounds; the JSON report and sprig's output.
 fn session_with_output(jvm: &mut Proc, rounds: u32) -> (Value, String) {
     let tmp = TempDir::new("live");
     let out = tmp.path().join("report.json");
-    let mut cmd = Command::new(sprig_bin());
-    cmd.args(["profile", &jvm.pid().to_string()])
-        .args(["--root", "fixtures.Leak::round"])
-        .args(["--alloc=live", "--alloc-interval", INTERVAL])
-        .args(["--format", "json", "-o"])
-        .arg(&out);
-    let mut sprig = Proc::spawn("sprig", cmd);
-    sprig.wait_for("sprig: profiling", LONG, |l| {
-        l.starts_with("sprig: profiling")
-    });
+    let mut sprig = start_sprig(
+        jvm.pid(),
+        &[
+            "--root",
+            "fixtures.Leak::round",
+            "--alloc=live",
+            "--alloc-interval",
+            INTERVAL,
+            "--format",
+            "json",
+        ],
+        &out,
+    );
     jvm.send(&format!("run {rounds}"));
     jvm.wait_for("done", LONG, |l| l.starts_with("done "));
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
-    let text = std::fs::read_to_string(&out).expect("report written");
-    (
-        serde_json::from_str(&text).expect("JSON report"),
-        sprig.transcript(),
-    )
+    let report = sprig.stop_and_json("live session", &out);
+    (report, sprig.transcript())
 }
 
 fn session(jvm: &mut Proc, rounds: u32) -> Value {

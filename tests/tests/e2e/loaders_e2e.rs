@@ -85,12 +85,8 @@ fn session(jdk: &Jdk, jvm: &mut Proc, n: u32) -> (u64, u64, usize) {
     );
     jvm.send(&format!("run {UNITS}"));
     jvm.wait_for("done", LONG, |l| l.starts_with("done "));
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("{what}: sprig did not stop:\n{}", sprig.transcript()));
+    sprig.stop(&what);
     let transcript = sprig.transcript();
-    assert!(status.success(), "{what}: {status}\n{transcript}");
     assert!(
         !transcript.contains("did not confirm the detach"),
         "{what}: {transcript}"
@@ -215,11 +211,7 @@ fn a_root_defined_by_two_loaders_is_profiled_in_both() {
         );
         jvm.send("apps 20");
         jvm.wait_for("apps", LONG, |l| l.starts_with("apps 20 "));
-        sprig.signal("INT");
-        let status = sprig.wait_exit(LONG).expect("sprig stops");
-        assert!(status.success(), "{}", sprig.transcript());
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).expect("report")).expect("JSON");
+        let report = sprig.stop_and_json(&format!("JDK {}", jdk.major), &out);
         let got = paths(&report);
         assert_eq!(
             got.get("Script.run"),

@@ -54,12 +54,7 @@ fn snapshots() -> &'static Snapshots {
             );
             jvm.send(&format!("run calls {n} 2"));
             jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
-            p.signal("INT");
-            assert!(
-                p.wait_exit(LONG).expect("sprig stops").success(),
-                "{}",
-                p.transcript()
-            );
+            p.stop(&format!("JDK {}: {n} calls", jdk.major));
             paths.push(path);
         }
         let b = paths.pop().unwrap();
@@ -744,12 +739,7 @@ fn a_real_10k_deep_recursion_reports_in_every_format_bounded() {
         );
         jvm.send("run deep10k 1 1");
         jvm.wait_for("done deep10k", LONG, |l| l.starts_with("done deep10k"));
-        p.signal("INT");
-        assert!(
-            p.wait_exit(LONG).expect("sprig stops").success(),
-            "{}",
-            p.transcript()
-        );
+        p.stop(&format!("JDK {}: deep10k", jdk.major));
         // deep(10000) down to deep(0): 10,001 nested calls.
         every_format_bounded(&path, 10_001, &format!("JDK {}: deep10k", jdk.major));
     }

@@ -34,17 +34,7 @@ fn run_scenario(jvm: &mut Proc, scenario: &str, n: u32, threads: u32) {
 
 /// Ctrl-C to sprig; waits for a clean exit and returns the parsed report.
 fn stop_profile(mut sprig: Proc, out: &Path) -> Value {
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop after SIGINT:\n{}", sprig.transcript()));
-    assert!(
-        status.success(),
-        "sprig exited with {status}:\n{}",
-        sprig.transcript()
-    );
-    let text = std::fs::read_to_string(out).expect("report written");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{text}"))
+    sprig.stop_and_json("profile", out)
 }
 
 /// Root nodes named `class::method` across threads whose name starts with
@@ -410,53 +400,51 @@ fn a_long_root_call_runs_its_bursts_inside() {
 /// earlier attach defined.
 #[test]
 fn a_probe_class_without_bursts_gets_none_and_stays_exact() {
+    let old = TempDir::new("old-probe");
+    let src = old.path().join("src/sprig/rt");
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let probe =
+        std::fs::read_to_string(sprig_tests::repo_root().join("agent/java/sprig/rt/Probe.java"))
+            .expect("Probe.java");
+    // Before bursts: no BURST_CALLS, and any non-zero answer of
+    // nRootExit closes the root context.
+    assert!(
+        probe.contains("BURST_CALLS") && probe.contains("r == BURST_FIRST"),
+        "the probe class changed"
+    );
+    let older = probe
+        .replace("BURST_CALLS", "BURST_CALLS_BEFORE_THEY_EXISTED")
+        .replace("r == BURST_FIRST", "false");
+    std::fs::write(src.join("Probe.java"), older).expect("write");
+    // The real Calibration class is the agent's; the old Probe only
+    // names it in the burst it never runs.
+    std::fs::write(
+        src.join("Calibration.java"),
+        "package sprig.rt; final class Calibration { \
+         static void burst(int n) { throw new AssertionError(\"no burst\"); } }",
+    )
+    .expect("write");
+    let boot = old.path().join("classes");
+    // (The probe class reads jdk.internal.misc.Unsafe, which the agent
+    // exports to it at run time.) One class file for every JDK, as the
+    // agent's own: JDK 17's javac, version 55 (JDK 11).
+    sprig_tests::javac(
+        &sprig_tests::jdk17(),
+        &old.path().join("src"),
+        &boot,
+        &[
+            "-source",
+            "11",
+            "-target",
+            "11",
+            "--add-exports",
+            "java.base/jdk.internal.misc=ALL-UNNAMED",
+        ],
+    );
+    std::fs::remove_file(boot.join("sprig/rt/Calibration.class")).expect("rm");
     each_jdk(
         "a_probe_class_without_bursts_gets_none_and_stays_exact",
         |jdk| {
-            let old = TempDir::new("old-probe");
-            let src = old.path().join("src/sprig/rt");
-            std::fs::create_dir_all(&src).expect("mkdir");
-            let probe = std::fs::read_to_string(
-                sprig_tests::repo_root().join("agent/java/sprig/rt/Probe.java"),
-            )
-            .expect("Probe.java");
-            // Before bursts: no BURST_CALLS, and any non-zero answer of
-            // nRootExit closes the root context.
-            assert!(
-                probe.contains("BURST_CALLS") && probe.contains("r == BURST_FIRST"),
-                "the probe class changed"
-            );
-            let older = probe
-                .replace("BURST_CALLS", "BURST_CALLS_BEFORE_THEY_EXISTED")
-                .replace("r == BURST_FIRST", "false");
-            std::fs::write(src.join("Probe.java"), older).expect("write");
-            // The real Calibration class is the agent's; the old Probe only
-            // names it in the burst it never runs.
-            std::fs::write(
-                src.join("Calibration.java"),
-                "package sprig.rt; final class Calibration { \
-                 static void burst(int n) { throw new AssertionError(\"no burst\"); } }",
-            )
-            .expect("write");
-            let boot = old.path().join("classes");
-            // (The probe class reads jdk.internal.misc.Unsafe, which the
-            // agent exports to it at run time.) A class file this JVM
-            // loads: version 55 on JDK 11.
-            let release = jdk.major.min(17).to_string();
-            sprig_tests::javac(
-                jdk,
-                &old.path().join("src"),
-                &boot,
-                &[
-                    "-source",
-                    &release,
-                    "-target",
-                    &release,
-                    "--add-exports",
-                    "java.base/jdk.internal.misc=ALL-UNNAMED",
-                ],
-            );
-            std::fs::remove_file(boot.join("sprig/rt/Calibration.class")).expect("rm");
             let classes = fixture_classes(jdk);
             let flag = format!("-Xbootclasspath/a:{}", boot.display());
             let mut jvm = start_workload(jdk, classes.path(), &[flag.as_str()]);
@@ -1226,12 +1214,7 @@ fn snapshots_re_render_and_diff() {
         let path = tmp.path().join(format!("run{i}.sprig"));
         let mut p = start_sprig(jvm.pid(), &["--root", "fixtures.Calls::root"], &path);
         run_scenario(&mut jvm, "calls", n, 1);
-        p.signal("INT");
-        assert!(
-            p.wait_exit(LONG).expect("stops").success(),
-            "{}",
-            p.transcript()
-        );
+        p.stop(&format!("snapshot {i}"));
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.starts_with(b"SPRIGSNP"), "not a snapshot");
         snaps.push(path);

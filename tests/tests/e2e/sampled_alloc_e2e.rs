@@ -79,14 +79,9 @@ fn session(jvm: &mut Proc, flags: &[&str]) -> Run {
         l.starts_with("outside-thread done ")
     });
     let outside_truth = last_number(&done);
-    sprig.signal("INT");
-    let status = sprig
-        .wait_exit(LONG)
-        .unwrap_or_else(|| panic!("sprig did not stop:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig failed:\n{}", sprig.transcript());
-    let text = std::fs::read_to_string(&out).expect("report written");
+    let report = sprig.stop_and_json("sampled allocations session", &out);
     Run {
-        report: serde_json::from_str(&text).expect("JSON report"),
+        report,
         transcript: sprig.transcript(),
         truth,
         outside_truth,

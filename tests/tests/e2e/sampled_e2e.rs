@@ -42,11 +42,7 @@ fn session(jvm: &mut Proc, out: &Path, extra: &[&str]) -> Value {
         let done = format!("done {scenario}");
         jvm.wait_for(&done, LONG, |l| l.starts_with(&done));
     }
-    p.signal("INT");
-    let status = p.wait_exit(LONG).expect("sprig stops");
-    assert!(status.success(), "{}", p.transcript());
-    let text = std::fs::read_to_string(out).expect("report");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    p.stop_and_json(&format!("session {extra:?}"), out)
 }
 
 /// Calls per path (`root;child;...` of method names) over all threads.
@@ -406,13 +402,7 @@ fn killing_the_cli_mid_sampled_session_leaves_a_running_jvm() {
         let mut p = next.unwrap_or_else(|| panic!("JDK {}: no new session", jdk.major));
         jvm.send("run calls 10 1");
         jvm.wait_for("done calls", LONG, |l| l.starts_with("done calls"));
-        p.signal("INT");
-        assert!(
-            p.wait_exit(LONG).expect("stops").success(),
-            "{}",
-            p.transcript()
-        );
-        let report: Value = serde_json::from_str(&std::fs::read_to_string(&out2).unwrap()).unwrap();
+        let report = p.stop_and_json(&format!("JDK {}: the next session", jdk.major), &out2);
         assert_eq!(path_calls(&report)[";root"], 10, "{report}");
         // And the JVM still works.
         jvm.send("run long 1 1");

@@ -372,11 +372,7 @@ fn killing_the_cli_while_virtual_threads_are_inside_roots() {
             "{what}: {}",
             jvm.transcript()
         );
-        sprig.signal("INT");
-        let status = sprig.wait_exit(LONG).expect("sprig stops");
-        assert!(status.success(), "{what}: {status}\n{}", sprig.transcript());
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+        let report = sprig.stop_and_json(&what, &second);
         let ts = threads(&report);
         assert_eq!(ts.len(), 1, "{what}: {report}");
         // Calls already inside the root when the session began are left

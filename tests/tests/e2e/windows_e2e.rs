@@ -54,11 +54,7 @@ fn session(
     for (cmd, done) in phases {
         run(jvm, cmd, done);
     }
-    p.signal("INT");
-    let status = p.wait_exit(LONG).expect("sprig stops");
-    assert!(status.success(), "{}", p.transcript());
-    let text = std::fs::read_to_string(out).expect("report");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    p.stop_and_json(&format!("session {extra:?}"), out)
 }
 
 /// Every node with its path (`method;method;...` from the root).
