@@ -773,50 +773,41 @@ fn sample_threads_that_live_less_than_the_drain_period() {
             );
             // A short thread's JNIEnv is named to the drain at its
             // ThreadStart: before, the drain named it when it next ran,
-            // and a thread that had ended by then lost its samples (-4.7
-            // and -3.9 points alone, -9.5 on JDK 25 beside another e2e
-            // test; -1.6 and -1.5 since, alone). Losing them is what this
-            // test guards against: the lower bound holds on any host.
+            // and a thread that had ended by then lost its samples (-19.4
+            // points at load 17-24, -4.7 and -3.9 alone; -1.6 and -1.5
+            // since, alone). At an interval under the kernel's 4 ms tick
+            // the samples follow a thread's slices of a core rather than
+            // its CPU time (docs/stack-sampling.md): on an oversubscribed
+            // host the error goes either way (+10.9 points on JDK 25
+            // beside four spinning processes, +11.2 and -10.0 in CI runs
+            // beside another e2e test; -1.5 to -3.8 on a quiet host). The
+            // bound is 8 points where `short-long` had a core of its own
+            // while sampled, 15 (still short of the defect's -19.4) where
+            // it had less than 80% of one.
+            let core = v[1] / v[3];
+            let bound = if core < 0.8 { 0.15 } else { 0.08 };
+            if core < 0.8 {
+                eprintln!(
+                    "JDK {}: short-long had {:.0}% of a core while sampled: the host was \
+                     oversubscribed, the bound is {:.0} points",
+                    jdk.major,
+                    core * 100.0,
+                    bound * 100.0
+                );
+            }
             assert!(
-                share - truth >= -0.08,
+                (share - truth).abs() <= bound,
                 "JDK {}: --interval {interval}: shortWork holds {:.1}% of the samples, \
                  {:.1}% of the CPU time while sampled, {:.1}% through sprig's exit \
-                 ({short} of {} samples): short threads lose samples",
+                 ({short} of {} samples; short-long had {:.0}% of a core; bound {:.0} points)",
                 jdk.major,
                 share * 100.0,
                 truth * 100.0,
                 through_exit * 100.0,
-                short + long
+                short + long,
+                core * 100.0,
+                bound * 100.0
             );
-            // At an interval under the kernel's 4 ms tick the samples
-            // follow a thread's slices of a core rather than its CPU time
-            // (docs/stack-sampling.md): on an oversubscribed host a thread
-            // that starts often, woken mid-tick, is charged whole ticks
-            // for parts of them (+10.9 points on JDK 25 beside four
-            // spinning processes, +11.2 in a CI run of 6dbb9e1; -1.7 to -3.8 on a
-            // quiet host). The upper bound holds where `short-long` had
-            // a core of its own while sampled.
-            let core = v[1] / v[3];
-            if core < 0.8 {
-                eprintln!(
-                    "JDK {}: short-long had {:.0}% of a core while sampled: the host was \
-                     oversubscribed, the upper bound is not checked",
-                    jdk.major,
-                    core * 100.0
-                );
-            } else {
-                assert!(
-                    share - truth <= 0.08,
-                    "JDK {}: --interval {interval}: shortWork holds {:.1}% of the samples, \
-                     {:.1}% of the CPU time while sampled ({short} of {} samples; short-long \
-                     had {:.0}% of a core)",
-                    jdk.major,
-                    share * 100.0,
-                    truth * 100.0,
-                    short + long,
-                    core * 100.0
-                );
-            }
             break;
         }
         jvm.send("ping");
