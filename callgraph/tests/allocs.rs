@@ -175,3 +175,151 @@ fn a_diff_shows_which_context_allocates_more() {
         "{text}"
     );
 }
+
+/// [`profile_k`] with allocation samples and live objects on `work`:
+/// `sampled` estimated bytes (in 4 samples of `java.lang.String`) and
+/// `live` bytes at the last collection.
+fn with_sampled_and_live(k: u64, sampled: u64, live: u64) -> Profile {
+    use sprig_callgraph::profile::live::{LiveFigures, LiveProfile};
+    use sprig_callgraph::profile::{SampledAllocs, Timing};
+    let mut p = profile_k(k);
+    p.timing = Timing::Exact;
+    p.sampled_classes.insert(7, "java.lang.String".into());
+    let tree = &mut p.threads[0].tree;
+    let root = tree.roots[0];
+    let work = tree.nodes[root as usize].children[0];
+    tree.nodes[work as usize].sampled_allocs = vec![SampledAllocs {
+        class: 7,
+        samples: 4,
+        bytes_est: sampled,
+    }];
+    let mut l = LiveProfile::default();
+    l.nodes.insert(
+        (p.threads[0].index, work),
+        LiveFigures {
+            bytes: live,
+            objects: 2,
+            samples: 2,
+        },
+    );
+    p.live = Some(l);
+    // Through a snapshot: the diff reads what snapshots carry.
+    let mut data = Vec::new();
+    p.write_snapshot(&mut data).unwrap();
+    Profile::read_snapshot(&mut data.as_slice()).unwrap()
+}
+
+fn diff_text(d: &sprig_callgraph::ProfileDiff) -> String {
+    let mut out = Vec::new();
+    sprig_callgraph::report::diff::DiffText
+        .render(
+            d,
+            &RenderOptions {
+                diff_totals: true,
+                width: 200,
+                ..RenderOptions::default()
+            },
+            &mut out,
+        )
+        .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_diff_shows_sampled_and_live_bytes_as_estimates() {
+    let a = with_sampled_and_live(1, 40_000, 1_000);
+    let b = with_sampled_and_live(3, 100_000, 5_000);
+    let d = sprig_callgraph::diff(&a, &b);
+    let node = |name: &str| d.nodes.iter().find(|n| n.method.name == name).unwrap();
+    let (wa, wb) = (node("work").a.unwrap(), node("work").b.unwrap());
+    assert_eq!((wa.sampled_bytes, wb.sampled_bytes), (40_000, 100_000));
+    assert_eq!((wa.live_bytes, wb.live_bytes), (1_000, 5_000));
+    // The root's subtree holds them too.
+    let ra = node("root").a.unwrap();
+    assert_eq!((ra.sampled_bytes, ra.live_bytes), (40_000, 1_000));
+    let text = diff_text(&d);
+    let head = text.lines().nth(1).unwrap();
+    assert!(
+        head.contains("exact") && head.contains("estimate"),
+        "the text says which figures are exact and which are estimates:\n{text}"
+    );
+    let cols = text
+        .lines()
+        .find(|l| l.contains("~a sampled"))
+        .unwrap_or_else(|| panic!("no sampled columns:\n{text}"));
+    assert!(cols.contains("~a live"), "{text}");
+    let work: Vec<&str> = text
+        .lines()
+        .find(|l| l.ends_with("work"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    // ... exact a, b, change; sampled a, b, change; live a, b, change; tree, name.
+    let n = work.len();
+    assert_eq!(&work[n - 11..n - 8], ["416", "640", "+224"], "{text}");
+    assert_eq!(&work[n - 8..n - 5], ["40000", "100000", "+60000"], "{text}");
+    assert_eq!(&work[n - 5..n - 2], ["1000", "5000", "+4000"], "{text}");
+    // Without samples or live objects on either side: the exact columns only.
+    let plain = diff_text(&sprig_callgraph::diff(&profile(), &profile_k(2)));
+    assert!(
+        plain.contains("bytes change") && !plain.contains("sampled") && !plain.contains("live"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_diffs_stacks_weigh_by_exact_sampled_or_live_bytes() {
+    use sprig_callgraph::cct::diff::DiffWeight;
+    use sprig_callgraph::report::diff::DiffCollapsed;
+    let a = with_sampled_and_live(1, 40_000, 1_000);
+    let b = with_sampled_and_live(3, 100_000, 5_000);
+    let collapsed = |w: DiffWeight| {
+        let d = sprig_callgraph::diff(&a, &b).weighed_by(w);
+        let mut out = Vec::new();
+        DiffCollapsed
+            .render(&d, &RenderOptions::default(), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let line = |out: &str, stack: &str| {
+        out.lines()
+            .find(|l| l.rsplitn(3, ' ').nth(2) == Some(stack))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {stack}:\n{out}"))
+    };
+    let (root, work) = ("p.Main::root", "p.Main::root;p.Main::work");
+    let bytes = collapsed("bytes".parse().unwrap());
+    assert_eq!(line(&bytes, root), format!("{root} 96 96"), "{bytes}");
+    assert_eq!(line(&bytes, work), format!("{work} 416 640"), "{bytes}");
+    let objects = collapsed(DiffWeight::Objects);
+    assert_eq!(line(&objects, work), format!("{work} 10 14"), "{objects}");
+    let sampled = collapsed("sampled-bytes".parse().unwrap());
+    assert_eq!(
+        line(&sampled, work),
+        format!("{work} 40000 100000"),
+        "{sampled}"
+    );
+    assert!(!sampled.contains(&format!("{root} ")), "{sampled}");
+    let live = collapsed("live-bytes".parse().unwrap());
+    assert_eq!(line(&live, work), format!("{work} 1000 5000"), "{live}");
+    // Time stays the default.
+    let time = collapsed(DiffWeight::default());
+    assert!(!time.contains(" 40000 "), "{time}");
+    assert!("heap".parse::<DiffWeight>().is_err());
+    // The flame graph: widths of b's bytes, the change in bytes.
+    let d = sprig_callgraph::diff(&a, &b).weighed_by(DiffWeight::SampledBytes);
+    let mut out = Vec::new();
+    sprig_callgraph::report::flamegraph::DiffFlameGraph
+        .render(&d, &RenderOptions::default(), &mut out)
+        .unwrap();
+    let html = String::from_utf8(out).unwrap();
+    assert!(
+        html.contains("widths: the second profile&#39;s sampled-bytes")
+            || html.contains("widths: the second profile's sampled-bytes"),
+        "{html}"
+    );
+    assert!(
+        html.contains("~40000 → ~100000 bytes (+~60000 bytes, +150.0%)"),
+        "{html}"
+    );
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern;
+use sprig_callgraph::cct::diff::DiffWeight;
 use sprig_callgraph::profile::Metric;
 use sprig_callgraph::report::DEFAULT_MAX_STACK;
 use sprig_callgraph::report::diff::{DiffCollapsed, DiffText};
@@ -181,6 +182,11 @@ impl ViewArgs {
             ..RenderOptions::default()
         })
     }
+}
+
+/// `sprig diff --weight`'s value.
+fn parse_diff_weight(s: &str) -> Result<DiffWeight, String> {
+    s.parse::<DiffWeight>()
 }
 
 /// `--weight`'s value.
@@ -431,6 +437,14 @@ pub struct DiffArgs {
     /// frames are cut and shown as one `[truncated K frames]` frame.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STACK)]
     pub max_stack: usize,
+    /// Collapsed and flamegraph: what a frame's value (its width) counts:
+    /// `time` (the default), or of allocation profiles `objects` or
+    /// `bytes` allocated (exact, `--alloc`), `sampled-bytes` (estimates
+    /// from allocation samples, `--alloc-interval`) or `live-bytes`
+    /// (estimates of the bytes alive at the end, `--alloc=live`). The text
+    /// shows each of them as columns where either side has them.
+    #[arg(long, value_name = "METRIC", default_value = "time", value_parser = parse_diff_weight)]
+    pub weight: DiffWeight,
     /// Text: compare the runs' totals instead of each side's calls and
     /// time per root call (the default, right when the runs made
     /// different numbers of root calls).
@@ -486,6 +500,31 @@ pub fn diff(args: &DiffArgs) -> Result<()> {
     let a = read_snapshot(&args.a)?;
     let b = read_snapshot(&args.b)?;
     let d = sprig_callgraph::diff(&a, &b);
+    if args.format != DiffFormat::Text {
+        let has = |f: fn(&sprig_callgraph::cct::diff::Side) -> u64| {
+            d.nodes
+                .iter()
+                .any(|n| n.a.is_some_and(|s| f(&s) > 0) || n.b.is_some_and(|s| f(&s) > 0))
+        };
+        let missing = match args.weight {
+            DiffWeight::Time => None,
+            DiffWeight::Objects | DiffWeight::Bytes => {
+                (!has(|s| s.alloc_objects)).then_some("allocations (profile with --alloc)")
+            }
+            DiffWeight::SampledBytes => (!d.sampled.iter().any(|&x| x))
+                .then_some("allocation samples (profile with --alloc)"),
+            DiffWeight::LiveBytes => {
+                (!d.live.iter().any(|&x| x)).then_some("live objects (profile with --alloc=live)")
+            }
+        };
+        if let Some(what) = missing {
+            bail!(
+                "--weight {}: neither profile has {what}",
+                args.weight.name()
+            );
+        }
+    }
+    let d = d.weighed_by(args.weight);
     let opts = RenderOptions {
         min_percent: args.min_percent,
         max_depth: args.depth,

@@ -25,6 +25,17 @@ pub struct Side {
     pub alloc_objects: u64,
     /// Time the subtree waited (`--locks`: its wait rows; 0 without).
     pub waits_ns: u64,
+    /// The node's own part of `alloc_bytes` and `alloc_objects`.
+    pub alloc_bytes_self: u64,
+    pub alloc_objects_self: u64,
+    /// Bytes the subtree's allocation samples stand for
+    /// (`--alloc-interval`, an estimate), and the node's own part.
+    pub sampled_bytes: u64,
+    pub sampled_bytes_self: u64,
+    /// Bytes the subtree's live samples stood for at the end
+    /// (`--alloc=live`, an estimate), and the node's own part.
+    pub live_bytes: u64,
+    pub live_bytes_self: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +78,86 @@ pub struct ProfileDiff {
     pub timing: [Timing; 2],
     /// Each side's root calls (all roots, all threads).
     pub root_calls: [u64; 2],
+    /// Each side has allocation samples (`--alloc-interval`).
+    pub sampled: [bool; 2],
+    /// Each side has live objects (`--alloc=live`).
+    pub live: [bool; 2],
+    /// What `total_ns` and `self_ns` hold ([`ProfileDiff::weighed_by`]):
+    /// time unless the diff was weighed by another figure.
+    pub weight: DiffWeight,
+}
+
+/// What `sprig diff --weight` weighs the stacks by (collapsed and flame
+/// graph): the names of [`Metric`] where the diff has the metric, and
+/// `live-bytes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DiffWeight {
+    #[default]
+    Time,
+    Objects,
+    Bytes,
+    SampledBytes,
+    LiveBytes,
+}
+
+/// The names [`DiffWeight`] parses from, for error messages.
+pub const DIFF_WEIGHT_NAMES: &str = "time, objects, bytes, sampled-bytes, live-bytes";
+
+impl DiffWeight {
+    pub const ALL: [DiffWeight; 5] = [
+        DiffWeight::Time,
+        DiffWeight::Objects,
+        DiffWeight::Bytes,
+        DiffWeight::SampledBytes,
+        DiffWeight::LiveBytes,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DiffWeight::Time => "time",
+            DiffWeight::Objects => "objects",
+            DiffWeight::Bytes => "bytes",
+            DiffWeight::SampledBytes => "sampled-bytes",
+            DiffWeight::LiveBytes => "live-bytes",
+        }
+    }
+}
+
+impl std::str::FromStr for DiffWeight {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DiffWeight, String> {
+        DiffWeight::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| format!("unknown weight {s:?} (known: {DIFF_WEIGHT_NAMES})"))
+    }
+}
+
+impl ProfileDiff {
+    /// The diff with each side's time replaced by the figure `w` weighs
+    /// by (total and own), for the stack renderers.
+    pub fn weighed_by(mut self, w: DiffWeight) -> ProfileDiff {
+        self.weight = w;
+        if w == DiffWeight::Time {
+            return self;
+        }
+        for n in &mut self.nodes {
+            for s in [&mut n.a, &mut n.b].into_iter().flatten() {
+                let (total, own) = match w {
+                    DiffWeight::Time => (s.total_ns, s.self_ns),
+                    DiffWeight::Objects => (s.alloc_objects, s.alloc_objects_self),
+                    DiffWeight::Bytes => (s.alloc_bytes, s.alloc_bytes_self),
+                    DiffWeight::SampledBytes => (s.sampled_bytes, s.sampled_bytes_self),
+                    DiffWeight::LiveBytes => (s.live_bytes, s.live_bytes_self),
+                };
+                s.total_ns = total;
+                s.self_ns = own;
+                s.total_bound_ns = 0;
+            }
+        }
+        self
+    }
 }
 
 /// Compares `a` (before) with `b` (after).
@@ -85,6 +176,9 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
         let bytes = p.weights_from(tree, Metric::Bytes, &times);
         let objects = p.weights_from(tree, Metric::Objects, &times);
         let waits = p.weights_from(tree, Metric::Waits, &times);
+        let sampled_bytes = p.weights_from(tree, Metric::SampledBytes, &times);
+        out.sampled[which] = p.has_sampled();
+        out.live[which] = p.live.is_some();
         let window = merged.samples.window();
         let sampled = p.timing == Timing::Sampled;
         out.root_calls[which] = tree
@@ -140,6 +234,14 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
             e.alloc_bytes = e.alloc_bytes.saturating_add(bytes[s as usize].total);
             e.alloc_objects = e.alloc_objects.saturating_add(objects[s as usize].total);
             e.waits_ns = e.waits_ns.saturating_add(waits[s as usize].total);
+            e.alloc_bytes_self = e.alloc_bytes_self.saturating_add(bytes[s as usize].own);
+            e.alloc_objects_self = e.alloc_objects_self.saturating_add(objects[s as usize].own);
+            e.sampled_bytes = e
+                .sampled_bytes
+                .saturating_add(sampled_bytes[s as usize].total);
+            e.sampled_bytes_self = e
+                .sampled_bytes_self
+                .saturating_add(sampled_bytes[s as usize].own);
             if sampled {
                 let bound = crate::profile::sample_bound_ns(t.total_samples, t.total_ns, window);
                 e.total_bound_ns = e.total_bound_ns.saturating_add(bound);
@@ -148,8 +250,67 @@ pub fn diff(a: &Profile, b: &Profile) -> ProfileDiff {
                 stack.push((c, d));
             }
         }
+        if let Some(live) = &p.live {
+            add_live(&mut out, which, p, live, &index, &methods);
+        }
     }
     out
+}
+
+/// Adds side `which`'s live bytes (kept per thread and node) to the
+/// nodes of the same path, then sums each subtree's.
+fn add_live(
+    out: &mut ProfileDiff,
+    which: usize,
+    p: &Profile,
+    live: &crate::profile::live::LiveProfile,
+    index: &HashMap<(NodeId, Arc<MethodInfo>), NodeId>,
+    methods: &HashMap<MethodInfo, Arc<MethodInfo>>,
+) {
+    fn side(n: &mut DiffNode, which: usize) -> &mut Side {
+        let s = if which == 0 { &mut n.a } else { &mut n.b };
+        s.get_or_insert_with(Side::default)
+    }
+    for t in &p.threads {
+        let tree = &t.tree;
+        let mut stack: Vec<(NodeId, NodeId)> =
+            tree.roots.iter().rev().map(|&r| (r, NodeId::MAX)).collect();
+        while let Some((s, parent)) = stack.pop() {
+            let Some(n) = tree.nodes.get(s as usize) else {
+                continue;
+            };
+            let Some(method) = methods.get(&p.method(n.method)) else {
+                continue;
+            };
+            let Some(&d) = index.get(&(parent, Arc::clone(method))) else {
+                continue;
+            };
+            if let Some(f) = live.nodes.get(&(t.index, s)) {
+                let e = side(&mut out.nodes[d as usize], which);
+                e.live_bytes_self = e.live_bytes_self.saturating_add(f.bytes);
+            }
+            for &c in n.children.iter().rev() {
+                stack.push((c, d));
+            }
+        }
+    }
+    // Children have greater indices: walking backwards sees them first.
+    for i in (0..out.nodes.len()).rev() {
+        let kids: u64 = out.nodes[i]
+            .children
+            .iter()
+            .filter(|&&c| c as usize > i)
+            .filter_map(|&c| {
+                let n = &out.nodes[c as usize];
+                if which == 0 { n.a } else { n.b }
+            })
+            .map(|s| s.live_bytes)
+            .fold(0, u64::saturating_add);
+        let n = &mut out.nodes[i];
+        if let Some(s) = if which == 0 { &mut n.a } else { &mut n.b } {
+            s.live_bytes = s.live_bytes_self.saturating_add(kids);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -214,6 +214,107 @@ fn times_line(timing: [Timing; 2]) -> String {
     }
 }
 
+/// The allocation columns of the text, each shown where either side
+/// has its figures: exact bytes (`--alloc`), the sampled estimate
+/// (`--alloc-interval`) and live bytes (`--alloc=live`), each the
+/// subtree's, for a, b and the change.
+struct AllocCols {
+    exact: bool,
+    sampled: bool,
+    live: bool,
+}
+
+type Field = fn(&crate::cct::diff::Side) -> u64;
+
+impl AllocCols {
+    fn of(d: &ProfileDiff) -> AllocCols {
+        let any = |f: Field| {
+            d.nodes
+                .iter()
+                .any(|n| n.a.is_some_and(|s| f(&s) > 0) || n.b.is_some_and(|s| f(&s) > 0))
+        };
+        AllocCols {
+            exact: any(|s| s.alloc_bytes),
+            sampled: d.sampled.iter().any(|&x| x) && any(|s| s.sampled_bytes),
+            live: d.live.iter().any(|&x| x) && any(|s| s.live_bytes),
+        }
+    }
+
+    fn shown(&self) -> [(bool, [&'static str; 3], Field); 3] {
+        [
+            (self.exact, ["a bytes", "b bytes", "bytes change"], |s| {
+                s.alloc_bytes
+            }),
+            (
+                self.sampled,
+                ["~a sampled", "~b sampled", "~sampled chg"],
+                |s| s.sampled_bytes,
+            ),
+            (self.live, ["~a live", "~b live", "~live chg"], |s| {
+                s.live_bytes
+            }),
+        ]
+    }
+
+    /// The line under the first that says which figures are exact and
+    /// which are estimates; none without allocation columns.
+    fn legend(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.exact {
+            parts.push("bytes: exact, what the probes counted inside roots");
+        }
+        if self.sampled {
+            parts.push(
+                "~sampled: estimates from allocation samples (the unprofiled code below included)",
+            );
+        }
+        if self.live {
+            parts.push("~live: estimates of the sampled objects alive at the end");
+        }
+        (!parts.is_empty())
+            .then(|| format!("allocated bytes of each subtree; {}", parts.join("; ")))
+    }
+
+    fn head(&self) -> String {
+        let mut out = String::new();
+        for (on, names, _) in self.shown() {
+            if on {
+                out.push_str(&format!(
+                    " {:>12} {:>12} {:>12}",
+                    names[0], names[1], names[2]
+                ));
+            }
+        }
+        out
+    }
+
+    fn row(&self, node: &crate::cct::diff::DiffNode, scale: [f64; 2]) -> String {
+        let mut out = String::new();
+        for (on, _, field) in self.shown() {
+            if !on {
+                continue;
+            }
+            let (a, b) = (
+                node.a.map(|s| field(&s) as f64 * scale[0]),
+                node.b.map(|s| field(&s) as f64 * scale[1]),
+            );
+            let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), sig3);
+            let delta = b.unwrap_or(0.0) - a.unwrap_or(0.0);
+            out.push_str(&format!(
+                " {:>12} {:>12} {:>12}",
+                show(a),
+                show(b),
+                format!(
+                    "{}{}",
+                    if delta < 0.0 { "-" } else { "+" },
+                    sig3(delta.abs())
+                )
+            ));
+        }
+        out
+    }
+}
+
 /// Text report of a diff: per root call of each side (`diff_totals`:
 /// the runs' totals), one time unit for the table, stated in the header.
 pub struct DiffText;
@@ -238,6 +339,10 @@ impl DiffText {
             format!("whole runs (a {ra}, b {rb} root calls)")
         };
         writeln!(out, "sprig diff: a -> b, {}; {what}", times_line(d.timing))?;
+        let cols = AllocCols::of(d);
+        if let Some(line) = cols.legend() {
+            writeln!(out, "{line}")?;
+        }
         let rows = walk(d, opts, usize::MAX, scale);
         let largest = rows
             .iter()
@@ -248,18 +353,7 @@ impl DiffText {
             .fold(0.0f64, f64::max);
         let unit = Unit::fit(largest);
         let u = unit.name();
-        // Allocations (`--alloc` on either side): the subtree's bytes.
-        let allocs = d.nodes.iter().any(|n| {
-            n.a.is_some_and(|s| s.alloc_bytes > 0) || n.b.is_some_and(|s| s.alloc_bytes > 0)
-        });
-        let alloc_head = if allocs {
-            format!(
-                " {:>12} {:>12} {:>12}",
-                "a bytes", "b bytes", "bytes change"
-            )
-        } else {
-            String::new()
-        };
+        let alloc_head = cols.head();
         // Waits (`--locks` on either side): the subtree's wait time.
         let waits = d
             .nodes
@@ -318,21 +412,7 @@ impl DiffText {
             let sign = if delta < 0.0 { "-" } else { "+" };
             let change = change_text(a, b);
             noise |= change == "noise";
-            let alloc_cols = if allocs {
-                let bytes =
-                    |s: Option<crate::cct::diff::Side>, k: f64| s.map(|s| s.alloc_bytes as f64 * k);
-                let (ba, bb) = (bytes(node.a, scale[0]), bytes(node.b, scale[1]));
-                let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), sig3);
-                let db = bb.unwrap_or(0.0) - ba.unwrap_or(0.0);
-                format!(
-                    " {:>12} {:>12} {:>12}",
-                    show(ba),
-                    show(bb),
-                    format!("{}{}", if db < 0.0 { "-" } else { "+" }, sig3(db.abs()))
-                )
-            } else {
-                String::new()
-            };
+            let alloc_cols = cols.row(node, scale);
             let waits_cols = if waits {
                 let w =
                     |s: Option<crate::cct::diff::Side>, k: f64| s.map(|s| s.waits_ns as f64 * k);

@@ -211,6 +211,25 @@ impl DiffFlameGraph {
         out: &mut dyn Write,
     ) -> io::Result<()> {
         let total_of = |n: NodeId| d.nodes[n as usize].b.map_or(0, |s| s.total_ns);
+        // A figure of the weight: milliseconds of time, or a count of
+        // objects or bytes (`~` where it is an estimate).
+        let val = |v: u64| -> String {
+            use crate::cct::diff::DiffWeight as W;
+            match d.weight {
+                W::Time => ms(v),
+                W::Objects | W::Bytes => v.to_string(),
+                W::SampledBytes | W::LiveBytes => format!("~{v}"),
+            }
+        };
+        let u = {
+            use crate::cct::diff::DiffWeight as W;
+            match d.weight {
+                W::Time => " ms",
+                W::Objects => " objects",
+                W::Bytes | W::SampledBytes | W::LiveBytes => " bytes",
+            }
+        };
+        let fig = |v: u64| format!("{}{u}", val(v));
         let total: u64 = d.roots.iter().map(|&r| total_of(r)).sum();
         let mut frames = Vec::new();
         // Pre-order, children by the second profile's total descending.
@@ -242,11 +261,11 @@ impl DiffFlameGraph {
             let by_time = diverging(dt as f64, a.total_ns.max(b.total_ns) as f64);
             let by_calls = diverging(dc as f64, a.calls.max(b.calls) as f64);
             let change = format!(
-                "{} → {} ms ({}{} ms, {}), calls {} → {} ({}{})",
-                ms(a.total_ns),
-                ms(b.total_ns),
+                "{} → {} ({}{}, {}), calls {} → {} ({}{})",
+                val(a.total_ns),
+                fig(b.total_ns),
                 if dt >= 0 { "+" } else { "-" },
-                ms(dt.unsigned_abs().min(u64::MAX as u128) as u64),
+                fig(dt.unsigned_abs().min(u64::MAX as u128) as u64),
                 change_text(a.total_ns, b.total_ns),
                 a.calls,
                 b.calls,
@@ -285,11 +304,11 @@ impl DiffFlameGraph {
                     let name = truncated_frame(c.frames);
                     let dt = c.b_ns as i128 - c.a_ns as i128;
                     let change = format!(
-                        "{} → {} ms ({}{} ms, {})",
-                        ms(c.a_ns),
-                        ms(c.b_ns),
+                        "{} → {} ({}{}, {})",
+                        val(c.a_ns),
+                        fig(c.b_ns),
                         if dt >= 0 { "+" } else { "-" },
-                        ms(dt.unsigned_abs().min(u64::MAX as u128) as u64),
+                        fig(dt.unsigned_abs().min(u64::MAX as u128) as u64),
                         change_text(c.a_ns, c.b_ns)
                     );
                     frames.push(Frame {
@@ -324,11 +343,27 @@ impl DiffFlameGraph {
         write_page(
             &Page {
                 title: "sprig differential flame graph".to_owned(),
-                subtitle: format!(
-                    "widths: the second profile's {} total time ({} ms) · red: slower (or more calls), blue: faster (or fewer calls)",
-                    d.timing[1].name(),
-                    ms(total)
-                ),
+                subtitle: match d.weight {
+                    crate::cct::diff::DiffWeight::Time => format!(
+                        "widths: the second profile's {} total time ({} ms) · red: slower (or more calls), blue: faster (or fewer calls)",
+                        d.timing[1].name(),
+                        ms(total)
+                    ),
+                    w => format!(
+                        "widths: the second profile's {} ({}, {}) · red: more (or more calls), blue: fewer (or fewer calls)",
+                        w.name(),
+                        fig(total),
+                        if matches!(
+                            w,
+                            crate::cct::diff::DiffWeight::SampledBytes
+                                | crate::cct::diff::DiffWeight::LiveBytes
+                        ) {
+                            "estimates from allocation samples"
+                        } else {
+                            "exact"
+                        }
+                    ),
+                },
                 frames,
                 total,
                 differential: true,
