@@ -134,8 +134,8 @@ impl crate::ffi::VmEvents for Events {
     fn vm_init(jni: Jni<'_>) {
         on_vm_init(jni)
     }
-    fn vm_death() {
-        on_vm_death()
+    fn vm_death(jni: Option<Jni<'_>>) {
+        on_vm_death(jni)
     }
     fn monitor(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, event: MonitorEvent) {
         sources::locks::on_monitor(jvmti, jni, object, event)
@@ -269,9 +269,15 @@ pub fn on_vm_init(jni: Jni<'_>) {
 }
 
 /// VMDeath: tell the CLI and stop the control loop.
-pub fn on_vm_death() {
+pub fn on_vm_death(jni: Option<Jni<'_>>) {
     VM_DEAD.store(true, Ordering::Release);
     if BUSY.load(Ordering::Acquire) {
+        // The session's teardown runs on the control thread, which the
+        // process may end before it gets there: what the sampled source
+        // keeps until the end goes now (bounded), and with the flush.
+        if let (Some(agent), Some(jni)) = (env::get(), jni) {
+            crate::sources::sampled_alloc::at_vm_death(agent, jni);
+        }
         // Bounded: the JVM thread that delivers VMDeath waits at most this
         // long for the control thread's flush in progress.
         outbox::flush_within(VM_DEATH_FLUSH_BOUND);

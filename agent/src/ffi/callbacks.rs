@@ -50,7 +50,9 @@ pub trait VmEvents: 'static {
     fn class_file_failed(name: Option<&str>, e: JvmtiError);
     fn class_prepare(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>);
     fn vm_init(jni: Jni<'_>);
-    fn vm_death();
+    /// The VM is dying; `jni` is the calling thread's environment (none
+    /// when the VM passed none).
+    fn vm_death(jni: Option<Jni<'_>>);
     /// A monitor event on the calling thread, on `object`'s monitor.
     fn monitor(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, event: MonitorEvent);
     /// A garbage collection pause starts (`true`) or ends (`false`). Runs
@@ -489,8 +491,14 @@ extern "system" fn vm_init<E: VmEvents>(
     });
 }
 
-extern "system" fn vm_death<E: VmEvents>(_jvmti_env: *mut jvmtiEnv, _jni_env: *mut JNIEnv) {
-    guard(E::vm_death);
+extern "system" fn vm_death<E: VmEvents>(_jvmti_env: *mut jvmtiEnv, jni_env: *mut JNIEnv) {
+    guard(|| {
+        let jni = (!jni_env.is_null()).then(|| {
+            // SAFETY: the VM passes this thread's JNIEnv (checked not null).
+            unsafe { Jni::from_raw(jni_env) }
+        });
+        E::vm_death(jni);
+    });
 }
 
 /// The monitor events: the calling thread's, on `object`'s monitor.

@@ -48,6 +48,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Whether a session's sampler runs (events may still come in for a
 /// moment after it stopped).
@@ -57,6 +58,8 @@ static INTERVAL: AtomicU32 = AtomicU32::new(0);
 /// Samples outside every root context in this session, and their bytes.
 static OUTSIDE: AtomicU64 = AtomicU64::new(0);
 static OUTSIDE_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The session's last figures were queued ([`finish`]).
+static FINISHED: AtomicBool = AtomicBool::new(false);
 /// The classes named so far in this session: JVMTI signature -> id.
 static CLASSES: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
 /// The stacks of the samples outside every root context in this session.
@@ -212,6 +215,7 @@ impl Source for SampledAllocs {
         TIMED_WALK_NS.store(0, Ordering::Relaxed);
         OUTSIDE.store(0, Ordering::Relaxed);
         OUTSIDE_BYTES.store(0, Ordering::Relaxed);
+        FINISHED.store(false, Ordering::Release);
         let interval = i32::try_from(self.interval).unwrap_or(i32::MAX).max(1);
         agent
             .jvmti
@@ -226,29 +230,54 @@ impl Source for SampledAllocs {
     }
 
     fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, _ending: &mut Ending) {
-        ON.store(false, Ordering::Release);
-        let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, false);
-        outbox::send(Message::SampledOutside {
-            samples: OUTSIDE.swap(0, Ordering::Relaxed),
-            bytes_est: OUTSIDE_BYTES.swap(0, Ordering::Relaxed),
-        });
-        if TIMED.load(Ordering::Relaxed) {
-            let n = TIMED_SAMPLES.load(Ordering::Relaxed);
-            let ns = TIMED_NS.load(Ordering::Relaxed);
-            let walk = TIMED_WALK_NS.load(Ordering::Relaxed);
-            outbox::send(Message::Warning(format!(
-                "sampled-alloc-cost: {n} samples outside roots kept by stack, {ns} ns of CPU time \
-                 in all ({} ns each reading the stack), {} ns each",
-                walk / n.max(1),
-                ns / n.max(1)
-            )));
-        }
-        let table = crate::sync::lock(&TABLE).take();
-        if let Some(table) = table {
-            send_stacks(agent.jvmti, jni, table);
-        }
-        *crate::sync::lock(&CLASSES) = None;
+        finish(agent, jni, None);
     }
+}
+
+/// The VM is dying (`session`'s VMDeath handler, on the thread the VM
+/// delivers it to): the samples outside every root context, their totals
+/// and stacks, are queued now, naming the stacks' frames for at most
+/// [`VM_DEATH_BOUND`] (the stacks left then are counted as not kept), for
+/// the handler's flush; the process may end before the session's
+/// teardown stops the source. Nothing when no sampler runs.
+pub fn at_vm_death(agent: &'static Agent, jni: Jni<'_>) {
+    if ON.load(Ordering::Acquire) {
+        finish(agent, jni, Some(Instant::now() + VM_DEATH_BOUND));
+    }
+}
+
+/// Longest the VMDeath handler spends naming the stacks outside roots.
+const VM_DEATH_BOUND: Duration = Duration::from_millis(200);
+
+/// The sampler off and the session's last figures queued, once per
+/// session (at VMDeath or at the stop, whichever comes first); stacks are
+/// named until `deadline`.
+fn finish(agent: &'static Agent, jni: Jni<'_>, deadline: Option<Instant>) {
+    ON.store(false, Ordering::Release);
+    if FINISHED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, false);
+    outbox::post(Message::SampledOutside {
+        samples: OUTSIDE.swap(0, Ordering::Relaxed),
+        bytes_est: OUTSIDE_BYTES.swap(0, Ordering::Relaxed),
+    });
+    if TIMED.load(Ordering::Relaxed) {
+        let n = TIMED_SAMPLES.load(Ordering::Relaxed);
+        let ns = TIMED_NS.load(Ordering::Relaxed);
+        let walk = TIMED_WALK_NS.load(Ordering::Relaxed);
+        outbox::post(Message::Warning(format!(
+            "sampled-alloc-cost: {n} samples outside roots kept by stack, {ns} ns of CPU time \
+                 in all ({} ns each reading the stack), {} ns each",
+            walk / n.max(1),
+            ns / n.max(1)
+        )));
+    }
+    let table = crate::sync::lock(&TABLE).take();
+    if let Some(table) = table {
+        send_stacks(agent.jvmti, jni, table, deadline);
+    }
+    *crate::sync::lock(&CLASSES) = None;
 }
 
 /// The bytes of allocation a sample of an object of `size` bytes stands
@@ -326,11 +355,16 @@ fn outside_stack(jvmti: &Jvmti, jni: Jni<'_>, class: Local<'_>, est: u64) {
 /// Sends the table: its frames named from the session's dictionary, then
 /// the stacks in batches, every message queued (after the `AllocClass`
 /// messages the callbacks queued), most bytes first.
-fn send_stacks(jvmti: Jvmti, jni: Jni<'_>, table: Outside) {
-    let mut kept: Vec<Kept> = table.kept.into_values().collect();
+fn send_stacks(jvmti: Jvmti, jni: Jni<'_>, mut table: Outside, deadline: Option<Instant>) {
+    let mut kept: Vec<Kept> = table.kept.drain().map(|(_, k)| k).collect();
     kept.sort_by_key(|k| std::cmp::Reverse(k.bytes_est));
     let mut stacks = Vec::with_capacity(kept.len());
     for k in kept {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            table.unkept = table.unkept.saturating_add(k.samples);
+            table.unkept_bytes = table.unkept_bytes.saturating_add(k.bytes_est);
+            continue;
+        }
         let methods: Vec<MethodId> = k.frames.iter().map(|&a| MethodId::from_addr(a)).collect();
         let frames = jni.with_local_frame(16, |jni| {
             super::stacks::frame_ids(jvmti, jni, &methods, &mut outbox::post)

@@ -4,6 +4,7 @@
 
 mod accuracy_e2e;
 mod alloc_e2e;
+mod alloc_views_e2e;
 mod cli_kill_e2e;
 mod cost_e2e;
 mod lifecycle_e2e;
