@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p sprig-bench -- [--quick] [--json OUT] [--only NAME]`
 
+mod alloc_hist;
 mod env;
 mod micro;
 mod proc;
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 8] = [
+const MICRO: [&str; 9] = [
     "probe",
     "overlap",
     "attach",
@@ -29,7 +30,11 @@ const MICRO: [&str; 8] = [
     "accuracy",
     "jfr",
     "sample",
+    "alloc-hist",
 ];
+
+/// Benchmarks run only when `--only` names them.
+const OPT_IN: [&str; 1] = ["alloc-hist"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +52,9 @@ struct Args {
     /// attach, throughput, ring, accuracy (the accuracy fixtures under each
     /// timing mode), jfr (self-time overlap with JFR's execution samples),
     /// sample (`sprig sample`'s overhead and accuracy on H2 and Jetty),
+    /// alloc-hist (only when named: the sampled class histogram of
+    /// `--alloc` against the exact one on H2's and javac's roots, 30 s
+    /// sessions),
     /// javac, h2, jetty, lucene (skipped, saying why, without Debian's
     /// liblucene4.10-java), calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
@@ -243,7 +251,10 @@ fn real_main() -> Result<bool> {
     let selected: Vec<&str> = all
         .iter()
         .copied()
-        .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
+        .filter(|n| {
+            // `alloc-hist` runs when named only (a minute and more of sessions).
+            (args.only.is_empty() && !OPT_IN.contains(n)) || args.only.iter().any(|o| o == n)
+        })
         .collect();
     let started = Instant::now();
     proc::set_extra_sprig_args(args.sprig_arg.clone());
@@ -302,6 +313,7 @@ fn real_main() -> Result<bool> {
                 "accuracy" => truth::accuracy(&ctx),
                 "jfr" => truth::jfr(&ctx),
                 "sample" => sample::sample(&ctx),
+                "alloc-hist" => alloc_hist::alloc_hist(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {
@@ -309,6 +321,9 @@ fn real_main() -> Result<bool> {
                 truth::print(name, &v);
                 if *name == "sample" {
                     sample::print(&v);
+                }
+                if *name == "alloc-hist" {
+                    alloc_hist::print(&v);
                 }
                 micro_out.insert(name.to_string(), v);
             })

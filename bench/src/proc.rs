@@ -26,6 +26,10 @@ pub const ALLOC_EXACT_SCHEME: &str = "lazy-alloc-exact";
 /// interval (`--alloc-interval 524288`; `--compare-alloc`, row `Bs`).
 pub const ALLOC_SAMPLED_SCHEME: &str = "lazy-alloc-sampled";
 
+/// Scheme B with `--alloc` (exact allocations and the heap sampler at
+/// its default interval; `--only alloc-hist`).
+pub const ALLOC_SCHEME: &str = "lazy-alloc";
+
 /// The schemes that add a source to Scheme B and are compared with it
 /// repeat by repeat (`--locks`, `--alloc`): they differ from B whatever
 /// is instrumented, so they run while only roots are.
@@ -294,6 +298,7 @@ impl Sprig {
                 cmd.args(["--scheme", "lazy", "--alloc", "--alloc-interval", "0"])
             }
             ALLOC_SAMPLED_SCHEME => cmd.args(["--scheme", "lazy", "--alloc-interval", "524288"]),
+            ALLOC_SCHEME => cmd.args(["--scheme", "lazy", "--alloc"]),
             scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
                 Some(bound) => cmd
                     .args(["--scheme", "lazy"])
