@@ -17,7 +17,7 @@ use sprig_tests::{Proc, fixture_classes, test_jdks};
 
 const CLASS: &str = "fixtures.NativeBurn";
 
-/// `sprig sample PID --format json --interval 2 --duration 2` with
+/// `sprig sample PID --format json --interval 5 --duration 3` with
 /// `extra`: the report, and the fixture's totals over the sampling (reset
 /// when sprig says it samples, read once it exited): in deflate, the
 /// native thread's, the Java thread's, wall ns.
@@ -26,8 +26,8 @@ fn sample(jvm: &mut Proc, extra: &[&str]) -> (Value, Vec<f64>) {
     let out = dir.path().join("report.json");
     let pid = jvm.pid().to_string();
     let mut cmd = Command::new(sprig_tests::sprig_bin());
-    cmd.args(["sample", &pid, "--format", "json", "--interval", "2"])
-        .args(["--duration", "2"])
+    cmd.args(["sample", &pid, "--format", "json", "--interval", "5"])
+        .args(["--duration", "3"])
         .args(extra)
         .arg("-o")
         .arg(&out);
