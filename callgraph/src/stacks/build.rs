@@ -42,6 +42,9 @@ pub struct MethodCounts {
     pub cpu_self: u64,
     pub cpu_total: u64,
     pub cpu_total_ns: u64,
+    /// Samples on the CPU with the method as the leaf, in a native method
+    /// (counted with `java_only` too, where `cpu_self` leaves them out).
+    pub native_self: u64,
 }
 
 impl MethodCounts {
@@ -313,6 +316,7 @@ impl StackProfile {
         let c = self.counts.entry(leaf).or_default();
         c.wall_self += 1;
         c.cpu_self += u64::from(on_cpu);
+        c.native_self += u64::from(native);
         // Each method once, however often it recurses.
         frames.retain(|&m| m != TRUNCATED_FRAME);
         frames.sort_unstable();

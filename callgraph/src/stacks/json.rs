@@ -10,7 +10,8 @@
 //!  (the CPU time sprig's signal handler and threads took in the target
 //!  while it sampled, the target's, and sprig's share of it),
 //!  "threads":[{"id","name","samples","wall_samples","cpu_samples","tree":[NODE] (with --threads)}],
-//!  "methods":[{"class","method","self","total"}],
+//!  "methods":[{"class","method","self","total",
+//!              "native_self" (its CPU samples as the leaf in a native method)}],
 //!  "tree":[NODE],
 //!  "suggested_roots":[{"class","method","root","share","window_shares":[F],
 //!                      "activations","activations_per_s","time_ns",
@@ -142,7 +143,11 @@ pub fn write_json_with_edges(
         write_str(out, &info.name)?;
         out.write_all(b",\"descriptor\":")?;
         write_str(out, &info.descriptor)?;
-        write!(out, ",\"self\":{s},\"total\":{t}}}")?;
+        let native = p.counts.get(&m).map_or(0, |c| c.native_self);
+        write!(
+            out,
+            ",\"self\":{s},\"total\":{t},\"native_self\":{native}}}"
+        )?;
     }
     out.write_all(b"],\n\"tree\":")?;
     let (merged, merged_acts) = merged_with(&profile, &activations);

@@ -390,7 +390,7 @@ fn the_json_report_has_the_documented_shape() {
         "{text}"
     );
     assert!(
-        text.contains("{\"class\":\"app.A\",\"method\":\"heavy\",\"descriptor\":\"()V\",\"self\":70,\"total\":70}"),
+        text.contains("{\"class\":\"app.A\",\"method\":\"heavy\",\"descriptor\":\"()V\",\"self\":70,\"total\":70,\"native_self\":0}"),
         "{text}"
     );
     assert!(
@@ -552,6 +552,8 @@ fn timer_samples_in_native_methods_count_apart_and_java_only_drops_them() {
         assert_eq!(p.threads[&10].native_cpu_samples, 3);
         assert_eq!(p.wall_samples, 10);
         assert_eq!(p.counts[&HASH].wall_total, 3);
+        assert_eq!(p.counts[&HASH].native_self, 3);
+        assert_eq!(p.counts[&HEAVY].native_self, 0);
         if java_only {
             assert_eq!(p.cpu_samples, 7);
             assert_eq!(p.counts[&HASH].cpu_total, 0);
