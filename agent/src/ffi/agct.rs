@@ -125,7 +125,7 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// a silent root call of this session (or its context closed or opened
 /// during the walk).
 pub static OUTSIDE: AtomicU64 = AtomicU64::new(0);
-/// The handler's time (ns, monotonic clock, entry to exit) in the signals
+/// The handler's time (ns of its thread's CPU clock, entry to exit) in the signals
 /// that left no sample (not a Java thread, no frame, filtered out, the
 /// pool full); a kept sample's time travels in its slot.
 pub static UNKEPT_NS: AtomicU64 = AtomicU64::new(0);
@@ -440,6 +440,8 @@ pub fn env_addr(jni: &Jni<'_>) -> usize {
     jni.env_addr()
 }
 
+/// The calling thread's CPU clock, in ns: the handler's cost is the CPU
+/// time it takes, not the time its thread waited for a core inside it.
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -447,7 +449,7 @@ fn now_ns() -> u64 {
     };
     // SAFETY: clock_gettime is async-signal-safe; `ts` is a valid out
     // pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)

@@ -12,7 +12,7 @@
 //! and weighs `interval_us` of CPU time: `Native` when the thread ran a
 //! native method (the leaf frame AsyncGetCallTrace gives is one), `Running`
 //! otherwise (Java code, or the VM on its behalf). A round's `cost_ns` is
-//! the handler's time (monotonic clock, entry to exit) in every signal
+//! the handler's time (its thread's CPU clock, entry to exit) in every signal
 //! since the previous round, those that left no sample too.
 //!
 //! Threads: a thread that starts while the source runs gets its timer at

@@ -84,7 +84,8 @@ impl Bucket {
 /// no comparison of two runs' throughputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OwnCpu {
-    /// The timer source's signal handler, entry to exit, in every signal
+    /// The timer source's signal handler, entry to exit on its thread's CPU
+    /// clock, in every signal
     /// (0 with the JVMTI source, whose work is its thread's).
     pub handler_ns: u64,
     /// sprig's threads in the target (`sprig-*`).
