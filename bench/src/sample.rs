@@ -6,13 +6,25 @@
 //!   with JFR's default settings, in turn (the order rotates every
 //!   repeat); per repeat the median iteration time of each window over
 //!   the bare one.
-//! - **Accuracy**: `sprig sample` and a JFR recording of execution
+//!   Beside each sampled window, the CPU time sprig's work took in the
+//!   target (its signal handler and its `sprig-*` threads) over the
+//!   target's in the window (the report's `sprig_cpu`): an upper bound of
+//!   the overhead that windows of 2 s resolve to a hundredth of a point,
+//!   where their iteration times spread by many points.
+//! - **Accuracy**: `sprig sample --interval 2` (enough samples: the
+//!   default 20 ms gave a few hundred) and a JFR recording of execution
 //!   samples every 1 ms over the same longer window: the overlap of the
-//!   self shares per method (the sum over methods of the smaller share);
-//!   a second `sprig sample` window right after: the correlation of the
-//!   two runs' hot-method vectors (self shares of the methods in either
-//!   run's top 20); and whether the bench's hand-picked roots are among
-//!   each run's top 5 `suggested_roots`.
+//!   self shares per method (the sum over methods of the smaller share),
+//!   both ways: all of sprig's CPU view against JFR's `jdk.ExecutionSample`
+//!   (threads in Java code only), and like with like, sprig's samples of
+//!   threads running Java code against them; sprig's samples in native
+//!   methods against `jdk.NativeMethodSample` (which holds threads
+//!   blocked in native code too); beside them the ceiling, JFR's first
+//!   half of its execution samples against its second. A second `sprig
+//!   sample` window right after: the correlation of the two runs'
+//!   hot-method vectors (self shares of the methods in either run's top
+//!   20); and whether the bench's hand-picked roots are among each run's
+//!   top 5 `suggested_roots`.
 //! - **Prediction**: the first suggestion of the first accuracy run,
 //!   profiled with `sprig profile PID --root R` (its ready-to-paste
 //!   command, default sampled timing) in windows alternating with bare
@@ -43,7 +55,12 @@ const ROWS: [(&str, &str); 2] = [("h2", "statement"), ("jetty", "server")];
 
 /// The overhead windows' length, and the accuracy windows'.
 const WINDOW: Duration = Duration::from_secs(2);
-const ACCURACY_WINDOW: Duration = Duration::from_secs(8);
+/// (12 s: a thread's CPU-time timer fires at most once a 4 ms scheduler
+/// tick, so H2's one busy thread gives about 220 samples a second.)
+const ACCURACY_WINDOW: Duration = Duration::from_secs(12);
+/// The accuracy runs' interval (ms): at the default 20 ms H2 gave 356
+/// samples in the window, too few for any overlap; at 2 ms thousands.
+const ACCURACY_INTERVAL: &str = "2";
 /// At least five overhead repeats (medians of at least 5).
 const MIN_REPEATS: usize = 5;
 
@@ -146,11 +163,34 @@ fn window(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<f64> {
     Ok(median(&workloads::iterate(jvm, k, bound)?))
 }
 
+/// Which of a report's CPU samples [`sample_self`] counts.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// All of the CPU view.
+    All,
+    /// Threads running Java code (what JFR's execution samples hold).
+    Java,
+    /// Threads in a native method.
+    Native,
+}
+
 /// Self samples per `class::method` of a `sprig sample` report.
 fn sample_self(report: &Value) -> BTreeMap<String, f64> {
+    sample_self_of(report, Part::All)
+}
+
+/// Self samples per `class::method` of a `sprig sample` report, of `part`
+/// of its CPU view.
+fn sample_self_of(report: &Value, part: Part) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     for x in report["methods"].as_array().into_iter().flatten() {
-        let own = x["self"].as_f64().unwrap_or(0.0);
+        let all = x["self"].as_f64().unwrap_or(0.0);
+        let native = x["native_self"].as_f64().unwrap_or(0.0).min(all);
+        let own = match part {
+            Part::All => all,
+            Part::Java => all - native,
+            Part::Native => native,
+        };
         if own > 0.0 {
             let k = format!(
                 "{}::{}",
@@ -211,9 +251,10 @@ fn suggestions(report: &Value, want: &[String]) -> (Vec<String>, bool) {
     (roots, hit)
 }
 
-/// Leaf method of every `jdk.ExecutionSample` (threads running Java code)
-/// of a recording.
-fn jfr_leaves(ctx: &Ctx, rec: &Path) -> Result<BTreeMap<String, f64>> {
+/// Leaf method of every `event` (`jdk.ExecutionSample`: threads running
+/// Java code; `jdk.NativeMethodSample`: threads in native methods) of a
+/// recording, in the recording's order.
+fn jfr_leaves(ctx: &Ctx, rec: &Path, event: &str) -> Result<Vec<String>> {
     let text = truth::tool(
         &ctx.env.jdk,
         "jfr",
@@ -223,22 +264,37 @@ fn jfr_leaves(ctx: &Ctx, rec: &Path) -> Result<BTreeMap<String, f64>> {
             "--stack-depth".into(),
             "1".into(),
             "--events".into(),
-            "jdk.ExecutionSample".into(),
+            event.into(),
             rec.display().to_string(),
         ],
     )?;
     let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
+    Ok(v["recording"]["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            e["values"]["stackTrace"]["frames"]
+                .as_array()
+                .and_then(|f| f.first())
+                .and_then(truth::frame_key)
+        })
+        .collect())
+}
+
+/// Samples per method of a list of leaves.
+fn leaf_counts(leaves: &[String]) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
-    for e in v["recording"]["events"].as_array().into_iter().flatten() {
-        if let Some(k) = e["values"]["stackTrace"]["frames"]
-            .as_array()
-            .and_then(|f| f.first())
-            .and_then(truth::frame_key)
-        {
-            *m.entry(k).or_insert(0.0) += 1.0;
-        }
+    for k in leaves {
+        *m.entry(k.clone()).or_insert(0.0) += 1.0;
     }
-    Ok(m)
+    m
+}
+
+/// sprig's share of the target's CPU time in a report's window, in %
+/// (NaN when the report has none).
+fn own_cpu_pct(report: &Value) -> f64 {
+    report["sprig_cpu"]["share"].as_f64().unwrap_or(f64::NAN) * 100.0
 }
 
 fn jcmd(ctx: &Ctx, pid: u32, args: &[&str]) -> Result<()> {
@@ -293,6 +349,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let repeats = ctx.repeats.max(MIN_REPEATS);
     let (mut bare, mut sampled, mut jfr) = (Vec::new(), Vec::new(), Vec::new());
     let mut sample_pct = Vec::new();
+    let mut own_pct = Vec::new();
     let mut jfr_pct = Vec::new();
     for rep in 0..repeats {
         eprintln!(
@@ -307,7 +364,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
                     let out = scratch.join(format!("sample-{wl}-overhead-{}.json", rep + 1));
                     let run = SampleRun::start(&ctx.env.sprig, pid, &out)?;
                     let t = window(&mut jvm, k, bound)?;
-                    run.stop()?;
+                    own_pct.push(own_cpu_pct(&run.stop()?));
                     t
                 }
                 _ => {
@@ -340,7 +397,8 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let rec = scratch.join(format!("sample-{wl}.jfr"));
     let out_a = scratch.join(format!("sample-{wl}-a.json"));
     let out_b = scratch.join(format!("sample-{wl}-b.json"));
-    let run = SampleRun::start(&ctx.env.sprig, pid, &out_a)?;
+    let accuracy = ["--interval", ACCURACY_INTERVAL];
+    let run = SampleRun::start_with(&ctx.env.sprig, pid, &out_a, &accuracy)?;
     jcmd(
         ctx,
         pid,
@@ -354,14 +412,22 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     window(&mut jvm, ka, bound)?;
     jcmd(ctx, pid, &["JFR.stop", "name=sprigbench1ms"])?;
     let a = run.stop()?;
-    let run = SampleRun::start(&ctx.env.sprig, pid, &out_b)?;
+    let run = SampleRun::start_with(&ctx.env.sprig, pid, &out_b, &accuracy)?;
     window(&mut jvm, ka, bound)?;
     let b = run.stop()?;
     let predicted = prediction(ctx, &mut jvm, &a, median(&bare), bound)?;
     jvm.quit()?;
 
-    let jfr_self = jfr_leaves(ctx, &rec)?;
+    let exec = jfr_leaves(ctx, &rec, "jdk.ExecutionSample")?;
+    let jfr_self = leaf_counts(&exec);
+    let half = exec.len() / 2;
+    let jfr_halves = overlap(&leaf_counts(&exec[..half]), &leaf_counts(&exec[half..]));
+    let jfr_native = leaf_counts(&jfr_leaves(ctx, &rec, "jdk.NativeMethodSample")?);
     let _ = std::fs::remove_file(&rec);
+    let (java_a, native_a) = (
+        sample_self_of(&a, Part::Java),
+        sample_self_of(&a, Part::Native),
+    );
     let (sa, sb) = (sample_self(&a), sample_self(&b));
     let (roots_a, hit_a) = suggestions(&a, &want);
     let (roots_b, hit_b) = suggestions(&b, &want);
@@ -375,9 +441,12 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "sample_ms": json_of(&sampled),
         "jfr_default_ms": json_of(&jfr),
         "sample_overhead_pct": json_of(&sample_pct),
+        "sample_own_cpu_pct": json_of(&own_pct),
         "jfr_default_overhead_pct": json_of(&jfr_pct),
         "accuracy_iterations": ka,
+        "accuracy_interval_ms": ACCURACY_INTERVAL,
         "sample_samples": a["samples"],
+        "sample_native_samples": a["native_cpu_samples"],
         "sample_rounds": a["rounds"],
         "sample_source": a["source"],
         "sample_cost_ns_per_round": a["cost_ns"].as_f64().unwrap_or(0.0) / a["rounds"].as_f64().unwrap_or(1.0).max(1.0),
@@ -385,6 +454,10 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "sample_threads": a["threads"].as_array().map_or(0, Vec::len),
         "jfr_execution_samples": jfr_samples,
         "overlap_with_jfr": overlap(&sa, &jfr_self),
+        "overlap_java_with_jfr": overlap(&java_a, &jfr_self),
+        "overlap_native_with_jfr_native": overlap(&native_a, &jfr_native),
+        "jfr_native_samples": jfr_native.values().sum::<f64>(),
+        "jfr_halves_overlap": jfr_halves,
         "correlation_two_runs": correlation(&sa, &sb, 20),
         "overlap_two_runs": overlap(&sa, &sb),
         "hand_picked_roots": want,
@@ -600,15 +673,16 @@ pub fn sample(ctx: &Ctx) -> Result<Value> {
         "rows": rows,
         "threads200": many,
         "interval_ms": 20,
+        "accuracy_interval_ms": ACCURACY_INTERVAL,
         "jfr_overhead_settings": "default.jfc",
-        "jfr_truth_settings": "jdk.ExecutionSample every 1 ms (leaf frames)",
+        "jfr_truth_settings": "jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms (leaf frames)",
     }))
 }
 
 /// The terminal lines of `sample`.
 pub fn print(v: &Value) {
     println!(
-        "sprig sample (default 20 ms interval) on the workloads: overhead = iteration time over bare in the same JVM, per repeat (medians [min-max]); accuracy = self-share overlap with JFR execution samples at 1 ms over the same window, hot-method correlation of two runs"
+        "sprig sample (default 20 ms interval) on the workloads: overhead = iteration time over bare in the same JVM, per repeat (medians [min-max]); accuracy (sprig at --interval 2) = self-share overlap with JFR execution samples at 1 ms over the same window, hot-method correlation of two runs"
     );
     for r in v["rows"].as_array().into_iter().flatten() {
         println!(
@@ -621,8 +695,25 @@ pub fn print(v: &Value) {
             r["window_iterations"],
         );
         println!(
-            "         overlap with JFR {:.1}% ({} sprig samples from the {} source, {} JFR samples, {} threads, {:.1} µs a sample, {:.0} µs a round); two runs: correlation {:.3}, overlap {:.1}%",
+            "         sprig's CPU in the target (signal handler + sprig-* threads) over the target's, per sampled window: {} %",
+            fmt(Summary::from_json(&r["sample_own_cpu_pct"]), 3),
+        );
+        println!(
+            "         at --interval {} ms: overlap with JFR execution samples: Java-state samples {:.1}%, all of the CPU view {:.1}% ({} of {} samples in native methods); JFR halves {:.1}%; native samples with jdk.NativeMethodSample {:.1}% ({} JFR native samples)",
+            r["accuracy_interval_ms"].as_str().unwrap_or("?"),
+            r["overlap_java_with_jfr"].as_f64().unwrap_or(f64::NAN) * 100.0,
             r["overlap_with_jfr"].as_f64().unwrap_or(f64::NAN) * 100.0,
+            r["sample_native_samples"],
+            r["sample_samples"],
+            r["jfr_halves_overlap"].as_f64().unwrap_or(f64::NAN) * 100.0,
+            r["overlap_native_with_jfr_native"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+                * 100.0,
+            r["jfr_native_samples"],
+        );
+        println!(
+            "         ({} sprig samples from the {} source, {} JFR samples, {} threads, {:.1} µs a sample, {:.0} µs a round); two runs: correlation {:.3}, overlap {:.1}%",
             r["sample_samples"],
             r["sample_source"].as_str().unwrap_or("?"),
             r["jfr_execution_samples"],

@@ -13,4 +13,4 @@ pub mod stale;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 
-pub use sys::terminal_columns;
+pub use sys::{clock_ticks_per_second, terminal_columns};

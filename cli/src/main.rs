@@ -156,8 +156,11 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => profile::calibrate(args),
         Command::Rewrite(args) => sprig::rewrite::run(&args).map(|_| ExitCode::SUCCESS),
         Command::Report(args) => output::report(&args).map(|_| ExitCode::SUCCESS),
+        Command::Diff(args) if args.native && !args.overlap => {
+            Err(anyhow::anyhow!("--native compares with --overlap only"))
+        }
         Command::Diff(args) if args.overlap => output::write_to(args.output.as_deref(), |out| {
-            overlap::run(&args.a, &args.b, out)
+            overlap::run(&args.a, &args.b, args.native, out)
         })
         .map(|_| ExitCode::SUCCESS),
         Command::Diff(args) => output::diff(&args).map(|_| ExitCode::SUCCESS),

@@ -421,10 +421,17 @@ pub struct DiffArgs {
     /// distribution of time, 0% for nothing in common), and the methods
     /// that differ most. A and B may each be a `.sprig` snapshot, the JSON
     /// report of `sprig profile` or `sprig sample`, or a JFR recording
-    /// (`.jfr`: its jdk.ExecutionSample events, read with $JAVA_HOME/bin/jfr).
-    /// (`crate::overlap`; `main` dispatches it.)
+    /// (`.jfr`: its jdk.ExecutionSample events, threads in Java code, read
+    /// with $JAVA_HOME/bin/jfr: compare them with a `sprig sample
+    /// --java-only` report). (`crate::overlap`; `main` dispatches it.)
     #[arg(long)]
     pub overlap: bool,
+    /// With --overlap: compare threads in native methods instead: a
+    /// `.jfr`'s jdk.NativeMethodSample events (threads in native code, on
+    /// the CPU or blocked in it) and a `sprig sample` JSON report's CPU
+    /// samples in native methods (its methods' `native_self`).
+    #[arg(long)]
+    pub native: bool,
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
     /// Hide nodes below this percentage of the roots' time.

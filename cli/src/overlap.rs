@@ -162,14 +162,20 @@ fn run_edges(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
 
 /// Prints the overlap of `a` and `b` and the methods that differ most,
 /// then the overlap of their call edges where both hold some.
-pub fn run(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
-    run_methods(a, b, out)?;
+/// With `native`, the samples of threads in native methods
+/// (`jdk.NativeMethodSample`, a sample report's `native_self`), and no
+/// edges.
+pub fn run(a: &Path, b: &Path, native: bool, out: &mut dyn Write) -> Result<()> {
+    run_methods(a, b, native, out)?;
+    if native {
+        return Ok(());
+    }
     run_edges(a, b, out)
 }
 
 /// Prints the overlap of `a` and `b` and the methods that differ most.
-fn run_methods(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
-    let (sa, sb) = (read(a)?, read(b)?);
+fn run_methods(a: &Path, b: &Path, native: bool, out: &mut dyn Write) -> Result<()> {
+    let (sa, sb) = (read_part(a, native)?, read_part(b, native)?);
     let o = overlap(&sa, &sb);
     writeln!(
         out,
@@ -200,16 +206,33 @@ fn distinct(v: &[MethodShare]) -> usize {
     k.len()
 }
 
-/// The self weight of each method in the profile at `path`.
-pub fn read(path: &Path) -> Result<Vec<MethodShare>> {
+/// The self weight of each method in the profile at `path`; with
+/// `native`, the samples of threads in native methods only (a `.jfr`'s `jdk.NativeMethodSample` events, a `sprig sample`
+/// report's `native_self`).
+pub fn read_part(path: &Path, native: bool) -> Result<Vec<MethodShare>> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let shares = match ext {
+        "sprig" if native => bail!(
+            "{}: --native reads sprig sample JSON reports and .jfr recordings, not snapshots",
+            path.display()
+        ),
         "sprig" => crate::output::read_snapshot(path)?.method_self_shares(),
-        "jfr" => jfr_shares(path)?,
+        "jfr" => jfr_shares(
+            path,
+            if native {
+                "jdk.NativeMethodSample"
+            } else {
+                "jdk.ExecutionSample"
+            },
+        )?,
         _ => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            json_shares(&text).with_context(|| format!("{}", path.display()))?
+            if native {
+                json_native_shares(&text).with_context(|| format!("{}", path.display()))?
+            } else {
+                json_shares(&text).with_context(|| format!("{}", path.display()))?
+            }
         }
     };
     if shares.iter().all(|(_, w)| *w <= 0.0) {
@@ -263,15 +286,39 @@ pub fn json_shares(text: &str) -> Result<Vec<MethodShare>> {
     Ok(out)
 }
 
-/// The shares of a JFR recording: one per `jdk.ExecutionSample` event,
-/// to its top frame's method.
-fn jfr_shares(path: &Path) -> Result<Vec<MethodShare>> {
+/// The samples in native methods of a `sprig sample` JSON report: its
+/// methods' `native_self`.
+pub fn json_native_shares(text: &str) -> Result<Vec<MethodShare>> {
+    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    let methods = v
+        .get("suggested_roots")
+        .and(v.get("methods"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("--native reads sprig sample reports, and this is none"))?;
+    Ok(methods
+        .iter()
+        .filter_map(|m| {
+            Some((
+                format!(
+                    "{}::{}",
+                    m.get("class")?.as_str()?,
+                    m.get("method")?.as_str()?
+                ),
+                m.get("native_self")?.as_f64()?,
+            ))
+        })
+        .collect())
+}
+
+/// The shares of a JFR recording: one per `event` (`jdk.ExecutionSample`
+/// or `jdk.NativeMethodSample`), to its top frame's method.
+fn jfr_shares(path: &Path, event: &str) -> Result<Vec<MethodShare>> {
     let jfr = match std::env::var_os("JAVA_HOME") {
         Some(home) => Path::new(&home).join("bin/jfr"),
         None => "jfr".into(),
     };
     let output = Command::new(&jfr)
-        .args(["print", "--json", "--events", "jdk.ExecutionSample"])
+        .args(["print", "--json", "--events", event])
         .arg(path)
         .output()
         .with_context(|| {
@@ -341,6 +388,20 @@ mod tests {
     }
 
     #[test]
+    fn native_samples_of_a_sample_report() {
+        let sample = r#"{"version":1,"methods":[
+            {"class":"a.A","method":"x","self":7,"total":10,"native_self":0},
+            {"class":"a.N","method":"n","self":3,"total":3,"native_self":3}],
+            "tree":[],"suggested_roots":[]}"#;
+        assert_eq!(
+            json_native_shares(sample).unwrap(),
+            [("a.A::x".into(), 0.0), ("a.N::n".into(), 3.0)]
+        );
+        let profile = r#"{"version":1,"threads":[]}"#;
+        assert!(json_native_shares(profile).is_err());
+    }
+
+    #[test]
     fn edges_of_bursts_activations_and_exact_calls_overlap() {
         let sample = r#"{"version":1,"methods":[],"suggested_roots":[],
             "tree":[{"class":"a.A","method":"r","activations":1,"children":[
@@ -381,9 +442,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let empty = dir.join("empty.json");
         std::fs::write(&empty, r#"{"methods":[],"suggested_roots":[]}"#).unwrap();
-        let e = read(&empty).unwrap_err().to_string();
+        let e = read_part(&empty, false).unwrap_err().to_string();
         assert!(e.ends_with("holds no sample and no timed method"), "{e}");
-        let e = read(&dir.join("missing.json")).unwrap_err().to_string();
+        let e = read_part(&dir.join("missing.json"), false)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("cannot read"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -125,6 +125,10 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// a silent root call of this session (or its context closed or opened
 /// during the walk).
 pub static OUTSIDE: AtomicU64 = AtomicU64::new(0);
+/// The handler's time (ns of its thread's CPU clock, entry to exit) in the signals
+/// that left no sample (not a Java thread, no frame, filtered out, the
+/// pool full); a kept sample's time travels in its slot.
+pub static UNKEPT_NS: AtomicU64 = AtomicU64::new(0);
 /// AsyncGetCallTrace's answers of no frame or an error, by -code (0 no
 /// Java frame, 1 no class load, 2 GC active, ... 10 at a safepoint).
 pub static FAILED: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
@@ -337,7 +341,7 @@ pub fn arm(
     FILTER_TAG.store(filter.map_or(0, |f| u64::from(f.tag)), Ordering::SeqCst);
     FILTER_KEY_OFFSET.store(filter.map_or(NO_FILTER, |f| f.key_offset), Ordering::SeqCst);
     FILTER_OFFSET.store(filter.map_or(NO_FILTER, |f| f.offset), Ordering::SeqCst);
-    for c in [&SIGNALS, &NOT_JAVA, &DROPPED, &OUTSIDE] {
+    for c in [&SIGNALS, &NOT_JAVA, &DROPPED, &OUTSIDE, &UNKEPT_NS] {
         c.store(0, Ordering::Relaxed);
     }
     for c in &FAILED {
@@ -379,13 +383,19 @@ pub fn disarm(bound: Duration) -> bool {
 /// sample key of its probe state under windows timing (a virtual thread's
 /// Java id while the thread ran that virtual thread; 0 otherwise), its
 /// frames (leaf first; a method with no jmethodID is a null id, which
-/// JVMTI refuses to name), and the handler's time.
+/// JVMTI refuses to name), whether the thread was in a native method (its
+/// leaf frame is one: AsyncGetCallTrace's line -3), and the handler's
+/// time.
 pub struct Taken {
     pub env: usize,
     pub key: u64,
     pub frames: Vec<MethodId>,
+    pub native: bool,
     pub cost_ns: u64,
 }
+
+/// AsyncGetCallTrace's line number of a native method's frame.
+const NATIVE_LINE: jint = -3;
 
 /// Takes the samples ready in the pool (their slots freed).
 pub fn drain(out: &mut Vec<Taken>) {
@@ -418,6 +428,7 @@ pub fn drain(out: &mut Vec<Taken>) {
                 .iter()
                 .map(|f| MethodId(f.method_id.cast()))
                 .collect(),
+            native: n > 0 && frames.first().is_some_and(|f| f.lineno == NATIVE_LINE),
             cost_ns: cost,
         });
         s.state.store(FREE, Ordering::Release);
@@ -429,6 +440,8 @@ pub fn env_addr(jni: &Jni<'_>) -> usize {
     jni.env_addr()
 }
 
+/// The calling thread's CPU clock, in ns: the handler's cost is the CPU
+/// time it takes, not the time its thread waited for a core inside it.
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -436,7 +449,7 @@ fn now_ns() -> u64 {
     };
     // SAFETY: clock_gettime is async-signal-safe; `ts` is a valid out
     // pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
@@ -458,19 +471,27 @@ extern "C" fn on_signal(_sig: c_int, _info: *mut libc::siginfo_t, uc: *mut c_voi
     IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// The handler's work: one sample of the interrupted thread into a slot.
+/// The handler's work: one sample of the interrupted thread into a slot;
+/// the time of a signal that left none is added to [`UNKEPT_NS`].
 fn record(uc: *mut c_void) {
     let t0 = now_ns();
+    if !take(uc, t0) {
+        UNKEPT_NS.fetch_add(now_ns().wrapping_sub(t0), Ordering::Relaxed);
+    }
+}
+
+/// One sample of the interrupted thread into a slot: whether one was kept.
+fn take(uc: *mut c_void, t0: u64) -> bool {
     SIGNALS.fetch_add(1, Ordering::Relaxed);
     if NO_WALK.load(Ordering::Relaxed) {
-        return;
+        return false;
     }
     let p = POOL.load(Ordering::SeqCst);
     let agct = AGCT.load(Ordering::SeqCst);
     let get_env = GET_ENV.load(Ordering::SeqCst);
     let vm = VM.load(Ordering::SeqCst);
     if p.is_null() || agct == 0 || get_env == 0 || vm.is_null() {
-        return;
+        return false;
     }
     // Windows timing: a thread outside a silent root call costs no walk.
     let offset = FILTER_OFFSET.load(Ordering::Relaxed);
@@ -482,7 +503,7 @@ fn record(uc: *mut c_void) {
             Some(w) if SilentFilter::inside(tag, w) => Some(w),
             _ => {
                 OUTSIDE.fetch_add(1, Ordering::Relaxed);
-                return;
+                return false;
             }
         }
     };
@@ -498,7 +519,7 @@ fn record(uc: *mut c_void) {
     let rc = unsafe { get_env(vm, &mut env, JNI_VERSION_1_6) };
     if rc != 0 || env.is_null() {
         NOT_JAVA.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     }
     let n = pool.slots.len();
     let start = pool.next.fetch_add(1, Ordering::Relaxed);
@@ -517,7 +538,7 @@ fn record(uc: *mut c_void) {
     }
     let Some(slot) = claimed else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     };
     // SAFETY: the slot is WRITING: this handler owns its cells.
     let frames = unsafe { &mut *slot.frames.get() };
@@ -538,7 +559,7 @@ fn record(uc: *mut c_void) {
             c.fetch_add(1, Ordering::Relaxed);
         }
         slot.state.store(FREE, Ordering::Release);
-        return;
+        return false;
     }
     // The same silent root context after the walk as before it.
     if let Some(w) = before
@@ -546,7 +567,7 @@ fn record(uc: *mut c_void) {
     {
         OUTSIDE.fetch_add(1, Ordering::Relaxed);
         slot.state.store(FREE, Ordering::Release);
-        return;
+        return false;
     }
     // The state whose silent root context this is: a virtual thread's
     // (its Java id) or the platform thread's own (0).
@@ -564,6 +585,7 @@ fn record(uc: *mut c_void) {
         *slot.cost_ns.get() = now_ns().wrapping_sub(t0);
     }
     slot.state.store(READY, Ordering::Release);
+    true
 }
 
 /// A per-thread CPU-time timer that sends SIGPROF to its thread.

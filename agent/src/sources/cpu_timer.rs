@@ -9,7 +9,11 @@
 //! the JVMTI source's), the JNIEnv of each sample into its Java thread
 //! (`SampledThread`), and sends the samples as `StackSamples`, the same
 //! messages the JVMTI source sends. Every sample is of a thread on the CPU
-//! (`Running`) and weighs `interval_us` of CPU time.
+//! and weighs `interval_us` of CPU time: `Native` when the thread ran a
+//! native method (the leaf frame AsyncGetCallTrace gives is one), `Running`
+//! otherwise (Java code, or the VM on its behalf). A round's `cost_ns` is
+//! the handler's time (its thread's CPU clock, entry to exit) in every signal
+//! since the previous round, those that left no sample too.
 //!
 //! Threads: a thread that starts while the source runs gets its timer at
 //! JVMTI ThreadStart, on the new thread itself, and loses it at ThreadEnd,
@@ -430,6 +434,8 @@ struct Drain {
     schedule: Option<Schedule>,
     /// `agct::OUTSIDE` as last sent.
     outside_sent: u64,
+    /// `agct::UNKEPT_NS` as last counted into a round's cost.
+    unkept_sent: u64,
     stop: StopFlag,
     tid_field: FieldId,
     eetop: FieldId,
@@ -508,6 +514,7 @@ impl Drain {
             opts,
             schedule,
             outside_sent: 0,
+            unkept_sent: 0,
             stop,
             tid_field,
             eetop,
@@ -657,7 +664,11 @@ impl Drain {
         }
         let depth = self.opts.max_depth as usize;
         let cpu_ns = u64::from(self.opts.interval_us) * 1000;
-        let mut cost_ns = 0u64;
+        // The round's cost: the handler's time in the samples it holds and
+        // in the signals that left none since the previous round.
+        let unkept = agct::UNKEPT_NS.load(Ordering::Relaxed);
+        let mut cost_ns = unkept.wrapping_sub(self.unkept_sent);
+        self.unkept_sent = unkept;
         let mut samples = Vec::with_capacity(taken.len());
         for t in &taken {
             cost_ns = cost_ns.saturating_add(t.cost_ns);
@@ -679,7 +690,11 @@ impl Drain {
             let frames = stacks::frame_ids(self.jvmti, jni, kept, &mut |m| send(stop, m));
             samples.push(StackSample {
                 thread,
-                state: SampledState::Running,
+                state: if t.native {
+                    SampledState::Native
+                } else {
+                    SampledState::Running
+                },
                 cpu_ns,
                 frames,
                 truncated: t.frames.len() > depth,

@@ -26,6 +26,9 @@ pub struct ThreadStacks {
     pub wall_samples: u64,
     pub cpu_samples: u64,
     pub empty: u64,
+    /// Samples on the CPU in a native method (counted with `java_only`
+    /// too, where the CPU view leaves them out).
+    pub native_cpu_samples: u64,
 }
 
 /// A method's samples: `self` where it is the leaf, `total` where it is
@@ -39,6 +42,9 @@ pub struct MethodCounts {
     pub cpu_self: u64,
     pub cpu_total: u64,
     pub cpu_total_ns: u64,
+    /// Samples on the CPU with the method as the leaf, in a native method
+    /// (counted with `java_only` too, where `cpu_self` leaves them out).
+    pub native_self: u64,
 }
 
 impl MethodCounts {
@@ -73,6 +79,32 @@ impl Bucket {
     }
 }
 
+/// The CPU time sprig's own work took in the target while it sampled,
+/// beside the target's: an upper bound of sampling's overhead that needs
+/// no comparison of two runs' throughputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnCpu {
+    /// The timer source's signal handler, entry to exit on its thread's CPU
+    /// clock, in every signal
+    /// (0 with the JVMTI source, whose work is its thread's).
+    pub handler_ns: u64,
+    /// sprig's threads in the target (`sprig-*`).
+    pub threads_ns: u64,
+    /// The whole target process, sprig's work included.
+    pub target_cpu_ns: u64,
+}
+
+impl OwnCpu {
+    /// sprig's share of the target's CPU time (0 when the target used
+    /// none).
+    pub fn share(&self) -> f64 {
+        if self.target_cpu_ns == 0 {
+            return 0.0;
+        }
+        (self.handler_ns + self.threads_ns) as f64 / self.target_cpu_ns as f64
+    }
+}
+
 /// Every sampled thread's tree and what the suggestions need.
 #[derive(Clone, Debug)]
 pub struct StackProfile {
@@ -89,6 +121,13 @@ pub struct StackProfile {
     /// Samples in each view, over all threads.
     pub wall_samples: u64,
     pub cpu_samples: u64,
+    /// Samples on the CPU in a native method, over all threads: in the CPU
+    /// view, or left out of it with `java_only`.
+    pub native_cpu_samples: u64,
+    /// The CPU view holds the samples of threads running Java code only
+    /// (what JFR's execution samples show): a thread on the CPU in a
+    /// native method counts in the wall view and in `native_cpu_samples`.
+    pub java_only: bool,
     /// Stacks cut at the maximum depth.
     pub truncated: u64,
     /// What the rounds cost the agent's sampling thread, in ns (with the
@@ -96,6 +135,8 @@ pub struct StackProfile {
     pub cost_ns: u64,
     /// The source the agent took the stacks with, when it said.
     pub source: Option<sprig_wire::control::StackSource>,
+    /// sprig's CPU time in the target, when it was measured.
+    pub own_cpu: Option<OwnCpu>,
     pub first_ns: Option<u64>,
     pub last_ns: u64,
     pub(super) buckets: Vec<Bucket>,
@@ -114,9 +155,12 @@ impl StackProfile {
             rounds: 0,
             wall_samples: 0,
             cpu_samples: 0,
+            native_cpu_samples: 0,
+            java_only: false,
             truncated: 0,
             cost_ns: 0,
             source: None,
+            own_cpu: None,
             first_ns: None,
             last_ns: 0,
             buckets: Vec::new(),
@@ -232,13 +276,20 @@ impl StackProfile {
         // Handler on the pending list) and it uses none. In a native
         // method it must have used half the interval.
         // A sample of the CPU-time timer source is one of a thread on the
-        // CPU by construction, whatever the time between two messages.
+        // CPU by construction, whatever the time between two messages, in
+        // Java code or in a native method.
         let timer = self.source == Some(sprig_wire::control::StackSource::Timer);
         let on_cpu = match s.state {
             SampledState::Running => timer || !cpu_known || s.cpu_ns.saturating_mul(100) >= gap,
-            SampledState::Native => cpu_known && s.cpu_ns.saturating_mul(2) >= gap,
+            SampledState::Native => timer || (cpu_known && s.cpu_ns.saturating_mul(2) >= gap),
             _ => false,
         };
+        let native = on_cpu && s.state == SampledState::Native;
+        if native {
+            t.native_cpu_samples += 1;
+            self.native_cpu_samples += 1;
+        }
+        let on_cpu = on_cpu && !(native && self.java_only);
         let hit = Hit {
             wall_ns: gap,
             cpu_ns: on_cpu.then_some(if cpu_known { s.cpu_ns } else { gap }),
@@ -266,6 +317,7 @@ impl StackProfile {
         let c = self.counts.entry(leaf).or_default();
         c.wall_self += 1;
         c.cpu_self += u64::from(on_cpu);
+        c.native_self += u64::from(native);
         // Each method once, however often it recurses.
         frames.retain(|&m| m != TRUNCATED_FRAME);
         frames.sort_unstable();

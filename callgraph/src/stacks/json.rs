@@ -4,8 +4,14 @@
 //! {"version":1, "view":"cpu"|"wall", "samples":N, "wall_samples":N, "cpu_samples":N,
 //!  "rounds":N, "interval_ms":F, "duration_ms":N, "truncated":N, "cost_ns":N,
 //!  "source":"timer"|"jvmti"|"" (the agent's stack source; "" when not said),
+//!  "native_cpu_samples":N (samples on the CPU in a native method),
+//!  "java_only":B (the CPU view leaves the native ones out: --java-only),
+//!  "sprig_cpu":{"handler_ns","threads_ns","target_cpu_ns","share"} or null
+//!  (the CPU time sprig's signal handler and threads took in the target
+//!  while it sampled, the target's, and sprig's share of it),
 //!  "threads":[{"id","name","samples","wall_samples","cpu_samples","tree":[NODE] (with --threads)}],
-//!  "methods":[{"class","method","self","total"}],
+//!  "methods":[{"class","method","self","total",
+//!              "native_self" (its CPU samples as the leaf in a native method)}],
 //!  "tree":[NODE],
 //!  "suggested_roots":[{"class","method","root","share","window_shares":[F],
 //!                      "activations","activations_per_s","time_ns",
@@ -68,7 +74,7 @@ pub fn write_json_with_edges(
     let (profile, activations) = p.converted(opts);
     write!(
         out,
-        "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\"source\":\"{}\",\n\"threads\":[",
+        "{{\"version\":1,\"view\":\"{}\",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"rounds\":{},\"interval_ms\":{},\"duration_ms\":{},\"truncated\":{},\"cost_ns\":{},\"source\":\"{}\",\"native_cpu_samples\":{},\"java_only\":{},\"sprig_cpu\":{},\n\"threads\":[",
         view.name(),
         p.samples(view),
         p.wall_samples,
@@ -82,6 +88,18 @@ pub fn write_json_with_edges(
             Some(sprig_wire::control::StackSource::Timer) => "timer",
             Some(sprig_wire::control::StackSource::Jvmti) => "jvmti",
             None => "",
+        },
+        p.native_cpu_samples,
+        p.java_only,
+        match p.own_cpu {
+            Some(o) => format!(
+                "{{\"handler_ns\":{},\"threads_ns\":{},\"target_cpu_ns\":{},\"share\":{:.6}}}",
+                o.handler_ns,
+                o.threads_ns,
+                o.target_cpu_ns,
+                o.share()
+            ),
+            None => "null".to_owned(),
         }
     )?;
     for (i, ((t, tp), acts)) in p
@@ -98,13 +116,14 @@ pub fn write_json_with_edges(
         write_str(out, &t.name)?;
         write!(
             out,
-            ",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{}",
+            ",\"samples\":{},\"wall_samples\":{},\"cpu_samples\":{},\"native_cpu_samples\":{}",
             match view {
                 super::View::Wall => t.wall_samples,
                 super::View::Cpu => t.cpu_samples,
             },
             t.wall_samples,
-            t.cpu_samples
+            t.cpu_samples,
+            t.native_cpu_samples
         )?;
         if threads {
             out.write_all(b",\"tree\":")?;
@@ -124,7 +143,11 @@ pub fn write_json_with_edges(
         write_str(out, &info.name)?;
         out.write_all(b",\"descriptor\":")?;
         write_str(out, &info.descriptor)?;
-        write!(out, ",\"self\":{s},\"total\":{t}}}")?;
+        let native = p.counts.get(&m).map_or(0, |c| c.native_self);
+        write!(
+            out,
+            ",\"self\":{s},\"total\":{t},\"native_self\":{native}}}"
+        )?;
     }
     out.write_all(b"],\n\"tree\":")?;
     let (merged, merged_acts) = merged_with(&profile, &activations);

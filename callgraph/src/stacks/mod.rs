@@ -49,7 +49,7 @@ mod overlap;
 mod pcct;
 mod suggest;
 
-pub use build::{MethodCounts, StackProfile, ThreadStacks};
+pub use build::{MethodCounts, OwnCpu, StackProfile, ThreadStacks};
 pub use convert::ConvertOptions;
 pub use edges::{EdgeProfile, EdgeRow, edge_name, edge_overlap, exact_edges};
 pub use json::{profile_command, write_json, write_json_with_edges};

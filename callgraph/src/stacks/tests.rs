@@ -390,7 +390,7 @@ fn the_json_report_has_the_documented_shape() {
         "{text}"
     );
     assert!(
-        text.contains("{\"class\":\"app.A\",\"method\":\"heavy\",\"descriptor\":\"()V\",\"self\":70,\"total\":70}"),
+        text.contains("{\"class\":\"app.A\",\"method\":\"heavy\",\"descriptor\":\"()V\",\"self\":70,\"total\":70,\"native_self\":0}"),
         "{text}"
     );
     assert!(
@@ -525,4 +525,63 @@ fn timer_samples_count_on_the_cpu_after_a_long_gap() {
     );
     assert_eq!(p.cpu_samples, 1);
     assert_eq!(total_of(&p, WORK, View::Cpu), 1);
+}
+
+/// The timer source's samples in a native method are on the CPU (the
+/// timer fired on the thread's CPU clock) and counted apart; `java_only`
+/// leaves them out of the CPU view, not out of the wall view.
+#[test]
+fn timer_samples_in_native_methods_count_apart_and_java_only_drops_them() {
+    for java_only in [false, true] {
+        let mut p = profile();
+        p.source = Some(sprig_wire::control::StackSource::Timer);
+        p.java_only = java_only;
+        for r in 0..10u64 {
+            let (state, leaf) = if r < 3 {
+                (SampledState::Native, HASH)
+            } else {
+                (SampledState::Running, HEAVY)
+            };
+            p.add_round(
+                r * 10 * MS,
+                1_000,
+                &[sample(10, state, 10 * MS, &[RUN, WORK, leaf])],
+            );
+        }
+        assert_eq!(p.native_cpu_samples, 3, "java_only {java_only}");
+        assert_eq!(p.threads[&10].native_cpu_samples, 3);
+        assert_eq!(p.wall_samples, 10);
+        assert_eq!(p.counts[&HASH].wall_total, 3);
+        assert_eq!(p.counts[&HASH].native_self, 3);
+        assert_eq!(p.counts[&HEAVY].native_self, 0);
+        if java_only {
+            assert_eq!(p.cpu_samples, 7);
+            assert_eq!(p.counts[&HASH].cpu_total, 0);
+            assert_eq!(p.counts[&WORK].cpu_total, 7);
+        } else {
+            assert_eq!(p.cpu_samples, 10);
+            assert_eq!(p.counts[&HASH].cpu_total, 3);
+        }
+        let mut out = Vec::new();
+        write_json(&p, ConvertOptions::default(), false, &[], 1, &mut out).expect("json");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let want =
+            format!("\"native_cpu_samples\":3,\"java_only\":{java_only},\"sprig_cpu\":null,");
+        assert!(text.contains(&want), "{want} not in {text}");
+    }
+}
+
+#[test]
+fn own_cpu_goes_into_the_json_with_its_share() {
+    let mut p = profile();
+    p.own_cpu = Some(OwnCpu {
+        handler_ns: 2 * MS,
+        threads_ns: 3 * MS,
+        target_cpu_ns: 1_000 * MS,
+    });
+    let mut out = Vec::new();
+    write_json(&p, ConvertOptions::default(), false, &[], 1, &mut out).expect("json");
+    let text = String::from_utf8(out).expect("UTF-8");
+    let want = "\"sprig_cpu\":{\"handler_ns\":2000000,\"threads_ns\":3000000,\"target_cpu_ns\":1000000000,\"share\":0.005000}";
+    assert!(text.contains(want), "{want} not in {text}");
 }

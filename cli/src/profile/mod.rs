@@ -15,7 +15,7 @@
 
 pub mod args;
 mod calibrate;
-mod position_samples;
+pub(crate) mod position_samples;
 mod stack_credit;
 mod tree;
 

@@ -212,7 +212,7 @@ fn run(
 
 /// Nanoseconds thread `tid` of process `pid` has run, from the first field
 /// of its `schedstat`.
-fn thread_cpu_ns(pid: u32, tid: u32) -> Option<u64> {
+pub(crate) fn thread_cpu_ns(pid: u32, tid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
     text.split_whitespace().next()?.parse().ok()
 }

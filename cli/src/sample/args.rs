@@ -50,6 +50,15 @@ pub struct SampleArgs {
     #[arg(long, value_enum)]
     pub source: Option<SourceArg>,
 
+    /// CPU view of threads running Java code only: a thread on the CPU
+    /// inside a native method (JNI, I/O, zlib, `Thread.yield`) is left
+    /// out of the view and counted apart. This is what JFR's execution
+    /// samples (`jdk.ExecutionSample`) show, so compare a JFR recording
+    /// with a report taken with it (`sprig diff --overlap`); JFR puts the
+    /// native ones in `jdk.NativeMethodSample`. Needs `--clock cpu`.
+    #[arg(long)]
+    pub java_only: bool,
+
     /// One tree per thread instead of the tree merged over threads.
     #[arg(long)]
     pub threads: bool,
@@ -157,6 +166,9 @@ impl SampleArgs {
             bail!(
                 "--source timer samples only threads on the CPU; the wall view (--clock wall) needs --source jvmti"
             );
+        }
+        if self.java_only && self.clock == ViewArg::Wall {
+            bail!("--java-only selects from the CPU view; it needs --clock cpu");
         }
         if self.max_depth == 0 || self.max_depth > 2048 {
             bail!(
@@ -307,6 +319,10 @@ mod tests {
             (
                 &["--max-depth", "5000"],
                 "--max-depth must be between 1 and 2048",
+            ),
+            (
+                &["--clock", "wall", "--java-only"],
+                "--java-only selects from the CPU view; it needs --clock cpu",
             ),
             (
                 &["--suggest-roots", "1000"],

@@ -13,6 +13,7 @@
 //! - `text`: the text report.
 
 pub mod args;
+mod own_cpu;
 mod text;
 
 use std::io::{IsTerminal, Write};
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use sprig_callgraph::profile::{MethodInfo, Metric};
 use sprig_callgraph::stacks::{
-    ConvertOptions, EdgeProfile, StackProfile, SuggestOptions, SuggestedRoot, is_jdk_class,
+    ConvertOptions, EdgeProfile, OwnCpu, StackProfile, SuggestOptions, SuggestedRoot, is_jdk_class,
     suggest_roots, with_edges, write_json_with_edges,
 };
 use sprig_wire::Message;
@@ -55,8 +56,11 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
             "sprig: note: --live needs stderr on a terminal; showing the report at the end only"
         );
     }
+    let mut profile = StackProfile::new(u64::from(args.interval_us()) * 1000);
+    profile.java_only = args.java_only;
     let work = Stacks {
-        profile: StackProfile::new(u64::from(args.interval_us()) * 1000),
+        profile,
+        own_cpu: own_cpu::Meter::new(args.pid),
         args: &args,
         jvm_line,
         since_poll: 0,
@@ -96,6 +100,8 @@ struct Stacks<'a> {
     announced: bool,
     /// `--edges`: the call-edge bursts asked for and what they sampled.
     edges: Option<Edges>,
+    /// sprig's CPU time in the target while it samples.
+    own_cpu: own_cpu::Meter,
 }
 
 /// `--edges` in a sampling session.
@@ -159,6 +165,9 @@ impl Work for Stacks<'_> {
 
     /// Announces the sampling once it began.
     fn on_turn(&mut self, turn: &mut Turn<'_>) -> Result<()> {
+        if turn.phase == Phase::Profiling {
+            self.own_cpu.read();
+        }
         if !self.announced && turn.phase == Phase::Profiling {
             self.announced = true;
             turn.status.line(&format!(
@@ -202,7 +211,7 @@ impl Work for Stacks<'_> {
         }
     }
 
-    fn finish(self, mut outcome: Outcome) -> Result<ExitCode> {
+    fn finish(mut self, mut outcome: Outcome) -> Result<ExitCode> {
         let code = outcome.conclude();
         if !outcome.has_results() {
             return Ok(code);
@@ -216,6 +225,14 @@ impl Work for Stacks<'_> {
                 );
             }
             return Ok(code);
+        }
+        if let Some((threads_ns, target_cpu_ns)) = self.own_cpu.window() {
+            let timer = self.profile.source == Some(sprig_wire::control::StackSource::Timer);
+            self.profile.own_cpu = Some(OwnCpu {
+                handler_ns: if timer { self.profile.cost_ns } else { 0 },
+                threads_ns,
+                target_cpu_ns,
+            });
         }
         self.write_report()?;
         Ok(code)

@@ -133,6 +133,7 @@ fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
         live: None,
         announced: false,
         edges: None,
+        own_cpu: super::own_cpu::Meter::new(0),
     };
     let code = s.run(work).expect("the session");
     assert_eq!(code, ExitCode::SUCCESS);
@@ -241,6 +242,7 @@ fn the_text_report_shows_hot_methods_the_tree_and_ready_commands() {
         live: None,
         announced: false,
         edges: None,
+        own_cpu: super::own_cpu::Meter::new(0),
     };
     let mut out = Vec::new();
     text::write(&s, &mut out).unwrap();
@@ -318,6 +320,7 @@ fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
         live: None,
         announced: false,
         edges: None,
+        own_cpu: super::own_cpu::Meter::new(0),
     };
     let code = s
         .run(work)

@@ -8,7 +8,9 @@ use sprig_callgraph::RenderOptions;
 use sprig_callgraph::profile::{Metric, Profile, Tree};
 use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
-use sprig_callgraph::stacks::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, app_cpu_per_s, profile_command};
+use sprig_callgraph::stacks::{
+    EXACT_PAIR_NS, SAMPLED_PAIR_NS, View, app_cpu_per_s, profile_command,
+};
 use sprig_wire::control::StackSource;
 
 use super::Stacks;
@@ -124,6 +126,37 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
                 p.cost_ns as f64 / p.rounds as f64 / 1000.0
             )?;
         }
+    }
+
+    if view == View::Cpu && p.native_cpu_samples > 0 {
+        let all = if p.java_only {
+            p.cpu_samples + p.native_cpu_samples
+        } else {
+            p.cpu_samples
+        };
+        writeln!(
+            out,
+            "{} of {} samples on the CPU ({:.1}%) in native methods{}",
+            p.native_cpu_samples,
+            all,
+            p.native_cpu_samples as f64 * 100.0 / all.max(1) as f64,
+            if p.java_only {
+                ": left out of the view (--java-only, what JFR's execution samples show)"
+            } else {
+                " (JFR's execution samples leave these out: --java-only does too)"
+            }
+        )?;
+    }
+    if let Some(o) = p.own_cpu {
+        writeln!(
+            out,
+            "sprig's CPU time in the target: {:.1} ms ({:.1} ms signal handler, {:.1} ms its threads) of the target's {:.0} ms: {:.2}%, an upper bound of the overhead",
+            (o.handler_ns + o.threads_ns) as f64 / 1e6,
+            o.handler_ns as f64 / 1e6,
+            o.threads_ns as f64 / 1e6,
+            o.target_cpu_ns as f64 / 1e6,
+            o.share() * 100.0
+        )?;
     }
 
     hot_methods(s, args.hot, out)?;

@@ -18,6 +18,7 @@ mod reveal_e2e;
 mod running_e2e;
 mod sample_e2e;
 mod sample_edges_e2e;
+mod sample_native_e2e;
 mod sampled_alloc_e2e;
 mod sampled_e2e;
 mod scalar_e2e;
