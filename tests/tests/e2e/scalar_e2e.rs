@@ -148,7 +148,11 @@ fn check(jdk: &Jdk) {
         measured as f64 / CALLS as f64
     );
     // Exact: one object a call in each context, the Points of one size.
-    for (name, e) in [("local", &local), ("localArray", &array), ("escaping", &esc)] {
+    for (name, e) in [
+        ("local", &local),
+        ("localArray", &array),
+        ("escaping", &esc),
+    ] {
         assert_eq!(e["count"].as_u64(), Some(CALLS), "{what} {name}: {e}");
     }
     let bytes = esc["bytes"].as_u64().expect("bytes");
