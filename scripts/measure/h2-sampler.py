@@ -18,7 +18,11 @@ kind the median over the rounds of: bare (B+hs's bare window is the
 sampler alone without sprig) and profiled over bare, and the profiled
 medians of B+hs and Bs over B's.
 
-  [ROUNDS=5] [WARM=30] [ITERS=20] [JAVA_HOME=...]
+With PERF=1, `perf record` samples each JVM's timed profiled window (at
+499 Hz, without call graphs) and the script prints each kind's top shared
+objects and the top symbols of libjvm and the sprig agent.
+
+  [ROUNDS=5] [WARM=30] [ITERS=20] [PERF=1] [JAVA_HOME=...]
   python3 scripts/measure/h2-sampler.py [path/to/sprig]
   (default sprig: target/release/sprig; needs gcc and Debian's h2.jar)
 """
@@ -36,6 +40,8 @@ JDK = os.environ.get("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 WARM = int(os.environ.get("WARM", "30"))
 ITERS = int(os.environ.get("ITERS", "20"))
+PERF = os.environ.get("PERF") == "1"
+PERF_DATA = {}
 ROOTS = ["org.h2.command.Command::executeQuery", "org.h2.command.Command::executeUpdate"]
 SHARE = "/usr/share/java"
 JARS = [
@@ -123,7 +129,20 @@ def one(kind, cp, so, sprig, work):
             if line.startswith("sprig: profiling"):
                 break
         iterate(jvm, WARM)
+        rec = None
+        if PERF:
+            data = os.path.join(work, f"perf-{kind}.data")
+            rec = subprocess.Popen(
+                ["perf", "record", "-F", "499", "-o", data, "-p", str(jvm.pid)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(0.5)
         prof = statistics.median(iterate(jvm, ITERS))
+        if rec is not None:
+            rec.send_signal(signal.SIGINT)
+            rec.wait(timeout=60)
+            PERF_DATA.setdefault(kind, []).append(data)
         sp.send_signal(signal.SIGINT)
         sp.communicate(timeout=120)
         jvm.stdin.write("quit\n")
@@ -173,6 +192,19 @@ def main():
             f"bare with the heap sampler (no sprig) over bare without: "
             f"{statistics.median(hs) / statistics.median(plain):.3f}"
         )
+        for k, files in PERF_DATA.items():
+            for f in files[-1:]:
+                out = subprocess.run(
+                    ["perf", "report", "-i", f, "--stdio", "--no-children", "--sort", "dso,sym"],
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                lines = [l for l in out.splitlines() if l.strip() and not l.startswith("#")]
+                print(f"perf {k} (last round), top symbols:")
+                for l in lines[:25]:
+                    print("   " + l)
+                agent = [l for l in lines if "sprig" in l]
+                print(f"perf {k}: sprig agent symbols: {len(agent)}, first: {agent[:8]}")
         print(f"after: load {load()}")
 
 
