@@ -15,8 +15,9 @@ In each JVM: WARM iterations, then ITERS bare iterations timed, the attach,
 WARM iterations with the probes in, ITERS timed, the stop. Prints each
 JVM's median bare and profiled iteration times and their ratio, then per
 kind the median over the rounds of: bare (B+hs's bare window is the
-sampler alone without sprig) and profiled over bare, and the profiled
-medians of B+hs and Bs over B's.
+sampler alone without sprig) and profiled over bare, the profiled
+medians of B+hs and Bs over B's, and the JIT compilations
+(`sun.ci.totalCompiles`) in each JVM's two timed windows.
 
 With PERF=1, `perf record` samples each JVM's timed profiled window (at
 499 Hz, without call graphs) and the script prints each kind's top shared
@@ -42,6 +43,8 @@ WARM = int(os.environ.get("WARM", "30"))
 ITERS = int(os.environ.get("ITERS", "20"))
 PERF = os.environ.get("PERF") == "1"
 PERF_DATA = {}
+# Per kind: JIT compilations in the bare timed window and in the profiled one.
+COMPILES = {}
 ROOTS = ["org.h2.command.Command::executeQuery", "org.h2.command.Command::executeUpdate"]
 SHARE = "/usr/share/java"
 JARS = [
@@ -87,6 +90,17 @@ def build(work):
     return classes + ":" + cp, so
 
 
+def compiles(pid):
+    """The JVM's count of JIT compilations so far (`sun.ci.totalCompiles`)."""
+    out = subprocess.run(
+        [f"{JDK}/bin/jcmd", str(pid), "PerfCounter.print"], capture_output=True, text=True
+    ).stdout
+    for line in out.splitlines():
+        if line.startswith("sun.ci.totalCompiles="):
+            return int(line.split("=")[1])
+    return -1
+
+
 def iterate(jvm, n):
     jvm.stdin.write(f"iter {n}\n")
     jvm.stdin.flush()
@@ -114,7 +128,9 @@ def one(kind, cp, so, sprig, work):
         while not jvm.stdout.readline().startswith("ready"):
             pass
         iterate(jvm, WARM)
+        c0 = compiles(jvm.pid)
         bare = statistics.median(iterate(jvm, ITERS))
+        c1 = compiles(jvm.pid)
         args = [sprig, "profile", str(jvm.pid), "--scheme", "lazy"]
         for r in ROOTS:
             args += ["--root", r]
@@ -129,6 +145,7 @@ def one(kind, cp, so, sprig, work):
             if line.startswith("sprig: profiling"):
                 break
         iterate(jvm, WARM)
+        c2 = compiles(jvm.pid)
         rec = None
         if PERF:
             data = os.path.join(work, f"perf-{kind}.data")
@@ -143,6 +160,8 @@ def one(kind, cp, so, sprig, work):
             rec.send_signal(signal.SIGINT)
             rec.wait(timeout=60)
             PERF_DATA.setdefault(kind, []).append(data)
+        c3 = compiles(jvm.pid)
+        COMPILES.setdefault(kind, []).append((c1 - c0, c3 - c2))
         sp.send_signal(signal.SIGINT)
         sp.communicate(timeout=120)
         jvm.stdin.write("quit\n")
@@ -192,6 +211,8 @@ def main():
             f"bare with the heap sampler (no sprig) over bare without: "
             f"{statistics.median(hs) / statistics.median(plain):.3f}"
         )
+        for k, c in COMPILES.items():
+            print(f"{k}: JIT compilations in the timed windows (bare, profiled) per round: {c}")
         for k, files in PERF_DATA.items():
             for f in files[-1:]:
                 out = subprocess.run(
