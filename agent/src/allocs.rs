@@ -16,17 +16,26 @@
 //!   only its class: the site learns the instance size once, from an
 //!   instance JNI `AllocObject` makes (no constructor runs) and
 //!   `GetObjectSize`;
-//! - after an array allocation the probe gets the array: its size is read
-//!   each time (lengths differ), and a `multianewarray`'s inner arrays are
-//!   walked level by level ([`AllocLevel`]).
+//! - after an array allocation of one dimension the probe gets only its
+//!   length, never the array (passed to a native, a local array would
+//!   escape and C2 could no longer scalar-replace it): it weighs
+//!   `(base + length * scale)` rounded up to the object alignment, with
+//!   the layout of its element type fitted to `GetObjectSize`
+//!   ([`weigh_length`]);
+//! - after a `multianewarray` of two dimensions or more the probe gets the
+//!   array: its size is read, and its inner arrays are walked level by
+//!   level ([`AllocLevel`]). Such an array escapes into the native call;
+//!   its counts and bytes stay exact. A probe class an older sprig defined
+//!   in this JVM passes every array this way.
 //!
 //! Under sampled timing the probe class records most allocations itself,
 //! with no JNI call (`ffi/slots.rs`): once a `new` site's instance size is
 //! learned the agent writes it where the Java probe reads it, and a
 //! one-dimension array weighs `(base + length * scale)` rounded up to the
 //! object alignment, with the base, scale and alignment of its element
-//! type fitted once per process to `GetObjectSize` of arrays of every
-//! length from 0 to [`LAYOUT_LENGTHS`] ([`fit_layout`]). Only a site's
+//! type (the site's word names the type) fitted once per process to
+//! `GetObjectSize` of arrays of every length from 0 to [`LAYOUT_LENGTHS`]
+//! ([`fit_layout`]). Only a site's
 //! first allocation, an element type's first and a `multianewarray` go
 //! through JNI; so does every allocation under exact timing.
 
@@ -141,7 +150,7 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
     };
     sites()[id as usize].store(word, Ordering::Release);
     if site.dims == 1 && !JNI_ONLY.load(Ordering::Relaxed) {
-        slots::set_alloc_site(id, slots::ARRAY_SITE);
+        slots::set_alloc_site(id, slots::array_site(element_code(&site.descriptor)));
     }
     drop(guard);
     outbox::send(Message::AllocSite {
@@ -319,6 +328,59 @@ pub fn weigh(
     }
 }
 
+/// What a one-dimension array of `length` elements allocated at `site`
+/// weighs, to `out` (level 0, one object): from the layout of its element
+/// type, learned first if it is not yet. Returns whether only JNI could
+/// record it (it taught the layout, or no layout fits and an array of the
+/// same length was made and weighed).
+pub fn weigh_length(
+    jni: Jni<'_>,
+    jvmti: &Jvmti,
+    site: u32,
+    length: u32,
+    out: &mut dyn FnMut(AllocLevel),
+) -> bool {
+    let Some(cell) = sites().get(site as usize) else {
+        return false;
+    };
+    let word = cell.load(Ordering::Acquire);
+    if word & 0xff != KIND_ARRAY {
+        return false;
+    }
+    let k = ((word >> 16) & 0xff) as u8;
+    let mut layout = slots::array_layout(usize::from(k));
+    let mut jni_only = false;
+    if layout == 0 {
+        jni_only = true;
+        if let Some(l) = learn_layout(jni, jvmti, k) {
+            slots::set_array_layout(usize::from(k), l);
+            layout = l;
+        }
+    }
+    let bytes = if layout != 0 {
+        layout_bytes(layout, u64::from(length))
+    } else {
+        // No layout fits this JVM's sizes: weigh an array of that length.
+        let Ok(n) = i32::try_from(length) else {
+            return true;
+        };
+        let made = jni.with_local_frame(4, |jni| {
+            let a = jni.new_array(k, n)?;
+            jvmti.object_size(a).ok()
+        });
+        match made {
+            Some(b) => b,
+            None => return true,
+        }
+    };
+    out(AllocLevel {
+        level: 0,
+        count: 1,
+        bytes,
+    });
+    jni_only
+}
+
 /// The inner arrays of a `multianewarray` of `dims` dimensions, level by
 /// level (each level's arrays are the elements of the one above).
 fn inner_levels(
@@ -419,6 +481,12 @@ mod tests {
         odd[100] += 8;
         assert_eq!(fit_layout(&odd, &[4]), None);
         assert_eq!(fit_layout(&jvm(16, 2, 8), &[4]), None);
+    }
+
+    #[test]
+    fn array_site_words_name_the_element_type_and_are_negative() {
+        let words: Vec<i32> = (0..=8).map(slots::array_site).collect();
+        assert_eq!(words, [-1, -2, -3, -4, -5, -6, -7, -8, -9]);
     }
 
     #[test]

@@ -387,6 +387,8 @@ fn install(
         class: probe_class::CLASS,
         object: probe_class::ALLOC,
         array: probe_class::ALLOC_ARRAY,
+        array_length: probe_class::alloc_lengths_available()
+            .then_some(probe_class::ALLOC_ARRAY_LENGTH),
         site: &mut site,
     };
     let result = sprig_rewriter::instrument_full(

@@ -4,8 +4,8 @@
 
 use crate::error::AgentError;
 use crate::ffi::{
-    FieldId, Global, Jni, Local, ProbeNatives, alloc_native, probe_natives, reflected_native,
-    site_native, slots, table_native, virtual_native,
+    FieldId, Global, Jni, Local, ProbeNatives, alloc_length_native, alloc_native, probe_natives,
+    reflected_native, site_native, slots, table_native, virtual_native,
 };
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +31,9 @@ pub const REACH: &str = "reach";
 /// allocation.
 pub const ALLOC: &str = "alloc";
 pub const ALLOC_ARRAY: &str = "allocArray";
+/// Allocation probe after a one-dimension array allocation, passed the
+/// length and never the array.
+pub const ALLOC_ARRAY_LENGTH: &str = "allocArrayLength";
 
 /// The JNI-only class (Java 17 class file), used on JDK 17–21.
 static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jni/sprig/rt/Probe.class"));
@@ -123,6 +126,8 @@ pub const LIVE_WORDS: usize = 1 << 14;
 static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nAlloc` is bound to this library (this attach).
 static ALLOCS_BOUND: AtomicBool = AtomicBool::new(false);
+/// `Probe.nAllocLength` is bound to this library (this attach).
+static ALLOC_LENGTHS_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nReflected` is bound to this library (this attach).
 static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
 /// Slots of a session's `Probe.REFLECTED` (a power of two): two per
@@ -201,6 +206,13 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
         // allocation probes.
         ALLOCS_BOUND.store(
             jni.register_natives(class, &[alloc_native::<P>()]).is_ok(),
+            Ordering::Release,
+        );
+        // Absent from a probe class an older sprig defined: its array
+        // probe gets the array (`allocArray`).
+        ALLOC_LENGTHS_BOUND.store(
+            jni.register_natives(class, &[alloc_length_native::<P>()])
+                .is_ok(),
             Ordering::Release,
         );
         // Absent from a probe class an older sprig defined: it counts root
@@ -558,6 +570,12 @@ pub fn bursts_available() -> bool {
 /// `Probe.allocArray` and their native).
 pub fn allocs_available() -> bool {
     ALLOCS_BOUND.load(Ordering::Acquire)
+}
+
+/// Whether the probe class has `Probe.allocArrayLength` and its native:
+/// one-dimension arrays are probed with their length, not the array.
+pub fn alloc_lengths_available() -> bool {
+    ALLOC_LENGTHS_BOUND.load(Ordering::Acquire)
 }
 
 pub fn receivers_available() -> bool {

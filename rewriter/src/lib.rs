@@ -98,8 +98,16 @@ pub struct Allocs<'a> {
     /// the new object is not initialized yet and cannot be passed).
     pub object: &'a str,
     /// `static void name(Object array, int site)`, called right after an
-    /// array allocation with the new array.
+    /// array allocation with the new array: after a `multianewarray` of
+    /// two or more dimensions (its inner arrays are weighed from it), and
+    /// after every array allocation when `array_length` is `None`.
     pub array: &'a str,
+    /// `static void name(int length, int site)`, called right after an
+    /// array allocation of one dimension (`newarray`, `anewarray`, a
+    /// `multianewarray` of one) with the array's length (`dup`,
+    /// `arraylength`), never the array, so that the probe does not make a
+    /// local array escape and C2 can still scalar-replace it.
+    pub array_length: Option<&'a str>,
     /// Hands out the site id of each allocation site (called once per site
     /// of each method instrumented, also for a method that is then skipped).
     pub site: &'a mut dyn FnMut(&AllocSite) -> u32,

@@ -1,7 +1,9 @@
 //! Allocation probes (`instrument_full` with `Allocs`): instrumented
 //! programs run exactly like the originals under `-Xverify:all`, and each
 //! probe sees every allocation its instruction made, once, with the class
-//! (and for arrays the length) it allocated; an allocation that throws
+//! it allocated (a `multianewarray` of two dimensions or more: the array,
+//! its class and length), or for an array of one dimension its length
+//! only (the probe never gets that array); an allocation that throws
 //! records nothing.
 
 mod instrument_util;
@@ -53,6 +55,7 @@ fn instrument_all(src: &Path, dst: &Path) -> SiteIds {
             class: PROBE,
             object: "alloc",
             array: "allocArray",
+            array_length: Some("allocArrayLength"),
             site: &mut site,
         };
         let r = instrument_full(
@@ -171,22 +174,18 @@ fn allocation_probes_see_every_allocation_once_and_change_nothing_else() {
                 3,
                 "{seen:#?}"
             );
-            // Arrays with their lengths; the method runs twice.
-            assert_eq!(get("Allocs.arrays", "[I", "[I", "7"), 2);
+            // Arrays with their lengths (one dimension: the length only,
+            // class "length"); the method runs twice.
+            assert_eq!(get("Allocs.arrays", "[I", "length", "7"), 2);
             assert_eq!(
-                get(
-                    "Allocs.arrays",
-                    "[Ljava/lang/String;",
-                    "[Ljava.lang.String;",
-                    "3"
-                ),
+                get("Allocs.arrays", "[Ljava/lang/String;", "length", "3"),
                 2
             );
             assert_eq!(get("Allocs.arrays", "[[J", "[[J", "2"), 2);
             assert_eq!(get("Allocs.arrays", "[[[I", "[[[I", "4"), 2);
             // Each branch of a conditional once.
-            assert_eq!(get("Allocs.arrays", "[B", "[B", "11"), 1);
-            assert_eq!(get("Allocs.arrays", "[C", "[C", "13"), 1);
+            assert_eq!(get("Allocs.arrays", "[B", "length", "11"), 1);
+            assert_eq!(get("Allocs.arrays", "[C", "length", "13"), 1);
             // In a constructor, before and after super(...).
             assert_eq!(
                 get(

@@ -32,6 +32,9 @@ pub trait ProbeNatives: 'static {
     /// An allocation at `site`: of class `object` after a `new`, the
     /// array `object` after an array allocation.
     fn alloc(jni: Jni<'_>, object: Local<'_>, site: u32);
+    /// An allocation at `site` of a one-dimension array of `length`
+    /// elements (the probe passes the length, never the array).
+    fn alloc_length(jni: Jni<'_>, length: u32, site: u32);
     fn fast_enter(id: u32) -> i32;
     fn fast_exit(id: u32) -> i32;
     fn fast_root_enter(id: u32) -> i32;
@@ -245,6 +248,35 @@ pub fn alloc_native<P: ProbeNatives>() -> NativeMethod {
         name: c"nAlloc",
         signature: c"(Ljava/lang/Object;I)V",
         fn_ptr: (n_alloc::<P> as AllocNative) as *mut std::ffi::c_void,
+    }
+}
+
+extern "system" fn n_alloc_length<P: ProbeNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    length: jint,
+    site: jint,
+) {
+    guard(|| {
+        // An allocated array's length is never negative.
+        let Ok(length) = u32::try_from(length) else {
+            return;
+        };
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives.
+        let jni = unsafe { Jni::from_raw(env) };
+        P::alloc_length(jni, length, site as u32)
+    });
+}
+
+/// `Probe.nAllocLength`, bound on its own: a probe class an older sprig
+/// defined in this JVM does not declare it (its array probe passes the
+/// array to `nAlloc`).
+pub fn alloc_length_native<P: ProbeNatives>() -> NativeMethod {
+    type AllocLengthNative = extern "system" fn(*mut JNIEnv, jclass, jint, jint);
+    NativeMethod {
+        name: c"nAllocLength",
+        signature: c"(II)V",
+        fn_ptr: (n_alloc_length::<P> as AllocLengthNative) as *mut std::ffi::c_void,
     }
 }
 

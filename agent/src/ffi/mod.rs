@@ -13,8 +13,9 @@ mod tls;
 pub mod vthreads;
 
 pub use callbacks::{
-    ClassFile, MonitorEvent, ProbeNatives, VmEvents, WaitNatives, alloc_native, install,
-    probe_natives, reflected_native, site_native, table_native, virtual_native, wait_natives,
+    ClassFile, MonitorEvent, ProbeNatives, VmEvents, WaitNatives, alloc_length_native,
+    alloc_native, install, probe_natives, reflected_native, site_native, table_native,
+    virtual_native, wait_natives,
 };
 pub use cpu::{Affinity, gettid};
 pub use jni::{FieldId, Global, JavaVm, Jni, JniError, Local, MethodId};

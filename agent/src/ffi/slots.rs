@@ -35,7 +35,8 @@
 //! ```text
 //! [ ALLOC_SITES i32 ]  per allocation site id: 0 (the agent records it),
 //!                      an object site's instance size once learned, or
-//!                      ARRAY_SITE for a one-dimension array site
+//!                      array_site(k) for a one-dimension array site of
+//!                      element type k (-1 - k: -1 to -9)
 //! [ ARRAY_TYPES i64 ]  per array element type: base | scale << 16 |
 //!                      (alignment - 1) << 32, learned once, 0 before
 //! ```
@@ -89,8 +90,13 @@ const MAP_WORDS: usize = (MAX_IDS / 64) as usize;
 pub const ALLOC_SITES: usize = 1 << 18;
 /// Array element types the table has a layout for (`allocs`' codes).
 pub const ARRAY_TYPES: usize = 16;
-/// The word of a one-dimension array site.
-pub const ARRAY_SITE: i32 = -1;
+/// The word of a one-dimension array site whose elements are of type
+/// `k` (`allocs::element_code`): `-1 - k`, so any negative word is an
+/// array site (a probe class an older sprig defined takes only -1, the
+/// reference arrays, for one, and leaves the others to the agent).
+pub fn array_site(k: u8) -> i32 {
+    -1 - i32::from(k)
+}
 const SITES_AT: usize = SLOTS * SLOT_BYTES + MAP_WORDS * 8;
 const LAYOUTS_AT: usize = SITES_AT + ALLOC_SITES * 4;
 const TABLE_BYTES: usize = LAYOUTS_AT + ARRAY_TYPES * 8;

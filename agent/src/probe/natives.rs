@@ -64,6 +64,9 @@ impl crate::ffi::ProbeNatives for Natives {
     fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
         alloc(jni, object, site)
     }
+    fn alloc_length(jni: Jni<'_>, length: u32, site: u32) {
+        alloc_length(jni, length, site)
+    }
     #[inline(always)]
     fn fast_enter(id: u32) -> i32 {
         fast_enter(id)
@@ -89,6 +92,25 @@ impl crate::ffi::ProbeNatives for Natives {
 /// root context only, as one `RECORD_ALLOC` record per level of it, into
 /// the thread's stream, where it belongs to the frame open there.
 pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
+    record_alloc(site, |jvmti, out| {
+        allocs::weigh(jni, jvmti, site, object, out)
+    });
+}
+
+/// `Probe.nAllocLength`: an allocation at `site` of a one-dimension array
+/// of `length` elements, recorded as [`alloc`] records one.
+pub fn alloc_length(jni: Jni<'_>, length: u32, site: u32) {
+    record_alloc(site, |jvmti, out| {
+        allocs::weigh_length(jni, jvmti, site, length, out)
+    });
+}
+
+/// Records what `weigh` says an allocation at `site` made (it returns
+/// whether only JNI could record it) on a thread inside a root context.
+fn record_alloc(
+    site: u32,
+    weigh: impl FnOnce(&crate::ffi::Jvmti, &mut dyn FnMut(allocs::AllocLevel)) -> bool,
+) {
     if !allocs::on() {
         return;
     }
@@ -100,7 +122,7 @@ pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
             return;
         }
         let mut levels = Vec::new();
-        let jni_only = allocs::weigh(jni, &agent.jvmti, site, object, &mut |l| levels.push(l));
+        let jni_only = weigh(&agent.jvmti, &mut |l| levels.push(l));
         if !jni_only && allocs::jni_learns_only() {
             return;
         }

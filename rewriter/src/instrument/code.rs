@@ -82,10 +82,11 @@ pub(crate) struct MethodJob<'p, 'a> {
     pub(crate) alloc: Option<AllocJob<'a>>,
 }
 
-/// The allocation probes of one method: the Methodrefs of the object and
-/// array probes, the site ids' source and the method's id.
+/// The allocation probes of one method: the Methodrefs of the object,
+/// array and array length probes (the last 0 when there is none), the site
+/// ids' source and the method's id.
 pub(crate) struct AllocJob<'p> {
-    pub(crate) refs: (u16, u16),
+    pub(crate) refs: (u16, u16, u16),
     pub(crate) site: &'p mut dyn FnMut(&crate::AllocSite) -> u32,
     pub(crate) method: u32,
 }
@@ -147,7 +148,8 @@ fn alloc_probes(
         });
         let mut push = [0u8; 3];
         let n = id_push(site, pool, &mut push)?;
-        let mut c = Vec::with_capacity(9);
+        let mut c = Vec::with_capacity(10);
+        let by_length = !object && dims == 1 && a.refs.2 != 0;
         if object {
             let idx = cp();
             match u8::try_from(idx) {
@@ -159,10 +161,20 @@ fn alloc_probes(
             }
         } else {
             c.push(DUP);
+            if by_length {
+                c.push(ARRAYLENGTH);
+            }
         }
         c.extend_from_slice(&push[..n]);
         c.push(INVOKESTATIC);
-        put_u16(&mut c, if object { a.refs.0 } else { a.refs.1 });
+        put_u16(
+            &mut c,
+            match (object, by_length) {
+                (true, _) => a.refs.0,
+                (false, true) => a.refs.2,
+                (false, false) => a.refs.1,
+            },
+        );
         out.push((i as u32, c));
     }
     Ok(out)
@@ -347,8 +359,8 @@ pub(crate) fn rewrite(
     }
     // The probes push one int; a receiver check at most a copy of the
     // receiver and the site id above what the call itself had.
-    // An allocation probe pushes the class (or a copy of the array) and the
-    // site id above what the allocation left.
+    // An allocation probe pushes the class (or a copy of the array, or its
+    // length) and the site id above what the allocation left.
     let extra = if plan.guards.is_empty() && plan.after.is_empty() {
         1
     } else {

@@ -125,8 +125,11 @@ pub fn instrument_guarded(
 
 /// [`instrument_guarded`], plus with `allocs` a probe after every
 /// allocation instruction of each target: after `new C`, `ldc C`, the site
-/// id and `allocs.object`; after `newarray`, `anewarray` and
-/// `multianewarray`, `dup`, the site id and `allocs.array`. The probe code
+/// id and `allocs.object`; after an array allocation of one dimension
+/// (`newarray`, `anewarray`, a `multianewarray` of one), `dup`,
+/// `arraylength`, the site id and `allocs.array_length`; after a
+/// `multianewarray` of more (or any array allocation without
+/// `array_length`), `dup`, the site id and `allocs.array`. The probe code
 /// goes after the instruction, so a branch to the instruction still runs
 /// it, a branch to the next instruction does not, and a `new` that throws
 /// records nothing. A `new` in a class file older than version 49 (no
@@ -170,7 +173,7 @@ pub fn instrument_full(
     let mut scratch = Scratch::default();
     let mut refs: Vec<Option<(u16, u16)>> = vec![None; probes.len()];
     let mut guard_ref: Option<(u16, u16)> = None;
-    let mut alloc_ref: Option<(u16, u16)> = None;
+    let mut alloc_ref: Option<(u16, u16, u16)> = None;
     let mut done = vec![false; cf.methods.len()];
     let mut replaced: Vec<(Span, Vec<u8>)> = Vec::new();
     let mut methods = Vec::with_capacity(targets.len());
@@ -221,17 +224,21 @@ pub fn instrument_full(
                                 b"(Ljava/lang/Class;I)V",
                             )
                             .and_then(|o| {
-                                Ok((
-                                    o,
-                                    pool.methodref(
-                                        &class,
-                                        &modified_utf8(a.array),
-                                        b"(Ljava/lang/Object;I)V",
-                                    )?,
-                                ))
+                                let arr = pool.methodref(
+                                    &class,
+                                    &modified_utf8(a.array),
+                                    b"(Ljava/lang/Object;I)V",
+                                )?;
+                                let len = match a.array_length {
+                                    Some(n) => {
+                                        pool.methodref(&class, &modified_utf8(n), b"(II)V")?
+                                    }
+                                    None => 0,
+                                };
+                                Ok((o, arr, len))
                             })
                         }
-                        (None, _) => Ok((0, 0)),
+                        (None, _) => Ok((0, 0, 0)),
                     };
                     let outcome = gref.and_then(|gref| {
                         if gref.0 != 0 {
@@ -276,7 +283,9 @@ pub fn instrument_full(
                             if guard_ref.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
                                 guard_ref = None;
                             }
-                            if alloc_ref.is_some_and(|(a, b)| u32::from(a.max(b)) >= mark.next) {
+                            if alloc_ref
+                                .is_some_and(|(a, b, c)| u32::from(a.max(b).max(c)) >= mark.next)
+                            {
                                 alloc_ref = None;
                             }
                             Err(e)

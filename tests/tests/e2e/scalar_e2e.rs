@@ -1,14 +1,15 @@
 //! Allocations C2's escape analysis removes (fixture `fixtures.Scalar`), on
 //! JDK 17 and 25, one JVM and one session per JDK: each root call makes
-//! one `Point` that never leaves `local` and one that `escaping` keeps in
-//! a static array. Once C2 compiled the instrumented methods (the
-//! fixture's own count, `ThreadMXBean.getThreadAllocatedBytes`, falls to
-//! one `Point` a call: the allocation probe, which passes the class and
-//! never the object, leaves escape analysis its work), the results are
-//! reset and the measured calls give: both contexts exact (one `Point`
-//! a call each), the escaping one sampled within a loose factor of its
-//! exact bytes and not marked, the local one sampled at ~0 and marked
-//! `likely_scalar_replaced` in the JSON report.
+//! one `Point` that never leaves `local`, one `int[2]` that never leaves
+//! `localArray` and one `Point` that `escaping` keeps in a static array.
+//! Once C2 compiled the instrumented methods (the fixture's own count,
+//! `ThreadMXBean.getThreadAllocatedBytes`, falls back to what a root call
+//! allocated before the session: one `Point`; the allocation probes pass
+//! the class or the array's length, never the object, and leave escape
+//! analysis its work), the results are reset and the measured calls give:
+//! every context exact (one object a call each), the escaping one sampled
+//! within a loose factor of its exact bytes and not marked, the local ones
+//! sampled at ~0 and marked `likely_scalar_replaced` in the JSON report.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -38,9 +39,9 @@ fn run(jvm: &mut Proc, n: u64) -> u64 {
 }
 
 /// The node of the merged roots' tree that `method` opens under the root,
-/// its allocation entry of `fixtures.Scalar$Point` and the bytes its
-/// samples of that class stand for.
-fn point_entry(report: &Value, method: &str) -> (Value, u64) {
+/// its allocation entry of `class` and the bytes its samples of that class
+/// stand for.
+fn entry(report: &Value, method: &str, class: &str) -> (Value, u64) {
     let mut entries = Vec::new();
     let mut sampled = 0u64;
     for t in report["threads"].as_array().expect("threads") {
@@ -50,12 +51,12 @@ fn point_entry(report: &Value, method: &str) -> (Value, u64) {
                     continue;
                 }
                 for a in c["allocations"].as_array().into_iter().flatten() {
-                    if a["class"] == "fixtures.Scalar$Point" {
+                    if a["class"] == class {
                         entries.push(a.clone());
                     }
                 }
                 for a in c["sampled_allocations"].as_array().into_iter().flatten() {
-                    if a["class"] == "fixtures.Scalar$Point" {
+                    if a["class"] == class {
                         sampled += a["bytes_est"].as_u64().expect("bytes_est");
                     }
                 }
@@ -65,7 +66,7 @@ fn point_entry(report: &Value, method: &str) -> (Value, u64) {
     assert_eq!(
         entries.len(),
         1,
-        "{method}: one node, one Point entry\n{report:#}"
+        "{method}: one node, one {class} entry\n{report:#}"
     );
     (entries.remove(0), sampled)
 }
@@ -109,7 +110,7 @@ fn check(jdk: &Jdk) {
     assert!(
         warm <= before * 1.1,
         "{what}: {warm:.1} bytes a call with the probes in against {before:.1} before: \
-         the probes keep escape analysis from removing the local Point"
+         the probes keep escape analysis from removing the local Point or int[2]"
     );
     println!("{what}: warm in {:.1} s", t0.elapsed().as_secs_f64());
     sprig.signal("USR1");
@@ -137,15 +138,21 @@ fn check(jdk: &Jdk) {
         serde_json::from_str(&std::fs::read_to_string(&out).expect("report written"))
             .expect("JSON report");
 
-    let (local, local_sampled) = point_entry(&report, "local");
-    let (esc, esc_sampled) = point_entry(&report, "escaping");
+    let point = "fixtures.Scalar$Point";
+    let (local, local_sampled) = entry(&report, "local", point);
+    let (array, array_sampled) = entry(&report, "localArray", "int[]");
+    let (esc, esc_sampled) = entry(&report, "escaping", point);
     println!(
         "{what}: {:.1} bytes a call measured by the fixture; local {local} (~{local_sampled} sampled); \
-         escaping {esc} (~{esc_sampled} sampled)",
+         localArray {array} (~{array_sampled} sampled); escaping {esc} (~{esc_sampled} sampled)",
         measured as f64 / CALLS as f64
     );
-    // Exact: one Point a call in each context, of the same size.
-    for (name, e) in [("local", &local), ("escaping", &esc)] {
+    // Exact: one object a call in each context, the Points of one size.
+    for (name, e) in [
+        ("local", &local),
+        ("localArray", &array),
+        ("escaping", &esc),
+    ] {
         assert_eq!(e["count"].as_u64(), Some(CALLS), "{what} {name}: {e}");
     }
     let bytes = esc["bytes"].as_u64().expect("bytes");
@@ -179,6 +186,21 @@ fn check(jdk: &Jdk) {
         "{what}: {local}"
     );
     assert_eq!(local["likely_scalar_replaced"], true, "{what}: {local}");
+    // The local int[2]: 24 bytes as GetObjectSize gives them (header and
+    // length in 16 bytes, 12 with compact headers, two ints, rounded up to
+    // 8); ~0 sampled, marked.
+    let array_bytes = array["bytes"].as_u64().expect("bytes");
+    assert_eq!(array_bytes, 24 * CALLS, "{what}: {array}");
+    assert!(
+        array_sampled * 20 < array_bytes,
+        "{what}: localArray sampled ~{array_sampled} of {array_bytes}"
+    );
+    assert_eq!(
+        array["physical_estimate_bytes"].as_u64(),
+        Some(array_sampled),
+        "{what}: {array}"
+    );
+    assert_eq!(array["likely_scalar_replaced"], true, "{what}: {array}");
 }
 
 #[test]

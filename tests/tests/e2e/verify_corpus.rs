@@ -224,6 +224,7 @@ fn instrument_class(
         class: &probes.class,
         object: "alloc",
         array: "allocArray",
+        array_length: Some("allocArrayLength"),
         site: &mut site,
     };
     match sprig_rewriter::instrument_full(

@@ -182,10 +182,11 @@ public final class Probe {
      * per allocation site id below {@code 1 << 18} an int, 0 while the
      * Java path cannot record the site (the agent records it), the
      * instance size in bytes of a {@code new} site once the agent learned
-     * it, -1 for a one-dimension array site; then per array element type
-     * ({@link #arrayBytes}) the layout the agent learned from
-     * {@code GetObjectSize} on arrays of that type: base offset, element
-     * size and alignment mask, 0 while unknown.
+     * it, {@code -1 - type} for a one-dimension array site of element type
+     * {@code type}; then per array element type ({@link #lengthBytes}) the
+     * layout the agent learned from {@code GetObjectSize} on arrays of
+     * that type: base offset, element size and alignment mask, 0 while
+     * unknown.
      */
     private static final long SITES;
 
@@ -558,16 +559,39 @@ public final class Probe {
 
     /**
      * Allocation probe right after a {@code newarray}, {@code anewarray}
-     * or {@code multianewarray} of a profiled method: {@code a} is the new
-     * array. The Java path weighs a one-dimension array from its length
-     * ({@link #arrayBytes}); the agent reads the size of any other, and
-     * the sizes of the arrays a {@code multianewarray} made inside it.
+     * or {@code multianewarray} of one dimension in a profiled method:
+     * {@code length} is the new array's length. The probe never gets the
+     * array: passed on to the agent's native, a local array would escape
+     * and C2 could no longer scalar-replace it. The Java path weighs the
+     * array from its length and the layout of the site's element type
+     * ({@link #lengthBytes}); the agent does what it cannot.
+     */
+    public static void allocArrayLength(int length, int site) {
+        if (active != 0) {
+            long t = tid();
+            if (TABLE != 0 && mine(t)) {
+                if (!javaAlloc(t, site, lengthBytes(length, site))) {
+                    nAllocLength(length, site);
+                }
+            } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
+                nAllocLength(length, site);
+            }
+        } else if (NEVER) {
+            nAllocLength(length, site);
+        }
+    }
+
+    /**
+     * Allocation probe right after a {@code multianewarray} of two
+     * dimensions or more in a profiled method: {@code a} is the new array,
+     * which the agent weighs with the arrays inside it (a probe class an
+     * older sprig defined calls it after every array allocation).
      */
     public static void allocArray(Object a, int site) {
         if (active != 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
-                if (!javaAlloc(t, site, arrayBytes(a, site))) {
+                if (!javaAlloc(t, site, 0)) {
                     nAlloc(a, site);
                 }
             } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
@@ -584,50 +608,21 @@ public final class Probe {
     }
 
     /**
-     * The bytes of one-dimension array {@code a} allocated at {@code site}:
-     * {@code (base + length * scale + mask) & ~mask} with the layout the
-     * agent learned for its element type; 0 when the agent must weigh it
-     * (a {@code multianewarray} site, a type not learned yet). Inlined
-     * where the array was allocated, the JIT knows its exact type and
-     * folds the type tests.
+     * The bytes of a one-dimension array of {@code n} elements allocated
+     * at {@code site}: {@code (base + n * scale + mask) & ~mask} with the
+     * layout the agent learned for the element type the site's word names
+     * ({@code -1 - type}); 0 when the agent must weigh it (not an array
+     * site of one dimension, a type not learned yet).
      */
-    private static long arrayBytes(Object a, int site) {
-        if ((site >>> 18) != 0 || U.getInt(SITES + ((long) site << 2)) != -1) {
+    private static long lengthBytes(int n, int site) {
+        if ((site >>> 18) != 0) {
             return 0;
         }
-        int k;
-        long n;
-        if (a instanceof Object[]) {
-            k = 0;
-            n = ((Object[]) a).length;
-        } else if (a instanceof byte[]) {
-            k = 2;
-            n = ((byte[]) a).length;
-        } else if (a instanceof int[]) {
-            k = 5;
-            n = ((int[]) a).length;
-        } else if (a instanceof char[]) {
-            k = 3;
-            n = ((char[]) a).length;
-        } else if (a instanceof long[]) {
-            k = 7;
-            n = ((long[]) a).length;
-        } else if (a instanceof boolean[]) {
-            k = 1;
-            n = ((boolean[]) a).length;
-        } else if (a instanceof short[]) {
-            k = 4;
-            n = ((short[]) a).length;
-        } else if (a instanceof float[]) {
-            k = 6;
-            n = ((float[]) a).length;
-        } else if (a instanceof double[]) {
-            k = 8;
-            n = ((double[]) a).length;
-        } else {
+        int w = U.getInt(SITES + ((long) site << 2));
+        if (w >= 0 || w < -16) { // 16 element types (slots.rs ARRAY_TYPES)
             return 0;
         }
-        long l = U.getLong(LAYOUTS + ((long) k << 3));
+        long l = U.getLong(LAYOUTS + ((long) (-1 - w) << 3));
         if (l == 0) {
             return 0;
         }
@@ -673,6 +668,12 @@ public final class Probe {
      * {@code new}, the array {@code o} after an array allocation.
      */
     private static native void nAlloc(Object o, int site);
+
+    /**
+     * Records an allocation at {@code site} of a one-dimension array of
+     * {@code length} elements.
+     */
+    private static native void nAllocLength(int length, int site);
 
     private static native void nExit(int id);
 

@@ -15,4 +15,6 @@ public final class SprigProbe {
     public static void alloc(Class<?> c, int site) {}
 
     public static void allocArray(Object a, int site) {}
+
+    public static void allocArrayLength(int length, int site) {}
 }

@@ -11,4 +11,6 @@ public final class Probe {
     public static void alloc(Class<?> c, int site) {}
 
     public static void allocArray(Object a, int site) {}
+
+    public static void allocArrayLength(int length, int site) {}
 }

@@ -78,6 +78,15 @@ public final class Probe {
         }
     }
 
+    /** After a one-dimension array allocation: counted per site and length. */
+    public static void allocArrayLength(int length, int site) {
+        String k = Integer.toUnsignedString(site) + " length " + length;
+        synchronized (Probe.class) {
+            slot(-4)[0]++;
+            ALLOCS.computeIfAbsent(k, x -> new long[1])[0]++;
+        }
+    }
+
     public static void exit(int id) {
         synchronized (Probe.class) {
             slot(id)[1]++;
