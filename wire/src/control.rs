@@ -221,6 +221,22 @@ pub struct WindowOptions {
     /// entered in it (0: by its length only), for code whose counted root
     /// calls cost many times their bare time.
     pub counting_calls: u32,
+    /// What silences the probes in a silent window.
+    pub silence: Silence,
+}
+
+/// What silences the probes inside a silent root call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub enum Silence {
+    /// The probes stay in the bytecode and take their dormant path (a load
+    /// and a branch a call); no class is redefined at a switch.
+    #[default]
+    Dormant,
+    /// The session's instrumented classes, but the roots' own, are put back
+    /// to their original bytes for each silent window and instrumented
+    /// again when the next counting window opens (a redefinition and the
+    /// JIT's recompilation at each switch).
+    Original,
 }
 
 /// What the thread snapshots are asked for.

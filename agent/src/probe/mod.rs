@@ -66,7 +66,7 @@ mod windows;
 #[cfg(test)]
 mod tests;
 
-pub use active::{root_contexts_opened, settle_active};
+pub use active::{counted_root_contexts_open, root_contexts_opened, settle_active};
 pub use burst::{has_burst_class, set_burst_class, set_burst_every};
 pub use natives::Natives;
 pub use revelation::charged_out;

@@ -547,8 +547,9 @@ impl Drain {
             if wait_until(&stop, next) {
                 break;
             }
+            let jvmti = self.jvmti;
             if let Some(s) = &mut self.schedule {
-                s.tick();
+                s.tick(&jvmti, jni);
             }
             if work {
                 self.drain(jni);

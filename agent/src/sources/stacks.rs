@@ -42,7 +42,7 @@ use crate::outbox;
 use crate::probe;
 use sprig_wire::Message;
 use sprig_wire::clock;
-use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
+use sprig_wire::control::{SampledState, Silence, StackOptions, StackSample, WindowOptions};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
@@ -299,12 +299,41 @@ struct Sampler {
 /// Windows timing's schedule, kept by the thread of the stack source that
 /// runs (the JVMTI sampler or the CPU timer's drain): when the current
 /// window ends, and whether it is a silent one.
+///
+/// With `Silence::Original` a switch also redefines the session's
+/// instrumented classes (`instrument::silence`): a silent window begins
+/// with root entries silent at once, waits until no counted root call is
+/// left open (at most the longer window's length: a counted call still
+/// running then loses the counts of its calls after the switch), then puts
+/// the classes back to their original bytes and starts its clock; a
+/// counting window instruments them again before root entries count.
 pub(super) struct Schedule {
     w: WindowOptions,
     window_end: Instant,
     silent: bool,
     /// Root contexts opened when the current counting window began.
     opened_at: u64,
+    /// Original-bytes silence: since when the silent window waits for the
+    /// counted root calls still open.
+    draining: Option<Instant>,
+    /// What the original-bytes switches cost.
+    pub(super) switches: Switches,
+}
+
+/// The original-bytes switches of a session.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Switches {
+    /// Switches to original bytes, and back to instrumented ones.
+    pub to_original: u32,
+    pub to_instrumented: u32,
+    /// Classes redefined in all, and those that failed.
+    pub classes: u64,
+    pub failed: u64,
+    /// Time in RetransformClasses: all switches, and the longest one.
+    pub ns: u64,
+    pub max_ns: u64,
+    /// Waits for counted root calls that ran out their bound.
+    pub cut: u32,
 }
 
 impl Schedule {
@@ -315,14 +344,49 @@ impl Schedule {
             window_end: Instant::now() + ms(w.counting_ms),
             silent: false,
             opened_at: probe::root_contexts_opened(),
+            draining: None,
+            switches: Switches::default(),
         }
     }
 
+    fn original(&self) -> bool {
+        self.w.silence == Silence::Original
+    }
+
+    fn note(&mut self, s: crate::instrument::Switch, to_original: bool) {
+        let t = &mut self.switches;
+        if to_original {
+            t.to_original += 1;
+        } else {
+            t.to_instrumented += 1;
+        }
+        t.classes += u64::from(s.classes);
+        t.failed += u64::from(s.failed);
+        t.ns += s.ns;
+        t.max_ns = t.max_ns.max(s.ns);
+    }
+
     /// Switches to the next window when the current one is over (the
-    /// probes follow: `probe::set_silent`); whether it switched.
-    pub(super) fn tick(&mut self) -> bool {
+    /// probes follow: `probe::set_silent`, and with original-bytes silence
+    /// the classes); whether it switched.
+    pub(super) fn tick(&mut self, jvmti: &Jvmti, jni: Jni<'_>) -> bool {
         let w = self.w;
         let now = Instant::now();
+        if let Some(since) = self.draining {
+            let bound = ms(w.counting_ms.max(w.silent_ms));
+            let open = probe::counted_root_contexts_open() > 0;
+            if open && now < since + bound {
+                return false;
+            }
+            if open {
+                self.switches.cut += 1;
+            }
+            self.draining = None;
+            let s = crate::instrument::silence(jvmti, jni, true);
+            self.note(s, true);
+            self.window_end = Instant::now() + ms(w.silent_ms);
+            return false;
+        }
         let enough_calls = !self.silent
             && w.counting_calls > 0
             && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
@@ -331,6 +395,17 @@ impl Schedule {
             return false;
         }
         self.silent = !self.silent;
+        if self.original() {
+            if self.silent {
+                probe::set_silent(true);
+                self.draining = Some(now);
+                // The window's clock starts once the classes are back.
+                self.window_end = now + ms(MAX_WINDOW_MS);
+                return true;
+            }
+            let s = crate::instrument::silence(jvmti, jni, false);
+            self.note(s, false);
+        }
         if !self.silent {
             self.opened_at = probe::root_contexts_opened();
         }
@@ -340,7 +415,7 @@ impl Schedule {
         } else {
             w.counting_ms
         };
-        self.window_end = now + ms(len);
+        self.window_end = Instant::now() + ms(len);
         true
     }
 
@@ -376,11 +451,12 @@ impl Sampler {
     /// is over; returns whether this round samples: in a silent window but
     /// its first round, which only switches (always true without windows
     /// timing: every round samples).
-    fn switch_window(&mut self) -> bool {
+    fn switch_window(&mut self, jni: Jni<'_>) -> bool {
+        let jvmti = self.jvmti;
         let Some(schedule) = &mut self.windows else {
             return true;
         };
-        !schedule.tick() && schedule.silent()
+        !schedule.tick(&jvmti, jni) && schedule.silent()
     }
 
     /// Rounds every `interval_us` until the stop flag is set or the VM
@@ -393,7 +469,7 @@ impl Sampler {
             if wait_until(&stop, next) {
                 return;
             }
-            let sampling = self.switch_window();
+            let sampling = self.switch_window(jni);
             let result = if sampling { self.round(jni) } else { Ok(()) };
             match result {
                 Ok(()) => {}
@@ -629,6 +705,7 @@ mod tests {
             counting_ms: 100,
             silent_ms: 400,
             counting_calls: 0,
+            silence: sprig_wire::Silence::Dormant,
         };
         assert!(Stacks::new(ok, Some(w)).is_ok());
         for bad in [
