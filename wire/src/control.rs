@@ -581,6 +581,29 @@ pub enum Message {
     /// `Detached` (after the `FrameMethod` and `AllocClass` messages that
     /// name their frames and classes). Part of `SampledOutside`'s totals.
     SampledOutsideStacks(OutsideStacks),
+    // ---- agent -> CLI: windows timing's original-bytes silence ----
+    /// What the switches between original and instrumented bytes did so
+    /// far (cumulative), sent after each switch.
+    WindowSwitches(WindowSwitches),
+}
+
+/// Windows timing's original-bytes switches of a session
+/// (`Message::WindowSwitches`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct WindowSwitches {
+    /// Switches to the original bytes (silent windows begun).
+    pub to_original: u32,
+    /// Switches back to the instrumented bytes (counting windows begun).
+    pub to_instrumented: u32,
+    /// Classes redefined, over all switches, and those that failed.
+    pub classes: u64,
+    pub failed: u64,
+    /// Time in RetransformClasses over all switches, and the longest one.
+    pub ns: u64,
+    pub max_ns: u64,
+    /// Silent windows whose switch stopped waiting for a counted root call
+    /// still open (its calls after the switch went uncounted).
+    pub cut: u32,
 }
 
 /// One batch of the allocation samples outside every root context, by

@@ -550,6 +550,9 @@ impl Drain {
             let jvmti = self.jvmti;
             if let Some(s) = &mut self.schedule {
                 s.tick(&jvmti, jni);
+                if let Some(m) = s.switches_untold() {
+                    send(&self.stop, m);
+                }
             }
             if work {
                 self.drain(jni);

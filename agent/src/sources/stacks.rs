@@ -42,7 +42,9 @@ use crate::outbox;
 use crate::probe;
 use sprig_wire::Message;
 use sprig_wire::clock;
-use sprig_wire::control::{SampledState, Silence, StackOptions, StackSample, WindowOptions};
+use sprig_wire::control::{
+    SampledState, Silence, StackOptions, StackSample, WindowOptions, WindowSwitches,
+};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
@@ -316,24 +318,10 @@ pub(super) struct Schedule {
     /// Original-bytes silence: since when the silent window waits for the
     /// counted root calls still open.
     draining: Option<Instant>,
-    /// What the original-bytes switches cost.
-    pub(super) switches: Switches,
-}
-
-/// The original-bytes switches of a session.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Switches {
-    /// Switches to original bytes, and back to instrumented ones.
-    pub to_original: u32,
-    pub to_instrumented: u32,
-    /// Classes redefined in all, and those that failed.
-    pub classes: u64,
-    pub failed: u64,
-    /// Time in RetransformClasses: all switches, and the longest one.
-    pub ns: u64,
-    pub max_ns: u64,
-    /// Waits for counted root calls that ran out their bound.
-    pub cut: u32,
+    /// What the original-bytes switches did, and whether that changed
+    /// since the CLI was told.
+    switches: WindowSwitches,
+    untold: bool,
 }
 
 impl Schedule {
@@ -345,7 +333,8 @@ impl Schedule {
             silent: false,
             opened_at: probe::root_contexts_opened(),
             draining: None,
-            switches: Switches::default(),
+            switches: WindowSwitches::default(),
+            untold: false,
         }
     }
 
@@ -353,7 +342,13 @@ impl Schedule {
         self.w.silence == Silence::Original
     }
 
+    /// The switches so far, once after each switch.
+    pub(super) fn switches_untold(&mut self) -> Option<Message> {
+        std::mem::take(&mut self.untold).then_some(Message::WindowSwitches(self.switches))
+    }
+
     fn note(&mut self, s: crate::instrument::Switch, to_original: bool) {
+        self.untold = true;
         let t = &mut self.switches;
         if to_original {
             t.to_original += 1;
@@ -456,7 +451,11 @@ impl Sampler {
         let Some(schedule) = &mut self.windows else {
             return true;
         };
-        !schedule.tick(&jvmti, jni) && schedule.silent()
+        let switched = schedule.tick(&jvmti, jni);
+        if let Some(m) = schedule.switches_untold() {
+            send(&self.stop, m);
+        }
+        !switched && schedule.silent()
     }
 
     /// Rounds every `interval_us` until the stop flag is set or the VM
