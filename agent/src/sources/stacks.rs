@@ -327,6 +327,7 @@ pub(super) struct Schedule {
 impl Schedule {
     /// The schedule of `w`, opening with a counting window.
     pub(super) fn new(w: WindowOptions) -> Schedule {
+        probe::set_quota(w.counting_calls);
         Schedule {
             w,
             window_end: Instant::now() + ms(w.counting_ms),
@@ -403,6 +404,7 @@ impl Schedule {
         }
         if !self.silent {
             self.opened_at = probe::root_contexts_opened();
+            probe::set_quota(w.counting_calls);
         }
         probe::set_silent(self.silent);
         let len = if self.silent {

@@ -169,10 +169,13 @@ pub struct SessionArgs {
 
     /// With `--timing windows`: milliseconds of each counting window and of
     /// each silent window, `COUNT,SILENT` (each 1 to 600000), and
-    /// optionally `,CALLS`: a counting window also ends once CALLS root
-    /// calls were entered in it (checked every --interval), for code whose
-    /// counted root calls cost many times their bare time. The session
-    /// starts with a counting window.
+    /// optionally `,CALLS`: a counting window counts exactly CALLS root
+    /// calls (the root entries after them in it are silent) and ends once
+    /// they were entered (checked every --interval), for code whose
+    /// counted root calls cost many times their bare time, or whose root
+    /// calls repeat a cycle of CALLS different calls (a counting window of
+    /// one cycle counts each once). The session starts with a counting
+    /// window.
     #[arg(long, value_name = "COUNT,SILENT[,CALLS]", default_value = "50,950")]
     pub windows: String,
 
