@@ -153,6 +153,50 @@ fn run_on(jdk: &Jdk) {
         }
     }
 
+    // A CLI killed while original-bytes silence switches every 100 ms:
+    // the agent still detaches (the next session starts at once) and
+    // leaves the classes as they were (that session counts as the first).
+    let mut args = ROOTS.to_vec();
+    args.extend_from_slice(&[
+        "--format",
+        "json",
+        "--timing",
+        "windows",
+        "--windows",
+        "100,100",
+        "--windows-silence",
+        "original",
+        "--interval",
+        "1",
+    ]);
+    let mut dying = start_sprig(jvm.pid(), &args, &tmp.path().join("killed.json"));
+    jvm.send("shorts 1500");
+    std::thread::sleep(Duration::from_millis(700));
+    dying.signal("KILL");
+    dying.wait_exit(LONG);
+    jvm.wait_for("done shorts", LONG, |l| l.starts_with("done shorts"));
+    let after = session(
+        &mut jvm,
+        &tmp.path().join("exact-after-kill.json"),
+        &["--timing", "exact"],
+        &[("shorts 300", "done shorts")],
+    );
+    let per_root = |report: &Value| -> Vec<(String, f64)> {
+        let calls = calls_by_path(report, &["fixtures."]);
+        let roots = calls["Windows.shortRoot"] as f64;
+        calls
+            .into_iter()
+            .filter(|(p, c)| p.starts_with("Windows.shortRoot") && *c > 0)
+            .map(|(p, c)| (p, c as f64 / roots))
+            .collect()
+    };
+    assert_eq!(
+        per_root(&exact),
+        per_root(&after),
+        "JDK {}: after a CLI killed during original-bytes silence",
+        jdk.major
+    );
+
     jvm.send("exit");
     jvm.wait_exit(LONG);
 }
