@@ -17,6 +17,8 @@
 //! probes in each silent window (the switch waits until the counted `hold`
 //! call has returned) and is instrumented again for the next counting
 //! window; the same assertions hold, and the report counts the switches.
+//! Last, a CLI killed while original-bytes silence switches every 100 ms:
+//! the next session starts and counts as the first one did.
 //!
 //! The schedule is set so that the phases fall in known windows: the
 //! session opens with a counting window of 2.5 s, then a silent one of
