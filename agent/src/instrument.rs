@@ -101,12 +101,12 @@ pub fn on_class_file(jni: Jni<'_>, input: &ClassFile<'_>) -> Option<Vec<u8>> {
 /// [`on_class_file`] once the bytes to start from are chosen.
 fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Option<Vec<u8>> {
     let class = dotted(name);
-    let (patterns, n_patterns) = ledger::with(|p| {
+    let (patterns, n_patterns, silenced) = ledger::with(|p| {
         if !p.instrumenting || p.denied.contains(name) {
             return None;
         }
         if p.edge_classes.contains(name) {
-            return Some((Vec::new(), usize::MAX));
+            return Some((Vec::new(), usize::MAX, false));
         }
         let matching: Vec<(usize, MethodPattern)> = p
             .patterns
@@ -115,8 +115,13 @@ fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Optio
             .filter(|(_, pat)| pat.matches_class(&class))
             .map(|(i, pat)| (i, pat.clone()))
             .collect();
-        Some((matching, p.patterns.len()))
+        let silenced = input.redefining && p.silenced.contains(name);
+        Some((matching, p.patterns.len(), silenced))
     })??;
+    if silenced && patterns.is_empty() {
+        // Put back for a silent window: its original bytes.
+        return None;
+    }
     if !input.redefining {
         warn_left_out_at_load(name, input.bytes, &patterns);
     }
@@ -131,10 +136,46 @@ fn instrumented_bytes(_jni: Jni<'_>, input: &ClassFile<'_>, name: &str) -> Optio
         (t, o, None)
     };
     let (targets, owner, guards) = without_probe_path(name, targets, owner, guards);
+    // A root's class in a silent window keeps its root methods' probes
+    // only (they time the silent root calls).
+    let (targets, owner, guards) = if silenced {
+        roots_of(targets, owner, guards)
+    } else {
+        (targets, owner, guards)
+    };
     if targets.is_empty() {
         return None;
     }
     install(name, input, &targets, &owner, guards.as_deref(), n_patterns)
+}
+
+/// The root methods of a class's plan (those a root pattern owns).
+fn roots_of(
+    targets: Vec<Target>,
+    owner: Vec<usize>,
+    guards: Option<Vec<Vec<sprig_rewriter::GuardSite>>>,
+) -> Plan3 {
+    let keep: Vec<bool> = owner.iter().map(|o| *o != usize::MAX).collect();
+    let t = targets
+        .into_iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(x, _)| x)
+        .collect();
+    let o = owner
+        .into_iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(x, _)| x)
+        .collect();
+    let g = guards.map(|g| {
+        g.into_iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(x, _)| x)
+            .collect()
+    });
+    (t, o, g)
 }
 
 /// Drops the methods sprig's probes call ([`probes_call`]) from a class's
@@ -618,6 +659,93 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> (Counters, HashSet<String>) {
         reveal::release(jni, untouched);
     }
     (ledger::end_session(), names)
+}
+
+/// What one switch of windows timing's original-bytes silence did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Switch {
+    /// Classes retransformed.
+    pub classes: u32,
+    /// Classes that failed to switch (reported; each stays as it was).
+    pub failed: u32,
+    /// Time in RetransformClasses.
+    pub ns: u64,
+}
+
+/// Windows timing's original-bytes silence (`Silence::Original`): with
+/// `original`, the session's instrumented classes go back to their
+/// original bytes, but the root methods' probes, which stay to time the
+/// silent root calls (a root's class keeps those only); without it they
+/// are instrumented again with their whole plan. A class that fails to go
+/// back is reported once and keeps its probes (dormant in silent root
+/// calls); one that fails to be instrumented again is reported as any
+/// refused class and stays original. Classes of those names that
+/// revelation left as they were (other loaders' copies) are left alone.
+pub fn silence(jvmti: &Jvmti, jni: Jni<'_>, original: bool) -> Switch {
+    let names: HashSet<String> = ledger::with(|p| {
+        if original {
+            let names: HashSet<String> = p
+                .committed
+                .keys()
+                .filter(|n| !p.edge_classes.contains(*n))
+                .cloned()
+                .collect();
+            p.silenced.clone_from(&names);
+            names
+        } else {
+            std::mem::take(&mut p.silenced)
+        }
+    })
+    .unwrap_or_default();
+    let mut out = Switch::default();
+    if names.is_empty() {
+        return out;
+    }
+    let untouched = reveal::untouched(jvmti, jni);
+    jni.with_local_frame(64, |jni| {
+        let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
+        let mut batch = Vec::new();
+        for &c in &classes {
+            let Ok(sig) = jvmti.class_signature(c) else {
+                continue;
+            };
+            if let Some(internal) = descriptor_class(&sig)
+                && names.contains(internal)
+                && !reveal::is_untouched(jvmti, jni, &untouched, c)
+            {
+                batch.push((c, internal.to_string()));
+            }
+        }
+        out.classes = u32::try_from(batch.len()).unwrap_or(u32::MAX);
+        let t0 = std::time::Instant::now();
+        if original {
+            let all: Vec<Local<'_>> = batch.iter().map(|(c, _)| *c).collect();
+            if jvmti.retransform(&all).is_err() {
+                for (c, name) in &batch {
+                    if let Err(e) = jvmti.retransform(&[*c]) {
+                        out.failed += 1;
+                        // It keeps its probes: not put back again.
+                        ledger::with(|p| p.silenced.remove(name));
+                        crate::outbox::send(Message::Warning(format!(
+                            "windows timing: {} could not be put back to its original bytes                              for the silent windows (RetransformClasses: {e}); its probes stay,                              dormant in silent root calls",
+                            dotted(name)
+                        )));
+                    }
+                }
+            }
+            // The roots-only plans the hook made are not the classes'
+            // plans: nothing of them is committed.
+            ledger::with(|p| p.pending.retain(|n, _| !names.contains(n)));
+        } else {
+            let denied_before = ledger::with(|p| p.denied.len()).unwrap_or(0);
+            ledger::retransform_batch(&batch, true, |cs| retransform_locals(jvmti, cs));
+            let denied_after = ledger::with(|p| p.denied.len()).unwrap_or(0);
+            out.failed = u32::try_from(denied_after.saturating_sub(denied_before)).unwrap_or(0);
+        }
+        out.ns = t0.elapsed().as_nanos() as u64;
+    });
+    reveal::release(jni, untouched);
+    out
 }
 
 /// FNV-1a digest of the bytecodes of every method of the loaded class(es)

@@ -610,3 +610,110 @@ fn edge_bursts_sample_known_call_shares_and_put_the_class_back() {
         assert_no_verify_error(&jvm);
     }
 }
+
+/// Windows timing with `Silence::Original` (`--windows-silence original`):
+/// the root's callees, in a class of their own, hold their probes in the
+/// counting windows (revealed and instrumented) and their original bytes
+/// in the silent windows; they are instrumented again when the next
+/// counting window opens, and the detach leaves every class as it was.
+/// The agent's digest of the callees' class is polled while the root runs
+/// through a counting window (1.5 s), a silent one (1.5 s) and the next
+/// counting one.
+#[test]
+fn original_silence_puts_the_callees_back_in_silent_windows() {
+    use sprig_wire::control::{Silence, StackSource, WindowOptions};
+    for jdk in sprig_tests::test_jdks("original_silence_puts_the_callees_back_in_silent_windows") {
+        let classes = fixture_classes(&jdk);
+        let mut jvm = spawn_java(&jdk, classes.path(), &[], "fixture.Silence");
+        wait_ready(&mut jvm);
+        // Both classes loaded and compiled before the session.
+        jvm.send("run 300");
+        jvm.wait_for("done", Duration::from_secs(60), |l| l.starts_with("done"));
+
+        let mut cli = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &cli.options());
+        cli.accept(jvm.pid());
+        let inner = cli.digest("fixture.SilenceInner");
+        let root = cli.digest("fixture.Silence");
+        assert!(
+            inner.0 > 0 && root.0 > 0,
+            "JDK {}: fixture not loaded",
+            jdk.major
+        );
+        cli.start_windows(
+            &["fixture.Silence::root"],
+            StackOptions {
+                interval_us: 10_000,
+                max_depth: 64,
+                source: StackSource::Jvmti,
+            },
+            WindowOptions {
+                counting_ms: 1500,
+                silent_ms: 1500,
+                counting_calls: 0,
+                silence: Silence::Original,
+            },
+        );
+        jvm.send("run 5000");
+        // (ms since the start, callees' digest, root class's digest)
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        while started.elapsed() < Duration::from_millis(4800) {
+            let t = started.elapsed().as_millis();
+            seen.push((
+                t,
+                cli.digest("fixture.SilenceInner"),
+                cli.digest("fixture.Silence"),
+            ));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let first_instrumented = seen.iter().position(|(_, d, _)| *d != inner);
+        let back = first_instrumented.and_then(|i| {
+            seen[i..]
+                .iter()
+                .position(|(_, d, _)| *d == inner)
+                .map(|j| i + j)
+        });
+        let again = back.and_then(|i| seen[i..].iter().position(|(_, d, _)| *d != inner));
+        let timeline: Vec<(u128, bool, bool)> = seen
+            .iter()
+            .map(|(t, d, r)| (*t, *d != inner, *r != root))
+            .collect();
+        eprintln!(
+            "JDK {}: (ms, callees instrumented, root class instrumented) {timeline:?}",
+            jdk.major
+        );
+        assert!(
+            first_instrumented.is_some() && back.is_some() && again.is_some(),
+            "JDK {}: the callees' class was not instrumented, then original, then instrumented \
+             again: (ms, callees instrumented, root class instrumented) {timeline:?}",
+            jdk.major
+        );
+        // The root keeps its probes through the silent window.
+        let b = back.unwrap();
+        assert!(
+            seen[b].2 != root,
+            "JDK {}: the root's class lost its probes in the silent window: {timeline:?}",
+            jdk.major
+        );
+        jvm.wait_for("done", Duration::from_secs(60), |l| l.starts_with("done"));
+        cli.detach();
+        drop(cli);
+        let mut next = FakeCli::new();
+        jcmd_load(&jdk, jvm.pid(), &next.options());
+        next.accept(jvm.pid());
+        assert_eq!(
+            (
+                next.digest("fixture.SilenceInner"),
+                next.digest("fixture.Silence")
+            ),
+            (inner, root),
+            "JDK {}: the detach left a class changed",
+            jdk.major
+        );
+        assert_no_verify_error(&jvm);
+        drop(next);
+        jvm.send("quit");
+        jvm.wait_exit(Duration::from_secs(30));
+    }
+}

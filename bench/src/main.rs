@@ -67,14 +67,15 @@ struct Args {
     #[arg(long, value_name = "LABEL", value_delimiter = ',')]
     rows: Vec<String>,
     /// Run each workload row under each of these timing modes (comma-
-    /// separate: exact, sampled, windows), side by side in the same JVM
+    /// separate: exact, sampled, windows, windows-original: windows timing
+    /// with `--windows-silence original`), side by side in the same JVM
     /// and repeat; with exact among them, each sampled session's tree is
     /// checked path by path against the exact session's, and each windows
     /// session's per root call (its trees count the root calls of its
     /// counting windows). Default: sprig's default mode only. `--only
     /// accuracy` and `--only jfr` run each of these modes (default: exact
     /// and sampled).
-    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = ["exact", "sampled", "windows"])]
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = ["exact", "sampled", "windows", "windows-original"])]
     timing_modes: Vec<String>,
     /// Of the workloads' schemes, run only these (comma-separate: lazy,
     /// eager, and those the --compare options add). Default: all.

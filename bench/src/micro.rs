@@ -63,6 +63,7 @@ pub fn probe_cost(ctx: &Ctx) -> Result<Value> {
         exclude: vec!["bench.Uninstrumented".into()],
         scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
+        interval_ms: None,
     };
     let out = ctx.env.scratch.path.join("probe-cost.json");
     let mut per_rep: Vec<BTreeMap<String, f64>> = Vec::new();
@@ -231,6 +232,7 @@ fn tput_args() -> SprigArgs {
         exclude: vec![],
         scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
+        interval_ms: None,
     }
 }
 
@@ -373,6 +375,7 @@ pub fn overlap(ctx: &Ctx) -> Result<Value> {
         exclude: vec![],
         scheme: KEEP_TRIVIAL_SCHEME.into(),
         timing: None,
+        interval_ms: None,
     };
     let out = ctx.env.scratch.path.join("overlap.json");
     let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &args, &out)?;

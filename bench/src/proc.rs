@@ -235,6 +235,15 @@ pub fn set_extra_sprig_args(args: Vec<String>) {
     let _ = EXTRA_SPRIG_ARGS.set(args);
 }
 
+/// The bench's timing mode for windows timing with the classes put back
+/// to their original bytes in silent windows.
+pub const WINDOWS_ORIGINAL: &str = "windows-original";
+
+/// Whether a bench timing mode is windows timing (either silence).
+pub fn is_windows(mode: &str) -> bool {
+    mode == "windows" || mode == WINDOWS_ORIGINAL
+}
+
 /// What a `sprig profile` session is asked to do.
 #[derive(Clone, Debug)]
 pub struct SprigArgs {
@@ -248,8 +257,12 @@ pub struct SprigArgs {
     /// exact allocations) or `lazy-alloc-sampled` (lazy with sampled
     /// allocations alone).
     pub scheme: String,
-    /// `--timing` (`exact` or `sampled`); None leaves sprig's default.
+    /// `--timing` (`exact`, `sampled`, `windows`, or `windows-original`:
+    /// windows timing with `--windows-silence original`); None leaves
+    /// sprig's default.
     pub timing: Option<String>,
+    /// `--interval` in ms; None leaves sprig's default.
+    pub interval_ms: Option<f64>,
 }
 
 /// A running `sprig profile PID ... --format json -o FILE`.
@@ -306,8 +319,17 @@ impl Sprig {
                 None => cmd.args(["--scheme", scheme]),
             },
         };
-        if let Some(t) = &args.timing {
-            cmd.args(["--timing", t]);
+        match args.timing.as_deref() {
+            Some(WINDOWS_ORIGINAL) => {
+                cmd.args(["--timing", "windows", "--windows-silence", "original"]);
+            }
+            Some(t) => {
+                cmd.args(["--timing", t]);
+            }
+            None => {}
+        }
+        if let Some(ms) = args.interval_ms {
+            cmd.arg("--interval").arg(ms.to_string());
         }
         cmd.args(EXTRA_SPRIG_ARGS.get().into_iter().flatten());
         cmd.args(["--format", "json", "-o"])

@@ -525,6 +525,7 @@ fn prediction(
                     exclude: Vec::new(),
                     scheme: "lazy".into(),
                     timing: None,
+                    interval_ms: None,
                 };
                 let mut s = Sprig::start(&ctx.env.sprig, pid, &args, &out)?;
                 s.wait_profiling(Duration::from_secs(120))?;

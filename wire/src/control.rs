@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -221,6 +221,22 @@ pub struct WindowOptions {
     /// entered in it (0: by its length only), for code whose counted root
     /// calls cost many times their bare time.
     pub counting_calls: u32,
+    /// What silences the probes in a silent window.
+    pub silence: Silence,
+}
+
+/// What silences the probes inside a silent root call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub enum Silence {
+    /// The probes stay in the bytecode and take their dormant path (a load
+    /// and a branch a call); no class is redefined at a switch.
+    #[default]
+    Dormant,
+    /// The session's instrumented classes, but the roots' own, are put back
+    /// to their original bytes for each silent window and instrumented
+    /// again when the next counting window opens (a redefinition and the
+    /// JIT's recompilation at each switch).
+    Original,
 }
 
 /// What the thread snapshots are asked for.
@@ -565,6 +581,29 @@ pub enum Message {
     /// `Detached` (after the `FrameMethod` and `AllocClass` messages that
     /// name their frames and classes). Part of `SampledOutside`'s totals.
     SampledOutsideStacks(OutsideStacks),
+    // ---- agent -> CLI: windows timing's original-bytes silence ----
+    /// What the switches between original and instrumented bytes did so
+    /// far (cumulative), sent after each switch.
+    WindowSwitches(WindowSwitches),
+}
+
+/// Windows timing's original-bytes switches of a session
+/// (`Message::WindowSwitches`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct WindowSwitches {
+    /// Switches to the original bytes (silent windows begun).
+    pub to_original: u32,
+    /// Switches back to the instrumented bytes (counting windows begun).
+    pub to_instrumented: u32,
+    /// Classes redefined, over all switches, and those that failed.
+    pub classes: u64,
+    pub failed: u64,
+    /// Time in RetransformClasses over all switches, and the longest one.
+    pub ns: u64,
+    pub max_ns: u64,
+    /// Silent windows whose switch stopped waiting for a counted root call
+    /// still open (its calls after the switch went uncounted).
+    pub cut: u32,
 }
 
 /// One batch of the allocation samples outside every root context, by

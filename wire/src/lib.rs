@@ -26,8 +26,8 @@ pub mod ring;
 pub mod session;
 
 pub use control::{
-    AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, StackOptions, StackSample,
-    WindowOptions,
+    AgentOptions, ClockKind, Message, PROTOCOL_VERSION, SampledState, Silence, StackOptions,
+    StackSample, WindowOptions,
 };
 pub use event::{Event, EventKind};
 pub use record::{

@@ -114,6 +114,11 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         counting_ms: wait_bound_ms,
                         silent_ms: wait_bound_ms.rotate_left(5),
                         counting_calls: wait_bound_ms % 11,
+                        silence: if wait_bound_ms % 3 == 0 {
+                            sprig_wire::Silence::Original
+                        } else {
+                            sprig_wire::Silence::Dormant
+                        },
                     }),
                     cost_tail_ms: wait_bound_ms.rotate_left(7),
                     alloc_interval: wait_bound_ms.rotate_left(3),

@@ -54,6 +54,10 @@ pub struct Ledger {
     /// Classes (internal names) whose every method gets a dormant probe
     /// for the call-edge bursts (`sprig sample --edges`).
     pub edge_classes: HashSet<String>,
+    /// Windows timing's original-bytes silence: classes (internal names)
+    /// put back for the silent window that runs, but their root methods'
+    /// probes ([`crate::instrument::silence`]).
+    pub silenced: HashSet<String>,
 }
 
 impl Ledger {
@@ -106,6 +110,7 @@ pub fn begin_session(patterns: Vec<MethodPattern>) {
         left_out_warned: HashSet::new(),
         counters: Counters::default(),
         edge_classes: HashSet::new(),
+        silenced: HashSet::new(),
     });
 }
 
@@ -284,6 +289,7 @@ mod tests {
             left_out_warned: HashSet::new(),
             counters: Counters::default(),
             edge_classes: HashSet::new(),
+            silenced: HashSet::new(),
         }
     }
 

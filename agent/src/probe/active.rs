@@ -52,6 +52,13 @@ pub fn root_contexts_opened() -> u64 {
     ACTIVE_THREADS.load(Ordering::Relaxed) >> 32
 }
 
+/// Threads inside a counted root context now (a silent one raises no
+/// count): what windows timing's original-bytes silence waits out before
+/// it puts the classes back.
+pub fn counted_root_contexts_open() -> i32 {
+    inside(ACTIVE_THREADS.load(Ordering::SeqCst))
+}
+
 /// Threads inside a root context in a packed `ACTIVE_THREADS` value.
 pub(super) fn inside(v: u64) -> i32 {
     v as u32 as i32

@@ -66,7 +66,7 @@ mod windows;
 #[cfg(test)]
 mod tests;
 
-pub use active::{root_contexts_opened, settle_active};
+pub use active::{counted_root_contexts_open, root_contexts_opened, settle_active};
 pub use burst::{has_burst_class, set_burst_class, set_burst_every};
 pub use natives::Natives;
 pub use revelation::charged_out;
@@ -78,5 +78,5 @@ pub use wait::{
     wait_end_on,
 };
 pub use windows::{
-    begin_tail, inside_before_and_after, marks, set_silent, tail_closed, tail_warmed,
+    begin_tail, inside_before_and_after, marks, set_quota, set_silent, tail_closed, tail_warmed,
 };

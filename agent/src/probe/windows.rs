@@ -21,7 +21,7 @@
 //! between the two reads; the sequence number is not compared, so their
 //! samples still count.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 /// The session runs windows timing.
 static WINDOWS: AtomicBool = AtomicBool::new(false);
@@ -34,6 +34,13 @@ static TAIL: AtomicBool = AtomicBool::new(false);
 /// switched; calls timed meanwhile measured up to four times their
 /// recorded latency on `fixtures.Calls::root`).
 static TAIL_WARMING: AtomicBool = AtomicBool::new(false);
+/// Root calls the current counting window may still count
+/// (`WindowOptions::counting_calls`; `NO_QUOTA`: no bound): a root entry
+/// that finds it spent opens a silent root context, so a window of
+/// `CALLS` counts exactly `CALLS` root calls.
+static QUOTA: AtomicI64 = AtomicI64::new(NO_QUOTA);
+const NO_QUOTA: i64 = i64::MAX;
+
 /// Silent root calls closed since the cost tail's warm-up ended.
 static TAIL_CLOSED: AtomicU64 = AtomicU64::new(0);
 
@@ -50,6 +57,7 @@ static SEQ: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 /// mark cleared.
 pub(super) fn begin_session(on: bool) {
     SILENT.store(false, Ordering::SeqCst);
+    QUOTA.store(NO_QUOTA, Ordering::SeqCst);
     end_tail();
     for (o, s) in OWNER.iter().zip(&SEQ) {
         o.store(0, Ordering::Relaxed);
@@ -68,8 +76,25 @@ pub(super) fn end_session() {
 /// Whether a root entry now opens a silent root context.
 #[inline]
 pub(super) fn silent_now() -> bool {
-    (SILENT.load(Ordering::Relaxed) && WINDOWS.load(Ordering::Relaxed))
-        || TAIL.load(Ordering::Relaxed)
+    if TAIL.load(Ordering::Relaxed) {
+        return true;
+    }
+    if !WINDOWS.load(Ordering::Relaxed) {
+        return false;
+    }
+    SILENT.load(Ordering::Relaxed)
+        || (QUOTA.load(Ordering::Relaxed) != NO_QUOTA && QUOTA.fetch_sub(1, Ordering::AcqRel) <= 0)
+}
+
+/// A counting window opens that may count `calls` root calls (0: as many
+/// as enter in it).
+pub fn set_quota(calls: u32) {
+    let q = if calls == 0 {
+        NO_QUOTA
+    } else {
+        i64::from(calls)
+    };
+    QUOTA.store(q, Ordering::SeqCst);
 }
 
 /// The cost tail begins: from now on to the session's end every root
@@ -183,4 +208,34 @@ pub fn inside_before_and_after(before: &[(u64, u64)], java_id: u64) -> bool {
         && before
             .get((java_id & MASK) as usize)
             .is_some_and(|&(o, s)| o == java_id && s & 1 == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A counting window of `CALLS` counts exactly that many root entries:
+    /// the next ones open silent root contexts until the next window.
+    #[test]
+    fn a_counting_window_with_a_quota_counts_exactly_that_many_root_calls() {
+        begin_session(true);
+        set_quota(3);
+        let silent: Vec<bool> = (0..5).map(|_| silent_now()).collect();
+        assert_eq!(silent, [false, false, false, true, true]);
+        set_quota(0);
+        assert!(
+            (0..100).all(|_| !silent_now()),
+            "no quota: every entry counts"
+        );
+        set_quota(2);
+        set_silent(true);
+        assert!(silent_now(), "a silent window is silent whatever the quota");
+        set_silent(false);
+        assert_eq!(
+            [silent_now(), silent_now(), silent_now()],
+            [false, false, true]
+        );
+        end_session();
+        assert!(!silent_now());
+    }
 }

@@ -560,8 +560,12 @@ impl Drain {
             if wait_until(&stop, next) {
                 break;
             }
+            let jvmti = self.jvmti;
             if let Some(s) = &mut self.schedule {
-                s.tick();
+                s.tick(&jvmti, jni);
+                if let Some(m) = s.switches_untold() {
+                    send(&self.stop, m);
+                }
             }
             if work {
                 self.drain(jni);

@@ -42,7 +42,9 @@ use crate::outbox;
 use crate::probe;
 use sprig_wire::Message;
 use sprig_wire::clock;
-use sprig_wire::control::{SampledState, StackOptions, StackSample, WindowOptions};
+use sprig_wire::control::{
+    SampledState, Silence, StackOptions, StackSample, WindowOptions, WindowSwitches,
+};
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
@@ -299,30 +301,88 @@ struct Sampler {
 /// Windows timing's schedule, kept by the thread of the stack source that
 /// runs (the JVMTI sampler or the CPU timer's drain): when the current
 /// window ends, and whether it is a silent one.
+///
+/// With `Silence::Original` a switch also redefines the session's
+/// instrumented classes (`instrument::silence`): a silent window begins
+/// with root entries silent at once, waits until no counted root call is
+/// left open (at most the longer window's length: a counted call still
+/// running then loses the counts of its calls after the switch), then puts
+/// the classes back to their original bytes and starts its clock; a
+/// counting window instruments them again before root entries count.
 pub(super) struct Schedule {
     w: WindowOptions,
     window_end: Instant,
     silent: bool,
     /// Root contexts opened when the current counting window began.
     opened_at: u64,
+    /// Original-bytes silence: since when the silent window waits for the
+    /// counted root calls still open.
+    draining: Option<Instant>,
+    /// What the original-bytes switches did, and whether that changed
+    /// since the CLI was told.
+    switches: WindowSwitches,
+    untold: bool,
 }
 
 impl Schedule {
     /// The schedule of `w`, opening with a counting window.
     pub(super) fn new(w: WindowOptions) -> Schedule {
+        probe::set_quota(w.counting_calls);
         Schedule {
             w,
             window_end: Instant::now() + ms(w.counting_ms),
             silent: false,
             opened_at: probe::root_contexts_opened(),
+            draining: None,
+            switches: WindowSwitches::default(),
+            untold: false,
         }
     }
 
+    fn original(&self) -> bool {
+        self.w.silence == Silence::Original
+    }
+
+    /// The switches so far, once after each switch.
+    pub(super) fn switches_untold(&mut self) -> Option<Message> {
+        std::mem::take(&mut self.untold).then_some(Message::WindowSwitches(self.switches))
+    }
+
+    fn note(&mut self, s: crate::instrument::Switch, to_original: bool) {
+        self.untold = true;
+        let t = &mut self.switches;
+        if to_original {
+            t.to_original += 1;
+        } else {
+            t.to_instrumented += 1;
+        }
+        t.classes += u64::from(s.classes);
+        t.failed += u64::from(s.failed);
+        t.ns += s.ns;
+        t.max_ns = t.max_ns.max(s.ns);
+    }
+
     /// Switches to the next window when the current one is over (the
-    /// probes follow: `probe::set_silent`); whether it switched.
-    pub(super) fn tick(&mut self) -> bool {
+    /// probes follow: `probe::set_silent`, and with original-bytes silence
+    /// the classes); whether it switched.
+    pub(super) fn tick(&mut self, jvmti: &Jvmti, jni: Jni<'_>) -> bool {
         let w = self.w;
         let now = Instant::now();
+        if let Some(since) = self.draining {
+            let bound = ms(w.counting_ms.max(w.silent_ms));
+            let open = probe::counted_root_contexts_open() > 0;
+            if open && now < since + bound {
+                return false;
+            }
+            if open {
+                self.switches.cut += 1;
+            }
+            self.draining = None;
+            let s = crate::instrument::silence(jvmti, jni, true);
+            self.note(s, true);
+            self.window_end = Instant::now() + ms(w.silent_ms);
+            return false;
+        }
         let enough_calls = !self.silent
             && w.counting_calls > 0
             && (probe::root_contexts_opened().wrapping_sub(self.opened_at) & 0xffff_ffff)
@@ -331,8 +391,20 @@ impl Schedule {
             return false;
         }
         self.silent = !self.silent;
+        if self.original() {
+            if self.silent {
+                probe::set_silent(true);
+                self.draining = Some(now);
+                // The window's clock starts once the classes are back.
+                self.window_end = now + ms(MAX_WINDOW_MS);
+                return true;
+            }
+            let s = crate::instrument::silence(jvmti, jni, false);
+            self.note(s, false);
+        }
         if !self.silent {
             self.opened_at = probe::root_contexts_opened();
+            probe::set_quota(w.counting_calls);
         }
         probe::set_silent(self.silent);
         let len = if self.silent {
@@ -340,7 +412,7 @@ impl Schedule {
         } else {
             w.counting_ms
         };
-        self.window_end = now + ms(len);
+        self.window_end = Instant::now() + ms(len);
         true
     }
 
@@ -376,11 +448,16 @@ impl Sampler {
     /// is over; returns whether this round samples: in a silent window but
     /// its first round, which only switches (always true without windows
     /// timing: every round samples).
-    fn switch_window(&mut self) -> bool {
+    fn switch_window(&mut self, jni: Jni<'_>) -> bool {
+        let jvmti = self.jvmti;
         let Some(schedule) = &mut self.windows else {
             return true;
         };
-        !schedule.tick() && schedule.silent()
+        let switched = schedule.tick(&jvmti, jni);
+        if let Some(m) = schedule.switches_untold() {
+            send(&self.stop, m);
+        }
+        !switched && schedule.silent()
     }
 
     /// Rounds every `interval_us` until the stop flag is set or the VM
@@ -393,7 +470,7 @@ impl Sampler {
             if wait_until(&stop, next) {
                 return;
             }
-            let sampling = self.switch_window();
+            let sampling = self.switch_window(jni);
             let result = if sampling { self.round(jni) } else { Ok(()) };
             match result {
                 Ok(()) => {}
@@ -629,6 +706,7 @@ mod tests {
             counting_ms: 100,
             silent_ms: 400,
             counting_calls: 0,
+            silence: sprig_wire::Silence::Dormant,
         };
         assert!(Stacks::new(ok, Some(w)).is_ok());
         for bad in [

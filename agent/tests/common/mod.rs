@@ -223,6 +223,20 @@ impl FakeCli {
         self.send_start(o);
     }
 
+    /// Starts a revealing session of `roots` under windows timing.
+    pub fn start_windows(
+        &mut self,
+        roots: &[&str],
+        stacks: sprig_wire::control::StackOptions,
+        windows: sprig_wire::control::WindowOptions,
+    ) {
+        let mut o = session_options(roots, false);
+        o.stacks = Some(stacks);
+        o.windows = Some(windows);
+        o.cost_tail_ms = 0;
+        self.send_start(o);
+    }
+
     pub fn poll(&mut self) {
         let events = &mut self.events;
         self.consumer.poll(&mut |thread, evs| {

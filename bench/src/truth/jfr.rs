@@ -224,6 +224,14 @@ const JFR_ROWS: [(&str, &str, usize, usize); 4] = [
 /// is bounded by their noise.
 const BARE_WINDOWS: usize = 10;
 
+/// Windows timing samples only its silent root calls, so its sessions
+/// run this many times the profiled iterations, with a stack sample every
+/// [`WINDOWS_INTERVAL_MS`] of CPU time (JFR's period): at 40 Lucene
+/// iterations and sprig's default 5 ms it credited 54-59 samples where
+/// JFR's bare window holds about 2,200.
+const WINDOWS_ITERATIONS: usize = 4;
+const WINDOWS_INTERVAL_MS: f64 = 1.0;
+
 /// sprig in each timing mode against JFR's execution samples (Java and
 /// native, every 1 ms) on the same workload in the same JVM: JFR over a
 /// bare window right before each sprig session (the truth: the program
@@ -252,6 +260,8 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
             .find(|r| r.label == label)
             .context("no such row")?;
         let k = if ctx.quick { kq } else { kf };
+        // The bare window is as long whatever the mode.
+        let k_bare = k;
         // JFR keeps 64 frames a stack by default: javac's genClass sits
         // deeper than that below the top.
         let mut jvm = workloads::start_jvm(
@@ -270,11 +280,13 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
         for rep in 0..ctx.repeats {
             for mi in (0..modes.len()).map(|i| (i + rep) % modes.len()) {
                 let mode = &modes[mi];
+                let windows = crate::proc::is_windows(mode);
+                let k = if windows { k * WINDOWS_ITERATIONS } else { k };
                 eprintln!(
                     "sprig-bench: jfr: {wl} {label}, timing {mode}, repeat {}/{}: JFR over {} bare iterations, then sprig and JFR over {k} profiled ones",
                     rep + 1,
                     ctx.repeats,
-                    k * BARE_WINDOWS
+                    k_bare * BARE_WINDOWS
                 );
                 let name = format!("jfr-{wl}-{mode}-{}", rep + 1);
                 let rec_bare = ctx.env.scratch.path.join(format!("{name}-bare.jfr"));
@@ -282,7 +294,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                 // The bare window; its samples are charged once sprig's
                 // tree (which methods it holds) is known.
                 jfr_start(ctx, pid, &jfc, &rec_bare)?;
-                iter(&mut jvm, k * BARE_WINDOWS, def.iteration_bound)?;
+                iter(&mut jvm, k_bare * BARE_WINDOWS, def.iteration_bound)?;
                 jfr_stop(ctx, pid)?;
                 let sargs = SprigArgs {
                     roots: r.roots.clone(),
@@ -290,6 +302,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                     exclude: vec![],
                     scheme: "lazy".into(),
                     timing: Some(mode.clone()),
+                    interval_ms: windows.then_some(WINDOWS_INTERVAL_MS),
                 };
                 let out = ctx.env.scratch.path.join(format!("{name}.json"));
                 let mut sprig = Sprig::start(&ctx.env.sprig, pid, &sargs, &out)?;
@@ -325,6 +338,8 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                         .ok()
                         .and_then(|p| p.windows)
                         .map_or(Value::Null, |w| w.to_json()),
+                    // Original-bytes silence: what its switches cost.
+                    "switches": stopped.report.get("windows").and_then(|w| w.get("switches")).cloned().unwrap_or(Value::Null),
                     "sprig_methods": known.len(),
                     "sprig_top": top(&sprig_self, 5),
                 }));

@@ -265,6 +265,7 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
                 exclude: vec![],
                 scheme: "lazy".into(),
                 timing: Some(mode.clone()),
+                interval_ms: None,
             };
             let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &args, &out)?;
             sprig.wait_profiling(START)?;
@@ -285,7 +286,12 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
                 Some(w) if !w.is_null() => Some("windows"),
                 _ => stopped.report.get("timing").and_then(Value::as_str),
             };
-            if reported != Some(mode.as_str()) {
+            let asked = if crate::proc::is_windows(mode) {
+                "windows"
+            } else {
+                mode.as_str()
+            };
+            if reported != Some(asked) {
                 bail!(
                     "accuracy: asked for --timing {mode}, the report says {:?}",
                     stopped.report.get("timing")

@@ -42,6 +42,7 @@ fn prime(
         exclude: vec![],
         scheme: "lazy".into(),
         timing: None,
+        interval_ms: None,
     };
     let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, out)?;
     sprig.wait_profiling(Duration::from_secs(120))?;
@@ -214,6 +215,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     exclude: vec![],
                     scheme: scheme.clone(),
                     timing: timing.clone(),
+                    interval_ms: None,
                 };
                 // With --settle, a bare window just as far from the last
                 // disturbance: this workload keeps getting faster for a
@@ -293,7 +295,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         p.all_root_calls()
                     );
                 }
-                if timing.as_deref() == Some("windows") && p.windows.is_none() {
+                if timing.as_deref().is_some_and(crate::proc::is_windows) && p.windows.is_none() {
                     bail!(
                         "{} root {}: asked for --timing windows, the report has no windows facts",
                         def.name,
@@ -341,12 +343,15 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 .iter()
                 .position(|(sc, t)| sc == scheme && t.as_deref() == Some("exact"));
             let vs_exact: Vec<Value> = match (timing.as_deref(), exact_twin) {
-                (Some(mode @ ("sampled" | "windows")), Some(ei)) => s
+                (
+                    Some(mode @ ("sampled" | "windows" | crate::proc::WINDOWS_ORIGINAL)),
+                    Some(ei),
+                ) => s
                     .iter()
                     .filter_map(|x| {
                         let e = samples[ri][ei].iter().find(|e| e.repeat == x.repeat)?;
                         let (ep, xp) = (e.paths.as_ref()?, x.paths.as_ref()?);
-                        Some(if mode == "windows" {
+                        Some(if crate::proc::is_windows(mode) {
                             compare_paths_per_root(
                                 ep,
                                 e.counted_root_calls,

@@ -229,6 +229,10 @@ pub struct WindowFacts {
     /// Samples taken inside a silent root call whose leaf is one of
     /// sprig's own probe natives: not the program's time, not credited.
     pub samples_in_probes: u64,
+    /// What silenced the probes in the silent windows.
+    pub silence: sprig_wire::control::Silence,
+    /// Original-bytes silence: what its switches did (`None`: none said).
+    pub switches: Option<sprig_wire::control::WindowSwitches>,
 }
 
 impl WindowFacts {

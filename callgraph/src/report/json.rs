@@ -45,8 +45,11 @@
 //! Windows timing (`timing` is `"sampled"`) adds top level `windows`
 //! (`{"counting_ms","silent_ms","interval_us","counted_root_calls",
 //! "silent_root_calls","scale","samples","samples_outside","source","samples_dropped",
-//! "samples_in_probes"}`; the last: samples in sprig's own probes, not
-//! credited): calls are per counted root call, `scale` takes them to every root call, and the
+//! "samples_in_probes","silence","switches"}`; `samples_in_probes`:
+//! samples in sprig's own probes, not credited; `silence`: `"dormant"` or
+//! `"original"`; `switches`: with original-bytes silence,
+//! `{"to_original","to_instrumented","classes","failed","ns","max_ns",
+//! "cut"}`, the redefinitions of the switches, else null): calls are per counted root call, `scale` takes them to every root call, and the
 //! root latencies come from the silent root calls.
 //!
 //! `--locks`: each wait is a row of its own among a node's children
@@ -591,7 +594,7 @@ impl Render for Json {
             indent(out, 1)?;
             write!(
                 out,
-                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{},\"source\":{},\"samples_dropped\":{},\"samples_in_probes\":{}}},",
+                "\"windows\":{{\"counting_ms\":{},\"silent_ms\":{},\"interval_us\":{},\"counted_root_calls\":{},\"silent_root_calls\":{},\"scale\":{},\"samples\":{},\"samples_outside\":{},\"source\":{},\"samples_dropped\":{},\"samples_in_probes\":{},\"silence\":\"{}\",\"switches\":{}}},",
                 w.counting_ms,
                 w.silent_ms,
                 w.interval_us,
@@ -607,6 +610,23 @@ impl Render for Json {
                 },
                 w.samples_dropped,
                 w.samples_in_probes,
+                match w.silence {
+                    sprig_wire::control::Silence::Dormant => "dormant",
+                    sprig_wire::control::Silence::Original => "original",
+                },
+                match &w.switches {
+                    Some(s) => format!(
+                        "{{\"to_original\":{},\"to_instrumented\":{},\"classes\":{},\"failed\":{},\"ns\":{},\"max_ns\":{},\"cut\":{}}}",
+                        s.to_original,
+                        s.to_instrumented,
+                        s.classes,
+                        s.failed,
+                        s.ns,
+                        s.max_ns,
+                        s.cut
+                    ),
+                    None => "null".to_string(),
+                },
             )?;
         }
         indent(out, 1)?;

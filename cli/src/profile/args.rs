@@ -7,7 +7,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use sprig::pattern::excluded_by;
 use sprig_rewriter::pattern::MethodPattern;
-use sprig_wire::control::{ClockKind, Scheme, SessionOptions, StackOptions, Timing, WindowOptions};
+use sprig_wire::control::{
+    ClockKind, Scheme, SessionOptions, Silence, StackOptions, Timing, WindowOptions,
+};
 
 use crate::output::{Sections, ViewArgs};
 
@@ -167,12 +169,31 @@ pub struct SessionArgs {
 
     /// With `--timing windows`: milliseconds of each counting window and of
     /// each silent window, `COUNT,SILENT` (each 1 to 600000), and
-    /// optionally `,CALLS`: a counting window also ends once CALLS root
-    /// calls were entered in it (checked every --interval), for code whose
-    /// counted root calls cost many times their bare time. The session
-    /// starts with a counting window.
+    /// optionally `,CALLS`: a counting window counts exactly CALLS root
+    /// calls (the root entries after them in it are silent) and ends once
+    /// they were entered (checked every --interval), for code whose
+    /// counted root calls cost many times their bare time, or whose root
+    /// calls repeat a cycle of CALLS different calls (a counting window of
+    /// one cycle counts each once). The session starts with a counting
+    /// window.
     #[arg(long, value_name = "COUNT,SILENT[,CALLS]", default_value = "50,950")]
     pub windows: String,
+
+    /// With `--timing windows`: what silences the probes in a silent
+    /// window. `dormant` (the default): the probes stay in the bytecode and
+    /// take their dormant path, a load and a branch a call (no switch
+    /// costs anything, but the JIT compiles around that bytecode: in code
+    /// of a few ns a call the silent root calls run slower than without
+    /// sprig). `original`: the session's instrumented classes, but the
+    /// roots' own, are put back to their original bytes for each silent
+    /// window and instrumented again when the next counting window opens,
+    /// so the silent root calls run the program's own code; each switch
+    /// redefines those classes (90-135 ms a switch for Lucene's 45 classes
+    /// on a loaded 2-core host) and the JIT compiles their methods again,
+    /// so use silent windows far longer than the counting ones (such as
+    /// 200,4800).
+    #[arg(long, value_enum, default_value_t = SilenceArg::Dormant, value_name = "HOW")]
+    pub windows_silence: SilenceArg,
 
     /// Count allocations, exactly, inside root contexts: every `new`,
     /// `newarray`, `anewarray` and `multianewarray` of the profiled
@@ -352,6 +373,13 @@ pub enum VirtualArg {
     Receiver,
 }
 
+/// What silences the probes in a silent window (`--windows-silence`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SilenceArg {
+    Dormant,
+    Original,
+}
+
 /// Where stack samples come from (`--source`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SourceArg {
@@ -526,6 +554,10 @@ impl SessionArgs {
             counting_ms: ms(c)?,
             silent_ms: ms(s)?,
             counting_calls: calls,
+            silence: match self.windows_silence {
+                SilenceArg::Dormant => Silence::Dormant,
+                SilenceArg::Original => Silence::Original,
+            },
         })
     }
 

@@ -87,6 +87,8 @@ pub(super) struct StackCredit {
     /// The timer's signals the agent's handler dropped outside silent
     /// root calls (`TimerOutside`).
     pub(super) dropped: u64,
+    /// Original-bytes silence: the switches so far (`WindowSwitches`).
+    pub(super) switches: Option<sprig_wire::control::WindowSwitches>,
     path: Vec<u32>,
 }
 
@@ -115,6 +117,7 @@ impl StackCredit {
             in_probes: 0,
             source: None,
             dropped: 0,
+            switches: None,
             path: Vec::new(),
         }
     }
@@ -186,6 +189,7 @@ impl StackCredit {
             }
             Message::StackSource(source) => self.source = Some(*source),
             Message::TimerOutside { signals } => self.dropped = self.dropped.max(*signals),
+            Message::WindowSwitches(s) => self.switches = Some(*s),
             _ => {}
         }
     }

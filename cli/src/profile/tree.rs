@@ -263,6 +263,8 @@ impl Work for CallTree<'_> {
                 source: s.source,
                 samples_dropped: s.dropped,
                 samples_in_probes: s.in_probes,
+                silence: w.silence,
+                switches: s.switches,
             });
         }
         let mut profile: Profile = self.builder.finish();

@@ -12,6 +12,14 @@
 //! JVMTI (`--source jvmti`), whose sampler drops such threads after its
 //! walk. The report says which ran.
 //!
+//! The timer source runs again with `--windows-silence original`: the
+//! fixture's class goes back to its original bytes but for the roots'
+//! probes in each silent window (the switch waits until the counted `hold`
+//! call has returned) and is instrumented again for the next counting
+//! window; the same assertions hold, and the report counts the switches.
+//! Last, a CLI killed while original-bytes silence switches every 100 ms:
+//! the next session starts and counts as the first one did.
+//!
 //! The schedule is set so that the phases fall in known windows: the
 //! session opens with a counting window of 2.5 s, then a silent one of
 //! 1 s, and so on. `hold 3500` is sent as the session starts, so its one
@@ -97,8 +105,13 @@ fn run_on(jdk: &Jdk) {
         &["--timing", "exact"],
         &[("shorts 300", "done shorts")],
     );
-    // the timer by default, then JVMTI
-    for (source, extra) in [("timer", None), ("jvmti", Some("jvmti"))] {
+    // the timer by default, then JVMTI, then the timer with the classes
+    // put back to their original bytes in silent windows
+    for (source, extra, original) in [
+        ("timer", None, false),
+        ("jvmti", Some("jvmti"), false),
+        ("timer", None, true),
+    ] {
         let mut args = vec![
             "--timing",
             "windows",
@@ -110,14 +123,81 @@ fn run_on(jdk: &Jdk) {
         if let Some(s) = extra {
             args.extend_from_slice(&["--source", s]);
         }
+        if original {
+            args.extend_from_slice(&["--windows-silence", "original"]);
+        }
         let windows = session(
             &mut jvm,
-            &tmp.path().join(format!("windows-{source}.json")),
+            &tmp.path().join(format!("windows-{source}-{original}.json")),
             &args,
             &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
         );
         check_windows(jdk, source, &exact, &windows);
+        let w = &windows["windows"];
+        let major = jdk.major;
+        if original {
+            assert_eq!(w["silence"], "original", "{w}");
+            // Into the silent window once the hold call returned, out of
+            // it for the second counting window; the fixture's class
+            // each time.
+            let s = &w["switches"];
+            assert!(
+                s["to_original"].as_u64() >= Some(1)
+                    && s["to_instrumented"].as_u64() >= Some(1)
+                    && s["classes"].as_u64() >= Some(2)
+                    && s["failed"] == 0
+                    && s["cut"] == 0,
+                "JDK {major}: the silent windows were not on the original bytes: {w}"
+            );
+        } else {
+            assert_eq!(w["silence"], "dormant", "{w}");
+            assert!(w["switches"].is_null(), "{w}");
+        }
     }
+
+    // A CLI killed while original-bytes silence switches every 100 ms:
+    // the agent still detaches (the next session starts at once) and
+    // leaves the classes as they were (that session counts as the first).
+    let mut args = ROOTS.to_vec();
+    args.extend_from_slice(&[
+        "--format",
+        "json",
+        "--timing",
+        "windows",
+        "--windows",
+        "100,100",
+        "--windows-silence",
+        "original",
+        "--interval",
+        "1",
+    ]);
+    let mut dying = start_sprig(jvm.pid(), &args, &tmp.path().join("killed.json"));
+    jvm.send("shorts 1500");
+    std::thread::sleep(Duration::from_millis(700));
+    dying.signal("KILL");
+    dying.wait_exit(LONG);
+    jvm.wait_for("done shorts", LONG, |l| l.starts_with("done shorts"));
+    let after = session(
+        &mut jvm,
+        &tmp.path().join("exact-after-kill.json"),
+        &["--timing", "exact"],
+        &[("shorts 300", "done shorts")],
+    );
+    let per_root = |report: &Value| -> Vec<(String, f64)> {
+        let calls = calls_by_path(report, &["fixtures."]);
+        let roots = calls["Windows.shortRoot"] as f64;
+        calls
+            .into_iter()
+            .filter(|(p, c)| p.starts_with("Windows.shortRoot") && *c > 0)
+            .map(|(p, c)| (p, c as f64 / roots))
+            .collect()
+    };
+    assert_eq!(
+        per_root(&exact),
+        per_root(&after),
+        "JDK {}: after a CLI killed during original-bytes silence",
+        jdk.major
+    );
 
     jvm.send("exit");
     jvm.wait_exit(LONG);

@@ -180,10 +180,35 @@ pub(super) fn windows_line(s: &crate::profile::Stats) -> String {
     if w.samples_in_probes > 0 {
         dropped.push_str(&format!(", {} in sprig's probes", w.samples_in_probes));
     }
+    let silence = match (w.silence, &w.switches) {
+        (sprig_wire::control::Silence::Original, Some(s)) => format!(
+            "; silent windows on the original bytes ({} switches there and {} back, {} class \
+             redefinitions, {:.1} ms redefining, {:.1} ms the longest{}{})",
+            s.to_original,
+            s.to_instrumented,
+            s.classes,
+            s.ns as f64 / 1e6,
+            s.max_ns as f64 / 1e6,
+            if s.failed > 0 {
+                format!(", {} failed", s.failed)
+            } else {
+                String::new()
+            },
+            if s.cut > 0 {
+                format!(", {} switches cut a counted root call short", s.cut)
+            } else {
+                String::new()
+            }
+        ),
+        (sprig_wire::control::Silence::Original, None) => {
+            "; silent windows on the original bytes (no switch yet)".to_string()
+        }
+        _ => String::new(),
+    };
     format!(
         "windows timing ({} ms counting, {} ms silent): calls per counted root call ({} counted, \
          {} silent; totals scaled x{:.2} to every root call), times from {} stack samples{} of \
-         silent root calls ({} outside a root{}), latencies from silent windows",
+         silent root calls ({} outside a root{}), latencies from silent windows{}",
         w.counting_ms,
         w.silent_ms,
         w.counted_root_calls,
@@ -192,7 +217,8 @@ pub(super) fn windows_line(s: &crate::profile::Stats) -> String {
         w.samples,
         source_words(w.source),
         w.samples_outside,
-        dropped
+        dropped,
+        silence
     )
 }
 

@@ -420,6 +420,8 @@ fn windows_timing_says_so_in_the_header_the_probe_line_and_the_footer() {
         source: None,
         samples_dropped: 0,
         samples_in_probes: 0,
+        silence: sprig_wire::control::Silence::Dormant,
+        switches: None,
     });
     let text = text_of(&p, &RenderOptions::default());
     let mut lines = text.lines();

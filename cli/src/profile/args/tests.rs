@@ -131,7 +131,8 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
         Some(WindowOptions {
             counting_ms: 50,
             silent_ms: 950,
-            counting_calls: 0
+            counting_calls: 0,
+            silence: Silence::Dormant,
         })
     );
     assert_eq!(o.stacks.map(|s| s.interval_us), Some(5000));
@@ -141,7 +142,8 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
         Some(WindowOptions {
             counting_ms: 20,
             silent_ms: 980,
-            counting_calls: 4
+            counting_calls: 4,
+            silence: Silence::Dormant,
         })
     );
     assert_eq!(o.stacks.map(|s| s.interval_us), Some(2000));
