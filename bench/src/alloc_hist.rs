@@ -109,6 +109,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         exclude: Vec::new(),
         scheme: ALLOC_SCHEME.into(),
         timing: None,
+        interval_ms: None,
     };
     let mut s = Sprig::start(&ctx.env.sprig, jvm.pid(), &args, &out)?;
     s.wait_profiling(Duration::from_secs(120))?;
