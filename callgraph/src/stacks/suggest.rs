@@ -3,9 +3,10 @@
 //!
 //! A candidate holds at least [`SuggestOptions::min_share`] of the view's
 //! samples inclusively, holds it steadily (in every window of the run at
-//! least half its share over the whole run), and is neither a JDK method
-//! nor a thread's entry frame (the outermost frame of a whole stack:
-//! `Thread.run`, `main`). What a performance engineer picks among them is
+//! least half its share over the whole run), and is neither a method of
+//! the JDK's library ([`is_library_class`]: the tools the JDK ships, such
+//! as javac, are candidates) nor a thread's entry frame (the outermost
+//! frame of a whole stack: `Thread.run`, `main`). What a performance engineer picks among them is
 //! a unit of work: a method entered anew for each request, below the
 //! thread's loop and the framework's dispatch loops, above the leaf work.
 //! The ranking says so in three tiers (docs/stack-sampling.md has the
@@ -78,6 +79,15 @@ pub fn is_jdk_class(class: &str) -> bool {
     ["java.", "javax.", "jdk.", "sun.", "com.sun."]
         .iter()
         .any(|p| class.starts_with(p))
+}
+
+/// Whether a class is the JDK's library, whose methods are no root: a
+/// JDK class ([`is_jdk_class`]) but for the tools the JDK ships
+/// (`com.sun.tools.*`: javac, javadoc, jdeps), which an application that
+/// runs one in process (a build server calling javac) runs as its own
+/// work.
+pub fn is_library_class(class: &str) -> bool {
+    is_jdk_class(class) && !class.starts_with("com.sun.tools.")
 }
 
 /// What the suggestions weigh.
@@ -178,7 +188,7 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
         let Some(info) = p.methods.get(&m) else {
             continue;
         };
-        if is_jdk_class(&info.class) || p.entry_frames.contains(&m) {
+        if is_library_class(&info.class) || p.entry_frames.contains(&m) {
             continue;
         }
         let (_, total, _) = c.of(opts.view);

@@ -684,3 +684,50 @@ fn short_lived_threads_do_not_make_loops() {
         "the long thread's loop before the short threads' work: {roots:?}"
     );
 }
+
+/// A tool the JDK ships, run inside the application (javac through its
+/// API, as a build server does), is the application's work: its methods
+/// are candidates, unlike the JDK's library (`java.util.HashMap`).
+#[test]
+fn a_jdk_tool_run_in_process_is_the_applications_work() {
+    const COMPILE: u32 = 40;
+    const GEN: u32 = 41;
+    const ATTR: u32 = 42;
+    let mut p = server_profile();
+    for (id, class, name) in [
+        (COMPILE, "com.sun.tools.javac.main.JavaCompiler", "compile"),
+        (GEN, "com.sun.tools.javac.jvm.Gen", "genClass"),
+        (ATTR, "com.sun.tools.javac.comp.Attr", "attribClass"),
+    ] {
+        p.add_method(id, MethodInfo::new(class, name, "()V"));
+    }
+    for r in 0..400u64 {
+        let s: &[u32] = match r % 10 {
+            0..=5 => &[RUN, SERVE, COMPILE, ATTR, HASH],
+            _ => &[RUN, SERVE, COMPILE, GEN],
+        };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, s)],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    );
+    let names = names(&roots);
+    assert!(names.len() >= 2, "{roots:?}");
+    assert_eq!(
+        &names[..2],
+        [
+            "com.sun.tools.javac.comp.Attr::attribClass",
+            "com.sun.tools.javac.jvm.Gen::genClass"
+        ],
+        "{roots:?}"
+    );
+    assert!(!names.contains(&"java.util.HashMap::get"), "{roots:?}");
+}

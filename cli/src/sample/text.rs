@@ -203,7 +203,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         let roots = s.suggestions();
         writeln!(
             out,
-            "\nSuggested roots ({} view: units of work, then their parts, then loops, each by inclusive share steady over the run's 4 windows; no JDK method, no thread entry frame)",
+            "\nSuggested roots ({} view: units of work, then their parts, then loops, each by inclusive share steady over the run's 4 windows; no method of the JDK's library, no thread entry frame)",
             view.name()
         )?;
         if roots.is_empty() {
