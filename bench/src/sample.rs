@@ -25,11 +25,15 @@
 //!   hot-method vectors (self shares of the methods in either run's top
 //!   20); and whether the bench's hand-picked roots are among each run's
 //!   top 5 `suggested_roots`.
-//! - **Prediction**: the first suggestion of the first accuracy run,
-//!   profiled with `sprig profile PID --root R` (its ready-to-paste
-//!   command, default sampled timing) in windows alternating with bare
-//!   ones: the measured overhead beside the predicted one (its
-//!   `sampled_pct`, of the time under the root, times the root's share).
+//! - **Prediction**: a third `sprig sample` window with call-edge bursts
+//!   (`--edges`: without them no overhead is predicted); its first
+//!   suggestion profiled with `sprig profile PID --root R` (its
+//!   ready-to-paste command), with sampled timing and with `--timing
+//!   exact`, in windows alternating with bare ones: the measured overhead
+//!   beside the predicted one (its `sampled_pct` or `exact_pct`, of the
+//!   time under the root, times the root's share). The hand-picked roots
+//!   count as suggested where a top-5 suggestion names them or its
+//!   delegation run (`same_time`) holds them.
 //! - **200 threads**: `bench.Threads200` (200 threads, each a unit of
 //!   work and a 2 ms park) with `-Xlog:safepoint`: windows bare, under
 //!   `sprig sample` (the timer source, the default) and under `sprig
@@ -238,16 +242,40 @@ fn correlation(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>, n: usize) -
     cov / (vx * vy).sqrt()
 }
 
-/// The report's suggested roots, and whether one of `want` is among them.
-fn suggestions(report: &Value, want: &[String]) -> (Vec<String>, bool) {
-    let roots: Vec<String> = report["suggested_roots"]
+/// The report's top 5 suggested roots (`kind: root`), and how one of
+/// `want` is among them: as a suggestion's root, or in the delegation run
+/// it names (`same_time`: a method that hands all of its time on to the
+/// root, the same root within 5 points), None when it is not.
+fn suggestions(report: &Value, want: &[String]) -> (Vec<String>, Option<String>) {
+    let top: Vec<&Value> = report["suggested_roots"]
         .as_array()
         .into_iter()
         .flatten()
         .take(5)
-        .filter_map(|r| r["root"].as_str().map(str::to_owned))
         .collect();
-    let hit = roots.iter().any(|r| want.contains(r));
+    let roots = top
+        .iter()
+        .filter_map(|r| {
+            Some(format!(
+                "{}: {}",
+                r["kind"].as_str().unwrap_or("?"),
+                r["root"].as_str()?
+            ))
+        })
+        .collect();
+    let hit = top.iter().enumerate().find_map(|(i, r)| {
+        let root = r["root"].as_str()?;
+        if want.iter().any(|w| w == root) {
+            return Some(format!("{root} (suggestion {})", i + 1));
+        }
+        r["same_time"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find(|o| want.iter().any(|w| w == o))
+            .map(|o| format!("{o} (suggestion {}, same time as {root})", i + 1))
+    });
     (roots, hit)
 }
 
@@ -415,7 +443,13 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let run = SampleRun::start_with(&ctx.env.sprig, pid, &out_b, &accuracy)?;
     window(&mut jvm, ka, bound)?;
     let b = run.stop()?;
-    let predicted = prediction(ctx, &mut jvm, &a, median(&bare), bound)?;
+    // The prediction rests on call-edge bursts: a third window with
+    // `--edges`, whose first suggestion is then profiled.
+    let out_e = scratch.join(format!("sample-{wl}-edges.json"));
+    let run = SampleRun::start_with(&ctx.env.sprig, pid, &out_e, &["--edges"])?;
+    window(&mut jvm, ka, bound)?;
+    let e = run.stop()?;
+    let predicted = prediction(ctx, &mut jvm, &e, median(&bare), bound)?;
     jvm.quit()?;
 
     let exec = jfr_leaves(ctx, &rec, "jdk.ExecutionSample")?;
@@ -431,6 +465,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let (sa, sb) = (sample_self(&a), sample_self(&b));
     let (roots_a, hit_a) = suggestions(&a, &want);
     let (roots_b, hit_b) = suggestions(&b, &want);
+    let (roots_e, hit_e) = suggestions(&e, &want);
     let jfr_samples: f64 = jfr_self.values().sum();
     Ok(json!({
         "workload": wl,
@@ -463,33 +498,38 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "hand_picked_roots": want,
         "suggested_a": roots_a,
         "suggested_b": roots_b,
-        "hand_picked_in_top5": [hit_a, hit_b],
+        "suggested_edges": roots_e,
+        "hand_picked_in_top5": [hit_a.is_some(), hit_b.is_some(), hit_e.is_some()],
+        "hand_picked_found_as": [hit_a, hit_b, hit_e],
         "sample_top": truth::top(&sa, 5),
         "jfr_top": truth::top(&jfr_self, 5),
         "prediction": predicted,
     }))
 }
 
-/// The first suggested root of `report`: (root, share, predicted sampled
-/// overhead in % of the time under it, NaN when the report has none,
-/// activations a second).
-fn first_suggestion(report: &Value) -> Option<(String, f64, f64, f64)> {
+/// The first suggested root of `report` (a `--edges` run): (root, share,
+/// predicted overhead in % of the time under it with sampled and with
+/// exact timing, NaN where the report has none, estimated calls a second
+/// at and below it, NaN where none).
+fn first_suggestion(report: &Value) -> Option<(String, f64, [f64; 2], f64)> {
     let r = report["suggested_roots"].as_array()?.first()?;
+    let p = &r["predicted_overhead"];
+    let pct = |k: &str| p[k].as_f64().unwrap_or(f64::NAN);
     Some((
         r["root"].as_str()?.to_owned(),
         r["share"].as_f64()?,
-        // null without --edges ("unknown"): the profile is still measured.
-        r["predicted_overhead"]["sampled_pct"]
-            .as_f64()
-            .unwrap_or(f64::NAN),
-        r["activations_per_s"].as_f64()?,
+        [pct("sampled_pct"), pct("exact_pct")],
+        p["calls_per_s_est"].as_f64().unwrap_or(f64::NAN),
     ))
 }
 
-/// The first suggestion of `report` profiled with `sprig profile PID
-/// --root R`, in windows alternating with bare ones (`MIN_REPEATS` pairs,
-/// the order swapped every pair; each profiled window after half a window
-/// of settling): measured overhead per pair against the prediction.
+/// The first suggestion of `report` (a `sprig sample --edges` run)
+/// profiled with `sprig profile PID --root R`, with sampled timing (the
+/// default) and with `--timing exact`, each in windows alternating with
+/// bare ones (`MIN_REPEATS` pairs, the order swapped every pair; each
+/// profiled window after half a window of settling): the measured
+/// overhead per pair against the predicted one (the prediction in % of
+/// the time under the root, times the root's share).
 fn prediction(
     ctx: &Ctx,
     jvm: &mut Jvm,
@@ -497,60 +537,67 @@ fn prediction(
     bare_ms: f64,
     bound: Duration,
 ) -> Result<Value> {
-    let Some((root, share, sampled_pct, per_s)) = first_suggestion(report) else {
+    let Some((root, share, pct_under, calls_per_s)) = first_suggestion(report) else {
         return Ok(json!({"root": null}));
     };
     let k = iterations(WINDOW, bare_ms);
     let pid = jvm.pid();
     let repeats = ctx.repeats.max(MIN_REPEATS);
-    let (mut bare, mut profiled, mut pct) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..repeats {
-        eprintln!(
-            "sprig-bench: sample: prediction: sprig profile --root {root}: pair {}/{repeats}",
-            rep + 1
-        );
-        let mut times = [0.0f64; 2];
-        for w in (0..2).map(|i| (i + rep) % 2) {
-            times[w] = if w == 0 {
-                window(jvm, k, bound)?
-            } else {
-                let out = ctx
-                    .env
-                    .scratch
-                    .path
-                    .join(format!("sample-profile-{pid}-{}.json", rep + 1));
-                let args = SprigArgs {
-                    roots: vec![root.clone()],
-                    include: Vec::new(),
-                    exclude: Vec::new(),
-                    scheme: "lazy".into(),
-                    timing: None,
-                    interval_ms: None,
+    let mut rows = Vec::new();
+    for (t, timing) in ["sampled", "exact"].into_iter().enumerate() {
+        let (mut bare, mut profiled, mut pct) = (Vec::new(), Vec::new(), Vec::new());
+        for rep in 0..repeats {
+            eprintln!(
+                "sprig-bench: sample: prediction: sprig profile --root {root} --timing {timing}: pair {}/{repeats}",
+                rep + 1
+            );
+            let mut times = [0.0f64; 2];
+            for w in (0..2).map(|i| (i + rep) % 2) {
+                times[w] = if w == 0 {
+                    window(jvm, k, bound)?
+                } else {
+                    let out = ctx
+                        .env
+                        .scratch
+                        .path
+                        .join(format!("sample-profile-{pid}-{timing}-{}.json", rep + 1));
+                    let args = SprigArgs {
+                        roots: vec![root.clone()],
+                        include: Vec::new(),
+                        exclude: Vec::new(),
+                        scheme: "lazy".into(),
+                        timing: (timing == "exact").then(|| "exact".to_owned()),
+                        interval_ms: None,
+                    };
+                    let mut s = Sprig::start(&ctx.env.sprig, pid, &args, &out)?;
+                    s.wait_profiling(Duration::from_secs(120))?;
+                    window(jvm, (k / 2).max(3), bound)?;
+                    let t = window(jvm, k, bound)?;
+                    s.stop(Duration::from_secs(120))?;
+                    t
                 };
-                let mut s = Sprig::start(&ctx.env.sprig, pid, &args, &out)?;
-                s.wait_profiling(Duration::from_secs(120))?;
-                window(jvm, (k / 2).max(3), bound)?;
-                let t = window(jvm, k, bound)?;
-                s.stop(Duration::from_secs(120))?;
-                t
-            };
+            }
+            bare.push(times[0]);
+            profiled.push(times[1]);
+            pct.push((times[1] / times[0] - 1.0) * 100.0);
         }
-        bare.push(times[0]);
-        profiled.push(times[1]);
-        pct.push((times[1] / times[0] - 1.0) * 100.0);
+        let predicted = pct_under[t] * share;
+        let measured = median(&pct);
+        rows.push(json!({
+            "timing": timing,
+            "predicted_pct_under_root": pct_under[t],
+            "predicted_pct": predicted,
+            "bare_ms": json_of(&bare),
+            "profiled_ms": json_of(&profiled),
+            "measured_pct": json_of(&pct),
+            "measured_over_predicted": measured / predicted,
+        }));
     }
-    let predicted = sampled_pct * share;
-    let measured = median(&pct);
     Ok(json!({
         "root": root,
         "share": share,
-        "activations_per_s": per_s,
-        "predicted_pct_under_root": sampled_pct,
-        "predicted_pct": predicted,
-        "bare_ms": json_of(&bare),
-        "profiled_ms": json_of(&profiled),
-        "measured_pct": json_of(&pct),
-        "measured_over_predicted": measured / predicted,
+        "calls_per_s_est": calls_per_s,
+        "timings": rows,
     }))
 }
 
@@ -732,19 +779,29 @@ pub fn print(v: &Value) {
             "         top self: sprig {}; JFR {}",
             r["sample_top"], r["jfr_top"]
         );
+        println!(
+            "         with --edges: suggests {}; hand-picked found as {}",
+            r["suggested_edges"], r["hand_picked_found_as"],
+        );
         let p = &r["prediction"];
         if p["root"].is_string() {
             println!(
-                "         first suggestion {}: predicted {:.3}% ({:.3}% of the time under it x share {:.2}, {:.0} activations/s); sprig profile measured {} % ({} pairs); measured/predicted {:.2}",
+                "         first suggestion of the --edges run {} (share {:.2}, {:.0} calls/s estimated at and below it):",
                 p["root"].as_str().unwrap_or("?"),
-                p["predicted_pct"].as_f64().unwrap_or(f64::NAN),
-                p["predicted_pct_under_root"].as_f64().unwrap_or(f64::NAN),
                 p["share"].as_f64().unwrap_or(f64::NAN),
-                p["activations_per_s"].as_f64().unwrap_or(f64::NAN),
-                fmt(Summary::from_json(&p["measured_pct"]), 2),
-                p["measured_pct"]["n"],
-                p["measured_over_predicted"].as_f64().unwrap_or(f64::NAN),
+                p["calls_per_s_est"].as_f64().unwrap_or(f64::NAN),
             );
+            for t in p["timings"].as_array().into_iter().flatten() {
+                println!(
+                    "           {:<7} predicted {:.3}% ({:.3}% of the time under it x share); sprig profile measured {} % ({} pairs); measured/predicted {:.2}",
+                    t["timing"].as_str().unwrap_or("?"),
+                    t["predicted_pct"].as_f64().unwrap_or(f64::NAN),
+                    t["predicted_pct_under_root"].as_f64().unwrap_or(f64::NAN),
+                    fmt(Summary::from_json(&t["measured_pct"]), 2),
+                    t["measured_pct"]["n"],
+                    t["measured_over_predicted"].as_f64().unwrap_or(f64::NAN),
+                );
+            }
         }
     }
     let t = &v["threads200"];

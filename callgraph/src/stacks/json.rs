@@ -22,7 +22,7 @@
 //!                                            "pair_source":"benchmark","burst_path_ns"
 //!                                            (null with basis "none"; the path null
 //!                                            when unmeasured)},
-//!                      "command"}],
+//!                      "command","kind":"unit"|"part"|"loop","same_time":[ROOT]}],
 //!  "edges":{"bursts","samples","named","dropped","effective_ms","cost_ns","classes","methods",
 //!           "intervals","interval_cpu_ms","app_cpu_per_s","path_ns","interval_app_cpu_ms",
 //!           "edges":[{"caller","callee","samples","calls_per_s_est"}]} (with --edges)}
@@ -36,7 +36,8 @@
 //! Methods are listed by self then total samples. A suggested root's
 //! predicted overhead is an estimate that rests on the call-edge bursts
 //! (`suggest.rs`); without `--edges` its figures are null and its note
-//! says "unknown (run with --edges)".
+//! says "unknown (run with --edges)". A suggestion's `kind` is its tier
+//! and `same_time` the rest of its delegation run (`suggest.rs`).
 
 use std::io::{self, Write};
 
@@ -208,7 +209,16 @@ pub fn write_json_with_edges(
         }
         out.write_all(b"},\"command\":")?;
         write_str(out, &profile_command(pid, &r.pattern))?;
-        out.write_all(b"}")?;
+        out.write_all(b",\"kind\":")?;
+        write_str(out, r.kind.name())?;
+        out.write_all(b",\"same_time\":[")?;
+        for (j, o) in r.same_time.iter().enumerate() {
+            if j > 0 {
+                out.write_all(b",")?;
+            }
+            write_str(out, o)?;
+        }
+        out.write_all(b"]}")?;
     }
     out.write_all(b"]")?;
     if let Some(e) = edges {

@@ -56,8 +56,8 @@ pub use json::{profile_command, write_json, write_json_with_edges};
 pub use overlap::{MethodShare, Overlap, overlap};
 pub use pcct::{PNode, Pcct};
 pub use suggest::{
-    EXACT_PAIR_NS, SAMPLED_PAIR_NS, SuggestOptions, SuggestedRoot, app_cpu_per_s, is_jdk_class,
-    suggest_roots, with_edges,
+    EXACT_PAIR_NS, JUDGE_SAMPLES, RootKind, SAMPLED_PAIR_NS, SuggestOptions, SuggestedRoot,
+    app_cpu_per_s, is_jdk_class, is_library_class, suggest_roots, with_edges,
 };
 
 /// Which samples count, and what a sample weighs (module docs).

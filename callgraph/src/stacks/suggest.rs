@@ -3,15 +3,42 @@
 //!
 //! A candidate holds at least [`SuggestOptions::min_share`] of the view's
 //! samples inclusively, holds it steadily (in every window of the run at
-//! least half its share over the whole run), and is neither a JDK method
-//! nor a thread's entry frame (the outermost frame of a whole stack:
-//! `Thread.run`, `main`, a pool's worker loop are no use as roots). From a
-//! candidate the suggestion goes down, one direct callee at a time, to
-//! the deepest candidate that still holds [`SuggestOptions::hold`] of its
-//! caller's samples: a root that covers the same time with a smaller
-//! subgraph costs less to profile. (A helper every callee calls, such as
-//! a leaf both branches use, is not a callee of the candidate: the
-//! descent stops above the branches.)
+//! least half its share over the whole run), and is neither a method of
+//! the JDK's library ([`is_library_class`]: the tools the JDK ships, such
+//! as javac, are candidates) nor a thread's entry frame (the outermost
+//! frame of a whole stack: `Thread.run`, `main`). What a performance engineer picks among them is
+//! a unit of work: a method entered anew for each request, below the
+//! thread's loop and the framework's dispatch loops, above the leaf work.
+//! The ranking says so in three tiers (docs/stack-sampling.md has the
+//! reasons):
+//!
+//! 1. **Units of work**: candidates that are not loops and have no other
+//!    candidate that is not a loop above them (for most of their
+//!    samples): the outermost methods entered per unit of work.
+//! 2. **Parts**: the other candidates that are not loops, the methods a
+//!    unit of work calls (and a helper every part calls, such as a spin
+//!    loop, even when it is on every stack).
+//! 3. **Loops**: a candidate on the stack in at least
+//!    [`SuggestOptions::loop_presence`] of the samples of its thread, for
+//!    most of its samples (counting threads with at least
+//!    [`JUDGE_SAMPLES`] samples in the view): a frame present in nearly
+//!    every sample of its thread across the whole session is a loop that
+//!    never returns (a pool's worker loop, a selector's produce loop, a
+//!    driver's iteration loop) or cannot be told from one by sampling; a
+//!    `sprig profile` rooted there opens a context only when it is
+//!    entered again, and a method entered once never is.
+//!
+//! Within a tier, by share. A method that hands all of its time on to one
+//! callee (a JDBC statement's `executeQuery` calling the engine's
+//! `Command.executeQuery`) is the same root as the callee: from each
+//! candidate the suggestion goes down, one direct callee at a time, while
+//! the callee holds [`SuggestOptions::hold`] of the first one's samples
+//! and has not many more of its own elsewhere, and names the deepest of
+//! that run, where the work splits (`same_time` lists the others, outer
+//! first: profiling any of them measures the same time within `1 - hold`
+//! of it). (A helper every callee calls, such as a leaf both branches
+//! use, is not a callee of the candidate: the run stops above the
+//! branches.)
 //!
 //! # The predicted overhead
 //!
@@ -54,6 +81,15 @@ pub fn is_jdk_class(class: &str) -> bool {
         .any(|p| class.starts_with(p))
 }
 
+/// Whether a class is the JDK's library, whose methods are no root: a
+/// JDK class ([`is_jdk_class`]) but for the tools the JDK ships
+/// (`com.sun.tools.*`: javac, javadoc, jdeps), which an application that
+/// runs one in process (a build server calling javac) runs as its own
+/// work.
+pub fn is_library_class(class: &str) -> bool {
+    is_jdk_class(class) && !class.starts_with("com.sun.tools.")
+}
+
 /// What the suggestions weigh.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SuggestOptions {
@@ -64,10 +100,17 @@ pub struct SuggestOptions {
     pub min_share: f64,
     /// Windows the run is split into for stability.
     pub windows: usize,
-    /// Share of a candidate's samples a deeper candidate must hold to be
-    /// suggested in its place.
+    /// Share of a candidate's samples a direct callee must hold to be
+    /// the same root (module docs: the delegation run).
     pub hold: f64,
+    /// Share of its thread's samples a frame must be on the stack of to be
+    /// a loop (module docs).
+    pub loop_presence: f64,
 }
+
+/// A thread with fewer samples in the view does not tell a loop: a
+/// thread sampled twice has every frame of its stack in every sample.
+pub const JUDGE_SAMPLES: u64 = 10;
 
 impl Default for SuggestOptions {
     fn default() -> SuggestOptions {
@@ -76,7 +119,8 @@ impl Default for SuggestOptions {
             max: 3,
             min_share: 0.05,
             windows: 4,
-            hold: 0.8,
+            hold: 0.95,
+            loop_presence: 0.9,
         }
     }
 }
@@ -87,6 +131,11 @@ pub struct SuggestedRoot {
     pub method: u32,
     /// `pkg.Class::method`, as `--root` takes it.
     pub pattern: String,
+    /// The other methods of its delegation run (module docs), outer
+    /// first: the same root within `1 - hold` of its time.
+    pub same_time: Vec<String>,
+    /// Which tier it ranks in (module docs).
+    pub kind: RootKind,
     /// Inclusive share of the view's samples (0..1), and per window.
     pub share: f64,
     pub window_shares: Vec<f64>,
@@ -108,7 +157,26 @@ pub struct SuggestedRoot {
     pub edge_calls_per_cpu_s: Option<f64>,
 }
 
-/// The suggested roots of `p`, best first (largest share, then name).
+/// The tier a suggestion ranks in (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RootKind {
+    Unit,
+    Part,
+    Loop,
+}
+
+impl RootKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RootKind::Unit => "unit",
+            RootKind::Part => "part",
+            RootKind::Loop => "loop",
+        }
+    }
+}
+
+/// The suggested roots of `p`, best first (module docs: units of work,
+/// then parts, then loops, each by share, then name).
 pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRoot> {
     let all = p.samples(opts.view);
     if all == 0 || opts.max == 0 {
@@ -120,7 +188,7 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
         let Some(info) = p.methods.get(&m) else {
             continue;
         };
-        if is_jdk_class(&info.class) || p.entry_frames.contains(&m) {
+        if is_library_class(&info.class) || p.entry_frames.contains(&m) {
             continue;
         }
         let (_, total, _) = c.of(opts.view);
@@ -137,52 +205,72 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
         }
         candidates.insert(m, (share, ws));
     }
-    // From each candidate down to the deepest one holding most of it.
-    let mut chosen: Vec<u32> = Vec::new();
-    let mut order: Vec<u32> = candidates.keys().copied().collect();
+    let total = |m: u32| p.counts.get(&m).map_or(0, |c| c.of(opts.view).1);
+    let loops = loop_frames(p, opts, &candidates);
+    let units: Vec<u32> = candidates
+        .keys()
+        .copied()
+        .filter(|m| !loops.contains(m))
+        .collect();
+    let under = under_any(p, opts.view, &units);
+    let kind = |m: u32| {
+        if under
+            .get(&m)
+            .is_some_and(|&u| u.saturating_mul(2) > total(m))
+        {
+            RootKind::Part
+        } else if loops.contains(&m) {
+            RootKind::Loop
+        } else {
+            RootKind::Unit
+        }
+    };
+    let mut order: Vec<(RootKind, u32)> = candidates.keys().map(|&m| (kind(m), m)).collect();
     order.sort_by(|a, b| {
-        candidates[b]
-            .0
-            .total_cmp(&candidates[a].0)
-            .then_with(|| p.method(*a).cmp(&p.method(*b)))
+        a.0.cmp(&b.0)
+            .then_with(|| candidates[&b.1].0.total_cmp(&candidates[&a.1].0))
+            .then_with(|| p.method(a.1).cmp(&p.method(b.1)))
     });
-    for &m in &order {
-        let mut at = m;
-        let mut seen = vec![m];
+    // Each candidate's delegation run, named after its deepest method.
+    let mut covered: Vec<u32> = Vec::new();
+    let mut chosen: Vec<(u32, RootKind, Vec<u32>)> = Vec::new();
+    for &(k, top) in &order {
+        if covered.contains(&top) {
+            continue;
+        }
+        let top_total = total(top);
+        let mut run = vec![top];
+        let mut at = top;
         loop {
-            let (_, total_at, _) = p.counts[&at].of(opts.view);
-            let below = samples_below(p, at, opts.view);
-            let next = below
+            let next = samples_below(p, at, opts.view)
                 .into_iter()
-                .filter(|(c, n)| {
-                    candidates.contains_key(c)
-                        && !seen.contains(c)
-                        && *n as f64 >= opts.hold * total_at as f64
+                .filter(|&(c, n)| {
+                    candidates.contains_key(&c)
+                        && !run.contains(&c)
+                        && n as f64 >= opts.hold * top_total as f64
+                        && total(c) as f64 * opts.hold <= top_total as f64
                 })
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
             match next {
                 Some((c, _)) => {
-                    seen.push(c);
+                    run.push(c);
                     at = c;
                 }
                 None => break,
             }
         }
-        if !chosen.contains(&at) {
-            chosen.push(at);
+        covered.extend(&run);
+        if chosen.iter().any(|c| c.0 == at) {
+            continue;
         }
+        run.pop();
+        chosen.push((at, k, run));
     }
-    chosen.sort_by(|a, b| {
-        candidates[b]
-            .0
-            .total_cmp(&candidates[a].0)
-            .then_with(|| p.method(*a).cmp(&p.method(*b)))
-    });
     chosen.truncate(opts.max);
     let secs = p.span_ns() as f64 / 1e9;
     chosen
         .into_iter()
-        .map(|m| {
+        .map(|(m, kind, run)| {
             let (share, ws) = candidates[&m].clone();
             let (_, _, time_ns) = p.counts[&m].of(opts.view);
             let activations = activations_under(p, m);
@@ -190,6 +278,14 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
             SuggestedRoot {
                 method: m,
                 pattern: format!("{}::{}", info.class, info.name),
+                same_time: run
+                    .iter()
+                    .map(|&o| {
+                        let i = p.method(o);
+                        format!("{}::{}", i.class, i.name)
+                    })
+                    .collect(),
+                kind,
                 share,
                 window_shares: ws,
                 activations,
@@ -252,6 +348,111 @@ pub fn app_cpu_per_s(p: &StackProfile) -> f64 {
         }
     }
     ns as f64 / span as f64
+}
+
+/// One visit of a tree node in [`walk`]: entering or leaving it, its
+/// method, its subtree's samples in the view, and whether it is the
+/// method's outermost occurrence on the path.
+struct Visit {
+    leaving: bool,
+    method: u32,
+    samples: u64,
+    outermost: bool,
+}
+
+/// Depth-first over every node of `tree`, outermost first.
+fn walk(tree: &super::Pcct, view: View, mut visit: impl FnMut(&Visit)) {
+    let totals = tree.totals(view);
+    let mut on_path: HashMap<u32, u32> = HashMap::new();
+    let mut stack: Vec<(u32, bool)> = tree.roots.iter().rev().map(|&r| (r, false)).collect();
+    while let Some((n, leaving)) = stack.pop() {
+        let Some(node) = tree.nodes.get(n as usize) else {
+            continue;
+        };
+        let depth = on_path.entry(node.method).or_default();
+        if leaving {
+            *depth = depth.saturating_sub(1);
+        }
+        let v = Visit {
+            leaving,
+            method: node.method,
+            samples: totals[n as usize].0,
+            outermost: *depth == 0,
+        };
+        if !leaving {
+            *depth += 1;
+        }
+        visit(&v);
+        if !leaving {
+            stack.push((n, true));
+            for &ch in node.children.iter().rev().filter(|&&ch| ch > n) {
+                stack.push((ch, false));
+            }
+        }
+    }
+}
+
+/// The candidates that are loops (module docs): on the stack of at least
+/// `loop_presence` of their thread's samples, in threads with at least
+/// [`JUDGE_SAMPLES`] samples, for more than half of their samples.
+fn loop_frames(
+    p: &StackProfile,
+    opts: &SuggestOptions,
+    candidates: &BTreeMap<u32, (f64, Vec<f64>)>,
+) -> std::collections::BTreeSet<u32> {
+    let mut in_loops: HashMap<u32, u64> = HashMap::new();
+    for t in p.threads.values() {
+        let n = match opts.view {
+            View::Wall => t.wall_samples,
+            View::Cpu => t.cpu_samples,
+        };
+        if n < JUDGE_SAMPLES {
+            continue;
+        }
+        let mut here: HashMap<u32, u64> = HashMap::new();
+        walk(&t.tree, opts.view, |v| {
+            if !v.leaving && v.outermost && candidates.contains_key(&v.method) {
+                *here.entry(v.method).or_default() += v.samples;
+            }
+        });
+        for (m, s) in here {
+            if s as f64 >= opts.loop_presence * n as f64 {
+                *in_loops.entry(m).or_default() += s;
+            }
+        }
+    }
+    in_loops
+        .into_iter()
+        .filter(|&(m, s)| {
+            let all = p.counts.get(&m).map_or(0, |c| c.of(opts.view).1);
+            s.saturating_mul(2) > all
+        })
+        .map(|(m, _)| m)
+        .collect()
+}
+
+/// For each method: its samples (at its outermost occurrence) with
+/// another method of `units` above it on the stack.
+fn under_any(p: &StackProfile, view: View, units: &[u32]) -> HashMap<u32, u64> {
+    let mut out: HashMap<u32, u64> = HashMap::new();
+    for t in p.threads.values() {
+        let mut above = 0u32;
+        walk(&t.tree, view, |v| {
+            if !v.outermost {
+                return;
+            }
+            let unit = units.contains(&v.method);
+            if v.leaving {
+                above -= u32::from(unit);
+                return;
+            }
+            if above > 0 {
+                *out.entry(v.method).or_default() += v.samples;
+            }
+            above += u32::from(unit);
+        });
+    }
+    out
 }
 
 /// For every method `m` calls directly: the view's samples in which it

@@ -310,9 +310,17 @@ fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
         },
     );
     let names: Vec<&str> = roots.iter().map(|r| r.pattern.as_str()).collect();
-    assert_eq!(names[0], "app.A::work", "{roots:?}");
+    // work and lambda are on every sample of the worker: a loop, after
+    // the units of work below it, and one root (work, lambda handing it
+    // all of its time).
+    assert_eq!(
+        names,
+        ["app.A::heavy", "app.A::light", "app.A::work"],
+        "{roots:?}"
+    );
+    assert_eq!(roots[2].kind, RootKind::Loop, "{roots:?}");
+    assert_eq!(roots[2].same_time, ["app.A::lambda$main$0"], "{roots:?}");
     assert!(!names.contains(&"java.lang.Thread::run"));
-    assert!(!names.contains(&"app.A::lambda$main$0"), "{roots:?}");
 }
 
 #[test]
@@ -584,4 +592,201 @@ fn own_cpu_goes_into_the_json_with_its_share() {
     let text = String::from_utf8(out).expect("UTF-8");
     let want = "\"sprig_cpu\":{\"handler_ns\":2000000,\"threads_ns\":3000000,\"target_cpu_ns\":1000000000,\"share\":0.005000}";
     assert!(text.contains(want), "{want} not in {text}");
+}
+
+/// Frame ids of a synthetic server: a dispatch loop that never returns
+/// (`serve`), reading and decoding requests itself and handing each to a
+/// handler.
+const SERVE: u32 = 30; // app.S.serve
+const HANDLE: u32 = 31; // app.S.handle
+const DECODE: u32 = 32; // app.S.decode
+const COMPUTE: u32 = 33; // app.S.compute
+const CHECK: u32 = 34; // app.S.check
+const API: u32 = 35; // app.S.api
+const CORE: u32 = 36; // app.S.core
+
+fn server_profile() -> StackProfile {
+    let mut p = profile();
+    for (id, name) in [
+        (SERVE, "serve"),
+        (HANDLE, "handle"),
+        (DECODE, "decode"),
+        (COMPUTE, "compute"),
+        (CHECK, "check"),
+        (API, "api"),
+        (CORE, "core"),
+    ] {
+        p.add_method(id, MethodInfo::new("app.S", name, "()V"));
+    }
+    p
+}
+
+fn names(roots: &[SuggestedRoot]) -> Vec<&str> {
+    roots.iter().map(|r| r.pattern.as_str()).collect()
+}
+
+/// A dispatch loop on the stack of every sample of its thread is a loop,
+/// not a unit of work, whatever its share: the handler it calls, entered
+/// anew request after request, is suggested first, and the handler
+/// itself rather than the deepest callee holding most of its time
+/// (`compute`, 83%).
+#[test]
+fn a_never_returning_loop_is_not_suggested_over_the_unit_of_work_below_it() {
+    let mut p = server_profile();
+    // 400 rounds: 4 in 10 in decode, 5 in handle -> compute, 1 in
+    // handle -> check.
+    for r in 0..400u64 {
+        let s: &[u32] = match r % 10 {
+            0..=3 => &[RUN, SERVE, DECODE],
+            4..=8 => &[RUN, SERVE, HANDLE, COMPUTE],
+            _ => &[RUN, SERVE, HANDLE, CHECK],
+        };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, s)],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    );
+    let names = names(&roots);
+    assert_eq!(names[0], "app.S::handle", "{roots:?}");
+    assert_eq!(names[1], "app.S::decode", "{roots:?}");
+    let serve = names.iter().position(|&n| n == "app.S::serve");
+    assert!(
+        serve.is_none_or(|i| i > 1),
+        "the loop before the units of work: {roots:?}"
+    );
+}
+
+/// A method that only hands its call on (`api` -> `core`, all of its
+/// time) is one root with its callee: the suggestion is where the work
+/// splits (`core`, whose callee `heavy` holds 86% of it), not the
+/// deepest callee holding most of it.
+#[test]
+fn a_delegation_run_is_one_suggestion_where_the_work_splits() {
+    let mut p = server_profile();
+    for r in 0..400u64 {
+        let s: &[u32] = match r % 10 {
+            0..=2 => &[RUN, SERVE, DECODE],
+            3..=8 => &[RUN, SERVE, API, CORE, HEAVY],
+            _ => &[RUN, SERVE, API, CORE, LIGHT],
+        };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, s)],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    );
+    let names = names(&roots);
+    assert_eq!(names[0], "app.S::core", "{roots:?}");
+    assert!(!names.contains(&"app.S::api"), "{roots:?}");
+    assert_eq!(roots[0].same_time, ["app.S::api"], "{roots:?}");
+    assert_eq!(roots[0].kind, RootKind::Unit, "{roots:?}");
+    assert!((roots[0].share - 0.7).abs() < 1e-9, "{roots:?}");
+    assert_eq!(names[1], "app.S::decode", "{roots:?}");
+}
+
+/// Threads too short-lived to judge (a few samples each, as the clients
+/// a load generator starts per batch) do not make the frames they hold
+/// loops: a method in every sample of 40 threads of 2 samples each is
+/// still a unit of work, ranked above a long thread's loop.
+#[test]
+fn short_lived_threads_do_not_make_loops() {
+    let mut p = server_profile();
+    for r in 0..200u64 {
+        let mut s = vec![sample(
+            10,
+            SampledState::Running,
+            20 * MS,
+            if r % 2 == 0 {
+                &[RUN, SERVE, DECODE]
+            } else {
+                &[RUN, SERVE, SERVE, CHECK]
+            },
+        )];
+        // thread 100 + r/5 lives 5 rounds
+        let leaf = if r % 5 < 3 { HEAVY } else { LIGHT };
+        s.push(sample(
+            100 + r / 5,
+            SampledState::Running,
+            20 * MS,
+            &[RUN, WORK, leaf],
+        ));
+        p.add_round(r * 20 * MS, 0, &s);
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    );
+    let names = names(&roots);
+    let work = names.iter().position(|&n| n == "app.A::work");
+    let serve = names.iter().position(|&n| n == "app.S::serve");
+    assert!(work.is_some(), "{roots:?}");
+    assert!(
+        serve.is_none_or(|s| work < Some(s)),
+        "the long thread's loop before the short threads' work: {roots:?}"
+    );
+}
+
+/// A tool the JDK ships, run inside the application (javac through its
+/// API, as a build server does), is the application's work: its methods
+/// are candidates, unlike the JDK's library (`java.util.HashMap`).
+#[test]
+fn a_jdk_tool_run_in_process_is_the_applications_work() {
+    const COMPILE: u32 = 40;
+    const GEN: u32 = 41;
+    const ATTR: u32 = 42;
+    let mut p = server_profile();
+    for (id, class, name) in [
+        (COMPILE, "com.sun.tools.javac.main.JavaCompiler", "compile"),
+        (GEN, "com.sun.tools.javac.jvm.Gen", "genClass"),
+        (ATTR, "com.sun.tools.javac.comp.Attr", "attribClass"),
+    ] {
+        p.add_method(id, MethodInfo::new(class, name, "()V"));
+    }
+    for r in 0..400u64 {
+        let s: &[u32] = match r % 10 {
+            0..=5 => &[RUN, SERVE, COMPILE, ATTR, HASH],
+            _ => &[RUN, SERVE, COMPILE, GEN],
+        };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, s)],
+        );
+    }
+    let roots = suggest_roots(
+        &p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    );
+    let names = names(&roots);
+    assert!(names.len() >= 2, "{roots:?}");
+    assert_eq!(
+        &names[..2],
+        [
+            "com.sun.tools.javac.comp.Attr::attribClass",
+            "com.sun.tools.javac.jvm.Gen::genClass"
+        ],
+        "{roots:?}"
+    );
+    assert!(!names.contains(&"java.util.HashMap::get"), "{roots:?}");
 }

@@ -9,7 +9,7 @@ use sprig_callgraph::profile::{Metric, Profile, Tree};
 use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
 use sprig_callgraph::stacks::{
-    EXACT_PAIR_NS, SAMPLED_PAIR_NS, View, app_cpu_per_s, profile_command,
+    EXACT_PAIR_NS, RootKind, SAMPLED_PAIR_NS, View, app_cpu_per_s, profile_command,
 };
 use sprig_wire::control::StackSource;
 
@@ -234,7 +234,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         let roots = s.suggestions();
         writeln!(
             out,
-            "\nSuggested roots ({} view: inclusive share, steady over the run's 4 windows; no JDK method, no thread entry frame)",
+            "\nSuggested roots ({} view: units of work, then their parts, then loops, each by inclusive share steady over the run's 4 windows; no method of the JDK's library, no thread entry frame)",
             view.name()
         )?;
         if roots.is_empty() {
@@ -262,6 +262,23 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
                 "     {}",
                 escape(&profile_command(args.pid, &r.pattern))
             )?;
+            match r.kind {
+                RootKind::Unit => {}
+                RootKind::Part => writeln!(out, "     part of a unit of work above")?,
+                RootKind::Loop => writeln!(
+                    out,
+                    "     a loop: on the stack in nearly every sample of its thread (entered once, or back to back)"
+                )?,
+            }
+            if !r.same_time.is_empty() {
+                let same: Vec<String> =
+                    r.same_time.iter().map(|o| escape(o).into_owned()).collect();
+                writeln!(
+                    out,
+                    "     the same time (hands its calls down to it): {}",
+                    same.join(", ")
+                )?;
+            }
             match (r.sampled_pct, r.exact_pct) {
                 (Some(sampled), Some(exact)) => writeln!(
                     out,

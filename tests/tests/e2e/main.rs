@@ -22,6 +22,7 @@ mod sample_native_e2e;
 mod sampled_alloc_e2e;
 mod sampled_e2e;
 mod scalar_e2e;
+mod suggest_e2e;
 mod threads_e2e;
 mod verify_corpus;
 mod vthreads_e2e;

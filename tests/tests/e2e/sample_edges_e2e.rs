@@ -156,8 +156,10 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
             "3",
             "--interval",
             "5",
+            // a is on every stack of the worker (`loop` calls it back to
+            // back): a loop by sampling, ranked after b, c and spin.
             "--suggest-roots",
-            "3",
+            "5",
             "--format",
             "json",
             "--quiet",
