@@ -262,37 +262,48 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
         // and, printed, the fixture's throughput while profiled against
         // its rate while sampled.
         for (timing, pct) in [("exact", exact_pct), ("sampled", sampled_pct)] {
-            let (cost, profiled) = profiled_cost(&jdk, &mut jvm, timing);
-            let ratio = cost["ratio"].as_f64().unwrap_or_else(|| {
-                panic!(
-                    "JDK {}: --timing {timing}: no cost measured: {cost}",
-                    jdk.major
-                )
-            });
-            let measured_pct = 100.0 * (ratio - 1.0);
-            println!(
-                "JDK {}: --timing {timing}: {measured_pct:.1}% measured (p50 {} ns recording, {} ns silent), \
-                 {pct:.1}% predicted (ratio {:.2}); throughput {profiled:.0} calls of a/s against \
-                 {counted:.0} sampled ({:.1}%) at {:.1} s",
-                jdk.major,
-                cost["recorded_p50_ns"],
-                cost["silent_p50_ns"],
-                pct / measured_pct,
-                100.0 * (counted / profiled.max(1.0) - 1.0),
-                t0.elapsed().as_secs_f64()
-            );
             // Two medians of windows seconds apart move by 4 points or more
             // on a loaded host: sampled timing's 1.5-4% predicted read
             // between -4.4% and +3.5% measured (8.4 points apart on the CI
             // host), below what the medians resolve. Within 2x, or within 8
-            // points for exact timing and 12 for sampled timing.
+            // points for exact timing and 12 for sampled timing. A loaded
+            // host once read one measure 2.3x off (JDK 25, exact: 44.7%
+            // predicted, 19.4% measured, where five runs had read 0.58-1.46):
+            // a measure outside the bound is taken once more, and the second
+            // must hold; the defect this guards (predictions 3-8x low) fails
+            // both.
             let points = if timing == "exact" { 8.0 } else { 12.0 };
-            assert!(
-                within(pct, measured_pct, 2.0) || (pct - measured_pct).abs() <= points,
-                "JDK {}: predicted {pct:.1}% for --timing {timing}, measured {measured_pct:.1}%: \
-                 not within 2x or {points} points: {root}\n{cost}",
-                jdk.major
-            );
+            for attempt in 1..=2 {
+                let (cost, profiled) = profiled_cost(&jdk, &mut jvm, timing);
+                let ratio = cost["ratio"].as_f64().unwrap_or_else(|| {
+                    panic!(
+                        "JDK {}: --timing {timing}: no cost measured: {cost}",
+                        jdk.major
+                    )
+                });
+                let measured_pct = 100.0 * (ratio - 1.0);
+                println!(
+                    "JDK {}: --timing {timing} (measure {attempt}): {measured_pct:.1}% measured (p50 {} ns recording, {} ns silent), \
+                     {pct:.1}% predicted (ratio {:.2}); throughput {profiled:.0} calls of a/s against \
+                     {counted:.0} sampled ({:.1}%) at {:.1} s",
+                    jdk.major,
+                    cost["recorded_p50_ns"],
+                    cost["silent_p50_ns"],
+                    pct / measured_pct,
+                    100.0 * (counted / profiled.max(1.0) - 1.0),
+                    t0.elapsed().as_secs_f64()
+                );
+                let held = within(pct, measured_pct, 2.0) || (pct - measured_pct).abs() <= points;
+                if held {
+                    break;
+                }
+                assert!(
+                    attempt < 2,
+                    "JDK {}: predicted {pct:.1}% for --timing {timing}, measured {measured_pct:.1}% \
+                     (a second measure): not within 2x or {points} points: {root}\n{cost}",
+                    jdk.major
+                );
+            }
         }
 
         // The JVM runs on; the fixture's class was redefined (the probes,
