@@ -14,7 +14,7 @@
 //! name. Every retransformation installs a class's whole plan, so the
 //! counters replace a class's record rather than add to it.
 
-use crate::ffi::{ClassFile, Event, Jni, Jvmti, JvmtiError, Local, MethodId};
+use crate::ffi::{ClassFile, Event, Global, Jni, Jvmti, JvmtiError, Local, MethodId};
 use crate::frames;
 use crate::ledger::{self, ClassRecord, Counters, originals};
 use crate::methods::announce_method;
@@ -27,7 +27,7 @@ use sprig_rewriter::pattern::MethodPattern;
 use sprig_rewriter::vocab::access::NO_CODE;
 use sprig_rewriter::vocab::names::{binary_name, descriptor_class, internal_name};
 use sprig_wire::Message;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A session starts: the class file load hook goes on, and from now on
 /// instruments the classes the ledger's patterns match.
@@ -641,24 +641,37 @@ pub fn restore_all(jvmti: &Jvmti, jni: Jni<'_>) -> (Counters, HashSet<String>) {
         // loaders' copies) are not retransformed again.
         let untouched = reveal::untouched(jvmti, jni);
         jni.with_local_frame(64, |jni| {
-            let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
-            let mut batch = Vec::new();
-            for &c in &classes {
-                let Ok(sig) = jvmti.class_signature(c) else {
-                    continue;
-                };
-                if let Some(internal) = descriptor_class(&sig)
-                    && names.contains(internal)
-                    && !reveal::is_untouched(jvmti, jni, &untouched, c)
-                {
-                    batch.push((c, internal.to_string()));
-                }
-            }
+            let batch = loaded_named(jvmti, jni, &names, &untouched);
             ledger::retransform_batch(&batch, false, |cs| retransform_locals(jvmti, cs));
         });
         reveal::release(jni, untouched);
     }
     (ledger::end_session(), names)
+}
+
+/// The loaded classes (local references of the caller's frame) whose
+/// internal names are in `names`, with those names, less the copies
+/// revelation left as they were (`untouched`, other loaders' copies).
+fn loaded_named<'a>(
+    jvmti: &Jvmti,
+    jni: Jni<'a>,
+    names: &HashSet<String>,
+    untouched: &HashMap<i32, Vec<Global>>,
+) -> Vec<(Local<'a>, String)> {
+    let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
+    let mut batch = Vec::new();
+    for &c in &classes {
+        let Ok(sig) = jvmti.class_signature(c) else {
+            continue;
+        };
+        if let Some(internal) = descriptor_class(&sig)
+            && names.contains(internal)
+            && !reveal::is_untouched(jvmti, jni, untouched, c)
+        {
+            batch.push((c, internal.to_string()));
+        }
+    }
+    batch
 }
 
 /// What one switch of windows timing's original-bytes silence did.
@@ -703,19 +716,7 @@ pub fn silence(jvmti: &Jvmti, jni: Jni<'_>, original: bool) -> Switch {
     }
     let untouched = reveal::untouched(jvmti, jni);
     jni.with_local_frame(64, |jni| {
-        let classes = jvmti.loaded_classes(&jni).unwrap_or_default();
-        let mut batch = Vec::new();
-        for &c in &classes {
-            let Ok(sig) = jvmti.class_signature(c) else {
-                continue;
-            };
-            if let Some(internal) = descriptor_class(&sig)
-                && names.contains(internal)
-                && !reveal::is_untouched(jvmti, jni, &untouched, c)
-            {
-                batch.push((c, internal.to_string()));
-            }
-        }
+        let batch = loaded_named(jvmti, jni, &names, &untouched);
         out.classes = u32::try_from(batch.len()).unwrap_or(u32::MAX);
         let t0 = std::time::Instant::now();
         if original {
@@ -727,7 +728,9 @@ pub fn silence(jvmti: &Jvmti, jni: Jni<'_>, original: bool) -> Switch {
                         // It keeps its probes: not put back again.
                         ledger::with(|p| p.silenced.remove(name));
                         crate::outbox::send(Message::Warning(format!(
-                            "windows timing: {} could not be put back to its original bytes                              for the silent windows (RetransformClasses: {e}); its probes stay,                              dormant in silent root calls",
+                            "windows timing: {} could not be put back to its original bytes \
+                             for the silent windows (RetransformClasses: {e}); its probes stay, \
+                             dormant in silent root calls",
                             dotted(name)
                         )));
                     }
