@@ -625,6 +625,29 @@ fn names(roots: &[SuggestedRoot]) -> Vec<&str> {
     roots.iter().map(|r| r.pattern.as_str()).collect()
 }
 
+/// 400 rounds of 20 ms of thread 10's CPU, the stack of round `r` picked
+/// by `r % 10`.
+fn one_thread_rounds(p: &mut StackProfile, stack: impl Fn(u64) -> &'static [u32]) {
+    for r in 0..400u64 {
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, stack(r % 10))],
+        );
+    }
+}
+
+/// The profile's first 10 suggested roots.
+fn top10(p: &StackProfile) -> Vec<SuggestedRoot> {
+    suggest_roots(
+        p,
+        &SuggestOptions {
+            max: 10,
+            ..SuggestOptions::default()
+        },
+    )
+}
+
 /// A dispatch loop on the stack of every sample of its thread is a loop,
 /// not a unit of work, whatever its share: the handler it calls, entered
 /// anew request after request, is suggested first, and the handler
@@ -635,25 +658,12 @@ fn a_never_returning_loop_is_not_suggested_over_the_unit_of_work_below_it() {
     let mut p = server_profile();
     // 400 rounds: 4 in 10 in decode, 5 in handle -> compute, 1 in
     // handle -> check.
-    for r in 0..400u64 {
-        let s: &[u32] = match r % 10 {
-            0..=3 => &[RUN, SERVE, DECODE],
-            4..=8 => &[RUN, SERVE, HANDLE, COMPUTE],
-            _ => &[RUN, SERVE, HANDLE, CHECK],
-        };
-        p.add_round(
-            r * 20 * MS,
-            0,
-            &[sample(10, SampledState::Running, 20 * MS, s)],
-        );
-    }
-    let roots = suggest_roots(
-        &p,
-        &SuggestOptions {
-            max: 10,
-            ..SuggestOptions::default()
-        },
-    );
+    one_thread_rounds(&mut p, |r| match r {
+        0..=3 => &[RUN, SERVE, DECODE],
+        4..=8 => &[RUN, SERVE, HANDLE, COMPUTE],
+        _ => &[RUN, SERVE, HANDLE, CHECK],
+    });
+    let roots = top10(&p);
     let names = names(&roots);
     assert_eq!(names[0], "app.S::handle", "{roots:?}");
     assert_eq!(names[1], "app.S::decode", "{roots:?}");
@@ -671,25 +681,12 @@ fn a_never_returning_loop_is_not_suggested_over_the_unit_of_work_below_it() {
 #[test]
 fn a_delegation_run_is_one_suggestion_where_the_work_splits() {
     let mut p = server_profile();
-    for r in 0..400u64 {
-        let s: &[u32] = match r % 10 {
-            0..=2 => &[RUN, SERVE, DECODE],
-            3..=8 => &[RUN, SERVE, API, CORE, HEAVY],
-            _ => &[RUN, SERVE, API, CORE, LIGHT],
-        };
-        p.add_round(
-            r * 20 * MS,
-            0,
-            &[sample(10, SampledState::Running, 20 * MS, s)],
-        );
-    }
-    let roots = suggest_roots(
-        &p,
-        &SuggestOptions {
-            max: 10,
-            ..SuggestOptions::default()
-        },
-    );
+    one_thread_rounds(&mut p, |r| match r {
+        0..=2 => &[RUN, SERVE, DECODE],
+        3..=8 => &[RUN, SERVE, API, CORE, HEAVY],
+        _ => &[RUN, SERVE, API, CORE, LIGHT],
+    });
+    let roots = top10(&p);
     let names = names(&roots);
     assert_eq!(names[0], "app.S::core", "{roots:?}");
     assert!(!names.contains(&"app.S::api"), "{roots:?}");
@@ -727,13 +724,7 @@ fn short_lived_threads_do_not_make_loops() {
         ));
         p.add_round(r * 20 * MS, 0, &s);
     }
-    let roots = suggest_roots(
-        &p,
-        &SuggestOptions {
-            max: 10,
-            ..SuggestOptions::default()
-        },
-    );
+    let roots = top10(&p);
     let names = names(&roots);
     let work = names.iter().position(|&n| n == "app.A::work");
     let serve = names.iter().position(|&n| n == "app.S::serve");
@@ -760,24 +751,11 @@ fn a_jdk_tool_run_in_process_is_the_applications_work() {
     ] {
         p.add_method(id, MethodInfo::new(class, name, "()V"));
     }
-    for r in 0..400u64 {
-        let s: &[u32] = match r % 10 {
-            0..=5 => &[RUN, SERVE, COMPILE, ATTR, HASH],
-            _ => &[RUN, SERVE, COMPILE, GEN],
-        };
-        p.add_round(
-            r * 20 * MS,
-            0,
-            &[sample(10, SampledState::Running, 20 * MS, s)],
-        );
-    }
-    let roots = suggest_roots(
-        &p,
-        &SuggestOptions {
-            max: 10,
-            ..SuggestOptions::default()
-        },
-    );
+    one_thread_rounds(&mut p, |r| match r {
+        0..=5 => &[RUN, SERVE, COMPILE, ATTR, HASH],
+        _ => &[RUN, SERVE, COMPILE, GEN],
+    });
+    let roots = top10(&p);
     let names = names(&roots);
     assert!(names.len() >= 2, "{roots:?}");
     assert_eq!(
