@@ -369,6 +369,39 @@ pub fn start_sprig_bin(bin: &Path, pid: u32, args: &[&str], out: &Path) -> Proc 
     p
 }
 
+/// `sprig sample PID --format json ARGS -o OUT` against a fixture that
+/// answers `reset` (its totals start again) and `shares N...` (its
+/// totals): started, and the fixture's totals reset once sprig says it
+/// samples, so that they cover the sampled window only.
+pub fn start_sample_in_window(jvm: &mut Proc, args: &[&str], out: &Path) -> Proc {
+    let pid = jvm.pid().to_string();
+    let mut cmd = Command::new(sprig_bin());
+    cmd.args(["sample", &pid, "--format", "json"])
+        .args(args)
+        .arg("-o")
+        .arg(out);
+    let mut sprig = Proc::spawn("sprig-sample", cmd);
+    sprig.close_stdin();
+    sprig.wait_for("sprig: sampling", Duration::from_secs(60), |l| {
+        l.starts_with("sprig: sampling")
+    });
+    jvm.send("reset");
+    jvm.wait_for("reset", Duration::from_secs(10), |l| l == "reset");
+    sprig
+}
+
+/// The numbers of a fixture's answer to `shares`.
+pub fn fixture_shares(jvm: &mut Proc) -> Vec<f64> {
+    jvm.send("shares");
+    let line = jvm.wait_for("shares", Duration::from_secs(10), |l| {
+        l.starts_with("shares ")
+    });
+    line.split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().expect("a number"))
+        .collect()
+}
+
 /// The agent library built beside the tests.
 pub fn agent_lib() -> PathBuf {
     let p = target_dir().join("libsprig_agent.so");
@@ -582,6 +615,29 @@ impl Proc {
     /// [`Proc::stop_and_read`] of a `--format json` report, parsed.
     pub fn stop_and_json(&mut self, what: &str, out: &Path) -> serde_json::Value {
         let text = self.stop_and_read(what, out);
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{what}: the report is not JSON ({e}):\n{text}"))
+    }
+
+    /// Waits (up to `timeout`) for a session that ends by itself
+    /// (`--duration`) to exit, asserts it exited with success, and parses
+    /// the `--format json` report it wrote to `out`.
+    pub fn ended_json(&mut self, what: &str, out: &Path, timeout: Duration) -> serde_json::Value {
+        let status = self.wait_exit(timeout).unwrap_or_else(|| {
+            panic!(
+                "{what}: {} did not end within {timeout:?}:\n{}",
+                self.name,
+                self.transcript()
+            )
+        });
+        assert!(
+            status.success(),
+            "{what}: {} exited with {status}:\n{}",
+            self.name,
+            self.transcript()
+        );
+        let text = std::fs::read_to_string(out)
+            .unwrap_or_else(|e| panic!("{what}: no report at {} ({e})", out.display()));
         serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{what}: the report is not JSON ({e}):\n{text}"))
     }

@@ -679,37 +679,12 @@ fn short_total(report: &Value, method: &str) -> u64 {
 fn sample_in_window(jvm: &mut Proc, interval: &str, secs: &str) -> (Value, Vec<f64>, f64) {
     let dir = sprig_tests::TempDir::new("short-sample");
     let out = dir.path().join("report.json");
-    let pid = jvm.pid().to_string();
-    let mut cmd = Command::new(sprig_tests::sprig_bin());
-    cmd.args(["sample", &pid, "--format", "json", "--interval", interval])
-        .args(["--duration", secs, "-o"])
-        .arg(&out);
-    let mut sprig = Proc::spawn("sprig-sample", cmd);
-    sprig.close_stdin();
-    sprig.wait_for("sprig: sampling", Duration::from_secs(60), |l| {
-        l.starts_with("sprig: sampling")
-    });
-    jvm.send("reset");
-    jvm.wait_for("reset", Duration::from_secs(10), |l| l == "reset");
+    let args = ["--interval", interval, "--duration", secs];
+    let mut sprig = sprig_tests::start_sample_in_window(jvm, &args, &out);
     std::thread::sleep(Duration::from_secs_f64(secs.parse::<f64>().expect("secs")));
-    let totals = |jvm: &mut Proc| -> Vec<f64> {
-        jvm.send("shares");
-        let line = jvm.wait_for("shares", Duration::from_secs(10), |l| {
-            l.starts_with("shares ")
-        });
-        line.split_whitespace()
-            .skip(1)
-            .map(|x| x.parse().expect("a number"))
-            .collect()
-    };
-    let v = totals(jvm);
-    let status = sprig
-        .wait_exit(Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("sprig sample did not end:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig sample: {}", sprig.transcript());
-    let after = totals(jvm);
-    let text = std::fs::read_to_string(&out).expect("the report");
-    let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    let v = sprig_tests::fixture_shares(jvm);
+    let report = sprig.ended_json("sprig sample", &out, Duration::from_secs(60));
+    let after = sprig_tests::fixture_shares(jvm);
     (report, v, after[0] / (after[0] + after[1]))
 }
 

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use sprig_tests::{Proc, fixture_classes, test_jdks};
+use sprig_tests::{Proc, fixture_classes, fixture_shares, start_sample_in_window, test_jdks};
 
 const CLASS: &str = "fixtures.NativeBurn";
 
@@ -24,36 +24,11 @@ const CLASS: &str = "fixtures.NativeBurn";
 fn sample(jvm: &mut Proc, secs: &str, extra: &[&str]) -> (Value, Vec<f64>) {
     let dir = sprig_tests::TempDir::new("native-sample");
     let out = dir.path().join("report.json");
-    let pid = jvm.pid().to_string();
-    let mut cmd = Command::new(sprig_tests::sprig_bin());
-    cmd.args(["sample", &pid, "--format", "json", "--interval", "5"])
-        .args(["--duration", secs])
-        .args(extra)
-        .arg("-o")
-        .arg(&out);
-    let mut sprig = Proc::spawn("sprig-sample", cmd);
-    sprig.close_stdin();
-    sprig.wait_for("sprig: sampling", Duration::from_secs(60), |l| {
-        l.starts_with("sprig: sampling")
-    });
-    jvm.send("reset");
-    jvm.wait_for("reset", Duration::from_secs(10), |l| l == "reset");
-    let status = sprig
-        .wait_exit(Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("sprig sample did not end:\n{}", sprig.transcript()));
-    assert!(status.success(), "sprig sample: {}", sprig.transcript());
-    jvm.send("shares");
-    let line = jvm.wait_for("shares", Duration::from_secs(10), |l| {
-        l.starts_with("shares ")
-    });
-    let totals = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().expect("a number"))
-        .collect();
-    let text = std::fs::read_to_string(&out).expect("the report");
-    let report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    (report, totals)
+    let mut args = vec!["--interval", "5", "--duration", secs];
+    args.extend_from_slice(extra);
+    let mut sprig = start_sample_in_window(jvm, &args, &out);
+    let report = sprig.ended_json("sprig sample", &out, Duration::from_secs(60));
+    (report, fixture_shares(jvm))
 }
 
 /// A method's total samples in the report's view, 0 when absent.
