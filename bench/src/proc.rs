@@ -475,6 +475,47 @@ fn process_cpu(pid: u32) -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
+/// The names (`comm`, cut to 15 bytes by the kernel) HotSpot gives its JIT
+/// compiler threads: `C1 CompilerThread0`, `C2 CompilerThread1`, ...
+const JIT_THREADS: [&str; 2] = ["C1 CompilerThre", "C2 CompilerThre"];
+
+/// CPU time the JIT compiler threads of the live process `pid` have used,
+/// from /proc/PID/task/*/stat: how much compiling a window cost, where
+/// the probes' redefinitions make the JIT compile again what it had
+/// compiled. A compiler thread that ended (HotSpot starts and stops them
+/// with the queue's length) takes its time with it: a lower bound.
+pub fn jit_cpu(pid: u32) -> Option<Duration> {
+    threads_cpu(
+        &Path::new("/proc").join(pid.to_string()).join("task"),
+        &JIT_THREADS,
+    )
+}
+
+/// User plus system CPU of the threads under `task_dir` (a /proc
+/// `task` directory) whose name starts with one of `names`; None when
+/// the directory cannot be read.
+fn threads_cpu(task_dir: &Path, names: &[&str]) -> Option<Duration> {
+    let mut ticks = 0u64;
+    for entry in std::fs::read_dir(task_dir).ok()?.flatten() {
+        // A thread may end between the listing and the read.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = &stat[open + 1..close];
+        if !names.iter().any(|n| name.starts_with(n)) {
+            continue;
+        }
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // f starts at field 3: utime (14) and stime (15) are f[11], f[12].
+        let t = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        ticks += t(11) + t(12);
+    }
+    Some(Duration::from_millis(ticks * 10))
+}
+
 impl Drop for Sprig {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
@@ -529,5 +570,65 @@ mod tests {
             t0.elapsed()
         );
         assert!(process_cpu(u32::MAX).is_none());
+    }
+
+    /// A /proc task directory of three threads: two compiler threads
+    /// (one named with a space inside its parentheses, as HotSpot's are)
+    /// and a worker whose time must not count.
+    #[test]
+    fn threads_cpu_sums_only_the_named_threads() {
+        let dir = std::env::temp_dir().join(format!("sprig-bench-tasks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let stat = |tid: u32, name: &str, utime: u64, stime: u64| {
+            std::fs::create_dir_all(dir.join(tid.to_string())).unwrap();
+            std::fs::write(
+                dir.join(tid.to_string()).join("stat"),
+                format!("{tid} ({name}) S 1 1 1 0 -1 4194368 10 0 0 0 {utime} {stime} 0 0 20 0 30 0 100 0 0\n"),
+            )
+            .unwrap();
+        };
+        stat(11, "C2 CompilerThre", 120, 30);
+        stat(12, "C1 CompilerThre", 7, 3);
+        stat(13, "qtp1-14", 500, 100);
+        // A directory without a stat file (a thread that just ended).
+        std::fs::create_dir_all(dir.join("14")).unwrap();
+        let got = threads_cpu(&dir, &JIT_THREADS);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(got, Some(Duration::from_millis((120 + 30 + 7 + 3) * 10)));
+        assert_eq!(threads_cpu(&dir, &JIT_THREADS), None);
+    }
+
+    /// A JVM's compiler threads show up under their HotSpot names.
+    #[test]
+    fn jit_cpu_reads_a_running_jvm() {
+        let java = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/java");
+        if !java.is_file() {
+            eprintln!("skipped: no JDK 17 at {}", java.display());
+            return;
+        }
+        // -Xcomp compiles every method it runs: its compiler threads spend
+        // CPU at once, within the JVM's start-up.
+        let mut child = Command::new(java)
+            .args([
+                "-Xcomp",
+                "-XX:-UseDynamicNumberOfCompilerThreads",
+                "-version",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start java");
+        let mut most = Duration::ZERO;
+        while matches!(child.try_wait(), Ok(None)) {
+            if let Some(t) = jit_cpu(child.id()) {
+                most = most.max(t);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            most >= Duration::from_millis(10),
+            "compiler threads' CPU of a -Xcomp JVM read as {most:?}"
+        );
+        assert!(jit_cpu(u32::MAX).is_none());
     }
 }

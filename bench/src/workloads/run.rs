@@ -8,7 +8,7 @@ use super::{OPT_IN_ROWS, RootDef, WorkloadDef, iterate, start_jvm};
 use crate::Ctx;
 use crate::proc::{
     ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, Jvm, LOCKS_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME,
-    beside_lazy,
+    beside_lazy, jit_cpu,
 };
 use crate::profile::{ProfileSummary, compare_paths, compare_paths_per_root};
 use crate::stats::{json_of, median};
@@ -174,7 +174,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         None
     };
     for rep in 0..ctx.repeats {
+        let jit0 = jit_cpu(jvm.pid());
         let bare = iterate(&mut jvm, k, def.iteration_bound)?;
+        let jit_bare = jit_ms(jit0, jit_cpu(jvm.pid()));
         for (ri, r) in def.roots.iter().enumerate() {
             if !wanted(r.label) {
                 continue;
@@ -239,7 +241,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 ));
                 let mut sprig = Sprig::start(&ctx.env.sprig, jvm.pid(), &sargs, &out)?;
                 let attach = sprig.wait_profiling(Duration::from_secs(120))?;
+                let jit0 = jit_cpu(jvm.pid());
                 let prof = iterate(&mut jvm, k, def.iteration_bound)?;
+                let jit_prof = jit_ms(jit0, jit_cpu(jvm.pid()));
                 // With --settle, the report covers the settled window: the
                 // calls, root and charged times of a session the JIT has
                 // recompiled (charged/bare in steady state).
@@ -323,6 +327,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                         .then(|| ProfileSummary::paths_and_calls(&stopped.report)),
                     repeat: rep,
                     counted_root_calls,
+                    jit_ms: jit_bare.zip(jit_prof),
                 });
             }
         }
@@ -386,7 +391,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             let cb: Vec<f64> = s.iter().filter_map(Sample::charged_bare).collect();
             let settled: Vec<f64> = s.iter().filter_map(Sample::settled).collect();
             let last = &s[s.len() - 1].p;
-            rows.push(json!({
+            let mut row = json!({
                 "workload": def.name, "root": r.label, "patterns": r.roots, "include": r.include,
                 "scheme": scheme, "timing": timing, "repeats": s.len(), "iterations_per_window": k,
                 "tree_vs_exact": vs_exact,
@@ -416,7 +421,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "detach_and_report_ms": json_of(&col(&|x| x.detach_ms)),
                 "events": json_of(&col(&|x| x.p.events as f64)),
                 "profiled_window_ms": json_of(&col(&|x| x.p.duration_ms as f64)),
-                "cli_cpu_ms": json_of(&s.iter().filter_map(|x| x.cli_cpu_ms).collect::<Vec<_>>()),
+            "cli_cpu_ms": json_of(&s.iter().filter_map(|x| x.cli_cpu_ms).collect::<Vec<_>>()),
                 "cli_cpu_pct_of_window": json_of(
                     &s.iter()
                         .filter_map(|x| Some(
@@ -428,7 +433,21 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 "extra_stats": last.extra_stats,
                 "calibration": last.calibration,
                 "warnings": last.warnings,
-            }));
+            });
+            // The JIT compiler threads' CPU in the repeat's bare window and
+            // in the profiled one (same iterations): what the JIT's
+            // compiling again after the session's redefinitions cost.
+            row["jit_cpu_ms_bare"] = json_of(
+                &s.iter()
+                    .filter_map(|x| Some(x.jit_ms?.0))
+                    .collect::<Vec<_>>(),
+            );
+            row["jit_cpu_ms_profiled"] = json_of(
+                &s.iter()
+                    .filter_map(|x| Some(x.jit_ms?.1))
+                    .collect::<Vec<_>>(),
+            );
+            rows.push(row);
         }
     }
     Ok(json!({
@@ -436,4 +455,9 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         "priming": priming, "rows": rows, "skipped": skipped,
         "warm_to_plateau_iterations": warm_to_plateau,
     }))
+}
+
+/// Milliseconds of JIT compiler CPU between two readings of [`jit_cpu`].
+fn jit_ms(before: Option<Duration>, after: Option<Duration>) -> Option<f64> {
+    Some(after?.saturating_sub(before?).as_secs_f64() * 1e3)
 }

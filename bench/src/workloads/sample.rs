@@ -40,6 +40,9 @@ pub(super) struct Sample {
     /// The root calls the trees counted (`paths` are theirs).
     pub(super) counted_root_calls: u64,
     pub(super) repeat: usize,
+    /// CPU of the JVM's JIT compiler threads in the repeat's bare window
+    /// and in the profiled window, ms.
+    pub(super) jit_ms: Option<(f64, f64)>,
 }
 
 impl Sample {

@@ -81,6 +81,13 @@ pub fn print_table(results: &[Value]) {
                 ),
                 fmt(sum(r, "after_detach_ms"), 2),
             );
+            if let (Some(b), Some(p)) = (sum(r, "jit_cpu_ms_bare"), sum(r, "jit_cpu_ms_profiled")) {
+                println!(
+                    "        JIT compiler threads' CPU, ms a window: bare {}, profiled {}",
+                    fmt(Some(b), 0),
+                    fmt(Some(p), 0)
+                );
+            }
             if let Some(x) = r.get("extra_stats").and_then(Value::as_object)
                 && !x.is_empty()
             {
