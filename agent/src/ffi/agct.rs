@@ -107,6 +107,14 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// counts the signal and returns, with no filter read and no walk.
 static NO_WALK: AtomicBool = AtomicBool::new(false);
 
+/// The share of the signals the handler keeps, out of 2^32 (2^32: all):
+/// a thread's CPU-clock timer fires only at a scheduler tick that finds
+/// it running, so the source fires it at every such tick and keeps each
+/// signal with the chance of one interval's worth of ticks.
+static KEEP: AtomicU64 = AtomicU64::new(1 << 32);
+/// The state of the handler's coin (a counter, hashed at each toss).
+static COIN: AtomicU64 = AtomicU64::new(0);
+
 /// Windows timing's filter (`NO_FILTER`: none, every sample is kept):
 /// the offset of the silent word in the probe state, that of the sample
 /// key, and the session's tag.
@@ -116,7 +124,10 @@ static FILTER_TAG: AtomicU64 = AtomicU64::new(0);
 const NO_FILTER: usize = usize::MAX;
 
 /// What the handler counted since the source started.
+/// Signals the coin kept (the others are in [`PASSED`]).
 pub static SIGNALS: AtomicU64 = AtomicU64::new(0);
+/// Signals the coin passed over: no walk, no loss.
+pub static PASSED: AtomicU64 = AtomicU64::new(0);
 /// Signals on a thread that is not a Java thread (no JNIEnv).
 pub static NOT_JAVA: AtomicU64 = AtomicU64::new(0);
 /// Signals with no free slot.
@@ -292,6 +303,52 @@ pub fn set_no_walk(on: bool) {
     NO_WALK.store(on, Ordering::SeqCst);
 }
 
+/// The handler keeps each signal with chance `share` (clamped to 0..=1;
+/// set by the source before it arms), its coin seeded with `seed`.
+pub fn set_keep(share: f64, seed: u64) {
+    let share = if share.is_nan() {
+        1.0
+    } else {
+        share.clamp(0.0, 1.0)
+    };
+    KEEP.store((share * (1u64 << 32) as f64) as u64, Ordering::SeqCst);
+    COIN.store(seed, Ordering::SeqCst);
+}
+
+/// Whether the handler keeps this signal (async-signal-safe: one atomic
+/// add and arithmetic).
+fn keep() -> bool {
+    let keep = KEEP.load(Ordering::Relaxed);
+    if keep >= 1 << 32 {
+        return true;
+    }
+    let mut z = COIN
+        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 32) < keep
+}
+
+/// The kernel's scheduler tick (the resolution of the coarse monotonic
+/// clock, one jiffy), `None` when the kernel does not say: a thread's
+/// CPU-clock timer expires only at a tick that finds the thread running.
+pub fn scheduler_tick() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres writes the resolution to a valid out pointer.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 {
+        return None;
+    }
+    let d = Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.max(0) as u32);
+    (Duration::from_micros(100)..=Duration::from_millis(100))
+        .contains(&d)
+        .then_some(d)
+}
+
 /// Arms the handler: `agct` as AsyncGetCallTrace, `vm`'s GetEnv, a pool
 /// of `slots` slots of `depth` frames, and sprig's handler on SIGPROF
 /// (installed once; a later session finds it in place); with `filter`,
@@ -341,7 +398,7 @@ pub fn arm(
     FILTER_TAG.store(filter.map_or(0, |f| u64::from(f.tag)), Ordering::SeqCst);
     FILTER_KEY_OFFSET.store(filter.map_or(NO_FILTER, |f| f.key_offset), Ordering::SeqCst);
     FILTER_OFFSET.store(filter.map_or(NO_FILTER, |f| f.offset), Ordering::SeqCst);
-    for c in [&SIGNALS, &NOT_JAVA, &DROPPED, &OUTSIDE, &UNKEPT_NS] {
+    for c in [&SIGNALS, &PASSED, &NOT_JAVA, &DROPPED, &OUTSIDE, &UNKEPT_NS] {
         c.store(0, Ordering::Relaxed);
     }
     for c in &FAILED {
@@ -482,6 +539,10 @@ fn record(uc: *mut c_void) {
 
 /// One sample of the interrupted thread into a slot: whether one was kept.
 fn take(uc: *mut c_void, t0: u64) -> bool {
+    if !keep() {
+        PASSED.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
     SIGNALS.fetch_add(1, Ordering::Relaxed);
     if NO_WALK.load(Ordering::Relaxed) {
         return false;
@@ -638,5 +699,36 @@ impl Drop for ThreadTimer {
     fn drop(&mut self) {
         // SAFETY: the timer is ours and deleted once, here.
         unsafe { libc::timer_delete(self.0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The coin keeps the share it is given, all of them at 1 and none
+    /// at 0.
+    #[test]
+    fn the_coin_keeps_its_share() {
+        let tosses = 200_000;
+        for share in [0.2, 0.5] {
+            set_keep(share, 12345);
+            let kept = (0..tosses).filter(|_| keep()).count() as f64 / tosses as f64;
+            assert!((kept - share).abs() < 0.01, "share {share}: kept {kept}");
+        }
+        set_keep(1.0, 1);
+        assert!((0..1000).all(|_| keep()));
+        set_keep(0.0, 1);
+        assert!(!(0..1000).any(|_| keep()));
+        set_keep(f64::NAN, 1);
+        assert!((0..1000).all(|_| keep()));
+        set_keep(1.0, 0);
+    }
+
+    /// The kernel says its tick (Linux: the coarse clock's resolution).
+    #[test]
+    fn the_scheduler_tick_is_read() {
+        let tick = scheduler_tick().expect("CLOCK_MONOTONIC_COARSE's resolution");
+        assert!(tick >= Duration::from_micros(100) && tick <= Duration::from_millis(100));
     }
 }
