@@ -33,7 +33,11 @@
 //!   beside the predicted one (its `sampled_pct` or `exact_pct`, of the
 //!   time under the root, times the root's share). The hand-picked roots
 //!   count as suggested where a top-5 suggestion names them or its
-//!   delegation run (`same_time`) holds them.
+//!   delegation run (`same_time`) holds them. Each exact profile is also
+//!   the truth the `--edges` run's call edges are held against (`sprig
+//!   diff --overlap`): the bursts' edges and the timer-only baseline's
+//!   (Whaley's activations in the same run's tree), over all their edges
+//!   and within the methods the exact profile reached.
 //! - **200 threads**: `bench.Threads200` (200 threads, each a unit of
 //!   work and a 2 ms park) with `-Xlog:safepoint`: windows bare, under
 //!   `sprig sample` (the timer source, the default) and under `sprig
@@ -449,7 +453,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let run = SampleRun::start_with(&ctx.env.sprig, pid, &out_e, &["--edges"])?;
     window(&mut jvm, ka, bound)?;
     let e = run.stop()?;
-    let predicted = prediction(ctx, &mut jvm, &e, median(&bare), bound)?;
+    let predicted = prediction(ctx, &mut jvm, &e, &out_e, median(&bare), bound)?;
     jvm.quit()?;
 
     let exec = jfr_leaves(ctx, &rec, "jdk.ExecutionSample")?;
@@ -534,6 +538,7 @@ fn prediction(
     ctx: &Ctx,
     jvm: &mut Jvm,
     report: &Value,
+    report_path: &Path,
     bare_ms: f64,
     bound: Duration,
 ) -> Result<Value> {
@@ -544,8 +549,10 @@ fn prediction(
     let pid = jvm.pid();
     let repeats = ctx.repeats.max(MIN_REPEATS);
     let mut rows = Vec::new();
+    let mut edge_rows = Value::Null;
     for (t, timing) in ["sampled", "exact"].into_iter().enumerate() {
         let (mut bare, mut profiled, mut pct) = (Vec::new(), Vec::new(), Vec::new());
+        let mut edges = Vec::new();
         for rep in 0..repeats {
             eprintln!(
                 "sprig-bench: sample: prediction: sprig profile --root {root} --timing {timing}: pair {}/{repeats}",
@@ -574,6 +581,9 @@ fn prediction(
                     window(jvm, (k / 2).max(3), bound)?;
                     let t = window(jvm, k, bound)?;
                     s.stop(Duration::from_secs(120))?;
+                    if timing == "exact" {
+                        edges.push(edge_overlaps(ctx, report_path, &out)?);
+                    }
                     t
                 };
             }
@@ -592,13 +602,70 @@ fn prediction(
             "measured_pct": json_of(&pct),
             "measured_over_predicted": measured / predicted,
         }));
+        if !edges.is_empty() {
+            edge_rows = edge_summary(&edges);
+        }
     }
     Ok(json!({
         "root": root,
         "share": share,
         "calls_per_s_est": calls_per_s,
         "timings": rows,
+        "edge_overlap": edge_rows,
     }))
+}
+
+/// The edge overlaps `sprig diff --overlap` prints of a `sprig sample
+/// --edges` report against a `sprig profile --timing exact` report of one
+/// root in the same JVM: the bursts' and the timer-only baseline's
+/// (Whaley's activations in the sample's tree), each over all their edges
+/// and within the exact profile's methods (the root's subgraph), in %.
+fn edge_overlaps(ctx: &Ctx, sample: &Path, exact: &Path) -> Result<Value> {
+    let out = Command::new(&ctx.env.sprig)
+        .args(["diff", "--overlap"])
+        .arg(sample)
+        .arg(exact)
+        .output()
+        .context("running sprig diff --overlap")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "sprig diff --overlap failed ({}): {text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let pct = |prefix: &str, kind: &str| -> Value {
+        text.lines()
+            .find(|l| l.starts_with(prefix) && l.contains(kind))
+            .and_then(|l| l[prefix.len()..].split('%').next())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(Value::Null, |v| json!(v))
+    };
+    let (all, within) = ("edge overlap: ", "edge overlap within B's methods: ");
+    let (bursts, timer) = ("A's call-edge bursts", "A's timer-only");
+    Ok(json!({
+        "bursts_pct": pct(all, bursts),
+        "timer_only_pct": pct(all, timer),
+        "bursts_within_pct": pct(within, bursts),
+        "timer_only_within_pct": pct(within, timer),
+    }))
+}
+
+/// Per figure of [`edge_overlaps`]: its series over the exact profiles.
+fn edge_summary(runs: &[Value]) -> Value {
+    let keys = [
+        "bursts_pct",
+        "timer_only_pct",
+        "bursts_within_pct",
+        "timer_only_within_pct",
+    ];
+    let mut out = serde_json::Map::new();
+    for k in keys {
+        let v: Vec<f64> = runs.iter().filter_map(|r| r[k].as_f64()).collect();
+        out.insert(k.to_owned(), json_of(&v));
+    }
+    Value::Object(out)
 }
 
 /// `Safepoint "OP", ... Reaching safepoint: N ns, ... Total: N ns` lines
@@ -800,6 +867,18 @@ pub fn print(v: &Value) {
                     fmt(Summary::from_json(&t["measured_pct"]), 2),
                     t["measured_pct"]["n"],
                     t["measured_over_predicted"].as_f64().unwrap_or(f64::NAN),
+                );
+            }
+            let o = &p["edge_overlap"];
+            if o.is_object() {
+                let f = |k: &str| fmt(Summary::from_json(&o[k]), 1);
+                println!(
+                    "           edge overlap against the exact profiles (%, {} of them): bursts {} (timer-only {}); within the root's methods: bursts {} (timer-only {})",
+                    o["bursts_pct"]["n"],
+                    f("bursts_pct"),
+                    f("timer_only_pct"),
+                    f("bursts_within_pct"),
+                    f("timer_only_within_pct"),
                 );
             }
         }

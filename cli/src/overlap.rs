@@ -15,7 +15,7 @@ use std::process::Command;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use sprig_callgraph::report::escape::escape;
-use sprig_callgraph::stacks::{MethodShare, edge_overlap, exact_edges, overlap};
+use sprig_callgraph::stacks::{MethodShare, edge_overlap, edges_within, exact_edges, overlap};
 use std::collections::BTreeMap;
 
 /// Methods that differ most, listed under the figure.
@@ -23,6 +23,36 @@ const SHOWN: usize = 10;
 
 /// Call edges (caller, callee) -> weight.
 pub type Edges = BTreeMap<(String, String), u64>;
+
+/// Stack of the thread that reads a sprig JSON report: javac's trees nest
+/// up to 2,048 frames deep, two JSON levels a frame.
+const JSON_STACK: usize = 256 << 20;
+
+/// `f` of the JSON `text`, parsed without serde_json's default limit of
+/// 128 levels (a `sprig sample` report of javac nests far deeper), on a
+/// thread with a stack to match; the value is dropped there too.
+fn deep_json<T: Send>(text: &str, f: impl FnOnce(&Value) -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("sprig-json".into())
+            .stack_size(JSON_STACK)
+            .spawn_scoped(s, || {
+                let mut de = serde_json::Deserializer::from_str(text);
+                de.disable_recursion_limit();
+                let mut values = de.into_iter::<Value>();
+                let v = match (values.next(), values.next()) {
+                    (Some(Ok(v)), None) => v,
+                    (Some(Err(e)), _) | (_, Some(Err(e))) => bail!("not JSON: {e}"),
+                    (None, _) => bail!("not JSON: empty"),
+                    (Some(Ok(_)), Some(Ok(_))) => bail!("not JSON: more than one value"),
+                };
+                f(&v)
+            })
+            .context("cannot start the thread that reads JSON")?
+            .join()
+            .map_err(|_| anyhow!("the thread that reads JSON panicked"))?
+    })
+}
 
 /// The call edges an output holds, and what they are.
 pub struct EdgeSet {
@@ -54,7 +84,10 @@ pub fn read_edges(path: &Path) -> Result<Vec<EdgeSet>> {
 
 /// The edge sets of a sprig JSON report (see [`read_edges`]).
 pub fn json_edges(text: &str) -> Result<Vec<EdgeSet>> {
-    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    deep_json(text, edges_of)
+}
+
+fn edges_of(v: &Value) -> Result<Vec<EdgeSet>> {
     let name = |n: &Value| -> Option<String> {
         Some(format!(
             "{}::{}",
@@ -141,7 +174,10 @@ fn kind_words(kind: &str) -> &'static str {
 }
 
 /// Prints the edge overlaps of `a` and `b`: every edge set of one against
-/// every edge set of the other, where both hold edges.
+/// every edge set of the other, where both hold edges. Where one side is
+/// exact calls (one root's subgraph) and the other sampled the whole JVM,
+/// a second line narrows the sampled edges to those between the exact
+/// profile's methods ([`edges_within`]).
 fn run_edges(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
     let (ea, eb) = (read_edges(a)?, read_edges(b)?);
     for x in ea.iter().filter(|e| !e.edges.is_empty()) {
@@ -154,6 +190,24 @@ fn run_edges(a: &Path, b: &Path, out: &mut dyn Write) -> Result<()> {
                 x.edges.len(),
                 kind_words(y.kind),
                 y.edges.len()
+            )?;
+            let (sampled, exact, side) = match (x.kind, y.kind) {
+                ("calls", "calls") => continue,
+                (_, "calls") => (x, y, ("A", "B")),
+                ("calls", _) => (y, x, ("B", "A")),
+                _ => continue,
+            };
+            let within = edges_within(&sampled.edges, &exact.edges);
+            writeln!(
+                out,
+                "edge overlap within {}'s methods: {:.1}% ({}'s {}, {} of its {} edges between methods of {}'s exact calls)",
+                side.1,
+                100.0 * edge_overlap(&within, &exact.edges),
+                side.0,
+                kind_words(sampled.kind),
+                within.len(),
+                sampled.edges.len(),
+                side.1
             )?;
         }
     }
@@ -244,7 +298,10 @@ pub fn read_part(path: &Path, native: bool) -> Result<Vec<MethodShare>> {
 /// The shares of a sprig JSON report: `sprig sample`'s (its `methods`'
 /// self samples) or `sprig profile`'s (every node's `self_ns`).
 pub fn json_shares(text: &str) -> Result<Vec<MethodShare>> {
-    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    deep_json(text, shares_of_report)
+}
+
+fn shares_of_report(v: &Value) -> Result<Vec<MethodShare>> {
     let name = |n: &Value| -> Option<String> {
         Some(format!(
             "{}::{}",
@@ -289,7 +346,10 @@ pub fn json_shares(text: &str) -> Result<Vec<MethodShare>> {
 /// The samples in native methods of a `sprig sample` JSON report: its
 /// methods' `native_self`.
 pub fn json_native_shares(text: &str) -> Result<Vec<MethodShare>> {
-    let v: Value = serde_json::from_str(text).map_err(|e| anyhow!("not JSON: {e}"))?;
+    deep_json(text, native_shares_of)
+}
+
+fn native_shares_of(v: &Value) -> Result<Vec<MethodShare>> {
     let methods = v
         .get("suggested_roots")
         .and(v.get("methods"))
@@ -424,6 +484,74 @@ mod tests {
         // Bursts 3:1 as the exact calls; activations 1:1.
         assert!((edge_overlap(&s[0].edges, &p[0].edges) - 1.0).abs() < 1e-9);
         assert!((edge_overlap(&s[1].edges, &p[0].edges) - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_whole_jvm_sample_against_one_roots_profile_also_overlaps_within_its_methods() {
+        // The bursts saw the root's caller and a method beside the root
+        // too; within the root's methods they are 3:1 as the exact calls.
+        let sample = r#"{"version":1,"methods":[],"suggested_roots":[],"tree":[],
+            "edges":{"edges":[
+              {"caller":"a.A::loop","callee":"a.A::r","samples":10},
+              {"caller":"a.A::r","callee":"a.A::b","samples":30},
+              {"caller":"a.A::r","callee":"a.A::c","samples":10},
+              {"caller":"a.A::x","callee":"a.A::y","samples":50}]}}"#;
+        let profile = r#"{"version":1,"threads":[{"id":1,"name":"t","roots":[
+            {"class":"a.A","method":"r","calls":1,"children":[
+              {"class":"a.A","method":"b","calls":300,"children":[]},
+              {"class":"a.A","method":"c","calls":100,"children":[]}]}]}]}"#;
+        let dir = std::env::temp_dir().join(format!("sprig-overlap-within-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+        std::fs::write(&a, sample).unwrap();
+        std::fs::write(&b, profile).unwrap();
+        let mut out = Vec::new();
+        run_edges(&a, &b, &mut out).unwrap();
+        let mut back = Vec::new();
+        run_edges(&b, &a, &mut back).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("edge overlap: 40.0% (A's call-edge bursts, 4 edges"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "edge overlap within B's methods: 100.0% (A's call-edge bursts, 2 of its 4 edges"
+            ),
+            "{out}"
+        );
+        let back = String::from_utf8(back).unwrap();
+        assert!(
+            back.contains(
+                "edge overlap within A's methods: 100.0% (B's call-edge bursts, 2 of its 4 edges"
+            ),
+            "{back}"
+        );
+    }
+
+    /// A javac sample's tree nests a node's children two JSON levels
+    /// below it, 2,048 frames deep at most: far past serde_json's default
+    /// limit of 128 levels.
+    #[test]
+    fn a_tree_2048_frames_deep_reads() {
+        let depth = 2048;
+        let mut tree = String::new();
+        for i in 0..depth {
+            tree.push_str(&format!(
+                r#"{{"class":"a.A","method":"m{i}","activations":1,"children":["#
+            ));
+        }
+        tree.push_str(&"]}".repeat(depth));
+        let sample = format!(
+            r#"{{"version":1,"samples":1,"methods":[
+                {{"class":"a.A","method":"m0","descriptor":"()V","self":1,"total":1}}],
+                "suggested_roots":[],"tree":[{tree}]}}"#
+        );
+        let edges = json_edges(&sample).unwrap();
+        assert_eq!(edges[0].kind, "activations");
+        assert_eq!(edges[0].edges.len(), depth - 1);
+        assert_eq!(json_shares(&sample).unwrap().len(), 1);
     }
 
     #[test]

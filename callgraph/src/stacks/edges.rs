@@ -257,6 +257,25 @@ pub fn edge_overlap(
         .sum()
 }
 
+/// The edges of `a` between two methods that `within` has an edge into or
+/// out of: a whole-JVM edge profile (the bursts', the activations')
+/// narrowed to the methods an exact profile of one root reached, so that
+/// the overlap with it weighs the root's subgraph only (the edges above
+/// the root and beside it are left out of both).
+pub fn edges_within(
+    a: &BTreeMap<(String, String), u64>,
+    within: &BTreeMap<(String, String), u64>,
+) -> BTreeMap<(String, String), u64> {
+    let methods: BTreeSet<&str> = within
+        .keys()
+        .flat_map(|(x, y)| [x.as_str(), y.as_str()])
+        .collect();
+    a.iter()
+        .filter(|((x, y), _)| methods.contains(x.as_str()) && methods.contains(y.as_str()))
+        .map(|(k, &n)| (k.clone(), n))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,5 +372,30 @@ mod tests {
         // Shares 25/40, 10/40, 5/40 against 50/70, 20/70.
         let o = edge_overlap(&p.edges, &exact);
         assert!((o - (25.0 / 40.0 + 10.0 / 40.0)).abs() < 1e-9, "{o}");
+    }
+
+    #[test]
+    fn edges_within_keep_those_between_the_exact_profiles_methods() {
+        let edges = |v: &[(&str, &str, u64)]| -> BTreeMap<(String, String), u64> {
+            v.iter()
+                .map(|&(a, b, n)| ((a.to_owned(), b.to_owned()), n))
+                .collect()
+        };
+        // The root r's exact subgraph: r -> a -> b.
+        let exact = edges(&[("r", "a", 10), ("a", "b", 30)]);
+        // The whole JVM's: the caller of r above it, x beside it, and an
+        // edge out of a to a method the root never reached.
+        let sampled = edges(&[
+            ("loop", "r", 5),
+            ("r", "a", 10),
+            ("a", "b", 30),
+            ("a", "z", 20),
+            ("x", "y", 35),
+        ]);
+        let within = edges_within(&sampled, &exact);
+        assert_eq!(within, edges(&[("r", "a", 10), ("a", "b", 30)]));
+        assert!((edge_overlap(&within, &exact) - 1.0).abs() < 1e-9);
+        assert!((edge_overlap(&sampled, &exact) - 0.4).abs() < 1e-9);
+        assert!(edges_within(&sampled, &BTreeMap::new()).is_empty());
     }
 }

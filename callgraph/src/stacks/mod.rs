@@ -51,7 +51,7 @@ mod suggest;
 
 pub use build::{MethodCounts, OwnCpu, StackProfile, ThreadStacks};
 pub use convert::ConvertOptions;
-pub use edges::{EdgeProfile, EdgeRow, edge_name, edge_overlap, exact_edges};
+pub use edges::{EdgeProfile, EdgeRow, edge_name, edge_overlap, edges_within, exact_edges};
 pub use json::{profile_command, write_json, write_json_with_edges};
 pub use overlap::{MethodShare, Overlap, overlap};
 pub use pcct::{PNode, Pcct};

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use sprig_callgraph::profile::{MethodInfo, Metric};
 use sprig_callgraph::stacks::{
-    ConvertOptions, EdgeProfile, OwnCpu, StackProfile, SuggestOptions, SuggestedRoot, is_jdk_class,
-    suggest_roots, with_edges, write_json_with_edges,
+    ConvertOptions, EdgeProfile, OwnCpu, StackProfile, SuggestOptions, SuggestedRoot,
+    is_library_class, suggest_roots, with_edges, write_json_with_edges,
 };
 use sprig_wire::Message;
 use sprig_wire::control::{ClockKind, SessionOptions, StackOptions, Timing};
@@ -263,22 +263,6 @@ impl Stacks<'_> {
             .filter(|p| p.bursts > 0)
     }
 
-    /// The classes that get dormant probes for `--edges`: those of the
-    /// methods sampled so far outside the JDK (and sprig's own).
-    fn edge_classes(&self) -> Vec<String> {
-        let mut classes: Vec<String> = self
-            .profile
-            .counts
-            .keys()
-            .filter_map(|m| self.profile.methods.get(m))
-            .map(|info| info.class.clone())
-            .filter(|c| !is_jdk_class(c) && !c.starts_with("sprig."))
-            .collect();
-        classes.sort();
-        classes.dedup();
-        classes
-    }
-
     /// `--edges`: once `--edges-after` seconds were sampled and some
     /// class outside the JDK was seen, the classes seen go to the agent;
     /// its answer goes on the status line.
@@ -288,7 +272,7 @@ impl Stacks<'_> {
         };
         let due = since.elapsed().as_secs_f64() >= self.args.edges_after;
         let classes = match &self.edges {
-            Some(e) if e.asked.is_none() && due => self.edge_classes(),
+            Some(e) if e.asked.is_none() && due => edge_classes(&self.profile),
             Some(e) if e.profile.probed && !e.said => {
                 turn.status.line(&format!(
                     "sprig: call-edge bursts: {} methods of {} classes hold dormant probes; {} entries every {} ms",
@@ -381,6 +365,22 @@ impl Stacks<'_> {
             }
         }
     }
+}
+
+/// The classes that get dormant probes for `--edges`: those of the
+/// methods sampled so far outside the JDK's library (the tools the JDK
+/// ships, such as javac, included; sprig's own left out), sorted.
+fn edge_classes(p: &StackProfile) -> Vec<String> {
+    let mut classes: Vec<String> = p
+        .counts
+        .keys()
+        .filter_map(|m| p.methods.get(m))
+        .map(|info| info.class.clone())
+        .filter(|c| !is_library_class(c) && !c.starts_with("sprig."))
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
 }
 
 #[cfg(test)]

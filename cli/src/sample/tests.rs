@@ -336,3 +336,35 @@ fn an_agent_that_cannot_sample_ends_the_session_with_its_error() {
     assert!(!out.exists(), "a report was written");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--edges` probes the classes sampled outside the JDK's library: an
+/// application's and the tools the JDK ships (javac), not the library's
+/// nor sprig's own.
+#[test]
+fn edge_classes_are_the_sampled_classes_outside_the_jdks_library() {
+    let mut p = StackProfile::new(20_000_000);
+    let methods = [
+        (1, "java.lang.Thread", "run"),
+        (2, "app.A", "work"),
+        (3, "com.sun.tools.javac.jvm.Gen", "genClass"),
+        (4, "sprig.rt.Probe", "enter"),
+        (5, "app.A", "leaf"),
+        (6, "app.B", "never"),
+    ];
+    for (id, class, name) in methods {
+        p.add_method(id, MethodInfo::new(class, name, "()V"));
+    }
+    p.add_thread(10, "worker");
+    p.add_round(
+        0,
+        0,
+        &[StackSample {
+            thread: 10,
+            state: SampledState::Running,
+            cpu_ns: 1_000_000,
+            frames: vec![4, 5, 3, 2, 1],
+            truncated: false,
+        }],
+    );
+    assert_eq!(edge_classes(&p), ["app.A", "com.sun.tools.javac.jvm.Gen"]);
+}
