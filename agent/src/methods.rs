@@ -103,6 +103,14 @@ pub fn id_for(class: &str, name: &str, descriptor: &str) -> (u32, bool) {
     (id, true)
 }
 
+/// The id of a method (`class` dotted) if the session assigned it one,
+/// without assigning one.
+pub fn known_id(class: &str, name: &str, descriptor: &str) -> Option<u32> {
+    let guard = lock(&TABLE);
+    let key = (class.to_string(), name.to_string(), descriptor.to_string());
+    guard.as_ref()?.ids.get(&key).copied()
+}
+
 /// Marks `id` announced; true the first time (the caller sends `Method`).
 pub fn mark_announced(id: u32) -> bool {
     let mut guard = lock(&TABLE);

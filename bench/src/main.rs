@@ -103,13 +103,15 @@ struct Args {
     #[arg(long)]
     compare_locks: bool,
     /// Also run Scheme B with `--alloc` counting exact allocations only
-    /// (`--alloc-interval 0`, row `Bx`) and with the JVM's heap sampler
+    /// (`--alloc-interval 0`, row `Bx`), with the JVM's heap sampler
     /// alone at `--alloc`'s default interval (`--alloc-interval 524288`,
-    /// row `Bs`), beside B in the same JVM and repeat as `--compare-locks`
-    /// runs `Bl`; the table adds each over B per repeat and their median.
-    /// E.g. `--only jetty,h2 --rows server,statement --schemes
-    /// lazy,lazy-alloc-exact,lazy-alloc-sampled --compare-alloc --settle 60
-    /// --repeats 6`.
+    /// row `Bs`), with both (`--alloc`, row `Bxs`) and Scheme B once more
+    /// (row `B'`, the control: what one session after another in the same
+    /// JVM does to B itself), beside B in the same JVM and repeat as
+    /// `--compare-locks` runs `Bl`; the table adds each over B per repeat
+    /// and their median. E.g. `--only jetty,h2 --rows server,statement
+    /// --schemes lazy,lazy-again,lazy-alloc-exact,lazy-alloc-sampled,lazy-alloc
+    /// --compare-alloc --settle 60 --repeats 6`.
     #[arg(long)]
     compare_alloc: bool,
     /// Also run Scheme B with every method instrumented, trivial ones

@@ -27,14 +27,29 @@ pub const ALLOC_EXACT_SCHEME: &str = "lazy-alloc-exact";
 pub const ALLOC_SAMPLED_SCHEME: &str = "lazy-alloc-sampled";
 
 /// Scheme B with `--alloc` (exact allocations and the heap sampler at
-/// its default interval; `--only alloc-hist`).
+/// its default interval; `--compare-alloc`, row `Bxs`).
 pub const ALLOC_SCHEME: &str = "lazy-alloc";
+/// Scheme B once more, a session of its own (`--compare-alloc`, row
+/// `B'`): the control of the rows compared with B in the same JVM, what
+/// running one session after another does to B itself.
+pub const AGAIN_SCHEME: &str = "lazy-again";
+/// Scheme B with `--alloc` and the heap sampler every BYTES
+/// (`lazy-alloc@BYTES`: `--alloc --alloc-interval BYTES`; `--only
+/// alloc-hist`).
+pub const ALLOC_AT_SCHEME: &str = "lazy-alloc@";
 
 /// The schemes that add a source to Scheme B and are compared with it
 /// repeat by repeat (`--locks`, `--alloc`): they differ from B whatever
 /// is instrumented, so they run while only roots are.
 pub fn beside_lazy(scheme: &str) -> bool {
-    [LOCKS_SCHEME, ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME].contains(&scheme)
+    [
+        LOCKS_SCHEME,
+        ALLOC_EXACT_SCHEME,
+        ALLOC_SAMPLED_SCHEME,
+        ALLOC_SCHEME,
+        AGAIN_SCHEME,
+    ]
+    .contains(&scheme)
 }
 
 /// How many of a JVM's last stdout lines an error message quotes.
@@ -305,6 +320,7 @@ impl Sprig {
         match args.scheme.as_str() {
             "lazy-redefine" => cmd.args(["--scheme", "lazy", "--no-dormant"]),
             "lazy-receiver" => cmd.args(["--scheme", "lazy", "--virtual-calls", "receiver"]),
+            AGAIN_SCHEME => cmd.args(["--scheme", "lazy"]),
             KEEP_TRIVIAL_SCHEME => cmd.args(["--scheme", "lazy", "--keep-trivial"]),
             LOCKS_SCHEME => cmd.args(["--scheme", "lazy", "--locks"]),
             ALLOC_EXACT_SCHEME => {
@@ -312,11 +328,17 @@ impl Sprig {
             }
             ALLOC_SAMPLED_SCHEME => cmd.args(["--scheme", "lazy", "--alloc-interval", "524288"]),
             ALLOC_SCHEME => cmd.args(["--scheme", "lazy", "--alloc"]),
-            scheme => match scheme.strip_prefix(TRIVIAL_SCHEME) {
-                Some(bound) => cmd
+            scheme => match (
+                scheme.strip_prefix(TRIVIAL_SCHEME),
+                scheme.strip_prefix(ALLOC_AT_SCHEME),
+            ) {
+                (Some(bound), _) => cmd
                     .args(["--scheme", "lazy"])
                     .arg(format!("--skip-trivial={bound}")),
-                None => cmd.args(["--scheme", scheme]),
+                (_, Some(bytes)) => cmd
+                    .args(["--scheme", "lazy", "--alloc", "--alloc-interval"])
+                    .arg(bytes),
+                _ => cmd.args(["--scheme", scheme]),
             },
         };
         match args.timing.as_deref() {

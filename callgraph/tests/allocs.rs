@@ -192,6 +192,7 @@ fn with_sampled_and_live(k: u64, sampled: u64, live: u64) -> Profile {
         class: 7,
         samples: 4,
         bytes_est: sampled,
+        ..Default::default()
     }];
     let mut l = LiveProfile::default();
     l.nodes.insert(

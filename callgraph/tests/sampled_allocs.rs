@@ -1,7 +1,7 @@
 //! Allocation samples (`--alloc-interval`) in the builder and the model:
 //! each record lands on the frame open at its place in the thread's
-//! stream, by class; the JSON report lists them apart from the exact
-//! allocations, with Java source names; snapshots (version 10) carry them
+//! stream, by class, those at a probed allocating frame counted apart; the JSON report lists them apart from the exact
+//! allocations, with Java source names; snapshots (version 10; the probed split from 12) carry them
 //! and the samples taken outside every root context.
 
 use sprig_callgraph::profile::Metric;
@@ -14,12 +14,22 @@ fn sample(class: u32, size: u32, bytes_est: u64) -> Vec<Event> {
     tagged(class, size, bytes_est, 0)
 }
 
+/// A sample whose allocating frame is a probed method.
+fn at_probed(class: u32, size: u32, bytes_est: u64) -> Vec<Event> {
+    record(class, size, bytes_est, 0, true)
+}
+
 fn tagged(class: u32, size: u32, bytes_est: u64, tag: u64) -> Vec<Event> {
+    record(class, size, bytes_est, tag, false)
+}
+
+fn record(class: u32, size: u32, bytes_est: u64, tag: u64, probed: bool) -> Vec<Event> {
     SampledAlloc {
         class,
         size,
         bytes_est,
         tag,
+        probed,
     }
     .record(0)
     .unwrap()
@@ -45,7 +55,9 @@ fn profile() -> Profile {
         evs.push(Event::new(EventKind::RootEntry, 1, t + 1));
         evs.extend(sample(2, 16, 1000));
         evs.push(Event::new(EventKind::MethodEntry, 2, t + 2));
-        evs.extend(sample(1, 4000, 5000));
+        // `work` allocated the arrays itself (a probed allocating frame);
+        // the `Integer`s came from unprofiled code below it.
+        evs.extend(at_probed(1, 4000, 5000));
         evs.extend(sample(2, 16, 1000));
         evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
         evs.push(Event::new(EventKind::RootExit, 1, t + 4));
@@ -68,15 +80,21 @@ fn samples_land_on_the_open_frame_and_survive_a_snapshot() {
         let by = |n| {
             p.node_sampled(n)
                 .into_iter()
-                .map(|c| (c.class, c.samples, c.bytes_est))
+                .map(|c| {
+                    let probed = (c.probed_samples, c.probed_bytes_est);
+                    (c.class, c.samples, c.bytes_est, probed)
+                })
                 .collect::<Vec<_>>()
         };
-        assert_eq!(by(root), vec![("java.lang.Integer".to_string(), 2, 2000)]);
+        assert_eq!(
+            by(root),
+            vec![("java.lang.Integer".to_string(), 2, 2000, (0, 0))]
+        );
         assert_eq!(
             by(work),
             vec![
-                ("byte[]".to_string(), 2, 10_000),
-                ("java.lang.Integer".to_string(), 2, 2000),
+                ("byte[]".to_string(), 2, 10_000, (2, 10_000)),
+                ("java.lang.Integer".to_string(), 2, 2000, (0, 0)),
             ]
         );
         assert!(root.allocs.is_empty() && work.allocs.is_empty());
@@ -97,7 +115,7 @@ fn samples_land_on_the_open_frame_and_survive_a_snapshot() {
     let json = String::from_utf8(json).unwrap();
     assert!(
         json.contains(
-            r#""sampled_allocations":[{"class":"byte[]","samples":2,"bytes_est":10000},{"class":"java.lang.Integer","samples":2,"bytes_est":2000}]"#
+            r#""sampled_allocations":[{"class":"byte[]","samples":2,"bytes_est":10000,"probed_samples":2,"probed_bytes_est":10000},{"class":"java.lang.Integer","samples":2,"bytes_est":2000,"probed_samples":0,"probed_bytes_est":0}]"#
         ),
         "{json}"
     );

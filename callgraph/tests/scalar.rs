@@ -32,6 +32,7 @@ fn sample(class: u32, size: u32) -> Vec<Event> {
         size,
         bytes_est: INTERVAL + u64::from(size) / 2,
         tag: 0,
+        probed: false,
     }
     .record(0)
     .unwrap()

@@ -13,11 +13,12 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
-/// The version 10 file of a profile without live objects: a version 11
-/// file without the live flag (u8 0) before the end marker.
-fn downgrade_to_v10(v11: &[u8]) -> Vec<u8> {
-    let mut v = v11.to_vec();
-    assert_eq!(v[8..12], 11u32.to_le_bytes());
+/// The version 10 file of a profile without live objects nor allocation
+/// samples: a version 12 file (of such a profile, the bytes of version 11)
+/// without the live flag (u8 0) before the end marker.
+fn downgrade_to_v10(v12: &[u8]) -> Vec<u8> {
+    let mut v = v12.to_vec();
+    assert_eq!(v[8..12], 12u32.to_le_bytes());
     v[8..12].copy_from_slice(&10u32.to_le_bytes());
     let end = v.len() - 8;
     assert_eq!(&v[end..], b"SPRIGEND");
@@ -500,11 +501,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v12 = plain;
-    v12[8..12].copy_from_slice(&12u32.to_le_bytes());
+    let mut v13 = plain;
+    v13[8..12].copy_from_slice(&13u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v12.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(12))
+        Profile::read_snapshot(&mut v13.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(13))
     ));
 }
 

@@ -59,11 +59,12 @@ pub const RECORD_WAIT: u32 = 2;
 /// (the code below the subgraph that allocated runs under it).
 pub const RECORD_SAMPLED_ALLOC: u32 = 3;
 
-/// One allocation sample, two or three payload words: `class | size << 32`
+/// One allocation sample, two to four payload words: `class | size << 32`
 /// (`class` an id the agent names with an `AllocClass` message, `size`
 /// the sampled object's bytes), `bytes_est`, the bytes of allocation
-/// the sample stands for, and with `--alloc=live` the object's JVMTI tag
-/// (`LiveFreed` names it when the object is freed; 0 or absent: untagged).
+/// the sample stands for, with `--alloc=live` the object's JVMTI tag
+/// (`LiveFreed` names it when the object is freed; 0 or absent: untagged),
+/// and flags (bit 0: [`probed`](SampledAlloc::probed); absent: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampledAlloc {
     pub class: u32,
@@ -73,17 +74,26 @@ pub struct SampledAlloc {
     pub bytes_est: u64,
     /// The object's tag (`--alloc=live`), 0 when untagged.
     pub tag: u64,
+    /// The allocating frame (the sample's top Java frame) is a method the
+    /// session's probes record: an allocation site the exact count sees
+    /// too (unless the JIT removed the allocation), not code below the
+    /// subgraph.
+    pub probed: bool,
 }
 
 impl SampledAlloc {
     /// The record, its head at `ts`.
     pub fn record(&self, ts: u64) -> Option<RecordSlots> {
         let head = u64::from(self.class) | u64::from(self.size) << 32;
-        if self.tag == 0 {
-            RecordSlots::new(RECORD_SAMPLED_ALLOC, ts, &[head, self.bytes_est])
+        let words = [head, self.bytes_est, self.tag, u64::from(self.probed)];
+        let n = if self.probed {
+            4
+        } else if self.tag != 0 {
+            3
         } else {
-            RecordSlots::new(RECORD_SAMPLED_ALLOC, ts, &[head, self.bytes_est, self.tag])
-        }
+            2
+        };
+        RecordSlots::new(RECORD_SAMPLED_ALLOC, ts, &words[..n])
     }
 
     /// Reads a sample record; `None` for another kind or a short one.
@@ -97,6 +107,7 @@ impl SampledAlloc {
             size: (w >> 32) as u32,
             bytes_est: r.word(1)?,
             tag: r.word(2).unwrap_or(0),
+            probed: r.word(3).unwrap_or(0) & 1 != 0,
         })
     }
 }
@@ -435,16 +446,21 @@ mod tests {
 
     #[test]
     fn allocation_samples_round_trip() {
-        for tag in [0, 1, u64::MAX] {
+        for (tag, probed) in [0, 1, u64::MAX]
+            .into_iter()
+            .flat_map(|t| [(t, false), (t, true)])
+        {
             let a = SampledAlloc {
                 class: u32::MAX,
                 size: 0x8000_0001,
                 bytes_est: u64::MAX - 5,
                 tag,
+                probed,
             };
             let r = a.record(11).unwrap();
-            // Untagged samples keep their two words (one slot).
-            assert_eq!(r.as_slice().len(), if tag == 0 { 2 } else { 3 });
+            // Untagged samples below the probed code keep their two words
+            // (one slot).
+            assert_eq!(r.as_slice().len(), if tag == 0 && !probed { 2 } else { 3 });
             let items: Vec<Item> = Records::new(r.as_slice()).collect();
             let [Item::Record(rec)] = items[..] else {
                 panic!("one record expected: {items:?}");

@@ -114,8 +114,9 @@ fn end_in(s: &ThreadState, kind: WaitKind, class: impl FnOnce() -> u32) {
 /// An allocation sample on the calling thread (`sources::sampled_alloc`):
 /// when the thread is inside a root context of this session its record
 /// goes into the thread's own stream, where it lands on the frame open
-/// now; `class` names the object's class and `tag` tags the object
-/// (`--alloc=live`; 0: untagged), both called only then. False when
+/// now; `class` names the object's class, `tag` tags the object
+/// (`--alloc=live`; 0: untagged) and `probed` says whether the allocating
+/// frame is a method the probes record, all called only then. False when
 /// nothing was written: outside every root context, on a thread that
 /// records nothing, or one caught in the middle of its own write (the
 /// sample then counts as outside). Never waits for a lock of the probes.
@@ -124,6 +125,7 @@ pub fn sampled_alloc(
     bytes_est: u64,
     class: impl FnOnce() -> u32,
     tag: impl FnOnce() -> u64,
+    probed: impl FnOnce() -> bool,
 ) -> bool {
     with_state(|s| {
         if !recording(s) || s.producer.try_borrow_mut().is_err() {
@@ -134,6 +136,7 @@ pub fn sampled_alloc(
             size: u32::try_from(size).unwrap_or(u32::MAX),
             bytes_est,
             tag: tag(),
+            probed: probed(),
         };
         match sample.record(s.now()) {
             Some(rec) => {

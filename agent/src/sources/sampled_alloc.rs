@@ -20,6 +20,13 @@
 //! baseline of `scripts/measure/outside-alloc-cost.sh`);
 //! `sampled-alloc-cost` times each of them (CPU time) and says the mean.
 //!
+//! A sample inside a root context also says whether its allocating frame
+//! (the thread's top Java frame, inlined frames counted, read with the
+//! same one-frame walk of its own stack) is a method the session's probes
+//! record: an allocation site the exact count sees too, rather than code
+//! below the subgraph (`probed` in the record; the method's id is looked
+//! up by name once per method and session, then kept by method id).
+//!
 //! What a sample stands for: HotSpot draws the bytes between two samples
 //! of a thread from an exponential distribution of mean `interval`, so an
 //! object of `size` bytes is sampled with probability
@@ -62,6 +69,10 @@ static OUTSIDE_BYTES: AtomicU64 = AtomicU64::new(0);
 static FINISHED: AtomicBool = AtomicBool::new(false);
 /// The classes named so far in this session: JVMTI signature -> id.
 static CLASSES: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+/// The top frames of samples inside root contexts whose method has a
+/// session id: `MethodId::addr` -> id (whether the id records is asked
+/// each time: a dormant method's probes may be switched on later).
+static KNOWN: Mutex<Option<HashMap<usize, u32>>> = Mutex::new(None);
 /// The stacks of the samples outside every root context in this session.
 static TABLE: Mutex<Option<Outside>> = Mutex::new(None);
 /// Whether samples outside every root context are kept by stack (not with
@@ -202,6 +213,7 @@ impl Source for SampledAllocs {
     fn start(&mut self, agent: &'static Agent, _jni: Jni<'_>) -> Result<(), String> {
         *crate::sync::lock(&CLASSES) = Some(HashMap::new());
         *crate::sync::lock(&TABLE) = Some(Outside::default());
+        *crate::sync::lock(&KNOWN) = Some(HashMap::new());
         STACKS.store(
             !crate::error::fault_named("sampled-alloc-no-stacks"),
             Ordering::Relaxed,
@@ -278,6 +290,7 @@ fn finish(agent: &'static Agent, jni: Jni<'_>, deadline: Option<Instant>) {
         send_stacks(agent.jvmti, jni, table, deadline);
     }
     *crate::sync::lock(&CLASSES) = None;
+    *crate::sync::lock(&KNOWN) = None;
 }
 
 /// The bytes of allocation a sample of an object of `size` bytes stands
@@ -306,7 +319,8 @@ pub fn on_sample(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_
     }
     let est = weight(size, INTERVAL.load(Ordering::Relaxed));
     let tag = || super::live::tag(jvmti, object);
-    if !probe::sampled_alloc(size, est, || class_id(jvmti, class), tag) {
+    let probed = || top_frame_probed(jvmti, jni);
+    if !probe::sampled_alloc(size, est, || class_id(jvmti, class), tag, probed) {
         OUTSIDE.fetch_add(1, Ordering::Relaxed);
         OUTSIDE_BYTES.fetch_add(est, Ordering::Relaxed);
         if !STACKS.load(Ordering::Relaxed) {
@@ -322,6 +336,44 @@ pub fn on_sample(jvmti: &Jvmti, jni: Jni<'_>, object: Local<'_>, class: Local<'_
             outside_stack(jvmti, jni, class, est);
         }
     }
+}
+
+/// Whether the calling thread's top Java frame is a method whose probes
+/// record in this session (false when it cannot be read).
+fn top_frame_probed(jvmti: &Jvmti, jni: Jni<'_>) -> bool {
+    let Ok((frames, n)) = jvmti.own_frames::<1>(&jni) else {
+        return false;
+    };
+    let Some(m) = frames[0].filter(|_| n > 0) else {
+        return false;
+    };
+    let kept = crate::sync::lock(&KNOWN)
+        .as_ref()
+        .and_then(|k| k.get(&m.addr()).copied());
+    let id = match kept {
+        Some(id) => id,
+        None => {
+            let Some(id) = session_id(jvmti, jni, m) else {
+                return false;
+            };
+            if let Some(k) = crate::sync::lock(&KNOWN).as_mut() {
+                k.insert(m.addr(), id);
+            }
+            id
+        }
+    };
+    crate::methods::is_active(id)
+}
+
+/// The session's id of method `m`, if it has one (looked up by its
+/// class's binary name, name and descriptor).
+fn session_id(jvmti: &Jvmti, jni: Jni<'_>, m: MethodId) -> Option<u32> {
+    let class = jvmti.method_declaring_class(&jni, m).ok()?;
+    let sig = jvmti.class_signature(class);
+    jni.delete_local(class);
+    let class = super::stacks::binary_name(&sig.ok()?);
+    let (name, descriptor) = jvmti.method_name(m).ok()?;
+    crate::methods::known_id(&class, &name, &descriptor)
 }
 
 /// Adds a sample outside every root context to the table by the calling

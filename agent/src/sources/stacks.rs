@@ -639,7 +639,7 @@ pub(super) fn send(stop: &StopFlag, msg: Message) {
 
 /// The binary name, with dots, of the class of signature `sig`
 /// (`Lpkg/Name;` -> `pkg.Name`); other signatures as they are.
-fn binary_name(sig: &str) -> String {
+pub(super) fn binary_name(sig: &str) -> String {
     sig.strip_prefix('L')
         .and_then(|s| s.strip_suffix(';'))
         .unwrap_or(sig)

@@ -7,8 +7,8 @@ use super::sample::{Sample, mean};
 use super::{OPT_IN_ROWS, RootDef, WorkloadDef, iterate, start_jvm};
 use crate::Ctx;
 use crate::proc::{
-    ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, Jvm, LOCKS_SCHEME, Sprig, SprigArgs, TRIVIAL_SCHEME,
-    beside_lazy, jit_cpu,
+    AGAIN_SCHEME, ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, ALLOC_SCHEME, Jvm, LOCKS_SCHEME, Sprig,
+    SprigArgs, TRIVIAL_SCHEME, beside_lazy, jit_cpu,
 };
 use crate::profile::{ProfileSummary, compare_paths, compare_paths_per_root};
 use crate::stats::{json_of, median};
@@ -88,8 +88,10 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
         schemes.push(LOCKS_SCHEME.into());
     }
     if ctx.compare_alloc {
+        schemes.push(AGAIN_SCHEME.into());
         schemes.push(ALLOC_EXACT_SCHEME.into());
         schemes.push(ALLOC_SAMPLED_SCHEME.into());
+        schemes.push(ALLOC_SCHEME.into());
     }
     schemes.extend(
         ctx.compare_trivial
@@ -370,7 +372,8 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     .collect(),
                 _ => Vec::new(),
             };
-            // `--locks` (row Bl) or `--alloc` (Bx, Bs) over Scheme B
+            // `--locks` (row Bl), `--alloc` (Bx, Bs, Bxs) or B again (B')
+            // over Scheme B
             // without it, same root,
             // timing and repeat: their windows' median iteration times
             // (with `--settle`, of the settled windows).

@@ -1,7 +1,8 @@
 //! The workloads' table in JFluid's columns, printed from their JSON rows.
 
 use crate::proc::{
-    ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, KEEP_TRIVIAL_SCHEME, LOCKS_SCHEME, TRIVIAL_SCHEME,
+    AGAIN_SCHEME, ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, ALLOC_SCHEME, KEEP_TRIVIAL_SCHEME,
+    LOCKS_SCHEME, TRIVIAL_SCHEME,
 };
 use crate::stats::{Summary, fmt};
 use serde_json::Value;
@@ -55,6 +56,8 @@ pub fn print_table(results: &[Value]) {
                     LOCKS_SCHEME => "Bl".to_owned(),
                     ALLOC_EXACT_SCHEME => "Bx".to_owned(),
                     ALLOC_SAMPLED_SCHEME => "Bs".to_owned(),
+                    ALLOC_SCHEME => "Bxs".to_owned(),
+                    AGAIN_SCHEME => "B'".to_owned(),
                     s => match s.strip_prefix(TRIVIAL_SCHEME) {
                         Some(bound) => format!("Bt{bound}"),
                         None => "A".to_owned(),
@@ -179,6 +182,8 @@ pub fn print_table(results: &[Value]) {
                     match r.get("scheme").and_then(Value::as_str) {
                         Some(ALLOC_EXACT_SCHEME) => "--alloc (exact only)",
                         Some(ALLOC_SAMPLED_SCHEME) => "--alloc-interval 524288 (sampled alone)",
+                        Some(ALLOC_SCHEME) => "--alloc (exact and sampled)",
+                        Some(AGAIN_SCHEME) => "B again (the control: no source added)",
                         _ => "--locks",
                     },
                     if sum(r, "settled_overhead_pct").is_some() {

@@ -32,7 +32,8 @@
 //!                                                (v10) u32 n, n × (u32 owner, u64 count,
 //!                                                u64 ticks),
 //!                                                (v10) u32 n, n × (u32 class, u64 samples,
-//!                                                u64 bytes_est),
+//!                                                u64 bytes_est, (v12) u64 probed_samples,
+//!                                                u64 probed_bytes_est),
 //!                                                u32 children))
 //! warnings:    u32 n, n × str
 //! alloc sites (v8): u32 n, n × (u32 id, u32 method, u32 bci, str descriptor, u8 dims)
@@ -61,7 +62,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 11;
+pub const SNAPSHOT_VERSION: u32 = 12;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -678,6 +679,8 @@ fn write_tree(w: &mut W<'_>, tree: &Tree) -> io::Result<()> {
             w.u32(a.class)?;
             w.u64(a.samples)?;
             w.u64(a.bytes_est)?;
+            w.u64(a.probed_samples)?;
+            w.u64(a.probed_bytes_est)?;
         }
         w.len(kids(tree, i).count())?;
         stack.extend(kids(tree, i).rev());
@@ -772,7 +775,21 @@ fn read_tree(r: &mut R<'_>, version: u32) -> Result<Tree, SnapshotError> {
             for _ in 0..n {
                 let class = r.u32()?;
                 let (samples, bytes_est) = (r.u64()?, r.u64()?);
-                crate::profile::add_sampled(&mut node.sampled_allocs, class, samples, bytes_est);
+                let (probed_samples, probed_bytes_est) = if version >= 12 {
+                    (r.u64()?, r.u64()?)
+                } else {
+                    (0, 0)
+                };
+                crate::profile::add_sampled(
+                    &mut node.sampled_allocs,
+                    crate::profile::SampledAllocs {
+                        class,
+                        samples,
+                        bytes_est,
+                        probed_samples,
+                        probed_bytes_est,
+                    },
+                );
             }
         }
         let children = r.u32()?;

@@ -603,7 +603,17 @@ impl ThreadState {
         };
         let node = top.node;
         let n = &mut self.arena.nodes[node as usize];
-        add_sampled(&mut n.sampled_allocs, a.class, 1, a.bytes_est);
+        let probed = u64::from(a.probed);
+        add_sampled(
+            &mut n.sampled_allocs,
+            crate::profile::SampledAllocs {
+                class: a.class,
+                samples: 1,
+                bytes_est: a.bytes_est,
+                probed_samples: probed,
+                probed_bytes_est: probed * a.bytes_est,
+            },
+        );
         if a.tag != 0 {
             self.tagged.push(super::live::Tagged {
                 tag: a.tag,

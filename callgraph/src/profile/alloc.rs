@@ -86,23 +86,17 @@ pub fn add_alloc(list: &mut Vec<Alloc>, site: u32, level: u8, count: u64, bytes:
     }
 }
 
-/// Adds `samples` of `bytes_est` of class `class` to a node's sampled
-/// list, kept sorted by class.
-pub fn add_sampled(list: &mut Vec<SampledAllocs>, class: u32, samples: u64, bytes_est: u64) {
-    match list.binary_search_by_key(&class, |a| a.class) {
+/// Adds `add`'s samples to a node's sampled list, kept sorted by class.
+pub fn add_sampled(list: &mut Vec<SampledAllocs>, add: SampledAllocs) {
+    match list.binary_search_by_key(&add.class, |a| a.class) {
         Ok(i) => {
             let a = &mut list[i];
-            a.samples = a.samples.saturating_add(samples);
-            a.bytes_est = a.bytes_est.saturating_add(bytes_est);
+            a.samples = a.samples.saturating_add(add.samples);
+            a.bytes_est = a.bytes_est.saturating_add(add.bytes_est);
+            a.probed_samples = a.probed_samples.saturating_add(add.probed_samples);
+            a.probed_bytes_est = a.probed_bytes_est.saturating_add(add.probed_bytes_est);
         }
-        Err(i) => list.insert(
-            i,
-            SampledAllocs {
-                class,
-                samples,
-                bytes_est,
-            },
-        ),
+        Err(i) => list.insert(i, add),
     }
 }
 
@@ -113,6 +107,9 @@ pub struct ClassSampled {
     pub class: String,
     pub samples: u64,
     pub bytes_est: u64,
+    /// Of them, those at a probed method (`SampledAllocs::probed_samples`).
+    pub probed_samples: u64,
+    pub probed_bytes_est: u64,
 }
 
 /// The Java source name of a field descriptor with `level` leading `[`
@@ -234,19 +231,25 @@ impl Profile {
     /// A node's allocation samples by class, most bytes first (ties by
     /// name).
     pub fn node_sampled(&self, node: &Node) -> Vec<ClassSampled> {
-        let mut by: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        let mut by: std::collections::BTreeMap<String, [u64; 4]> = Default::default();
         for a in &node.sampled_allocs {
             let e = by.entry(self.sampled_class(a.class)).or_default();
-            e.0 = e.0.saturating_add(a.samples);
-            e.1 = e.1.saturating_add(a.bytes_est);
+            let add = [a.samples, a.bytes_est, a.probed_samples, a.probed_bytes_est];
+            for (x, y) in e.iter_mut().zip(add) {
+                *x = x.saturating_add(y);
+            }
         }
         let mut v: Vec<ClassSampled> = by
             .into_iter()
-            .map(|(class, (samples, bytes_est))| ClassSampled {
-                class,
-                samples,
-                bytes_est,
-            })
+            .map(
+                |(class, [samples, bytes_est, probed_samples, probed_bytes_est])| ClassSampled {
+                    class,
+                    samples,
+                    bytes_est,
+                    probed_samples,
+                    probed_bytes_est,
+                },
+            )
             .collect();
         v.sort_by(|a, b| {
             b.bytes_est

@@ -342,7 +342,7 @@ fn merge_trees<'a>(threads: impl Iterator<Item = &'a ThreadProfile>) -> (Tree, S
                 add_owned(&mut m.owners, o.owner, o.count, o.ticks);
             }
             for a in &n.sampled_allocs {
-                add_sampled(&mut m.sampled_allocs, a.class, a.samples, a.bytes_est);
+                add_sampled(&mut m.sampled_allocs, *a);
             }
             // only children that keep the tree invariant: no cycles
             for &c in n.children.iter().rev().filter(|&&c| c > s) {

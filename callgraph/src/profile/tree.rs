@@ -83,6 +83,11 @@ pub struct SampledAllocs {
     pub samples: u64,
     /// The bytes of allocation the samples stand for.
     pub bytes_est: u64,
+    /// Of them, the samples whose allocating frame was a method the
+    /// probes record (an allocation site the exact count sees too), and
+    /// the bytes they stand for.
+    pub probed_samples: u64,
+    pub probed_bytes_est: u64,
 }
 
 /// Objects one node allocated at one site and level: `level` dimensions

@@ -70,9 +70,12 @@
 //! names such as `int[]` and `pkg.Outer$Inner`, most bytes first; exact
 //! counts, bytes as GetObjectSize gives them). Sampled allocations
 //! (`--alloc-interval`): a node open when the JVM sampled allocations
-//! adds `sampled_allocations` (`[{"class","samples","bytes_est"}]`:
-//! estimates of what its own code and the unprofiled code below it
-//! allocated, most bytes first), and the top level
+//! adds `sampled_allocations` (`[{"class","samples","bytes_est",
+//! "probed_samples","probed_bytes_est"}]`: estimates of what its own code
+//! and the unprofiled code below it allocated, most bytes first; the
+//! `probed_` figures count the samples whose allocating frame was a method
+//! the probes record, an allocation site the exact count sees too), and
+//! the top level
 //! `sampled_outside_roots` (`{"samples","bytes_est"}`), the samples taken
 //! outside every root context (with `stacks_unkept`, those the agent kept
 //! no stack for, when stacks came), and `sampled_outside_stacks`
@@ -452,8 +455,8 @@ fn roots(
                 write_str(out, &a.class)?;
                 write!(
                     out,
-                    ",\"samples\":{},\"bytes_est\":{}}}",
-                    a.samples, a.bytes_est
+                    ",\"samples\":{},\"bytes_est\":{},\"probed_samples\":{},\"probed_bytes_est\":{}}}",
+                    a.samples, a.bytes_est, a.probed_samples, a.probed_bytes_est
                 )?;
             }
             out.write_all(b"],")?;

@@ -7,7 +7,10 @@
 //! stay exact; the next session on the same JVM samples again (the one before
 //! gave the event and its capability back); the samples taken outside
 //! every root are reported by the allocating thread's stack (a thread of
-//! its own allocating `byte[]`s in `outsideAlloc`); and with the capability held
+//! its own allocating `byte[]`s in `outsideAlloc`); the samples whose
+//! allocating frame is the probed `work` itself (its `long[]`s) are
+//! counted as at a probed site, those of the JDK's code below it are not;
+//! and with the capability held
 //! by another JVMTI environment (the agent's test hook) the session says
 //! so in one line and counts exact allocations only.
 
@@ -19,8 +22,9 @@ use serde_json::Value;
 use sprig_tests::{Jdk, Proc, TempDir, fixture_classes, sprig_bin};
 
 const LONG: Duration = Duration::from_secs(120);
-/// Root calls per session: ~0.7 MB each, so ~27 MB sampled every 16 KiB
-/// on average (about 1,000 samples: the bigger objects count for more).
+/// Root calls per session: ~0.9 MB each, so ~35 MB sampled every 16 KiB
+/// on average (about 1,300 samples: the bigger objects count for more;
+/// ~400 of them the `long[]`s `work` allocates itself).
 const CALLS: u64 = 40;
 const INTERVAL: &str = "16384";
 
@@ -88,11 +92,12 @@ fn session(jvm: &mut Proc, flags: &[&str]) -> Run {
     }
 }
 
-/// Per class over every node: (samples, estimated bytes) of the sampled
-/// lists, and (objects, bytes) of the exact ones.
+/// Per class over every node: (samples, estimated bytes, samples at a
+/// probed allocating frame) of the sampled lists, and (objects, bytes) of
+/// the exact ones.
 #[derive(Debug, Default)]
 struct Seen {
-    sampled: BTreeMap<String, (u64, u64)>,
+    sampled: BTreeMap<String, (u64, u64, u64)>,
     exact: BTreeMap<String, (u64, u64)>,
 }
 
@@ -105,6 +110,7 @@ fn seen(report: &Value) -> Seen {
                 .or_default();
             e.0 += a["samples"].as_u64().expect("samples");
             e.1 += a["bytes_est"].as_u64().expect("bytes_est");
+            e.2 += a["probed_samples"].as_u64().expect("probed_samples");
         }
         for a in node["allocations"].as_array().into_iter().flatten() {
             let e = s
@@ -148,7 +154,21 @@ fn check_sampled(what: &str, report: &Value, truth: u64) {
             s.sampled.get(class).is_some_and(|v| v.0 > 0),
             "{what}: no sample of {class}\n{s:#?}"
         );
+        // Allocated by the JDK's code below `work`: not at a probed site.
+        assert_eq!(s.sampled[class].2, 0, "{what}: {class}\n{s:#?}");
     }
+    // `work`'s own `long[1024]`s: at a probed site (at least 90% of them:
+    // a first run read 310 of 323 on JDK 17, the others not explained).
+    let longs = s.sampled.get("long[]").copied().unwrap_or_default();
+    println!(
+        "{what}: long[]: {} samples, {} at a probed site",
+        longs.0, longs.2
+    );
+    assert!(
+        longs.0 >= 50 && longs.2 * 10 >= longs.0 * 9,
+        "{what}: long[] samples (all, at a probed site) {:?}\n{s:#?}",
+        (longs.0, longs.2)
+    );
     // Exact: the root's own `new ArrayList`, once per call.
     assert_eq!(
         s.exact.get("java.util.ArrayList").map(|v| v.0),
