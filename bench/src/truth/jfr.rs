@@ -100,7 +100,7 @@ fn event_secs(e: &Value) -> Option<f64> {
     // Days from a civil date (proleptic Gregorian).
     let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
     let days = 365 * y2 + y2 / 4 - y2 / 100 + y2 / 400 + (153 * m2 + 2) / 5 + day;
-    let clock = time.split(|c| c == 'Z' || c == '+' || c == '-').next()?;
+    let clock = time.split(['Z', '+', '-']).next()?;
     let mut c = clock.split(':');
     let (h, mi, sec) = (
         c.next()?.parse::<f64>().ok()?,
@@ -156,11 +156,11 @@ fn jfr_self_timed(
                 continue;
             }
             Some("jdk.Compilation") => {
-                let m = e.get("values").and_then(|v| frame_key(v));
-                if let (Some(t), Some(m)) = (event_secs(e), m) {
-                    if known.contains(&m) {
-                        events.compiles.push(t);
-                    }
+                let m = e.get("values").and_then(frame_key);
+                if let (Some(t), Some(m)) = (event_secs(e), m)
+                    && known.contains(&m)
+                {
+                    events.compiles.push(t);
                 }
                 continue;
             }
