@@ -652,6 +652,7 @@ fn original_silence_puts_the_callees_back_in_silent_windows() {
                 silent_ms: 1500,
                 counting_calls: 0,
                 silence: Silence::Original,
+                settle_ms: 0,
             },
         );
         jvm.send("run 5000");

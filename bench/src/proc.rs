@@ -250,6 +250,16 @@ pub fn set_extra_sprig_args(args: Vec<String>) {
     let _ = EXTRA_SPRIG_ARGS.set(args);
 }
 
+/// Whether `--sprig-arg` gave this option (`--interval` or
+/// `--interval=...`), which the bench then leaves to it.
+pub fn extra_sprig_arg_given(flag: &str) -> bool {
+    EXTRA_SPRIG_ARGS
+        .get()
+        .into_iter()
+        .flatten()
+        .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
+}
+
 /// The bench's timing mode for windows timing with the classes put back
 /// to their original bytes in silent windows.
 pub const WINDOWS_ORIGINAL: &str = "windows-original";

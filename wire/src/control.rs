@@ -223,6 +223,11 @@ pub struct WindowOptions {
     pub counting_calls: u32,
     /// What silences the probes in a silent window.
     pub silence: Silence,
+    /// The first milliseconds of each silent window take no stack sample
+    /// (root calls entered then are timed, not sampled): the JIT
+    /// recompiles what the switch deoptimised (0: none). Shorter than
+    /// `silent_ms`.
+    pub settle_ms: u32,
 }
 
 /// What silences the probes inside a silent root call.

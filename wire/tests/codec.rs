@@ -119,6 +119,7 @@ fn session_options() -> impl Strategy<Value = SessionOptions> {
                         } else {
                             sprig_wire::Silence::Dormant
                         },
+                        settle_ms: wait_bound_ms % 13,
                     }),
                     cost_tail_ms: wait_bound_ms.rotate_left(7),
                     alloc_interval: wait_bound_ms.rotate_left(3),

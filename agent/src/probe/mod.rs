@@ -78,5 +78,6 @@ pub use wait::{
     wait_end_on,
 };
 pub use windows::{
-    begin_tail, inside_before_and_after, marks, set_quota, set_silent, tail_closed, tail_warmed,
+    begin_tail, inside_before_and_after, marks, set_quota, set_settling, set_silent, tail_closed,
+    tail_warmed,
 };

@@ -236,8 +236,13 @@ pub fn root_enter(id: u32, jni: Jni<'_>) -> bool {
             // Windows timing, a silent window: the root's own probes time
             // the call; nothing inside records (no root context opens).
             s.silent.set(1);
-            s.silent_word_open();
-            windows::mark_open(s.java_id.get());
+            // While the JIT settles after a switch the call is timed but
+            // neither sampler takes its stacks (closing an unopened word
+            // or mark leaves it closed).
+            if windows::silent_sampled() {
+                s.silent_word_open();
+                windows::mark_open(s.java_id.get());
+            }
             // the cost tail's warm-up times nothing
             let timed = windows::silent_timed();
             s.silent_timed.set(timed);

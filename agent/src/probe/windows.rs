@@ -34,6 +34,11 @@ static TAIL: AtomicBool = AtomicBool::new(false);
 /// switched; calls timed meanwhile measured up to four times their
 /// recorded latency on `fixtures.Calls::root`).
 static TAIL_WARMING: AtomicBool = AtomicBool::new(false);
+/// The start of a silent window in which the JIT settles
+/// (`WindowOptions::settle_ms`): silent root contexts opened now are timed
+/// but open no silent word and no mark, so no stack sample is taken of
+/// them.
+static SETTLING: AtomicBool = AtomicBool::new(false);
 /// Root calls the current counting window may still count
 /// (`WindowOptions::counting_calls`; `NO_QUOTA`: no bound): a root entry
 /// that finds it spent opens a silent root context, so a window of
@@ -57,6 +62,7 @@ static SEQ: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 /// mark cleared.
 pub(super) fn begin_session(on: bool) {
     SILENT.store(false, Ordering::SeqCst);
+    SETTLING.store(false, Ordering::SeqCst);
     QUOTA.store(NO_QUOTA, Ordering::SeqCst);
     end_tail();
     for (o, s) in OWNER.iter().zip(&SEQ) {
@@ -70,6 +76,7 @@ pub(super) fn begin_session(on: bool) {
 pub(super) fn end_session() {
     WINDOWS.store(false, Ordering::SeqCst);
     SILENT.store(false, Ordering::SeqCst);
+    SETTLING.store(false, Ordering::SeqCst);
     end_tail();
 }
 
@@ -143,6 +150,19 @@ pub(super) fn silent_closed() {
 /// The sampler switches to a silent window (`true`) or a counting one.
 pub fn set_silent(silent: bool) {
     SILENT.store(silent && WINDOWS.load(Ordering::Relaxed), Ordering::SeqCst);
+}
+
+/// A silent window's settling begins (`true`) or ends: silent root
+/// contexts opened meanwhile are not sampled.
+pub fn set_settling(settling: bool) {
+    SETTLING.store(settling, Ordering::SeqCst);
+}
+
+/// Whether a silent root context opened now may be sampled (not while the
+/// JIT settles after a switch).
+#[inline]
+pub(super) fn silent_sampled() -> bool {
+    !SETTLING.load(Ordering::Relaxed)
 }
 
 /// Thread `java_id` opened a silent root context.

@@ -106,6 +106,12 @@ impl Stacks {
                     ));
                 }
             }
+            if w.settle_ms >= w.silent_ms {
+                return Err(format!(
+                    "windows timing: a settle of {} ms must be shorter than the silent window ({} ms)",
+                    w.settle_ms, w.silent_ms
+                ));
+            }
         }
         if opts.interval_us == 0 || opts.interval_us > MAX_INTERVAL_US {
             return Err(format!(
@@ -318,6 +324,9 @@ pub(super) struct Schedule {
     /// Original-bytes silence: since when the silent window waits for the
     /// counted root calls still open.
     draining: Option<Instant>,
+    /// When the current silent window's settle ends (`settle_ms`: root
+    /// calls entered before are timed, not sampled).
+    settle_end: Option<Instant>,
     /// What the original-bytes switches did, and whether that changed
     /// since the CLI was told.
     switches: WindowSwitches,
@@ -334,6 +343,7 @@ impl Schedule {
             silent: false,
             opened_at: probe::root_contexts_opened(),
             draining: None,
+            settle_end: None,
             switches: WindowSwitches::default(),
             untold: false,
         }
@@ -368,6 +378,10 @@ impl Schedule {
     pub(super) fn tick(&mut self, jvmti: &Jvmti, jni: Jni<'_>) -> bool {
         let w = self.w;
         let now = Instant::now();
+        if self.settle_end.is_some_and(|e| now >= e) {
+            self.settle_end = None;
+            probe::set_settling(false);
+        }
         if let Some(since) = self.draining {
             let bound = ms(w.counting_ms.max(w.silent_ms));
             let open = probe::counted_root_contexts_open() > 0;
@@ -380,7 +394,9 @@ impl Schedule {
             self.draining = None;
             let s = crate::instrument::silence(jvmti, jni, true);
             self.note(s, true);
-            self.window_end = Instant::now() + ms(w.silent_ms);
+            let start = Instant::now();
+            self.window_end = start + ms(w.silent_ms);
+            self.settle_end = (w.settle_ms > 0).then(|| start + ms(w.settle_ms));
             return false;
         }
         let enough_calls = !self.silent
@@ -391,6 +407,13 @@ impl Schedule {
             return false;
         }
         self.silent = !self.silent;
+        // A silent window settles from its first root entry (under
+        // original-bytes silence, through the wait and the redefinition
+        // too); so do the last silent root entries before a counting
+        // window (under original-bytes silence, while the classes are
+        // instrumented again), which ends the settle.
+        probe::set_settling(w.settle_ms > 0);
+        self.settle_end = None;
         if self.original() {
             if self.silent {
                 probe::set_silent(true);
@@ -407,12 +430,19 @@ impl Schedule {
             probe::set_quota(w.counting_calls);
         }
         probe::set_silent(self.silent);
+        if !self.silent {
+            probe::set_settling(false);
+        }
         let len = if self.silent {
             w.silent_ms
         } else {
             w.counting_ms
         };
-        self.window_end = Instant::now() + ms(len);
+        let start = Instant::now();
+        self.window_end = start + ms(len);
+        if self.silent && w.settle_ms > 0 {
+            self.settle_end = Some(start + ms(w.settle_ms));
+        }
         true
     }
 
@@ -707,6 +737,7 @@ mod tests {
             silent_ms: 400,
             counting_calls: 0,
             silence: sprig_wire::Silence::Dormant,
+            settle_ms: 0,
         };
         assert!(Stacks::new(ok, Some(w)).is_ok());
         for bad in [
@@ -716,6 +747,10 @@ mod tests {
             },
             WindowOptions {
                 silent_ms: MAX_WINDOW_MS + 1,
+                ..w
+            },
+            WindowOptions {
+                settle_ms: 400,
                 ..w
             },
         ] {

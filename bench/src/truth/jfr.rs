@@ -4,10 +4,12 @@
 
 use super::*;
 
-/// A JFR settings file with only execution samples (threads in Java and
-/// threads in native code), every millisecond.
+/// A JFR settings file with execution samples (threads in Java and threads
+/// in native code) every millisecond, and the events that say when classes
+/// were redefined and what the JIT compiled (windows timing's switches and
+/// what follows them).
 pub(crate) const JFC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
-<configuration version="2.0" label="sprig-bench execution samples" description="jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms, nothing else">
+<configuration version="2.0" label="sprig-bench execution samples" description="jdk.ExecutionSample and jdk.NativeMethodSample every 1 ms, every RetransformClasses and every compilation">
   <event name="jdk.ExecutionSample">
     <setting name="enabled">true</setting>
     <setting name="period">1 ms</setting>
@@ -15,6 +17,14 @@ pub(crate) const JFC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   <event name="jdk.NativeMethodSample">
     <setting name="enabled">true</setting>
     <setting name="period">1 ms</setting>
+  </event>
+  <event name="jdk.RetransformClasses">
+    <setting name="enabled">true</setting>
+    <setting name="threshold">0 ms</setting>
+  </event>
+  <event name="jdk.Compilation">
+    <setting name="enabled">true</setting>
+    <setting name="threshold">0 ms</setting>
   </event>
 </configuration>
 "#;
@@ -68,18 +78,94 @@ pub(crate) fn frame_key(fr: &Value) -> Option<String> {
 /// frame that sprig's tree holds; JFR sees frames sprig does not
 /// instrument, such as JDK classes outside `--include`). Also the number
 /// of samples in all and of those inside the root.
+#[cfg(test)]
 fn jfr_self(
     recording: &Value,
     roots: &BTreeSet<String>,
     known: &BTreeSet<String>,
 ) -> (Vec<String>, usize) {
+    let (inside, total, _) = jfr_self_timed(recording, roots, known);
+    (inside.into_iter().map(|(k, _)| k).collect(), total)
+}
+
+/// Seconds of an event's `startTime` (`jfr print --json`: ISO 8601, as
+/// `2026-11-30T02:10:11.123456789Z` or with an offset), counted from a
+/// fixed day; None when it does not read as one. Every event of a
+/// recording carries the same offset, so it is left out.
+fn event_secs(e: &Value) -> Option<f64> {
+    let t = e.get("values")?.get("startTime")?.as_str()?;
+    let (date, time) = t.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>());
+    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    // Days from a civil date (proleptic Gregorian).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let days = 365 * y2 + y2 / 4 - y2 / 100 + y2 / 400 + (153 * m2 + 2) / 5 + day;
+    let clock = time.split(['Z', '+', '-']).next()?;
+    let mut c = clock.split(':');
+    let (h, mi, sec) = (
+        c.next()?.parse::<f64>().ok()?,
+        c.next()?.parse::<f64>().ok()?,
+        c.next()?.parse::<f64>().ok()?,
+    );
+    Some(days as f64 * 86_400.0 + h * 3600.0 + mi * 60.0 + sec)
+}
+
+/// Seconds of an event's `duration` (`jfr print --json`: ISO 8601, as
+/// `PT0.095S` or `PT1M2.5S`).
+fn event_duration(e: &Value) -> Option<f64> {
+    let d = e
+        .get("values")?
+        .get("duration")?
+        .as_str()?
+        .strip_prefix("PT")?;
+    let (min, sec) = match d.split_once('M') {
+        Some((m, rest)) => (m.parse::<f64>().ok()?, rest),
+        None => (0.0, d),
+    };
+    let sec = match sec.strip_suffix('S') {
+        Some(x) => x.parse::<f64>().ok()?,
+        None => 0.0,
+    };
+    Some(min * 60.0 + sec)
+}
+
+/// [`jfr_self`] with each sample's time (seconds, [`event_secs`]; NaN
+/// when it has none), and also the times of the recording's
+/// RetransformClasses events and its compilations of methods in `known`
+/// (time, `class::method`).
+#[allow(clippy::type_complexity)]
+fn jfr_self_timed(
+    recording: &Value,
+    roots: &BTreeSet<String>,
+    known: &BTreeSet<String>,
+) -> (Vec<(String, f64)>, usize, Events) {
     let mut inside = Vec::new();
     let mut total = 0;
-    let events = recording
+    let mut events = Events::default();
+    let recs = recording
         .get("recording")
         .and_then(|r| r.get("events"))
         .and_then(Value::as_array);
-    for e in events.into_iter().flatten() {
+    for e in recs.into_iter().flatten() {
+        match e.get("type").and_then(Value::as_str) {
+            Some("jdk.RetransformClasses") => {
+                // The window begins when the redefinition is done.
+                if let Some(t) = event_secs(e) {
+                    events.switches.push(t + event_duration(e).unwrap_or(0.0));
+                }
+                continue;
+            }
+            Some("jdk.Compilation") => {
+                let m = e.get("values").and_then(frame_key);
+                if let (Some(t), Some(m)) = (event_secs(e), m)
+                    && known.contains(&m)
+                {
+                    events.compiles.push(t);
+                }
+                continue;
+            }
+            _ => {}
+        }
         let Some(frames) = e
             .get("values")
             .and_then(|v| v.get("stackTrace"))
@@ -103,10 +189,37 @@ fn jfr_self(
             .flatten()
             .find(|k| known.contains(k.as_str()))
         {
-            inside.push(k.clone());
+            inside.push((k.clone(), event_secs(e).unwrap_or(f64::NAN)));
         }
     }
-    (inside, total)
+    events.switches.sort_by(f64::total_cmp);
+    events.compiles.sort_by(f64::total_cmp);
+    (inside, total, events)
+}
+
+/// A recording's RetransformClasses events and its compilations of the
+/// tree's methods, in seconds ([`event_secs`]), sorted.
+#[derive(Default)]
+struct Events {
+    switches: Vec<f64>,
+    compiles: Vec<f64>,
+}
+
+/// Upper ends (ms) of the bins of time since a silent window's switch.
+const SINCE_SWITCH_MS: [f64; 6] = [100.0, 250.0, 500.0, 1000.0, 2000.0, f64::INFINITY];
+
+/// A gap between two RetransformClasses events at least this long is a
+/// silent window of windows timing's original-bytes silence (its counting
+/// windows are far shorter: `--windows` 50,950 or 200,4800).
+const SILENT_GAP_S: f64 = 0.4;
+
+/// Where `t` falls among the switches: the time since the one before, when
+/// the gap to the next one (or the recording's end) is a silent window's.
+fn since_silent_switch(switches: &[f64], t: f64, end: f64) -> Option<f64> {
+    let i = switches.partition_point(|&s| s <= t);
+    let prev = *switches.get(i.checked_sub(1)?)?;
+    let next = switches.get(i).copied().unwrap_or(end);
+    (next - prev >= SILENT_GAP_S).then_some(t - prev)
 }
 
 /// Sum over methods of the smaller of the two shares (1.0: the same
@@ -161,6 +274,9 @@ pub(crate) fn tool(jdk: &Path, name: &str, args: &[String]) -> Result<String> {
 /// [`jfr_self`] says, and the number of samples in all.
 struct JfrWindow {
     inside: Vec<String>,
+    /// Each of `inside`'s times (seconds).
+    times: Vec<f64>,
+    events: Events,
     total: usize,
 }
 
@@ -204,6 +320,74 @@ impl JfrWindow {
             "samples_in_root": self.inside.len(),
             "methods": c.len(),
             "top": top(&c, 5),
+        })
+    }
+
+    /// With original-bytes silence: this recording's samples in silent
+    /// windows, by the time since the window's switch, against `bare`'s
+    /// samples (what the program is while the JIT recompiles after a
+    /// switch, and once it has settled), and the compilations of the
+    /// tree's methods by the same time. Null without switches.
+    fn since_switch(&self, bare: &JfrWindow) -> Value {
+        let sw = &self.events.switches;
+        if sw.is_empty() {
+            return Value::Null;
+        }
+        let end = self.times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let bare_c = counts(&bare.inside);
+        let bin = |age: f64| SINCE_SWITCH_MS.iter().position(|&b| age * 1000.0 < b);
+        let mut bins: Vec<Vec<String>> = vec![Vec::new(); SINCE_SWITCH_MS.len()];
+        let mut compiles = vec![0u64; SINCE_SWITCH_MS.len()];
+        let mut aged: Vec<(f64, &String)> = Vec::new();
+        for (k, &t) in self.inside.iter().zip(&self.times) {
+            if let Some(age) = since_silent_switch(sw, t, end) {
+                if let Some(b) = bin(age) {
+                    bins[b].push(k.clone());
+                }
+                aged.push((age, k));
+            }
+        }
+        let mut outside = 0u64;
+        for &t in &self.events.compiles {
+            match since_silent_switch(sw, t, end).and_then(bin) {
+                Some(b) => compiles[b] += 1,
+                None => outside += 1,
+            }
+        }
+        let mut lo = 0.0;
+        let rows: Vec<Value> = SINCE_SWITCH_MS
+            .iter()
+            .zip(bins.iter().zip(&compiles))
+            .map(|(&hi, (keys, &n))| {
+                let r = json!({
+                    "from_ms": lo,
+                    "to_ms": if hi.is_finite() { json!(hi) } else { Value::Null },
+                    "samples_in_root": keys.len(),
+                    "overlap_with_bare": overlap(&counts(keys), &bare_c),
+                    "compilations": n,
+                });
+                lo = hi;
+                r
+            })
+            .collect();
+        let settled: Vec<Value> = [0.0, 250.0, 500.0, 1000.0]
+            .iter()
+            .map(|&from| {
+                let keys: Vec<String> = aged
+                    .iter()
+                    .filter(|(a, _)| *a * 1000.0 >= from)
+                    .map(|(_, k)| (*k).clone())
+                    .collect();
+                json!({"from_ms": from, "samples_in_root": keys.len(),
+                       "overlap_with_bare": overlap(&counts(&keys), &bare_c)})
+            })
+            .collect();
+        json!({
+            "switches": sw.len(),
+            "bins": rows,
+            "settled": settled,
+            "compilations_outside_silent_windows": outside,
+            "bare_compilations": bare.events.compiles.len(),
         })
     }
 }
@@ -302,7 +486,10 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                     exclude: vec![],
                     scheme: "lazy".into(),
                     timing: Some(mode.clone()),
-                    interval_ms: windows.then_some(WINDOWS_INTERVAL_MS),
+                    // `--sprig-arg=--interval=...` (the timer's signals
+                    // every second: the program without them) wins.
+                    interval_ms: (windows && !crate::proc::extra_sprig_arg_given("--interval"))
+                        .then_some(WINDOWS_INTERVAL_MS),
                 };
                 let out = ctx.env.scratch.path.join(format!("{name}.json"));
                 let mut sprig = Sprig::start(&ctx.env.sprig, pid, &sargs, &out)?;
@@ -333,6 +520,9 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                     "jfr_profiled": prof.figures(&sprig_self),
                     // What the probes do to the program as JFR sees it.
                     "jfr_profiled_vs_bare": overlap(&counts(&prof.inside), &counts(&bare.inside)),
+                    // Original-bytes silence: the program JFR sees by the
+                    // time since each switch into a silent window.
+                    "jfr_profiled_since_switch": prof.since_switch(&bare),
                     "sprig_samples": sprig_samples,
                     "windows": ProfileSummary::from_json(&stopped.report)
                         .ok()
@@ -373,13 +563,20 @@ fn read_jfr(
             "--stack-depth".into(),
             "2048".into(),
             "--events".into(),
-            "jdk.ExecutionSample,jdk.NativeMethodSample".into(),
+            "jdk.ExecutionSample,jdk.NativeMethodSample,jdk.RetransformClasses,jdk.Compilation"
+                .into(),
             rec.display().to_string(),
         ],
     )?;
     let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
-    let (inside, total) = jfr_self(&v, roots, known);
-    Ok(JfrWindow { inside, total })
+    let (timed, total, events) = jfr_self_timed(&v, roots, known);
+    let (inside, times) = timed.into_iter().unzip();
+    Ok(JfrWindow {
+        inside,
+        times,
+        events,
+        total,
+    })
 }
 
 fn iter(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<()> {
@@ -404,6 +601,25 @@ mod tests {
         assert!((overlap(&a, &b) - 0.75).abs() < 1e-12);
         assert!(overlap(&a, &m(&[("z", 1.0)])).abs() < 1e-12);
         assert!(overlap(&a, &BTreeMap::new()).is_nan());
+    }
+
+    #[test]
+    fn event_times_and_the_silent_window_a_sample_falls_in() {
+        let at = |t: &str| json!({"values": {"startTime": t, "duration": "PT0.25S"}});
+        let a = event_secs(&at("2026-11-30T23:59:59.5Z")).unwrap();
+        let b = event_secs(&at("2026-12-01T00:00:00.75+01:00")).unwrap();
+        assert!((b - a - 1.25).abs() < 1e-6, "{a} {b}");
+        assert_eq!(event_duration(&at("x")), Some(0.25));
+        assert!(event_secs(&json!({"values": {}})).is_none());
+        // Switches at 10 (into a counting window, 0.1 s long) and 10.1
+        // (into a silent one, till 11.1), then 11.1 and 11.2.
+        let sw = [10.0, 10.1, 11.1, 11.2];
+        assert_eq!(since_silent_switch(&sw, 10.05, 20.0), None);
+        assert!((since_silent_switch(&sw, 10.6, 20.0).unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(since_silent_switch(&sw, 9.0, 20.0), None);
+        // The last window runs to the recording's end.
+        assert!((since_silent_switch(&sw, 11.7, 12.0).unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(since_silent_switch(&sw, 11.3, 11.4), None);
     }
 
     #[test]

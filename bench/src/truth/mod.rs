@@ -515,6 +515,29 @@ pub fn print(name: &str, v: &Value) {
                         n("samples_outside")
                     );
                 }
+                if let Some(w) = r.get("jfr_profiled_since_switch").filter(|w| !w.is_null()) {
+                    let bins: Vec<String> = w
+                        .get("bins")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|b| {
+                            format!(
+                                "{}+ ms {:.3} ({} samples, {} compiled)",
+                                b["from_ms"],
+                                b["overlap_with_bare"].as_f64().unwrap_or(f64::NAN),
+                                b["samples_in_root"],
+                                b["compilations"]
+                            )
+                        })
+                        .collect();
+                    println!(
+                        "  {:<30} JFR profiled against bare by time since a switch into a silent window ({} switches): {}",
+                        "",
+                        w["switches"],
+                        bins.join("; ")
+                    );
+                }
             }
         }
         _ => {}

@@ -195,6 +195,13 @@ pub struct SessionArgs {
     #[arg(long, value_enum, default_value_t = SilenceArg::Dormant, value_name = "HOW")]
     pub windows_silence: SilenceArg,
 
+    /// With `--timing windows`: the first MS milliseconds of each silent
+    /// window take no stack sample (the root calls entered then are timed,
+    /// not sampled), while the JIT compiles again what the switch
+    /// deoptimised. Shorter than the silent window.
+    #[arg(long, value_name = "MS", default_value_t = SETTLE_MS_DEFAULT)]
+    pub windows_settle: u32,
+
     /// Count allocations, exactly, inside root contexts: every `new`,
     /// `newarray`, `anewarray` and `multianewarray` of the profiled
     /// methods records the objects it made, by class, in the calling
@@ -373,6 +380,10 @@ pub enum VirtualArg {
     Receiver,
 }
 
+/// `--windows-settle`'s default: milliseconds at the start of each silent
+/// window with no stack sample.
+pub const SETTLE_MS_DEFAULT: u32 = 0;
+
 /// What silences the probes in a silent window (`--windows-silence`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SilenceArg {
@@ -530,7 +541,7 @@ impl SessionArgs {
         }
     }
 
-    /// `--windows` as the agent takes it.
+    /// `--windows` and `--windows-settle` as the agent takes them.
     pub fn window_options(&self) -> Result<WindowOptions> {
         let bad = || {
             anyhow!(
@@ -550,10 +561,18 @@ impl SessionArgs {
                 _ => Err(bad()),
             }
         };
+        let silent_ms = ms(s)?;
+        if self.windows_settle >= silent_ms {
+            bail!(
+                "--windows-settle must be shorter than the silent window ({silent_ms} ms), not {}",
+                self.windows_settle
+            );
+        }
         Ok(WindowOptions {
             counting_ms: ms(c)?,
-            silent_ms: ms(s)?,
+            silent_ms,
             counting_calls: calls,
+            settle_ms: self.windows_settle,
             silence: match self.windows_silence {
                 SilenceArg::Dormant => Silence::Dormant,
                 SilenceArg::Original => Silence::Original,

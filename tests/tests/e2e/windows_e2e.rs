@@ -17,6 +17,8 @@
 //! probes in each silent window (the switch waits until the counted `hold`
 //! call has returned) and is instrumented again for the next counting
 //! window; the same assertions hold, and the report counts the switches.
+//! A silent window that settles (`--windows-settle`) through the whole
+//! session times its root calls and credits no stack sample of them.
 //! Last, a CLI killed while original-bytes silence switches every 100 ms:
 //! the next session starts and counts as the first one did.
 //!
@@ -154,6 +156,36 @@ fn run_on(jdk: &Jdk) {
             assert!(w["switches"].is_null(), "{w}");
         }
     }
+
+    // A silent window that settles longer than the session lasts: its root
+    // calls are timed, and no stack sample of them is credited (the timer
+    // drops every signal, since no silent root call opened its word).
+    let settled = session(
+        &mut jvm,
+        &tmp.path().join("windows-settle.json"),
+        &[
+            "--timing",
+            "windows",
+            "--windows",
+            "2500,20000",
+            "--windows-settle",
+            "19999",
+            "--interval",
+            "1",
+        ],
+        &[("hold 3500", "done hold"), ("shorts 3500", "done shorts")],
+    );
+    let w = &settled["windows"];
+    assert!(
+        w["silent_root_calls"].as_u64() > Some(0) && w["samples_dropped"].as_u64() > Some(0),
+        "JDK {}: the settling window's root calls were not timed, or no signal came: {w}",
+        jdk.major
+    );
+    assert_eq!(
+        w["samples"], 0,
+        "JDK {}: a stack sample of a root call entered while the silent window settles was credited: {w}",
+        jdk.major
+    );
 
     // A CLI killed while original-bytes silence switches every 100 ms:
     // the agent still detaches (the next session starts at once) and

@@ -133,6 +133,7 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
             silent_ms: 950,
             counting_calls: 0,
             silence: Silence::Dormant,
+            settle_ms: SETTLE_MS_DEFAULT,
         })
     );
     assert_eq!(o.stacks.map(|s| s.interval_us), Some(5000));
@@ -144,6 +145,7 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
             silent_ms: 980,
             counting_calls: 4,
             silence: Silence::Dormant,
+            settle_ms: SETTLE_MS_DEFAULT,
         })
     );
     assert_eq!(o.stacks.map(|s| s.interval_us), Some(2000));
@@ -151,6 +153,17 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
         let e = opts(&["--windows", bad]).unwrap_err().to_string();
         assert!(
             e.starts_with("--windows must be") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+    let o = opts(&["--windows", "200,4800", "--windows-settle", "1000"]).unwrap();
+    assert_eq!(o.windows.map(|w| w.settle_ms), Some(1000));
+    for bad in ["4800", "5000"] {
+        let e = opts(&["--windows", "200,4800", "--windows-settle", bad])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--windows-settle must be shorter") && !e.contains('\n'),
             "{e}"
         );
     }
