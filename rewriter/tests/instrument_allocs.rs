@@ -183,6 +183,14 @@ fn allocation_probes_see_every_allocation_once_and_change_nothing_else() {
             );
             assert_eq!(get("Allocs.arrays", "[[J", "[[J", "2"), 2);
             assert_eq!(get("Allocs.arrays", "[[[I", "[[[I", "4"), 2);
+            // An array's clone() as the allocation it is: the new array and
+            // its copy (a two-dimension array's copy is its outer array).
+            assert_eq!(get("Allocs.arrays", "[D", "length", "5"), 4, "{seen:#?}");
+            assert_eq!(
+                get("Allocs.arrays", "[Ljava/lang/Object;", "length", "6"),
+                4
+            );
+            assert_eq!(get("Allocs.arrays", "[[J", "length", "2"), 2);
             // Each branch of a conditional once.
             assert_eq!(get("Allocs.arrays", "[B", "length", "11"), 1);
             assert_eq!(get("Allocs.arrays", "[C", "length", "13"), 1);
@@ -246,14 +254,16 @@ fn allocation_probes_see_every_allocation_once_and_change_nothing_else() {
                 ),
                 1
             );
-            // multianewarray's dimensions
-            let dims: Vec<u8> = sites
+            // multianewarray's dimensions (two sites), and the clone of a
+            // two-dimension array one dimension
+            let mut dims: Vec<u8> = sites
                 .values()
                 .filter(|(m, _)| m == "Allocs.arrays")
                 .filter(|(_, s)| s.descriptor.starts_with("[["))
                 .map(|(_, s)| s.dims)
                 .collect();
-            assert!(dims.iter().all(|&d| d == 2) && dims.len() == 2, "{dims:?}");
+            dims.sort_unstable();
+            assert_eq!(dims, [1, 2, 2]);
         }
     }
 }

@@ -106,8 +106,19 @@ fn newarray_descriptor(atype: u8) -> Option<&'static str> {
     })
 }
 
+/// The class index of an array type whose `clone()` the Methodref `idx`
+/// calls (`[I.clone()Ljava/lang/Object;`), `None` for any other method.
+fn array_clone(cf: &ClassFile<'_>, idx: u16) -> Result<Option<u16>, SkipReason> {
+    if cf.member_name(idx)? != b"clone" || cf.member_descriptor(idx)? != b"()Ljava/lang/Object;" {
+        return Ok(None);
+    }
+    let (class, _) = cf.pair(idx, crate::vocab::tag::METHODREF)?;
+    Ok(cf.class_name(class)?.starts_with(b"[").then_some(class))
+}
+
 /// The allocation probes of a method's code: one (instruction index,
-/// code) per allocation instruction, sorted.
+/// code) per allocation instruction (an array's `clone()` among them),
+/// sorted.
 fn alloc_probes(
     code: &[u8],
     cf: &ClassFile<'_>,
@@ -138,6 +149,12 @@ fn alloc_probes(
                 (d, 1, false)
             }
             MULTIANEWARRAY => (name(cp())?, code[at + 3], false),
+            // An array's `clone()` allocates an array of the same type
+            // and length (one dimension: the copy is shallow).
+            INVOKEVIRTUAL => match array_clone(cf, cp())? {
+                Some(class) => (name(class)?, 1, false),
+                None => continue,
+            },
             _ => continue,
         };
         let site = (a.site)(&crate::AllocSite {
@@ -162,6 +179,12 @@ fn alloc_probes(
         } else {
             c.push(DUP);
             if by_length {
+                if ins.op == INVOKEVIRTUAL {
+                    // `clone()` leaves an Object: the verifier needs the
+                    // array type before `arraylength`.
+                    c.push(CHECKCAST);
+                    put_u16(&mut c, array_clone(cf, cp())?.unwrap_or(0));
+                }
                 c.push(ARRAYLENGTH);
             }
         }

@@ -40,6 +40,7 @@ pub const NEW: u8 = 0xbb;
 pub const NEWARRAY: u8 = 0xbc;
 pub const ANEWARRAY: u8 = 0xbd;
 pub const ARRAYLENGTH: u8 = 0xbe;
+pub const CHECKCAST: u8 = 0xc0;
 pub const ATHROW: u8 = 0xbf;
 pub const WIDE: u8 = 0xc4;
 pub const MULTIANEWARRAY: u8 = 0xc5;

@@ -43,7 +43,13 @@ public class Allocs {
         long[][] m = new long[2][5];
         int[][][] partial = new int[4][2][];
         Object o = b ? new byte[11] : new char[13];
-        return a.length + s.length + m.length + partial.length + o.hashCode() * 0;
+        // An array's clone() allocates: a primitive and a reference array,
+        // and a two-dimension array's shallow copy (its outer array only).
+        double[] d = new double[5].clone();
+        Object[] r = new Object[6].clone();
+        long[][] mc = m.clone();
+        return a.length + s.length + m.length + partial.length + o.hashCode() * 0
+                + d.length + r.length + mc.length;
     }
 
     public static void main(String[] args) {
