@@ -266,12 +266,27 @@ fn num(x: Option<f64>, decimals: usize) -> String {
 }
 
 /// The `sprig profile` command for a suggested root, ready to paste into
-/// a POSIX shell (the pattern single-quoted).
+/// a POSIX shell (the pattern single-quoted). A root in one of the JDK's
+/// tools (`com.sun.tools.javac.*`) gets `--include` of that tool's
+/// packages: `sprig profile` leaves the JDK's packages uninstrumented
+/// unless asked, so without it only the root itself would be profiled.
 pub fn profile_command(pid: u32, pattern: &str) -> String {
-    format!(
-        "sprig profile {pid} --root '{}'",
-        pattern.replace('\'', "'\\''")
-    )
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut cmd = format!("sprig profile {pid} --root {}", quote(pattern));
+    let class = pattern.split("::").next().unwrap_or(pattern);
+    // The tool's package: `javac` of `com.sun.tools.javac.jvm.Gen`, none
+    // for a class right under `com.sun.tools`.
+    if let Some((tool, _)) = class
+        .strip_prefix("com.sun.tools.")
+        .and_then(|rest| rest.split_once('.'))
+        .filter(|(t, _)| !t.is_empty())
+    {
+        cmd.push_str(&format!(
+            " --include {}",
+            quote(&format!("com.sun.tools.{tool}.**"))
+        ));
+    }
+    cmd
 }
 
 /// `[NODE, ...]` of one tree, children by total samples then by name,

@@ -768,3 +768,27 @@ fn a_jdk_tool_run_in_process_is_the_applications_work() {
     );
     assert!(!names.contains(&"java.util.HashMap::get"), "{roots:?}");
 }
+
+/// A suggested root in javac (a tool the JDK ships) pastes as a command
+/// that instruments javac's packages too; an application's root and a
+/// class directly under `com.sun.tools` do not get one, and a quote in
+/// the pattern stays quoted.
+#[test]
+fn a_javac_roots_command_includes_javacs_packages() {
+    assert_eq!(
+        super::profile_command(7, "com.sun.tools.javac.jvm.Gen::genClass"),
+        "sprig profile 7 --root 'com.sun.tools.javac.jvm.Gen::genClass' --include 'com.sun.tools.javac.**'"
+    );
+    assert_eq!(
+        super::profile_command(7, "app.A::work"),
+        "sprig profile 7 --root 'app.A::work'"
+    );
+    assert_eq!(
+        super::profile_command(7, "com.sun.tools.Main::run"),
+        "sprig profile 7 --root 'com.sun.tools.Main::run'"
+    );
+    assert_eq!(
+        super::profile_command(7, "app.A::it's"),
+        "sprig profile 7 --root 'app.A::it'\\''s'"
+    );
+}
