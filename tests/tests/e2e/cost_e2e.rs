@@ -88,12 +88,18 @@ fn run_on(jdk: &Jdk) {
             c["recorded_p50_ns"].as_f64().expect("recorded_p50_ns"),
             c["silent_p50_ns"].as_f64().expect("silent_p50_ns"),
         );
+        // Exact timing's probes cost the root measurably; sampled timing's
+        // pairs (a fifth of a clock read each) can fall within the clock's
+        // step: a fresh host read both medians at 60 ns (2026-11-30).
+        let exact = timing == "exact";
         assert!(
-            sil < rec,
-            "JDK {major} {timing}: silent p50 {sil} ns not below recorded p50 {rec} ns: {c}"
+            if exact { sil < rec } else { sil <= rec },
+            "JDK {major} {timing}: silent p50 {sil} ns above (or, exact, not below) recorded p50 {rec} ns: {c}"
         );
         assert!(
-            c["ratio"].as_f64().is_some_and(|r| r > 1.0),
+            c["ratio"]
+                .as_f64()
+                .is_some_and(|r| if exact { r > 1.0 } else { r >= 1.0 }),
             "JDK {major} {timing}: {c}"
         );
         let line = text
