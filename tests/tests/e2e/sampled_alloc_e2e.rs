@@ -154,8 +154,15 @@ fn check_sampled(what: &str, report: &Value, truth: u64) {
             s.sampled.get(class).is_some_and(|v| v.0 > 0),
             "{what}: no sample of {class}\n{s:#?}"
         );
-        // Allocated by the JDK's code below `work`: not at a probed site.
-        assert_eq!(s.sampled[class].2, 0, "{what}: {class}\n{s:#?}");
+        // Allocated by the JDK's code below `work`: not at a probed site,
+        // but for the odd one whose allocating JDK method C2 compiled into
+        // `work` as an intrinsic (a clean-clone run read 1 of 41 `byte[]`
+        // samples on JDK 25): at most a tenth.
+        let (n, probed) = (s.sampled[class].0, s.sampled[class].2);
+        assert!(
+            probed * 10 <= n,
+            "{what}: {class}: {probed} of {n} at a probed site\n{s:#?}"
+        );
     }
     // `work`'s own `long[1024]`s: at a probed site (at least 90% of them:
     // a first run read 310 of 323 on JDK 17, the others not explained).
