@@ -133,10 +133,12 @@ fn alloc_probes(
         let name = |idx: u16| -> Result<String, SkipReason> {
             Ok(String::from_utf8_lossy(cf.class_name(idx)?).into_owned())
         };
-        let (descriptor, dims, object) = match ins.op {
-            NEW if cf.major >= 49 => (format!("L{};", name(cp())?), 0u8, true),
+        // `cast`: the array class a `clone()`'s Object is cast to before
+        // `arraylength`.
+        let (descriptor, dims, object, cast) = match ins.op {
+            NEW if cf.major >= 49 => (format!("L{};", name(cp())?), 0u8, true, None),
             NEWARRAY => match newarray_descriptor(code[at + 1]) {
-                Some(d) => (d.to_string(), 1, false),
+                Some(d) => (d.to_string(), 1, false, None),
                 None => return Err(unsupported("newarray with a bad type code")),
             },
             ANEWARRAY => {
@@ -146,13 +148,13 @@ fn alloc_probes(
                 } else {
                     format!("[L{n};")
                 };
-                (d, 1, false)
+                (d, 1, false, None)
             }
-            MULTIANEWARRAY => (name(cp())?, code[at + 3], false),
+            MULTIANEWARRAY => (name(cp())?, code[at + 3], false, None),
             // An array's `clone()` allocates an array of the same type
             // and length (one dimension: the copy is shallow).
             INVOKEVIRTUAL => match array_clone(cf, cp())? {
-                Some(class) => (name(class)?, 1, false),
+                Some(class) => (name(class)?, 1, false, Some(class)),
                 None => continue,
             },
             _ => continue,
@@ -179,11 +181,11 @@ fn alloc_probes(
         } else {
             c.push(DUP);
             if by_length {
-                if ins.op == INVOKEVIRTUAL {
+                if let Some(class) = cast {
                     // `clone()` leaves an Object: the verifier needs the
                     // array type before `arraylength`.
                     c.push(CHECKCAST);
-                    put_u16(&mut c, array_clone(cf, cp())?.unwrap_or(0));
+                    put_u16(&mut c, class);
                 }
                 c.push(ARRAYLENGTH);
             }
