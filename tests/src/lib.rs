@@ -585,9 +585,16 @@ impl Proc {
     /// transcript.
     pub fn stop(&mut self, what: &str) {
         self.signal("INT");
-        let status = self.wait_exit(STOP_TIMEOUT).unwrap_or_else(|| {
+        self.exits_ok(what, STOP_TIMEOUT, "stop", " of SIGINT");
+    }
+
+    /// Waits (up to `timeout`) for the process to exit and asserts it
+    /// exited with success; panics with `what`, "did not `verb` within
+    /// `timeout``after`" and the transcript otherwise.
+    fn exits_ok(&mut self, what: &str, timeout: Duration, verb: &str, after: &str) {
+        let status = self.wait_exit(timeout).unwrap_or_else(|| {
             panic!(
-                "{what}: {} did not stop within {STOP_TIMEOUT:?} of SIGINT:\n{}",
+                "{what}: {} did not {verb} within {timeout:?}{after}:\n{}",
                 self.name,
                 self.transcript()
             )
@@ -623,19 +630,7 @@ impl Proc {
     /// (`--duration`) to exit, asserts it exited with success, and parses
     /// the `--format json` report it wrote to `out`.
     pub fn ended_json(&mut self, what: &str, out: &Path, timeout: Duration) -> serde_json::Value {
-        let status = self.wait_exit(timeout).unwrap_or_else(|| {
-            panic!(
-                "{what}: {} did not end within {timeout:?}:\n{}",
-                self.name,
-                self.transcript()
-            )
-        });
-        assert!(
-            status.success(),
-            "{what}: {} exited with {status}:\n{}",
-            self.name,
-            self.transcript()
-        );
+        self.exits_ok(what, timeout, "end", "");
         let text = std::fs::read_to_string(out)
             .unwrap_or_else(|e| panic!("{what}: no report at {} ({e})", out.display()));
         serde_json::from_str(&text)
