@@ -78,6 +78,10 @@ struct ProbeClass {
     /// a fresh array per session), absent in a probe class an older sprig
     /// defined.
     reflected: Option<FieldId>,
+    /// `Probe.COUNTS` (entries counted per thread-id slot in the call-edge
+    /// bursts' counting windows, allocated by the first session that
+    /// counts), absent in a probe class an older sprig defined.
+    counts: Option<FieldId>,
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
     /// burst when `nRootExit` asks for one (an older one does not).
     bursts: bool,
@@ -247,6 +251,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             let virtual_roots = jni.find_static_field(class, "virtualRoots", c"J");
             let receivers = jni.find_static_field(class, "RECEIVERS", c"[Ljava/lang/Object;");
             let reflected = jni.find_static_field(class, "REFLECTED", c"[Ljava/lang/Object;");
+            let counts = jni.find_static_field(class, "COUNTS", c"[J");
             let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
@@ -258,6 +263,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 virtual_roots,
                 receivers,
                 reflected,
+                counts,
                 bursts,
             });
         }
@@ -698,7 +704,87 @@ pub fn set_inside_only(jni: Jni<'_>, java_id: u64) {
 }
 
 /// Writes `Probe.active` for the call-edge bursts of a session with no
-/// root context (1: the plain probes look at `Probe.INSIDE`).
+/// root context (1: the plain probes look at `Probe.INSIDE`); while a
+/// counting window is open it stays -1 (a burst's last sampler lowering
+/// it late leaves the window open).
 pub fn set_active_for_bursts(jni: Jni<'_>, on: bool) {
-    publish_active(jni, || i32::from(on), |_| {});
+    if let Some(p) = PROBE.get() {
+        let _guard = crate::sync::lock(&WRITE);
+        let v = if COUNTING.load(Ordering::Acquire) {
+            -1
+        } else {
+            i32::from(on)
+        };
+        jni.set_static_int(&p.class, p.active, v);
+    }
+}
+
+/// A counting window is open ([`set_counting`]).
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// Entries `Probe.COUNTS` holds per thread-id slot (a cache line each).
+const COUNT_STRIDE: usize = 8;
+const COUNT_SLOTS: usize = 1 << 12;
+
+/// Allocates `Probe.COUNTS` unless a session did already; false when the
+/// probe class has no such field (an older sprig defined it) or it cannot
+/// be allocated.
+pub fn ensure_counts(jni: Jni<'_>) -> bool {
+    let Some(ProbeClass {
+        class,
+        counts: Some(f),
+        ..
+    }) = PROBE.get()
+    else {
+        return false;
+    };
+    jni.with_local_frame(4, |jni| {
+        if jni.static_object(class, *f).is_some() {
+            return true;
+        }
+        match jni.new_array(7, (COUNT_SLOTS * COUNT_STRIDE) as i32) {
+            Some(a) => {
+                jni.set_static_object(class, *f, a);
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Opens (`-1` in `Probe.active`: every entry probe adds one to its
+/// thread's slot of `Probe.COUNTS` and calls nothing) or closes (0) the
+/// call-edge bursts' counting window. Only in a session that opens no
+/// root context, between two bursts.
+pub fn set_counting(jni: Jni<'_>, on: bool) {
+    if let Some(p) = PROBE.get() {
+        let _guard = crate::sync::lock(&WRITE);
+        COUNTING.store(on, Ordering::Release);
+        jni.set_static_int(&p.class, p.active, if on { -1 } else { 0 });
+    }
+}
+
+/// The sum of `Probe.COUNTS` (every slot's entries so far, wrapping);
+/// `None` when there is no such array.
+pub fn counted(jni: Jni<'_>) -> Option<i64> {
+    let Some(ProbeClass {
+        class,
+        counts: Some(f),
+        ..
+    }) = PROBE.get()
+    else {
+        return None;
+    };
+    jni.with_local_frame(4, |jni| {
+        let a = jni.static_object(class, *f)?;
+        let mut v = vec![0i64; COUNT_SLOTS * COUNT_STRIDE];
+        if !jni.long_array_region(a, 0, &mut v) {
+            return None;
+        }
+        Some(
+            v.iter()
+                .step_by(COUNT_STRIDE)
+                .fold(0i64, |s, &x| s.wrapping_add(x)),
+        )
+    })
 }

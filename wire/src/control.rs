@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 15;
+pub const PROTOCOL_VERSION: u32 = 16;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -666,6 +666,13 @@ pub struct EdgeSamples {
     /// when the bursts began on an empty instrumented method; 0 when it
     /// could not be measured.
     pub path_ns: u64,
+    /// The counting windows between the bursts: method entries into the
+    /// probed classes counted where they ran (each entry probe adds one to
+    /// its thread's counter in Java, no call into the agent), and the wall
+    /// time the windows were open, in ns; both 0 where the probe class
+    /// cannot count (one an older sprig defined in this JVM).
+    pub counted: u64,
+    pub counted_ns: u64,
 }
 
 /// One call edge and how many sampled entries went along it.

@@ -318,6 +318,7 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
         any::<u64>(),
         any::<u64>(),
         any::<u64>(),
+        (any::<u64>(), any::<u64>()),
     )
         .prop_map(
             |(
@@ -330,6 +331,7 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
                 intervals,
                 interval_cpu_ns,
                 path_ns,
+                (counted, counted_ns),
             )| {
                 EdgeSamples {
                     bursts,
@@ -341,6 +343,8 @@ fn edge_samples() -> impl Strategy<Value = sprig_wire::control::EdgeSamples> {
                     intervals,
                     interval_cpu_ns,
                     path_ns,
+                    counted,
+                    counted_ns,
                 }
             },
         )

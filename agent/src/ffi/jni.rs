@@ -457,6 +457,27 @@ impl<'a> Jni<'a> {
         !self.exception_clear()
     }
 
+    /// Reads the `long[]` `array` from index `start` into `out`; false
+    /// (the exception cleared) when out of bounds.
+    pub fn long_array_region(&self, array: Local<'_>, start: i32, out: &mut [i64]) -> bool {
+        let Ok(len) = i32::try_from(out.len()) else {
+            return false;
+        };
+        // SAFETY: `array` is a live reference to a long[] (the probe
+        // class's COUNTS) and `out` has room for `len` elements.
+        unsafe {
+            jni_call!(
+                self.env,
+                GetLongArrayRegion,
+                array.raw(),
+                start,
+                len,
+                out.as_mut_ptr()
+            )
+        };
+        !self.exception_clear()
+    }
+
     /// Writes `values` into the `int[]` `array` from index `start`; false
     /// (the exception cleared) when out of bounds.
     pub fn set_int_array_region(&self, array: Local<'_>, start: i32, values: &[i32]) -> bool {

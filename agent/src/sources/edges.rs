@@ -4,8 +4,10 @@
 //! edge classes, through `instrument::instrument_edges`; classes of those
 //! names that load later get them from the hook), and runs the
 //! `sprig-edges` thread: every interval it closes the open burst and opens
-//! the next (`probe::edges`), and about every 200 ms sends the edges
-//! sampled since, named (`EdgeSamples`). Before the first burst the
+//! the next (`probe::edges`), before every fourth a counting window
+//! (`edges::count_window`: the probes count entries in Java, for the
+//! rates), and about every 200 ms sends the edges sampled since, named,
+//! with the entries counted (`EdgeSamples`). Before the first burst the
 //! thread measures the bursts' own path between two sampled entries on
 //! the calibration class (`edges::calibrate_path`); every message carries
 //! it. At the end the thread is stopped,
@@ -36,6 +38,18 @@ const SEND_EVERY: Duration = Duration::from_millis(200);
 pub const MIN_INTERVAL_US: u32 = 1_000;
 pub const MAX_INTERVAL_US: u32 = 10_000_000;
 pub const MAX_BUDGET: u32 = 10_000;
+/// A counting window (`edges::count_window`) opens before every
+/// `COUNT_EVERY`th burst, for [`count_window_length`].
+const COUNT_EVERY: u64 = 4;
+
+/// A counting window's length at a burst interval of `interval`: 40% of
+/// it, so the windows hold a tenth of the time (every fourth interval),
+/// at least 100 µs and at most 50 ms. The windows cost the profiled code
+/// an increment of a counter per entry while open, and the agent a read
+/// of the counters (256 KiB) at each end.
+fn count_window_length(interval: Duration) -> Duration {
+    (interval * 2 / 5).clamp(Duration::from_micros(100), Duration::from_millis(50))
+}
 
 pub struct Edges {
     classes: Vec<String>,
@@ -103,6 +117,8 @@ impl Source for Edges {
                 let mut pending = EdgeSamples::default();
                 let mut next = Instant::now();
                 let mut sent = Instant::now();
+                let mut round: u64 = 0;
+                let window = count_window_length(interval);
                 loop {
                     let now = clock::monotonic_ns();
                     if let Some(b) = edges::close_burst(jni, now) {
@@ -114,6 +130,15 @@ impl Source for Edges {
                     if sent.elapsed() >= SEND_EVERY {
                         sent = Instant::now();
                         send(&jvmti, jni, &mut names, &mut pending);
+                    }
+                    // Every `COUNT_EVERY` bursts, a counting window
+                    // before the next one (a tenth of the bursts' time).
+                    round += 1;
+                    if round.is_multiple_of(COUNT_EVERY)
+                        && let Some(c) = edges::count_window(jni, window)
+                    {
+                        pending.counted += c.entries;
+                        pending.counted_ns += c.ns;
                     }
                     edges::open_burst(jni, budget, clock::monotonic_ns());
                     next += interval;
@@ -208,7 +233,7 @@ fn send(
             interval_cpu_ns: t.cpu_ns,
         });
     }
-    if pending.bursts > 0 || !pending.edges.is_empty() {
+    if pending.bursts > 0 || !pending.edges.is_empty() || pending.counted_ns > 0 {
         pending.path_ns = edges::path_ns();
         outbox::send(Message::EdgeSamples(std::mem::take(pending)));
     }

@@ -1,6 +1,16 @@
 //! Call-edge frequencies from the agent's bursts (`sprig sample --edges`;
 //! Arnold and Grove's timer-triggered bursts of sampling at method entry).
 //!
+//! The bursts give each edge's share of the sampled entries. The entries
+//! a second come from the counting windows between the bursts, where the
+//! probes count every entry into the probed classes in Java
+//! ([`EdgeProfile::counted_per_s`]): an edge's calls a second are its
+//! share times that rate, and a root's calls per CPU second are the
+//! share at and below it times that rate over the CPU time sampled under
+//! it. What follows is the estimate from the bursts' own intervals, used
+//! where the probe class cannot count (one an older sprig defined in the
+//! JVM); on call-dense code it ran 0.5 to 100 times low.
+//!
 //! Every burst samples the next method entries into the probed classes
 //! after its timer fired, each one edge (caller, callee). A thread's
 //! sample after its first in the same burst closes an interval: the CPU
@@ -79,6 +89,14 @@ pub struct EdgeProfile {
     /// The bursts' own path between two sampled entries of a thread, ns of
     /// CPU time (module docs); 0 when the agent could not measure it.
     pub path_ns: u64,
+    /// Entries counted in Java in the counting windows, and the windows'
+    /// wall time in ns (module docs); 0 where the probe class cannot count.
+    pub counted: u64,
+    pub counted_ns: u64,
+    /// The exact-timing probe pair measured in the target as the session
+    /// began (`sprig calibrate`'s figure: inner plus outer time), ns;
+    /// `None` when it was not, and the prediction takes the benchmark's.
+    pub exact_pair_ns: Option<f64>,
 }
 
 /// One edge of the report.
@@ -105,6 +123,8 @@ impl EdgeProfile {
         if m.path_ns > 0 {
             self.path_ns = m.path_ns;
         }
+        self.counted += m.counted;
+        self.counted_ns += m.counted_ns;
         for e in &m.edges {
             let key = (edge_name(&e.caller), edge_name(&e.callee));
             let span = self.spans.entry(key.clone()).or_default();
@@ -117,6 +137,13 @@ impl EdgeProfile {
     /// Sampled entries that name an edge.
     pub fn named(&self) -> u64 {
         self.edges.values().sum()
+    }
+
+    /// Method entries into the probed classes per wall second, as the
+    /// counting windows counted them; `None` before any window closed (or
+    /// where the probe class cannot count).
+    pub fn counted_per_s(&self) -> Option<f64> {
+        (self.counted_ns > 0).then(|| self.counted as f64 * 1e9 / self.counted_ns as f64)
     }
 
     /// Method entries into the probed classes per CPU second of the
@@ -138,12 +165,16 @@ impl EdgeProfile {
     }
 
     /// The edges, most sampled first (then by name), with their calls per
-    /// wall second when the application's code used `app_cpu_per_s` CPU
-    /// seconds a second (module docs).
+    /// wall second: their share of the sampled entries times the entries
+    /// counted a second, or without counting windows, times the entries
+    /// per CPU second of the intervals when the application's code used
+    /// `app_cpu_per_s` CPU seconds a second (module docs).
     pub fn rows(&self, app_cpu_per_s: f64) -> Vec<EdgeRow> {
-        let k = match self.per_cpu_s() {
-            Some(r) if self.samples > 0 => r * app_cpu_per_s / self.samples as f64,
-            _ => 0.0,
+        let k = match (self.counted_per_s(), self.per_cpu_s()) {
+            _ if self.samples == 0 => 0.0,
+            (Some(r), _) => r / self.samples as f64,
+            (None, Some(r)) => r * app_cpu_per_s / self.samples as f64,
+            (None, None) => 0.0,
         };
         let mut rows: Vec<EdgeRow> = self
             .edges
@@ -176,6 +207,50 @@ impl EdgeProfile {
     /// entries closed (module docs). `None` when no edge names `root` or
     /// its edges closed no interval.
     pub fn per_cpu_s_under(&self, root: &str) -> Option<f64> {
+        let reach = self.reach(root)?;
+        let (n, cpu) = self
+            .spans
+            .iter()
+            .filter(|((a, b), _)| b == root || reach.contains(a.as_str()))
+            .fold((0u64, 0u64), |(n, c), (_, &(i, ns))| {
+                (n + i, c.saturating_add(ns))
+            });
+        rate(n, self.app_cpu_ns(n, cpu))
+    }
+
+    /// The exact-timing pair the prediction takes, and where it comes
+    /// from: the calibration's, or the benchmark's
+    /// [`crate::profile::EXACT_PAIR_NS`].
+    pub fn exact_pair(&self) -> (f64, &'static str) {
+        match self.exact_pair_ns {
+            Some(ns) if ns.is_finite() && ns > 0.0 => (ns, "calibration"),
+            _ => (crate::profile::EXACT_PAIR_NS, "benchmark"),
+        }
+    }
+
+    /// Calls at and below `root` per wall second, from the counting
+    /// windows: the entries counted a second times the share of the
+    /// sampled entries that went along the edge into `root` or out of a
+    /// method the edges reach from it (as [`Self::per_cpu_s_under`]).
+    /// `None` without counting windows or when no edge names `root`.
+    pub fn counted_per_s_under(&self, root: &str) -> Option<f64> {
+        let per_s = self.counted_per_s()?;
+        let reach = self.reach(root)?;
+        if self.samples == 0 {
+            return None;
+        }
+        let n: u64 = self
+            .edges
+            .iter()
+            .filter(|((a, b), _)| b == root || reach.contains(a.as_str()))
+            .map(|(_, &n)| n)
+            .sum();
+        Some(per_s * n as f64 / self.samples as f64)
+    }
+
+    /// `root` and the methods the edges reach from it; `None` when no edge
+    /// names `root`.
+    fn reach<'a>(&'a self, root: &'a str) -> Option<BTreeSet<&'a str>> {
         if !self.edges.keys().any(|(a, b)| a == root || b == root) {
             return None;
         }
@@ -189,14 +264,7 @@ impl EdgeProfile {
                 }
             }
         }
-        let (n, cpu) = self
-            .spans
-            .iter()
-            .filter(|((a, b), _)| b == root || reach.contains(a.as_str()))
-            .fold((0u64, 0u64), |(n, c), (_, &(i, ns))| {
-                (n + i, c.saturating_add(ns))
-            });
-        rate(n, self.app_cpu_ns(n, cpu))
+        Some(reach)
     }
 }
 
@@ -314,6 +382,7 @@ mod tests {
             intervals: 18,
             interval_cpu_ns: 18_000,
             path_ns: 0,
+            ..EdgeSamples::default()
         });
         p.add(&EdgeSamples {
             bursts: 1,
@@ -329,6 +398,7 @@ mod tests {
             intervals: 18,
             interval_cpu_ns: 18_000,
             path_ns: 0,
+            ..EdgeSamples::default()
         });
         assert_eq!(p.named(), 40);
         assert_eq!(p.per_cpu_s(), Some(1e6));
@@ -372,6 +442,60 @@ mod tests {
         // Shares 25/40, 10/40, 5/40 against 50/70, 20/70.
         let o = edge_overlap(&p.edges, &exact);
         assert!((o - (25.0 / 40.0 + 10.0 / 40.0)).abs() < 1e-9, "{o}");
+    }
+
+    #[test]
+    fn counting_windows_give_the_rates_when_they_ran() {
+        let mut p = EdgeProfile::default();
+        // 40 sampled entries (2 not named), and 2,000,000 entries counted
+        // in 0.5 s of windows: 4,000,000 a second, whatever the intervals
+        // say (their CPU time, a rate of 1e6 a CPU second, is not used).
+        p.add(&EdgeSamples {
+            bursts: 2,
+            samples: 40,
+            dropped: 2,
+            edges: vec![
+                e("r", "a", 10, 9, 9_000),
+                e("a", "b", 20, 19, 19_000),
+                e("x", "y", 8, 8, 8_000),
+            ],
+            intervals: 36,
+            interval_cpu_ns: 36_000,
+            counted: 1_500_000,
+            counted_ns: 300_000_000,
+            ..EdgeSamples::default()
+        });
+        p.add(&EdgeSamples {
+            counted: 500_000,
+            counted_ns: 200_000_000,
+            ..EdgeSamples::default()
+        });
+        assert_eq!(p.counted_per_s(), Some(4e6));
+        // An edge's share of every sampled entry (named or not).
+        let rows = p.rows(0.5);
+        assert_eq!(rows[0].callee, "p.C::b");
+        assert!((rows[0].calls_per_s_est - 2e6).abs() < 1e-6);
+        assert!((rows[1].calls_per_s_est - 1e6).abs() < 1e-6);
+        // At and below r: r -> a and a -> b, 30 of 40.
+        let under_r = p.counted_per_s_under("p.C::r").unwrap();
+        assert!((under_r - 3e6).abs() < 1e-6, "{under_r}");
+        let under_a = p.counted_per_s_under("p.C::a").unwrap();
+        assert!((under_a - 3e6).abs() < 1e-6, "{under_a}");
+        assert!((p.counted_per_s_under("p.C::x").unwrap() - 0.8e6).abs() < 1e-6);
+        assert_eq!(p.counted_per_s_under("p.C::z"), None);
+        // Without windows: none, and the intervals give the rows.
+        let mut q = p.clone();
+        (q.counted, q.counted_ns) = (0, 0);
+        assert_eq!(q.counted_per_s(), None);
+        assert_eq!(q.counted_per_s_under("p.C::r"), None);
+        assert!((q.rows(0.5)[0].calls_per_s_est - 1e6 * 0.5 * 20.0 / 40.0).abs() < 1e-6);
+        // The exact pair: the calibration's when it came, else the
+        // benchmark's.
+        assert_eq!(p.exact_pair(), (crate::profile::EXACT_PAIR_NS, "benchmark"));
+        p.exact_pair_ns = Some(31.5);
+        assert_eq!(p.exact_pair(), (31.5, "calibration"));
+        p.exact_pair_ns = Some(f64::NAN);
+        assert_eq!(p.exact_pair().1, "benchmark");
     }
 
     #[test]

@@ -197,9 +197,11 @@ pub fn write_json_with_edges(
             },
         )?;
         if r.exact_pct.is_some() {
+            let (exact_pair, source) =
+                edges.map_or((EXACT_PAIR_NS, "benchmark"), |e| e.exact_pair());
             write!(
                 out,
-                ",\"sampled_pair_ns\":{SAMPLED_PAIR_NS:.1},\"exact_pair_ns\":{EXACT_PAIR_NS:.1},\"pair_source\":\"benchmark\",\"burst_path_ns\":{}",
+                ",\"sampled_pair_ns\":{SAMPLED_PAIR_NS:.1},\"exact_pair_ns\":{exact_pair:.1},\"pair_source\":\"{source}\",\"burst_path_ns\":{}",
                 num(edges.map(|e| e.path_ns as f64).filter(|&n| n > 0.0), 0)
             )?;
         } else {
@@ -225,7 +227,7 @@ pub fn write_json_with_edges(
         let app_cpu = app_cpu_per_s(p);
         write!(
             out,
-            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"intervals\":{},\"interval_cpu_ms\":{:.3},\"app_cpu_per_s\":{:.3},\"path_ns\":{},\"interval_app_cpu_ms\":{:.3},\"edges\":[",
+            ",\n\"edges\":{{\"bursts\":{},\"samples\":{},\"named\":{},\"dropped\":{},\"effective_ms\":{:.3},\"cost_ns\":{},\"classes\":{},\"methods\":{},\"intervals\":{},\"interval_cpu_ms\":{:.3},\"app_cpu_per_s\":{:.3},\"path_ns\":{},\"interval_app_cpu_ms\":{:.3},\"counted\":{},\"counted_ms\":{:.3},\"counted_per_s\":{},\"edges\":[",
             e.bursts,
             e.samples,
             e.named(),
@@ -238,7 +240,10 @@ pub fn write_json_with_edges(
             e.interval_cpu_ns as f64 / 1e6,
             app_cpu,
             e.path_ns,
-            e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6
+            e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6,
+            e.counted,
+            e.counted_ns as f64 / 1e6,
+            num(e.counted_per_s(), 1)
         )?;
         for (i, row) in e.rows(app_cpu).iter().enumerate() {
             if i > 0 {

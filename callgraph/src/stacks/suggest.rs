@@ -311,14 +311,23 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
 pub fn with_edges(roots: &mut [SuggestedRoot], edges: &super::EdgeProfile, p: &StackProfile) {
     let span_ns = p.span_ns();
     for r in roots {
-        let Some(per_cpu_s) = edges.per_cpu_s_under(&r.pattern) else {
-            continue;
-        };
         let cpu_ns = p.counts.get(&r.method).map_or(0, |c| c.of(View::Cpu).2);
+        // CPU seconds a second under the root, from the stack samples.
+        let cpu_per_s = (span_ns > 0).then(|| cpu_ns as f64 / span_ns as f64);
+        let (per_cpu_s, per_s) = match (edges.counted_per_s_under(&r.pattern), cpu_per_s) {
+            (Some(per_s), Some(c)) if c > 0.0 => (per_s / c, Some(per_s)),
+            (Some(_), _) => continue,
+            (None, _) => {
+                let Some(per_cpu_s) = edges.per_cpu_s_under(&r.pattern) else {
+                    continue;
+                };
+                (per_cpu_s, cpu_per_s.map(|c| per_cpu_s * c))
+            }
+        };
         r.edge_calls_per_cpu_s = Some(per_cpu_s);
-        r.edge_calls_per_sec = (span_ns > 0).then(|| per_cpu_s * cpu_ns as f64 / span_ns as f64);
+        r.edge_calls_per_sec = per_s;
         r.sampled_pct = Some(100.0 * per_cpu_s * SAMPLED_PAIR_NS / 1e9);
-        r.exact_pct = Some(100.0 * per_cpu_s * EXACT_PAIR_NS / 1e9);
+        r.exact_pct = Some(100.0 * per_cpu_s * edges.exact_pair().0 / 1e9);
     }
 }
 

@@ -290,6 +290,7 @@ fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
         intervals: 8,
         interval_cpu_ns: 8_000,
         path_ns: 0,
+        ..EdgeSamples::default()
     });
     let mut estimated = roots.clone();
     with_edges(&mut estimated, &edges, &p);
@@ -299,6 +300,26 @@ fn suggested_roots_skip_entry_and_jdk_frames_and_pick_the_stable_one() {
     assert!((wall / 1e6 - 1.0).abs() < 0.01, "{r:?}");
     assert!((r.exact_pct.unwrap() - 5.8).abs() < 1e-9, "{r:?}");
     assert!((r.sampled_pct.unwrap() - 0.8).abs() < 1e-9, "{r:?}");
+    // Counting windows that counted 3 million entries a wall second, all
+    // along work -> heavy: heavy holds one CPU second a second, so 3
+    // million a CPU second, whatever the intervals said; and a pair of
+    // 20 ns calibrated in this JVM instead of the benchmark's.
+    edges.add(&EdgeSamples {
+        counted: 300_000,
+        counted_ns: 100 * MS,
+        ..EdgeSamples::default()
+    });
+    edges.exact_pair_ns = Some(20.0);
+    let mut counted = roots.clone();
+    with_edges(&mut counted, &edges, &p);
+    let r = &counted[0];
+    assert!((r.edge_calls_per_sec.unwrap() - 3e6).abs() < 1.0, "{r:?}");
+    assert!(
+        (r.edge_calls_per_cpu_s.unwrap() / 3e6 - 1.0).abs() < 0.01,
+        "{r:?}"
+    );
+    assert!((r.exact_pct.unwrap() / 6.0 - 1.0).abs() < 0.01, "{r:?}");
+    assert!((r.sampled_pct.unwrap() / 2.4 - 1.0).abs() < 0.01, "{r:?}");
 
     // With every thread stable, work holding 70% in heavy stays the root.
     let q = worker_and_blocked();

@@ -24,23 +24,51 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// detaches. Nothing is instrumented but sprig's own calibration class.
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let timeout = args::attach_timeout(args.attach_timeout)?;
-    let clock_kind = args.clock_kind();
-    let (prepared, channel, jvm_line) = session::attach_to(args.pid, clock_kind, 1, timeout)?;
+    run(
+        args.pid,
+        args.clock_kind(),
+        timeout,
+        Output::Print { json: args.json },
+    )
+}
+
+/// The exact-timing probe pair (inner plus outer time) in JVM `pid`, in
+/// ns, measured as `sprig calibrate` does on the wall clock a profiling
+/// session reads, in a session of its own that prints nothing (its status
+/// lines but the first are quiet). `sprig sample --edges` takes it for
+/// the suggested roots' predicted overhead.
+pub fn exact_pair_ns(pid: u32, timeout: Duration) -> Result<f64> {
+    let pair = std::rc::Rc::new(std::cell::Cell::new(None));
+    run(pid, ClockKind::Tsc, timeout, Output::Keep(pair.clone()))?;
+    pair.get()
+        .ok_or_else(|| anyhow::anyhow!("the agent returned no calibration"))
+}
+
+/// Where a calibration's figures go.
+enum Output {
+    /// Printed, as text or JSON (`sprig calibrate`).
+    Print { json: bool },
+    /// Kept as the pair's ns.
+    Keep(std::rc::Rc<std::cell::Cell<Option<f64>>>),
+}
+
+fn run(pid: u32, clock_kind: ClockKind, timeout: Duration, output: Output) -> Result<ExitCode> {
+    let (prepared, channel, jvm_line) = session::attach_to(pid, clock_kind, 1, timeout)?;
     let options = SessionOptions {
         clock: clock_kind,
         calibrate: true,
         ..SessionOptions::without_roots()
     };
     let plan = Plan {
-        pid: args.pid,
+        pid,
         duration: None,
-        quiet: false,
+        quiet: matches!(output, Output::Keep(_)),
         excludes: Vec::new(),
     };
     let session = Session::start(&prepared, channel, options, plan, None)?;
     let work = Calibration {
-        pid: args.pid,
-        json: args.json,
+        pid,
+        output,
         jvm_line,
         clock_used: prepared.region.clock(),
         ticks_per_sec: prepared.region.ticks_per_sec(),
@@ -54,8 +82,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
 /// The calibration the agent runs and reports, and its printout.
 struct Calibration {
     pid: u32,
-    /// `--json`.
-    json: bool,
+    output: Output,
     jvm_line: String,
     /// The clock the agent used, and its ticks a second.
     clock_used: ClockKind,
@@ -131,21 +158,27 @@ impl Work for Calibration {
                 }
             );
         };
-        self.print(inner, outer, samples)?;
+        match &self.output {
+            Output::Print { json } => self.print(*json, inner, outer, samples)?,
+            Output::Keep(pair) => {
+                let ns = |ticks: f64| ticks * 1e9 / self.ticks_per_sec.max(1) as f64;
+                pair.set(Some(ns(inner) + ns(outer)));
+            }
+        }
         Ok(ExitCode::SUCCESS)
     }
 }
 
 impl Calibration {
     /// Prints the figures on stdout, as text or JSON.
-    fn print(&self, inner: f64, outer: f64, samples: u32) -> Result<()> {
+    fn print(&self, json: bool, inner: f64, outer: f64, samples: u32) -> Result<()> {
         let ticks_per_sec = self.ticks_per_sec;
         let ns = |ticks: f64| ticks * 1e9 / ticks_per_sec.max(1) as f64;
         let (inner_ns, outer_ns) = (ns(inner), ns(outer));
         let clock_name = format!("{:?}", self.clock_used).to_lowercase();
         let problems = &self.problems;
         let mut out = std::io::stdout().lock();
-        if self.json {
+        if json {
             let js =
                 |out: &mut dyn Write, v: &str| sprig_callgraph::report::json::write_str(out, v);
             write!(out, "{{\n  \"pid\": {},\n  \"jvm\": ", self.pid)?;

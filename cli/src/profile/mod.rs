@@ -14,7 +14,7 @@
 //! - `calibrate`: `sprig calibrate` and its work.
 
 pub mod args;
-mod calibrate;
+pub mod calibrate;
 pub(crate) mod position_samples;
 mod stack_credit;
 mod tree;

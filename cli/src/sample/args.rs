@@ -118,11 +118,13 @@ pub struct SampleArgs {
     /// `--edges-after` seconds of sampling, the non-JDK classes seen in
     /// the samples get dormant probes, and every `--edge-interval` the
     /// next `--edge-budget` method entries in them each record the edge
-    /// from their caller and the CPU time its thread used since its previous
-    /// sampled entry. The report gains the edges with their estimated
-    /// calls per second, and the suggested roots their predicted overhead
-    /// (an estimate; unknown without `--edges`). The classes are put back
-    /// at the end.
+    /// from their caller; between the bursts, short counting windows count
+    /// every entry into those classes where it runs (an increment in
+    /// Java), for the calls per second. Before sampling, the probes' cost
+    /// is measured in the JVM as `sprig calibrate` does. The report gains
+    /// the edges with their estimated calls per second, and the suggested
+    /// roots their predicted overhead (an estimate; unknown without
+    /// `--edges`). The classes are put back at the end.
     #[arg(long)]
     pub edges: bool,
 

@@ -40,6 +40,22 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
     args.validate()?;
     sprig::stale::clean();
     let timeout = attach_timeout(args.attach_timeout)?;
+    // `--edges`: the exact-timing probe pair in this JVM, measured first in
+    // a calibration session of its own (as `sprig calibrate`), for the
+    // suggested roots' predicted overhead.
+    let exact_pair_ns = if args.edges {
+        match crate::profile::calibrate::exact_pair_ns(args.pid, timeout) {
+            Ok(ns) => Some(ns),
+            Err(e) => {
+                eprintln!(
+                    "sprig: warning: the probes' calibration failed ({e:#}); the predicted overhead takes the benchmark's probe pair"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
     // The agent writes nothing into the ring: the smallest one.
     let (prepared, channel, jvm_line) =
         session::attach_to(args.pid, ClockKind::Monotonic, 1, timeout)?;
@@ -66,7 +82,13 @@ pub fn sample(args: SampleArgs) -> Result<ExitCode> {
         since_poll: 0,
         live: live.then(Instant::now),
         announced: false,
-        edges: args.edges.then(Edges::default),
+        edges: args.edges.then(|| Edges {
+            profile: EdgeProfile {
+                exact_pair_ns,
+                ..EdgeProfile::default()
+            },
+            ..Edges::default()
+        }),
     };
     session.run(work)
 }

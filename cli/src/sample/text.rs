@@ -293,17 +293,30 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
             }
         }
         if roots.iter().any(|r| r.exact_pct.is_some()) {
-            writeln!(
-                out,
-                "  The prediction, an estimate: the calls per CPU second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled, {EXACT_PAIR_NS} ns exact (the benchmark's figures for this kind of host, not measured in this JVM), the bursts' own path between two entries ({}) taken out of the CPU time between them. It leaves out what the root's own probes add (opening and closing a root context) and, where the host has no idle core, the CPU `sprig profile` itself takes to read every event; roots the edges do not name have none.",
-                s.edges
-                    .as_ref()
-                    .map(|e| e.profile.path_ns)
-                    .filter(|&n| n > 0)
-                    .map_or(
+            let e = s.edges.as_ref().map(|e| &e.profile);
+            let (exact_pair, source) = e.map_or((EXACT_PAIR_NS, "benchmark"), |e| e.exact_pair());
+            let pair = if source == "calibration" {
+                format!("{exact_pair:.1} ns exact (calibrated in this JVM before sampling)")
+            } else {
+                format!(
+                    "{exact_pair} ns exact (the benchmark's figure for another host: the calibration failed)"
+                )
+            };
+            let rate = match e {
+                Some(e) if e.counted_per_s().is_some() => {
+                    "the entries a second counted in the counting windows, shared out by the bursts' samples".to_owned()
+                }
+                _ => format!(
+                    "the bursts' intervals, their own path between two entries ({}) taken out of the CPU time between them",
+                    e.map(|e| e.path_ns).filter(|&n| n > 0).map_or(
                         "not measured: call-dense code is estimated low".to_owned(),
                         |n| format!("{n} ns, measured on an empty method as the bursts began")
                     )
+                ),
+            };
+            writeln!(
+                out,
+                "  The prediction, an estimate: the calls per CPU second into the root and along every call edge the bursts saw out of it and out of what it reaches (a method also reached from elsewhere counts whole; from {rate}), each costing a probe pair of {SAMPLED_PAIR_NS} ns sampled (the benchmark's figure), {pair}. It leaves out what the root's own probes add (opening and closing a root context) and, where the host has no idle core, the CPU `sprig profile` itself takes to read every event; roots the edges do not name have none."
             )?;
         } else if !roots.is_empty() {
             writeln!(
@@ -332,21 +345,26 @@ fn write_edges(s: &Stacks<'_>, n: usize, out: &mut dyn Write) -> io::Result<()> 
     }
     let named = e.named();
     let app_cpu = app_cpu_per_s(&s.profile);
+    let basis = match e.counted_per_s() {
+        Some(r) => format!(
+            "calls/s: each edge's share of the sampled entries times the {} entries counted in {:.1} ms of counting windows ({:.0} a second)",
+            e.counted,
+            e.counted_ns as f64 / 1e6,
+            r
+        ),
+        None => format!(
+            "calls/s estimated from {} intervals between a thread's entries, {:.2} ms of CPU time, {:.2} ms without the bursts' own path of {} ns in each, at the {:.2} CPU seconds a second the application's code used",
+            e.intervals,
+            e.interval_cpu_ns as f64 / 1e6,
+            e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6,
+            e.path_ns,
+            app_cpu
+        ),
+    };
     writeln!(
         out,
-        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; calls/s estimated from {} intervals between a thread's entries, {:.2} ms of CPU time, {:.2} ms without the bursts' own path of {} ns in each, at the {:.2} CPU seconds a second the application's code used)",
-        e.bursts,
-        s.args.edge_budget,
-        s.args.edge_interval,
-        e.methods,
-        e.classes,
-        e.samples,
-        named,
-        e.intervals,
-        e.interval_cpu_ns as f64 / 1e6,
-        e.app_cpu_ns(e.intervals, e.interval_cpu_ns) as f64 / 1e6,
-        e.path_ns,
-        app_cpu
+        "\nCall edges ({} bursts of {} entries every {} ms into {} methods of {} classes; {} entries sampled, {} named; {basis})",
+        e.bursts, s.args.edge_budget, s.args.edge_interval, e.methods, e.classes, e.samples, named,
     )?;
     writeln!(
         out,

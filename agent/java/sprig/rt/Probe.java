@@ -47,6 +47,10 @@ public final class Probe {
      * ran at 1.53-1.62 of bare with the plain field (median 1.58), 1.62-1.65
      * with the volatile one (median 1.63; docs/overhead.md, "javac at its
      * plateau").
+     *
+     * <p>Negative (-1) while the call-edge bursts' counting window is open,
+     * in a session that opens no root context: the entry probes add one to
+     * their thread's slot of {@link #COUNTS}, the other probes do nothing.
      */
     static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
@@ -288,7 +292,8 @@ public final class Probe {
     private static native long nTable();
 
     public static void enter(int id) {
-        if (active != 0) {
+        int a = active;
+        if (a > 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaEnter(t, id)) {
@@ -297,13 +302,15 @@ public final class Probe {
             } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
                 nEnter(id);
             }
+        } else if (a < 0) {
+            count(tid());
         } else if (NEVER) {
             nEnter(id);
         }
     }
 
     public static void exit(int id) {
-        if (active != 0) {
+        if (active > 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaExit(t, id)) {
@@ -418,7 +425,7 @@ public final class Probe {
      * ({@link #REFLECTED}).
      */
     public static void reflect(Object method) {
-        if (active == 0) {
+        if (active <= 0) {
             return;
         }
         int t = (int) tid();
@@ -454,6 +461,25 @@ public final class Probe {
     public static void reflectExit(int id) {}
 
     /**
+     * Entries counted per thread-id slot ({@code COUNTS[slot << 3]}, a
+     * cache line per slot) while {@code active} is negative: the call-edge
+     * bursts' counting windows ({@code sprig sample --edges}), in which
+     * an entry probe adds one here and calls nothing, so that the rate of
+     * entries is taken where they run, without a call into the agent per
+     * entry. Allocated by the agent for the first such session (null until
+     * then); only the agent reads it.
+     */
+    static long[] COUNTS;
+
+    /** An entry while the counting window is open (see {@link #COUNTS}). */
+    private static void count(long t) {
+        long[] c = COUNTS;
+        if (c != null) {
+            c[((int) t & SLOT_MASK) << 3]++;
+        }
+    }
+
+    /**
      * Receiver classes per watched call site (the agent's site ids), two
      * per site ({@code RECEIVERS[2 * site]} the latest): the classes last
      * handed to the agent at that site, or the array itself in the first
@@ -473,7 +499,7 @@ public final class Probe {
      */
     public static void site(Object receiver, int site) {
         Object[] seen = RECEIVERS;
-        if (active != 0
+        if (active > 0
                 && seen != null
                 && receiver != null
                 && INSIDE[(int) tid() & SLOT_MASK] != 0) {
@@ -500,7 +526,7 @@ public final class Probe {
      */
     public static void reach(int site) {
         Object[] seen = RECEIVERS;
-        if (active != 0 && seen != null) {
+        if (active > 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
                     && INSIDE[(int) tid() & SLOT_MASK] != 0
@@ -543,7 +569,7 @@ public final class Probe {
      * plain probes.
      */
     public static void alloc(Class<?> c, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, instanceBytes(site))) {
@@ -567,7 +593,7 @@ public final class Probe {
      * ({@link #lengthBytes}); the agent does what it cannot.
      */
     public static void allocArrayLength(int length, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, lengthBytes(length, site))) {
@@ -588,7 +614,7 @@ public final class Probe {
      * older sprig defined calls it after every array allocation).
      */
     public static void allocArray(Object a, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = tid();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, 0)) {

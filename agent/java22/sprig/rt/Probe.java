@@ -41,6 +41,10 @@ public final class Probe {
      * ran at 1.53-1.62 of bare with the plain field (median 1.58), 1.62-1.65
      * with the volatile one (median 1.63; docs/overhead.md, "javac at its
      * plateau").
+     *
+     * <p>Negative (-1) while the call-edge bursts' counting window is open,
+     * in a session that opens no root context: the entry probes add one to
+     * their thread's slot of {@link #COUNTS}, the other probes do nothing.
      */
     static int active;
     /** Non-zero while a profiling session is on (written by the agent). */
@@ -259,7 +263,8 @@ public final class Probe {
     private static native long nTable();
 
     public static void enter(int id) {
-        if (active != 0) {
+        int a = active;
+        if (a > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
                 if (javaEnter(t, id)) {
@@ -271,11 +276,13 @@ public final class Probe {
             if (!FAST || fastEnter(id) != 0) {
                 nEnter(id);
             }
+        } else if (a < 0) {
+            count(Thread.currentThread().threadId());
         }
     }
 
     public static void exit(int id) {
-        if (active != 0) {
+        if (active > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
                 if (javaExit(t, id)) {
@@ -434,7 +441,7 @@ public final class Probe {
      * ({@link #REFLECTED}).
      */
     public static void reflect(Object method) {
-        if (active == 0) {
+        if (active <= 0) {
             return;
         }
         int t = (int) Thread.currentThread().threadId();
@@ -470,6 +477,25 @@ public final class Probe {
     public static void reflectExit(int id) {}
 
     /**
+     * Entries counted per thread-id slot ({@code COUNTS[slot << 3]}, a
+     * cache line per slot) while {@code active} is negative: the call-edge
+     * bursts' counting windows ({@code sprig sample --edges}), in which
+     * an entry probe adds one here and calls nothing, so that the rate of
+     * entries is taken where they run, without a call into the agent per
+     * entry. Allocated by the agent for the first such session (null until
+     * then); only the agent reads it.
+     */
+    static long[] COUNTS;
+
+    /** An entry while the counting window is open (see {@link #COUNTS}). */
+    private static void count(long t) {
+        long[] c = COUNTS;
+        if (c != null) {
+            c[((int) t & SLOT_MASK) << 3]++;
+        }
+    }
+
+    /**
      * Receiver classes per watched call site (the agent's site ids), two
      * per site ({@code RECEIVERS[2 * site]} the latest): the classes last
      * handed to the agent at that site, or the array itself in the first
@@ -489,7 +515,7 @@ public final class Probe {
      */
     public static void site(Object receiver, int site) {
         Object[] seen = RECEIVERS;
-        if (active != 0
+        if (active > 0
                 && seen != null
                 && receiver != null
                 && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0) {
@@ -516,7 +542,7 @@ public final class Probe {
      */
     public static void reach(int site) {
         Object[] seen = RECEIVERS;
-        if (active != 0 && seen != null) {
+        if (active > 0 && seen != null) {
             int k = site << 1;
             if (seen[k] != seen
                     && INSIDE[(int) Thread.currentThread().threadId() & SLOT_MASK] != 0
@@ -559,7 +585,7 @@ public final class Probe {
      * plain probes.
      */
     public static void alloc(Class<?> c, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, instanceBytes(site))) {
@@ -581,7 +607,7 @@ public final class Probe {
      * ({@link #lengthBytes}); the agent does what it cannot.
      */
     public static void allocArrayLength(int length, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, lengthBytes(length, site))) {
@@ -600,7 +626,7 @@ public final class Probe {
      * older sprig defined calls it after every array allocation).
      */
     public static void allocArray(Object a, int site) {
-        if (active != 0) {
+        if (active > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
                 if (!javaAlloc(t, site, 0)) {
