@@ -79,7 +79,7 @@ struct ProbeClass {
     /// defined.
     reflected: Option<FieldId>,
     /// `Probe.COUNTS` (entries counted per thread-id slot in the call-edge
-    /// bursts' counting windows, allocated by the first session that
+    /// bursts' counting windows, allocated the first time a session
     /// counts), absent in a probe class an older sprig defined.
     counts: Option<FieldId>,
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
