@@ -511,12 +511,12 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     }))
 }
 
-/// The first suggested root of `report` (a `--edges` run): (root, share,
+/// The `i`th suggested root of `report` (a `--edges` run): (root, share,
 /// predicted overhead in % of the time under it with sampled and with
 /// exact timing, NaN where the report has none, estimated calls a second
 /// at and below it, NaN where none).
-fn first_suggestion(report: &Value) -> Option<(String, f64, [f64; 2], f64)> {
-    let r = report["suggested_roots"].as_array()?.first()?;
+fn suggestion(report: &Value, i: usize) -> Option<(String, f64, [f64; 2], f64)> {
+    let r = report["suggested_roots"].as_array()?.get(i)?;
     let p = &r["predicted_overhead"];
     let pct = |k: &str| p[k].as_f64().unwrap_or(f64::NAN);
     Some((
@@ -527,13 +527,15 @@ fn first_suggestion(report: &Value) -> Option<(String, f64, [f64; 2], f64)> {
     ))
 }
 
-/// The first suggestion of `report` (a `sprig sample --edges` run)
-/// profiled with `sprig profile PID --root R`, with sampled timing (the
-/// default) and with `--timing exact`, each in windows alternating with
-/// bare ones (`MIN_REPEATS` pairs, the order swapped every pair; each
-/// profiled window after half a window of settling): the measured
-/// overhead per pair against the predicted one (the prediction in % of
-/// the time under the root, times the root's share).
+/// Suggestions tried in turn by [`prediction`] while a profile of one
+/// records no root call.
+const SUGGESTIONS_TRIED: usize = 3;
+
+/// The first suggestion of `report` (a `sprig sample --edges` run) whose
+/// profile records root calls, profiled as [`prediction_of`] does; a
+/// suggestion no thread enters while it is profiled (a pool's worker loop
+/// ranked as a unit of work: its threads entered it once, before the
+/// attach) is skipped with a line and listed in `skipped`.
 fn prediction(
     ctx: &Ctx,
     jvm: &mut Jvm,
@@ -542,9 +544,46 @@ fn prediction(
     bare_ms: f64,
     bound: Duration,
 ) -> Result<Value> {
-    let Some((root, share, pct_under, calls_per_s)) = first_suggestion(report) else {
-        return Ok(json!({"root": null}));
-    };
+    let mut skipped = Vec::new();
+    for i in 0..SUGGESTIONS_TRIED {
+        let Some(s) = suggestion(report, i) else {
+            break;
+        };
+        match prediction_of(ctx, jvm, s.clone(), report_path, bare_ms, bound) {
+            Ok(mut v) => {
+                v["skipped"] = json!(skipped);
+                return Ok(v);
+            }
+            Err(e) if format!("{e:#}").contains("no root call was recorded") => {
+                eprintln!(
+                    "sprig-bench: sample: prediction: suggestion {} ({}) recorded no root call while profiled; trying the next",
+                    i + 1,
+                    s.0
+                );
+                skipped.push(s.0);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json!({"root": null, "skipped": skipped}))
+}
+
+/// One suggestion (root, share, predicted % under it, calls a second)
+/// profiled with `sprig profile PID --root R`, with sampled timing (the
+/// default) and with `--timing exact`, each in windows alternating with
+/// bare ones (`MIN_REPEATS` pairs, the order swapped every pair; each
+/// profiled window after half a window of settling): the measured
+/// overhead per pair against the predicted one (the prediction in % of
+/// the time under the root, times the root's share).
+fn prediction_of(
+    ctx: &Ctx,
+    jvm: &mut Jvm,
+    suggestion: (String, f64, [f64; 2], f64),
+    report_path: &Path,
+    bare_ms: f64,
+    bound: Duration,
+) -> Result<Value> {
+    let (root, share, pct_under, calls_per_s) = suggestion;
     let k = iterations(WINDOW, bare_ms);
     let pid = jvm.pid();
     let repeats = ctx.repeats.max(MIN_REPEATS);

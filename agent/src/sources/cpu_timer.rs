@@ -681,7 +681,13 @@ impl Drain {
             self.map_threads(jni);
         }
         let depth = self.opts.max_depth as usize;
-        let cpu_ns = u64::from(self.opts.interval_us) * 1000;
+        // A kept signal stands for one interval of the thread's CPU time,
+        // or for one tick where the interval is shorter (every signal is
+        // kept then, and one comes at most once a tick): weighed at the
+        // interval, the CPU view's times came to interval / tick of the
+        // truth at `--interval 2` (shares were right).
+        let tick = agct::scheduler_tick().unwrap_or(TICK);
+        let cpu_ns = (u64::from(self.opts.interval_us) * 1000).max(tick.as_nanos() as u64);
         // The round's cost: the handler's time in the samples it holds and
         // in the signals that left none since the previous round.
         let unkept = agct::UNKEPT_NS.load(Ordering::Relaxed);

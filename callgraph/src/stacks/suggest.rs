@@ -5,7 +5,8 @@
 //! samples inclusively, holds it steadily (in every window of the run at
 //! least half its share over the whole run), and is neither a method of
 //! the JDK's library ([`is_library_class`]: the tools the JDK ships, such
-//! as javac, are candidates) nor a thread's entry frame (the outermost
+//! as javac, are candidates), nor sprig's own ([`is_sprig_class`]), nor a
+//! thread's entry frame (the outermost
 //! frame of a whole stack: `Thread.run`, `main`). What a performance engineer picks among them is
 //! a unit of work: a method entered anew for each request, below the
 //! thread's loop and the framework's dispatch loops, above the leaf work.
@@ -88,6 +89,13 @@ pub fn is_jdk_class(class: &str) -> bool {
 /// work.
 pub fn is_library_class(class: &str) -> bool {
     is_jdk_class(class) && !class.starts_with("com.sun.tools.")
+}
+
+/// Whether a class is sprig's own (`sprig.rt.Probe`, whose frames the
+/// samples show above a probed method's while `--edges` counts or samples
+/// entries): never a root.
+pub fn is_sprig_class(class: &str) -> bool {
+    class.starts_with("sprig.")
 }
 
 /// What the suggestions weigh.
@@ -188,7 +196,10 @@ pub fn suggest_roots(p: &StackProfile, opts: &SuggestOptions) -> Vec<SuggestedRo
         let Some(info) = p.methods.get(&m) else {
             continue;
         };
-        if is_library_class(&info.class) || p.entry_frames.contains(&m) {
+        if is_library_class(&info.class)
+            || is_sprig_class(&info.class)
+            || p.entry_frames.contains(&m)
+        {
             continue;
         }
         let (_, total, _) = c.of(opts.view);

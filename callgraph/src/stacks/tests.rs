@@ -790,6 +790,24 @@ fn a_jdk_tool_run_in_process_is_the_applications_work() {
     assert!(!names.contains(&"java.util.HashMap::get"), "{roots:?}");
 }
 
+/// sprig's own probe frames (`sprig.rt.Probe::enter`, on the stack while
+/// `--edges` counts entries) are never suggested, whatever their share:
+/// a bench run on H2 suggested `part: sprig.rt.Probe::enter`.
+#[test]
+fn sprigs_own_frames_are_not_suggested() {
+    const ENTER: u32 = 50;
+    let mut p = server_profile();
+    p.add_method(ENTER, MethodInfo::new("sprig.rt.Probe", "enter", "(I)V"));
+    one_thread_rounds(&mut p, |r| match r {
+        0..=5 => &[RUN, SERVE, HANDLE, ENTER],
+        _ => &[RUN, SERVE, HANDLE, COMPUTE, ENTER],
+    });
+    let roots = top10(&p);
+    let names = names(&roots);
+    assert!(names.contains(&"app.S::handle"), "{roots:?}");
+    assert!(!names.iter().any(|n| n.starts_with("sprig.")), "{roots:?}");
+}
+
 /// A suggested root in javac (a tool the JDK ships) pastes as a command
 /// that instruments javac's packages too; an application's root and a
 /// class directly under `com.sun.tools` do not get one, and a quote in

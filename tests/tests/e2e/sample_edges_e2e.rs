@@ -157,8 +157,12 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
             "0.1",
             "--duration",
             "3",
+            // Under the kernel's 4 ms tick: each sample then stands for a
+            // tick of CPU time, and the CPU time under `a` (which the
+            // predicted overhead divides by) comes out right only if the
+            // samples weigh that (at the interval it was half).
             "--interval",
-            "5",
+            "2",
             // a is on every stack of the worker (`loop` calls it back to
             // back): a loop by sampling, ranked after b, c and spin.
             "--suggest-roots",
@@ -208,6 +212,17 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
                 jdk.major
             );
         }
+        // The worker spins on a core of its own: about one CPU second a
+        // second in the samples (read 0.96-0.98 at --interval 5). At
+        // --interval 2, under the tick, a sample weighed at the interval
+        // gave half of it, and twice the predicted overhead.
+        let app_cpu = edges["app_cpu_per_s"].as_f64().unwrap_or(0.0);
+        println!("JDK {}: app CPU {app_cpu:.3} s a second", jdk.major);
+        assert!(
+            (0.65..=1.3).contains(&app_cpu),
+            "JDK {}: the samples hold {app_cpu:.3} CPU seconds a second of a worker that spins: {edges}",
+            jdk.major
+        );
         // The counting windows ran: the rates rest on them.
         assert!(
             edges["counted"].as_u64().unwrap_or(0) > 0
