@@ -29,6 +29,17 @@ pub struct ThreadStacks {
     /// Samples on the CPU in a native method (counted with `java_only`
     /// too, where the CPU view leaves them out).
     pub native_cpu_samples: u64,
+    /// The rounds (session clock, ns) of the thread's first and last
+    /// sample: how much of the run it lived through.
+    pub first_ns: Option<u64>,
+    pub last_ns: u64,
+}
+
+impl ThreadStacks {
+    /// The time from the thread's first sample to its last, ns.
+    pub fn lived_ns(&self) -> u64 {
+        self.first_ns.map_or(0, |f| self.last_ns.saturating_sub(f))
+    }
 }
 
 /// A method's samples: `self` where it is the leaf, `total` where it is
@@ -142,6 +153,13 @@ pub struct StackProfile {
     pub(super) buckets: Vec<Bucket>,
     pub(super) bucket_ns: u64,
     scratch: Vec<u32>,
+    /// The first frame id of each (class, name, descriptor), and the ids
+    /// that name a method already known, with that first id: a class
+    /// redefined while its frames run (`--edges` gives dormant probes to
+    /// the classes it samples) has its running frames reported under the
+    /// obsolete method's id, so one method would count as two.
+    by_name: HashMap<(String, String, String), u32>,
+    alias: HashMap<u32, u32>,
 }
 
 impl StackProfile {
@@ -166,12 +184,28 @@ impl StackProfile {
             buckets: Vec::new(),
             bucket_ns: FIRST_BUCKET_NS,
             scratch: Vec::new(),
+            by_name: HashMap::new(),
+            alias: HashMap::new(),
         }
     }
 
     /// A `FrameMethod`.
     pub fn add_method(&mut self, id: u32, info: MethodInfo) {
+        let key = (
+            info.class.clone(),
+            info.name.clone(),
+            info.descriptor.clone(),
+        );
+        let first = *self.by_name.entry(key).or_insert(id);
+        if first != id {
+            self.alias.insert(id, first);
+        }
         self.methods.insert(id, info);
+    }
+
+    /// The id samples count `id` under: the first id of its method.
+    fn canonical(&self, id: u32) -> u32 {
+        self.alias.get(&id).copied().unwrap_or(id)
     }
 
     /// A `SampledThread`.
@@ -227,7 +261,7 @@ impl StackProfile {
         self.cost_ns = self.cost_ns.saturating_add(cost_ns);
         let bucket = self.bucket_at(time_ns.saturating_sub(first));
         for s in samples {
-            self.add_sample(s, gap, bucket);
+            self.add_sample(s, gap, bucket, time_ns);
         }
     }
 
@@ -255,7 +289,7 @@ impl StackProfile {
         i
     }
 
-    fn add_sample(&mut self, s: &StackSample, gap: u64, bucket: usize) {
+    fn add_sample(&mut self, s: &StackSample, gap: u64, bucket: usize, time_ns: u64) {
         let t = self
             .threads
             .entry(s.thread)
@@ -263,6 +297,8 @@ impl StackProfile {
                 java_id: s.thread,
                 ..ThreadStacks::default()
             });
+        t.first_ns.get_or_insert(time_ns);
+        t.last_ns = t.last_ns.max(time_ns);
         if s.frames.is_empty() {
             t.empty += 1;
             t.tree.forget_previous();
@@ -296,16 +332,17 @@ impl StackProfile {
         };
         // Outermost first, under the pseudo-frame when the outer end is
         // missing.
-        let frames = &mut self.scratch;
+        let mut frames = std::mem::take(&mut self.scratch);
         frames.clear();
         if s.truncated {
             frames.push(TRUNCATED_FRAME);
             self.truncated += 1;
         } else if let Some(&outer) = s.frames.last() {
-            self.entry_frames.insert(outer);
+            self.entry_frames.insert(self.canonical(outer));
         }
-        frames.extend(s.frames.iter().rev());
-        t.tree.add(frames, hit);
+        frames.extend(s.frames.iter().rev().map(|&m| self.canonical(m)));
+        let t = self.threads.entry(s.thread).or_default();
+        t.tree.add(&frames, hit);
         t.wall_samples += 1;
         self.wall_samples += 1;
         if on_cpu {
@@ -313,7 +350,7 @@ impl StackProfile {
             self.cpu_samples += 1;
         }
         let cpu_w = hit.cpu_ns.unwrap_or(0);
-        let leaf = s.frames[0];
+        let leaf = self.canonical(s.frames[0]);
         let c = self.counts.entry(leaf).or_default();
         c.wall_self += 1;
         c.cpu_self += u64::from(on_cpu);
@@ -337,6 +374,7 @@ impl StackProfile {
             bt.0 += 1;
             bt.1 += u64::from(on_cpu);
         }
+        self.scratch = frames;
     }
 
     /// Hot methods in `view`: (method, self, total), by self then total

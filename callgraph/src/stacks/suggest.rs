@@ -22,7 +22,8 @@
 //! 3. **Loops**: a candidate on the stack in at least
 //!    [`SuggestOptions::loop_presence`] of the samples of its thread, for
 //!    most of its samples (counting threads with at least
-//!    [`JUDGE_SAMPLES`] samples in the view): a frame present in nearly
+//!    [`JUDGE_SAMPLES`] samples in the view, and those with fewer that
+//!    lived through half the run together): a frame present in nearly
 //!    every sample of its thread across the whole session is a loop that
 //!    never returns (a pool's worker loop, a selector's produce loop, a
 //!    driver's iteration loop) or cannot be told from one by sampling; a
@@ -414,19 +415,32 @@ fn walk(tree: &super::Pcct, view: View, mut visit: impl FnMut(&Visit)) {
 
 /// The candidates that are loops (module docs): on the stack of at least
 /// `loop_presence` of their thread's samples, in threads with at least
-/// [`JUDGE_SAMPLES`] samples, for more than half of their samples.
+/// [`JUDGE_SAMPLES`] samples, for more than half of their samples. Threads
+/// with fewer samples that lived through at least half the run (a pool's
+/// workers, mostly idle: a few CPU samples each) are judged together: a
+/// method on the stack of `loop_presence` of all their samples, at least
+/// [`JUDGE_SAMPLES`] of them, is their loop (Jetty's
+/// `QueuedThreadPool$Runner::run` was ranked a unit of work, first, and a
+/// profile of it recorded no call). Short-lived threads are never pooled:
+/// a thread per request (a virtual thread's) has its handler on every
+/// sample of its life, and that is a unit of work.
 fn loop_frames(
     p: &StackProfile,
     opts: &SuggestOptions,
     candidates: &BTreeMap<u32, (f64, Vec<f64>)>,
 ) -> std::collections::BTreeSet<u32> {
     let mut in_loops: HashMap<u32, u64> = HashMap::new();
+    // Long-lived thin threads: per method, its samples there and all the
+    // samples of the threads it was seen in.
+    let mut pooled: HashMap<u32, (u64, u64)> = HashMap::new();
+    let half_run = p.span_ns() / 2;
     for t in p.threads.values() {
         let n = match opts.view {
             View::Wall => t.wall_samples,
             View::Cpu => t.cpu_samples,
         };
-        if n < JUDGE_SAMPLES {
+        let thin = n < JUDGE_SAMPLES;
+        if n == 0 || (thin && t.lived_ns() < half_run) {
             continue;
         }
         let mut here: HashMap<u32, u64> = HashMap::new();
@@ -436,9 +450,18 @@ fn loop_frames(
             }
         });
         for (m, s) in here {
-            if s as f64 >= opts.loop_presence * n as f64 {
+            if thin {
+                let e = pooled.entry(m).or_default();
+                e.0 += s;
+                e.1 += n;
+            } else if s as f64 >= opts.loop_presence * n as f64 {
                 *in_loops.entry(m).or_default() += s;
             }
+        }
+    }
+    for (m, (s, n)) in pooled {
+        if n >= JUDGE_SAMPLES && s as f64 >= opts.loop_presence * n as f64 {
+            *in_loops.entry(m).or_default() += s;
         }
     }
     in_loops

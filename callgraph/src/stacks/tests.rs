@@ -756,6 +756,109 @@ fn short_lived_threads_do_not_make_loops() {
     );
 }
 
+/// A method whose class was redefined while its frame ran (`--edges`
+/// gives the sampled classes dormant probes) comes back under the
+/// obsolete method's frame id: the samples count it as one method, so a
+/// never-returning loop is still on every sample of its thread (Jetty's
+/// `QueuedThreadPool$Runner::run` split 464 : 52 and was ranked the first
+/// unit of work).
+#[test]
+fn a_method_under_two_frame_ids_counts_as_one() {
+    const SERVE_OBSOLETE: u32 = 60;
+    let mut p = server_profile();
+    p.add_method(SERVE_OBSOLETE, MethodInfo::new("app.S", "serve", "()V"));
+    // 800 rounds: serve's frame id changes halfway (the redefinition),
+    // 4 in 10 in decode, 6 in handle -> compute.
+    one_thread_rounds(&mut p, |r| match r {
+        0..=3 => &[RUN, SERVE, DECODE],
+        _ => &[RUN, SERVE, HANDLE, COMPUTE],
+    });
+    for r in 400..800u64 {
+        let stack: &[u32] = if r % 10 < 4 {
+            &[RUN, SERVE_OBSOLETE, DECODE]
+        } else {
+            &[RUN, SERVE_OBSOLETE, HANDLE, COMPUTE]
+        };
+        p.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(10, SampledState::Running, 20 * MS, stack)],
+        );
+    }
+    assert_eq!(total_of(&p, SERVE, View::Cpu), 800);
+    assert_eq!(total_of(&p, SERVE_OBSOLETE, View::Cpu), 0);
+    let roots = top10(&p);
+    let serve = roots.iter().find(|r| r.pattern == "app.S::serve");
+    assert_eq!(serve.map(|r| r.kind.name()), Some("loop"), "{roots:?}");
+    assert_ne!(roots[0].pattern, "app.S::serve", "{roots:?}");
+}
+
+/// A pool's workers, mostly idle, each with a few CPU samples spread over
+/// the whole run: their worker loop (`serve`, on every sample of theirs)
+/// is a loop, judged over all of them, and the work below it comes
+/// first. Threads of one request each (a thread per request, as virtual
+/// threads are) with the handler on every sample of their short lives do
+/// not make it a loop.
+#[test]
+fn a_pool_of_thin_long_lived_threads_makes_its_worker_loop_a_loop() {
+    let mut p = server_profile();
+    // 400 rounds over 8 s; 12 pool threads, each sampled in 3 rounds
+    // spread from start to end: 2 in handle -> compute, 1 in decode.
+    for r in 0..400u64 {
+        let mut s = Vec::new();
+        if r == 0 || r == 200 || r == 399 {
+            for k in 0..12u64 {
+                let stack: &[u32] = if (r / 199 + k) % 3 == 0 {
+                    &[RUN, SERVE, DECODE]
+                } else {
+                    &[RUN, SERVE, HANDLE, COMPUTE]
+                };
+                s.push(sample(200 + k, SampledState::Running, 20 * MS, stack));
+            }
+        }
+        p.add_round(r * 20 * MS, 0, &s);
+    }
+    let roots = top10(&p);
+    let kind = |name: &str| {
+        roots
+            .iter()
+            .find(|r| r.pattern == name)
+            .map(|r| r.kind.name())
+    };
+    assert_eq!(kind("app.S::serve"), Some("loop"), "{roots:?}");
+    // handle hands all of its time to compute: one suggestion, named
+    // where the work splits.
+    assert_eq!(names(&roots)[0], "app.S::compute", "{roots:?}");
+    assert_eq!(roots[0].same_time, ["app.S::handle"], "{roots:?}");
+
+    // A thread per request: 120 threads of 3 samples each within 60 ms,
+    // the handler on all of them: it stays a unit of work.
+    let mut q = server_profile();
+    for r in 0..360u64 {
+        let t = 300 + r / 3;
+        q.add_round(
+            r * 20 * MS,
+            0,
+            &[sample(
+                t,
+                SampledState::Running,
+                20 * MS,
+                &[RUN, HANDLE, COMPUTE],
+            )],
+        );
+    }
+    let roots = top10(&q);
+    assert_eq!(
+        roots
+            .iter()
+            .find(|r| r.pattern == "app.S::handle"
+                || r.same_time.iter().any(|m| m == "app.S::handle"))
+            .map(|r| r.kind.name()),
+        Some("unit"),
+        "{roots:?}"
+    );
+}
+
 /// A tool the JDK ships, run inside the application (javac through its
 /// API, as a build server does), is the application's work: its methods
 /// are candidates, unlike the JDK's library (`java.util.HashMap`).
