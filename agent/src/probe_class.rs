@@ -591,21 +591,31 @@ pub fn receivers_available() -> bool {
 /// Allocates `Probe.RECEIVERS` (two slots per site id) unless a session did
 /// already; false when it cannot be.
 pub fn ensure_receivers(jni: Jni<'_>) -> bool {
-    let Some(ProbeClass {
-        class,
-        receivers: Some(f),
-        ..
-    }) = PROBE.get()
-    else {
+    ensure_array(
+        jni,
+        |p| p.receivers,
+        |jni| jni.new_object_array(2 * SITE_SLOTS as i32),
+    )
+}
+
+/// Sets the static array field `field` picks of the probe class to what
+/// `alloc` makes, unless it holds one already; false when the class has
+/// no such field or the array cannot be allocated.
+fn ensure_array(
+    jni: Jni<'_>,
+    field: impl FnOnce(&ProbeClass) -> Option<FieldId>,
+    alloc: impl for<'a> FnOnce(Jni<'a>) -> Option<crate::ffi::Local<'a>>,
+) -> bool {
+    let Some((p, f)) = PROBE.get().and_then(|p| Some((p, field(p)?))) else {
         return false;
     };
     jni.with_local_frame(4, |jni| {
-        if jni.static_object(class, *f).is_some() {
+        if jni.static_object(&p.class, f).is_some() {
             return true;
         }
-        match jni.new_object_array(2 * SITE_SLOTS as i32) {
+        match alloc(jni) {
             Some(a) => {
-                jni.set_static_object(class, *f, a);
+                jni.set_static_object(&p.class, f, a);
                 true
             }
             None => false,
@@ -730,26 +740,11 @@ const COUNT_SLOTS: usize = 1 << 12;
 /// probe class has no such field (an older sprig defined it) or it cannot
 /// be allocated.
 pub fn ensure_counts(jni: Jni<'_>) -> bool {
-    let Some(ProbeClass {
-        class,
-        counts: Some(f),
-        ..
-    }) = PROBE.get()
-    else {
-        return false;
-    };
-    jni.with_local_frame(4, |jni| {
-        if jni.static_object(class, *f).is_some() {
-            return true;
-        }
-        match jni.new_array(7, (COUNT_SLOTS * COUNT_STRIDE) as i32) {
-            Some(a) => {
-                jni.set_static_object(class, *f, a);
-                true
-            }
-            None => false,
-        }
-    })
+    ensure_array(
+        jni,
+        |p| p.counts,
+        |jni| jni.new_array(7, (COUNT_SLOTS * COUNT_STRIDE) as i32),
+    )
 }
 
 /// Opens (`-1` in `Probe.active`: every entry probe adds one to its

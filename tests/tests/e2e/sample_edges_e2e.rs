@@ -299,11 +299,13 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
             // points for exact timing and 12 for sampled timing. A loaded
             // host once read one measure 2.3x off (JDK 25, exact: 44.7%
             // predicted, 19.4% measured, where five runs had read 0.58-1.46):
-            // a measure outside the bound is taken once more, and the second
-            // must hold; the defect this guards (predictions 3-8x low) fails
-            // both.
+            // a measure outside the bound is taken again, up to three times
+            // (the measure itself is bimodal on some hosts: 14-16% or 28-36%
+            // under exact timing, run to run, 2026-11-30, and one run in
+            // about eight read both of two measures outside); the defect
+            // this guards (predictions 2-8x off) fails all three.
             let points = if timing == "exact" { 8.0 } else { 12.0 };
-            for attempt in 1..=2 {
+            for attempt in 1..=3 {
                 let (cost, profiled) = profiled_cost(&jdk, &mut jvm, timing);
                 let ratio = cost["ratio"].as_f64().unwrap_or_else(|| {
                     panic!(
@@ -328,9 +330,9 @@ fn sample_edges_finds_known_call_shares_and_puts_the_classes_back() {
                     break;
                 }
                 assert!(
-                    attempt < 2,
+                    attempt < 3,
                     "JDK {}: predicted {pct:.1}% for --timing {timing}, measured {measured_pct:.1}% \
-                     (a second measure): not within 2x or {points} points: {root}\n{cost}",
+                     (a third measure): not within 2x or {points} points: {root}\n{cost}",
                     jdk.major
                 );
             }
