@@ -235,9 +235,10 @@ pub struct Counted {
 /// times the gap between the entries of call-dense code and no
 /// calibration of it took it out reliably (the rates came out 0.5-0.6 of
 /// the count on one host, 0.8-1.3 on another). `None` while a burst is
-/// open, bursts are off, or the probe class cannot count.
+/// open, bursts are off, or the probe class cannot count (no `COUNTS`
+/// array: [`probe_class::ensure_counts`] at the bursts' start).
 pub fn count_window(jni: Jni<'_>, length: Duration) -> Option<Counted> {
-    if !ON.load(Ordering::Acquire) || burst_open() || !probe_class::ensure_counts(jni) {
+    if !ON.load(Ordering::Acquire) || burst_open() {
         return None;
     }
     let before = probe_class::counted(jni)?;

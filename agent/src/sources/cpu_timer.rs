@@ -470,6 +470,12 @@ struct Drain {
     /// second.
     mapped_at: Instant,
     taken: Vec<agct::Taken>,
+    /// The CPU time a kept signal stands for, ns: one interval, or one
+    /// tick where the interval is shorter (every signal is kept then, and
+    /// one comes at most once a tick); weighed at the interval, the CPU
+    /// view's times came to interval / tick of the truth at `--interval 2`
+    /// (shares were right).
+    sample_cpu_ns: u64,
 }
 
 impl Drain {
@@ -523,7 +529,9 @@ impl Drain {
             no_signal: crate::error::fault_named("timer-no-signal"),
             started: Vec::new(),
         });
+        let tick = agct::scheduler_tick().unwrap_or(TICK);
         Ok(Drain {
+            sample_cpu_ns: (u64::from(opts.interval_us) * 1000).max(tick.as_nanos() as u64),
             jvmti,
             opts,
             schedule,
@@ -681,13 +689,7 @@ impl Drain {
             self.map_threads(jni);
         }
         let depth = self.opts.max_depth as usize;
-        // A kept signal stands for one interval of the thread's CPU time,
-        // or for one tick where the interval is shorter (every signal is
-        // kept then, and one comes at most once a tick): weighed at the
-        // interval, the CPU view's times came to interval / tick of the
-        // truth at `--interval 2` (shares were right).
-        let tick = agct::scheduler_tick().unwrap_or(TICK);
-        let cpu_ns = (u64::from(self.opts.interval_us) * 1000).max(tick.as_nanos() as u64);
+        let cpu_ns = self.sample_cpu_ns;
         // The round's cost: the handler's time in the samples it holds and
         // in the signals that left none since the previous round.
         let unkept = agct::UNKEPT_NS.load(Ordering::Relaxed);

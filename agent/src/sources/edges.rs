@@ -104,6 +104,9 @@ impl Source for Edges {
         let (classes, methods) = instrument::instrument_edges(&agent.jvmti, jni, &self.classes);
         outbox::send(Message::EdgeProbed { classes, methods });
         edges::begin(&probe_class::probe_methods(&agent.jvmti));
+        // The counting windows' array (none in a probe class an older
+        // sprig defined: the rates then rest on the bursts' intervals).
+        probe_class::ensure_counts(jni);
         probe_class::set_inside_all(jni, true);
         let interval = Duration::from_micros(u64::from(self.interval_us));
         let budget = self.budget;
