@@ -26,7 +26,13 @@
 //!   array: its size is read, and its inner arrays are walked level by
 //!   level ([`AllocLevel`]). Such an array escapes into the native call;
 //!   its counts and bytes stay exact. A probe class an older sprig defined
-//!   in this JVM passes every array this way.
+//!   in this JVM passes every array this way;
+//! - after an instance's `Object.clone()` (a `super.clone()` naming
+//!   `java/lang/Object`) the probe gets the copy, weighed by
+//!   `GetObjectSize` each time: it is of the class the site names or of a
+//!   subclass inheriting the copying method, and a copy of another class
+//!   is recorded at a site of its own for that class ([`copy_site`]),
+//!   announced when first seen.
 //!
 //! Under sampled timing the probe class records most allocations itself,
 //! with no JNI call (`ffi/slots.rs`): once a `new` site's instance size is
@@ -36,8 +42,9 @@
 //! type (the site's word names the type) fitted once per process to
 //! `GetObjectSize` of arrays of every length from 0 to [`LAYOUT_LENGTHS`]
 //! ([`fit_layout`]). Only a site's
-//! first allocation, an element type's first and a `multianewarray` go
-//! through JNI; so does every allocation under exact timing.
+//! first allocation, an element type's first, a `multianewarray` and an
+//! instance's copy go through JNI; so does every allocation under exact
+//! timing.
 
 use crate::ffi::{Jni, Jvmti, Local, slots};
 use crate::outbox;
@@ -75,6 +82,11 @@ static SITES: OnceLock<Box<[AtomicU64]>> = OnceLock::new();
 
 struct Table {
     ids: HashMap<(u32, u32), u32>,
+    /// An instance copy site's (method, offset, class descriptor).
+    copies: HashMap<u32, (u32, u32, String)>,
+    /// The site of each (copy site, class of a copy) whose class is not
+    /// the one the site names.
+    copy_classes: HashMap<(u32, String), u32>,
     next: u32,
 }
 
@@ -82,6 +94,8 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 
 const KIND_OBJECT: u64 = 1;
 const KIND_ARRAY: u64 = 2;
+/// An instance's `Object.clone()`: the probe gets the copy.
+const KIND_COPY: u64 = 3;
 
 fn sites() -> &'static [AtomicU64] {
     SITES.get_or_init(|| (0..SITE_CAP).map(|_| AtomicU64::new(0)).collect())
@@ -98,6 +112,8 @@ pub fn begin_session(on: bool) {
     }
     *t = Some(Table {
         ids: HashMap::new(),
+        copies: HashMap::new(),
+        copy_classes: HashMap::new(),
         next: 1,
     });
     JNI_LEARNS_ONLY.store(
@@ -143,13 +159,17 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
     let id = t.next;
     t.next += 1;
     t.ids.insert((site.method, site.offset), id);
-    let word = if site.dims == 0 {
+    let word = if site.clone {
+        t.copies
+            .insert(id, (site.method, site.offset, site.descriptor.clone()));
+        KIND_COPY
+    } else if site.dims == 0 {
         KIND_OBJECT
     } else {
         KIND_ARRAY | u64::from(site.dims) << 8 | u64::from(element_code(&site.descriptor)) << 16
     };
     sites()[id as usize].store(word, Ordering::Release);
-    if site.dims == 1 && !JNI_ONLY.load(Ordering::Relaxed) {
+    if site.dims == 1 && !site.clone && !JNI_ONLY.load(Ordering::Relaxed) {
         slots::set_alloc_site(id, slots::array_site(element_code(&site.descriptor)));
     }
     drop(guard);
@@ -161,6 +181,39 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
         dims: site.dims,
     });
     id
+}
+
+/// The site a copy of class `descriptor` made at copy site `site` is
+/// recorded at: `site` itself when the site names that class, else one
+/// of its own for the class (same method and offset), announced the first
+/// time; `None` when the table has no room or the session ended.
+fn copy_site(site: u32, descriptor: &str) -> Option<u32> {
+    let mut guard = lock(&TABLE);
+    let t = guard.as_mut()?;
+    let (method, bci, named) = t.copies.get(&site)?;
+    if named == descriptor {
+        return Some(site);
+    }
+    let (method, bci) = (*method, *bci);
+    if let Some(&id) = t.copy_classes.get(&(site, descriptor.to_owned())) {
+        return Some(id);
+    }
+    if t.next >= SITE_CAP {
+        return None;
+    }
+    let id = t.next;
+    t.next += 1;
+    t.copy_classes.insert((site, descriptor.to_owned()), id);
+    sites()[id as usize].store(KIND_COPY, Ordering::Release);
+    drop(guard);
+    outbox::send(Message::AllocSite {
+        id,
+        method,
+        bci,
+        descriptor: descriptor.to_owned(),
+        dims: 0,
+    });
+    Some(id)
 }
 
 /// The code of an array's element type in the slot table's layouts, from
@@ -255,10 +308,14 @@ pub struct AllocLevel {
     pub level: u8,
     pub count: u32,
     pub bytes: u64,
+    /// The site it is recorded at when not the probe's: an instance copy
+    /// of a subclass ([`copy_site`]).
+    pub site: Option<u32>,
 }
 
 /// What an allocation at `site` made: each of its levels to `out`.
-/// `object` is the class (after a `new`) or the array. Returns whether
+/// `object` is the class (after a `new`), the array, or an instance's
+/// copy (after its `Object.clone()`). Returns whether
 /// only JNI could record it: it taught the site or its array type what
 /// it weighs, or it is a `multianewarray` (else the Java path records
 /// allocations like it).
@@ -298,6 +355,7 @@ pub fn weigh(
                 level: 0,
                 count: 1,
                 bytes: size,
+                site: None,
             });
             learned
         }
@@ -310,6 +368,7 @@ pub fn weigh(
                 level: 0,
                 count: 1,
                 bytes: size,
+                site: None,
             });
             if dims > 1 {
                 jni.with_local_frame(16, |jni| inner_levels(jni, jvmti, object, dims, out));
@@ -322,6 +381,25 @@ pub fn weigh(
             if let Some(l) = learn_layout(jni, jvmti, k) {
                 slots::set_array_layout(usize::from(k), l);
             }
+            true
+        }
+        KIND_COPY => {
+            let Ok(bytes) = jvmti.object_size(object) else {
+                return true;
+            };
+            let class = jni.with_local_frame(4, |jni| {
+                let c = jni.object_class(object)?;
+                jvmti.class_signature(c).ok()
+            });
+            let Some(at) = class.and_then(|d| copy_site(site, &d)) else {
+                return true;
+            };
+            out(AllocLevel {
+                level: 0,
+                count: 1,
+                bytes,
+                site: (at != site).then_some(at),
+            });
             true
         }
         _ => false,
@@ -377,6 +455,7 @@ pub fn weigh_length(
         level: 0,
         count: 1,
         bytes,
+        site: None,
     });
     jni_only
 }
@@ -412,6 +491,7 @@ fn inner_levels(
                 level,
                 count: n as u32,
                 bytes: b,
+                site: None,
             });
             left -= n;
         }

@@ -89,7 +89,9 @@ pub enum Check {
 }
 
 /// Allocation probes for [`instrument_full`]: a call after every `new`,
-/// `newarray`, `anewarray` and `multianewarray` of each instrumented method.
+/// `newarray`, `anewarray` and `multianewarray` of each instrumented
+/// method, after each `clone()` of an array, and after each `super.clone()`
+/// that names `java/lang/Object` (an instance's copy).
 pub struct Allocs<'a> {
     /// Internal name of the class holding the allocation probes.
     pub class: &'a str,
@@ -99,8 +101,10 @@ pub struct Allocs<'a> {
     pub object: &'a str,
     /// `static void name(Object array, int site)`, called right after an
     /// array allocation with the new array: after a `multianewarray` of
-    /// two or more dimensions (its inner arrays are weighed from it), and
-    /// after every array allocation when `array_length` is `None`.
+    /// two or more dimensions (its inner arrays are weighed from it),
+    /// after every array allocation when `array_length` is `None`, and
+    /// with the copy after an instance's `Object.clone()` and a reference
+    /// array's `clone()`.
     pub array: &'a str,
     /// `static void name(int length, int site)`, called right after an
     /// array allocation of one dimension (`newarray`, `anewarray`, a
@@ -124,8 +128,14 @@ pub struct AllocSite {
     /// `[[Ljava/lang/String;`).
     pub descriptor: String,
     /// Dimensions a `multianewarray` creates (1 for the other arrays, 0
-    /// for `new`).
+    /// for `new` and a `clone`).
     pub dims: u8,
+    /// A copy whose class the code does not fix: an instance's
+    /// `Object.clone()` (a `super.clone()` that names `java/lang/Object`)
+    /// or a reference array's `clone()`. The probe gets the copy
+    /// (`array`'s probe), of the class `descriptor` names or of a
+    /// subclass of it (an array of a subtype).
+    pub clone: bool,
 }
 
 /// One method to instrument.

@@ -128,7 +128,7 @@ fn record_alloc(
         }
         for l in levels {
             let rec = AllocRecord {
-                site,
+                site: l.site.unwrap_or(site),
                 level: l.level,
                 count: l.count,
                 bytes: l.bytes,

@@ -116,9 +116,25 @@ fn array_clone(cf: &ClassFile<'_>, idx: u16) -> Result<Option<u16>, SkipReason> 
     Ok(cf.class_name(class)?.starts_with(b"[").then_some(class))
 }
 
+/// Whether the `invokespecial` of Methodref `idx` is an instance's
+/// `Object.clone()`: `java/lang/Object.clone()Ljava/lang/Object;`, what a
+/// `super.clone()` compiles to in a class whose superclass is `Object`.
+/// A `super.clone()` that names another superclass calls that class's
+/// `clone()` (or one it inherits): not counted here.
+fn object_clone(cf: &ClassFile<'_>, idx: u16) -> Result<bool, SkipReason> {
+    if cf.cp.get(idx as usize).map(|s| s.tag) != Some(crate::vocab::tag::METHODREF)
+        || cf.member_name(idx)? != b"clone"
+        || cf.member_descriptor(idx)? != b"()Ljava/lang/Object;"
+    {
+        return Ok(false);
+    }
+    let (class, _) = cf.pair(idx, crate::vocab::tag::METHODREF)?;
+    Ok(cf.class_name(class)? == b"java/lang/Object")
+}
+
 /// The allocation probes of a method's code: one (instruction index,
-/// code) per allocation instruction (an array's `clone()` among them),
-/// sorted.
+/// code) per allocation instruction (an array's `clone()` and an
+/// instance's `Object.clone()` among them), sorted.
 fn alloc_probes(
     code: &[u8],
     cf: &ClassFile<'_>,
@@ -134,11 +150,11 @@ fn alloc_probes(
             Ok(String::from_utf8_lossy(cf.class_name(idx)?).into_owned())
         };
         // `cast`: the array class a `clone()`'s Object is cast to before
-        // `arraylength`.
-        let (descriptor, dims, object, cast) = match ins.op {
-            NEW if cf.major >= 49 => (format!("L{};", name(cp())?), 0u8, true, None),
+        // `arraylength`; `clone`: the copy of an instance, passed as it is.
+        let (descriptor, dims, object, cast, clone) = match ins.op {
+            NEW if cf.major >= 49 => (format!("L{};", name(cp())?), 0u8, true, None, false),
             NEWARRAY => match newarray_descriptor(code[at + 1]) {
-                Some(d) => (d.to_string(), 1, false, None),
+                Some(d) => (d.to_string(), 1, false, None, false),
                 None => return Err(unsupported("newarray with a bad type code")),
             },
             ANEWARRAY => {
@@ -148,15 +164,32 @@ fn alloc_probes(
                 } else {
                     format!("[L{n};")
                 };
-                (d, 1, false, None)
+                (d, 1, false, None, false)
             }
-            MULTIANEWARRAY => (name(cp())?, code[at + 3], false, None),
+            MULTIANEWARRAY => (name(cp())?, code[at + 3], false, None, false),
             // An array's `clone()` allocates an array of the same type
-            // and length (one dimension: the copy is shallow).
+            // and length (one dimension: the copy is shallow). A copy of
+            // a reference array has the class of the array copied, which
+            // can be an array of a subtype of what the code names (a
+            // generic `T[]` is `Object[]` here): passed as it is, for the
+            // agent to name.
             INVOKEVIRTUAL => match array_clone(cf, cp())? {
-                Some(class) => (name(class)?, 1, false, Some(class)),
+                Some(class) => {
+                    let n = name(class)?;
+                    if n.starts_with("[L") || n.starts_with("[[") {
+                        (n, 0, false, None, true)
+                    } else {
+                        (n, 1, false, Some(class), false)
+                    }
+                }
                 None => continue,
             },
+            // `super.clone()` reaching `Object.clone()` copies `this`: of
+            // this class or of a subclass that inherits the method (the
+            // agent names the class it finds).
+            INVOKESPECIAL if object_clone(cf, cp())? => {
+                (format!("L{};", name(cf.this_class)?), 0, false, None, true)
+            }
             _ => continue,
         };
         let site = (a.site)(&crate::AllocSite {
@@ -164,6 +197,7 @@ fn alloc_probes(
             offset: ins.off,
             descriptor,
             dims,
+            clone,
         });
         let mut push = [0u8; 3];
         let n = id_push(site, pool, &mut push)?;

@@ -24,6 +24,30 @@ public class Allocs {
         }
     }
 
+    /** Copies itself with Object.clone(); a subclass inherits copy(). */
+    static class Copyable implements Cloneable {
+        int a = 1;
+        Copyable copy() {
+            try {
+                return (Copyable) super.clone();
+            } catch (CloneNotSupportedException e) {
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    static class Wider extends Copyable {
+        long b = 2;
+        long c = 3;
+    }
+
+    /** Object.clone() of a class that is not Cloneable throws: no copy. */
+    static class NotCloneable {
+        Object copy() throws CloneNotSupportedException {
+            return super.clone();
+        }
+    }
+
     static class NoInit {
         static final int V = Integer.parseInt("x");
     }
@@ -48,8 +72,14 @@ public class Allocs {
         double[] d = new double[5].clone();
         Object[] r = new Object[6].clone();
         long[][] mc = m.clone();
+        // A generic array's clone() names Object[]; the copy is a String[].
+        String[] sc = copyOf(s);
         return a.length + s.length + m.length + partial.length + o.hashCode() * 0
-                + d.length + r.length + mc.length;
+                + d.length + r.length + mc.length + sc.length;
+    }
+
+    static <T> T[] copyOf(T[] a) {
+        return a.clone();
     }
 
     public static void main(String[] args) {
@@ -72,6 +102,16 @@ public class Allocs {
             System.out.println("negative " + new int[n].length);
         } catch (NegativeArraySizeException e) {
             System.out.println("negative failed");
+        }
+        Copyable c1 = new Copyable().copy();
+        Copyable c2 = new Wider().copy();
+        Copyable c3 = c2.copy();
+        System.out.println("clones " + c1.a + " " + c2.getClass().getSimpleName() + " "
+                + ((Wider) c3).c);
+        try {
+            new NotCloneable().copy();
+        } catch (CloneNotSupportedException e) {
+            System.out.println("not cloneable");
         }
         Supplier<Point> f = () -> new Point(9);
         System.out.println("lambda " + f.get().x);

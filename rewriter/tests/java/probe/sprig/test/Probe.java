@@ -68,10 +68,13 @@ public final class Probe {
         }
     }
 
-    /** After an array allocation: counted per site, class and length. */
+    /**
+     * After an array allocation: counted per site, class and length; after
+     * an instance's {@code Object.clone()}: per site and class.
+     */
     public static void allocArray(Object a, int site) {
-        String k = Integer.toUnsignedString(site) + " " + a.getClass().getName() + " "
-                + java.lang.reflect.Array.getLength(a);
+        String k = Integer.toUnsignedString(site) + " " + a.getClass().getName()
+                + (a.getClass().isArray() ? " " + java.lang.reflect.Array.getLength(a) : "");
         synchronized (Probe.class) {
             slot(-4)[0]++;
             ALLOCS.computeIfAbsent(k, x -> new long[1])[0]++;
