@@ -760,8 +760,9 @@ pub fn set_counting(jni: Jni<'_>, on: bool) {
 }
 
 /// The sum of `Probe.COUNTS` (every slot's entries so far, wrapping);
-/// `None` when there is no such array.
-pub fn counted(jni: Jni<'_>) -> Option<i64> {
+/// `None` when there is no such array. `buf` holds the copy (256 KiB),
+/// kept by the caller from one read to the next.
+pub fn counted(jni: Jni<'_>, buf: &mut Vec<i64>) -> Option<i64> {
     let Some(ProbeClass {
         class,
         counts: Some(f),
@@ -772,12 +773,12 @@ pub fn counted(jni: Jni<'_>) -> Option<i64> {
     };
     jni.with_local_frame(4, |jni| {
         let a = jni.static_object(class, *f)?;
-        let mut v = vec![0i64; COUNT_SLOTS * COUNT_STRIDE];
-        if !jni.long_array_region(a, 0, &mut v) {
+        buf.resize(COUNT_SLOTS * COUNT_STRIDE, 0);
+        if !jni.long_array_region(a, 0, buf) {
             return None;
         }
         Some(
-            v.iter()
+            buf.iter()
                 .step_by(COUNT_STRIDE)
                 .fold(0i64, |s, &x| s.wrapping_add(x)),
         )

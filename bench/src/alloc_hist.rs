@@ -111,6 +111,36 @@ fn top(m: &BTreeMap<String, f64>, n: usize) -> Vec<(String, f64)> {
     v
 }
 
+/// The classes whose shares of `a` and `b` differ most, most first:
+/// (class, share of `a`, share of `b`); what keeps their overlap from 1.
+fn apart(
+    a: &BTreeMap<String, f64>,
+    b: &BTreeMap<String, f64>,
+    n: usize,
+) -> Vec<(String, f64, f64)> {
+    let share = |m: &BTreeMap<String, f64>, k: &str| {
+        let total: f64 = m.values().sum();
+        if total > 0.0 {
+            m.get(k).copied().unwrap_or(0.0) / total
+        } else {
+            0.0
+        }
+    };
+    let mut v: Vec<(String, f64, f64)> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .map(|k| (k.clone(), share(a, k), share(b, k)))
+        .collect();
+    v.sort_by(|x, y| {
+        (y.1 - y.2)
+            .abs()
+            .total_cmp(&(x.1 - x.2).abs())
+            .then_with(|| x.0.cmp(&y.0))
+    });
+    v.truncate(n);
+    v
+}
+
 /// The figures of one session's report (the three overlaps are NaN when
 /// a histogram is empty).
 fn figures(report: &Value, profiled_s: f64, iterations: usize) -> Value {
@@ -137,6 +167,7 @@ fn figures(report: &Value, profiled_s: f64, iterations: usize) -> Value {
         "top_exact": top(&h.exact, 5),
         "top_sampled": top(&h.sampled, 5),
         "top_probed": top(&h.probed, 5),
+        "apart_probed": apart(&h.exact, &h.probed, 5),
     })
 }
 
@@ -269,11 +300,47 @@ fn print_session(r: &Value, pct: &dyn Fn(Option<f64>) -> String) {
             .collect();
         println!("      top {what}: {}", top.join(", "));
     }
+    let apart: Vec<String> = r["apart_probed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(format!(
+                "{} {:.1}% / {:.1}%",
+                p[0].as_str()?,
+                p[1].as_f64()? * 100.0,
+                p[2].as_f64()? * 100.0
+            ))
+        })
+        .collect();
+    println!(
+        "      most apart (exact / at probed sites): {}",
+        apart.join(", ")
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_classes_most_apart_come_first_with_both_shares() {
+        let m = |v: &[(&str, f64)]| -> BTreeMap<String, f64> {
+            v.iter().map(|(k, x)| (k.to_string(), *x)).collect()
+        };
+        // a: x 0.5, y 0.3, z 0.2; b: x 0.4, y 0.0, w 0.6 (y and z absent).
+        let a = m(&[("x", 5.0), ("y", 3.0), ("z", 2.0)]);
+        let b = m(&[("x", 4.0), ("w", 6.0)]);
+        let v = apart(&a, &b, 3);
+        let names: Vec<&str> = v.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(names, ["w", "y", "z"]);
+        assert!((v[0].1 - 0.0).abs() < 1e-12 && (v[0].2 - 0.6).abs() < 1e-12);
+        assert!((v[1].1 - 0.3).abs() < 1e-12 && v[1].2 == 0.0);
+        // Half the sum of the differences is what the overlap misses.
+        let all = apart(&a, &b, 10);
+        let missed: f64 = all.iter().map(|p| (p.1 - p.2).abs()).sum::<f64>() / 2.0;
+        assert!((1.0 - overlap(&a, &b) - missed).abs() < 1e-9);
+    }
 
     #[test]
     fn histograms_of_a_report_and_their_overlap() {

@@ -236,18 +236,19 @@ pub struct Counted {
 /// calibration of it took it out reliably (the rates came out 0.5-0.6 of
 /// the count on one host, 0.8-1.3 on another). `None` while a burst is
 /// open, bursts are off, or the probe class cannot count (no `COUNTS`
-/// array: [`probe_class::ensure_counts`] at the bursts' start).
-pub fn count_window(jni: Jni<'_>, length: Duration) -> Option<Counted> {
+/// array: [`probe_class::ensure_counts`] at the bursts' start). `buf`:
+/// the copy of the counters, kept by the caller between windows.
+pub fn count_window(jni: Jni<'_>, length: Duration, buf: &mut Vec<i64>) -> Option<Counted> {
     if !ON.load(Ordering::Acquire) || burst_open() {
         return None;
     }
-    let before = probe_class::counted(jni)?;
+    let before = probe_class::counted(jni, buf)?;
     probe_class::set_counting(jni, true);
     let t0 = sprig_wire::clock::monotonic_ns();
     std::thread::sleep(length);
     let t1 = sprig_wire::clock::monotonic_ns();
     probe_class::set_counting(jni, false);
-    let after = probe_class::counted(jni)?;
+    let after = probe_class::counted(jni, buf)?;
     // Two threads sharing a slot (thread ids 4,096 apart) can lose each
     // other's increments; a slot never counts down otherwise.
     Some(Counted {

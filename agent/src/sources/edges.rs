@@ -122,6 +122,7 @@ impl Source for Edges {
                 let mut sent = Instant::now();
                 let mut round: u64 = 0;
                 let window = count_window_length(interval);
+                let mut counts = Vec::new();
                 loop {
                     let now = clock::monotonic_ns();
                     if let Some(b) = edges::close_burst(jni, now) {
@@ -138,7 +139,7 @@ impl Source for Edges {
                     // before the next one (a tenth of the bursts' time).
                     round += 1;
                     if round.is_multiple_of(COUNT_EVERY)
-                        && let Some(c) = edges::count_window(jni, window)
+                        && let Some(c) = edges::count_window(jni, window, &mut counts)
                     {
                         pending.counted += c.entries;
                         pending.counted_ns += c.ns;

@@ -393,11 +393,15 @@ impl JfrWindow {
 }
 
 /// (workload, row, iterations measured quick, full).
-const JFR_ROWS: [(&str, &str, usize, usize); 4] = [
+const JFR_ROWS: [(&str, &str, usize, usize); 5] = [
     ("javac", "partial", 15, 30),
     ("h2", "statement", 40, 100),
     // A Lucene iteration is about as long as an H2 one.
     ("lucene", "document", 40, 100),
+    // The same work under a root above the loop that `document`'s root
+    // holds (`--rows whole` only: windows timing wants counting windows
+    // longer than an iteration, `--sprig-arg=--windows=...`).
+    ("lucene", "whole", 40, 100),
     // Jetty's iteration is about 10 ms: as long a window as H2's.
     ("jetty", "server", 120, 300),
 ];
@@ -428,6 +432,9 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
     let mut skipped = Vec::new();
     for (wl, label, kq, kf) in JFR_ROWS {
         if !ctx.rows.is_empty() && !ctx.rows.iter().any(|r| r == label) {
+            continue;
+        }
+        if wl == "lucene" && label == "whole" && !ctx.rows.iter().any(|r| r == label) {
             continue;
         }
         let def = match workloads::define(ctx, wl) {

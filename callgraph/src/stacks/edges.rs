@@ -220,9 +220,10 @@ impl EdgeProfile {
 
     /// The exact-timing pair the prediction takes, and where it comes
     /// from: the calibration's, or the benchmark's
-    /// [`crate::profile::EXACT_PAIR_NS`].
-    pub fn exact_pair(&self) -> (f64, &'static str) {
-        match self.exact_pair_ns {
+    /// [`crate::profile::EXACT_PAIR_NS`] (also for a sample without
+    /// edges: `None`).
+    pub fn exact_pair(edges: Option<&Self>) -> (f64, &'static str) {
+        match edges.and_then(|e| e.exact_pair_ns) {
             Some(ns) if ns.is_finite() && ns > 0.0 => (ns, "calibration"),
             _ => (crate::profile::EXACT_PAIR_NS, "benchmark"),
         }
@@ -491,11 +492,18 @@ mod tests {
         assert!((q.rows(0.5)[0].calls_per_s_est - 1e6 * 0.5 * 20.0 / 40.0).abs() < 1e-6);
         // The exact pair: the calibration's when it came, else the
         // benchmark's.
-        assert_eq!(p.exact_pair(), (crate::profile::EXACT_PAIR_NS, "benchmark"));
+        assert_eq!(
+            EdgeProfile::exact_pair(Some(&p)),
+            (crate::profile::EXACT_PAIR_NS, "benchmark")
+        );
+        assert_eq!(
+            EdgeProfile::exact_pair(None),
+            (crate::profile::EXACT_PAIR_NS, "benchmark")
+        );
         p.exact_pair_ns = Some(31.5);
-        assert_eq!(p.exact_pair(), (31.5, "calibration"));
+        assert_eq!(EdgeProfile::exact_pair(Some(&p)), (31.5, "calibration"));
         p.exact_pair_ns = Some(f64::NAN);
-        assert_eq!(p.exact_pair().1, "benchmark");
+        assert_eq!(EdgeProfile::exact_pair(Some(&p)).1, "benchmark");
     }
 
     #[test]

@@ -44,7 +44,7 @@ use std::io::{self, Write};
 use super::build::StackProfile;
 use super::convert::{ConvertOptions, merged_with};
 use super::edges::EdgeProfile;
-use super::suggest::{EXACT_PAIR_NS, SAMPLED_PAIR_NS, SuggestedRoot, app_cpu_per_s};
+use super::suggest::{SAMPLED_PAIR_NS, SuggestedRoot, app_cpu_per_s};
 use crate::profile::{Metric, Profile, Tree};
 use crate::report::json::write_str;
 
@@ -197,8 +197,7 @@ pub fn write_json_with_edges(
             },
         )?;
         if r.exact_pct.is_some() {
-            let (exact_pair, source) =
-                edges.map_or((EXACT_PAIR_NS, "benchmark"), |e| e.exact_pair());
+            let (exact_pair, source) = EdgeProfile::exact_pair(edges);
             write!(
                 out,
                 ",\"sampled_pair_ns\":{SAMPLED_PAIR_NS:.1},\"exact_pair_ns\":{exact_pair:.1},\"pair_source\":\"{source}\",\"burst_path_ns\":{}",

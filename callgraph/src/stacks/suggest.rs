@@ -339,7 +339,7 @@ pub fn with_edges(roots: &mut [SuggestedRoot], edges: &super::EdgeProfile, p: &S
         r.edge_calls_per_cpu_s = Some(per_cpu_s);
         r.edge_calls_per_sec = per_s;
         r.sampled_pct = Some(100.0 * per_cpu_s * SAMPLED_PAIR_NS / 1e9);
-        r.exact_pct = Some(100.0 * per_cpu_s * edges.exact_pair().0 / 1e9);
+        r.exact_pct = Some(100.0 * per_cpu_s * super::EdgeProfile::exact_pair(Some(edges)).0 / 1e9);
     }
 }
 

@@ -204,7 +204,9 @@ pub struct SessionArgs {
 
     /// Count allocations, exactly, inside root contexts: every `new`,
     /// `newarray`, `anewarray` and `multianewarray` of the profiled
-    /// methods records the objects it made, by class, in the calling
+    /// methods, and every copy their `clone()` calls make (an array's, an
+    /// instance's `super.clone()` from a class whose superclass is
+    /// `Object`), records the objects it made, by class, in the calling
     /// context that made them, with the bytes the JVM's GetObjectSize
     /// gives (compact object headers included). Allocations in code sprig
     /// does not instrument (the JDK's own, unless `--include`d) are not

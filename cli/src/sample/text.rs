@@ -9,7 +9,7 @@ use sprig_callgraph::profile::{Metric, Profile, Tree};
 use sprig_callgraph::report::escape::escape;
 use sprig_callgraph::report::view::{back_node_name, back_traces, tree_view};
 use sprig_callgraph::stacks::{
-    EXACT_PAIR_NS, RootKind, SAMPLED_PAIR_NS, View, app_cpu_per_s, profile_command,
+    EdgeProfile, RootKind, SAMPLED_PAIR_NS, View, app_cpu_per_s, profile_command,
 };
 use sprig_wire::control::StackSource;
 
@@ -294,7 +294,7 @@ pub(super) fn write(s: &Stacks<'_>, out: &mut dyn Write) -> io::Result<()> {
         }
         if roots.iter().any(|r| r.exact_pct.is_some()) {
             let e = s.edges.as_ref().map(|e| &e.profile);
-            let (exact_pair, source) = e.map_or((EXACT_PAIR_NS, "benchmark"), |e| e.exact_pair());
+            let (exact_pair, source) = EdgeProfile::exact_pair(e);
             let pair = if source == "calibration" {
                 format!("{exact_pair:.1} ns exact (calibrated in this JVM before sampling)")
             } else {
