@@ -2,8 +2,11 @@
 //! Jetty workloads.
 //!
 //! - **Overhead**: in one JVM, windows of the same iterations bare, under
-//!   `sprig sample` at its default interval, and under a JFR recording
-//!   with JFR's default settings, in turn (the order rotates every
+//!   `sprig sample` at its default interval, under a JFR recording with
+//!   JFR's default settings, and under `sprig sample --edges` (its
+//!   calibration session, then bursts on the dormant probes it redefines
+//!   into the sampled classes; an untimed window after it, while the JIT
+//!   compiles the classes put back), in turn (the order rotates every
 //!   repeat); per repeat the median iteration time of each window over
 //!   the bare one.
 //!   Beside each sampled window, the CPU time sprig's work took in the
@@ -383,13 +386,14 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let mut sample_pct = Vec::new();
     let mut own_pct = Vec::new();
     let mut jfr_pct = Vec::new();
+    let (mut edged, mut edges_pct) = (Vec::new(), Vec::new());
     for rep in 0..repeats {
         eprintln!(
             "sprig-bench: sample: {wl}: overhead repeat {}/{repeats} ({k} iterations a window)",
             rep + 1
         );
-        let mut times = [0.0f64; 3];
-        for w in (0..3).map(|i| (i + rep) % 3) {
+        let mut times = [0.0f64; 4];
+        for w in (0..4).map(|i| (i + rep) % 4) {
             times[w] = match w {
                 0 => window(&mut jvm, k, bound)?,
                 1 => {
@@ -397,6 +401,19 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
                     let run = SampleRun::start(&ctx.env.sprig, pid, &out)?;
                     let t = window(&mut jvm, k, bound)?;
                     own_pct.push(own_cpu_pct(&run.stop()?));
+                    t
+                }
+                // `--edges` as a user runs it: its calibration session
+                // first, then the sample whose bursts redefine the
+                // sampled classes (dormant probes) while the window runs.
+                3 => {
+                    let out = scratch.join(format!("sample-{wl}-edges-overhead-{}.json", rep + 1));
+                    let run = SampleRun::start_with(&ctx.env.sprig, pid, &out, &["--edges"])?;
+                    let t = window(&mut jvm, k, bound)?;
+                    run.stop()?;
+                    // Its classes were put back at the end: the JIT
+                    // compiles them again in a window nobody times.
+                    window(&mut jvm, k, bound)?;
                     t
                 }
                 _ => {
@@ -414,8 +431,10 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         bare.push(times[0]);
         sampled.push(times[1]);
         jfr.push(times[2]);
+        edged.push(times[3]);
         sample_pct.push((times[1] / times[0] - 1.0) * 100.0);
         jfr_pct.push((times[2] / times[0] - 1.0) * 100.0);
+        edges_pct.push((times[3] / times[0] - 1.0) * 100.0);
     }
 
     // Accuracy: sprig sample beside JFR's 1 ms execution samples, then a
@@ -482,6 +501,8 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         "sample_overhead_pct": json_of(&sample_pct),
         "sample_own_cpu_pct": json_of(&own_pct),
         "jfr_default_overhead_pct": json_of(&jfr_pct),
+        "edges_ms": json_of(&edged),
+        "edges_overhead_pct": json_of(&edges_pct),
         "accuracy_iterations": ka,
         "accuracy_interval_ms": ACCURACY_INTERVAL,
         "sample_samples": a["samples"],
@@ -847,6 +868,10 @@ pub fn print(v: &Value) {
             fmt(Summary::from_json(&r["jfr_default_overhead_pct"]), 2),
             r["repeats"],
             r["window_iterations"],
+        );
+        println!(
+            "         sprig sample --edges (its calibration session, then bursts on dormant probes redefined into the sampled classes during the window): {} %",
+            fmt(Summary::from_json(&r["edges_overhead_pct"]), 2),
         );
         println!(
             "         sprig's CPU in the target (signal handler + sprig-* threads) over the target's, per sampled window: {} %",
