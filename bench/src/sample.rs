@@ -351,12 +351,8 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         .find(|r| r.label == label)
         .context("no such row")?;
     let want: Vec<String> = r.roots.clone();
-    let mut jvm = workloads::start_jvm(
-        ctx,
-        &def,
-        &["-XX:FlightRecorderOptions:stackdepth=2048".into()],
-        &format!("sample-{wl}"),
-    )?;
+    let args: Vec<String> = truth::JFR_TRUTH_JVM_ARGS.map(String::from).to_vec();
+    let mut jvm = workloads::start_jvm(ctx, &def, &args, &format!("sample-{wl}"))?;
     let bound = def.iteration_bound;
     eprintln!(
         "sprig-bench: sample: {wl}: warm-up ({} iterations)",

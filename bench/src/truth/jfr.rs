@@ -453,14 +453,8 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
         let k = if ctx.quick { kq } else { kf };
         // The bare window is as long whatever the mode.
         let k_bare = k;
-        // JFR keeps 64 frames a stack by default: javac's genClass sits
-        // deeper than that below the top.
-        let mut jvm = workloads::start_jvm(
-            ctx,
-            &def,
-            &["-XX:FlightRecorderOptions:stackdepth=2048".into()],
-            &format!("jfr-{wl}"),
-        )?;
+        let args: Vec<String> = super::JFR_TRUTH_JVM_ARGS.map(String::from).to_vec();
+        let mut jvm = workloads::start_jvm(ctx, &def, &args, &format!("jfr-{wl}"))?;
         eprintln!(
             "sprig-bench: jfr: {wl}: warm-up ({} iterations)",
             def.warmup

@@ -356,6 +356,26 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
 }
 
 mod jfr;
+
+/// The command-line arguments of a workload JVM whose JFR samples are a
+/// benchmark's truth. JFR keeps 64 frames a stack by default (javac's
+/// `genClass` sits deeper below the top). HotSpot records where each
+/// compiled instruction belongs among inlined methods only at safepoints
+/// and calls unless `DebugNonSafepoints` is on, or an agent takes
+/// compiled-method events, as sprig's CPU timer does: JFR then credits a
+/// sample in code compiled before any such agent to the scope of the
+/// nearest safepoint. On Lucene's analyzer JFR's bare samples put 15-16%
+/// of the root in `AttributeSource::clearAttributes` and 17-20% in
+/// `CharacterUtils::toLowerCase`, where code compiled during a sprig
+/// session (and the same bare code with the flag on) gives 0 and 7-8%
+/// (BENCHMARKS.md, "What changes the program under a session"). With the
+/// flag on from the start, bare and profiled code carry the same debug
+/// information.
+pub const JFR_TRUTH_JVM_ARGS: [&str; 3] = [
+    "-XX:FlightRecorderOptions:stackdepth=2048",
+    "-XX:+UnlockDiagnosticVMOptions",
+    "-XX:+DebugNonSafepoints",
+];
 pub(crate) use jfr::{JFC, frame_key, tool, top};
 pub use jfr::{jfr, overlap};
 
