@@ -27,12 +27,13 @@
 //!   level ([`AllocLevel`]). Such an array escapes into the native call;
 //!   its counts and bytes stay exact. A probe class an older sprig defined
 //!   in this JVM passes every array this way;
-//! - after an instance's `Object.clone()` (a `super.clone()` naming
-//!   `java/lang/Object`) the probe gets the copy, weighed by
-//!   `GetObjectSize` each time: it is of the class the site names or of a
-//!   subclass inheriting the copying method, and a copy of another class
-//!   is recorded at a site of its own for that class ([`copy_site`]),
-//!   announced when first seen.
+//! - after a copy whose class the code does not fix (an instance's
+//!   `Object.clone()`, a `super.clone()` naming `java/lang/Object`; a
+//!   reference array's `clone()`, a generic `T[]` naming `Object[]`) the
+//!   probe gets the copy, weighed by `GetObjectSize` each time: it is of
+//!   the class the site names or of a subclass (an array of a subtype),
+//!   and a copy of another class is recorded at a site of its own for
+//!   that class ([`copy_site`]), announced when first seen.
 //!
 //! Under sampled timing the probe class records most allocations itself,
 //! with no JNI call (`ffi/slots.rs`): once a `new` site's instance size is
@@ -42,9 +43,8 @@
 //! type (the site's word names the type) fitted once per process to
 //! `GetObjectSize` of arrays of every length from 0 to [`LAYOUT_LENGTHS`]
 //! ([`fit_layout`]). Only a site's
-//! first allocation, an element type's first, a `multianewarray` and an
-//! instance's copy go through JNI; so does every allocation under exact
-//! timing.
+//! first allocation, an element type's first, a `multianewarray` and a
+//! copy go through JNI; so does every allocation under exact timing.
 
 use crate::ffi::{Jni, Jvmti, Local, slots};
 use crate::outbox;
@@ -82,7 +82,7 @@ static SITES: OnceLock<Box<[AtomicU64]>> = OnceLock::new();
 
 struct Table {
     ids: HashMap<(u32, u32), u32>,
-    /// An instance copy site's (method, offset, class descriptor).
+    /// A copy site's (method, offset, class descriptor).
     copies: HashMap<u32, (u32, u32, String)>,
     /// The site of each (copy site, class of a copy) whose class is not
     /// the one the site names.
@@ -94,7 +94,8 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 
 const KIND_OBJECT: u64 = 1;
 const KIND_ARRAY: u64 = 2;
-/// An instance's `Object.clone()`: the probe gets the copy.
+/// A copy (`Object.clone()` of an instance, `clone()` of a reference
+/// array): the probe gets the copy.
 const KIND_COPY: u64 = 3;
 
 fn sites() -> &'static [AtomicU64] {
@@ -186,7 +187,8 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
 /// The site a copy of class `descriptor` made at copy site `site` is
 /// recorded at: `site` itself when the site names that class, else one
 /// of its own for the class (same method and offset), announced the first
-/// time; `None` when the table has no room or the session ended.
+/// time (queued: the probe's thread never waits on the socket); `None`
+/// when the table has no room or the session ended.
 fn copy_site(site: u32, descriptor: &str) -> Option<u32> {
     let mut guard = lock(&TABLE);
     let t = guard.as_mut()?;
@@ -206,7 +208,7 @@ fn copy_site(site: u32, descriptor: &str) -> Option<u32> {
     t.copy_classes.insert((site, descriptor.to_owned()), id);
     sites()[id as usize].store(KIND_COPY, Ordering::Release);
     drop(guard);
-    outbox::send(Message::AllocSite {
+    outbox::post(Message::AllocSite {
         id,
         method,
         bci,
@@ -308,14 +310,14 @@ pub struct AllocLevel {
     pub level: u8,
     pub count: u32,
     pub bytes: u64,
-    /// The site it is recorded at when not the probe's: an instance copy
-    /// of a subclass ([`copy_site`]).
+    /// The site it is recorded at when not the probe's: a copy of a
+    /// subclass ([`copy_site`]).
     pub site: Option<u32>,
 }
 
 /// What an allocation at `site` made: each of its levels to `out`.
-/// `object` is the class (after a `new`), the array, or an instance's
-/// copy (after its `Object.clone()`). Returns whether
+/// `object` is the class (after a `new`), the array, or the copy (after
+/// a `clone()`). Returns whether
 /// only JNI could record it: it taught the site or its array type what
 /// it weighs, or it is a `multianewarray` (else the Java path records
 /// allocations like it).
