@@ -162,6 +162,12 @@ pub struct StackProfile {
     alias: HashMap<u32, u32>,
 }
 
+/// The id samples count `id` under: the first id of its method
+/// ([`StackProfile`]'s `alias`).
+fn canonical(alias: &HashMap<u32, u32>, id: u32) -> u32 {
+    alias.get(&id).copied().unwrap_or(id)
+}
+
 impl StackProfile {
     pub fn new(interval_ns: u64) -> StackProfile {
         StackProfile {
@@ -201,11 +207,6 @@ impl StackProfile {
             self.alias.insert(id, first);
         }
         self.methods.insert(id, info);
-    }
-
-    /// The id samples count `id` under: the first id of its method.
-    fn canonical(&self, id: u32) -> u32 {
-        self.alias.get(&id).copied().unwrap_or(id)
     }
 
     /// A `SampledThread`.
@@ -338,10 +339,9 @@ impl StackProfile {
             frames.push(TRUNCATED_FRAME);
             self.truncated += 1;
         } else if let Some(&outer) = s.frames.last() {
-            self.entry_frames.insert(self.canonical(outer));
+            self.entry_frames.insert(canonical(&self.alias, outer));
         }
-        frames.extend(s.frames.iter().rev().map(|&m| self.canonical(m)));
-        let t = self.threads.entry(s.thread).or_default();
+        frames.extend(s.frames.iter().rev().map(|&m| canonical(&self.alias, m)));
         t.tree.add(&frames, hit);
         t.wall_samples += 1;
         self.wall_samples += 1;
@@ -350,7 +350,7 @@ impl StackProfile {
             self.cpu_samples += 1;
         }
         let cpu_w = hit.cpu_ns.unwrap_or(0);
-        let leaf = self.canonical(s.frames[0]);
+        let leaf = canonical(&self.alias, s.frames[0]);
         let c = self.counts.entry(leaf).or_default();
         c.wall_self += 1;
         c.cpu_self += u64::from(on_cpu);
