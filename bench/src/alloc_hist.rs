@@ -118,8 +118,8 @@ fn apart(
     b: &BTreeMap<String, f64>,
     n: usize,
 ) -> Vec<(String, f64, f64)> {
-    let share = |m: &BTreeMap<String, f64>, k: &str| {
-        let total: f64 = m.values().sum();
+    let (ta, tb): (f64, f64) = (a.values().sum(), b.values().sum());
+    let share = |m: &BTreeMap<String, f64>, total: f64, k: &str| {
         if total > 0.0 {
             m.get(k).copied().unwrap_or(0.0) / total
         } else {
@@ -129,7 +129,7 @@ fn apart(
     let mut v: Vec<(String, f64, f64)> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
-        .map(|k| (k.clone(), share(a, k), share(b, k)))
+        .map(|k| (k.clone(), share(a, ta, k), share(b, tb, k)))
         .collect();
     v.sort_by(|x, y| {
         (y.1 - y.2)

@@ -351,8 +351,12 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         .find(|r| r.label == label)
         .context("no such row")?;
     let want: Vec<String> = r.roots.clone();
-    let args: Vec<String> = truth::JFR_TRUTH_JVM_ARGS.map(String::from).to_vec();
-    let mut jvm = workloads::start_jvm(ctx, &def, &args, &format!("sample-{wl}"))?;
+    let mut jvm = workloads::start_jvm(
+        ctx,
+        &def,
+        &truth::jfr_truth_jvm_args(),
+        &format!("sample-{wl}"),
+    )?;
     let bound = def.iteration_bound;
     eprintln!(
         "sprig-bench: sample: {wl}: warm-up ({} iterations)",

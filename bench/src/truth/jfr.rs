@@ -392,18 +392,19 @@ impl JfrWindow {
     }
 }
 
-/// (workload, row, iterations measured quick, full).
-const JFR_ROWS: [(&str, &str, usize, usize); 5] = [
-    ("javac", "partial", 15, 30),
-    ("h2", "statement", 40, 100),
+/// (workload, row, iterations measured quick, full, run only when
+/// `--rows` names it).
+const JFR_ROWS: [(&str, &str, usize, usize, bool); 5] = [
+    ("javac", "partial", 15, 30, false),
+    ("h2", "statement", 40, 100, false),
     // A Lucene iteration is about as long as an H2 one.
-    ("lucene", "document", 40, 100),
+    ("lucene", "document", 40, 100, false),
     // The same work under a root above the loop that `document`'s root
-    // holds (`--rows whole` only: windows timing wants counting windows
-    // longer than an iteration, `--sprig-arg=--windows=...`).
-    ("lucene", "whole", 40, 100),
+    // holds (windows timing wants counting windows longer than an
+    // iteration, `--sprig-arg=--windows=...`).
+    ("lucene", "whole", 40, 100, true),
     // Jetty's iteration is about 10 ms: as long a window as H2's.
-    ("jetty", "server", 120, 300),
+    ("jetty", "server", 120, 300, false),
 ];
 
 /// The bare window JFR records is this many times as long as the profiled
@@ -430,11 +431,9 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
     let modes = modes(ctx);
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    for (wl, label, kq, kf) in JFR_ROWS {
-        if !ctx.rows.is_empty() && !ctx.rows.iter().any(|r| r == label) {
-            continue;
-        }
-        if wl == "lucene" && label == "whole" && !ctx.rows.iter().any(|r| r == label) {
+    for (wl, label, kq, kf, named_only) in JFR_ROWS {
+        let named = ctx.rows.iter().any(|r| r == label);
+        if !named && (named_only || !ctx.rows.is_empty()) {
             continue;
         }
         let def = match workloads::define(ctx, wl) {
@@ -453,8 +452,12 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
         let k = if ctx.quick { kq } else { kf };
         // The bare window is as long whatever the mode.
         let k_bare = k;
-        let args: Vec<String> = super::JFR_TRUTH_JVM_ARGS.map(String::from).to_vec();
-        let mut jvm = workloads::start_jvm(ctx, &def, &args, &format!("jfr-{wl}"))?;
+        let mut jvm = workloads::start_jvm(
+            ctx,
+            &def,
+            &super::jfr_truth_jvm_args(),
+            &format!("jfr-{wl}"),
+        )?;
         eprintln!(
             "sprig-bench: jfr: {wl}: warm-up ({} iterations)",
             def.warmup

@@ -371,11 +371,15 @@ mod jfr;
 /// (BENCHMARKS.md, "What changes the program under a session"). With the
 /// flag on from the start, bare and profiled code carry the same debug
 /// information.
-pub const JFR_TRUTH_JVM_ARGS: [&str; 3] = [
-    "-XX:FlightRecorderOptions:stackdepth=2048",
-    "-XX:+UnlockDiagnosticVMOptions",
-    "-XX:+DebugNonSafepoints",
-];
+pub fn jfr_truth_jvm_args() -> Vec<String> {
+    [
+        "-XX:FlightRecorderOptions:stackdepth=2048",
+        "-XX:+UnlockDiagnosticVMOptions",
+        "-XX:+DebugNonSafepoints",
+    ]
+    .map(String::from)
+    .to_vec()
+}
 pub(crate) use jfr::{JFC, frame_key, tool, top};
 pub use jfr::{jfr, overlap};
 
