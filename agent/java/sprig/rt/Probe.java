@@ -466,8 +466,8 @@ public final class Probe {
      * bursts' counting windows ({@code sprig sample --edges}), in which
      * an entry probe adds one here and calls nothing, so that the rate of
      * entries is taken where they run, without a call into the agent per
-     * entry. Allocated by the agent the first time a session counts (null
-     * until then); only the agent reads it.
+     * entry. Allocated by the agent when call-edge bursts start in this
+     * JVM and none is there yet (null until then); only the agent reads it.
      */
     static long[] COUNTS;
 
