@@ -190,7 +190,7 @@ pub(super) fn spawn_reader(mut channel: Channel) -> Receiver<Result<Message, Ses
 /// thread running `agent` with the agent's option string, connected back;
 /// the CLI's end of the connection and the thread.
 #[cfg(test)]
-pub(crate) fn played_agent<R: Send + 'static>(
+pub(crate) fn played_agent<R: Send + std::fmt::Debug + 'static>(
     agent: impl FnOnce(sprig_wire::control::AgentOptions) -> R + Send + 'static,
 ) -> (Prepared, Channel, std::thread::JoinHandle<R>) {
     let prepared = prepare_with(ClockKind::Monotonic, 1, None).expect("session files");
@@ -201,11 +201,22 @@ pub(crate) fn played_agent<R: Send + 'static>(
         uid: sprig_wire::session::euid(),
         token: prepared.dir.token(),
     };
-    let (channel, _) = prepared
-        .listener
-        .accept(&expect, Duration::from_secs(10))
-        .expect("the agent connects");
-    (prepared, channel, thread)
+    match prepared.listener.accept(&expect, Duration::from_secs(10)) {
+        Ok((channel, _)) => (prepared, channel, thread),
+        Err(e) => {
+            // Say what the played agent met, not only that it never came.
+            let ended = (0..200).any(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                thread.is_finished()
+            });
+            let agent = if ended {
+                format!("{:?}", thread.join())
+            } else {
+                "still running".to_owned()
+            };
+            panic!("the agent did not connect: {e:?}; the played agent: {agent}")
+        }
+    }
 }
 
 #[cfg(test)]
