@@ -26,13 +26,13 @@ fn alloc(site: u32, count: u32, bytes: u64) -> Vec<Event> {
         .to_vec()
 }
 
-fn sample(class: u32, size: u32) -> Vec<Event> {
+fn sample(class: u32, size: u32, probed: bool) -> Vec<Event> {
     SampledAlloc {
         class,
         size,
         bytes_est: INTERVAL + u64::from(size) / 2,
         tag: 0,
-        probed: false,
+        probed,
     }
     .record(0)
     .unwrap()
@@ -40,7 +40,8 @@ fn sample(class: u32, size: u32) -> Vec<Event> {
     .to_vec()
 }
 
-/// Root `root` calls `local` (a `Point` a call, never sampled), `kept` (a
+/// Root `root` calls `local` (a `Point` a call, never sampled at its
+/// site; one sample a call of a `Point` allocated below it), `kept` (a
 /// `Point` a call, sampled as often as its bytes say) and `few` (20
 /// `Point`s every tenth call, never sampled: 4.8 KB in all, too few bytes
 /// to expect 20 samples). With `sampled` false no sample is
@@ -78,8 +79,13 @@ fn profile(sampled: bool) -> Profile {
                 kept_bytes += 24_000;
                 while kept_bytes >= INTERVAL {
                     kept_bytes -= INTERVAL;
-                    evs.extend(sample(1, 24));
+                    evs.extend(sample(1, 24, true));
                 }
+            }
+            // `local`'s callees without probes allocate `Point`s too: their
+            // samples are the node's, not its sites'.
+            if m == 2 && sampled {
+                evs.extend(sample(1, 24, false));
             }
             evs.push(Event::new(EventKind::MethodExit, m, t + 2));
         }

@@ -498,6 +498,7 @@ impl Profile {
                 let id = r.u32()?;
                 p.sampled_classes.insert(id, r.str()?);
             }
+            p.probed_split = version >= 12;
             p.sampled_outside = match r.u8()? {
                 0 => None,
                 1 => Some((r.u64()?, r.u64()?)),

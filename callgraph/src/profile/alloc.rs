@@ -38,7 +38,8 @@ pub struct ClassAllocs {
 /// What the JVM's heap sampler saw of a node's exact allocations of one
 /// class: the logical allocations (the probes' count) against the
 /// physical ones (the samples of that class taken while the node was the
-/// open frame). Where the exact bytes should have drawn many samples and
+/// open frame and at a probed method, the node's own sites, when the
+/// profile tells them apart: [`Profile::probed_split`]). Where the exact bytes should have drawn many samples and
 /// the estimate is far below them, the JIT likely removed the allocation
 /// (escape analysis, scalar replacement): an inference from two
 /// measurements, not something the JVM reports.
@@ -210,10 +211,17 @@ impl Profile {
         };
         let sampled = self.node_sampled(node);
         for a in &mut v {
-            let (samples, bytes_est) = sampled
-                .iter()
-                .find(|s| s.class == a.class)
-                .map_or((0, 0), |s| (s.samples, s.bytes_est));
+            // The samples of the node's own allocation sites: not those of
+            // the same class allocated below it, in code without probes
+            // (a `Throwable`'s backtrace holds an `int[]` and a `long[]`).
+            let (samples, bytes_est) =
+                sampled
+                    .iter()
+                    .find(|s| s.class == a.class)
+                    .map_or((0, 0), |s| match self.probed_split {
+                        true => (s.probed_samples, s.probed_bytes_est),
+                        false => (s.samples, s.bytes_est),
+                    });
             a.physical = Some(physical(a.count, a.bytes, samples, bytes_est, gauge));
         }
         v

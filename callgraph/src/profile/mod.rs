@@ -112,6 +112,9 @@ pub struct Profile {
     /// Allocation samples taken outside every root context, and the bytes
     /// they stand for.
     pub sampled_outside: Option<(u64, u64)>,
+    /// Whether the allocation samples say which were taken at a probed
+    /// method (`probed_samples`; not in snapshots before version 12).
+    pub probed_split: bool,
     /// The allocation samples outside every root context by stack (not
     /// kept in snapshots).
     pub outside_allocs: Option<OutsideAllocs>,
@@ -156,6 +159,7 @@ impl Profile {
             owners: BTreeMap::new(),
             sampled_classes: BTreeMap::new(),
             sampled_outside: None,
+            probed_split: true,
             outside_allocs: None,
             live: None,
         }
