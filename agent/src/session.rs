@@ -105,6 +105,9 @@ const TAIL_STEP: Duration = Duration::from_millis(2);
 const CALIBRATION_BUDGET: Duration = Duration::from_millis(200);
 /// A session is running in this JVM (at most one at a time).
 static BUSY: AtomicBool = AtomicBool::new(false);
+/// The running session started with the JVM (`sprig run`, at VMInit,
+/// before `main`), not attached to a running one.
+static STARTED_WITH_JVM: AtomicBool = AtomicBool::new(false);
 /// The VM is dying: the control loop stops at once.
 static VM_DEAD: AtomicBool = AtomicBool::new(false);
 /// A session's per-session state has begun and its teardown has not run.
@@ -209,7 +212,7 @@ pub fn on_attach(vm: JavaVm, options: Option<&str>) -> Result<(), AgentError> {
     let jni = vm.current_jni().ok_or(AgentError::NotAttached)?;
     let me = owner_of(opts.cli_pid);
     match claim(jni, me) {
-        Ok(()) => {}
+        Ok(()) => STARTED_WITH_JVM.store(false, Ordering::Release),
         Err(AgentError::Busy { owner }) => return spawn_refusal(agent, opts, owner),
         Err(e) => return Err(e),
     }
@@ -252,6 +255,7 @@ pub fn on_vm_init(jni: Jni<'_>) {
         eprintln!("sprig agent: {e}");
         return;
     }
+    STARTED_WITH_JVM.store(true, Ordering::Release);
     let started = probe_class::ensure::<probe::Natives>(jni).map(|_| begin(agent, jni, opts));
     match started {
         Ok(Some(session)) => {
@@ -781,7 +785,8 @@ fn start_sampled_allocs(agent: &'static Agent, jni: Jni<'_>, interval: u32, live
     if live {
         start_live_objects(agent, jni);
     }
-    let source = Box::new(SampledAllocs::new(interval));
+    let at_start = STARTED_WITH_JVM.load(Ordering::Acquire);
+    let source = Box::new(SampledAllocs::new(interval, at_start));
     let Err(e) = start_source(agent, jni, source) else {
         return;
     };

@@ -737,6 +737,24 @@ impl<'a> Jni<'a> {
         Ok(mid)
     }
 
+    /// The id of the instance method `name` with descriptor `sig` of
+    /// `class` (the `NoSuchMethodError` of a missing one is cleared).
+    pub fn method_id(
+        &self,
+        class: Local<'_>,
+        name: &str,
+        sig: &CStr,
+    ) -> Result<MethodId, JniError> {
+        let n = CString::new(name).map_err(|_| JniError::Nul)?;
+        // SAFETY: NUL-terminated name and signature; live class reference.
+        let mid =
+            unsafe { jni_call!(self.env, GetMethodID, class.raw(), n.as_ptr(), sig.as_ptr()) };
+        if mid.is_null() {
+            return Err(self.fail("GetMethodID"));
+        }
+        Ok(MethodId(mid))
+    }
+
     /// Whether `class` has a static method `name` with descriptor `sig`.
     pub fn has_static_method(&self, class: Local<'_>, name: &str, sig: &CStr) -> bool {
         self.static_method_id(class, name, sig).is_ok()

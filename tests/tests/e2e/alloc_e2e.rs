@@ -194,6 +194,29 @@ fn check(jdk: &Jdk, flags: &[&str], timing: &str, layout: Layout, fault: Option<
         1,
         layout.array(4, 7),
     );
+    // Object.clone() of an instance: a copy of the class whose method
+    // copies, and one of a subclass that inherits the method (recorded
+    // under its own class), each weighed as the JVM weighs it; the
+    // copying method runs twice a root call.
+    let copy = format!("{r} > Allocs.copies > Allocs$Copyable.copy");
+    let k = calls.get(&copy).copied().unwrap_or(0);
+    assert_eq!(k, 2 * n, "{what}: calls of {copy}\n{calls:#?}");
+    want.insert(
+        (copy.clone(), "fixtures.Allocs$Copyable".to_string()),
+        (n, n * layout.object(&[4])),
+    );
+    want.insert(
+        (copy, "fixtures.Allocs$Wider".to_string()),
+        (n, n * layout.object(&[4, 8])),
+    );
+    // A generic array's clone(): the code names Object[], the copy is a
+    // Point[] of two.
+    let dup = format!("{r} > Allocs.copies > Allocs.dup");
+    assert_eq!(calls.get(&dup).copied(), Some(n), "{what}\n{calls:#?}");
+    want.insert(
+        (dup, "fixtures.Allocs$Point[]".to_string()),
+        (n, n * layout.array(4, 2)),
+    );
     // The exception's size depends on the JDK's Throwable: count only.
     let ise = (
         format!("{r} > Allocs.throwing > Allocs.thrower"),
