@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p sprig-bench -- [--quick] [--json OUT] [--only NAME]`
 
+mod alloc_duty;
 mod alloc_hist;
 mod env;
 mod micro;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const MICRO: [&str; 9] = [
+const MICRO: [&str; 10] = [
     "probe",
     "overlap",
     "attach",
@@ -31,10 +32,11 @@ const MICRO: [&str; 9] = [
     "jfr",
     "sample",
     "alloc-hist",
+    "alloc-duty",
 ];
 
 /// Benchmarks run only when `--only` names them.
-const OPT_IN: [&str; 1] = ["alloc-hist"];
+const OPT_IN: [&str; 2] = ["alloc-hist", "alloc-duty"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -54,7 +56,9 @@ struct Args {
     /// sample (`sprig sample`'s overhead and accuracy on H2 and Jetty),
     /// alloc-hist (only when named: the sampled class histogram of
     /// `--alloc` against the exact one on H2's and javac's roots, 30 s
-    /// sessions),
+    /// sessions), alloc-duty (only when named: the heap sampler's cost
+    /// inside one session on H2 and Jetty, turned on and off every 2 s,
+    /// with a control session without it),
     /// javac, h2, jetty, lucene (skipped, saying why, without Debian's
     /// liblucene4.10-java), calls, coarse.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
@@ -317,6 +321,7 @@ fn real_main() -> Result<bool> {
                 "jfr" => truth::jfr(&ctx),
                 "sample" => sample::sample(&ctx),
                 "alloc-hist" => alloc_hist::alloc_hist(&ctx),
+                "alloc-duty" => alloc_duty::alloc_duty(&ctx),
                 _ => micro::throughput(&ctx),
             };
             r.map(|v| {
@@ -327,6 +332,9 @@ fn real_main() -> Result<bool> {
                 }
                 if *name == "alloc-hist" {
                     alloc_hist::print(&v);
+                }
+                if *name == "alloc-duty" {
+                    alloc_duty::print(&v);
                 }
                 micro_out.insert(name.to_string(), v);
             })

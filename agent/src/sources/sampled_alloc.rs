@@ -19,6 +19,12 @@
 //! knob `SPRIG_AGENT_FAULT=sampled-alloc-no-stacks` counts them only (the
 //! baseline of `scripts/measure/outside-alloc-cost.sh`);
 //! `sampled-alloc-cost` times each of them (CPU time) and says the mean.
+//! The knob `sampled-alloc-duty` turns the heap sampler on and off in
+//! turns of [`DUTY_ENV`] milliseconds (default 2000) aligned on
+//! `CLOCK_MONOTONIC` (`System.nanoTime()`'s clock): on in the even turns
+//! (`ns / turn` even), off in the odd ones, so that a benchmark can set
+//! the iterations timed in either kind of turn against each other in one
+//! session (`sprig-bench --alloc-duty`).
 //!
 //! A sample inside a root context also says whether its allocating frame
 //! (the thread's top Java frame, inlined frames counted, read with the
@@ -156,10 +162,16 @@ impl Outside {
 /// another agent, kept for the JVM's life.
 static SQUATTER: OnceLock<Option<Jvmti>> = OnceLock::new();
 
+/// The length of the turns of the measurement knob `sampled-alloc-duty`,
+/// in milliseconds, from this environment variable of the target JVM.
+pub const DUTY_ENV: &str = "SPRIG_AGENT_ALLOC_DUTY_MS";
+
 /// The sampled allocation source of one session.
 pub struct SampledAllocs {
     interval: u32,
     prime: bool,
+    /// The turns' thread of `sampled-alloc-duty`.
+    duty: Option<super::stacks::Running>,
 }
 
 impl SampledAllocs {
@@ -191,7 +203,11 @@ impl SampledAllocs {
     /// its threads are sampled from their first sample on, which a thread
     /// that allocates much reaches soon (the guide says so).
     pub fn new(interval: u32, prime: bool) -> SampledAllocs {
-        SampledAllocs { interval, prime }
+        SampledAllocs {
+            interval,
+            prime,
+            duty: None,
+        }
     }
 
     /// The one line a session shows when the source cannot run.
@@ -264,6 +280,19 @@ impl Source for SampledAllocs {
             .jvmti
             .set_event(Event::SampledObjectAlloc, true)
             .map_err(|e| format!("cannot enable the SampledObjectAlloc event: {e}"))?;
+        if crate::error::fault_named("sampled-alloc-duty") {
+            let turn_ms = std::env::var(DUTY_ENV)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|&ms| ms > 0)
+                .unwrap_or(2000);
+            super::stacks::start_thread(
+                agent,
+                "sprig-alloc-duty",
+                &mut self.duty,
+                move |_, stop| Ok(move |_: Jni<'_>| duty_turns(agent, turn_ms * 1_000_000, &stop)),
+            )?;
+        }
         if self.prime && !prime_this_thread(jni) {
             outbox::post(Message::Warning(format!(
                 "--alloc-interval: the main thread's first sample did not come within {} MiB \
@@ -275,7 +304,28 @@ impl Source for SampledAllocs {
     }
 
     fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, _ending: &mut Ending) {
+        super::stacks::stop_thread(self.duty.take());
         finish(agent, jni, None);
+    }
+}
+
+/// `sampled-alloc-duty`'s thread: at each boundary of a turn of `turn_ns`
+/// on `CLOCK_MONOTONIC`, the sampler's event on for an even turn, off for
+/// an odd one, until `stop`.
+fn duty_turns(agent: &'static Agent, turn_ns: u64, stop: &super::stacks::StopFlag) {
+    let (lock, cvar) = &**stop;
+    let mut stopped = crate::sync::lock(lock);
+    while !*stopped {
+        let now = clock::monotonic_ns();
+        let turn = now / turn_ns;
+        let _ = agent
+            .jvmti
+            .set_event(Event::SampledObjectAlloc, turn.is_multiple_of(2));
+        let left = Duration::from_nanos((turn + 1) * turn_ns - now);
+        stopped = match cvar.wait_timeout(stopped, left) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        };
     }
 }
 

@@ -23,7 +23,7 @@ mod sample;
 mod table;
 
 pub use defs::{NAMES, OPT_IN_ROWS, RootDef, SKIPPED, WorkloadDef, define};
-pub(crate) use driver::iterate;
-pub use driver::start_jvm;
+pub(crate) use driver::{iterate, iterate_stamped};
+pub use driver::{start_jvm, start_jvm_with_env};
 pub use run::run;
 pub use table::print_table;
