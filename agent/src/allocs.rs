@@ -145,7 +145,7 @@ pub fn on() -> bool {
     ON.load(Ordering::Acquire)
 }
 
-/// The id of a site the rewriter found (announced the first time).
+/// The id of a site the rewriter found (announced the first time, queued).
 pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
     let mut guard = lock(&TABLE);
     let Some(t) = guard.as_mut() else {
@@ -174,7 +174,11 @@ pub fn register(site: &sprig_rewriter::AllocSite) -> u32 {
         slots::set_alloc_site(id, slots::array_site(element_code(&site.descriptor)));
     }
     drop(guard);
-    outbox::send(Message::AllocSite {
+    // Queued, not sent: this runs in the class file load hook, on a thread
+    // loading or redefining a class, which never waits on the socket (the
+    // profile names sites at report time, so a site announced after its
+    // first records is named all the same).
+    outbox::post(Message::AllocSite {
         id,
         method: site.method,
         bci: site.offset,
