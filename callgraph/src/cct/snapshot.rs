@@ -498,7 +498,9 @@ impl Profile {
                 let id = r.u32()?;
                 p.sampled_classes.insert(id, r.str()?);
             }
-            p.probed_split = version >= 12;
+            // Before version 12 samples did not say whether they were at
+            // a probed method (a profile without samples has nothing to say).
+            p.probed_split = version >= 12 || p.sampled_classes.is_empty();
             p.sampled_outside = match r.u8()? {
                 0 => None,
                 1 => Some((r.u64()?, r.u64()?)),
