@@ -170,6 +170,18 @@ fn exact_allocations_the_sampler_never_saw_are_marked() {
     );
     assert!(row.contains("p.Main.root > p.Main.local"), "{row}");
     assert!(table.contains("an inference"), "{text}");
+
+    // A profile whose samples do not say which were at probed sites (a
+    // snapshot before version 12) compares all of the node's samples:
+    // `local`'s 100 samples from below it then stand for its sites.
+    let mut old = profile(true);
+    old.probed_split = false;
+    let local = entry(&render(&old, Format::Json), "local");
+    assert!(
+        local.contains(r#""physical_samples":100,"#)
+            && local.contains(r#""likely_scalar_replaced":false}"#),
+        "{local}"
+    );
 }
 
 #[test]
