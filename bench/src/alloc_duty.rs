@@ -25,7 +25,7 @@ use crate::Ctx;
 use crate::proc::{ALLOC_SAMPLED_SCHEME, ALLOC_SCHEME, Sprig, SprigArgs};
 use crate::stats::median;
 use crate::workloads;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -166,11 +166,7 @@ fn session(
 
 fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let def = workloads::define(ctx, wl)?;
-    let r = def
-        .roots
-        .iter()
-        .find(|r| r.label == label)
-        .context("no such row")?;
+    let r = def.root(label)?;
     let turn_ms = TURN.as_millis().to_string();
     let mut jvm = workloads::start_jvm_with_env(
         ctx,

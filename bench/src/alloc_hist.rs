@@ -25,7 +25,7 @@ use crate::proc::{ALLOC_AT_SCHEME, Sprig, SprigArgs};
 use crate::stats::median;
 use crate::truth::overlap;
 use crate::workloads;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -179,11 +179,7 @@ fn median_of(sessions: &[Value], key: &str) -> f64 {
 
 fn one(ctx: &Ctx, wl: &str, label: &str, interval: u32) -> Result<Value> {
     let def = workloads::define(ctx, wl)?;
-    let r = def
-        .roots
-        .iter()
-        .find(|r| r.label == label)
-        .context("no such row")?;
+    let r = def.root(label)?;
     let mut jvm = workloads::start_jvm(ctx, &def, &[], &format!("alloc-hist-{wl}"))?;
     let bound = def.iteration_bound;
     eprintln!(

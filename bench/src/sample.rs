@@ -345,11 +345,7 @@ fn iterations(len: Duration, ms: f64) -> usize {
 
 fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let def = workloads::define(ctx, wl)?;
-    let r = def
-        .roots
-        .iter()
-        .find(|r| r.label == label)
-        .context("no such row")?;
+    let r = def.root(label)?;
     let want: Vec<String> = r.roots.clone();
     let mut jvm = workloads::start_jvm(
         ctx,

@@ -444,11 +444,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
             }
             d => d?,
         };
-        let r = def
-            .roots
-            .iter()
-            .find(|r| r.label == label)
-            .context("no such row")?;
+        let r = def.root(label)?;
         let k = if ctx.quick { kq } else { kf };
         // The bare window is as long whatever the mode.
         let k_bare = k;

@@ -30,6 +30,16 @@ pub struct WorkloadDef {
     pub iteration_bound: Duration,
 }
 
+impl WorkloadDef {
+    /// The row labelled `label`.
+    pub fn root(&self, label: &str) -> anyhow::Result<&RootDef> {
+        self.roots
+            .iter()
+            .find(|r| r.label == label)
+            .ok_or_else(|| anyhow::anyhow!("no such row"))
+    }
+}
+
 fn root(label: &'static str, roots: &[&str], include: &[&str], whole: bool) -> RootDef {
     RootDef {
         label,

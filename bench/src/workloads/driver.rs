@@ -42,16 +42,20 @@ pub fn start_jvm_with_env(
 pub(crate) fn iterate(jvm: &mut Jvm, k: usize, bound: Duration) -> Result<Vec<f64>> {
     jvm.send(&format!("iter {k}"))?;
     let line = jvm.expect("times", bound * (k as u32).max(1))?;
-    let times: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|t| t.parse::<f64>().map(|ns| ns / 1e6))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("unexpected output {line:?}"))?;
+    let times = numbers(&line, |ns: f64| ns / 1e6)?;
     if times.len() != k {
         bail!("asked for {k} iterations, got {} times", times.len());
     }
     Ok(times)
+}
+
+/// The numbers after a reply's first word, each through `f`.
+fn numbers<T: std::str::FromStr, U>(line: &str, f: impl Fn(T) -> U) -> Result<Vec<U>> {
+    line.split_whitespace()
+        .skip(1)
+        .map(|t| t.parse::<T>().map(&f).ok())
+        .collect::<Option<_>>()
+        .with_context(|| format!("unexpected output {line:?}"))
 }
 
 /// [`iterate`] with each iteration's start (`System.nanoTime()`, ns):
@@ -60,18 +64,8 @@ pub(crate) fn iterate_stamped(jvm: &mut Jvm, k: usize, bound: Duration) -> Resul
     jvm.send(&format!("iter {k} stamps"))?;
     let times = jvm.expect("times", bound * (k as u32).max(1))?;
     let starts = jvm.expect("starts", Duration::from_secs(10))?;
-    let times: Vec<f64> = times
-        .split_whitespace()
-        .skip(1)
-        .map(|t| t.parse::<f64>().map(|ns| ns / 1e6))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("unexpected output {times:?}"))?;
-    let starts: Vec<u64> = starts
-        .split_whitespace()
-        .skip(1)
-        .map(str::parse)
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("unexpected output {starts:?}"))?;
+    let times = numbers(&times, |ns: f64| ns / 1e6)?;
+    let starts = numbers(&starts, |ns: u64| ns)?;
     if times.len() != k || starts.len() != k {
         bail!(
             "asked for {k} iterations, got {} times and {} starts",
@@ -80,4 +74,17 @@ pub(crate) fn iterate_stamped(jvm: &mut Jvm, k: usize, bound: Duration) -> Resul
         );
     }
     Ok(starts.into_iter().zip(times).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbers;
+
+    #[test]
+    fn a_reply_reads_as_its_numbers_or_fails() {
+        let ms = numbers("times 2000000 500000", |ns: f64| ns / 1e6).unwrap();
+        assert_eq!(ms, vec![2.0, 0.5]);
+        assert_eq!(numbers("starts 7 9", |ns: u64| ns).unwrap(), vec![7, 9]);
+        assert!(numbers("times 1 x", |ns: f64| ns).is_err());
+    }
 }
