@@ -631,6 +631,22 @@ impl CctBuilder {
                 samples: t.samples,
             });
         }
+        if self.windows {
+            let roots = super::windows::root_calls(&p.threads);
+            let session = super::windows::session(&roots);
+            super::windows::share_times(&mut p.threads, session.scale());
+            warnings.extend(super::windows::skew_warnings(&roots, session, |m| {
+                p.methods
+                    .get(&m)
+                    .map_or_else(|| MethodInfo::unknown(m).frame(), MethodInfo::frame)
+            }));
+            if let Some(w) = p.stats.windows.as_mut() {
+                // the figures the times were scaled by (a reset leaves out
+                // the root calls before it; partial silent calls had no time)
+                w.counted_root_calls = session.counted;
+                w.silent_root_calls = session.silent;
+            }
+        }
         p.warnings.extend(warnings);
         p.live = self.live.profile(|thread, node| {
             let id = *node_maps.get(&thread)?.get(node as usize)?;

@@ -108,6 +108,7 @@ mod credit;
 mod issues;
 mod live;
 mod thread;
+mod windows;
 
 pub use builder::{CALIBRATION_SPREAD, CctBuilder, clock_name};
 pub use credit::PositionSample;

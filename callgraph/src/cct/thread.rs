@@ -781,49 +781,6 @@ impl ThreadState {
             );
         }
         tree.recount();
-        if self.windows {
-            window_times(&mut tree);
-        }
         (tree, map)
-    }
-}
-
-/// Windows timing: each root's time is its silent calls' measured time
-/// (the sum of their latencies), shared out over its subtree by the stack
-/// samples of those calls, on the basis of the counted root calls (the
-/// calls in the tree), so that a node's time per root call is its share
-/// of the mean silent root call; a root with no counted call keeps the
-/// silent calls' total. A root whose silent calls no sample found keeps
-/// the samples' interval weights (none).
-fn window_times(tree: &mut Tree) {
-    for r in tree.roots.clone() {
-        let Some((count, sum)) = tree.nodes[r as usize]
-            .latency
-            .as_ref()
-            .map(|l| (l.count, l.sum))
-        else {
-            continue;
-        };
-        // the subtree, and its samples
-        let mut sub = vec![r];
-        let mut i = 0;
-        while i < sub.len() {
-            sub.extend_from_slice(&tree.nodes[sub[i] as usize].children);
-            i += 1;
-        }
-        let samples: u64 = sub.iter().map(|&n| tree.nodes[n as usize].samples).sum();
-        if samples == 0 || count == 0 {
-            continue;
-        }
-        let calls = tree.nodes[r as usize].calls;
-        let basis = if calls > 0 {
-            sum as f64 * calls as f64 / count as f64
-        } else {
-            sum as f64
-        };
-        for &n in &sub {
-            let node = &mut tree.nodes[n as usize];
-            node.sampled_ticks = (basis * node.samples as f64 / samples as f64).round() as u64;
-        }
     }
 }
