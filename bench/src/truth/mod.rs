@@ -106,11 +106,19 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             slowed.push(v[2] / ((v[1] + v[3]) / 2.0));
         }
     }
-    // Windows timing: a thread's root node counts its counted calls only,
-    // and its time is the mean silent call times those; a thread with no
-    // counted call carries the sum of its silent calls (latency count),
-    // and one no sample reached carries no time and is not judged.
+    // Windows timing: a thread's root node counts its counted calls only
+    // (none on a thread no counting window caught) and its latencies the
+    // silent ones, and its times stand for all of its calls over the
+    // session's scale: a thread's time per call is its time times that
+    // scale over all of its calls. One no sample reached carries no time
+    // and is not judged.
     let windows = report.get("windows").is_some_and(|w| !w.is_null());
+    let session_scale = report
+        .get("windows")
+        .and_then(|w| w.get("scale"))
+        .and_then(Value::as_f64)
+        .filter(|&s| s > 0.0)
+        .unwrap_or(1.0);
     let thread_prefix = format!("measure-{s}-");
     let mut all = Vec::new();
     let mut judged = Vec::new();
@@ -146,15 +154,18 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             .and_then(|l| l.get("count"))
             .and_then(Value::as_f64)
             .unwrap_or(0.0);
-        let calls = if windows && f(root, "calls") == 0.0 {
-            latency_count
+        let counted = f(root, "calls");
+        // what one ns of this thread's tree stands for, per counted call
+        let (calls, per_counted) = if windows {
+            let all = counted + latency_count;
+            (all, session_scale * counted / all.max(1.0))
         } else {
-            f(root, "calls")
+            (counted, 1.0)
         };
         if windows && (f(root, "total_ns") <= 0.0 || calls <= 0.0) {
             continue;
         }
-        let ratio = f(root, "total_ns") / calls.max(1.0) / bare;
+        let ratio = f(root, "total_ns") * session_scale.max(1.0) / calls.max(1.0) / bare;
         all.push(ratio);
         if (bare / quiet - 1.0).abs() <= 0.10 {
             judged.push(ratio);
@@ -180,14 +191,16 @@ fn scenario_figures(report: &Value, lines: &[String], s: &str, quiet: f64) -> Sc
             .flatten()
         {
             let name = c.get("method").and_then(Value::as_str).unwrap_or("?");
+            // shares over every round as the report weighs them; times per
+            // call on the thread's counted calls
             let sums = if per_call {
-                vec![&mut judged_sums, &mut quiet_sums]
+                vec![(&mut judged_sums, 1.0), (&mut quiet_sums, per_counted)]
             } else {
-                vec![&mut judged_sums]
+                vec![(&mut judged_sums, 1.0)]
             };
-            for m in sums {
+            for (m, k) in sums {
                 let e = m.entry(name.to_owned()).or_default();
-                e.ns += f(c, "self_ns");
+                e.ns += f(c, "self_ns") * k;
                 e.calls += f(c, "calls");
                 e.samples += c.get("samples").and_then(Value::as_u64).unwrap_or(0);
             }
@@ -622,17 +635,19 @@ mod tests {
     }
 
     #[test]
-    fn windows_rounds_divide_by_counted_calls_or_else_by_silent_ones() {
+    fn windows_rounds_take_each_threads_time_to_all_of_its_calls() {
         let root = |calls: u64, total: f64, count: u64| {
             json!({"calls": calls, "total_ns": total,
                 "latency": {"count": count, "max_ns": 1.0}, "children": []})
         };
-        let report = json!({"windows": {"counted_root_calls": 4, "silent_root_calls": 16},
+        // 4 counted root calls of 20: times are on the scale x5.
+        let report = json!({"windows": {"counted_root_calls": 4, "silent_root_calls": 16,
+            "scale": 5.0},
             "threads": [
-            // 4 counted calls: the mean silent call (1.1 ms) times 4.
-            {"name": "measure-calls-0", "roots": [root(4, 4.4e6, 6)]},
-            // No counted call: the sum of its 10 silent calls.
-            {"name": "measure-calls-1", "roots": [root(0, 9.0e6, 10)]},
+            // 4 counted and 6 silent calls of 1.1 ms: 11 ms over 5.
+            {"name": "measure-calls-0", "roots": [root(4, 2.2e6, 6)]},
+            // No counted call, 10 silent ones of 0.9 ms: 9 ms over 5.
+            {"name": "measure-calls-1", "roots": [root(0, 1.8e6, 10)]},
             // No sample reached its silent calls: no time, not judged.
             {"name": "measure-calls-2", "roots": [root(0, 0.0, 10)]}]});
         let lines = vec![
@@ -651,19 +666,22 @@ mod tests {
         // Every round's own profiled/bare: 2.0, 1.0, 1.5.
         assert!((fg.profiled_over_bare - 1.5).abs() < 1e-9);
         // (a) under windows timing: a child's time per call only from
-        // threads with counted calls (the other's spin200 has 4 ms of
-        // self time and no call).
-        let spin = |calls: u64, c200: (u64, f64)| {
-            json!({"calls": calls, "total_ns": 17.0e6,
-                "latency": {"count": 10, "max_ns": 1.7e6}, "children": [
+        // threads with counted calls (the other's spin200 has time and no
+        // call), taken back to that thread's counted calls: thread 0 had
+        // 10 counted calls of 20 where the session had 1 in 4, so its
+        // spin200's 1 ms stands for 2 ms over its 10 counted calls.
+        let spin = |calls: u64, c200: (u64, f64), silent: u64| {
+            json!({"calls": calls, "total_ns": 8.5e6,
+                "latency": {"count": silent, "max_ns": 1.7e6}, "children": [
                 {"method": "spin200", "calls": c200.0, "self_ns": c200.1, "samples": 2},
-                {"method": "spin500", "calls": calls, "self_ns": 5.0e6, "samples": 5},
-                {"method": "spin1000", "calls": calls, "self_ns": 10.0e6, "samples": 10}]})
+                {"method": "spin500", "calls": calls, "self_ns": 2.5e6, "samples": 5},
+                {"method": "spin1000", "calls": calls, "self_ns": 5.0e6, "samples": 10}]})
         };
-        let report = json!({"windows": {"counted_root_calls": 10, "silent_root_calls": 10},
+        let report = json!({"windows": {"counted_root_calls": 10, "silent_root_calls": 30,
+            "scale": 4.0},
             "threads": [
-            {"name": "measure-spin-0", "roots": [spin(10, (10, 2.0e6))]},
-            {"name": "measure-spin-1", "roots": [spin(0, (0, 4.0e6))]}]});
+            {"name": "measure-spin-0", "roots": [spin(10, (10, 1.0e6), 10)]},
+            {"name": "measure-spin-1", "roots": [spin(0, (0, 4.0e6), 20)]}]});
         let lines = vec![
             "round spin 0 1700000 1700000 1700000".to_owned(),
             "round spin 1 1700000 1700000 1700000".to_owned(),

@@ -526,6 +526,71 @@ fn windows_timing_shares_the_silent_calls_time_by_their_samples() {
     assert_eq!(times[r].self_ns, 0);
 }
 
+/// Windows timing with two roots the counting windows caught in
+/// different proportions (R: 1 counted call of 4, Q: 1 of 12; the
+/// session 2 of 16): each root weighs what all of its calls took on the
+/// session's scale (R 1,600 ns in all, Q 1,200, over 8), the report's
+/// counted and silent root calls are the tree's, and the hot spot of `A`
+/// (once a call of R, twice a call of Q) has the mean of all its calls.
+#[test]
+fn windows_timing_weighs_each_root_by_all_of_its_calls() {
+    const Q: u32 = 4;
+    let mut b = sampled();
+    b.set_windows(true);
+    b.profile_fields_mut().1.windows = Some(crate::profile::WindowFacts::default());
+    let silent = |m: u32, entry: u64, exit: u64| {
+        [
+            ev(EventKind::SilentRootEntry, m, entry),
+            ev(EventKind::SilentRootExit, m, exit),
+        ]
+    };
+    let mut events = vec![root(100), enter(A), exit(A), root_exit(1100)];
+    events.extend([
+        ev(EventKind::RootEntry, Q, 1200),
+        enter(A),
+        exit(A),
+        enter(A),
+        exit(A),
+        ev(EventKind::RootExit, Q, 1300),
+    ]);
+    for k in 0..3 {
+        events.extend(silent(R, 2000 + k * 1000, 2400 + k * 1000));
+    }
+    for k in 0..11 {
+        events.extend(silent(Q, 9000 + k * 1000, 9100 + k * 1000));
+    }
+    b.process(1, &events);
+    for _ in 0..2 {
+        b.credit_stack(1, &[R, A], 7);
+        b.credit_stack(1, &[Q, A], 7);
+    }
+    let p = b.finish();
+    let w = p.stats.windows.expect("windows");
+    assert_eq!((w.counted_root_calls, w.silent_root_calls), (2, 14));
+    assert_eq!(w.scale(), 8.0);
+    let t = &p.threads[0].tree;
+    let times = p.times(t);
+    let (r, _) = find(t, &[R]);
+    let (q, _) = find(t, &[Q]);
+    assert_eq!((times[r].total_ns, times[q].total_ns), (200, 150));
+    // Summed, on the session's scale: every call's time.
+    assert_eq!((times[r].total_ns + times[q].total_ns) * 8, 2800);
+    let weights = p.window_call_weights(t).expect("weights");
+    let (ra, _) = find(t, &[R, A]);
+    let (qa, _) = find(t, &[Q, A]);
+    assert_eq!((weights[ra], weights[qa]), (0.5, 1.5));
+    let spots = crate::report::view::hot_spots(&p, t);
+    let a = spots.iter().find(|h| h.method == A).expect("A");
+    // 28 calls of A in 2,800 ns; the counted calls alone would say 117
+    assert_eq!((a.calls, a.total_ns, a.avg_ns), (3, 350, 100));
+    // Neither root is 4 times off the session's 1 in 8.
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("windows timing")),
+        "{:?}",
+        p.warnings
+    );
+}
+
 /// The cost tail (sampled timing, not windows): silent root calls after
 /// the counted ones leave the tree and the root's latencies as they were
 /// and give the measured cost: the recorded median (entry to exit) against

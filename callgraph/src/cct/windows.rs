@@ -171,8 +171,11 @@ mod tests {
     use super::*;
     use crate::profile::{Latency, Node};
 
-    fn thread(index: u32, roots: &[(u32, u64, &[u64], &[(u32, u64)])]) -> ThreadProfile {
-        // (root method, counted calls, silent latencies, children (method, samples))
+    /// A root method, its counted calls, its silent calls' latencies and
+    /// its children (method, samples).
+    type RootSpec<'a> = (u32, u64, &'a [u64], &'a [(u32, u64)]);
+
+    fn thread(index: u32, roots: &[RootSpec<'_>]) -> ThreadProfile {
         let mut tree = Tree::default();
         for &(m, calls, lat, kids) in roots {
             let mut latency = Latency::default();
@@ -234,8 +237,20 @@ mod tests {
             thread(2, &[(1, 0, &[70], &[(11, 2)])]),
         ];
         let roots = root_calls(&threads);
-        assert_eq!(roots[&1], RootCalls { counted: 1, silent: 3 });
-        assert_eq!(roots[&2], RootCalls { counted: 1, silent: 10 });
+        assert_eq!(
+            roots[&1],
+            RootCalls {
+                counted: 1,
+                silent: 3
+            }
+        );
+        assert_eq!(
+            roots[&2],
+            RootCalls {
+                counted: 1,
+                silent: 10
+            }
+        );
         let s = session(&roots);
         assert_eq!((s.counted, s.silent, s.scale()), (2, 13, 7.5));
         share_times(&mut threads, s.scale());
@@ -264,16 +279,48 @@ mod tests {
     #[test]
     fn roots_far_from_the_sessions_proportion_are_named() {
         let mut roots = BTreeMap::new();
-        roots.insert(1, RootCalls { counted: 4, silent: 83_196 });
-        roots.insert(2, RootCalls { counted: 301, silent: 79_859 });
-        roots.insert(3, RootCalls { counted: 0, silent: 500 });
-        roots.insert(4, RootCalls { counted: 0, silent: 5 });
+        roots.insert(
+            1,
+            RootCalls {
+                counted: 4,
+                silent: 83_196,
+            },
+        );
+        roots.insert(
+            2,
+            RootCalls {
+                counted: 301,
+                silent: 79_859,
+            },
+        );
+        roots.insert(
+            3,
+            RootCalls {
+                counted: 0,
+                silent: 500,
+            },
+        );
+        roots.insert(
+            4,
+            RootCalls {
+                counted: 0,
+                silent: 5,
+            },
+        );
         let s = session(&roots);
         let w = skew_warnings(&roots, s, |m| format!("m{m}"));
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("m1 had 4 of its 83200 calls counted"), "{}", w[0]);
+        assert!(
+            w[0].contains("m1 had 4 of its 83200 calls counted"),
+            "{}",
+            w[0]
+        );
         assert!(w[0].contains("by x20800, not the session's x"), "{}", w[0]);
-        assert!(w[1].contains("no call of m3 was counted (500 silent)"), "{}", w[1]);
+        assert!(
+            w[1].contains("no call of m3 was counted (500 silent)"),
+            "{}",
+            w[1]
+        );
         // Nothing counted anywhere: nothing to compare with.
         roots.retain(|&m, _| m > 2);
         assert!(skew_warnings(&roots, session(&roots), |m| format!("m{m}")).is_empty());

@@ -92,6 +92,41 @@ impl Profile {
         session.saturating_add(ticks_to_ns(recal_ticks, self.ticks_per_sec))
     }
 
+    /// Windows timing: per node, what one of its calls counts for beside
+    /// the times, which are on the session's scale
+    /// (`crate::cct` `windows.rs`): its root's own scale (all of its calls
+    /// over its counted ones, from the root node's calls and latencies)
+    /// over the session's. 1 for a root counted in the session's
+    /// proportion; `None` under the other timings. A node's time per call
+    /// is `total / (calls * weight)`.
+    pub fn window_call_weights(&self, tree: &Tree) -> Option<Vec<f64>> {
+        let session = self.stats.windows.as_ref()?.scale();
+        let len = tree.nodes.len();
+        let mut out = vec![1.0; len];
+        if session <= 0.0 {
+            return Some(out);
+        }
+        for &r in &tree.roots {
+            let Some(n) = tree.nodes.get(r as usize) else {
+                continue;
+            };
+            let silent = n.latency.as_ref().map_or(0, |l| l.count);
+            if n.calls > 0 {
+                out[r as usize] = (n.calls + silent) as f64 / n.calls as f64 / session;
+            }
+        }
+        // children have greater indices than their parents
+        for i in 0..len {
+            let w = out[i];
+            for &c in &tree.nodes[i].children {
+                if c as usize > i && (c as usize) < len {
+                    out[c as usize] = w;
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// Derived times of every node of `tree`, indexed like `tree.nodes`
     /// (see the module documentation for the formulas).
     pub fn times(&self, tree: &Tree) -> Vec<Times> {

@@ -262,7 +262,8 @@ pub struct HotSpot {
     /// Exact time inside the method, counted once per outermost call (a
     /// recursive call's time is already inside its caller's).
     pub total_ns: u64,
-    /// `total_ns / calls`.
+    /// `total_ns / calls` (windows timing: each call weighed by
+    /// [`Profile::window_call_weights`]).
     pub avg_ns: u64,
     /// Calibrated probe cost taken out of the method's own code.
     pub probe_self_ns: u64,
@@ -311,6 +312,9 @@ fn outermost(tree: &Tree) -> Vec<bool> {
 pub fn hot_spots(profile: &Profile, tree: &Tree) -> Vec<HotSpot> {
     let times = profile.times(tree);
     let outer = outermost(tree);
+    // windows timing: calls weighed onto the times' scale, for the mean
+    let weights = profile.window_call_weights(tree);
+    let mut weighed: HashMap<u32, f64> = HashMap::new();
     let mut by_method: HashMap<u32, HotSpot> = HashMap::new();
     for (i, n) in tree.nodes.iter().enumerate() {
         let h = by_method.entry(n.method).or_insert(HotSpot {
@@ -322,6 +326,9 @@ pub fn hot_spots(profile: &Profile, tree: &Tree) -> Vec<HotSpot> {
             probe_self_ns: 0,
         });
         h.calls = h.calls.saturating_add(n.calls);
+        if let Some(w) = &weights {
+            *weighed.entry(n.method).or_default() += n.calls as f64 * w[i];
+        }
         h.self_ns = h.self_ns.saturating_add(times[i].self_ns);
         h.probe_self_ns = h.probe_self_ns.saturating_add(times[i].probe_self_ns);
         if outer[i] {
@@ -331,7 +338,10 @@ pub fn hot_spots(profile: &Profile, tree: &Tree) -> Vec<HotSpot> {
     let mut v: Vec<HotSpot> = by_method
         .into_values()
         .map(|mut h| {
-            h.avg_ns = h.total_ns.checked_div(h.calls).unwrap_or(0);
+            h.avg_ns = match weighed.get(&h.method) {
+                Some(&c) if c > 0.0 => (h.total_ns as f64 / c).round() as u64,
+                _ => h.total_ns.checked_div(h.calls).unwrap_or(0),
+            };
             h
         })
         .collect();
