@@ -74,6 +74,11 @@ static JNI_LEARNS_ONLY: AtomicBool = AtomicBool::new(false);
 /// JNI, as before the Java path (the cost of the two side by side).
 static JNI_ONLY: AtomicBool = AtomicBool::new(false);
 
+/// For measurements (`SPRIG_AGENT_FAULT=exact-alloc-duty`): the agent's
+/// path records nothing while set (with `Probe.allocPause`, the Java
+/// path's), in the off turns.
+static PAUSED: AtomicBool = AtomicBool::new(false);
+
 /// Per site id: 0 while unknown; else `kind | dims << 8 | size << 16`
 /// (`kind` 1 for an object, 2 for an array; `size` the instance size of
 /// an object site once learned, 0 before; for an array site the element
@@ -137,12 +142,30 @@ pub fn jni_learns_only() -> bool {
 /// Ends the session: no more sites are handed out.
 pub fn end_session() {
     ON.store(false, Ordering::Release);
+    PAUSED.store(false, Ordering::Relaxed);
     *lock(&TABLE) = None;
 }
 
 /// Whether this session records allocations.
 pub fn on() -> bool {
     ON.load(Ordering::Acquire)
+}
+
+/// Whether an allocation is recorded now: the session records them and
+/// they are not paused ([`PAUSED`]).
+pub fn recording() -> bool {
+    on() && !PAUSED.load(Ordering::Relaxed)
+}
+
+/// Pauses the recording of allocations, or resumes it, on both paths;
+/// false when the probe class cannot pause its own (then nothing is
+/// paused).
+pub fn set_paused(jni: crate::ffi::Jni<'_>, paused: bool) -> bool {
+    if !crate::probe_class::set_alloc_pause(jni, paused) {
+        return false;
+    }
+    PAUSED.store(paused, Ordering::Relaxed);
+    true
 }
 
 /// The id of a site the rewriter found (announced the first time, queued).

@@ -85,6 +85,9 @@ struct ProbeClass {
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
     /// burst when `nRootExit` asks for one (an older one does not).
     bursts: bool,
+    /// `Probe.allocPause` (the measurement knob `exact-alloc-duty`),
+    /// absent in a probe class an older sprig defined.
+    alloc_pause: Option<FieldId>,
 }
 
 /// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
@@ -253,6 +256,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             let reflected = jni.find_static_field(class, "REFLECTED", c"[Ljava/lang/Object;");
             let counts = jni.find_static_field(class, "COUNTS", c"[J");
             let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
+            let alloc_pause = jni.find_static_field(class, "allocPause", c"I");
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -265,6 +269,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 reflected,
                 counts,
                 bursts,
+                alloc_pause,
             });
         }
         let fast = ffm
@@ -664,6 +669,23 @@ pub fn set_on(jni: Jni<'_>, on: bool) {
     if let Some(p) = PROBE.get() {
         let _guard = crate::sync::lock(&WRITE);
         jni.set_static_int(&p.class, p.on, i32::from(on));
+    }
+}
+
+/// Writes `Probe.allocPause` (the allocation probes record nothing while
+/// it is 1: the measurement knob `exact-alloc-duty`); false when the
+/// probe class has no such field.
+pub fn set_alloc_pause(jni: Jni<'_>, pause: bool) -> bool {
+    match PROBE.get() {
+        Some(ProbeClass {
+            class,
+            alloc_pause: Some(f),
+            ..
+        }) => {
+            jni.set_static_int(class, *f, i32::from(pause));
+            true
+        }
+        _ => false,
     }
 }
 

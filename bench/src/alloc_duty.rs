@@ -1,28 +1,34 @@
-//! `alloc-duty`: what the JVM's heap sampler (`--alloc-interval`) costs a
-//! running session, measured inside one session in turns. Sessions one
-//! after another in the same JVM differ by more than the sampler costs
-//! (the JIT compiles each session's classes anew: Scheme B against Scheme
-//! B again read -17.7 to +32.2% on H2), so here the probes stay put and
-//! only the sampler changes: the target JVM runs with the agent's
-//! measurement knob `sampled-alloc-duty`, which turns the sampler's event
-//! on in the even turns of [`TURN`] on `CLOCK_MONOTONIC` and off in the
-//! odd ones, and every iteration is timed with its start on the same
-//! clock (`System.nanoTime()`).
+//! `alloc-duty`: what `--alloc`'s two paths cost a running session,
+//! measured inside one session in turns. Sessions one after another in
+//! the same JVM differ by more than either costs (the JIT compiles each
+//! session's classes anew: Scheme B against Scheme B again read -17.7 to
+//! +32.2% on H2), so here the probes stay put and only the path changes:
+//! the target JVM runs with the agent's measurement knobs
+//! `sampled-alloc-duty` (the heap sampler's event) and `exact-alloc-duty`
+//! (`Probe.allocPause`: the exact allocation probes record nothing while
+//! it is set, on either of their paths), which turn their path on in the
+//! even turns of [`TURN`] on `CLOCK_MONOTONIC` and off in the odd ones,
+//! and every iteration is timed with its start on the same clock
+//! (`System.nanoTime()`). The exact path's off turns still run its
+//! probes' calls, loads and branches (what that bytecode costs the JIT is
+//! not in the figure): the turns compare the recording.
 //!
-//! Per workload one JVM, its warm-up, then `--repeats` rounds of three
+//! Per workload one JVM, its warm-up, then `--repeats` rounds of four
 //! sessions, each attached, left to settle for [`SETTLE`] and measured for
-//! [`MEASURE`]: `B` (Scheme B without the sampler, the control: its even
+//! [`MEASURE`]: `B` (Scheme B without `--alloc`, the control: its even
 //! and odd turns should not differ), `Bs` (the sampler alone at
-//! `--alloc`'s default interval) and `Bxs` (`--alloc`: the sampler beside
-//! the exact allocation probes). An iteration counts for the turn it lies
-//! wholly in, when it starts at least [`MARGIN`] after the turn began (the
-//! switch and the threads' next allocation-buffer refill, where the
-//! sampler takes up again); the cost is the median iteration time of the
-//! on-turns over that of the off-turns, and, against drift, the median
-//! over consecutive (on, off) pairs of their medians' ratio.
+//! `--alloc`'s default interval), `Bx` (the exact path alone) and `Bxs`
+//! (`--alloc`: both, in the same turns); `--schemes` keeps some of them
+//! (by scheme name) and `--rows` some workloads (`statement`, `server`).
+//! An iteration counts for the turn it lies wholly in, when it starts at
+//! least [`MARGIN`] after the turn began (the switch and the threads' next
+//! allocation-buffer refill, where the sampler takes up again); the cost
+//! is the median iteration time of the on-turns over that of the
+//! off-turns, and, against drift, the median over consecutive (on, off)
+//! pairs of their medians' ratio.
 
 use crate::Ctx;
-use crate::proc::{ALLOC_SAMPLED_SCHEME, ALLOC_SCHEME, Sprig, SprigArgs};
+use crate::proc::{ALLOC_EXACT_SCHEME, ALLOC_SAMPLED_SCHEME, ALLOC_SCHEME, Sprig, SprigArgs};
 use crate::stats::median;
 use crate::workloads;
 use anyhow::Result;
@@ -33,11 +39,14 @@ use std::time::{Duration, Instant};
 /// (workload, row).
 const ROWS: [(&str, &str); 2] = [("h2", "statement"), ("jetty", "server")];
 /// The sessions of a round: (scheme, label).
-const SCHEMES: [(&str, &str); 3] = [
+const SCHEMES: [(&str, &str); 4] = [
     ("lazy", "B"),
     (ALLOC_SAMPLED_SCHEME, "Bs"),
+    (ALLOC_EXACT_SCHEME, "Bx"),
     (ALLOC_SCHEME, "Bxs"),
 ];
+/// The knobs the target JVM runs with (`SPRIG_AGENT_FAULT`).
+const KNOBS: &str = "sampled-alloc-duty,exact-alloc-duty";
 /// One turn of the sampler, on or off.
 const TURN: Duration = Duration::from_secs(2);
 /// The start of a turn whose iterations do not count.
@@ -173,7 +182,7 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
         &def,
         &[],
         &[
-            ("SPRIG_AGENT_FAULT", "sampled-alloc-duty"),
+            ("SPRIG_AGENT_FAULT", KNOBS),
             ("SPRIG_AGENT_ALLOC_DUTY_MS", &turn_ms),
         ],
         &format!("alloc-duty-{wl}"),
@@ -189,22 +198,23 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     let batch = ((TURN.as_secs_f64() * 500.0 / ms).round() as usize).max(1);
     let mut sessions = Vec::new();
     let repeats = ctx.repeats.max(1);
+    let schemes = kept_schemes(&ctx.schemes);
     for rep in 0..repeats {
         // Each round starts one session further along.
-        for si in (0..SCHEMES.len()).map(|i| (i + rep) % SCHEMES.len()) {
-            let (scheme, row) = SCHEMES[si];
+        for si in (0..schemes.len()).map(|i| (i + rep) % schemes.len()) {
+            let (scheme, row) = schemes[si];
             eprintln!(
                 "sprig-bench: alloc-duty: {wl}: round {}/{repeats}, {row} ({scheme})",
                 rep + 1
             );
             let name = format!("alloc-duty-{wl}-{label}-{row}-{}", rep + 1);
-            let mut v = session(ctx, &mut jvm, r, SCHEMES[si], (batch, bound), &name)?;
+            let mut v = session(ctx, &mut jvm, r, schemes[si], (batch, bound), &name)?;
             v["round"] = json!(rep + 1);
             sessions.push(v);
         }
     }
     jvm.quit()?;
-    let medians: Vec<Value> = SCHEMES
+    let medians: Vec<Value> = schemes
         .iter()
         .map(|&(_, row)| {
             let of = |key: &str| -> Option<f64> {
@@ -228,9 +238,27 @@ fn one(ctx: &Ctx, wl: &str, label: &str) -> Result<Value> {
     }))
 }
 
+/// The sessions of a round `--schemes` keeps (all without it).
+fn kept_schemes(keep: &[String]) -> Vec<(&'static str, &'static str)> {
+    SCHEMES
+        .iter()
+        .copied()
+        .filter(|(scheme, _)| keep.is_empty() || keep.iter().any(|k| k == scheme))
+        .collect()
+}
+
 pub fn alloc_duty(ctx: &Ctx) -> Result<Value> {
+    if kept_schemes(&ctx.schemes).is_empty() {
+        anyhow::bail!(
+            "alloc-duty: --schemes keeps none of its sessions ({})",
+            SCHEMES.map(|s| s.0).join(", ")
+        );
+    }
     let mut rows = Vec::new();
-    for (wl, label) in ROWS {
+    for (wl, label) in ROWS
+        .into_iter()
+        .filter(|(_, label)| ctx.rows.is_empty() || ctx.rows.iter().any(|r| r == label))
+    {
         rows.push(one(ctx, wl, label)?);
     }
     Ok(json!({
@@ -245,7 +273,7 @@ pub fn alloc_duty(ctx: &Ctx) -> Result<Value> {
 /// The terminal lines of `alloc-duty`.
 pub fn print(v: &Value) {
     println!(
-        "alloc-duty: the heap sampler's cost inside one session, on in even turns of {} ms and off in odd ones (iterations from {} ms into a turn); each session settles {} s and is measured {} s; B has no sampler (the control)",
+        "alloc-duty: --alloc's paths' cost inside one session, on in even turns of {} ms and off in odd ones (iterations from {} ms into a turn); each session settles {} s and is measured {} s; B has no --alloc (the control), Bs the heap sampler alone, Bx the exact path alone (its probes stay; their recording turns), Bxs both",
         v["turn_ms"], v["margin_ms"], v["settle_s"], v["measure_s"]
     );
     let pct = |x: &Value| x.as_f64().map_or("-".into(), |x| format!("{x:+.1}%"));

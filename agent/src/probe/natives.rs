@@ -111,7 +111,7 @@ fn record_alloc(
     site: u32,
     weigh: impl FnOnce(&crate::ffi::Jvmti, &mut dyn FnMut(allocs::AllocLevel)) -> bool,
 ) {
-    if !allocs::on() {
+    if !allocs::recording() {
         return;
     }
     let Some(agent) = crate::env::get() else {

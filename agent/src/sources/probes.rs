@@ -21,6 +21,8 @@ use sprig_wire::Message;
 pub struct Probes {
     /// The root patterns, handed to the ledger at the start.
     patterns: Option<Vec<MethodPattern>>,
+    /// The turns' thread of the measurement knob `exact-alloc-duty`.
+    duty: Option<super::stacks::Running>,
 }
 
 impl Probes {
@@ -37,6 +39,7 @@ impl Probes {
     pub fn new(patterns: Vec<MethodPattern>) -> Probes {
         Probes {
             patterns: Some(patterns),
+            duty: None,
         }
     }
 }
@@ -76,6 +79,21 @@ impl Source for Probes {
                 suggestions,
             });
         }
+        if crate::allocs::on() && crate::error::fault_named("exact-alloc-duty") {
+            // A measurement knob: the exact allocation probes record in
+            // even turns only (their cost within one session).
+            super::sampled_alloc::start_duty(agent, "sprig-exact-alloc-duty", &mut self.duty, {
+                let mut said = false;
+                move |jni, on| {
+                    if !crate::allocs::set_paused(jni, !on) && !std::mem::replace(&mut said, true) {
+                        eprintln!(
+                            "sprig agent: exact-alloc-duty: the probe class an older sprig \
+                                 defined cannot pause its allocation probes"
+                        );
+                    }
+                }
+            })?;
+        }
         Ok(())
     }
 
@@ -84,6 +102,12 @@ impl Source for Probes {
     /// revelation's quiesce) and names the frames left on old method
     /// versions. Each step runs even when one before it panicked.
     fn stop(&mut self, agent: &'static Agent, jni: Jni<'_>, ending: &mut Ending) {
+        step("the exact-alloc-duty knob", (), || {
+            if self.duty.is_some() {
+                super::stacks::stop_thread(self.duty.take());
+                crate::allocs::set_paused(jni, false);
+            }
+        });
         step("the virtual-thread count", (), || {
             let on_virtual = probe_class::virtual_roots(jni);
             if on_virtual > 0 {

@@ -281,17 +281,9 @@ impl Source for SampledAllocs {
             .set_event(Event::SampledObjectAlloc, true)
             .map_err(|e| format!("cannot enable the SampledObjectAlloc event: {e}"))?;
         if crate::error::fault_named("sampled-alloc-duty") {
-            let turn_ms = std::env::var(DUTY_ENV)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .filter(|&ms| ms > 0)
-                .unwrap_or(2000);
-            super::stacks::start_thread(
-                agent,
-                "sprig-alloc-duty",
-                &mut self.duty,
-                move |_, stop| Ok(move |_: Jni<'_>| duty_turns(agent, turn_ms * 1_000_000, &stop)),
-            )?;
+            start_duty(agent, "sprig-alloc-duty", &mut self.duty, move |_, on| {
+                let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, on);
+            })?;
         }
         if self.prime && !prime_this_thread(jni) {
             outbox::post(Message::Warning(format!(
@@ -309,24 +301,39 @@ impl Source for SampledAllocs {
     }
 }
 
-/// `sampled-alloc-duty`'s thread: at each boundary of a turn of `turn_ns`
-/// on `CLOCK_MONOTONIC`, the sampler's event on for an even turn, off for
-/// an odd one, until `stop`.
-fn duty_turns(agent: &'static Agent, turn_ns: u64, stop: &super::stacks::StopFlag) {
-    let (lock, cvar) = &**stop;
-    let mut stopped = crate::sync::lock(lock);
-    while !*stopped {
-        let now = clock::monotonic_ns();
-        let turn = now / turn_ns;
-        let _ = agent
-            .jvmti
-            .set_event(Event::SampledObjectAlloc, turn.is_multiple_of(2));
-        let left = Duration::from_nanos((turn + 1) * turn_ns - now);
-        stopped = match cvar.wait_timeout(stopped, left) {
-            Ok((g, _)) => g,
-            Err(p) => p.into_inner().0,
-        };
-    }
+/// Starts a measurement knob's thread (`sampled-alloc-duty`,
+/// `exact-alloc-duty`) into `slot`: at each boundary of a turn of
+/// [`DUTY_ENV`] milliseconds (2,000 without it) on `CLOCK_MONOTONIC`,
+/// `set(jni, true)` for an even turn, `set(jni, false)` for an odd one,
+/// until the thread is stopped.
+pub(super) fn start_duty(
+    agent: &'static Agent,
+    name: &'static str,
+    slot: &mut Option<super::stacks::Running>,
+    mut set: impl FnMut(Jni<'_>, bool) + Send + 'static,
+) -> Result<(), String> {
+    let turn_ns = std::env::var(DUTY_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .unwrap_or(2000)
+        * 1_000_000;
+    super::stacks::start_thread(agent, name, slot, move |_, stop| {
+        Ok(move |jni: Jni<'_>| {
+            let (lock, cvar) = &*stop;
+            let mut stopped = crate::sync::lock(lock);
+            while !*stopped {
+                let now = clock::monotonic_ns();
+                let turn = now / turn_ns;
+                set(jni, turn.is_multiple_of(2));
+                let left = Duration::from_nanos((turn + 1) * turn_ns - now);
+                stopped = match cvar.wait_timeout(stopped, left) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+        })
+    })
 }
 
 thread_local! {

@@ -87,6 +87,21 @@ impl Layout {
 /// The JSON report (rendered from the run's snapshot: snapshots carry the
 /// allocations) and the text report of the same snapshot.
 fn profile(jdk: &Jdk, flags: &[&str], timing: &str, fault: Option<&str>) -> (Value, String) {
+    let env: Vec<(&str, &str)> = fault
+        .map(|f| ("SPRIG_AGENT_FAULT", f))
+        .into_iter()
+        .collect();
+    profile_with(jdk, flags, timing, &env, CALLS)
+}
+
+/// [`profile`] of `calls` root calls, the JVM run with `env`.
+fn profile_with(
+    jdk: &Jdk,
+    flags: &[&str],
+    timing: &str,
+    env: &[(&str, &str)],
+    calls: u64,
+) -> (Value, String) {
     let classes = fixture_classes(jdk);
     let tmp = TempDir::new("alloc");
     let out = tmp.path().join("alloc.sprig");
@@ -107,10 +122,8 @@ fn profile(jdk: &Jdk, flags: &[&str], timing: &str, fault: Option<&str>) -> (Val
     .arg("-cp")
     .arg(classes.path())
     .arg("fixtures.Allocs")
-    .arg(CALLS.to_string());
-    if let Some(f) = fault {
-        cmd.env("SPRIG_AGENT_FAULT", f);
-    }
+    .arg(calls.to_string());
+    cmd.envs(env.iter().copied());
     let mut p = Proc::spawn("sprig-run-alloc", cmd);
     p.wait_for("done", LONG, |l| l.starts_with("done"));
     let status = p.wait_exit(LONG).expect("sprig run ends with the JVM");
@@ -289,4 +302,38 @@ fn under_sampled_timing_allocations_are_recorded_from_java_after_the_first() {
             );
         }
     }
+}
+
+/// The measurement knob `exact-alloc-duty` (sprig-bench `--only
+/// alloc-duty`) pauses the exact allocation probes' recording, on the
+/// Java path and the agent's, in every other turn of 20 ms: over a run of
+/// many turns about half of the fixture's allocations are recorded, while
+/// its calls stay exact.
+#[test]
+fn the_exact_alloc_duty_knob_records_allocations_in_every_other_turn() {
+    const MANY: u64 = 300_000;
+    let Some(jdk) = sprig_tests::test_jdks("exact_alloc_duty")
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let env = [
+        ("SPRIG_AGENT_FAULT", "exact-alloc-duty"),
+        ("SPRIG_AGENT_ALLOC_DUTY_MS", "20"),
+    ];
+    let (report, text) = profile_with(&jdk, &[], "sampled", &env, MANY);
+    let (got, calls) = collect(&report);
+    let path = "Allocs.root > Allocs.instances";
+    assert_eq!(calls.get(path).copied(), Some(MANY), "{text}");
+    let points = got
+        .get(&(path.to_string(), "fixtures.Allocs$Point".to_string()))
+        .map_or(0, |a| a.0);
+    // two a call while recording
+    let share = points as f64 / (2 * MANY) as f64;
+    assert!(
+        (0.2..=0.8).contains(&share),
+        "{points} points recorded of {} ({share:.3})\n{text}",
+        2 * MANY
+    );
 }

@@ -628,6 +628,14 @@ public final class Probe {
         }
     }
 
+    /**
+     * Non-zero while the allocation probes record nothing: the off turns of
+     * the agent's measurement knob {@code exact-alloc-duty} (what the exact
+     * path costs, measured in turns within one session), 0 otherwise. Read
+     * only on a thread inside a root context.
+     */
+    static volatile int allocPause;
+
     /** The instance size the agent learned for a {@code new} site, 0 before. */
     private static long instanceBytes(int site) {
         return (site >>> 18) != 0 ? 0 : U.getInt(SITES + ((long) site << 2));
@@ -668,7 +676,7 @@ public final class Probe {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
         long w = u.getLong(e + 8);
-        if ((w >>> 32) == 0) {
+        if ((w >>> 32) == 0 || allocPause != 0) {
             return true;
         }
         if (bytes <= 0) {
