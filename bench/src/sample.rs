@@ -290,9 +290,9 @@ fn suggestions(report: &Value, want: &[String]) -> (Vec<String>, Option<String>)
 /// Java code; `jdk.NativeMethodSample`: threads in native methods) of a
 /// recording, in the recording's order.
 fn jfr_leaves(ctx: &Ctx, rec: &Path, event: &str) -> Result<Vec<String>> {
-    let text = truth::tool(
+    let mut leaves = Vec::new();
+    truth::each_jfr_event(
         &ctx.env.jdk,
-        "jfr",
         &[
             "print".into(),
             "--json".into(),
@@ -302,19 +302,17 @@ fn jfr_leaves(ctx: &Ctx, rec: &Path, event: &str) -> Result<Vec<String>> {
             event.into(),
             rec.display().to_string(),
         ],
-    )?;
-    let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
-    Ok(v["recording"]["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            e["values"]["stackTrace"]["frames"]
+        |e| {
+            if let Some(k) = e["values"]["stackTrace"]["frames"]
                 .as_array()
                 .and_then(|f| f.first())
                 .and_then(truth::frame_key)
-        })
-        .collect())
+            {
+                leaves.push(k);
+            }
+        },
+    )?;
+    Ok(leaves)
 }
 
 /// Samples per method of a list of leaves.

@@ -133,36 +133,53 @@ fn event_duration(e: &Value) -> Option<f64> {
 /// when it has none), and also the times of the recording's
 /// RetransformClasses events and its compilations of methods in `known`
 /// (time, `class::method`).
-#[allow(clippy::type_complexity)]
+#[cfg(test)]
 fn jfr_self_timed(
     recording: &Value,
     roots: &BTreeSet<String>,
     known: &BTreeSet<String>,
 ) -> (Vec<(String, f64)>, usize, Events) {
-    let mut inside = Vec::new();
-    let mut total = 0;
-    let mut events = Events::default();
+    let mut acc = JfrAcc::default();
     let recs = recording
         .get("recording")
         .and_then(|r| r.get("events"))
         .and_then(Value::as_array);
     for e in recs.into_iter().flatten() {
+        acc.take(e, roots, known);
+    }
+    acc.finish()
+}
+
+/// What [`jfr_self_timed`] gathers, one event at a time (a recording's
+/// events are read as they come: `jfr print --json` of a javac window
+/// runs to gigabytes).
+#[derive(Default)]
+struct JfrAcc {
+    inside: Vec<(String, f64)>,
+    total: usize,
+    events: Events,
+}
+
+impl JfrAcc {
+    fn take(&mut self, e: &Value, roots: &BTreeSet<String>, known: &BTreeSet<String>) {
         match e.get("type").and_then(Value::as_str) {
             Some("jdk.RetransformClasses") => {
                 // The window begins when the redefinition is done.
                 if let Some(t) = event_secs(e) {
-                    events.switches.push(t + event_duration(e).unwrap_or(0.0));
+                    self.events
+                        .switches
+                        .push(t + event_duration(e).unwrap_or(0.0));
                 }
-                continue;
+                return;
             }
             Some("jdk.Compilation") => {
                 let m = e.get("values").and_then(frame_key);
                 if let (Some(t), Some(m)) = (event_secs(e), m)
                     && known.contains(&m)
                 {
-                    events.compiles.push(t);
+                    self.events.compiles.push(t);
                 }
-                continue;
+                return;
             }
             _ => {}
         }
@@ -172,9 +189,9 @@ fn jfr_self_timed(
             .and_then(|s| s.get("frames"))
             .and_then(Value::as_array)
         else {
-            continue;
+            return;
         };
-        total += 1;
+        self.total += 1;
         let keys: Vec<Option<String>> = frames.iter().map(frame_key).collect();
         // frames[0] is the top of the stack; the root's outermost frame is
         // the last one that matches.
@@ -182,19 +199,23 @@ fn jfr_self_timed(
             .iter()
             .rposition(|k| k.as_ref().is_some_and(|k| roots.contains(k)))
         else {
-            continue;
+            return;
         };
         if let Some(k) = keys[..=ri]
             .iter()
             .flatten()
             .find(|k| known.contains(k.as_str()))
         {
-            inside.push((k.clone(), event_secs(e).unwrap_or(f64::NAN)));
+            self.inside
+                .push((k.clone(), event_secs(e).unwrap_or(f64::NAN)));
         }
     }
-    events.switches.sort_by(f64::total_cmp);
-    events.compiles.sort_by(f64::total_cmp);
-    (inside, total, events)
+
+    fn finish(mut self) -> (Vec<(String, f64)>, usize, Events) {
+        self.events.switches.sort_by(f64::total_cmp);
+        self.events.compiles.sort_by(f64::total_cmp);
+        (self.inside, self.total, self.events)
+    }
 }
 
 /// A recording's RetransformClasses events and its compilations of the
@@ -553,9 +574,9 @@ fn read_jfr(
     roots: &BTreeSet<String>,
     known: &BTreeSet<String>,
 ) -> Result<JfrWindow> {
-    let text = tool(
+    let mut acc = JfrAcc::default();
+    super::jfr_stream::each_event(
         &ctx.env.jdk,
-        "jfr",
         &[
             "print".into(),
             "--json".into(),
@@ -567,9 +588,9 @@ fn read_jfr(
                 .into(),
             rec.display().to_string(),
         ],
+        |e| acc.take(&e, roots, known),
     )?;
-    let v: Value = serde_json::from_str(&text).context("parsing jfr print --json")?;
-    let (timed, total, events) = jfr_self_timed(&v, roots, known);
+    let (timed, total, events) = acc.finish();
     let (inside, times) = timed.into_iter().unzip();
     Ok(JfrWindow {
         inside,

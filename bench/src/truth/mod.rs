@@ -369,6 +369,7 @@ pub fn accuracy(ctx: &Ctx) -> Result<Value> {
 }
 
 mod jfr;
+mod jfr_stream;
 
 /// The command-line arguments of a workload JVM whose JFR samples are a
 /// benchmark's truth. JFR keeps 64 frames a stack by default (javac's
@@ -395,6 +396,7 @@ pub fn jfr_truth_jvm_args() -> Vec<String> {
 }
 pub(crate) use jfr::{JFC, frame_key, tool, top};
 pub use jfr::{jfr, overlap};
+pub(crate) use jfr_stream::each_event as each_jfr_event;
 
 /// The terminal lines of `accuracy` and `jfr`.
 pub fn print(name: &str, v: &Value) {
