@@ -13,17 +13,18 @@ fn bytes(p: &Profile) -> Vec<u8> {
     v
 }
 
-/// The version 10 file of a profile without live objects nor allocation
-/// samples: a version 12 file (of such a profile, the bytes of version 11)
-/// without the live flag (u8 0) before the end marker.
-fn downgrade_to_v10(v12: &[u8]) -> Vec<u8> {
-    let mut v = v12.to_vec();
-    assert_eq!(v[8..12], 12u32.to_le_bytes());
+/// The version 10 file of a profile without live objects, allocation
+/// samples nor windows timing: a version 13 file (of such a profile, the
+/// bytes of version 11) without the live and windows flags (u8 0 each)
+/// before the end marker.
+fn downgrade_to_v10(v13: &[u8]) -> Vec<u8> {
+    let mut v = v13.to_vec();
+    assert_eq!(v[8..12], 13u32.to_le_bytes());
     v[8..12].copy_from_slice(&10u32.to_le_bytes());
     let end = v.len() - 8;
     assert_eq!(&v[end..], b"SPRIGEND");
-    assert_eq!(v[end - 1], 0, "live objects");
-    v.remove(end - 1);
+    assert_eq!(v[end - 2..end], [0, 0], "live objects or windows timing");
+    v.drain(end - 2..end);
     v
 }
 
@@ -501,11 +502,11 @@ fn agent_stats_round_trip_and_version_1_still_reads() {
         }
     }
     assert_eq!(old, expected);
-    let mut v13 = plain;
-    v13[8..12].copy_from_slice(&13u32.to_le_bytes());
+    let mut v14 = plain;
+    v14[8..12].copy_from_slice(&14u32.to_le_bytes());
     assert!(matches!(
-        Profile::read_snapshot(&mut v13.as_slice()),
-        Err(SnapshotError::UnsupportedVersion(13))
+        Profile::read_snapshot(&mut v14.as_slice()),
+        Err(SnapshotError::UnsupportedVersion(14))
     ));
 }
 
@@ -525,4 +526,52 @@ fn the_command_survives_a_snapshot() {
         String::from_utf8_lossy(&text)
     );
     assert_eq!(Profile::new(1).target.command(), "profile");
+}
+
+/// Windows timing's facts survive a snapshot (version 13): the report of
+/// a snapshot says windows timing, its counted and silent root calls and
+/// its scale, as the run's report did.
+#[test]
+fn windows_timing_survives_a_snapshot() {
+    use sprig_callgraph::profile::WindowFacts;
+    use sprig_wire::control::{Silence, StackSource, WindowSwitches};
+    let mut p = Profile::new(1_000_000_000);
+    p.timing = sprig_wire::control::Timing::Sampled;
+    let facts = WindowFacts {
+        counting_ms: 200,
+        silent_ms: 4800,
+        interval_us: 1000,
+        counted_root_calls: 20,
+        silent_root_calls: 4380,
+        samples: 912,
+        samples_outside: 7,
+        source: Some(StackSource::Timer),
+        samples_dropped: 31,
+        samples_in_probes: 2,
+        silence: Silence::Original,
+        switches: Some(WindowSwitches {
+            to_original: 5,
+            to_instrumented: 4,
+            classes: 660,
+            failed: 1,
+            ns: 350_000_000,
+            max_ns: 137_000_000,
+            cut: 1,
+        }),
+    };
+    p.stats.windows = Some(facts);
+    let before = render(&p, &RenderOptions::default(), Format::Text);
+    let data = bytes(&p);
+    let back = Profile::read_snapshot(&mut data.as_slice()).expect("reads");
+    assert_eq!(back.stats.windows, Some(facts));
+    let after = render(&back, &RenderOptions::default(), Format::Text);
+    assert_eq!(
+        String::from_utf8_lossy(&after),
+        String::from_utf8_lossy(&before)
+    );
+    // And without them, none come back.
+    p.stats.windows = None;
+    let data = bytes(&p);
+    let back = Profile::read_snapshot(&mut data.as_slice()).expect("reads");
+    assert_eq!(back.stats.windows, None);
 }

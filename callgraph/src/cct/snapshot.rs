@@ -42,6 +42,13 @@
 //! owners (v10): u32 n, n × (u32 id, str thread, str context)
 //! sampled (v10): u32 n, n × (u32 id, str class signature),
 //!              u8 present [u64 samples outside roots, u64 bytes_est]
+//! live (v11): u8 present [the live objects' figures]
+//! windows (v13): u8 present [u32 counting_ms, silent_ms, u64 interval_us,
+//!              counted_root_calls, silent_root_calls, samples, samples_outside,
+//!              u8 source (0 none, 1 jvmti, 2 timer), u64 samples_dropped,
+//!              samples_in_probes, u8 silence (0 dormant, 1 original),
+//!              u8 switches present [u32 to_original, to_instrumented,
+//!              u64 classes, failed, ns, max_ns, u32 cut]]
 //! magic "SPRIGEND"
 //! str = u32 byte length + UTF-8 bytes
 //! ```
@@ -62,7 +69,7 @@ use std::io::{self, Read, Write};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRIGSNP";
 const END_MAGIC: &[u8; 8] = b"SPRIGEND";
-pub const SNAPSHOT_VERSION: u32 = 12;
+pub const SNAPSHOT_VERSION: u32 = 13;
 /// Oldest version this build still reads (v1 lacks the agent block).
 const OLDEST_VERSION: u32 = 1;
 /// Longest string accepted when reading (class names, thread names, warnings).
@@ -324,6 +331,14 @@ impl Profile {
                 write_live(&mut w, l)?;
             }
         }
+        // v13: windows timing's facts
+        match &self.stats.windows {
+            None => w.u8(0)?,
+            Some(f) => {
+                w.u8(1)?;
+                write_windows(&mut w, f)?;
+            }
+        }
         w.w.write_all(END_MAGIC)
     }
 
@@ -514,12 +529,108 @@ impl Profile {
                 x => return Err(corrupt(format!("live flag {x}"))),
             };
         }
+        if version >= 13 {
+            p.stats.windows = match r.u8()? {
+                0 => None,
+                1 => Some(read_windows(&mut r)?),
+                x => return Err(corrupt(format!("windows flag {x}"))),
+            };
+        }
         let end: [u8; 8] = r.bytes()?;
         if &end != END_MAGIC {
             return Err(corrupt("missing end marker"));
         }
         Ok(p)
     }
+}
+
+fn write_windows(w: &mut W<'_>, f: &crate::profile::WindowFacts) -> io::Result<()> {
+    use sprig_wire::control::{Silence, StackSource};
+    w.u32(f.counting_ms)?;
+    w.u32(f.silent_ms)?;
+    for v in [
+        f.interval_us,
+        f.counted_root_calls,
+        f.silent_root_calls,
+        f.samples,
+        f.samples_outside,
+    ] {
+        w.u64(v)?;
+    }
+    w.u8(match f.source {
+        None => 0,
+        Some(StackSource::Jvmti) => 1,
+        Some(StackSource::Timer) => 2,
+    })?;
+    w.u64(f.samples_dropped)?;
+    w.u64(f.samples_in_probes)?;
+    w.u8(match f.silence {
+        Silence::Dormant => 0,
+        Silence::Original => 1,
+    })?;
+    match &f.switches {
+        None => w.u8(0),
+        Some(s) => {
+            w.u8(1)?;
+            w.u32(s.to_original)?;
+            w.u32(s.to_instrumented)?;
+            for v in [s.classes, s.failed, s.ns, s.max_ns] {
+                w.u64(v)?;
+            }
+            w.u32(s.cut)
+        }
+    }
+}
+
+fn read_windows(r: &mut R<'_>) -> Result<crate::profile::WindowFacts, SnapshotError> {
+    use sprig_wire::control::{Silence, StackSource, WindowSwitches};
+    let counting_ms = r.u32()?;
+    let silent_ms = r.u32()?;
+    let interval_us = r.u64()?;
+    let counted_root_calls = r.u64()?;
+    let silent_root_calls = r.u64()?;
+    let samples = r.u64()?;
+    let samples_outside = r.u64()?;
+    let source = match r.u8()? {
+        0 => None,
+        1 => Some(StackSource::Jvmti),
+        2 => Some(StackSource::Timer),
+        x => return Err(corrupt(format!("stack source {x}"))),
+    };
+    let samples_dropped = r.u64()?;
+    let samples_in_probes = r.u64()?;
+    let silence = match r.u8()? {
+        0 => Silence::Dormant,
+        1 => Silence::Original,
+        x => return Err(corrupt(format!("silence {x}"))),
+    };
+    let switches = match r.u8()? {
+        0 => None,
+        1 => Some(WindowSwitches {
+            to_original: r.u32()?,
+            to_instrumented: r.u32()?,
+            classes: r.u64()?,
+            failed: r.u64()?,
+            ns: r.u64()?,
+            max_ns: r.u64()?,
+            cut: r.u32()?,
+        }),
+        x => return Err(corrupt(format!("switches flag {x}"))),
+    };
+    Ok(crate::profile::WindowFacts {
+        counting_ms,
+        silent_ms,
+        interval_us,
+        counted_root_calls,
+        silent_root_calls,
+        samples,
+        samples_outside,
+        source,
+        samples_dropped,
+        samples_in_probes,
+        silence,
+        switches,
+    })
 }
 
 fn write_figures(w: &mut W<'_>, f: &LiveFigures) -> io::Result<()> {

@@ -337,3 +337,34 @@ fn the_exact_alloc_duty_knob_records_allocations_in_every_other_turn() {
         2 * MANY
     );
 }
+
+/// Under windows timing the allocation probes record in the counted root
+/// calls only, exactly there: the objects per counted call are the
+/// fixture's, and the silent root calls add none (their probes record
+/// nothing, so the exact path costs only in the counting windows).
+#[test]
+fn under_windows_timing_allocations_are_exact_per_counted_root_call() {
+    const MANY: u64 = 300_000;
+    let Some(jdk) = sprig_tests::test_jdks("alloc_windows").into_iter().next() else {
+        return;
+    };
+    let (report, text) = profile_with(&jdk, &[], "windows", &[], MANY);
+    let counted = report["windows"]["counted_root_calls"]
+        .as_u64()
+        .unwrap_or(0);
+    let silent = report["windows"]["silent_root_calls"].as_u64().unwrap_or(0);
+    assert!(
+        counted > 0 && silent > 0,
+        "{counted} counted, {silent} silent\n{text}"
+    );
+    let (got, calls) = collect(&report);
+    let path = "Allocs.root > Allocs.instances";
+    let k = calls.get(path).copied().unwrap_or(0);
+    assert!(k > 0 && k < MANY, "{k} counted calls of {path}\n{text}");
+    let objects = |class: &str| {
+        got.get(&(path.to_string(), class.to_string()))
+            .map_or(0, |a| a.0)
+    };
+    assert_eq!(objects("fixtures.Allocs$Point"), 2 * k, "{text}");
+    assert_eq!(objects("fixtures.Allocs$Outer$Inner"), k, "{text}");
+}
