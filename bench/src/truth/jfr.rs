@@ -488,7 +488,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                 let windows = crate::proc::is_windows(mode);
                 let k = if windows { k * WINDOWS_ITERATIONS } else { k };
                 eprintln!(
-                    "sprig-bench: jfr: {wl} {label}, timing {mode}, repeat {}/{}: JFR over {} bare iterations, then sprig and JFR over {k} profiled ones",
+                    "sprig-bench: jfr: {wl} {label}, timing {mode}, repeat {}/{}: JFR over {} bare iterations and {k} more (the control), then sprig and JFR over {k} profiled ones",
                     rep + 1,
                     ctx.repeats,
                     k_bare * BARE_WINDOWS
@@ -496,10 +496,17 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                 let name = format!("jfr-{wl}-{mode}-{}", rep + 1);
                 let rec_bare = ctx.env.scratch.path.join(format!("{name}-bare.jfr"));
                 let rec_prof = ctx.env.scratch.path.join(format!("{name}-profiled.jfr"));
+                let rec_again = ctx.env.scratch.path.join(format!("{name}-bare-again.jfr"));
                 // The bare window; its samples are charged once sprig's
                 // tree (which methods it holds) is known.
                 jfr_start(ctx, pid, &jfc, &rec_bare)?;
                 iter(&mut jvm, k_bare * BARE_WINDOWS, def.iteration_bound)?;
+                jfr_stop(ctx, pid)?;
+                // The control: as many bare iterations as the profiled
+                // window, right after (what drift and JFR's own noise give
+                // at that length, with no sprig).
+                jfr_start(ctx, pid, &jfc, &rec_again)?;
+                iter(&mut jvm, k, def.iteration_bound)?;
                 jfr_stop(ctx, pid)?;
                 let sargs = SprigArgs {
                     roots: r.roots.clone(),
@@ -527,6 +534,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                 stopped_rec?;
                 let bare = read_jfr(ctx, &rec_bare, &roots, &known)?;
                 let prof = read_jfr(ctx, &rec_prof, &roots, &known)?;
+                let again = read_jfr(ctx, &rec_again, &roots, &known)?;
                 if bare.inside.is_empty() {
                     bail!(
                         "jfr: {wl}: none of JFR's {} samples of the bare window is inside {}",
@@ -541,6 +549,9 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                     "jfr_profiled": prof.figures(&sprig_self),
                     // What the probes do to the program as JFR sees it.
                     "jfr_profiled_vs_bare": overlap(&counts(&prof.inside), &counts(&bare.inside)),
+                    // The control: bare again, as long as the profiled window.
+                    "jfr_bare_again_vs_bare": overlap(&counts(&again.inside), &counts(&bare.inside)),
+                    "jfr_bare_again_samples_in_root": again.inside.len(),
                     // Original-bytes silence: the program JFR sees by the
                     // time since each switch into a silent window.
                     "jfr_profiled_since_switch": prof.since_switch(&bare),
@@ -556,6 +567,7 @@ pub fn jfr(ctx: &Ctx) -> Result<Value> {
                 }));
                 let _ = std::fs::remove_file(&rec_bare);
                 let _ = std::fs::remove_file(&rec_prof);
+                let _ = std::fs::remove_file(&rec_again);
             }
         }
         jvm.quit()?;

@@ -487,7 +487,7 @@ pub fn print(name: &str, v: &Value) {
                 println!("  note: {}", s.as_str().unwrap_or(""));
             }
             println!(
-                "  JFR bare: over 10 times as many bare iterations of the same JVM right before the session (the program without probes); JFR profiled: over the profiled iterations themselves; JFR p/b: JFR profiled against JFR bare (what the probes change)"
+                "  JFR bare: over 10 times as many bare iterations of the same JVM right before the session (the program without probes); JFR profiled: over the profiled iterations themselves; JFR p/b: JFR profiled against JFR bare (what the probes change; the control line: the same with no sprig)"
             );
             println!(
                 "  halves: JFR's first half of its samples against its second (sampling noise); in root: JFR's samples inside the root"
@@ -543,6 +543,15 @@ pub fn print(name: &str, v: &Value) {
                     top_of(r.get("sprig_top")),
                     top_of(r.get("jfr_bare").and_then(|b| b.get("top"))),
                 );
+                if let Some(c) = r.get("jfr_bare_again_vs_bare").and_then(Value::as_f64) {
+                    println!(
+                        "  {:<30} control: JFR over as many bare iterations again, right after the bare window, against JFR bare: {c:.3} ({} samples in root; what p/b reads with no sprig)",
+                        "",
+                        r.get("jfr_bare_again_samples_in_root")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0)
+                    );
+                }
                 if let Some(w) = r.get("windows").filter(|w| !w.is_null()) {
                     let n = |k: &str| w.get(k).and_then(Value::as_u64).unwrap_or(0);
                     println!(
