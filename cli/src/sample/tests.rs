@@ -136,8 +136,15 @@ fn session(extra: &[&str]) -> (Value, Option<StackOptions>) {
         own_cpu: super::own_cpu::Meter::new(0),
     };
     let code = s.run(work).expect("the session");
-    assert_eq!(code, ExitCode::SUCCESS);
-    let stacks = thread.join().unwrap().expect("the agent");
+    // What the played agent met, before the session's exit code: a session
+    // that ended early says only that the agent closed the connection.
+    let agent_result = thread.join().unwrap();
+    assert_eq!(
+        code,
+        ExitCode::SUCCESS,
+        "the played agent: {agent_result:?}"
+    );
+    let stacks = agent_result.expect("the agent");
     let text = std::fs::read_to_string(&out).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     (
