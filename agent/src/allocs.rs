@@ -30,10 +30,10 @@
 //! - after a copy whose class the code does not fix (an instance's
 //!   `Object.clone()`, a `super.clone()` naming `java/lang/Object`; a
 //!   reference array's `clone()`, a generic `T[]` naming `Object[]`) the
-//!   probe gets the copy, weighed by `GetObjectSize` each time: it is of
-//!   the class the site names or of a subclass (an array of a subtype),
-//!   and a copy of another class is recorded at a site of its own for
-//!   that class ([`copy_site`]), announced when first seen.
+//!   probe gets the copy, weighed by `GetObjectSize` on the agent's path:
+//!   it is of the class the site names or of a subclass (an array of a
+//!   subtype), and a copy of another class is recorded at a site of its
+//!   own for that class ([`copy_site`]), announced when first seen.
 //!
 //! Under sampled timing the probe class records most allocations itself,
 //! with no JNI call (`ffi/slots.rs`): once a `new` site's instance size is
@@ -42,9 +42,17 @@
 //! object alignment, with the base, scale and alignment of its element
 //! type (the site's word names the type) fitted once per process to
 //! `GetObjectSize` of arrays of every length from 0 to [`LAYOUT_LENGTHS`]
-//! ([`fit_layout`]). Only a site's
-//! first allocation, an element type's first, a `multianewarray` and a
-//! copy go through JNI; so does every allocation under exact timing.
+//! ([`fit_layout`]). A copy's class is what the Java probe checks: the
+//! agent answers a site's first copy of a class with the site that class's
+//! copies are recorded at, having written what they weigh (an instance's
+//! size, or the array's element type) where the Java probe reads it, and
+//! the probe keeps the last two classes of each site (`Probe.COPIES`) and
+//! records their copies itself. Only a site's first allocation, an
+//! element type's first, a copy site's first of each class (and any copy
+//! of a third class in turn), and a `multianewarray` go through JNI; so
+//! does every allocation under exact timing. (H2's B-tree pages are
+//! copied by `Page.clone()`, a `super.clone()` of two classes, about 14
+//! times a statement; BENCHMARKS.md has what their JNI calls cost.)
 
 use crate::ffi::{Jni, Jvmti, Local, slots};
 use crate::outbox;
@@ -245,6 +253,42 @@ fn copy_site(site: u32, descriptor: &str) -> Option<u32> {
     Some(id)
 }
 
+/// Lets the Java path weigh the copies recorded at copy site `at`, of
+/// class `descriptor` (`Probe.copyBytes`): an instance's size (`bytes`, the
+/// same for every instance of a class) or, for an array class, its
+/// element type, whose layout is learned first if it is not yet.
+fn teach_copy(jni: Jni<'_>, jvmti: &Jvmti, at: u32, descriptor: &str, bytes: u64) {
+    if slots::alloc_site(at) != 0 {
+        return;
+    }
+    if !descriptor.starts_with('[') {
+        if let Ok(b) = i32::try_from(bytes)
+            && b > 0
+        {
+            slots::set_alloc_site(at, b);
+        }
+        return;
+    }
+    let k = element_code(descriptor);
+    if slots::array_layout(usize::from(k)) == 0
+        && let Some(l) = learn_layout(jni, jvmti, k)
+    {
+        slots::set_array_layout(usize::from(k), l);
+    }
+    if slots::array_layout(usize::from(k)) != 0 {
+        slots::set_alloc_site(at, slots::array_site(k));
+    }
+}
+
+/// Where the Java path records the next copies of the class a copy at
+/// site `site` was recorded at `at` for (`Probe.nCopy`): `at`, when
+/// `site` is a copy site and the Java path can weigh what `at` records.
+pub fn java_copy_site(site: u32, at: u32) -> Option<u32> {
+    let word = sites().get(site as usize)?.load(Ordering::Acquire);
+    (word & 0xff == KIND_COPY && !JNI_ONLY.load(Ordering::Relaxed) && slots::alloc_site(at) != 0)
+        .then_some(at)
+}
+
 /// The code of an array's element type in the slot table's layouts, from
 /// the array's descriptor (`[I`): 0 for references (`[L...;`, `[[...`),
 /// 1 to 8 for boolean, byte, char, short, int, float, long, double (the
@@ -420,16 +464,23 @@ pub fn weigh(
                 let c = jni.object_class(object)?;
                 jvmti.class_signature(c).ok()
             });
-            let Some(at) = class.and_then(|d| copy_site(site, &d)) else {
+            let Some((at, descriptor)) = class.and_then(|d| Some((copy_site(site, &d)?, d))) else {
                 return true;
             };
+            // The Java path records the next copies of this class here
+            // once it can weigh them (`Probe.COPIES`, `nCopy`).
+            let java = !JNI_ONLY.load(Ordering::Relaxed);
+            let taught = java && slots::alloc_site(at) != 0;
+            if java && !taught {
+                teach_copy(jni, jvmti, at, &descriptor, bytes);
+            }
             out(AllocLevel {
                 level: 0,
                 count: 1,
                 bytes,
                 site: (at != site).then_some(at),
             });
-            true
+            !taught
         }
         _ => false,
     }

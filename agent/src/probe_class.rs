@@ -4,8 +4,8 @@
 
 use crate::error::AgentError;
 use crate::ffi::{
-    FieldId, Global, Jni, Local, ProbeNatives, alloc_length_native, alloc_native, probe_natives,
-    reflected_native, site_native, slots, table_native, virtual_native,
+    FieldId, Global, Jni, Local, ProbeNatives, alloc_length_native, alloc_native, copy_native,
+    probe_natives, reflected_native, site_native, slots, table_native, virtual_native,
 };
 use sprig_rewriter::ProbeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,6 +88,10 @@ struct ProbeClass {
     /// `Probe.allocPause` (the measurement knob `exact-alloc-duty`),
     /// absent in a probe class an older sprig defined.
     alloc_pause: Option<FieldId>,
+    /// `Probe.COPIES` (where each `clone()` site's copies are recorded, by
+    /// class: a fresh array per `--alloc` session), absent in a probe
+    /// class an older sprig defined.
+    copies: Option<FieldId>,
 }
 
 /// Call sites `Probe.RECEIVERS` has room for: site ids run below this.
@@ -135,6 +139,10 @@ static SITES_BOUND: AtomicBool = AtomicBool::new(false);
 static ALLOCS_BOUND: AtomicBool = AtomicBool::new(false);
 /// `Probe.nAllocLength` is bound to this library (this attach).
 static ALLOC_LENGTHS_BOUND: AtomicBool = AtomicBool::new(false);
+/// `Probe.nCopy` is bound to this library (this attach).
+static COPIES_BOUND: AtomicBool = AtomicBool::new(false);
+/// `clone()` sites `Probe.COPIES` has room for: site ids run below this.
+const COPY_SLOTS: i32 = 1 << 16;
 /// `Probe.nReflected` is bound to this library (this attach).
 static REFLECTED_BOUND: AtomicBool = AtomicBool::new(false);
 /// Slots of a session's `Probe.REFLECTED` (a power of two): two per
@@ -222,6 +230,12 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 .is_ok(),
             Ordering::Release,
         );
+        // Absent from a probe class an older sprig defined: every copy
+        // goes to `nAlloc`.
+        COPIES_BOUND.store(
+            jni.register_natives(class, &[copy_native::<P>()]).is_ok(),
+            Ordering::Release,
+        );
         // Absent from a probe class an older sprig defined: it counts root
         // calls on virtual threads as skipped.
         let _ = jni.register_natives(class, &[virtual_native::<P>()]);
@@ -257,6 +271,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             let counts = jni.find_static_field(class, "COUNTS", c"[J");
             let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
             let alloc_pause = jni.find_static_field(class, "allocPause", c"I");
+            let copies = jni.find_static_field(class, "COPIES", c"[Ljava/lang/Object;");
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
                 class,
@@ -270,6 +285,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 counts,
                 bursts,
                 alloc_pause,
+                copies,
             });
         }
         let fast = ffm
@@ -508,11 +524,18 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
 /// A session starts: every id dormant in `Probe.LIVE` (a probe class an
 /// older sprig defined), the receiver classes remembered by the `used`
 /// watched sites of earlier sessions forgotten, and a fresh
-/// `Probe.REFLECTED` (before any root context of the session opens).
-pub fn begin_session(jni: Jni<'_>, used: u32) {
+/// `Probe.REFLECTED` and, with `--alloc` (`allocs`), `Probe.COPIES`
+/// (before any root context of the session opens).
+pub fn begin_session(jni: Jni<'_>, used: u32, allocs: bool) {
     clear_live(jni);
     clear_sites(jni, used);
     fresh_reflected(jni, true);
+    fresh_array(
+        jni,
+        |p| p.copies,
+        allocs && COPIES_BOUND.load(Ordering::Acquire),
+        COPY_SLOTS * 2,
+    );
 }
 
 /// The session ends: the receiver classes its `used` watched sites
@@ -522,6 +545,7 @@ pub fn begin_session(jni: Jni<'_>, used: u32) {
 pub fn end_session(jni: Jni<'_>, used: u32) {
     clear_sites(jni, used);
     fresh_reflected(jni, false);
+    fresh_array(jni, |p| p.copies, false, 0);
 }
 
 /// Gives `Probe.REFLECTED` a new empty array (`start`) or null: the
@@ -530,22 +554,26 @@ pub fn end_session(jni: Jni<'_>, used: u32) {
 /// alone; one whose `nReflected` could not be bound to this library gets
 /// null (its reflective calls all go to `nReflect`).
 fn fresh_reflected(jni: Jni<'_>, start: bool) {
-    let Some(ProbeClass {
-        class,
-        reflected: Some(f),
-        ..
-    }) = PROBE.get()
-    else {
+    let array = start && REFLECTED_BOUND.load(Ordering::Acquire);
+    fresh_array(jni, |p| p.reflected, array, REFLECTED_SLOTS);
+}
+
+/// Gives the static `Object[]` field `field` picks a new empty array of
+/// `len` slots (`fresh`) or null; a probe class without the field is left
+/// alone.
+fn fresh_array(
+    jni: Jni<'_>,
+    field: impl FnOnce(&ProbeClass) -> Option<FieldId>,
+    fresh: bool,
+    len: i32,
+) {
+    let Some((class, f)) = PROBE.get().and_then(|p| Some((&p.class, field(p)?))) else {
         return;
     };
-    let array = start && REFLECTED_BOUND.load(Ordering::Acquire);
     jni.with_local_frame(4, |jni| {
-        match array
-            .then(|| jni.new_object_array(REFLECTED_SLOTS))
-            .flatten()
-        {
-            Some(a) => jni.set_static_object(class, *f, a),
-            None => jni.clear_static_object(class, *f),
+        match fresh.then(|| jni.new_object_array(len)).flatten() {
+            Some(a) => jni.set_static_object(class, f, a),
+            None => jni.clear_static_object(class, f),
         }
     });
 }

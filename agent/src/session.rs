@@ -633,7 +633,7 @@ fn start_profiling(
                 .into(),
         ));
     }
-    probe_class::begin_session(jni, reveal::sites_handed());
+    probe_class::begin_session(jni, reveal::sites_handed(), allocs::on());
     threads::begin_session();
     if !so.roots_only
         && !calibrate_only

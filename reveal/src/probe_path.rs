@@ -51,6 +51,8 @@ pub const PROBES_CALL: &[&str] = &[
     // Receiver checks and the reflection watch.
     "java.lang.Object::getClass",
     "java.lang.System::identityHashCode",
+    // The allocation probes' copies of arrays (`Probe.copyBytes`; native).
+    "java.lang.reflect.Array::getLength",
     // Sampled timing's Java path (`jdk.internal.misc.Unsafe`), and what
     // its wrappers call.
     "jdk.internal.misc.**::*",

@@ -32,6 +32,10 @@ pub trait ProbeNatives: 'static {
     /// An allocation at `site`: of class `object` after a `new`, the
     /// array `object` after an array allocation.
     fn alloc(jni: Jni<'_>, object: Local<'_>, site: u32);
+    /// As [`ProbeNatives::alloc`] for the probe after a `clone()` (or a
+    /// `multianewarray`); returns the site the Java path may record
+    /// further copies of the same class at (`Probe.COPIES`), -1 for none.
+    fn copy(jni: Jni<'_>, object: Local<'_>, site: u32) -> i32;
     /// An allocation at `site` of a one-dimension array of `length`
     /// elements (the probe passes the length, never the array).
     fn alloc_length(jni: Jni<'_>, length: u32, site: u32);
@@ -238,6 +242,38 @@ extern "system" fn n_alloc<P: ProbeNatives>(
         let (jni, object) = unsafe { (Jni::from_raw(env), Local::from_raw(object)) };
         P::alloc(jni, object, site as u32)
     });
+}
+
+/// `Probe.nCopy`: records a copy (or a `multianewarray`'s array) as
+/// `nAlloc` does; returns the site the Java path may record further
+/// copies of its class at, -1 for none (a panic included).
+extern "system" fn n_copy<P: ProbeNatives>(
+    env: *mut JNIEnv,
+    _cls: jclass,
+    object: jobject,
+    site: jint,
+) -> jint {
+    catch_unwind(AssertUnwindSafe(|| {
+        if object.is_null() {
+            return -1;
+        }
+        // SAFETY: the VM passes the calling thread's JNIEnv to natives, and
+        // `object` is a non-null local reference valid for this call.
+        let (jni, object) = unsafe { (Jni::from_raw(env), Local::from_raw(object)) };
+        P::copy(jni, object, site as u32)
+    }))
+    .unwrap_or(-1)
+}
+
+/// `Probe.nCopy`, bound on its own: a probe class an older sprig defined
+/// in this JVM does not declare it (every copy goes to `nAlloc`).
+pub fn copy_native<P: ProbeNatives>() -> NativeMethod {
+    type CopyNative = extern "system" fn(*mut JNIEnv, jclass, jobject, jint) -> jint;
+    NativeMethod {
+        name: c"nCopy",
+        signature: c"(Ljava/lang/Object;I)I",
+        fn_ptr: (n_copy::<P> as CopyNative) as *mut std::ffi::c_void,
+    }
 }
 
 /// `Probe.nAlloc`, bound on its own: a probe class an older sprig defined

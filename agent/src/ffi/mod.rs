@@ -14,7 +14,7 @@ pub mod vthreads;
 
 pub use callbacks::{
     ClassFile, MonitorEvent, ProbeNatives, VmEvents, WaitNatives, alloc_length_native,
-    alloc_native, install, probe_natives, reflected_native, site_native, table_native,
+    alloc_native, copy_native, install, probe_natives, reflected_native, site_native, table_native,
     virtual_native, wait_natives,
 };
 pub use cpu::{Affinity, gettid};

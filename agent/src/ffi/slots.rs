@@ -213,6 +213,11 @@ pub fn set_alloc_site(id: u32, word: i32) {
     }
 }
 
+/// What the Java allocation probes know of site `id` (0: nothing).
+pub fn alloc_site(id: u32) -> i32 {
+    site_word(id as usize).map_or(0, |w| w.load(Ordering::Acquire))
+}
+
 /// Forgets every allocation site (a new session hands out its own ids).
 pub fn clear_alloc_sites(below: u32) {
     for id in 0..(below as usize).min(ALLOC_SITES) {

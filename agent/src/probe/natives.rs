@@ -67,6 +67,9 @@ impl crate::ffi::ProbeNatives for Natives {
     fn alloc_length(jni: Jni<'_>, length: u32, site: u32) {
         alloc_length(jni, length, site)
     }
+    fn copy(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) -> i32 {
+        copy(jni, object, site)
+    }
     #[inline(always)]
     fn fast_enter(id: u32) -> i32 {
         fast_enter(id)
@@ -95,6 +98,25 @@ pub fn alloc(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) {
     record_alloc(site, |jvmti, out| {
         allocs::weigh(jni, jvmti, site, object, out)
     });
+}
+
+/// `Probe.nCopy`: a copy made at `site` by `clone()` (or a
+/// `multianewarray`'s array), recorded as [`alloc`] records it; returns
+/// the site the Java path may record further copies of its class at
+/// (`allocs::java_copy_site`), -1 for none.
+pub fn copy(jni: Jni<'_>, object: crate::ffi::Local<'_>, site: u32) -> i32 {
+    let mut at = None;
+    record_alloc(site, |jvmti, out| {
+        allocs::weigh(jni, jvmti, site, object, &mut |l| {
+            if l.level == 0 {
+                at = Some(l.site.unwrap_or(site));
+            }
+            out(l);
+        })
+    });
+    at.and_then(|at| allocs::java_copy_site(site, at))
+        .and_then(|at| i32::try_from(at).ok())
+        .unwrap_or(-1)
 }
 
 /// `Probe.nAllocLength`: an allocation at `site` of a one-dimension array

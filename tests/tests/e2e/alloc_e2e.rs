@@ -283,8 +283,9 @@ fn allocations_per_context_are_exact_and_weigh_what_the_jvm_says() {
 
 /// Under sampled timing the probes write allocation records from Java:
 /// only a site's first allocation (its instance size learned), an array
-/// type's first (its layout learned) and a `multianewarray` go through
-/// JNI. The agent's test hook drops every other allocation the native
+/// type's first (its layout learned), a `clone()` site's first copy of
+/// each class (a class and a subclass at one site, a `Point[]` where the
+/// code names `Object[]`) and a `multianewarray` go through JNI. The agent's test hook drops every other allocation the native
 /// path sees, so the counts and bytes are exact only if the Java path
 /// recorded them, on JDK 25 with compact object headers too.
 #[test]

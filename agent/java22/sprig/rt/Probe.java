@@ -629,13 +629,92 @@ public final class Probe {
         if (active > 0) {
             long t = Thread.currentThread().threadId();
             if (TABLE != 0 && mine(t)) {
-                if (!javaAlloc(t, site, 0)) {
+                if (!javaCopy(t, a, site)) {
                     nAlloc(a, site);
                 }
             } else if (INSIDE[(int) t & SLOT_MASK] != 0) {
                 nAlloc(a, site);
             }
         }
+    }
+
+    /**
+     * Where the copies made at each {@code clone()} site are recorded, by
+     * the copy's class: two entries per site id below
+     * {@code COPIES.length / 2} ({@code COPIES[2 * site]} the latest), each
+     * an {@code Object[]} of the class and an {@code int[]} holding the id
+     * of the site its copies are recorded at plus one, which the agent
+     * weighs for the Java path ({@link #copyBytes}). Filled here from what
+     * {@code nCopy} answers; a fresh array per session, set by the agent
+     * when the session starts with {@code --alloc} and cleared to null when
+     * it ends (null also while the agent could not bind {@code nCopy}: every
+     * copy then goes to {@code nAlloc}). An entry is never changed once
+     * stored; one read before its elements are seen (null, 0) is a miss.
+     */
+    static volatile Object[] COPIES;
+
+    /**
+     * {@link #allocArray} on an open slot of its own thread: a copy whose
+     * class this site has just seen is recorded in Java at the site the
+     * agent named for that class; any other copy, and a
+     * {@code multianewarray}, goes to the agent ({@code nCopy}), which
+     * records it and names the site for the next copies of its class when
+     * the Java path can weigh them. False when the agent is to record it
+     * with {@code nAlloc} (no table of copies, a full segment).
+     */
+    private static boolean javaCopy(long t, Object a, int site) {
+        Object[] seen = COPIES;
+        int k = site << 1;
+        if (seen == null || a == null || k < 0 || k + 1 >= seen.length) {
+            return javaAlloc(t, site, 0);
+        }
+        Class<?> c = a.getClass();
+        int at = copyAt(seen[k], c);
+        if (at < 0) {
+            at = copyAt(seen[k + 1], c);
+        }
+        if (at >= 0) {
+            return javaAlloc(t, at, copyBytes(a, at));
+        }
+        if (javaAlloc(t, site, 0)) {
+            // outside a root context, or paused: nothing to record
+            return true;
+        }
+        int r = nCopy(a, site);
+        if (r >= 0 && r < (1 << 18)) {
+            seen[k + 1] = seen[k];
+            seen[k] = new Object[] {c, new int[] {r + 1}};
+        }
+        return true;
+    }
+
+    /** The site copies of class {@code c} are recorded at by entry {@code e}, -1 for none. */
+    private static int copyAt(Object e, Class<?> c) {
+        if (!(e instanceof Object[])) {
+            return -1;
+        }
+        Object[] p = (Object[]) e;
+        if (p.length != 2 || p[0] != c || !(p[1] instanceof int[])) {
+            return -1;
+        }
+        int[] n = (int[]) p[1];
+        return n.length == 1 ? n[0] - 1 : -1;
+    }
+
+    /**
+     * The bytes of copy {@code a} recorded at site {@code at}: the
+     * instance size the agent learned for the site, or the array's from
+     * its length and the site's element type; 0 when the agent must weigh it.
+     */
+    private static long copyBytes(Object a, int at) {
+        if ((at >>> 18) != 0) {
+            return 0;
+        }
+        int w = U.getInt(SITES + ((long) at << 2));
+        if (w > 0) {
+            return w;
+        }
+        return w < 0 ? lengthBytes(java.lang.reflect.Array.getLength(a), at) : 0;
     }
 
     /**
@@ -712,6 +791,14 @@ public final class Probe {
      * {@code new}, the array {@code o} after an array allocation.
      */
     private static native void nAlloc(Object o, int site);
+
+    /**
+     * Records a copy {@code o} made at {@code site} (or the array of a
+     * {@code multianewarray} there) as {@link #nAlloc} does, and returns
+     * the id of the site further copies of its class are recorded at when
+     * the Java path can weigh them ({@link #COPIES}), -1 otherwise.
+     */
+    private static native int nCopy(Object o, int site);
 
     /**
      * Records an allocation at {@code site} of a one-dimension array of
