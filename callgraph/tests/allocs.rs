@@ -24,6 +24,12 @@ fn alloc(site: u32, level: u8, count: u32, bytes: u64) -> Vec<Event> {
         .to_vec()
 }
 
+/// One object of `bytes` at `site`, as the probe class's Java path writes
+/// it: one `Alloc` event, the bytes where a clock reading would be.
+fn one(site: u32, bytes: u64) -> Event {
+    Event::new(EventKind::Alloc, site, bytes)
+}
+
 fn site(id: u32, method: u32, descriptor: &str, dims: u8) -> Message {
     Message::AllocSite {
         id,
@@ -58,7 +64,7 @@ fn profile_k(k: u64) -> Profile {
         evs.extend(alloc(3, 0, 1, 32));
         evs.extend(alloc(3, 1, 3, 120));
         evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
-        evs.extend(alloc(1, 0, 1, 24));
+        evs.push(one(1, 24));
         evs.push(Event::new(EventKind::RootExit, 1, t + 4));
     }
     // Batches cut inside a record change nothing.
@@ -104,6 +110,63 @@ fn records_land_on_the_open_frame_by_site_and_level() {
     // The merged tree adds them up too.
     let m = p.merged();
     assert_eq!(p.node_allocs(&m.tree.nodes[1]).len(), 3);
+}
+
+/// The Java path's one-object events and the agent's records of one
+/// object each build the same profile; an event outside every root
+/// context is counted with the records there.
+#[test]
+fn one_object_events_count_as_one_object_records_do() {
+    let build = |as_events: bool| {
+        let mut b = CctBuilder::new(1_000_000_000);
+        b.set_method(1, "p.Main", "root", "()V");
+        b.set_method(2, "p.Main", "work", "()V");
+        b.apply_message(&site(1, 1, "Lp/Main$Point;", 0));
+        b.apply_message(&site(2, 2, "[I", 1));
+        let put = |evs: &mut Vec<Event>, s: u32, bytes: u64| {
+            if as_events {
+                evs.push(one(s, bytes));
+            } else {
+                evs.extend(alloc(s, 0, 1, bytes));
+            }
+        };
+        let mut evs = Vec::new();
+        put(&mut evs, 1, 24);
+        for call in 0..3u64 {
+            let t = call * 100;
+            evs.push(Event::new(EventKind::RootEntry, 1, t + 1));
+            put(&mut evs, 1, 24);
+            evs.push(Event::new(EventKind::MethodEntry, 2, t + 2));
+            put(&mut evs, 2, 16 + 4 * call);
+            put(&mut evs, 2, 16);
+            evs.push(Event::new(EventKind::MethodExit, 2, t + 3));
+            evs.push(Event::new(EventKind::RootExit, 1, t + 4));
+        }
+        b.process(0, &evs);
+        b.finish()
+    };
+    let (events, records) = (build(true), build(false));
+    assert_eq!(events.threads, records.threads);
+    let tree = &events.threads[0].tree;
+    let root = &tree.nodes[tree.roots[0] as usize];
+    let work = &tree.nodes[root.children[0] as usize];
+    let classes = |n| {
+        events
+            .node_allocs(n)
+            .into_iter()
+            .map(|c| (c.class, c.count, c.bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(classes(root), vec![("p.Main$Point".to_string(), 3, 72)]);
+    assert_eq!(classes(work), vec![("int[]".to_string(), 6, 16 * 6 + 12)]);
+    assert!(
+        events
+            .warnings
+            .iter()
+            .any(|w| w.contains("1 allocation records outside a root context")),
+        "{:?}",
+        events.warnings
+    );
 }
 
 #[test]

@@ -77,7 +77,12 @@ pub enum EventKind {
     /// A calibration sample: `id` = sample number, `aux` = 0 for an entry-like
     /// reading, 1 for an exit-like reading. Only written by the calibration run.
     Calibration = 8,
-    /// Reserved for allocation events.
+    /// One object allocated inside the root context (`--alloc`), written
+    /// by the probe class's Java path: `id` = its allocation site (the
+    /// object or array the site allocates, level 0), `ts` = its bytes, not
+    /// a clock reading. Everything else about allocations (more objects,
+    /// the levels of a `multianewarray`) comes in a
+    /// [`RECORD_ALLOC`](crate::record::RECORD_ALLOC) record.
     Alloc = 9,
     /// Reserved for monitor contention events.
     Monitor = 10,

@@ -41,7 +41,7 @@
 //!                      (alignment - 1) << 32, learned once, 0 before
 //! ```
 //!
-//! The probe class writes an allocation record itself when the word of
+//! The probe class writes an allocation event itself when the word of
 //! its site (and, for an array, its element type's layout) says what the
 //! allocation weighs; the agent writes the words, the Java probes only
 //! read them.

@@ -23,6 +23,7 @@ pub(super) const K_ADJUST: u16 = EventKind::AdjustTime as u16;
 const K_THREAD_START: u16 = EventKind::ThreadStart as u16;
 const K_THREAD_END: u16 = EventKind::ThreadEnd as u16;
 pub(super) const K_RECORD: u16 = EventKind::Record as u16;
+const K_ALLOC: u16 = EventKind::Alloc as u16;
 const K_SILENT_ENTRY: u16 = EventKind::SilentRootEntry as u16;
 const K_SILENT_EXIT: u16 = EventKind::SilentRootExit as u16;
 const K_LAST_KNOWN: u16 = EventKind::SilentRootExit as u16;
@@ -502,6 +503,11 @@ impl ThreadState {
                     self.issues.frames_open_at_thread_end += n;
                 }
                 K_THREAD_START => {}
+                K_ALLOC => {
+                    self.alloc_one(e.id, e.ts);
+                    // Not an event of the tree, as a record (below).
+                    continue;
+                }
                 K_RECORD => {
                     let rest = it.as_slice();
                     let n = e.aux as usize;
@@ -585,6 +591,17 @@ impl ThreadState {
         };
         let n = &mut self.arena.nodes[top.node as usize];
         add_alloc(&mut n.allocs, a.site, a.level, u64::from(a.count), a.bytes);
+    }
+
+    /// One object of `bytes` allocated at `site` (an [`EventKind::Alloc`]
+    /// event): it goes to the frame open now, as a record's objects do.
+    fn alloc_one(&mut self, site: u32, bytes: u64) {
+        let Some(top) = self.stack.last() else {
+            self.issues.allocs_outside_root += 1;
+            return;
+        };
+        let n = &mut self.arena.nodes[top.node as usize];
+        add_alloc(&mut n.allocs, site, 0, 1, bytes);
     }
 
     /// An allocation sample (`--alloc-interval`): it goes to the frame

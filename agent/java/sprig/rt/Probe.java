@@ -197,13 +197,11 @@ public final class Probe {
     private static final long LAYOUTS;
 
     /**
-     * The head of an allocation record (wire {@code RECORD_ALLOC}: record
-     * kind 1, event kind 12, one continuation slot), and one object in
-     * its first payload word ({@code site | level << 32 | count << 40}).
+     * The kind of a one-object allocation event (wire {@code Alloc}: event
+     * kind 9, the site in the id, the bytes where other events have their
+     * clock reading).
      */
-    private static final long ALLOC_HEAD = 1L | 12L << 32 | 1L << 48;
-
-    private static final long ONE_OBJECT = 1L << 40;
+    private static final long ALLOC_KIND = 9L << 32;
 
     static {
         long t = 0;
@@ -745,11 +743,10 @@ public final class Probe {
 
     /**
      * The Java path of the allocation probes on an open slot of its own
-     * thread: one {@code RECORD_ALLOC} record of one object of
-     * {@code bytes} at {@code site} (two event slots, published at once,
-     * as the agent's {@code push_record} does); false (the agent records
-     * it) when the bytes are unknown or the segment has no room for both
-     * slots. Nothing outside a root context.
+     * thread: one {@code Alloc} event, one object of {@code bytes} at
+     * {@code site} (one slot, half of the agent's {@code RECORD_ALLOC}
+     * record); false (the agent records it) when the bytes are unknown or
+     * the segment is full. Nothing outside a root context.
      */
     private static boolean javaAlloc(long t, int site, long bytes) {
         jdk.internal.misc.Unsafe u = U;
@@ -762,17 +759,15 @@ public final class Probe {
             return false;
         }
         int p = (int) w;
-        if (p + 2 > u.getInt(e + 16)) {
+        if (p >= u.getInt(e + 16)) {
             return false;
         }
         long b = u.getLong(e + 24);
         long a = b + ((long) p << 4);
-        u.putLong(a, 0L);
-        u.putLong(a + 8, ALLOC_HEAD);
-        u.putLong(a + 16, (site & 0xffffffffL) | ONE_OBJECT);
-        u.putLong(a + 24, bytes);
-        u.putLong(e + 8, w + 2);
-        u.putIntRelease(null, b - 48, p + 2);
+        u.putLong(a, bytes);
+        u.putLong(a + 8, ALLOC_KIND | (site & 0xffffffffL));
+        u.putLong(e + 8, w + 1);
+        u.putIntRelease(null, b - 48, p + 1);
         return true;
     }
 
