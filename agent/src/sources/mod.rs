@@ -21,11 +21,13 @@
 //! `live` (the tagged samples' frees and the collections of
 //! `--alloc=live`) and
 //! `threads` (the thread snapshots of `sprig threads`, taken as it
-//! starts). Adding a source is one file
+//! starts); `duty` is the turn loop of the measurement knobs two of them
+//! have. Adding a source is one file
 //! here that implements [`Source`], and the lines in `session` that start
 //! it when `Start` asks for it.
 
 pub mod cpu_timer;
+mod duty;
 pub mod edges;
 pub mod live;
 pub mod locks;

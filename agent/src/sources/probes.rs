@@ -82,7 +82,7 @@ impl Source for Probes {
         if crate::allocs::on() && crate::error::fault_named("exact-alloc-duty") {
             // A measurement knob: the exact allocation probes record in
             // even turns only (their cost within one session).
-            super::sampled_alloc::start_duty(agent, "sprig-exact-alloc-duty", &mut self.duty, {
+            super::duty::start(agent, "sprig-exact-alloc-duty", &mut self.duty, {
                 let mut said = false;
                 move |jni, on| {
                     if !crate::allocs::set_paused(jni, !on) && !std::mem::replace(&mut said, true) {

@@ -19,12 +19,10 @@
 //! knob `SPRIG_AGENT_FAULT=sampled-alloc-no-stacks` counts them only (the
 //! baseline of `scripts/measure/outside-alloc-cost.sh`);
 //! `sampled-alloc-cost` times each of them (CPU time) and says the mean.
-//! The knob `sampled-alloc-duty` turns the heap sampler on and off in
-//! turns of [`DUTY_ENV`] milliseconds (default 2000) aligned on
-//! `CLOCK_MONOTONIC` (`System.nanoTime()`'s clock): on in the even turns
-//! (`ns / turn` even), off in the odd ones, so that a benchmark can set
-//! the iterations timed in either kind of turn against each other in one
-//! session (`sprig-bench --alloc-duty`).
+//! The knob `sampled-alloc-duty` turns the heap sampler on in the even
+//! turns of `sources::duty` and off in the odd ones, so that a benchmark
+//! can set the iterations timed in either kind of turn against each
+//! other in one session (`sprig-bench --only alloc-duty`).
 //!
 //! A sample inside a root context also says whether its allocating frame
 //! (the thread's top Java frame, inlined frames counted, read with the
@@ -162,10 +160,6 @@ impl Outside {
 /// another agent, kept for the JVM's life.
 static SQUATTER: OnceLock<Option<Jvmti>> = OnceLock::new();
 
-/// The length of the turns of the measurement knob `sampled-alloc-duty`,
-/// in milliseconds, from this environment variable of the target JVM.
-pub const DUTY_ENV: &str = "SPRIG_AGENT_ALLOC_DUTY_MS";
-
 /// The sampled allocation source of one session.
 pub struct SampledAllocs {
     interval: u32,
@@ -281,7 +275,7 @@ impl Source for SampledAllocs {
             .set_event(Event::SampledObjectAlloc, true)
             .map_err(|e| format!("cannot enable the SampledObjectAlloc event: {e}"))?;
         if crate::error::fault_named("sampled-alloc-duty") {
-            start_duty(agent, "sprig-alloc-duty", &mut self.duty, move |_, on| {
+            super::duty::start(agent, "sprig-alloc-duty", &mut self.duty, move |_, on| {
                 let _ = agent.jvmti.set_event(Event::SampledObjectAlloc, on);
             })?;
         }
@@ -299,41 +293,6 @@ impl Source for SampledAllocs {
         super::stacks::stop_thread(self.duty.take());
         finish(agent, jni, None);
     }
-}
-
-/// Starts a measurement knob's thread (`sampled-alloc-duty`,
-/// `exact-alloc-duty`) into `slot`: at each boundary of a turn of
-/// [`DUTY_ENV`] milliseconds (2,000 without it) on `CLOCK_MONOTONIC`,
-/// `set(jni, true)` for an even turn, `set(jni, false)` for an odd one,
-/// until the thread is stopped.
-pub(super) fn start_duty(
-    agent: &'static Agent,
-    name: &'static str,
-    slot: &mut Option<super::stacks::Running>,
-    mut set: impl FnMut(Jni<'_>, bool) + Send + 'static,
-) -> Result<(), String> {
-    let turn_ns = std::env::var(DUTY_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(2000)
-        * 1_000_000;
-    super::stacks::start_thread(agent, name, slot, move |_, stop| {
-        Ok(move |jni: Jni<'_>| {
-            let (lock, cvar) = &*stop;
-            let mut stopped = crate::sync::lock(lock);
-            while !*stopped {
-                let now = clock::monotonic_ns();
-                let turn = now / turn_ns;
-                set(jni, turn.is_multiple_of(2));
-                let left = Duration::from_nanos((turn + 1) * turn_ns - now);
-                stopped = match cvar.wait_timeout(stopped, left) {
-                    Ok((g, _)) => g,
-                    Err(p) => p.into_inner().0,
-                };
-            }
-        })
-    })
 }
 
 thread_local! {

@@ -22,33 +22,13 @@
 //! session's is named in a warning: its calls scale to its own calls by
 //! another factor than `S`.
 
-use crate::profile::{ThreadProfile, Tree};
+use crate::profile::{RootCalls, ThreadProfile, Tree};
 use std::collections::BTreeMap;
 
 /// A root's own scale this far from the session's (either way) is named.
 const SKEW_WARN: f64 = 4.0;
 /// Roots with fewer silent calls are not named (too few to say).
 const SKEW_MIN_SILENT: u64 = 20;
-
-/// Root calls counted (the root nodes' calls) and timed silent (their
-/// latencies' counts), over every thread; per root method.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct RootCalls {
-    pub counted: u64,
-    pub silent: u64,
-}
-
-impl RootCalls {
-    /// All root calls over the counted ones (1 when none was counted:
-    /// the times are then the whole session's).
-    pub(crate) fn scale(&self) -> f64 {
-        if self.counted == 0 {
-            1.0
-        } else {
-            (self.counted + self.silent) as f64 / self.counted as f64
-        }
-    }
-}
 
 /// The root calls of every root method over `threads`.
 pub(crate) fn root_calls(threads: &[ThreadProfile]) -> BTreeMap<u32, RootCalls> {
@@ -58,9 +38,10 @@ pub(crate) fn root_calls(threads: &[ThreadProfile]) -> BTreeMap<u32, RootCalls> 
             let Some(n) = t.tree.nodes.get(r as usize) else {
                 continue;
             };
+            let c = RootCalls::of(n);
             let e = out.entry(n.method).or_default();
-            e.counted += n.calls;
-            e.silent += n.latency.as_ref().map_or(0, |l| l.count);
+            e.counted += c.counted;
+            e.silent += c.silent;
         }
     }
     out

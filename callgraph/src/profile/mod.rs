@@ -71,6 +71,7 @@ pub use run::{
     Calibration, CostFacts, LatencySummary, RevealStats, SampleCounts, Stats, Target, WindowFacts,
     sample_bound_ns,
 };
+pub(crate) use times::RootCalls;
 pub use times::{Times, ticks_to_ns};
 pub use tree::{
     Alloc, Bursts, MERGED_THREAD, Node, NodeId, Owned, RECAL_UNIT, Recal, SampledAllocs,

@@ -6,6 +6,35 @@ use super::Profile;
 use super::tree::{Node, RECAL_UNIT, Recal, Tree};
 use sprig_wire::control::Timing;
 
+/// Calls of a root under windows timing: counted (the root node's calls)
+/// and timed silent (its latencies' count); summed over threads or roots
+/// where a caller needs them so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RootCalls {
+    pub counted: u64,
+    pub silent: u64,
+}
+
+impl RootCalls {
+    /// A root node's calls.
+    pub(crate) fn of(root: &Node) -> RootCalls {
+        RootCalls {
+            counted: root.calls,
+            silent: root.latency.as_ref().map_or(0, |l| l.count),
+        }
+    }
+
+    /// All root calls over the counted ones (1 when none was counted:
+    /// the times are then the whole session's).
+    pub(crate) fn scale(&self) -> f64 {
+        if self.counted == 0 {
+            1.0
+        } else {
+            (self.counted + self.silent) as f64 / self.counted as f64
+        }
+    }
+}
+
 /// Derived times of one node, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Times {
@@ -110,9 +139,9 @@ impl Profile {
             let Some(n) = tree.nodes.get(r as usize) else {
                 continue;
             };
-            let silent = n.latency.as_ref().map_or(0, |l| l.count);
-            if n.calls > 0 {
-                out[r as usize] = (n.calls + silent) as f64 / n.calls as f64 / session;
+            let calls = RootCalls::of(n);
+            if calls.counted > 0 {
+                out[r as usize] = calls.scale() / session;
             }
         }
         // children have greater indices than their parents
