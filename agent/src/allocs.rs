@@ -254,13 +254,11 @@ fn copy_site(site: u32, descriptor: &str) -> Option<u32> {
 }
 
 /// Lets the Java path weigh the copies recorded at copy site `at`, of
-/// class `descriptor` (`Probe.copyBytes`): an instance's size (`bytes`, the
-/// same for every instance of a class) or, for an array class, its
-/// element type, whose layout is learned first if it is not yet.
+/// class `descriptor` (`Probe.copyBytes`), which it cannot yet: an
+/// instance's size (`bytes`, the same for every instance of a class) or,
+/// for an array class, its element type, whose layout is learned first if
+/// it is not yet.
 fn teach_copy(jni: Jni<'_>, jvmti: &Jvmti, at: u32, descriptor: &str, bytes: u64) {
-    if slots::alloc_site(at) != 0 {
-        return;
-    }
     if !descriptor.starts_with('[') {
         if let Ok(b) = i32::try_from(bytes)
             && b > 0

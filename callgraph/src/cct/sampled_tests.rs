@@ -527,8 +527,8 @@ fn windows_timing_shares_the_silent_calls_time_by_their_samples() {
 }
 
 /// Windows timing with two roots the counting windows caught in
-/// different proportions (R: 1 counted call of 4, Q: 1 of 12; the
-/// session's roots 2 of 16): each root weighs what all of its calls took on the
+/// different proportions (R: 1 counted call of 4, Q: 1 of 12; over both
+/// roots, 2 counted calls of 16): each root weighs what all of its calls took on the
 /// session's scale (R 1,600 ns in all, Q 1,200, over 8), the report's
 /// counted and silent root calls are the tree's, and the hot spot of `A`
 /// (once a call of R, twice a call of Q) has the mean of all its calls.

@@ -504,7 +504,7 @@ impl ThreadState {
                 }
                 K_THREAD_START => {}
                 K_ALLOC => {
-                    self.alloc_one(e.id, e.ts);
+                    self.alloc(e.id, 0, 1, e.ts);
                     // Not an event of the tree, as a record (below).
                     continue;
                 }
@@ -585,23 +585,23 @@ impl ThreadState {
             kind: head.id,
             slots,
         };
-        let (Some(a), Some(top)) = (AllocRecord::read(&r), self.stack.last()) else {
-            self.issues.allocs_outside_root += 1;
-            return;
-        };
-        let n = &mut self.arena.nodes[top.node as usize];
-        add_alloc(&mut n.allocs, a.site, a.level, u64::from(a.count), a.bytes);
+        match AllocRecord::read(&r) {
+            Some(a) => self.alloc(a.site, a.level, u64::from(a.count), a.bytes),
+            None => self.issues.allocs_outside_root += 1,
+        }
     }
 
-    /// One object of `bytes` allocated at `site` (an [`EventKind::Alloc`]
-    /// event): it goes to the frame open now, as a record's objects do.
-    fn alloc_one(&mut self, site: u32, bytes: u64) {
+    /// `count` objects of `bytes` in all at (`site`, `level`), from a
+    /// record or an [`EventKind::Alloc`] event (one object, level 0): they
+    /// go to the frame open now; outside every root context they are
+    /// counted as such.
+    fn alloc(&mut self, site: u32, level: u8, count: u64, bytes: u64) {
         let Some(top) = self.stack.last() else {
             self.issues.allocs_outside_root += 1;
             return;
         };
         let n = &mut self.arena.nodes[top.node as usize];
-        add_alloc(&mut n.allocs, site, 0, 1, bytes);
+        add_alloc(&mut n.allocs, site, level, count, bytes);
     }
 
     /// An allocation sample (`--alloc-interval`): it goes to the frame
