@@ -698,7 +698,7 @@ fn sample_in_window(jvm: &mut Proc, interval: &str, secs: &str) -> (Value, Vec<f
 /// drain's 10 ms, and less than one interval of CPU time, is sampled by
 /// the CPU it uses: `shortWork`'s share of the two methods' samples is
 /// within 8 points of its share of their CPU time by the fixture's clock
-/// while sprig sampled, at `--interval 1` (every tick) and at the default
+/// while sprig sampled (wider on an oversubscribed host: see the bounds), at `--interval 1` (every tick) and at the default
 /// 20 ms (one tick in five; a timer armed at the interval lost the CPU
 /// time after a thread's last tick: -17.2 points at load 17).
 /// The samples come with the CPU the JVM gets: on a loaded host a longer
@@ -772,33 +772,42 @@ fn sample_threads_that_live_less_than_the_drain_period() {
             // its CPU time (docs/stack-sampling.md): on an oversubscribed
             // host the error goes either way (+10.9 points on JDK 25
             // beside four spinning processes, +11.2 and -10.0 in CI runs
-            // beside another e2e test; -1.5 to -3.8 on a quiet host). The
-            // bound is 8 points where `short-long` had a core of its own
-            // while sampled, 15 (still short of the defect's -19.4) where
-            // it had less than 80% of one.
+            // beside another e2e test, +17.2 at --interval 20 in a CI run
+            // where `short-long` had 51% of a core; -1.5 to -3.8 on a
+            // quiet host). The bound is 8 points either way where
+            // `short-long` had a core of its own while sampled; where it
+            // had less than 80% of one, 15 points below (still short of
+            // the defect's -19.4, which loses samples) and 20 above.
             let core = v[1] / v[3];
-            let bound = if core < 0.8 { 0.15 } else { 0.08 };
+            let (below, above) = if core < 0.8 {
+                (0.15, 0.20)
+            } else {
+                (0.08, 0.08)
+            };
             if core < 0.8 {
                 eprintln!(
                     "JDK {}: short-long had {:.0}% of a core while sampled: the host was \
-                     oversubscribed, the bound is {:.0} points",
+                     oversubscribed, the bounds are -{:.0} and +{:.0} points",
                     jdk.major,
                     core * 100.0,
-                    bound * 100.0
+                    below * 100.0,
+                    above * 100.0
                 );
             }
             assert!(
-                (share - truth).abs() <= bound,
+                (-below..=above).contains(&(share - truth)),
                 "JDK {}: --interval {interval}: shortWork holds {:.1}% of the samples, \
                  {:.1}% of the CPU time while sampled, {:.1}% through sprig's exit \
-                 ({short} of {} samples; short-long had {:.0}% of a core; bound {:.0} points)",
+                 ({short} of {} samples; short-long had {:.0}% of a core; bounds -{:.0} and \
+                 +{:.0} points)",
                 jdk.major,
                 share * 100.0,
                 truth * 100.0,
                 through_exit * 100.0,
                 short + long,
                 core * 100.0,
-                bound * 100.0
+                below * 100.0,
+                above * 100.0
             );
             checked.push(interval);
         }
