@@ -83,7 +83,7 @@ static JNI_LEARNS_ONLY: AtomicBool = AtomicBool::new(false);
 static JNI_ONLY: AtomicBool = AtomicBool::new(false);
 
 /// For measurements (`SPRIG_AGENT_FAULT=exact-alloc-duty`): the agent's
-/// path records nothing while set (with `Probe.allocPause`, the Java
+/// path records nothing while set (with `Probe.allocJava`, the Java
 /// path's), in the off turns.
 static PAUSED: AtomicBool = AtomicBool::new(false);
 

@@ -85,9 +85,10 @@ struct ProbeClass {
     /// `Probe.BURST_CALLS` is there: the probe class runs a calibration
     /// burst when `nRootExit` asks for one (an older one does not).
     bursts: bool,
-    /// `Probe.allocPause` (the measurement knob `exact-alloc-duty`),
-    /// absent in a probe class an older sprig defined.
-    alloc_pause: Option<FieldId>,
+    /// `Probe.allocJava` (whether the Java path records allocations, as
+    /// one-slot `Alloc` events, or pauses them: the measurement knob
+    /// `exact-alloc-duty`), absent in a probe class an older sprig defined.
+    alloc_java: Option<FieldId>,
     /// `Probe.COPIES` (where each `clone()` site's copies are recorded, by
     /// class: a fresh array per `--alloc` session), absent in a probe
     /// class an older sprig defined.
@@ -270,7 +271,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
             let reflected = jni.find_static_field(class, "REFLECTED", c"[Ljava/lang/Object;");
             let counts = jni.find_static_field(class, "COUNTS", c"[J");
             let bursts = jni.find_static_field(class, "BURST_CALLS", c"I").is_some();
-            let alloc_pause = jni.find_static_field(class, "allocPause", c"I");
+            let alloc_java = jni.find_static_field(class, "allocJava", c"I");
             let copies = jni.find_static_field(class, "COPIES", c"[Ljava/lang/Object;");
             let class = jni.new_global(class)?;
             let _ = PROBE.set(ProbeClass {
@@ -284,7 +285,7 @@ pub fn ensure<P: ProbeNatives>(jni: Jni<'_>) -> Result<bool, AgentError> {
                 reflected,
                 counts,
                 bursts,
-                alloc_pause,
+                alloc_java,
                 copies,
             });
         }
@@ -524,8 +525,9 @@ pub fn publish_live_word(word: usize, current: impl FnOnce() -> u64) {
 /// A session starts: every id dormant in `Probe.LIVE` (a probe class an
 /// older sprig defined), the receiver classes remembered by the `used`
 /// watched sites of earlier sessions forgotten, and a fresh
-/// `Probe.REFLECTED` and, with `--alloc` (`allocs`), `Probe.COPIES`
-/// (before any root context of the session opens).
+/// `Probe.REFLECTED` and, with `--alloc` (`allocs`), `Probe.COPIES` and
+/// the Java path's allocations recorded (before any root context of the
+/// session opens).
 pub fn begin_session(jni: Jni<'_>, used: u32, allocs: bool) {
     clear_live(jni);
     clear_sites(jni, used);
@@ -536,6 +538,10 @@ pub fn begin_session(jni: Jni<'_>, used: u32, allocs: bool) {
         allocs && COPIES_BOUND.load(Ordering::Acquire),
         COPY_SLOTS * 2,
     );
+    // Test-only (`SPRIG_AGENT_FAULT=alloc-java-unset`): the field left
+    // as an older sprig's agent leaves it.
+    let record = allocs && !crate::error::fault_named("alloc-java-unset");
+    set_alloc_java(jni, if record { ALLOC_JAVA_RECORD } else { 0 });
 }
 
 /// The session ends: the receiver classes its `used` watched sites
@@ -546,6 +552,7 @@ pub fn end_session(jni: Jni<'_>, used: u32) {
     clear_sites(jni, used);
     fresh_reflected(jni, false);
     fresh_array(jni, |p| p.copies, false, 0);
+    set_alloc_java(jni, 0);
 }
 
 /// Gives `Probe.REFLECTED` a new empty array (`start`) or null: the
@@ -700,21 +707,42 @@ pub fn set_on(jni: Jni<'_>, on: bool) {
     }
 }
 
-/// Writes `Probe.allocPause` (the allocation probes record nothing while
-/// it is 1: the measurement knob `exact-alloc-duty`); false when the
-/// probe class has no such field.
-pub fn set_alloc_pause(jni: Jni<'_>, pause: bool) -> bool {
+/// `Probe.allocJava`: the Java path records allocations (one `Alloc`
+/// event each, which only this sprig's reader reads: an older sprig's
+/// agent using this probe class later never sets the field, so its
+/// allocations all come to its natives).
+const ALLOC_JAVA_RECORD: i32 = 1;
+/// `Probe.allocJava`: the Java path records nothing (the off turns of the
+/// measurement knob `exact-alloc-duty`).
+const ALLOC_JAVA_PAUSED: i32 = 2;
+
+/// Writes `Probe.allocJava`; false when the probe class has no such field.
+fn set_alloc_java(jni: Jni<'_>, value: i32) -> bool {
     match PROBE.get() {
         Some(ProbeClass {
             class,
-            alloc_pause: Some(f),
+            alloc_java: Some(f),
             ..
         }) => {
-            jni.set_static_int(class, *f, i32::from(pause));
+            jni.set_static_int(class, *f, value);
             true
         }
         _ => false,
     }
+}
+
+/// Pauses the Java path's allocation recording (`Probe.allocJava`: the
+/// measurement knob `exact-alloc-duty`) or resumes it; false when the
+/// probe class has no such field.
+pub fn set_alloc_pause(jni: Jni<'_>, pause: bool) -> bool {
+    set_alloc_java(
+        jni,
+        if pause {
+            ALLOC_JAVA_PAUSED
+        } else {
+            ALLOC_JAVA_RECORD
+        },
+    )
 }
 
 /// Writes `Probe.active` with the value `current()` returns under the

@@ -5,7 +5,7 @@
 //! +32.2% on H2), so here the probes stay put and only the path changes:
 //! the target JVM runs with the agent's measurement knobs
 //! `sampled-alloc-duty` (the heap sampler's event) and `exact-alloc-duty`
-//! (`Probe.allocPause`: the exact allocation probes record nothing while
+//! (`Probe.allocJava`: the exact allocation probes record nothing while
 //! it is set, on either of their paths), which turn their path on in the
 //! even turns of [`TURN`] on `CLOCK_MONOTONIC` and off in the odd ones,
 //! and every iteration is timed with its start on the same clock

@@ -306,6 +306,43 @@ fn under_sampled_timing_allocations_are_recorded_from_java_after_the_first() {
     }
 }
 
+/// The probe class stays in its JVM after the session: an older sprig's
+/// agent attached later uses it, and its reader knows only the records
+/// its own natives write. The Java path writes its one-slot `Alloc`
+/// events only while the agent set `Probe.allocJava`; the agent's test
+/// hook `alloc-java-unset` leaves it as such an agent does, and
+/// `alloc-jni-learns-only` drops every allocation the natives get that
+/// the Java path could have recorded: so the fixture's objects after each
+/// site's first all go missing, where they would be exact had the Java
+/// path recorded them.
+#[test]
+fn the_java_path_records_allocations_only_for_an_agent_that_asked_for_it() {
+    const MANY: u64 = 50_000;
+    let Some(jdk) = sprig_tests::test_jdks("alloc_java_unset")
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let env = [(
+        "SPRIG_AGENT_FAULT",
+        "alloc-jni-learns-only,alloc-java-unset",
+    )];
+    let (report, text) = profile_with(&jdk, &[], "sampled", &env, MANY);
+    let (got, calls) = collect(&report);
+    let path = "Allocs.root > Allocs.instances";
+    assert_eq!(calls.get(path).copied(), Some(MANY), "{text}");
+    let points = got
+        .get(&(path.to_string(), "fixtures.Allocs$Point".to_string()))
+        .map_or(0, |a| a.0);
+    // two a call; the natives record a site's first only
+    assert!(
+        points <= 2,
+        "{points} points recorded of {}\n{text}",
+        2 * MANY
+    );
+}
+
 /// The measurement knob `exact-alloc-duty` (sprig-bench `--only
 /// alloc-duty`) pauses the exact allocation probes' recording, on the
 /// Java path and the agent's, in every other turn of 20 ms: over a run of

@@ -716,12 +716,18 @@ public final class Probe {
     }
 
     /**
-     * Non-zero while the allocation probes record nothing: the off turns of
-     * the agent's measurement knob {@code exact-alloc-duty} (what the exact
-     * path costs, measured in turns within one session), 0 otherwise. Read
-     * only on a thread inside a root context.
+     * What the Java path does with an allocation inside a root context: 1
+     * records it as one {@code Alloc} event, which the reader of the
+     * session's ring knows to read; 2 records nothing (the off turns of the
+     * agent's measurement knob {@code exact-alloc-duty}, what the exact
+     * path costs, measured in turns within one session); 0 leaves it to the
+     * agent. Set by the agent when an {@code --alloc} session starts and
+     * back to 0 when it ends: an agent that does not know the field (an
+     * older sprig's, attached later to this JVM) gets every allocation
+     * through its own natives, in the form its reader knows. Read only on a
+     * thread inside a root context.
      */
-    static volatile int allocPause;
+    static volatile int allocJava;
 
     /** The instance size the agent learned for a {@code new} site, 0 before. */
     private static long instanceBytes(int site) {
@@ -755,15 +761,20 @@ public final class Probe {
      * The Java path of the allocation probes on an open slot of its own
      * thread: one {@code Alloc} event, one object of {@code bytes} at
      * {@code site} (one slot, half of the agent's {@code RECORD_ALLOC}
-     * record); false (the agent records it) when the bytes are unknown or
-     * the segment is full. Nothing outside a root context.
+     * record); false (the agent records it) when the bytes are unknown,
+     * the segment is full or the agent did not ask for the Java path
+     * ({@link #allocJava}). Nothing outside a root context, nor paused.
      */
     private static boolean javaAlloc(long t, int site, long bytes) {
         jdk.internal.misc.Unsafe u = U;
         long e = TABLE + ((t & SLOT_MASK) << 6);
         long w = u.getLong(e + 8);
-        if ((w >>> 32) == 0 || allocPause != 0) {
+        if ((w >>> 32) == 0) {
             return true;
+        }
+        int m = allocJava;
+        if (m != 1) {
+            return m == 2;
         }
         if (bytes <= 0) {
             return false;
