@@ -372,7 +372,7 @@ fn real_main() -> Result<bool> {
         );
         if ctx.settle > 0 {
             println!(
-                "(with --settle {}{}: calls/iter, floor, root ms, charged, charged/bare and share are of the settled window)",
+                "(with --settle {}{}: calls/iter, floor, root ms, charged, charged/bare and share are of the settled window; under windows timing, of the whole session)",
                 ctx.settle,
                 if ctx.plateau { " and --plateau" } else { "" }
             );

@@ -248,7 +248,14 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 let jit_prof = jit_ms(jit0, jit_cpu(jvm.pid()));
                 // With --settle, the report covers the settled window: the
                 // calls, root and charged times of a session the JIT has
-                // recompiled (charged/bare in steady state).
+                // recompiled (charged/bare in steady state). Not under
+                // windows timing: a settled window of a few iterations may
+                // hold no counting window (the report then has no tree), so
+                // that report covers the whole session; the settled
+                // window's iteration times are taken all the same.
+                let windows = timing.as_deref().is_some_and(crate::proc::is_windows);
+                // Root calls made before the window the report covers.
+                let mut before_report = 0;
                 let settled_prof = if ctx.settle > 0 {
                     iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
                     settle_runs.1 = to_plateau(ctx, &mut jvm, k, def.iteration_bound)?;
@@ -258,7 +265,11 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                             def.name, ctx.settle, settle_runs.0, ctx.settle, settle_runs.1
                         );
                     }
-                    sprig.reset(Duration::from_secs(30))?;
+                    if windows {
+                        before_report = k + ctx.settle + settle_runs.1;
+                    } else {
+                        sprig.reset(Duration::from_secs(30))?;
+                    }
                     Some(iterate(&mut jvm, k, def.iteration_bound)?)
                 } else {
                     None
@@ -293,9 +304,10 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 // Whole roots: one root call per iteration of the window
                 // the report covers (under windows timing counted and
                 // silent ones together).
-                if r.whole && p.all_root_calls() != k as u64 {
+                let made = (k + before_report) as u64;
+                if r.whole && p.all_root_calls() != made {
                     bail!(
-                        "{} root {}: {} root calls recorded, {k} made",
+                        "{} root {}: {} root calls recorded, {made} made",
                         def.name,
                         r.label,
                         p.all_root_calls()
@@ -324,6 +336,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     detach_ms: stopped.stop_time.as_secs_f64() * 1e3,
                     cli_cpu_ms: stopped.cli_cpu.map(|d| d.as_secs_f64() * 1e3),
                     k,
+                    before_report,
                     whole: r.whole,
                     paths: (ctx.timing_modes.len() > 1)
                         .then(|| ProfileSummary::paths_and_calls(&stopped.report)),

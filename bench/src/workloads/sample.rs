@@ -23,7 +23,8 @@ pub(super) struct Sample {
     /// With `--settle`: the bare window timed after `settle` more bare
     /// iterations, and the profiled window timed after `settle` more
     /// profiled ones. The profile then covers the settled window only
-    /// (sprig's results are reset just before it).
+    /// (sprig's results are reset just before it), under windows timing
+    /// the whole session.
     pub(super) settled: Option<(Vec<f64>, Vec<f64>)>,
     /// With `--plateau`: the iterations run past `settle` until the bare
     /// and the profiled iteration times stopped falling.
@@ -34,6 +35,11 @@ pub(super) struct Sample {
     /// CPU the `sprig` process used while profiling, ms.
     pub(super) cli_cpu_ms: Option<f64>,
     pub(super) k: usize,
+    /// Profiled iterations the report covers before the window of `k`:
+    /// with `--settle` under windows timing, which resets nothing (the
+    /// report covers the whole session), the profiled and settling
+    /// iterations; 0 otherwise.
+    pub(super) before_report: usize,
     pub(super) whole: bool,
     /// Calls per calling-context path (with several timing modes).
     pub(super) paths: Option<BTreeMap<u64, (u64, String)>>,
@@ -47,9 +53,10 @@ pub(super) struct Sample {
 
 impl Sample {
     /// Iterations the report covers: the measured window, or with
-    /// `--settle` the settled window (the results are reset before it).
+    /// `--settle` the settled window (the results are reset before it;
+    /// under windows timing the whole session).
     pub(super) fn profiled(&self) -> f64 {
-        self.k as f64
+        (self.k + self.before_report) as f64
     }
     /// The profiled window's median iteration time, ms: with `--settle`
     /// the settled window's.
