@@ -175,9 +175,12 @@ pub struct SessionArgs {
     /// counted root calls cost many times their bare time, or whose root
     /// calls repeat a cycle of CALLS different calls (a counting window of
     /// one cycle counts each once). The session starts with a counting
-    /// window.
-    #[arg(long, value_name = "COUNT,SILENT[,CALLS]", default_value = "50,950")]
-    pub windows: String,
+    /// window. Default: 50,950 with `--windows-silence dormant`,
+    /// 1000,20000 with `original` (each switch costs a recompilation of
+    /// the session's classes, paid once every 21 s rather than every
+    /// second).
+    #[arg(long, value_name = "COUNT,SILENT[,CALLS]")]
+    pub windows: Option<String>,
 
     /// With `--timing windows`: what silences the probes in a silent
     /// window. `dormant` (the default): the probes stay in the bytecode and
@@ -190,8 +193,8 @@ pub struct SessionArgs {
     /// so the silent root calls run the program's own code; each switch
     /// redefines those classes (90-135 ms a switch for Lucene's 45 classes
     /// on a loaded 2-core host) and the JIT compiles their methods again,
-    /// so use silent windows far longer than the counting ones (such as
-    /// 200,4800).
+    /// so its silent windows are far longer than the counting ones
+    /// (--windows defaults to 1000,20000 with it).
     #[arg(long, value_enum, default_value_t = SilenceArg::Dormant, value_name = "HOW")]
     pub windows_silence: SilenceArg,
 
@@ -386,6 +389,15 @@ pub enum VirtualArg {
 /// window with no stack sample.
 pub const SETTLE_MS_DEFAULT: u32 = 0;
 
+/// `--windows`' default with dormant silence: no switch costs anything,
+/// so the windows are short and many.
+const WINDOWS_DORMANT_DEFAULT: &str = "50,950";
+/// `--windows`' default with original-bytes silence: each switch
+/// redefines the session's classes and the JIT compiles them again, so a
+/// silent window is long (on H2, Lucene and Jetty the settled silent
+/// windows ran at bare speed, BENCHMARKS.md).
+const WINDOWS_ORIGINAL_DEFAULT: &str = "1000,20000";
+
 /// What silences the probes in a silent window (`--windows-silence`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum SilenceArg {
@@ -545,14 +557,17 @@ impl SessionArgs {
 
     /// `--windows` and `--windows-settle` as the agent takes them.
     pub fn window_options(&self) -> Result<WindowOptions> {
+        let windows = self.windows.as_deref().unwrap_or(match self.windows_silence {
+            SilenceArg::Dormant => WINDOWS_DORMANT_DEFAULT,
+            SilenceArg::Original => WINDOWS_ORIGINAL_DEFAULT,
+        });
         let bad = || {
             anyhow!(
                 "--windows must be COUNT,SILENT in milliseconds (each 1 to 600000), then \
-                 optionally ,CALLS, not {:?}",
-                self.windows
+                 optionally ,CALLS, not {windows:?}"
             )
         };
-        let (c, rest) = self.windows.split_once(',').ok_or_else(bad)?;
+        let (c, rest) = windows.split_once(',').ok_or_else(bad)?;
         let (s, calls) = match rest.split_once(',') {
             Some((s, n)) => (s, n.trim().parse::<u32>().map_err(|_| bad())?),
             None => (rest, 0),

@@ -156,6 +156,14 @@ fn windows_timing_asks_for_the_stack_sampler_and_its_schedule() {
             "{e}"
         );
     }
+    // original-bytes silence: long silent windows unless told
+    let o = opts(&["--windows-silence", "original"]).unwrap();
+    assert_eq!(
+        o.windows.map(|w| (w.counting_ms, w.silent_ms, w.silence)),
+        Some((1000, 20000, Silence::Original))
+    );
+    let o = opts(&["--windows-silence", "original", "--windows", "200,4800"]).unwrap();
+    assert_eq!(o.windows.map(|w| w.silent_ms), Some(4800));
     let o = opts(&["--windows", "200,4800", "--windows-settle", "1000"]).unwrap();
     assert_eq!(o.windows.map(|w| w.settle_ms), Some(1000));
     for bad in ["4800", "5000"] {
