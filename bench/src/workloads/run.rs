@@ -256,8 +256,15 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                 let windows = timing.as_deref().is_some_and(crate::proc::is_windows);
                 // Root calls made before the window the report covers.
                 let mut before_report = 0;
+                // Every profiled iteration's time, attach to detach (with
+                // --settle and without --plateau, whose iterations are not
+                // kept): the whole session's throughput.
+                let mut session: Option<Vec<f64>> = (!ctx.plateau).then(|| prof.clone());
                 let settled_prof = if ctx.settle > 0 {
-                    iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    let settling = iterate(&mut jvm, ctx.settle, def.iteration_bound)?;
+                    if let Some(v) = &mut session {
+                        v.extend_from_slice(&settling);
+                    }
                     settle_runs.1 = to_plateau(ctx, &mut jvm, k, def.iteration_bound)?;
                     if ctx.plateau {
                         eprintln!(
@@ -270,8 +277,13 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     } else {
                         sprig.reset(Duration::from_secs(30))?;
                     }
-                    Some(iterate(&mut jvm, k, def.iteration_bound)?)
+                    let settled = iterate(&mut jvm, k, def.iteration_bound)?;
+                    if let Some(v) = &mut session {
+                        v.extend_from_slice(&settled);
+                    }
+                    Some(settled)
                 } else {
+                    session = None;
                     None
                 };
                 let stopped = sprig.stop(Duration::from_secs(120))?;
@@ -337,6 +349,7 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
                     cli_cpu_ms: stopped.cli_cpu.map(|d| d.as_secs_f64() * 1e3),
                     k,
                     before_report,
+                    session,
                     whole: r.whole,
                     paths: (ctx.timing_modes.len() > 1)
                         .then(|| ProfileSummary::paths_and_calls(&stopped.report)),
@@ -461,6 +474,22 @@ pub fn run(ctx: &Ctx, def: &WorkloadDef) -> Result<Value> {
             row["jit_cpu_ms_profiled"] = json_of(
                 &s.iter()
                     .filter_map(|x| Some(x.jit_ms?.1))
+                    .collect::<Vec<_>>(),
+            );
+            // With --settle: the whole session, attach to detach.
+            row["session_throughput_over_bare"] = json_of(
+                &s.iter()
+                    .filter_map(Sample::session_throughput)
+                    .collect::<Vec<_>>(),
+            );
+            row["session_s"] = json_of(
+                &s.iter()
+                    .filter_map(|x| Some(x.session.as_ref()?.iter().sum::<f64>() / 1e3))
+                    .collect::<Vec<_>>(),
+            );
+            row["session_iterations"] = json_of(
+                &s.iter()
+                    .filter_map(|x| Some(x.session.as_ref()?.len() as f64))
                     .collect::<Vec<_>>(),
             );
             rows.push(row);

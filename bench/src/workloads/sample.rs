@@ -40,6 +40,9 @@ pub(super) struct Sample {
     /// report covers the whole session), the profiled and settling
     /// iterations; 0 otherwise.
     pub(super) before_report: usize,
+    /// With `--settle` (not `--plateau`): every profiled iteration's time,
+    /// ms, from the attach to the detach.
+    pub(super) session: Option<Vec<f64>>,
     pub(super) whole: bool,
     /// Calls per calling-context path (with several timing modes).
     pub(super) paths: Option<BTreeMap<u64, (u64, String)>>,
@@ -72,6 +75,17 @@ impl Sample {
             .map_or((self.bare_mean, self.total_mean), |(bare, prof)| {
                 (mean(bare), mean(prof))
             })
+    }
+    /// The whole session's throughput over bare (with `--settle`): the
+    /// settled bare window's mean iteration (timed after as many bare
+    /// iterations as the session ran before its settled window: the
+    /// workload's speed once warm, where the repeat's first bare window
+    /// of a few iterations may still be warming) over the mean of every
+    /// profiled iteration.
+    pub(super) fn session_throughput(&self) -> Option<f64> {
+        let v = self.session.as_ref()?;
+        let (bare, _) = self.settled.as_ref()?;
+        Some(mean(bare) / mean(v))
     }
     /// Under windows timing the trees hold the counted root calls only:
     /// calls and times scaled to every root call (the report's scale).

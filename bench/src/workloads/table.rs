@@ -91,6 +91,18 @@ pub fn print_table(results: &[Value]) {
                     fmt(Some(p), 0)
                 );
             }
+            if let (Some(t), Some(secs), Some(n)) = (
+                sum(r, "session_throughput_over_bare"),
+                sum(r, "session_s"),
+                sum(r, "session_iterations"),
+            ) {
+                println!(
+                    "        whole session ({:.0} profiled iterations, {:.1} s): throughput over bare {}",
+                    n.median,
+                    secs.median,
+                    fmt(Some(t), 3)
+                );
+            }
             if let Some(x) = r.get("extra_stats").and_then(Value::as_object)
                 && !x.is_empty()
             {
