@@ -557,10 +557,13 @@ impl SessionArgs {
 
     /// `--windows` and `--windows-settle` as the agent takes them.
     pub fn window_options(&self) -> Result<WindowOptions> {
-        let windows = self.windows.as_deref().unwrap_or(match self.windows_silence {
-            SilenceArg::Dormant => WINDOWS_DORMANT_DEFAULT,
-            SilenceArg::Original => WINDOWS_ORIGINAL_DEFAULT,
-        });
+        let windows = self
+            .windows
+            .as_deref()
+            .unwrap_or(match self.windows_silence {
+                SilenceArg::Dormant => WINDOWS_DORMANT_DEFAULT,
+                SilenceArg::Original => WINDOWS_ORIGINAL_DEFAULT,
+            });
         let bad = || {
             anyhow!(
                 "--windows must be COUNT,SILENT in milliseconds (each 1 to 600000), then \
