@@ -886,6 +886,7 @@ impl Session {
                 Ok(Some(Message::BytecodeDigest { class })) => {
                     outbox::send(digest(agent, jni, class));
                 }
+                Ok(Some(Message::CountingWindowNow)) => sources::stacks::counting_window_now(),
                 Ok(Some(Message::EdgeProbes {
                     classes,
                     interval_us,

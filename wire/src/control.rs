@@ -6,7 +6,7 @@
 use bincode::{Decode, Encode};
 
 /// Version of the control protocol and of the ring layout together.
-pub const PROTOCOL_VERSION: u32 = 16;
+pub const PROTOCOL_VERSION: u32 = 17;
 
 /// What the agent's `Agent_OnAttach` returns when it cannot start (the JVM
 /// answers the attach with `return code: N`; 0 is success). A session
@@ -590,6 +590,12 @@ pub enum Message {
     /// What the switches between original and instrumented bytes did so
     /// far (cumulative), sent after each switch.
     WindowSwitches(WindowSwitches),
+    // ---- CLI -> agent: windows timing ----
+    /// The results were reset (SIGUSR1, `--reset-after`): open a counting
+    /// window now if a silent one is on, so the results after the reset
+    /// hold counted root calls without waiting out the silent window.
+    /// Ignored outside windows timing.
+    CountingWindowNow,
 }
 
 /// Windows timing's original-bytes switches of a session

@@ -333,9 +333,21 @@ pub(super) struct Schedule {
     untold: bool,
 }
 
+/// The CLI reset its results (`CountingWindowNow`): the schedule's next
+/// tick ends the silent window on now, if one is on.
+static COUNT_NOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks the schedule for a counting window at its next tick (the CLI's
+/// `CountingWindowNow`, after a reset of its results). The control
+/// thread; nothing waits.
+pub fn counting_window_now() {
+    COUNT_NOW.store(true, std::sync::atomic::Ordering::Release);
+}
+
 impl Schedule {
     /// The schedule of `w`, opening with a counting window.
     pub(super) fn new(w: WindowOptions) -> Schedule {
+        COUNT_NOW.store(false, std::sync::atomic::Ordering::Release);
         probe::set_quota(w.counting_calls);
         Schedule {
             w,
@@ -398,6 +410,11 @@ impl Schedule {
             self.window_end = start + ms(w.silent_ms);
             self.settle_end = (w.settle_ms > 0).then(|| start + ms(w.settle_ms));
             return false;
+        }
+        // Asked for a counting window: a silent window ends now (a
+        // counting one is already on).
+        if COUNT_NOW.swap(false, std::sync::atomic::Ordering::AcqRel) && self.silent {
+            self.window_end = now;
         }
         let enough_calls = !self.silent
             && w.counting_calls > 0

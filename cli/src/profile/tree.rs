@@ -196,9 +196,20 @@ impl Work for CallTree<'_> {
                 // By then every event recorded before the reset has long
                 // been published and read.
                 self.catch_up_at = Some(now + Duration::from_secs(1));
+                let windows = self.args.timing == TimingArg::Windows;
+                if windows {
+                    // A silent window would leave the results after the
+                    // reset without a counted root call until it ended.
+                    turn.writer.send(&Message::CountingWindowNow)?;
+                }
                 turn.status.line(&format!(
-                    "sprig: results reset {:.1} s into profiling: the report covers what runs from now on",
-                    since.elapsed().as_secs_f64()
+                    "sprig: results reset {:.1} s into profiling: the report covers what runs from now on{}",
+                    since.elapsed().as_secs_f64(),
+                    if windows {
+                        " (a counting window opens now)"
+                    } else {
+                        ""
+                    }
                 ));
             }
         }

@@ -371,3 +371,56 @@ fn check_windows(jdk: &Jdk, source: &str, exact: &Value, windows: &Value) {
         "{w}"
     );
 }
+
+/// A reset (SIGUSR1) under windows timing opens a counting window at once:
+/// with silent windows of 20 s, the results after a reset made in the
+/// first silent window hold counted root calls within the next second and
+/// a half, where they would hold none until that window ended (the
+/// session ends before it does). Under either silence.
+#[test]
+fn a_reset_opens_a_counting_window() {
+    let Some(jdk) = test_jdks("a_reset_opens_a_counting_window")
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
+    let classes = fixture_classes(&jdk);
+    let mut jvm = start_workload(&jdk, classes.path(), &[]);
+    let tmp = TempDir::new("windows-reset");
+    run(&mut jvm, "shorts 300", "done shorts");
+    for silence in ["dormant", "original"] {
+        let out = tmp.path().join(format!("reset-{silence}.json"));
+        let mut args = ROOTS.to_vec();
+        args.extend_from_slice(&[
+            "--format",
+            "json",
+            "--timing",
+            "windows",
+            "--windows",
+            "300,20000",
+            "--windows-silence",
+            silence,
+        ]);
+        let mut sprig = start_sprig(jvm.pid(), &args, &out);
+        jvm.send("shorts 4000");
+        // well into the first silent window
+        std::thread::sleep(Duration::from_millis(1500));
+        sprig.signal("USR1");
+        sprig.wait_for("sprig: results reset", LONG, |l| {
+            l.starts_with("sprig: results reset") && l.contains("a counting window opens now")
+        });
+        std::thread::sleep(Duration::from_millis(1500));
+        let report = sprig.stop_and_json(&format!("reset under {silence} silence"), &out);
+        jvm.wait_for("done shorts", LONG, |l| l.starts_with("done shorts"));
+        let counted = report["windows"]["counted_root_calls"]
+            .as_u64()
+            .unwrap_or(0);
+        let silent = report["windows"]["silent_root_calls"].as_u64().unwrap_or(0);
+        assert!(
+            counted > 0 && silent > 0,
+            "{silence}: {counted} counted and {silent} silent root calls after the reset: {}",
+            report["windows"]
+        );
+    }
+}
